@@ -1,0 +1,30 @@
+#pragma once
+// Docker Engine API operations, named by their `operationId` in the specification.
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace dockgate::policy {
+
+enum class operation : std::uint8_t {
+#define DOCKGATE_OPERATION(name, hijacks) name,
+#include "dockgate/policy/routes.inc"
+#undef DOCKGATE_OPERATION
+};
+
+inline constexpr std::size_t operation_count = 0
+#define DOCKGATE_OPERATION(name, hijacks) +1
+#include "dockgate/policy/routes.inc"
+#undef DOCKGATE_OPERATION
+    ;
+
+std::string_view operation_name(operation op);
+std::optional<operation> operation_from_name(std::string_view name);
+
+// ContainerAttach and ExecStart: the daemon may switch protocols (101) or answer 200 with
+// a raw stream, after which the connection carries stdin and output both ways.
+bool operation_hijacks(operation op);
+
+}  // namespace dockgate::policy

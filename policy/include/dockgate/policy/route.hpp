@@ -1,0 +1,69 @@
+#pragma once
+// The route table: the only code that interprets a Docker API request target.
+//
+// Invariant: a target is either routed exactly as dockerd would route it, or refused.
+// dockerd decodes percent-escapes and cleans paths before routing, so the router never
+// repairs a target: percent-encoded bytes, `//`, dot segments, a trailing slash and any
+// version prefix but a canonical `/v<major>.<minor>` in the supported range are refused.
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <variant>
+
+#include "dockgate/policy/operation.hpp"
+
+namespace dockgate::policy {
+
+enum class http_method : std::uint8_t { get, head, post, put, delete_ };
+
+// Only the exact, upper-case methods the Engine API uses; anything else is refused.
+std::optional<http_method> parse_method(std::string_view token);
+std::string_view method_name(http_method m);
+
+struct api_version {
+  std::uint16_t major = 0;
+  std::uint16_t minor = 0;
+  auto operator<=>(const api_version&) const = default;
+};
+
+// Oldest version accepted: below 1.24 ContainerStart takes a host config in its body.
+inline constexpr api_version min_api_version{1, 24};
+// Newest version the route table knows (the latest specification).
+inline constexpr api_version max_api_version{1, 56};
+
+struct route {
+  operation op{};
+  std::optional<api_version> version;  // from the `/vX.Y` prefix, if any
+  std::string_view path;               // the target's path without the version prefix
+  std::string_view param;              // the `{id}` / `{name}` path parameter, if any
+  std::string_view query;              // raw query (without `?`), still percent-encoded
+  bool operator==(const route&) const = default;
+};
+
+enum class route_error : std::uint8_t {
+  not_origin_form,      // target does not start with `/` (absolute-form, authority, `*`)
+  bad_character,        // byte outside the RFC 3986 path or query grammar, or `#`
+  percent_encoded,      // `%` in the path
+  empty_segment,        // `//` anywhere in the path
+  dot_segment,          // `.` or `..` segment
+  trailing_slash,       // path ends in `/` (other than `/` itself)
+  bad_version,          // `/v...` prefix not spelled `v<major>.<minor>`
+  unsupported_version,  // version outside [min_api_version, max_api_version]
+  bad_query,            // malformed percent-escape, `;`, or an empty key
+  bad_parameter,        // a `/` in a one-segment path parameter (legacy link alias)
+  ambiguous,            // more than one route matches
+  method_not_allowed,   // the path is known, the method is not
+  not_found,            // no operation has this path
+};
+
+std::string_view route_error_text(route_error e);
+// HTTP status the proxy answers a routing error with (400, 404 or 405).
+unsigned route_error_status(route_error e);
+
+using route_result = std::variant<route, route_error>;
+
+// Routes a request. `target` is the request-target exactly as received.
+route_result route_request(http_method method, std::string_view target);
+
+}  // namespace dockgate::policy

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs every Debian 12 package dockgate needs to build and test.
+# Nothing is downloaded from anywhere but Debian's package archive.
+set -euo pipefail
+export DEBIAN_FRONTEND=noninteractive
+pkgs=(
+  build-essential cmake ninja-build ccache pkg-config git
+  libboost1.81-dev libsimdjson-dev libssl-dev libarchive-dev libspdlog-dev libfmt-dev
+  catch2 libbenchmark-dev clang libclang-rt-14-dev
+  docker.io docker-registry busybox-static iproute2 procps curl jq python3
+)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
