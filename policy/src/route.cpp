@@ -18,10 +18,11 @@ namespace {
 struct operation_info {
   std::string_view name;
   bool hijacks;
+  body_kind body;
 };
 
 constexpr std::array<operation_info, operation_count> operations{{
-#define DOCKGATE_OPERATION(name, hijacks) {#name, hijacks},
+#define DOCKGATE_OPERATION(name, hijacks, body) {#name, hijacks, body_kind::body},
 #include "dockgate/policy/routes.inc"
 #undef DOCKGATE_OPERATION
 }};
@@ -169,6 +170,8 @@ std::optional<operation> operation_from_name(std::string_view name) {
 }
 
 bool operation_hijacks(operation op) { return operations[static_cast<std::size_t>(op)].hijacks; }
+
+body_kind operation_body(operation op) { return operations[static_cast<std::size_t>(op)].body; }
 
 std::optional<http_method> parse_method(std::string_view token) {
   if (token == "GET") return http_method::get;

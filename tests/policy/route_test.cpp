@@ -167,3 +167,12 @@ TEST_CASE("operation names round-trip and hijacking operations are known", "[rou
     CHECK(operation_from_name(operation_name(op)) == op);
   }
 }
+
+TEST_CASE("body kinds come from the specification", "[router]") {
+  CHECK(operation_body(operation::ContainerCreate) == body_kind::json);
+  CHECK(operation_body(operation::ExecStart) == body_kind::json);
+  CHECK(operation_body(operation::ContainerStart) == body_kind::none);
+  CHECK(operation_body(operation::SystemPing) == body_kind::none);
+  CHECK(operation_body(operation::ImageLoad) == body_kind::stream);
+  CHECK(operation_body(operation::PutContainerArchive) == body_kind::stream);
+}

@@ -9,13 +9,13 @@
 namespace dockgate::policy {
 
 enum class operation : std::uint8_t {
-#define DOCKGATE_OPERATION(name, hijacks) name,
+#define DOCKGATE_OPERATION(name, hijacks, body) name,
 #include "dockgate/policy/routes.inc"
 #undef DOCKGATE_OPERATION
 };
 
 inline constexpr std::size_t operation_count = 0
-#define DOCKGATE_OPERATION(name, hijacks) +1
+#define DOCKGATE_OPERATION(name, hijacks, body) +1
 #include "dockgate/policy/routes.inc"
 #undef DOCKGATE_OPERATION
     ;
@@ -26,5 +26,10 @@ std::optional<operation> operation_from_name(std::string_view name);
 // ContainerAttach and ExecStart: the daemon may switch protocols (101) or answer 200 with
 // a raw stream, after which the connection carries stdin and output both ways.
 bool operation_hijacks(operation op);
+
+// What the operation reads as its request body, from the specification: nothing, a JSON
+// document (read whole before it is forwarded), or a byte stream passed through.
+enum class body_kind : std::uint8_t { none, json, stream };
+body_kind operation_body(operation op);
 
 }  // namespace dockgate::policy

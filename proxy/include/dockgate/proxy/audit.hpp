@@ -1,0 +1,29 @@
+#pragma once
+// One structured audit line per request. Bodies and X-Registry-Auth are never logged.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace dockgate::proxy {
+
+struct audit_record {
+  std::string_view client;     // peer identity
+  std::string_view profile;
+  std::string_view method;
+  std::string_view path;       // target path without the query
+  std::string_view operation;  // operationId, empty when routing failed
+  std::string_view verdict;    // "allow" or "deny"
+  std::string_view rule;       // which rule decided ("operation", "framing", "route", ...)
+  std::string_view reason;
+  unsigned status = 0;
+  std::uint64_t bytes_in = 0;   // request body bytes (and client->daemon bytes of a hijack)
+  std::uint64_t bytes_out = 0;  // response body bytes (and daemon->client bytes of a hijack)
+  double duration_ms = 0;
+  bool hijacked = false;
+};
+
+// Formats the record as one JSON object (no newline).
+std::string format_audit(const audit_record& r);
+
+}  // namespace dockgate::proxy

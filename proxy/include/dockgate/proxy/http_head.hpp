@@ -1,0 +1,80 @@
+#pragma once
+// Strict HTTP/1.1 request-head parsing for the proxy.
+//
+// Invariant: a head is accepted only if every HTTP implementation on the path (the
+// client, this proxy, Go's net/http in dockerd) frames it the same way. Everything with
+// two readings is refused: bare LF or CR, obs-fold, whitespace before a colon,
+// Content-Length together with Transfer-Encoding, repeated or malformed Content-Length,
+// any transfer coding but a single `chunked`, chunked on HTTP/1.0, unknown methods, and
+// heads over the size and count limits. After a refusal the connection is closed.
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "dockgate/policy/route.hpp"
+
+namespace dockgate::proxy {
+
+inline constexpr std::size_t max_head_bytes = 64 * 1024;
+inline constexpr std::size_t max_header_count = 100;
+
+enum class head_error : std::uint8_t {
+  too_large,               // head over max_head_bytes
+  too_many_headers,        // over max_header_count
+  bad_line_ending,         // bare LF or bare CR
+  bad_request_line,        // not `METHOD SP target SP HTTP/1.x`
+  unknown_method,          // not an exact Engine API method (GET, HEAD, POST, PUT, DELETE)
+  bad_version,             // not HTTP/1.1 or HTTP/1.0
+  bad_header,              // malformed field line, obs-fold, control bytes
+  bad_content_length,      // empty, signed, non-digit, repeated or too large
+  bad_transfer_encoding,   // anything but one `chunked`, or on HTTP/1.0
+  content_length_and_chunked,
+  bad_host,                // missing (HTTP/1.1) or repeated Host
+  bad_expect,              // Expect other than 100-continue
+};
+
+std::string_view head_error_text(head_error e);
+
+struct header_field {
+  std::string_view name;
+  std::string_view value;
+};
+
+struct request_head {
+  policy::http_method method{};
+  std::string_view target;
+  unsigned version_minor = 1;  // HTTP/1.<minor>
+  std::optional<std::uint64_t> content_length;
+  bool chunked = false;
+  bool keep_alive = true;         // from the version and Connection
+  bool connection_upgrade = false;  // Connection lists `upgrade`
+  bool expect_continue = false;
+  std::string_view upgrade;         // Upgrade header value, if any
+  std::string_view connection;      // Connection header value, if any (for hop-by-hop names)
+  std::array<header_field, max_header_count> fields{};
+  std::size_t field_count = 0;
+
+  bool has_body() const { return chunked || (content_length && *content_length > 0); }
+};
+
+struct head_parse_result {
+  std::optional<head_error> error;
+  std::size_t head_size = 0;  // bytes of the head including the final CRLFCRLF
+};
+
+// Looks for the end of a head in `data`. Returns its size (including CRLFCRLF), 0 if it is
+// not complete yet. A bare LF inside does not end the head (it is refused by parse).
+std::size_t find_head_end(std::string_view data);
+
+// Parses a complete head (`data` is exactly the head, ending in CRLFCRLF). On success
+// `out` views into `data`.
+std::optional<head_error> parse_request_head(std::string_view data, request_head& out);
+
+// True when `name` is a hop-by-hop header: never forwarded as the client wrote it.
+bool is_hop_by_hop(std::string_view name, std::string_view connection_value);
+
+bool iequals(std::string_view a, std::string_view b);
+
+}  // namespace dockgate::proxy

@@ -1,0 +1,47 @@
+#pragma once
+// Command line of dockgate-proxy.
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "dockgate/common/endpoint.hpp"
+
+namespace dockgate::proxy {
+
+struct serve_options {
+  common::endpoint upstream;
+  std::vector<common::endpoint> listen;
+  std::string policy_file;
+  mode_t socket_mode = 0660;              // unix listeners
+  std::optional<uid_t> socket_uid;        // unix listeners: chown
+  std::optional<gid_t> socket_gid;
+  std::chrono::milliseconds shutdown_timeout{10'000};
+  std::chrono::milliseconds head_timeout{60'000};   // idle keep-alive and slow heads
+  std::chrono::milliseconds body_timeout{60'000};   // between request body reads
+  std::string log_level = "info";
+};
+
+struct check_options {
+  std::string policy_file;
+};
+
+struct help_request {
+  std::string text;
+};
+
+using command = std::variant<serve_options, check_options, help_request>;
+
+struct parse_error {
+  std::string message;
+};
+
+std::variant<command, parse_error> parse_command_line(const std::vector<std::string>& args);
+
+std::string usage();
+
+}  // namespace dockgate::proxy

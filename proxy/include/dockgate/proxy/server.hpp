@@ -1,0 +1,14 @@
+#pragma once
+
+#include "dockgate/policy/policy_file.hpp"
+#include "dockgate/proxy/options.hpp"
+
+namespace dockgate::proxy {
+
+// Runs the proxy until SIGTERM or SIGINT, then shuts down gracefully: stops accepting,
+// lets in-flight requests finish until the shutdown deadline, then closes the rest.
+// Returns the process exit status. Throws only for start-up errors (bad listen address,
+// socket in use), with a message for the operator.
+int serve(const serve_options& options, const policy::policy& policy);
+
+}  // namespace dockgate::proxy

@@ -1,0 +1,56 @@
+// dockgate-proxy: the Docker API gate. See `dockgate-proxy --help`.
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "dockgate/policy/policy_file.hpp"
+#include "dockgate/proxy/options.hpp"
+#include "dockgate/proxy/server.hpp"
+
+namespace {
+
+std::optional<dockgate::policy::policy> load_policy(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    std::cerr << path << ": cannot read policy file\n";
+    return std::nullopt;
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  auto result = dockgate::policy::parse_policy(text.str());
+  for (const auto& e : result.errors) std::cerr << path << ": " << e << '\n';
+  return std::move(result.value);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace dockgate::proxy;
+  std::vector<std::string> args(argv + 1, argv + argc);
+  auto parsed = parse_command_line(args);
+  if (auto* err = std::get_if<parse_error>(&parsed)) {
+    std::cerr << "dockgate-proxy: " << err->message << "\n\n" << usage();
+    return 2;
+  }
+  auto& cmd = std::get<command>(parsed);
+  if (auto* help = std::get_if<help_request>(&cmd)) {
+    std::cout << help->text;
+    return 0;
+  }
+  if (auto* check = std::get_if<check_options>(&cmd)) {
+    auto pol = load_policy(check->policy_file);
+    if (!pol) return 1;
+    std::cout << check->policy_file << ": OK, " << pol->profiles.size() << " profile(s), default "
+              << pol->default_().name << '\n';
+    return 0;
+  }
+  const auto& opts = std::get<serve_options>(cmd);
+  auto pol = load_policy(opts.policy_file);
+  if (!pol) return 1;
+  try {
+    return serve(opts, *pol);
+  } catch (const std::exception& e) {
+    std::cerr << "dockgate-proxy: " << e.what() << '\n';
+    return 1;
+  }
+}

@@ -1,0 +1,45 @@
+#include "dockgate/proxy/audit.hpp"
+
+#include <cstdio>
+
+#include "dockgate/common/error_body.hpp"
+
+namespace dockgate::proxy {
+
+std::string format_audit(const audit_record& r) {
+  std::string out;
+  out.reserve(256);
+  auto field = [&](std::string_view key, std::string_view value) {
+    out += out.empty() ? "{\"" : ",\"";
+    out += key;
+    out += "\":\"";
+    common::append_json_escaped(out, value);
+    out += '"';
+  };
+  auto number = [&](std::string_view key, std::uint64_t value) {
+    out += ",\"";
+    out += key;
+    out += "\":";
+    out += std::to_string(value);
+  };
+  field("client", r.client);
+  field("profile", r.profile);
+  field("method", r.method);
+  field("path", r.path);
+  field("operation", r.operation);
+  field("verdict", r.verdict);
+  if (!r.rule.empty()) field("rule", r.rule);
+  if (!r.reason.empty()) field("reason", r.reason);
+  number("status", r.status);
+  number("bytes_in", r.bytes_in);
+  number("bytes_out", r.bytes_out);
+  char ms[32];
+  std::snprintf(ms, sizeof ms, "%.3f", r.duration_ms);
+  out += ",\"duration_ms\":";
+  out += ms;
+  if (r.hijacked) out += ",\"hijacked\":true";
+  out += '}';
+  return out;
+}
+
+}  // namespace dockgate::proxy

@@ -1,0 +1,589 @@
+// One client connection through the gate.
+//
+// Invariants kept here:
+// - Nothing reaches the daemon before the head has been parsed strictly, routed to one
+//   operation and allowed by the profile; after any refusal the connection is closed, so
+//   no request pipelined behind a refused one is ever read.
+// - What goes upstream is the proxy's own serialisation: request line with the checked
+//   target, the client's end-to-end headers, and framing the proxy chose. JSON bodies are
+//   read whole (under a cap) before anything is forwarded, so the daemon never acts on a
+//   prefix of a body that the proxy has not seen end.
+// - `Upgrade` is forwarded only for ContainerAttach and ExecStart, and the connection is
+//   spliced only after the daemon answered 101 (or the legacy 200 raw stream). Bytes
+//   already buffered on either side are forwarded first; half-close is passed on.
+// - Streams (events, logs, wait, pull progress) are relayed as they arrive, with no idle
+//   timeout, through one fixed buffer: no allocation per chunk.
+#include "connection.hpp"
+
+#include <sys/socket.h>
+
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/http/buffer_body.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/serializer.hpp>
+#include <boost/beast/http/status.hpp>
+#include <boost/beast/http/write.hpp>
+#include <cstring>
+
+#include "dockgate/common/error_body.hpp"
+#include "dockgate/proxy/chunked.hpp"
+
+namespace dockgate::proxy {
+
+namespace http = beast::http;
+using namespace net::experimental::awaitable_operators;
+
+namespace {
+
+constexpr std::size_t max_json_body = 1024 * 1024;
+constexpr auto upstream_connect_timeout = std::chrono::seconds(10);
+constexpr auto refusal_write_timeout = std::chrono::seconds(5);
+constexpr auto linger_timeout = std::chrono::seconds(2);
+
+void set_no_delay(protocol::socket& s) {
+  beast::error_code ignored;  // fails on unix sockets, which is fine
+  s.set_option(net::ip::tcp::no_delay(true), ignored);
+}
+
+bool is_raw_stream(const http::response_header<>& res) {
+  auto type = res[http::field::content_type];
+  return type == "application/vnd.docker.raw-stream" ||
+         type == "application/vnd.docker.multiplexed-stream";
+}
+
+std::string_view path_of(std::string_view target) { return target.substr(0, target.find('?')); }
+
+}  // namespace
+
+connection::connection(proxy_context& ctx, protocol::socket socket, std::string client)
+    : ctx_(ctx),
+      client_(std::move(socket)),
+      client_id_(std::move(client)),
+      profile_(ctx.policy.default_()),
+      in_(new char[in_capacity]),
+      body_(new char[chunk_size]) {
+  set_no_delay(client_.socket());
+  out_.reserve(4096);
+  ctx_.connections.insert(this);
+}
+
+connection::~connection() { ctx_.connections.erase(this); }
+
+void connection::shutdown() {
+  if (idle_) client_.cancel();
+}
+
+void connection::abort() {
+  client_.close();
+  if (upstream_) upstream_->close();
+}
+
+void connection::compact() {
+  if (in_begin_ == 0) return;
+  std::memmove(in_.get(), in_.get() + in_begin_, in_end_ - in_begin_);
+  in_end_ -= in_begin_;
+  in_begin_ = 0;
+}
+
+net::awaitable<void> connection::run() {
+  try {
+    while (!ctx_.stopping) {
+      if (co_await serve_one() == outcome::close) break;
+    }
+  } catch (const std::exception& e) {
+    ctx_.log->error("client {}: connection failed: {}", client_id_, e.what());
+  }
+  // Lingering close: stop sending, then drain what the client still sends for a moment,
+  // so that a refusal is not destroyed by a reset while the client is still writing.
+  beast::error_code ec;
+  client_.socket().shutdown(net::socket_base::shutdown_send, ec);
+  if (!ec) {
+    client_.expires_after(linger_timeout);
+    for (int i = 0; i < 64; ++i) {
+      auto [rec, n] = co_await client_.async_read_some(net::buffer(in_.get(), in_capacity), use_tuple);
+      if (rec) break;
+    }
+  }
+  client_.close();
+  if (upstream_) upstream_->close();
+}
+
+net::awaitable<bool> connection::read_head(std::size_t& head_size) {
+  client_.expires_after(ctx_.options.head_timeout);
+  head_size = 0;
+  for (;;) {
+    std::string_view have = buffered();
+    if (std::size_t end = find_head_end(have.substr(0, max_head_bytes + 4)); end != 0) {
+      head_size = end;
+      co_return true;
+    }
+    if (have.size() > max_head_bytes) co_return true;  // head_size 0: too large
+    compact();
+    idle_ = in_end_ == 0;
+    if (idle_ && ctx_.stopping) co_return false;
+    auto [ec, n] = co_await client_.async_read_some(
+        net::buffer(in_.get() + in_end_, in_capacity - in_end_), use_tuple);
+    idle_ = false;
+    in_end_ += n;
+    if (ec) co_return false;  // EOF, reset, timeout or shutdown: nothing to answer
+  }
+}
+
+net::awaitable<void> connection::refuse(unsigned status, std::string_view rule,
+                                         std::string_view message) {
+  audit_.verdict = "deny";
+  audit_.rule = rule;
+  audit_.reason = message;
+  const std::string body = common::docker_error_body(message);
+  out_.clear();
+  out_ += "HTTP/1.1 ";
+  out_ += std::to_string(status);
+  out_ += ' ';
+  out_ += http::obsolete_reason(http::int_to_status(status));
+  out_ += "\r\nContent-Type: application/json\r\nContent-Length: ";
+  out_ += std::to_string(body.size());
+  out_ += "\r\nConnection: close\r\n\r\n";
+  if (!(audit_.method == "HEAD")) out_ += body;
+  client_.expires_after(refusal_write_timeout);
+  co_await net::async_write(client_, net::buffer(out_), use_tuple);
+  finish_audit(status);
+}
+
+void connection::finish_audit(unsigned status) {
+  audit_.status = status;
+  audit_.duration_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started_).count();
+  ctx_.audit->info(format_audit(audit_));
+}
+
+net::awaitable<connection::outcome> connection::serve_one() {
+  std::size_t head_size = 0;
+  if (!co_await read_head(head_size)) co_return outcome::close;
+  started_ = std::chrono::steady_clock::now();
+  audit_ = audit_record{};
+  audit_.client = client_id_;
+  audit_.profile = profile_.name;
+
+  if (head_size == 0) {
+    co_await refuse(431, "framing", "dockgate: request head too large");
+    co_return outcome::close;
+  }
+  if (auto err = parse_request_head(buffered().substr(0, head_size), head_)) {
+    std::string message = "dockgate: ";
+    message += head_error_text(*err);
+    co_await refuse(400, "framing", message);
+    co_return outcome::close;
+  }
+  audit_.method = policy::method_name(head_.method);
+  path_.assign(path_of(head_.target));  // the head's bytes move once the body is read
+  audit_.path = path_;
+
+  auto routed = policy::route_request(head_.method, head_.target);
+  if (auto* err = std::get_if<policy::route_error>(&routed)) {
+    std::string message = "dockgate: ";
+    message += policy::route_error_text(*err);
+    message += ": ";
+    message += audit_.method;
+    message += ' ';
+    message += audit_.path;
+    co_await refuse(policy::route_error_status(*err), "route", message);
+    co_return outcome::close;
+  }
+  const auto& r = std::get<policy::route>(routed);
+  audit_.operation = policy::operation_name(r.op);
+
+  auto decision = policy::decide(profile_, r);
+  if (auto* d = std::get_if<policy::deny>(&decision)) {
+    co_await refuse(d->status, d->rule, d->reason);
+    co_return outcome::close;
+  }
+
+  const bool hijack = policy::operation_hijacks(r.op);
+  const bool upgrade = head_.connection_upgrade || !head_.upgrade.empty();
+  if (upgrade && !hijack) {
+    co_await refuse(400, "upgrade", "dockgate: Upgrade is allowed only on ContainerAttach and ExecStart");
+    co_return outcome::close;
+  }
+  if (upgrade && (!head_.connection_upgrade || !iequals(head_.upgrade, "tcp"))) {
+    co_await refuse(400, "upgrade", "dockgate: only \"Connection: Upgrade\" with \"Upgrade: tcp\" is supported");
+    co_return outcome::close;
+  }
+  const auto body = policy::operation_body(r.op);
+  if (body == policy::body_kind::none && head_.has_body()) {
+    std::string message = "dockgate: ";
+    message += audit_.operation;
+    message += " takes no request body";
+    co_await refuse(400, "body", message);
+    co_return outcome::close;
+  }
+  if (body == policy::body_kind::json && head_.content_length && *head_.content_length > max_json_body) {
+    co_await refuse(413, "body", "dockgate: request body too large");
+    co_return outcome::close;
+  }
+  audit_.verdict = "allow";
+
+  if (head_.expect_continue && head_.has_body()) {
+    static constexpr std::string_view continue_100 = "HTTP/1.1 100 Continue\r\n\r\n";
+    auto [ec, n] = co_await net::async_write(client_, net::buffer(continue_100), use_tuple);
+    if (ec) co_return outcome::close;
+  }
+  if (!co_await connect_upstream()) {
+    co_await refuse(502, "upstream", "dockgate: cannot reach the Docker daemon");
+    co_return outcome::close;
+  }
+  if (!co_await forward_head(r, upgrade)) co_return outcome::close;
+  if (!co_await forward_body()) co_return outcome::close;
+  co_return co_await relay_response(hijack);
+}
+
+net::awaitable<bool> connection::connect_upstream() {
+  if (upstream_ && upstream_->socket().is_open()) co_return true;
+  upstream_.emplace(client_.get_executor());
+  upstream_buffer_.clear();
+  upstream_->expires_after(upstream_connect_timeout);
+  auto [ec] = co_await upstream_->async_connect(ctx_.upstream, use_tuple);
+  if (ec) {
+    ctx_.log->error("upstream connect failed: {}", ec.message());
+    upstream_.reset();
+    co_return false;
+  }
+  set_no_delay(upstream_->socket());
+  co_return true;
+}
+
+// Writes the request head upstream; for a JSON body, reads the whole body first and
+// sends it in the same write with an exact Content-Length.
+net::awaitable<bool> connection::forward_head(const policy::route& r, bool upgrade) {
+  const std::size_t head_size = find_head_end(buffered());
+  const bool json = policy::operation_body(r.op) == policy::body_kind::json && head_.has_body();
+
+  out_.clear();
+  out_ += policy::method_name(head_.method);
+  out_ += ' ';
+  out_ += head_.target;
+  out_ += " HTTP/1.1\r\n";
+  for (std::size_t i = 0; i < head_.field_count; ++i) {
+    const auto& f = head_.fields[i];
+    if (is_hop_by_hop(f.name, head_.connection)) continue;
+    out_ += f.name;
+    out_ += ": ";
+    out_ += f.value;
+    out_ += "\r\n";
+  }
+  if (upgrade) out_ += "Connection: Upgrade\r\nUpgrade: tcp\r\n";
+  if (!json) {
+    if (head_.chunked) {
+      out_ += "Transfer-Encoding: chunked\r\n";
+    } else if (head_.content_length) {
+      out_ += "Content-Length: ";
+      out_ += std::to_string(*head_.content_length);
+      out_ += "\r\n";
+    }
+    out_ += "\r\n";
+    consume(head_size);  // head fields are not used past this point
+    upstream_->expires_never();
+    auto [ec, n] = co_await net::async_write(*upstream_, net::buffer(out_), use_tuple);
+    if (ec) {
+      upstream_.reset();
+      co_await refuse(502, "upstream", "dockgate: lost the connection to the Docker daemon");
+      co_return false;
+    }
+    co_return true;
+  }
+
+  // JSON body: collect it whole, then send head and body together.
+  std::size_t head_bytes = out_.size();
+  out_ += "Content-Length: 0000000000\r\n\r\n";  // patched below, keeps one buffer
+  const std::size_t body_start = out_.size();
+  consume(head_size);
+  client_.expires_after(ctx_.options.body_timeout);
+  bool ok = true;
+  if (head_.chunked) {
+    chunked_decoder decoder;
+    for (;;) {
+      auto res = decoder.feed(buffered());
+      consume(res.consumed);
+      if (res.state == chunked_decoder::status::data) {
+        if (out_.size() - body_start + res.data.size() > max_json_body) {
+          co_await refuse(413, "body", "dockgate: request body too large");
+          co_return false;
+        }
+        out_ += res.data;
+        continue;
+      }
+      if (res.state == chunked_decoder::status::done) break;
+      if (res.state == chunked_decoder::status::error) {
+        co_await refuse(400, "framing", "dockgate: malformed chunked body");
+        co_return false;
+      }
+      compact();
+      auto [ec, n] = co_await client_.async_read_some(
+          net::buffer(in_.get() + in_end_, in_capacity - in_end_), use_tuple);
+      in_end_ += n;
+      if (ec) { ok = false; break; }
+    }
+  } else {
+    std::uint64_t remaining = *head_.content_length;
+    while (remaining > 0) {
+      if (buffered().empty()) {
+        compact();
+        auto [ec, n] = co_await client_.async_read_some(
+            net::buffer(in_.get() + in_end_, in_capacity - in_end_), use_tuple);
+        in_end_ += n;
+        if (ec) { ok = false; break; }
+      }
+      const auto take = static_cast<std::size_t>(std::min<std::uint64_t>(remaining, buffered().size()));
+      out_ += buffered().substr(0, take);
+      consume(take);
+      remaining -= take;
+    }
+  }
+  if (!ok) co_return false;  // the client went away mid-body; nothing was forwarded
+  const std::string length = std::to_string(out_.size() - body_start);
+  // Rewrite the placeholder line with the exact length.
+  std::string line = "Content-Length: " + length + "\r\n\r\n";
+  out_.replace(head_bytes, body_start - head_bytes, line);
+  audit_.bytes_in = std::stoull(length);
+  upstream_->expires_never();
+  auto [ec, n] = co_await net::async_write(*upstream_, net::buffer(out_), use_tuple);
+  if (ec) {
+    upstream_.reset();
+    co_await refuse(502, "upstream", "dockgate: lost the connection to the Docker daemon");
+    co_return false;
+  }
+  head_.content_length.reset();
+  head_.chunked = false;  // body already sent
+  co_return true;
+}
+
+// Streams a non-JSON body upstream as it arrives (Content-Length bytes, or de-chunked and
+// re-chunked by the proxy's own framing).
+net::awaitable<bool> connection::forward_body() {
+  auto fail_client = [&]() -> net::awaitable<bool> {
+    // The daemon saw a partial request: that upstream connection is unusable.
+    upstream_.reset();
+    co_await refuse(400, "framing", "dockgate: malformed or truncated request body");
+    co_return false;
+  };
+  auto read_more = [&]() -> net::awaitable<bool> {
+    compact();
+    client_.expires_after(ctx_.options.body_timeout);
+    auto [ec, n] = co_await client_.async_read_some(
+        net::buffer(in_.get() + in_end_, in_capacity - in_end_), use_tuple);
+    in_end_ += n;
+    co_return !ec || n > 0;
+  };
+  if (head_.chunked) {
+    chunked_decoder decoder;
+    char size_line[24];
+    for (;;) {
+      auto res = decoder.feed(buffered());
+      const std::string_view data = res.data;
+      if (res.state == chunked_decoder::status::data) {
+        const int len = std::snprintf(size_line, sizeof size_line, "%zx\r\n", data.size());
+        const std::array<net::const_buffer, 3> chunk{
+            net::buffer(size_line, static_cast<std::size_t>(len)), net::buffer(data.data(), data.size()),
+            net::buffer("\r\n", 2)};
+        auto [ec, n] = co_await net::async_write(*upstream_, chunk, use_tuple);
+        consume(res.consumed);
+        if (ec) co_return co_await fail_client();
+        audit_.bytes_in += data.size();
+        continue;
+      }
+      consume(res.consumed);
+      if (res.state == chunked_decoder::status::done) {
+        auto [ec, n] = co_await net::async_write(*upstream_, net::buffer("0\r\n\r\n", 5), use_tuple);
+        if (ec) co_return co_await fail_client();
+        co_return true;
+      }
+      if (res.state == chunked_decoder::status::error || !co_await read_more())
+        co_return co_await fail_client();
+    }
+  }
+  std::uint64_t remaining = head_.content_length.value_or(0);
+  while (remaining > 0) {
+    if (buffered().empty() && !co_await read_more()) co_return co_await fail_client();
+    const auto take = static_cast<std::size_t>(std::min<std::uint64_t>(remaining, buffered().size()));
+    auto [ec, n] = co_await net::async_write(*upstream_, net::buffer(buffered().data(), take), use_tuple);
+    consume(take);
+    if (ec) co_return co_await fail_client();
+    remaining -= take;
+    audit_.bytes_in += take;
+  }
+  co_return true;
+}
+
+net::awaitable<connection::outcome> connection::relay_response(bool hijack_allowed) {
+  http::response_parser<http::buffer_body> parser;
+  parser.body_limit(boost::none);  // streams are unbounded by design
+  parser.header_limit(max_head_bytes);
+  if (head_.method == policy::http_method::head) parser.skip(true);
+  upstream_->expires_never();  // wait, logs and pull answer when they answer
+  auto [ec, n] = co_await http::async_read_header(*upstream_, upstream_buffer_, parser, use_tuple);
+  if (ec) {
+    upstream_.reset();
+    co_await refuse(502, "upstream", "dockgate: no response from the Docker daemon");
+    co_return outcome::close;
+  }
+  auto& res = parser.get();
+  const unsigned status = res.result_int();
+
+  if (hijack_allowed && (status == 101 || (status == 200 && !res.has_content_length() &&
+                                           !res.chunked() && is_raw_stream(res)))) {
+    out_.clear();
+    out_ += "HTTP/1.1 ";
+    out_ += std::to_string(status);
+    out_ += ' ';
+    out_ += res.reason();
+    out_ += "\r\n";
+    for (const auto& f : res) {
+      out_ += f.name_string();
+      out_ += ": ";
+      out_ += f.value();
+      out_ += "\r\n";
+    }
+    out_ += "\r\n";
+    client_.expires_never();
+    auto [wec, wn] = co_await net::async_write(client_, net::buffer(out_), use_tuple);
+    audit_.hijacked = true;
+    if (!wec) {
+      auto leftover = upstream_buffer_.data();
+      co_await splice({static_cast<const char*>(leftover.data()), leftover.size()});
+    }
+    finish_audit(status);
+    co_return outcome::close;
+  }
+
+  // The connection headers of the daemon's hop are not the client's.
+  const bool upstream_keeps = parser.keep_alive();
+  const bool delimited = parser.is_done() || res.has_content_length() || res.chunked();
+  bool keep = head_.keep_alive && delimited && !ctx_.stopping;
+  for (auto f : {http::field::connection, http::field::keep_alive, http::field::proxy_connection,
+                 http::field::upgrade, http::field::te})
+    res.erase(f);
+  if (head_.version_minor == 0 && res.chunked()) {
+    res.chunked(false);  // an HTTP/1.0 client cannot read chunks: delimit by close
+    keep = false;
+  }
+  if (!keep) res.set(http::field::connection, "close");
+
+  http::response_serializer<http::buffer_body> sr{res};
+  client_.expires_never();
+  auto [hec, hn] = co_await http::async_write_header(client_, sr, use_tuple);
+  if (hec) {
+    upstream_.reset();
+    co_return outcome::close;
+  }
+
+  bool relay_failed = false;
+  bool relay_done = false;
+  auto relay = [&]() -> net::awaitable<void> {
+    for (;;) {
+      std::size_t got = 0;
+      if (!parser.is_done()) {
+        res.body().data = body_.get();
+        res.body().size = chunk_size;
+        auto [rec, rn] = co_await http::async_read_some(*upstream_, upstream_buffer_, parser, use_tuple);
+        if (rec == http::error::need_buffer) rec = {};
+        if (rec) {
+          relay_failed = true;
+          break;
+        }
+        got = chunk_size - res.body().size;
+        // A read may parse only framing (a chunk header): nothing to send yet, and an
+        // empty buffer must not reach the serializer, which would end the chunked body.
+        if (got == 0 && !parser.is_done()) continue;
+      }
+      res.body().data = got ? body_.get() : nullptr;
+      res.body().size = got;
+      res.body().more = !parser.is_done();
+      audit_.bytes_out += got;
+      auto [wec, wn] = co_await http::async_write(client_, sr, use_tuple);
+      if (wec == http::error::need_buffer) wec = {};
+      if (wec) {
+        relay_failed = true;
+        break;
+      }
+      if (sr.is_done()) break;
+    }
+    relay_done = true;
+    beast::error_code ignored;
+    client_.socket().cancel(ignored);  // ends the watcher below
+  };
+  // A client that goes away mid-stream (Ctrl-C on `docker events`) ends the stream,
+  // even when the daemon has nothing to send for a long time.
+  auto watch = [&]() -> net::awaitable<void> {
+    while (!relay_done) {
+      compact();
+      if (in_end_ == in_capacity) break;  // pipelined bytes fill the buffer: stop watching
+      auto [wec, wn] = co_await client_.socket().async_read_some(
+          net::buffer(in_.get() + in_end_, in_capacity - in_end_), use_tuple);
+      in_end_ += wn;
+      if (wec && !relay_done) {
+        client_gone_ = true;
+        if (upstream_) upstream_->socket().cancel(ignored_ec_);
+        break;
+      }
+      if (wec) break;
+    }
+  };
+  if (parser.is_done()) {
+    // No body (HEAD, 204, 304, Content-Length: 0): the header was all.
+  } else if (res.has_content_length()) {
+    co_await relay();
+  } else {
+    co_await (relay() && watch());
+  }
+  finish_audit(status);
+  if (relay_failed || client_gone_ || !upstream_keeps || !parser.is_done()) upstream_.reset();
+  if (relay_failed || client_gone_) co_return outcome::close;
+  co_return keep ? outcome::keep_alive : outcome::close;
+}
+
+net::awaitable<void> connection::splice(std::string_view response_leftover) {
+  // Bytes the daemon sent right behind its 101, and bytes the client sent right behind
+  // its request (stdin typed early): both belong to the stream.
+  if (!response_leftover.empty()) {
+    auto [ec, n] = co_await net::async_write(client_, net::buffer(response_leftover.data(), response_leftover.size()), use_tuple);
+    if (ec) co_return;
+    audit_.bytes_out += n;
+  }
+  upstream_buffer_.clear();
+  if (!buffered().empty()) {
+    auto [ec, n] = co_await net::async_write(*upstream_, net::buffer(buffered().data(), buffered().size()), use_tuple);
+    if (ec) co_return;
+    audit_.bytes_in += n;
+  }
+  in_begin_ = in_end_ = 0;
+  client_.expires_never();
+  upstream_->expires_never();
+
+  // One direction: read until EOF, then pass the half-close on with shutdown(send).
+  // `&&` keeps output flowing after the client has shut down its side (stdin EOF).
+  auto pump = [](stream& from, stream& to, char* buf, std::size_t cap,
+                 std::uint64_t& bytes) -> net::awaitable<void> {
+    for (;;) {
+      auto [ec, n] = co_await from.async_read_some(net::buffer(buf, cap), use_tuple);
+      if (n > 0) {
+        auto [wec, wn] = co_await net::async_write(to, net::buffer(buf, n), use_tuple);
+        bytes += wn;
+        if (wec) {
+          beast::error_code ignored;
+          from.socket().shutdown(net::socket_base::shutdown_receive, ignored);
+          co_return;
+        }
+      }
+      if (ec) break;
+    }
+    beast::error_code ignored;
+    to.socket().shutdown(net::socket_base::shutdown_send, ignored);
+  };
+  co_await (pump(client_, *upstream_, in_.get(), in_capacity, audit_.bytes_in) &&
+            pump(*upstream_, client_, body_.get(), chunk_size, audit_.bytes_out));
+  upstream_.reset();
+}
+
+}  // namespace dockgate::proxy

@@ -1,0 +1,78 @@
+#pragma once
+// One client connection: the request path of DESIGN.md (read head, route, decide,
+// forward, stream or hijack, record), one request at a time.
+
+#include <array>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <boost/beast/core/flat_buffer.hpp>
+
+#include "context.hpp"
+#include "dockgate/policy/decision.hpp"
+#include "dockgate/proxy/audit.hpp"
+#include "dockgate/proxy/http_head.hpp"
+
+namespace dockgate::proxy {
+
+class connection {
+ public:
+  connection(proxy_context& ctx, protocol::socket socket, std::string client);
+  ~connection();
+  connection(const connection&) = delete;
+  connection& operator=(const connection&) = delete;
+
+  net::awaitable<void> run();
+
+  // Graceful shutdown: an idle connection closes now, a busy one after its response.
+  void shutdown();
+  // Deadline passed: close both sockets, whatever is in flight.
+  void abort();
+
+ private:
+  enum class outcome { keep_alive, close };
+
+  net::awaitable<outcome> serve_one();
+  net::awaitable<bool> read_head(std::size_t& head_size);
+  net::awaitable<void> refuse(unsigned status, std::string_view rule, std::string_view message);
+  net::awaitable<bool> connect_upstream();
+  net::awaitable<bool> forward_head(const policy::route& r, bool upgrade);
+  net::awaitable<bool> forward_body();
+  net::awaitable<outcome> relay_response(bool hijack_allowed);
+  net::awaitable<void> splice(std::string_view response_leftover);
+  net::awaitable<void> watch_client_gone();
+  void finish_audit(unsigned status);
+
+  std::string_view buffered() const { return {in_.get() + in_begin_, in_end_ - in_begin_}; }
+  void consume(std::size_t n) { in_begin_ += n; }
+  void compact();
+
+  proxy_context& ctx_;
+  stream client_;
+  std::optional<stream> upstream_;
+  std::string client_id_;
+  const policy::profile& profile_;
+
+  // Client bytes: the head is parsed in place, so head fields view into this buffer
+  // until the head has been forwarded.
+  static constexpr std::size_t in_capacity = max_head_bytes + 16 * 1024;
+  std::unique_ptr<char[]> in_;
+  std::size_t in_begin_ = 0;
+  std::size_t in_end_ = 0;
+
+  beast::flat_buffer upstream_buffer_;
+  std::string out_;  // serialisation buffer, reused across requests
+  static constexpr std::size_t chunk_size = 16 * 1024;
+  std::unique_ptr<char[]> body_;  // one fixed buffer for every forwarded body chunk
+
+  request_head head_;
+  std::string path_;  // the request's path, for the audit line
+  audit_record audit_;
+  std::chrono::steady_clock::time_point started_;
+  bool idle_ = true;
+  bool client_gone_ = false;
+  beast::error_code ignored_ec_;
+};
+
+}  // namespace dockgate::proxy

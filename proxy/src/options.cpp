@@ -1,0 +1,108 @@
+#include "dockgate/proxy/options.hpp"
+
+#include <charconv>
+
+namespace dockgate::proxy {
+
+namespace {
+
+template <class T>
+bool parse_uint(std::string_view s, T& out, int base = 10) {
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out, base);
+  return ec == std::errc{} && end == s.data() + s.size() && !s.empty();
+}
+
+std::optional<std::chrono::milliseconds> parse_seconds(std::string_view s) {
+  unsigned v = 0;
+  if (!parse_uint(s, v)) return std::nullopt;
+  return std::chrono::milliseconds(std::chrono::seconds(v));
+}
+
+}  // namespace
+
+std::string usage() {
+  return R"(usage:
+  dockgate-proxy [serve] --upstream URL --listen URL [--listen URL ...] --policy FILE [options]
+  dockgate-proxy check --policy FILE
+
+serve options:
+  --upstream URL            the Docker daemon: unix:///var/run/docker.sock or tcp://host:port
+  --listen URL              where clients connect: unix:///path or tcp://127.0.0.1:2375 (repeatable)
+  --policy FILE             policy file (JSON); see compose/policies/
+  --socket-mode OCTAL       mode of unix listener sockets (default 0660)
+  --socket-owner UID[:GID]  owner of unix listener sockets (numeric)
+  --shutdown-timeout SECS   on SIGTERM, how long in-flight requests may finish (default 10)
+  --head-timeout SECS       idle keep-alive / slow request head limit (default 60)
+  --body-timeout SECS       idle limit between reads of a request body (default 60)
+  --log-level LEVEL         trace, debug, info, warn, error (default info)
+
+check validates a policy file and prints every error at once (exit status 1 if any).
+)";
+}
+
+std::variant<command, parse_error> parse_command_line(const std::vector<std::string>& args) {
+  std::size_t i = 0;
+  bool check = false;
+  if (!args.empty() && (args[0] == "serve" || args[0] == "check")) {
+    check = args[0] == "check";
+    i = 1;
+  }
+  serve_options serve;
+  bool have_upstream = false;
+  for (; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "-h" || a == "--help") return command{help_request{usage()}};
+    auto value = [&]() -> std::optional<std::string> {
+      if (i + 1 >= args.size()) return std::nullopt;
+      return args[++i];
+    };
+    auto v = value();
+    if (!v) return parse_error{a + ": missing value (or unknown flag)"};
+    std::string error;
+    if (a == "--policy") {
+      serve.policy_file = *v;
+    } else if (check) {
+      return parse_error{"check takes only --policy, not " + a};
+    } else if (a == "--upstream") {
+      auto ep = common::parse_endpoint(*v, &error);
+      if (!ep) return parse_error{"--upstream " + *v + ": " + error};
+      serve.upstream = *ep;
+      have_upstream = true;
+    } else if (a == "--listen") {
+      auto ep = common::parse_endpoint(*v, &error);
+      if (!ep) return parse_error{"--listen " + *v + ": " + error};
+      serve.listen.push_back(*ep);
+    } else if (a == "--socket-mode") {
+      unsigned mode = 0;
+      if (!parse_uint(*v, mode, 8) || mode > 0777) return parse_error{"--socket-mode: octal mode like 0660"};
+      serve.socket_mode = static_cast<mode_t>(mode);
+    } else if (a == "--socket-owner") {
+      auto colon = v->find(':');
+      uid_t uid = 0;
+      if (!parse_uint(std::string_view(*v).substr(0, colon), uid)) return parse_error{"--socket-owner: numeric UID[:GID]"};
+      serve.socket_uid = uid;
+      if (colon != std::string::npos) {
+        gid_t gid = 0;
+        if (!parse_uint(std::string_view(*v).substr(colon + 1), gid)) return parse_error{"--socket-owner: numeric UID[:GID]"};
+        serve.socket_gid = gid;
+      }
+    } else if (a == "--shutdown-timeout" || a == "--head-timeout" || a == "--body-timeout") {
+      auto d = parse_seconds(*v);
+      if (!d) return parse_error{a + ": whole seconds"};
+      (a == "--shutdown-timeout" ? serve.shutdown_timeout
+       : a == "--head-timeout"   ? serve.head_timeout
+                                 : serve.body_timeout) = *d;
+    } else if (a == "--log-level") {
+      serve.log_level = *v;
+    } else {
+      return parse_error{"unknown flag " + a};
+    }
+  }
+  if (serve.policy_file.empty()) return parse_error{"--policy FILE is required"};
+  if (check) return command{check_options{serve.policy_file}};
+  if (!have_upstream) return parse_error{"--upstream URL is required"};
+  if (serve.listen.empty()) return parse_error{"at least one --listen URL is required"};
+  return command{serve};
+}
+
+}  // namespace dockgate::proxy

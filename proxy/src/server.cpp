@@ -1,0 +1,178 @@
+// Listeners, signals and graceful shutdown.
+#include "dockgate/proxy/server.hpp"
+
+#include <netdb.h>
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <stdexcept>
+
+#include "connection.hpp"
+#include "context.hpp"
+
+namespace dockgate::proxy {
+
+namespace {
+
+using acceptor = net::basic_socket_acceptor<protocol>;
+
+protocol::endpoint resolve(net::io_context& ioc, const common::endpoint& ep) {
+  if (ep.scheme == common::endpoint::kind::unix_socket)
+    return protocol::endpoint(net::local::stream_protocol::endpoint(ep.path));
+  net::ip::tcp::resolver resolver(ioc);
+  auto results = resolver.resolve(ep.host, std::to_string(ep.port), net::ip::tcp::resolver::numeric_service);
+  if (results.empty()) throw std::runtime_error("cannot resolve " + ep.to_string());
+  return protocol::endpoint(results.begin()->endpoint());
+}
+
+// Identity of the peer, for the audit line and (later) profile selection.
+std::string peer_identity(protocol::socket& s, bool is_unix) {
+  if (is_unix) {
+    ucred cred{};
+    socklen_t len = sizeof cred;
+    if (::getsockopt(s.native_handle(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return "unix:unknown";
+    return "unix:uid=" + std::to_string(cred.uid) + ",gid=" + std::to_string(cred.gid) +
+           ",pid=" + std::to_string(cred.pid);
+  }
+  beast::error_code ec;
+  auto ep = s.remote_endpoint(ec);
+  if (ec) return "tcp:unknown";
+  char host[NI_MAXHOST];
+  char port[NI_MAXSERV];
+  if (::getnameinfo(ep.data(), static_cast<socklen_t>(ep.size()), host, sizeof host, port, sizeof port,
+                    NI_NUMERICHOST | NI_NUMERICSERV) != 0)
+    return "tcp:unknown";
+  return std::string("tcp:") + host + ":" + port;
+}
+
+struct listener {
+  common::endpoint address;
+  acceptor socket;
+};
+
+void open_listener(listener& l, net::io_context& ioc, const serve_options& opts) {
+  const auto& a = l.address;
+  auto ep = resolve(ioc, a);
+  if (a.scheme == common::endpoint::kind::unix_socket) {
+    struct stat st{};
+    if (::lstat(a.path.c_str(), &st) == 0) {
+      if (!S_ISSOCK(st.st_mode))
+        throw std::runtime_error(a.path + " exists and is not a socket; not replacing it");
+      // A socket file: in use if something accepts on it, stale otherwise.
+      protocol::socket probe(ioc);
+      beast::error_code ec;
+      probe.connect(ep, ec);
+      if (!ec) throw std::runtime_error(a.path + " is in use by another process");
+      ::unlink(a.path.c_str());
+    }
+    l.socket.open(ep.protocol());
+    // Bind with a restrictive umask so the socket is never reachable with wider
+    // permissions than asked for, even for an instant.
+    const mode_t old = ::umask(0177);
+    beast::error_code ec;
+    l.socket.bind(ep, ec);
+    ::umask(old);
+    if (ec) throw std::runtime_error("bind " + a.to_string() + ": " + ec.message());
+    if (opts.socket_uid || opts.socket_gid) {
+      if (::chown(a.path.c_str(), opts.socket_uid ? *opts.socket_uid : static_cast<uid_t>(-1),
+                  opts.socket_gid ? *opts.socket_gid : static_cast<gid_t>(-1)) != 0)
+        throw std::runtime_error("chown " + a.path + ": " + std::strerror(errno));
+    }
+    if (::chmod(a.path.c_str(), opts.socket_mode) != 0)
+      throw std::runtime_error("chmod " + a.path + ": " + std::strerror(errno));
+  } else {
+    l.socket.open(ep.protocol());
+    l.socket.set_option(net::socket_base::reuse_address(true));
+    beast::error_code ec;
+    l.socket.bind(ep, ec);
+    if (ec) throw std::runtime_error("bind " + a.to_string() + ": " + ec.message());
+  }
+  l.socket.listen(net::socket_base::max_listen_connections);
+}
+
+net::awaitable<void> accept_loop(proxy_context& ctx, listener& l) {
+  const bool is_unix = l.address.scheme == common::endpoint::kind::unix_socket;
+  for (;;) {
+    auto [ec, socket] = co_await l.socket.async_accept(use_tuple);
+    if (ctx.stopping) co_return;
+    if (ec) {
+      if (ec == net::error::operation_aborted) co_return;
+      // EMFILE and friends: back off a little instead of spinning.
+      ctx.log->warn("accept on {}: {}", l.address.to_string(), ec.message());
+      net::steady_timer t(l.socket.get_executor(), std::chrono::milliseconds(100));
+      co_await t.async_wait(use_tuple);
+      continue;
+    }
+    std::string identity = peer_identity(socket, is_unix);
+    auto c = std::make_unique<connection>(ctx, std::move(socket), std::move(identity));
+    net::co_spawn(
+        l.socket.get_executor(), [c = std::move(c)]() -> net::awaitable<void> { co_await c->run(); },
+        net::detached);
+  }
+}
+
+net::awaitable<void> shutdown_when_signalled(proxy_context& ctx, net::signal_set& signals,
+                                             std::vector<listener>& listeners) {
+  auto [ec, signo] = co_await signals.async_wait(use_tuple);
+  if (ec) co_return;
+  ctx.log->info("signal {}: shutting down (deadline {} ms)", signo, ctx.options.shutdown_timeout.count());
+  ctx.stopping = true;
+  for (auto& l : listeners) {
+    beast::error_code ignored;
+    l.socket.close(ignored);
+  }
+  for (auto* c : std::vector<connection*>(ctx.connections.begin(), ctx.connections.end())) c->shutdown();
+  const auto deadline = std::chrono::steady_clock::now() + ctx.options.shutdown_timeout;
+  net::steady_timer timer(signals.get_executor());
+  while (!ctx.connections.empty() && std::chrono::steady_clock::now() < deadline) {
+    timer.expires_after(std::chrono::milliseconds(20));
+    co_await timer.async_wait(use_tuple);
+  }
+  if (!ctx.connections.empty()) {
+    ctx.log->warn("shutdown deadline passed: closing {} connection(s)", ctx.connections.size());
+    for (auto* c : std::vector<connection*>(ctx.connections.begin(), ctx.connections.end())) c->abort();
+  }
+}
+
+}  // namespace
+
+int serve(const serve_options& options, const policy::policy& pol) {
+  auto log = spdlog::stderr_logger_st("dockgate-proxy");
+  log->set_level(spdlog::level::from_str(options.log_level));
+  // Audit lines go to stdout as bare JSON, one per request.
+  auto audit = spdlog::stdout_logger_st("audit");
+  audit->set_pattern("%v");
+  audit->flush_on(spdlog::level::info);
+
+  net::io_context ioc{1};
+  proxy_context ctx{options, pol, resolve(ioc, options.upstream), log, audit, false, {}};
+
+  std::vector<listener> listeners;
+  listeners.reserve(options.listen.size());
+  for (const auto& address : options.listen) {
+    listeners.push_back(listener{address, acceptor(ioc)});
+    open_listener(listeners.back(), ioc, options);
+    log->info("listening on {} (profile {}), upstream {}", address.to_string(), pol.default_().name,
+              options.upstream.to_string());
+  }
+  for (auto& l : listeners) net::co_spawn(ioc, accept_loop(ctx, l), net::detached);
+
+  net::signal_set signals(ioc, SIGINT, SIGTERM);
+  net::co_spawn(ioc, shutdown_when_signalled(ctx, signals, listeners), net::detached);
+  ::signal(SIGPIPE, SIG_IGN);
+  ioc.run();
+
+  for (const auto& l : listeners)
+    if (l.address.scheme == common::endpoint::kind::unix_socket) ::unlink(l.address.path.c_str());
+  log->info("stopped");
+  return 0;
+}
+
+}  // namespace dockgate::proxy

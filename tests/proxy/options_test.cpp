@@ -1,0 +1,43 @@
+#include <catch2/catch.hpp>
+
+#include "dockgate/proxy/options.hpp"
+
+using namespace dockgate::proxy;
+
+TEST_CASE("serve options parse", "[options]") {
+  auto r = parse_command_line({"--upstream", "unix:///var/run/docker.sock", "--listen",
+                               "unix:///run/dockgate.sock", "--listen", "tcp://127.0.0.1:2375",
+                               "--policy", "p.json", "--socket-mode", "0600", "--socket-owner",
+                               "0:999", "--shutdown-timeout", "3"});
+  REQUIRE(std::holds_alternative<command>(r));
+  auto& o = std::get<serve_options>(std::get<command>(r));
+  CHECK(o.upstream.path == "/var/run/docker.sock");
+  CHECK(o.listen.size() == 2);
+  CHECK(o.socket_mode == 0600);
+  CHECK(o.socket_uid == 0u);
+  CHECK(o.socket_gid == 999u);
+  CHECK(o.shutdown_timeout == std::chrono::seconds(3));
+}
+
+TEST_CASE("check takes a policy", "[options]") {
+  auto r = parse_command_line({"check", "--policy", "p.json"});
+  REQUIRE(std::holds_alternative<command>(r));
+  CHECK(std::get<check_options>(std::get<command>(r)).policy_file == "p.json");
+}
+
+TEST_CASE("bad command lines are refused", "[options]") {
+  const std::vector<std::vector<std::string>> bad = {
+      {},
+      {"--policy", "p"},
+      {"--policy", "p", "--upstream", "unix:///s"},
+      {"--policy", "p", "--upstream", "http://x", "--listen", "unix:///l"},
+      {"--policy", "p", "--upstream", "unix:///s", "--listen", "unix:///l", "--socket-mode", "999"},
+      {"--policy", "p", "--upstream", "unix:///s", "--listen", "unix:///l", "--bogus", "1"},
+      {"--policy"},
+      {"check", "--policy", "p", "--listen", "unix:///l"},
+  };
+  for (const auto& args : bad) {
+    CAPTURE(args);
+    CHECK(std::holds_alternative<parse_error>(parse_command_line(args)));
+  }
+}
