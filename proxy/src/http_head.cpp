@@ -76,6 +76,11 @@ std::string_view head_error_text(head_error e) {
 
 std::size_t find_head_end(std::string_view data) {
   auto pos = data.find("\r\n\r\n");
+  const std::size_t limit = pos == std::string_view::npos ? data.size() : pos;
+  // A bare LF before the end: the head is malformed, and waiting for a CRLFCRLF that a
+  // LF-only client never sends would only hold the connection. End the head there.
+  for (std::size_t i = data.find('\n'); i < limit; i = data.find('\n', i + 1))
+    if (i == 0 || data[i - 1] != '\r') return i + 1;
   return pos == std::string_view::npos ? 0 : pos + 4;
 }
 

@@ -131,7 +131,10 @@ TEST_CASE("head limits", "[http_head]") {
 TEST_CASE("find_head_end needs CRLFCRLF", "[http_head]") {
   CHECK(find_head_end("GET / HTTP/1.1\r\nHost: d\r\n\r\nrest") == 27);
   CHECK(find_head_end("GET / HTTP/1.1\r\nHost: d\r\n") == 0);
-  CHECK(find_head_end("GET / HTTP/1.1\n\n") == 0);
+  CHECK(find_head_end("GET / HTTP/1.1\n\n") == 15);
+  CHECK(find_head_end("GET / HTTP/1.1\r\nHost: d\n") == 24);
+  request_head h;
+  CHECK(parse_request_head("GET / HTTP/1.1\n", h) == head_error::bad_line_ending);
 }
 
 TEST_CASE("hop-by-hop headers include those named by Connection", "[http_head]") {

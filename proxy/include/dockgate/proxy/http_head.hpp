@@ -65,7 +65,8 @@ struct head_parse_result {
 };
 
 // Looks for the end of a head in `data`. Returns its size (including CRLFCRLF), 0 if it is
-// not complete yet. A bare LF inside does not end the head (it is refused by parse).
+// not complete yet. A bare LF ends the head early (right after it), so that parse refuses
+// it at once instead of waiting for a CRLFCRLF that will not come.
 std::size_t find_head_end(std::string_view data);
 
 // Parses a complete head (`data` is exactly the head, ending in CRLFCRLF). On success

@@ -1,0 +1,274 @@
+#include "harness.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+namespace dockgate::test {
+
+namespace {
+
+std::string env_or_throw(const char* name) {
+  const char* v = std::getenv(name);
+  if (!v || !*v)
+    throw std::runtime_error(std::string(name) + " is not set: run the tests with scripts/test.sh");
+  return v;
+}
+
+int connect_unix(const std::string& path) {
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+std::string shell_quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'') out += "'\\''";
+    else out += c;
+  }
+  return out + "'";
+}
+
+}  // namespace
+
+std::string engine_host() { return env_or_throw("DOCKGATE_TEST_ENGINE"); }
+std::string engine_socket() {
+  auto h = engine_host();
+  return h.substr(std::strlen("unix://"));
+}
+std::string registry() { return env_or_throw("DOCKGATE_TEST_REGISTRY"); }
+std::string test_image() { return env_or_throw("DOCKGATE_TEST_IMAGE"); }
+std::string docker_cli() {
+  const char* v = std::getenv("DOCKGATE_TEST_DOCKER_CLI");
+  return v && *v ? v : "/usr/bin/docker";
+}
+std::string repo_root() { return DOCKGATE_SOURCE_DIR; }
+
+std::string unique_name(const std::string& prefix) {
+  static std::mt19937_64 rng{std::random_device{}()};
+  std::ostringstream s;
+  s << prefix << '-' << std::hex << (rng() & 0xffffffffffULL);
+  return s.str();
+}
+
+command_result run(const std::string& command) {
+  command_result r;
+  FILE* p = ::popen((command + " 2>&1").c_str(), "r");
+  if (!p) return r;
+  std::array<char, 4096> buf;
+  std::size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) r.output.append(buf.data(), n);
+  int status = ::pclose(p);
+  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+proxy_process::proxy_process(const std::string& policy, std::vector<std::string> extra_args) {
+  char tmpl[] = "/tmp/dockgate-it.XXXXXX";
+  if (!::mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
+  dir_ = tmpl;
+  socket_ = dir_ + "/proxy.sock";
+  std::string policy_path = policy;
+  if (!policy.empty() && policy.front() == '{') {
+    policy_path = dir_ + "/policy.json";
+    std::ofstream(policy_path) << policy;
+  } else {
+    policy_path = repo_root() + "/" + policy;
+  }
+  std::vector<std::string> args = {DOCKGATE_PROXY_BIN, "--upstream", engine_host(), "--listen",
+                                   "unix://" + socket_, "--policy", policy_path};
+  args.insert(args.end(), extra_args.begin(), extra_args.end());
+  const std::string out_path = dir_ + "/audit.log";
+  const std::string err_path = dir_ + "/proxy.err";
+  pid_ = ::fork();
+  if (pid_ == 0) {
+    int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    ::dup2(out, 1);
+    ::dup2(err, 2);
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  // Bounded wait until the socket accepts.
+  for (int i = 0; i < 200; ++i) {
+    int fd = connect_unix(socket_);
+    if (fd >= 0) {
+      ::close(fd);
+      return;
+    }
+    int status = 0;
+    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      std::ifstream e(err_path);
+      std::stringstream text;
+      text << e.rdbuf();
+      throw std::runtime_error("dockgate-proxy exited at start-up: " + text.str());
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  throw std::runtime_error("dockgate-proxy did not start listening");
+}
+
+std::pair<int, std::chrono::milliseconds> proxy_process::terminate() {
+  if (pid_ <= 0) return {-1, {}};
+  auto start = std::chrono::steady_clock::now();
+  ::kill(pid_, SIGTERM);
+  int status = 0;
+  for (int i = 0; i < 400; ++i) {
+    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      auto took = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+      return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, took};
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  ::kill(pid_, SIGKILL);
+  ::waitpid(pid_, &status, 0);
+  pid_ = -1;
+  return {-1, std::chrono::milliseconds(10000)};
+}
+
+proxy_process::~proxy_process() {
+  terminate();
+  run("rm -rf " + shell_quote(dir_));
+}
+
+std::string proxy_process::audit_log() const {
+  std::ifstream in(dir_ + "/audit.log");
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+unsigned raw_response::status() const {
+  if (bytes.size() < 12 || bytes.compare(0, 7, "HTTP/1.") != 0) return 0;
+  return static_cast<unsigned>(std::atoi(bytes.substr(9, 3).c_str()));
+}
+
+unsigned raw_response::count() const {
+  unsigned n = 0;
+  for (std::size_t pos = 0; (pos = bytes.find("HTTP/1.", pos)) != std::string::npos; ++pos)
+    if (pos == 0 || bytes[pos - 1] == '\n') ++n;
+  return n;
+}
+
+raw_response raw_exchange(const std::string& socket_path, const std::string& request,
+                          bool shutdown_write, std::chrono::milliseconds timeout) {
+  raw_response r;
+  int fd = connect_unix(socket_path);
+  if (fd < 0) throw std::runtime_error("cannot connect to " + socket_path);
+  std::size_t sent = 0;
+  while (sent < request.size()) {
+    ssize_t n = ::send(fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
+    if (n <= 0) break;  // the proxy may close early on a refused head
+    sent += static_cast<std::size_t>(n);
+  }
+  if (shutdown_write) ::shutdown(fd, SHUT_WR);
+  std::array<char, 8192> buf;
+  for (;;) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(timeout.count())) <= 0) break;
+    ssize_t n = ::recv(fd, buf.data(), buf.size(), 0);
+    if (n <= 0) {
+      r.closed = true;
+      break;
+    }
+    r.bytes.append(buf.data(), static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return r;
+}
+
+background::background(const std::string& command) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe failed");
+  pid_ = ::fork();
+  if (pid_ == 0) {
+    ::setpgid(0, 0);
+    ::dup2(fds[1], 1);
+    ::dup2(fds[1], 2);
+    ::execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ::setpgid(pid_, pid_);
+  ::close(fds[1]);
+  fd_ = fds[0];
+}
+
+background::~background() {
+  kill();
+  if (fd_ >= 0) ::close(fd_);
+}
+
+std::optional<std::string> background::read_line(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    if (auto nl = pending_.find('\n'); nl != std::string::npos) {
+      std::string line = pending_.substr(0, nl);
+      pending_.erase(0, nl + 1);
+      return line;
+    }
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return std::nullopt;
+    pollfd p{fd_, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) return std::nullopt;
+    char buf[4096];
+    ssize_t n = ::read(fd_, buf, sizeof buf);
+    if (n <= 0) return std::nullopt;
+    pending_.append(buf, static_cast<std::size_t>(n));
+  }
+}
+
+int background::wait(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (pid_ > 0) {
+    int status = 0;
+    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      status_ = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+      break;
+    }
+    if (std::chrono::steady_clock::now() > deadline) return -1;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return status_;
+}
+
+void background::kill() {
+  if (pid_ <= 0) return;
+  ::kill(-pid_, SIGKILL);
+  int status = 0;
+  ::waitpid(pid_, &status, 0);
+  pid_ = -1;
+}
+
+bool container_exists(const std::string& name) {
+  auto r = run(docker_cli() + " -H " + engine_host() + " container inspect --format '{{.Id}}' " + name);
+  return r.status == 0;
+}
+
+}  // namespace dockgate::test
