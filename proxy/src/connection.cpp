@@ -56,6 +56,20 @@ bool is_raw_stream(const http::response_header<>& res) {
 
 std::string_view path_of(std::string_view target) { return target.substr(0, target.find('?')); }
 
+constexpr std::string_view last_chunk = "0\r\n\r\n";
+
+// One chunk of a chunked body in the proxy's own framing, written with one gather write
+// and no allocation (Beast's chunked serializer allocates a shared_ptr per chunk).
+net::awaitable<beast::error_code> write_chunk(stream& s, std::string_view data) {
+  char size_line[24];
+  const int len = std::snprintf(size_line, sizeof size_line, "%zx\r\n", data.size());
+  const std::array<net::const_buffer, 3> chunk{net::buffer(size_line, static_cast<std::size_t>(len)),
+                                               net::buffer(data.data(), data.size()),
+                                               net::buffer("\r\n", 2)};
+  auto [ec, n] = co_await net::async_write(s, chunk, use_tuple);
+  co_return ec;
+}
+
 }  // namespace
 
 connection::connection(proxy_context& ctx, protocol::socket socket, std::string client)
@@ -378,16 +392,11 @@ net::awaitable<bool> connection::forward_body() {
   };
   if (head_.chunked) {
     chunked_decoder decoder;
-    char size_line[24];
     for (;;) {
       auto res = decoder.feed(buffered());
       const std::string_view data = res.data;
       if (res.state == chunked_decoder::status::data) {
-        const int len = std::snprintf(size_line, sizeof size_line, "%zx\r\n", data.size());
-        const std::array<net::const_buffer, 3> chunk{
-            net::buffer(size_line, static_cast<std::size_t>(len)), net::buffer(data.data(), data.size()),
-            net::buffer("\r\n", 2)};
-        auto [ec, n] = co_await net::async_write(*upstream_, chunk, use_tuple);
+        const beast::error_code ec = co_await write_chunk(*upstream_, data);
         consume(res.consumed);
         if (ec) co_return co_await fail_client();
         audit_.bytes_in += data.size();
@@ -395,7 +404,7 @@ net::awaitable<bool> connection::forward_body() {
       }
       consume(res.consumed);
       if (res.state == chunked_decoder::status::done) {
-        auto [ec, n] = co_await net::async_write(*upstream_, net::buffer("0\r\n\r\n", 5), use_tuple);
+        auto [ec, n] = co_await net::async_write(*upstream_, net::buffer(last_chunk), use_tuple);
         if (ec) co_return co_await fail_client();
         co_return true;
       }
@@ -433,19 +442,7 @@ net::awaitable<connection::outcome> connection::relay_response(bool hijack_allow
 
   if (hijack_allowed && (status == 101 || (status == 200 && !res.has_content_length() &&
                                            !res.chunked() && is_raw_stream(res)))) {
-    out_.clear();
-    out_ += "HTTP/1.1 ";
-    out_ += std::to_string(status);
-    out_ += ' ';
-    out_ += res.reason();
-    out_ += "\r\n";
-    for (const auto& f : res) {
-      out_ += f.name_string();
-      out_ += ": ";
-      out_ += f.value();
-      out_ += "\r\n";
-    }
-    out_ += "\r\n";
+    write_response_head(res, response_framing::raw, false);
     client_.expires_never();
     auto [wec, wn] = co_await net::async_write(client_, net::buffer(out_), use_tuple);
     audit_.hijacked = true;
@@ -457,90 +454,134 @@ net::awaitable<connection::outcome> connection::relay_response(bool hijack_allow
     co_return outcome::close;
   }
 
-  // The connection headers of the daemon's hop are not the client's.
+  // How the body goes to the client. The proxy writes its own framing: the daemon's
+  // connection headers belong to the daemon's hop.
+  response_framing framing = response_framing::none;
+  if (!parser.is_done()) {
+    if (res.has_content_length()) framing = response_framing::length;
+    else if (res.chunked() && head_.version_minor == 1) framing = response_framing::chunked;
+    else framing = response_framing::raw;  // until the daemon closes (or HTTP/1.0 client)
+  }
   const bool upstream_keeps = parser.keep_alive();
-  const bool delimited = parser.is_done() || res.has_content_length() || res.chunked();
-  bool keep = head_.keep_alive && delimited && !ctx_.stopping;
-  for (auto f : {http::field::connection, http::field::keep_alive, http::field::proxy_connection,
-                 http::field::upgrade, http::field::te})
-    res.erase(f);
-  if (head_.version_minor == 0 && res.chunked()) {
-    res.chunked(false);  // an HTTP/1.0 client cannot read chunks: delimit by close
-    keep = false;
-  }
-  if (!keep) res.set(http::field::connection, "close");
-
-  http::response_serializer<http::buffer_body> sr{res};
+  const bool keep = head_.keep_alive && framing != response_framing::raw && !ctx_.stopping;
+  write_response_head(res, framing, keep);
   client_.expires_never();
-  auto [hec, hn] = co_await http::async_write_header(client_, sr, use_tuple);
-  if (hec) {
-    upstream_.reset();
-    co_return outcome::close;
-  }
 
+  // Reads the next piece of the body into the fixed buffer; 0 with `done` at the end.
   bool relay_failed = false;
-  bool relay_done = false;
-  auto relay = [&]() -> net::awaitable<void> {
+  auto read_piece = [&]() -> net::awaitable<std::size_t> {
     for (;;) {
-      std::size_t got = 0;
-      if (!parser.is_done()) {
-        res.body().data = body_.get();
-        res.body().size = chunk_size;
-        auto [rec, rn] = co_await http::async_read_some(*upstream_, upstream_buffer_, parser, use_tuple);
-        if (rec == http::error::need_buffer) rec = {};
-        if (rec) {
-          relay_failed = true;
+      res.body().data = body_.get();
+      res.body().size = chunk_size;
+      auto [rec, rn] = co_await http::async_read_some(*upstream_, upstream_buffer_, parser, use_tuple);
+      if (rec == http::error::need_buffer) rec = {};
+      if (rec) {
+        relay_failed = true;
+        co_return 0;
+      }
+      const std::size_t got = chunk_size - res.body().size;
+      // A read may parse only framing (a chunk header): nothing to send yet.
+      if (got > 0 || parser.is_done()) co_return got;
+    }
+  };
+
+  if (framing == response_framing::none || framing == response_framing::length) {
+    // A sized response: the head goes out with the first body bytes, in one write.
+    std::string_view head = out_;
+    while (!relay_failed) {
+      const std::size_t got = framing == response_framing::none ? 0 : co_await read_piece();
+      const std::array<net::const_buffer, 2> pieces{net::buffer(head.data(), head.size()),
+                                                    net::buffer(body_.get(), got)};
+      auto [wec, wn] = co_await net::async_write(client_, pieces, use_tuple);
+      if (wec) relay_failed = true;
+      audit_.bytes_out += got;
+      head = {};
+      if (framing == response_framing::none || parser.is_done()) break;
+    }
+  } else {
+    // A stream: the head goes out now (a `wait` client learns it is registered), then
+    // each piece as it comes, while watching for the client to go away.
+    bool relay_done = false;
+    auto relay = [&]() -> net::awaitable<void> {
+      auto [hec, hn] = co_await net::async_write(client_, net::buffer(out_), use_tuple);
+      relay_failed = static_cast<bool>(hec);
+      while (!relay_failed && !parser.is_done()) {
+        const std::size_t got = co_await read_piece();
+        if (relay_failed || got == 0) continue;
+        audit_.bytes_out += got;
+        const std::string_view piece(body_.get(), got);
+        beast::error_code wec =
+            framing == response_framing::chunked
+                ? co_await write_chunk(client_, piece)
+                : std::get<0>(co_await net::async_write(client_, net::buffer(piece.data(), piece.size()), use_tuple));
+        relay_failed = static_cast<bool>(wec);
+      }
+      if (!relay_failed && framing == response_framing::chunked) {
+        auto [lec, ln] = co_await net::async_write(client_, net::buffer(last_chunk), use_tuple);
+        relay_failed = static_cast<bool>(lec);
+      }
+      relay_done = true;
+      beast::error_code ignored;
+      client_.socket().cancel(ignored);  // ends the watcher below
+    };
+    // A client that goes away mid-stream (Ctrl-C on `docker events`) ends the stream,
+    // even when the daemon has nothing to send for a long time.
+    auto watch = [&]() -> net::awaitable<void> {
+      while (!relay_done) {
+        compact();
+        if (in_end_ == in_capacity) break;  // pipelined bytes fill the buffer: stop watching
+        auto [wec, wn] = co_await client_.socket().async_read_some(
+            net::buffer(in_.get() + in_end_, in_capacity - in_end_), use_tuple);
+        in_end_ += wn;
+        if (wec && !relay_done) {
+          client_gone_ = true;
+          beast::error_code ignored;
+          if (upstream_) upstream_->socket().cancel(ignored);
           break;
         }
-        got = chunk_size - res.body().size;
-        // A read may parse only framing (a chunk header): nothing to send yet, and an
-        // empty buffer must not reach the serializer, which would end the chunked body.
-        if (got == 0 && !parser.is_done()) continue;
+        if (wec) break;
       }
-      res.body().data = got ? body_.get() : nullptr;
-      res.body().size = got;
-      res.body().more = !parser.is_done();
-      audit_.bytes_out += got;
-      auto [wec, wn] = co_await http::async_write(client_, sr, use_tuple);
-      if (wec == http::error::need_buffer) wec = {};
-      if (wec) {
-        relay_failed = true;
-        break;
-      }
-      if (sr.is_done()) break;
-    }
-    relay_done = true;
-    beast::error_code ignored;
-    client_.socket().cancel(ignored);  // ends the watcher below
-  };
-  // A client that goes away mid-stream (Ctrl-C on `docker events`) ends the stream,
-  // even when the daemon has nothing to send for a long time.
-  auto watch = [&]() -> net::awaitable<void> {
-    while (!relay_done) {
-      compact();
-      if (in_end_ == in_capacity) break;  // pipelined bytes fill the buffer: stop watching
-      auto [wec, wn] = co_await client_.socket().async_read_some(
-          net::buffer(in_.get() + in_end_, in_capacity - in_end_), use_tuple);
-      in_end_ += wn;
-      if (wec && !relay_done) {
-        client_gone_ = true;
-        if (upstream_) upstream_->socket().cancel(ignored_ec_);
-        break;
-      }
-      if (wec) break;
-    }
-  };
-  if (parser.is_done()) {
-    // No body (HEAD, 204, 304, Content-Length: 0): the header was all.
-  } else if (res.has_content_length()) {
-    co_await relay();
-  } else {
+    };
     co_await (relay() && watch());
   }
   finish_audit(status);
   if (relay_failed || client_gone_ || !upstream_keeps || !parser.is_done()) upstream_.reset();
   if (relay_failed || client_gone_) co_return outcome::close;
   co_return keep ? outcome::keep_alive : outcome::close;
+}
+
+void connection::write_response_head(const http::response_header<>& res, response_framing framing,
+                                     bool keep_alive) {
+  out_.clear();
+  out_ += "HTTP/1.1 ";
+  out_ += std::to_string(res.result_int());
+  out_ += ' ';
+  out_ += res.reason();
+  out_ += "\r\n";
+  const bool hijack = framing == response_framing::raw && !keep_alive && res.result_int() == 101;
+  for (const auto& f : res) {
+    switch (f.name()) {
+      case http::field::connection:
+      case http::field::upgrade:
+        if (!hijack) continue;  // only a 101 keeps Connection: Upgrade / Upgrade: tcp
+        break;
+      case http::field::keep_alive:
+      case http::field::proxy_connection:
+      case http::field::te:
+        continue;
+      case http::field::transfer_encoding:
+        if (framing != response_framing::chunked) continue;
+        break;
+      default:
+        break;
+    }
+    out_ += f.name_string();
+    out_ += ": ";
+    out_ += f.value();
+    out_ += "\r\n";
+  }
+  if (!keep_alive && !hijack) out_ += "Connection: close\r\n";
+  out_ += "\r\n";
 }
 
 net::awaitable<void> connection::splice(std::string_view response_leftover) {

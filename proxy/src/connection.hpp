@@ -8,6 +8,7 @@
 #include <string>
 
 #include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/message.hpp>
 
 #include "context.hpp"
 #include "dockgate/policy/decision.hpp"
@@ -32,6 +33,8 @@ class connection {
 
  private:
   enum class outcome { keep_alive, close };
+  // How a response body is framed towards the client.
+  enum class response_framing { none, length, chunked, raw };
 
   net::awaitable<outcome> serve_one();
   net::awaitable<bool> read_head(std::size_t& head_size);
@@ -41,7 +44,9 @@ class connection {
   net::awaitable<bool> forward_body();
   net::awaitable<outcome> relay_response(bool hijack_allowed);
   net::awaitable<void> splice(std::string_view response_leftover);
-  net::awaitable<void> watch_client_gone();
+  // Serialises the daemon's response head into out_, minus its hop-by-hop headers.
+  void write_response_head(const boost::beast::http::response_header<>& res,
+                           response_framing framing, bool keep_alive);
   void finish_audit(unsigned status);
 
   std::string_view buffered() const { return {in_.get() + in_begin_, in_end_ - in_begin_}; }
@@ -72,7 +77,6 @@ class connection {
   std::chrono::steady_clock::time_point started_;
   bool idle_ = true;
   bool client_gone_ = false;
-  beast::error_code ignored_ec_;
 };
 
 }  // namespace dockgate::proxy

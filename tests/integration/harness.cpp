@@ -84,7 +84,8 @@ command_result run(const std::string& command) {
   return r;
 }
 
-proxy_process::proxy_process(const std::string& policy, std::vector<std::string> extra_args) {
+proxy_process::proxy_process(const std::string& policy, std::vector<std::string> extra_args,
+                             std::vector<std::string> env) {
   char tmpl[] = "/tmp/dockgate-it.XXXXXX";
   if (!::mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
   dir_ = tmpl;
@@ -107,6 +108,7 @@ proxy_process::proxy_process(const std::string& policy, std::vector<std::string>
     int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
     ::dup2(out, 1);
     ::dup2(err, 2);
+    for (auto& e : env) ::putenv(e.data());
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);

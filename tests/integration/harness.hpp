@@ -33,12 +33,15 @@ command_result run(const std::string& command);
 class proxy_process {
  public:
   // `policy_file` is a path (relative to the repository root) or JSON text.
-  explicit proxy_process(const std::string& policy, std::vector<std::string> extra_args = {});
+  // `env` holds NAME=VALUE pairs added to the proxy's environment.
+  explicit proxy_process(const std::string& policy, std::vector<std::string> extra_args = {},
+                         std::vector<std::string> env = {});
   ~proxy_process();
   proxy_process(const proxy_process&) = delete;
   proxy_process& operator=(const proxy_process&) = delete;
 
   const std::string& socket_path() const { return socket_; }
+  const std::string& dir() const { return dir_; }
   std::string host() const { return "unix://" + socket_; }
   std::string docker() const { return "DOCKER_HOST=" + host() + " " + docker_cli(); }
   pid_t pid() const { return pid_; }
