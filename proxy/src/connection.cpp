@@ -148,7 +148,9 @@ net::awaitable<bool> connection::read_head(std::size_t& head_size) {
 
 net::awaitable<void> connection::refuse(unsigned status, std::string_view rule,
                                          std::string_view message) {
-  audit_.verdict = "deny";
+  // A refusal before the decision is a deny; after an allow (upstream trouble) the verdict
+  // stays "allow" and the rule names what failed.
+  if (audit_.verdict.empty()) audit_.verdict = "deny";
   audit_.rule = rule;
   audit_.reason = message;
   const std::string body = common::docker_error_body(message);
@@ -279,14 +281,17 @@ net::awaitable<bool> connection::forward_head(const policy::route& r, bool upgra
   out_ += ' ';
   out_ += head_.target;
   out_ += " HTTP/1.1\r\n";
+  bool has_host = false;
   for (std::size_t i = 0; i < head_.field_count; ++i) {
     const auto& f = head_.fields[i];
     if (is_hop_by_hop(f.name, head_.connection)) continue;
+    has_host = has_host || iequals(f.name, "host");
     out_ += f.name;
     out_ += ": ";
     out_ += f.value;
     out_ += "\r\n";
   }
+  if (!has_host) out_ += "Host: docker\r\n";  // HTTP/1.0 clients may omit it; Go requires it
   if (upgrade) out_ += "Connection: Upgrade\r\nUpgrade: tcp\r\n";
   if (!json) {
     if (head_.chunked) {

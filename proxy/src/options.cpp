@@ -60,10 +60,12 @@ std::variant<command, parse_error> parse_command_line(const std::vector<std::str
     if (!v) return parse_error{a + ": missing value (or unknown flag)"};
     std::string error;
     if (a == "--policy") {
+      if (!serve.policy_file.empty()) return parse_error{"--policy given twice"};
       serve.policy_file = *v;
     } else if (check) {
       return parse_error{"check takes only --policy, not " + a};
     } else if (a == "--upstream") {
+      if (have_upstream) return parse_error{"--upstream given twice"};
       auto ep = common::parse_endpoint(*v, &error);
       if (!ep) return parse_error{"--upstream " + *v + ": " + error};
       serve.upstream = *ep;

@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <netinet/in.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -72,6 +73,18 @@ std::string unique_name(const std::string& prefix) {
   return s.str();
 }
 
+std::string free_tcp_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return std::to_string(ntohs(a.sin_port));
+}
+
 command_result run(const std::string& command) {
   command_result r;
   FILE* p = ::popen((command + " 2>&1").c_str(), "r");
@@ -85,7 +98,7 @@ command_result run(const std::string& command) {
 }
 
 proxy_process::proxy_process(const std::string& policy, std::vector<std::string> extra_args,
-                             std::vector<std::string> env) {
+                             std::vector<std::string> env, std::string upstream) {
   char tmpl[] = "/tmp/dockgate-it.XXXXXX";
   if (!::mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
   dir_ = tmpl;
@@ -97,7 +110,7 @@ proxy_process::proxy_process(const std::string& policy, std::vector<std::string>
   } else {
     policy_path = repo_root() + "/" + policy;
   }
-  std::vector<std::string> args = {DOCKGATE_PROXY_BIN, "--upstream", engine_host(), "--listen",
+  std::vector<std::string> args = {DOCKGATE_PROXY_BIN, "--upstream", upstream.empty() ? engine_host() : upstream, "--listen",
                                    "unix://" + socket_, "--policy", policy_path};
   args.insert(args.end(), extra_args.begin(), extra_args.end());
   const std::string out_path = dir_ + "/audit.log";
@@ -166,15 +179,47 @@ std::string proxy_process::audit_log() const {
   return text.str();
 }
 
+bool proxy_process::audit_contains(const std::string& text, std::chrono::milliseconds timeout) const {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (audit_log().find(text) == std::string::npos) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return true;
+}
+
 unsigned raw_response::status() const {
   if (bytes.size() < 12 || bytes.compare(0, 7, "HTTP/1.") != 0) return 0;
   return static_cast<unsigned>(std::atoi(bytes.substr(9, 3).c_str()));
 }
 
 unsigned raw_response::count() const {
+  // Walks the responses by their framing (Content-Length or chunked; HEAD answers and
+  // refusals here carry Content-Length), so body text never counts as a status line.
   unsigned n = 0;
-  for (std::size_t pos = 0; (pos = bytes.find("HTTP/1.", pos)) != std::string::npos; ++pos)
-    if (pos == 0 || bytes[pos - 1] == '\n') ++n;
+  std::size_t pos = 0;
+  while (bytes.compare(pos, 7, "HTTP/1.") == 0) {
+    ++n;
+    const auto head_end = bytes.find("\r\n\r\n", pos);
+    if (head_end == std::string::npos) break;
+    std::string head = bytes.substr(pos, head_end - pos);
+    for (auto& c : head) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    pos = head_end + 4;
+    const bool no_body = head.find(" 204 ") != std::string::npos || head.find(" 304 ") != std::string::npos;
+    if (auto cl = head.find("\r\ncontent-length:"); cl != std::string::npos && !no_body) {
+      const std::size_t len = std::strtoull(head.c_str() + cl + 17, nullptr, 10);
+      // A HEAD answer has Content-Length but no body: the next response starts right here.
+      if (bytes.compare(pos, 7, "HTTP/1.") != 0) pos += len;
+    } else if (head.find("transfer-encoding: chunked") != std::string::npos) {
+      for (;;) {
+        const auto eol = bytes.find("\r\n", pos);
+        if (eol == std::string::npos) return n;
+        const std::size_t size = std::strtoull(bytes.c_str() + pos, nullptr, 16);
+        pos = eol + 2 + size + 2;
+        if (size == 0) break;
+      }
+    }
+  }
   return n;
 }
 

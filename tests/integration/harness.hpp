@@ -20,6 +20,7 @@ std::string test_image();     // local busybox image
 std::string docker_cli();     // the docker CLI binary
 std::string repo_root();
 std::string unique_name(const std::string& prefix);
+std::string free_tcp_port();  // a loopback port that was free a moment ago
 
 struct command_result {
   int status = -1;   // exit status, or -1 if it did not exit normally
@@ -34,8 +35,9 @@ class proxy_process {
  public:
   // `policy_file` is a path (relative to the repository root) or JSON text.
   // `env` holds NAME=VALUE pairs added to the proxy's environment.
+  // `upstream` defaults to the test engine.
   explicit proxy_process(const std::string& policy, std::vector<std::string> extra_args = {},
-                         std::vector<std::string> env = {});
+                         std::vector<std::string> env = {}, std::string upstream = {});
   ~proxy_process();
   proxy_process(const proxy_process&) = delete;
   proxy_process& operator=(const proxy_process&) = delete;
@@ -46,6 +48,9 @@ class proxy_process {
   std::string docker() const { return "DOCKER_HOST=" + host() + " " + docker_cli(); }
   pid_t pid() const { return pid_; }
   std::string audit_log() const;  // what the proxy wrote to stdout
+  // Whether the audit log contains `text` within `timeout` (a line is written once the
+  // response has gone out, so a client may finish just before it).
+  bool audit_contains(const std::string& text, std::chrono::milliseconds timeout = std::chrono::milliseconds(3000)) const;
   // Sends SIGTERM and waits; returns the exit status (or -1) and the time it took.
   std::pair<int, std::chrono::milliseconds> terminate();
 

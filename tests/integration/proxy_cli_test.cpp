@@ -29,7 +29,7 @@ TEST_CASE("docker version through the proxy", "[integration][cli]") {
   INFO(r.output);
   CHECK(r.status == 0);
   CHECK(r.output.rfind("1.41 ", 0) == 0);
-  CHECK(proxy.audit_log().find("\"operation\":\"SystemVersion\",\"verdict\":\"allow\"") != std::string::npos);
+  CHECK(proxy.audit_contains("\"operation\":\"SystemVersion\",\"verdict\":\"allow\""));
 }
 
 TEST_CASE("docker run --rm prints the container's output", "[integration][cli]") {
@@ -155,15 +155,13 @@ TEST_CASE("unix listener mode and a TCP listener", "[integration][listener]") {
     CHECK((st.st_mode & 07777) == 0660);
   }
   {
-    // A free loopback port for the TCP listener.
-    auto port = run("python3 -c 'import socket; s=socket.socket(); s.bind((\"127.0.0.1\",0)); print(s.getsockname()[1])'").output;
-    port.erase(port.find_last_not_of('\n') + 1);
+    const auto port = free_tcp_port();
     proxy_process proxy(cli_policy, {"--socket-mode", "0600", "--listen", "tcp://127.0.0.1:" + port});
     struct stat st{};
     REQUIRE(::stat(proxy.socket_path().c_str(), &st) == 0);
     CHECK((st.st_mode & 07777) == 0600);
     auto r = run("DOCKER_HOST=tcp://127.0.0.1:" + port + " " + docker_cli() + " version --format '{{.Server.APIVersion}}'");
     CHECK(r.output == "1.41\n");
-    CHECK(proxy.audit_log().find("\"client\":\"tcp:127.0.0.1:") != std::string::npos);
+    CHECK(proxy.audit_contains("\"client\":\"tcp:127.0.0.1:"));
   }
 }

@@ -35,6 +35,8 @@ TEST_CASE("bad command lines are refused", "[options]") {
       {"--policy", "p", "--upstream", "unix:///s", "--listen", "unix:///l", "--bogus", "1"},
       {"--policy"},
       {"check", "--policy", "p", "--listen", "unix:///l"},
+      {"--policy", "p", "--upstream", "unix:///s", "--upstream", "unix:///t", "--listen", "unix:///l"},
+      {"--policy", "p", "--policy", "q", "--upstream", "unix:///s", "--listen", "unix:///l"},
   };
   for (const auto& args : bad) {
     CAPTURE(args);

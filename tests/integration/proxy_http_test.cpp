@@ -1,0 +1,66 @@
+// HTTP behaviour of the request path: timeouts, keep-alive, HTTP/1.0, HEAD, TCP upstream,
+// an unreachable daemon.
+#include <catch2/catch.hpp>
+
+#include "harness.hpp"
+
+using namespace dockgate::test;
+using namespace std::chrono_literals;
+
+namespace {
+const std::string cli_policy = "compose/policies/docker-cli.json";
+}
+
+TEST_CASE("a slow or unfinished head is cut at the head timeout", "[integration][http]") {
+  proxy_process proxy(cli_policy, {"--head-timeout", "1"});
+  const auto start = std::chrono::steady_clock::now();
+  auto r = raw_exchange(proxy.socket_path(), "GET /v1.41/_ping HTTP/1.1\r\nHost", false, 5000ms);
+  CHECK(r.closed);
+  CHECK(r.bytes.empty());
+  CHECK(std::chrono::steady_clock::now() - start < 3s);
+}
+
+TEST_CASE("keep-alive: pipelined requests are answered in order on one connection", "[integration][http]") {
+  proxy_process proxy(cli_policy);
+  auto r = raw_exchange(proxy.socket_path(),
+                        "GET /v1.41/_ping HTTP/1.1\r\nHost: d\r\n\r\n"
+                        "HEAD /v1.41/_ping HTTP/1.1\r\nHost: d\r\n\r\n"
+                        "GET /v1.41/version HTTP/1.1\r\nHost: d\r\nConnection: close\r\n\r\n");
+  INFO(r.bytes);
+  CHECK(r.count() == 3);
+  CHECK(r.closed);
+  CHECK(r.bytes.find("\"ApiVersion\":\"1.41\"") != std::string::npos);
+  // The HEAD answer carries no body: the third response follows the second head directly.
+  const auto second = r.bytes.find("HTTP/1.1 200", 1);
+  const auto third = r.bytes.find("HTTP/1.1 200", second + 1);
+  const auto second_head_end = r.bytes.find("\r\n\r\n", second) + 4;
+  CHECK(second_head_end == third);
+}
+
+TEST_CASE("HTTP/1.0 requests without Host are answered and closed", "[integration][http]") {
+  proxy_process proxy(cli_policy);
+  auto r = raw_exchange(proxy.socket_path(), "GET /v1.41/_ping HTTP/1.0\r\n\r\n");
+  INFO(r.bytes);
+  CHECK(r.status() == 200);
+  CHECK(r.closed);
+  CHECK(r.bytes.ends_with("OK"));
+}
+
+TEST_CASE("the upstream may be tcp://", "[integration][http]") {
+  const auto port = free_tcp_port();
+  proxy_process front(cli_policy, {"--listen", "tcp://127.0.0.1:" + port});
+  proxy_process chained(cli_policy, {}, {}, "tcp://127.0.0.1:" + port);
+  auto r = run(chained.docker() + " run --rm " + test_image() + " echo via-tcp");
+  INFO(r.output);
+  CHECK(r.output == "via-tcp\n");
+  CHECK(front.audit_contains("\"client\":\"tcp:127.0.0.1:"));
+}
+
+TEST_CASE("an unreachable daemon gives 502 with Docker's error body", "[integration][http]") {
+  proxy_process proxy(cli_policy, {}, {}, "unix:///nonexistent/docker.sock");
+  auto r = raw_exchange(proxy.socket_path(), "GET /v1.41/_ping HTTP/1.1\r\nHost: d\r\n\r\n");
+  INFO(r.bytes);
+  CHECK(r.status() == 502);
+  CHECK(r.bytes.find("{\"message\":\"dockgate: cannot reach the Docker daemon\"}") != std::string::npos);
+  CHECK(proxy.audit_contains("\"verdict\":\"allow\",\"rule\":\"upstream\""));
+}
