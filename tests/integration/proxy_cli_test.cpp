@@ -165,3 +165,14 @@ TEST_CASE("unix listener mode and a TCP listener", "[integration][listener]") {
     CHECK(proxy.audit_contains("\"client\":\"tcp:127.0.0.1:"));
   }
 }
+
+TEST_CASE("docker run -it works on a terminal", "[integration][cli][hijack]") {
+  proxy_process proxy(cli_policy);
+  // `script` gives the CLI a pseudo-terminal, as a person's shell would.
+  auto r = run("printf 'echo hi-from-tty; tty; exit 5\\n' | timeout 30 script -qec \"" + proxy.docker() +
+               " run --rm -it " + test_image() + " sh\" /dev/null");
+  INFO(r.output);
+  CHECK(r.status == 5);
+  CHECK(r.output.find("hi-from-tty") != std::string::npos);
+  CHECK(r.output.find("/dev/pts/") != std::string::npos);
+}
