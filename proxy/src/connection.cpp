@@ -235,23 +235,49 @@ net::awaitable<connection::outcome> connection::serve_one() {
     co_await refuse(400, "body", message);
     co_return outcome::close;
   }
-  if (body == policy::body_kind::json && head_.content_length && *head_.content_length > max_json_body) {
-    co_await refuse(413, "body", "dockgate: request body too large");
-    co_return outcome::close;
-  }
   audit_.verdict = "allow";
 
+  // From here the head's bytes may move (the body is read into the same buffer): the head
+  // is serialised first, and only values of head_ are used afterwards.
+  const bool json_body = body == policy::body_kind::json && head_.has_body();
+  serialize_request_head(upgrade);
+  consume(head_size);
   if (head_.expect_continue && head_.has_body()) {
     static constexpr std::string_view continue_100 = "HTTP/1.1 100 Continue\r\n\r\n";
     auto [ec, n] = co_await net::async_write(client_, net::buffer(continue_100), use_tuple);
     if (ec) co_return outcome::close;
   }
+  if (json_body && !co_await read_json_body()) co_return outcome::close;
+
+  // Framing of the forwarded request: the proxy's own.
+  if (json_body) {
+    out_ += "Content-Length: ";
+    out_ += std::to_string(json_body_.size());
+    out_ += "\r\n";
+  } else if (head_.chunked) {
+    out_ += "Transfer-Encoding: chunked\r\n";
+  } else if (head_.content_length) {
+    out_ += "Content-Length: ";
+    out_ += std::to_string(*head_.content_length);
+    out_ += "\r\n";
+  }
+  out_ += "\r\n";
+
   if (!co_await connect_upstream()) {
     co_await refuse(502, "upstream", "dockgate: cannot reach the Docker daemon");
     co_return outcome::close;
   }
-  if (!co_await forward_head(r, upgrade)) co_return outcome::close;
-  if (!co_await forward_body()) co_return outcome::close;
+  upstream_->expires_never();
+  const std::array<net::const_buffer, 2> request{
+      net::buffer(out_), net::buffer(json_body_.data(), json_body ? json_body_.size() : 0)};
+  auto [ec, n] = co_await net::async_write(*upstream_, request, use_tuple);
+  if (ec) {
+    upstream_.reset();
+    co_await refuse(502, "upstream", "dockgate: lost the connection to the Docker daemon");
+    co_return outcome::close;
+  }
+  if (json_body) audit_.bytes_in = json_body_.size();
+  else if (head_.has_body() && !co_await forward_body()) co_return outcome::close;
   co_return co_await relay_response(hijack);
 }
 
@@ -270,12 +296,8 @@ net::awaitable<bool> connection::connect_upstream() {
   co_return true;
 }
 
-// Writes the request head upstream; for a JSON body, reads the whole body first and
-// sends it in the same write with an exact Content-Length.
-net::awaitable<bool> connection::forward_head(const policy::route& r, bool upgrade) {
-  const std::size_t head_size = find_head_end(buffered());
-  const bool json = policy::operation_body(r.op) == policy::body_kind::json && head_.has_body();
-
+// Request line and the client's end-to-end headers into out_; the caller adds framing.
+void connection::serialize_request_head(bool upgrade) {
   out_.clear();
   out_ += policy::method_name(head_.method);
   out_ += ' ';
@@ -293,93 +315,56 @@ net::awaitable<bool> connection::forward_head(const policy::route& r, bool upgra
   }
   if (!has_host) out_ += "Host: docker\r\n";  // HTTP/1.0 clients may omit it; Go requires it
   if (upgrade) out_ += "Connection: Upgrade\r\nUpgrade: tcp\r\n";
-  if (!json) {
-    if (head_.chunked) {
-      out_ += "Transfer-Encoding: chunked\r\n";
-    } else if (head_.content_length) {
-      out_ += "Content-Length: ";
-      out_ += std::to_string(*head_.content_length);
-      out_ += "\r\n";
-    }
-    out_ += "\r\n";
-    consume(head_size);  // head fields are not used past this point
-    upstream_->expires_never();
-    auto [ec, n] = co_await net::async_write(*upstream_, net::buffer(out_), use_tuple);
-    if (ec) {
-      upstream_.reset();
-      co_await refuse(502, "upstream", "dockgate: lost the connection to the Docker daemon");
-      co_return false;
-    }
-    co_return true;
-  }
+}
 
-  // JSON body: collect it whole, then send head and body together.
-  std::size_t head_bytes = out_.size();
-  out_ += "Content-Length: 0000000000\r\n\r\n";  // patched below, keeps one buffer
-  const std::size_t body_start = out_.size();
-  consume(head_size);
+net::awaitable<bool> connection::read_client_more() {
+  compact();
+  if (in_end_ == in_capacity) co_return false;
   client_.expires_after(ctx_.options.body_timeout);
-  bool ok = true;
+  auto [ec, n] = co_await client_.async_read_some(
+      net::buffer(in_.get() + in_end_, in_capacity - in_end_), use_tuple);
+  in_end_ += n;
+  co_return n > 0;
+}
+
+// Reads a JSON body whole (de-chunked) into json_body_, under max_json_body. Nothing has
+// been sent upstream yet: a client that stops mid-body gets nothing forwarded.
+net::awaitable<bool> connection::read_json_body() {
+  json_body_.clear();
+  auto too_large = [&]() -> net::awaitable<bool> {
+    co_await refuse(413, "body", "dockgate: request body too large");
+    co_return false;
+  };
   if (head_.chunked) {
     chunked_decoder decoder;
     for (;;) {
       auto res = decoder.feed(buffered());
-      consume(res.consumed);
       if (res.state == chunked_decoder::status::data) {
-        if (out_.size() - body_start + res.data.size() > max_json_body) {
-          co_await refuse(413, "body", "dockgate: request body too large");
-          co_return false;
-        }
-        out_ += res.data;
-        continue;
+        if (json_body_.size() + res.data.size() > max_json_body) co_return co_await too_large();
+        json_body_ += res.data;
       }
-      if (res.state == chunked_decoder::status::done) break;
+      consume(res.consumed);
+      if (res.state == chunked_decoder::status::done) co_return true;
       if (res.state == chunked_decoder::status::error) {
         co_await refuse(400, "framing", "dockgate: malformed chunked body");
         co_return false;
       }
-      compact();
-      auto [ec, n] = co_await client_.async_read_some(
-          net::buffer(in_.get() + in_end_, in_capacity - in_end_), use_tuple);
-      in_end_ += n;
-      if (ec) { ok = false; break; }
-    }
-  } else {
-    std::uint64_t remaining = *head_.content_length;
-    while (remaining > 0) {
-      if (buffered().empty()) {
-        compact();
-        auto [ec, n] = co_await client_.async_read_some(
-            net::buffer(in_.get() + in_end_, in_capacity - in_end_), use_tuple);
-        in_end_ += n;
-        if (ec) { ok = false; break; }
-      }
-      const auto take = static_cast<std::size_t>(std::min<std::uint64_t>(remaining, buffered().size()));
-      out_ += buffered().substr(0, take);
-      consume(take);
-      remaining -= take;
+      if (res.state == chunked_decoder::status::need_more && !co_await read_client_more()) co_return false;
     }
   }
-  if (!ok) co_return false;  // the client went away mid-body; nothing was forwarded
-  const std::string length = std::to_string(out_.size() - body_start);
-  // Rewrite the placeholder line with the exact length.
-  std::string line = "Content-Length: " + length + "\r\n\r\n";
-  out_.replace(head_bytes, body_start - head_bytes, line);
-  audit_.bytes_in = std::stoull(length);
-  upstream_->expires_never();
-  auto [ec, n] = co_await net::async_write(*upstream_, net::buffer(out_), use_tuple);
-  if (ec) {
-    upstream_.reset();
-    co_await refuse(502, "upstream", "dockgate: lost the connection to the Docker daemon");
-    co_return false;
+  const std::uint64_t length = head_.content_length.value_or(0);
+  if (length > max_json_body) co_return co_await too_large();
+  while (json_body_.size() < length) {
+    if (buffered().empty() && !co_await read_client_more()) co_return false;
+    const auto take = std::min<std::size_t>(static_cast<std::size_t>(length) - json_body_.size(), buffered().size());
+    json_body_ += buffered().substr(0, take);
+    consume(take);
   }
-  head_.content_length.reset();
-  head_.chunked = false;  // body already sent
   co_return true;
 }
 
-// Streams a non-JSON body upstream as it arrives (Content-Length bytes, or de-chunked and
-// re-chunked by the proxy's own framing).
+// Streams a byte-stream body upstream as it arrives (Content-Length bytes, or de-chunked
+// and re-chunked in the proxy's own framing).
 net::awaitable<bool> connection::forward_body() {
   auto fail_client = [&]() -> net::awaitable<bool> {
     // The daemon saw a partial request: that upstream connection is unusable.
@@ -387,24 +372,15 @@ net::awaitable<bool> connection::forward_body() {
     co_await refuse(400, "framing", "dockgate: malformed or truncated request body");
     co_return false;
   };
-  auto read_more = [&]() -> net::awaitable<bool> {
-    compact();
-    client_.expires_after(ctx_.options.body_timeout);
-    auto [ec, n] = co_await client_.async_read_some(
-        net::buffer(in_.get() + in_end_, in_capacity - in_end_), use_tuple);
-    in_end_ += n;
-    co_return !ec || n > 0;
-  };
   if (head_.chunked) {
     chunked_decoder decoder;
     for (;;) {
       auto res = decoder.feed(buffered());
-      const std::string_view data = res.data;
       if (res.state == chunked_decoder::status::data) {
-        const beast::error_code ec = co_await write_chunk(*upstream_, data);
+        const beast::error_code ec = co_await write_chunk(*upstream_, res.data);
         consume(res.consumed);
         if (ec) co_return co_await fail_client();
-        audit_.bytes_in += data.size();
+        audit_.bytes_in += res.data.size();
         continue;
       }
       consume(res.consumed);
@@ -413,13 +389,13 @@ net::awaitable<bool> connection::forward_body() {
         if (ec) co_return co_await fail_client();
         co_return true;
       }
-      if (res.state == chunked_decoder::status::error || !co_await read_more())
+      if (res.state == chunked_decoder::status::error || !co_await read_client_more())
         co_return co_await fail_client();
     }
   }
   std::uint64_t remaining = head_.content_length.value_or(0);
   while (remaining > 0) {
-    if (buffered().empty() && !co_await read_more()) co_return co_await fail_client();
+    if (buffered().empty() && !co_await read_client_more()) co_return co_await fail_client();
     const auto take = static_cast<std::size_t>(std::min<std::uint64_t>(remaining, buffered().size()));
     auto [ec, n] = co_await net::async_write(*upstream_, net::buffer(buffered().data(), take), use_tuple);
     consume(take);

@@ -40,7 +40,9 @@ class connection {
   net::awaitable<bool> read_head(std::size_t& head_size);
   net::awaitable<void> refuse(unsigned status, std::string_view rule, std::string_view message);
   net::awaitable<bool> connect_upstream();
-  net::awaitable<bool> forward_head(const policy::route& r, bool upgrade);
+  void serialize_request_head(bool upgrade);
+  net::awaitable<bool> read_client_more();
+  net::awaitable<bool> read_json_body();
   net::awaitable<bool> forward_body();
   net::awaitable<outcome> relay_response(bool hijack_allowed);
   net::awaitable<void> splice(std::string_view response_leftover);
@@ -67,7 +69,8 @@ class connection {
   std::size_t in_end_ = 0;
 
   beast::flat_buffer upstream_buffer_;
-  std::string out_;  // serialisation buffer, reused across requests
+  std::string out_;        // serialisation buffer, reused across requests
+  std::string json_body_;  // a JSON request body, read whole before it is forwarded
   static constexpr std::size_t chunk_size = 16 * 1024;
   std::unique_ptr<char[]> body_;  // one fixed buffer for every forwarded body chunk
 

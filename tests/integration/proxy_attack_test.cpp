@@ -100,6 +100,9 @@ TEST_CASE("framing attacks get 4xx and never reach the daemon", "[integration][a
        head + "Connection: Upgrade\r\nUpgrade: tcp\r\nContent-Length: {LEN}\r\n\r\n{BODY}"},
       {"truncated JSON body (daemon would act on the prefix)",
        head + "Content-Length: 4096\r\n\r\n{BODY}"},
+      {"JSON body over the cap", head + "Content-Length: 2000000\r\n\r\n{BODY}"},
+      {"chunked JSON body over the cap",
+       head + "Transfer-Encoding: chunked\r\n\r\n" + std::string("100001\r\n") + std::string(0x100001, ' ') + "\r\n0\r\n\r\n"},
       {"body on an operation that takes none",
        "POST /v1.41/containers/{NAME}/start HTTP/1.1\r\nHost: d\r\nContent-Length: {LEN}\r\n\r\n{BODY}"},
   };
