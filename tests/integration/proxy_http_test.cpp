@@ -64,3 +64,24 @@ TEST_CASE("an unreachable daemon gives 502 with Docker's error body", "[integrat
   CHECK(r.bytes.find("{\"message\":\"dockgate: cannot reach the Docker daemon\"}") != std::string::npos);
   CHECK(proxy.audit_contains("\"verdict\":\"allow\",\"rule\":\"upstream\""));
 }
+
+TEST_CASE("registry credentials and bodies never reach the audit log", "[integration][http]") {
+  proxy_process proxy(cli_policy);
+  const std::string secret = "c2VjcmV0LXBhc3N3b3JkLWRvY2tnYXRl";  // base64 of a fake credential
+  auto r = raw_exchange(proxy.socket_path(),
+                        "POST /v1.41/images/create?fromImage=" + registry() +
+                            "/dockgate-test/busybox&tag=latest HTTP/1.1\r\nHost: d\r\nX-Registry-Auth: " + secret +
+                            "\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                        false, 20000ms);
+  CHECK(r.status() == 200);
+  const std::string name = unique_name("dg-secret-body");
+  raw_exchange(proxy.socket_path(),
+               "POST /v1.41/containers/create?name=" + name + " HTTP/1.1\r\nHost: d\r\nContent-Type: application/json\r\n"
+               "Content-Length: 2\r\nConnection: close\r\n\r\n{}");
+  REQUIRE(proxy.audit_contains("\"operation\":\"ImageCreate\""));
+  REQUIRE(proxy.audit_contains("\"operation\":\"ContainerCreate\""));
+  const auto log = proxy.audit_log();
+  CHECK(log.find(secret) == std::string::npos);
+  CHECK(log.find("fromImage") == std::string::npos);  // query strings are not logged either
+  CHECK(log.find("{}") == std::string::npos);
+}
