@@ -82,16 +82,16 @@ YML
   echo 'nobody:x:65534:65534:nobody:/:/bin/sh' >>"$root/etc/passwd"
   echo 'root:x:0:' >"$root/etc/group"
   tar -C "$root" -c . | docker -H "unix://$sock" import \
-    --change 'CMD ["/bin/sh"]' --change 'ENV PATH=/bin' - dockgate-test/busybox:latest >/dev/null
-  local remote="127.0.0.1:$port/dockgate-test/busybox:latest"
-  docker -H "unix://$sock" tag dockgate-test/busybox:latest "$remote"
+    --change 'CMD ["/bin/sh"]' --change 'ENV PATH=/bin' - dockgate/test-busybox:latest >/dev/null
+  local remote="127.0.0.1:$port/dockgate/test-busybox:latest"
+  docker -H "unix://$sock" tag dockgate/test-busybox:latest "$remote"
   docker -H "unix://$sock" push "$remote" >/dev/null
   docker -H "unix://$sock" rmi "$remote" >/dev/null
 
   cat >"$dir/env" <<ENV
 export DOCKGATE_TEST_ENGINE=unix://$sock
 export DOCKGATE_TEST_REGISTRY=127.0.0.1:$port
-export DOCKGATE_TEST_IMAGE=dockgate-test/busybox:latest
+export DOCKGATE_TEST_IMAGE=dockgate/test-busybox:latest
 ENV
   echo "engine.sh: dockerd on unix://$sock, registry on 127.0.0.1:$port"
 }

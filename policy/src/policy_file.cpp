@@ -3,6 +3,8 @@
 #include <set>
 #include <simdjson.h>
 
+#include "dockgate/policy/go_json.hpp"
+
 namespace dockgate::policy {
 
 namespace {
@@ -42,6 +44,125 @@ class loader {
     return std::string(s);
   }
 
+  std::optional<std::vector<std::string>> strings_of(element e, const std::string& where) {
+    simdjson::dom::array arr;
+    if (e.get_array().get(arr) != simdjson::SUCCESS) {
+      error(where, "must be an array of strings");
+      return std::nullopt;
+    }
+    std::vector<std::string> out;
+    for (element item : arr) {
+      std::string_view s;
+      if (item.get_string().get(s) != simdjson::SUCCESS) {
+        error(where, "must be an array of strings");
+        return std::nullopt;
+      }
+      out.emplace_back(s);
+    }
+    return out;
+  }
+
+  // A forced value must be one the daemon would accept for that field: it is decoded with
+  // the same schema as a request body, and stored in its canonical form.
+  std::optional<json_value> forced_value(std::string_view operation, std::string_view path, element value,
+                                         const std::string& where) {
+    const std::string text = simdjson::minify(value);
+    std::string wrapped;
+    std::string_view leaf = path;
+    if (operation == "ContainerCreate" && path.starts_with("HostConfig.")) {
+      leaf = path.substr(11);
+      wrapped = "{\"HostConfig\":{\"" + std::string(leaf) + "\":" + text + "}}";
+    } else if (operation == "ContainerCreate" && path == "NetworkingConfig.EndpointsConfig") {
+      wrapped = "{\"NetworkingConfig\":{\"EndpointsConfig\":" + text + "}}";
+    } else {
+      wrapped = "{\"" + std::string(path) + "\":" + text + "}";
+    }
+    const auto& spec = operation == "ContainerCreate" ? schema::container_create : schema::exec_config;
+    auto decoded = decode_body(wrapped, spec);
+    if (!decoded.value) {
+      error(where, "not a valid value for " + std::string(path) + ": " + decoded.error);
+      return std::nullopt;
+    }
+    const json_value* v = &*decoded.value;
+    std::string_view rest = path;
+    while (v) {
+      auto dot = rest.find('.');
+      v = find(*v->as_object(), rest.substr(0, dot));
+      if (dot == std::string_view::npos) break;
+      rest.remove_prefix(dot + 1);
+    }
+    if (!v) {
+      error(where, "null cannot be forced; use deny");
+      return std::nullopt;
+    }
+    return *v;
+  }
+
+  void load_field_rules(std::string_view operation, element e, const std::string& where, field_rules& out) {
+    object obj;
+    if (e.get_object().get(obj) != simdjson::SUCCESS) {
+      error(where, "must be an object of field path -> rule");
+      return;
+    }
+    each_key(obj, where, [&](std::string_view path, element rule_value) {
+      const std::string rule_where = where + "." + std::string(path);
+      if (!is_rule_path(operation, path)) {
+        error(rule_where, "no such field in the " + std::string(operation) + " body (use names like User, HostConfig.Memory)");
+        return;
+      }
+      object rule_obj;
+      if (rule_value.get_object().get(rule_obj) != simdjson::SUCCESS || rule_obj.size() != 1) {
+        error(rule_where, "a rule is an object with exactly one of force, max, allow, deny");
+        return;
+      }
+      field_rule rule;
+      bool ok = true;
+      for (auto [kind, v] : rule_obj) {
+        if (kind == "force") {
+          rule.type = field_rule::kind::force;
+          auto value = forced_value(operation, path, v, rule_where + ".force");
+          ok = value.has_value();
+          if (ok) rule.value = std::move(*value);
+        } else if (kind == "max") {
+          rule.type = field_rule::kind::clamp;
+          std::int64_t n = 0;
+          simdjson::dom::object per_name;
+          if (path == "HostConfig.Ulimits" && v.get_object().get(per_name) == simdjson::SUCCESS) {
+            json_object caps;
+            for (auto [name, cap] : per_name) {
+              if (cap.get_int64().get(n) != simdjson::SUCCESS || n < 0) {
+                error(rule_where + ".max", "ulimit caps must be non-negative integers");
+                ok = false;
+              }
+              caps.push_back({std::string(name), json_value(n)});
+            }
+            rule.value = std::move(caps);
+          } else if (v.get_int64().get(n) != simdjson::SUCCESS || n <= 0) {
+            error(rule_where + ".max", "must be a positive integer");
+            ok = false;
+          }
+          rule.max = n;
+        } else if (kind == "allow") {
+          rule.type = field_rule::kind::allow;
+          auto list = strings_of(v, rule_where + ".allow");
+          ok = list.has_value();
+          if (ok) rule.allowed = std::move(*list);
+        } else if (kind == "deny") {
+          rule.type = field_rule::kind::deny;
+          bool b = false;
+          if (v.get_bool().get(b) != simdjson::SUCCESS || !b) {
+            error(rule_where + ".deny", "must be true");
+            ok = false;
+          }
+        } else {
+          error(rule_where, "unknown rule \"" + std::string(kind) + "\" (force, max, allow, deny)");
+          ok = false;
+        }
+      }
+      if (ok) out.rules.emplace_back(std::string(path), std::move(rule));
+    });
+  }
+
   std::optional<profile> load_profile(std::string_view name, element e) {
     const std::string where = "profiles." + std::string(name);
     object obj;
@@ -55,6 +176,47 @@ class loader {
     each_key(obj, where, [&](std::string_view key, element value) {
       if (key == "description") {
         if (auto s = string_of(value, where + ".description")) p.description = *s;
+      } else if (key == "owner") {
+        if (auto s = string_of(value, where + ".owner")) p.rules.owner = *s;
+      } else if (key == "container_create") {
+        load_field_rules("ContainerCreate", value, where + ".container_create", p.rules.container_create);
+      } else if (key == "container_exec") {
+        load_field_rules("ContainerExec", value, where + ".container_exec", p.rules.container_exec);
+      } else if (key == "images") {
+        object images;
+        if (value.get_object().get(images) != simdjson::SUCCESS) {
+          error(where + ".images", "must be an object {allow, require_digest}");
+          return;
+        }
+        each_key(images, where + ".images", [&](std::string_view k, element v) {
+          if (k == "allow") {
+            if (auto list = strings_of(v, where + ".images.allow")) p.rules.images.patterns = std::move(*list);
+          } else if (k == "require_digest") {
+            if (v.get_bool().get(p.rules.images.require_digest) != simdjson::SUCCESS)
+              error(where + ".images.require_digest", "must be true or false");
+          } else {
+            error(where + ".images", "unknown key \"" + std::string(k) + "\"");
+          }
+        });
+      } else if (key == "binds") {
+        object binds;
+        if (value.get_object().get(binds) != simdjson::SUCCESS) {
+          error(where + ".binds", "must be an object {source_roots, targets}");
+          return;
+        }
+        bind_rule rule;
+        each_key(binds, where + ".binds", [&](std::string_view k, element v) {
+          auto list = strings_of(v, where + ".binds." + std::string(k));
+          if (!list) return;
+          for (const auto& path : *list)
+            if (path.empty() || path.front() != '/' || (path.size() > 1 && path.back() == '/') ||
+                path.find("/..") != std::string::npos || path.find("//") != std::string::npos)
+              error(where + ".binds." + std::string(k), "\"" + path + "\" must be an absolute, clean path");
+          if (k == "source_roots") rule.source_roots = std::move(*list);
+          else if (k == "targets") rule.targets = std::move(*list);
+          else error(where + ".binds", "unknown key \"" + std::string(k) + "\"");
+        });
+        p.rules.binds = std::move(rule);
       } else if (key == "allow") {
         have_allow = true;
         simdjson::dom::array arr;
@@ -80,6 +242,10 @@ class loader {
       }
     });
     if (!have_allow) error(where, "missing \"allow\" (an empty list allows nothing)");
+    if (p.rules.owner.empty()) p.rules.owner = p.name;
+    if ((p.allows(operation::ContainerCreate) || p.allows(operation::ImageCreate)) &&
+        p.rules.images.patterns.empty())
+      error(where, "allows ContainerCreate or ImageCreate but lists no images (images.allow)");
     return p;
   }
 };

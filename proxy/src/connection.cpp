@@ -247,7 +247,25 @@ net::awaitable<connection::outcome> connection::serve_one() {
     auto [ec, n] = co_await net::async_write(client_, net::buffer(continue_100), use_tuple);
     if (ec) co_return outcome::close;
   }
-  if (json_body && !co_await read_json_body()) co_return outcome::close;
+  if (json_body) {
+    if (!co_await read_json_body()) co_return outcome::close;
+    auto reviewed = policy::review_body(profile_, r.op, json_body_);
+    if (auto* d = std::get_if<policy::deny>(&reviewed)) {
+      audit_.verdict = "deny";
+      co_await refuse(d->status, d->rule, d->reason);
+      co_return outcome::close;
+    }
+    if (auto* rw = std::get_if<policy::rewrite>(&reviewed)) {
+      // What goes upstream is the proxy's serialisation of what it checked.
+      json_body_ = std::move(rw->body);
+      changes_.clear();
+      for (const auto& c : rw->changes) {
+        if (!changes_.empty()) changes_ += ',';
+        changes_ += c;
+      }
+      audit_.changes = changes_;
+    }
+  }
 
   // Framing of the forwarded request: the proxy's own.
   if (json_body) {

@@ -11,7 +11,7 @@
 #include <boost/beast/http/message.hpp>
 
 #include "context.hpp"
-#include "dockgate/policy/decision.hpp"
+#include "dockgate/policy/body_review.hpp"
 #include "dockgate/proxy/audit.hpp"
 #include "dockgate/proxy/http_head.hpp"
 
@@ -75,7 +75,8 @@ class connection {
   std::unique_ptr<char[]> body_;  // one fixed buffer for every forwarded body chunk
 
   request_head head_;
-  std::string path_;  // the request's path, for the audit line
+  std::string path_;     // the request's path, for the audit line
+  std::string changes_;  // what the profile forced or clamped, for the audit line
   audit_record audit_;
   std::chrono::steady_clock::time_point started_;
   bool idle_ = true;

@@ -113,7 +113,7 @@ TEST_CASE("docker events sees a container's lifecycle", "[integration][cli][stre
 
 TEST_CASE("docker pull from the local registry", "[integration][cli][stream]") {
   proxy_process proxy(cli_policy);
-  const std::string ref = registry() + "/dockgate-test/busybox:latest";
+  const std::string ref = registry() + "/dockgate/test-busybox:latest";
   run(direct() + " rmi -f " + ref + " >/dev/null 2>&1");
   auto r = run(proxy.docker() + " pull " + ref);
   INFO(r.output);

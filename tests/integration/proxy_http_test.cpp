@@ -70,7 +70,7 @@ TEST_CASE("registry credentials and bodies never reach the audit log", "[integra
   const std::string secret = "c2VjcmV0LXBhc3N3b3JkLWRvY2tnYXRl";  // base64 of a fake credential
   auto r = raw_exchange(proxy.socket_path(),
                         "POST /v1.41/images/create?fromImage=" + registry() +
-                            "/dockgate-test/busybox&tag=latest HTTP/1.1\r\nHost: d\r\nX-Registry-Auth: " + secret +
+                            "/dockgate/test-busybox&tag=latest HTTP/1.1\r\nHost: d\r\nX-Registry-Auth: " + secret +
                             "\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
                         false, 20000ms);
   CHECK(r.status() == 200);

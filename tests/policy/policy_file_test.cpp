@@ -9,7 +9,7 @@ TEST_CASE("a valid policy loads", "[policy_file]") {
   auto r = parse_policy(R"({
     "default_profile": "cli",
     "profiles": {
-      "cli": {"description": "people", "allow": ["SystemPing", "ContainerCreate"]},
+      "cli": {"description": "people", "allow": ["SystemPing", "ContainerCreate"], "images": {"allow": ["*"]}},
       "ro": {"allow": []}
     }})");
   REQUIRE(r.errors.empty());

@@ -3,6 +3,7 @@
 
 #include <string>
 #include <variant>
+#include <vector>
 
 #include "dockgate/policy/policy_file.hpp"
 #include "dockgate/policy/route.hpp"
@@ -20,7 +21,15 @@ struct deny {
   bool operator==(const deny&) const = default;
 };
 
-using decision = std::variant<allow, deny>;
+// The request may go on, with its body replaced by the proxy's serialisation; `changes`
+// lists what the profile forced or clamped ("HostConfig.Memory:clamped").
+struct rewrite {
+  std::string body;
+  std::vector<std::string> changes;
+  bool operator==(const rewrite&) const = default;
+};
+
+using decision = std::variant<allow, deny, rewrite>;
 
 // Deny by default: an operation is allowed only if the profile lists it.
 decision decide(const profile& p, const route& r);

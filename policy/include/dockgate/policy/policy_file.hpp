@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "dockgate/policy/body_rules.hpp"
 #include "dockgate/policy/operation.hpp"
 
 namespace dockgate::policy {
@@ -18,6 +19,7 @@ struct profile {
   std::string name;
   std::string description;
   std::bitset<operation_count> allowed;
+  body_rules rules;
 
   bool allows(operation op) const { return allowed.test(static_cast<std::size_t>(op)); }
 };

@@ -16,6 +16,7 @@ struct audit_record {
   std::string_view verdict;    // "allow" or "deny"
   std::string_view rule;       // which rule decided ("operation", "framing", "route", ...)
   std::string_view reason;
+  std::string_view changes;    // fields the profile forced or clamped, comma-separated
   unsigned status = 0;
   std::uint64_t bytes_in = 0;   // request body bytes (and client->daemon bytes of a hijack)
   std::uint64_t bytes_out = 0;  // response body bytes (and daemon->client bytes of a hijack)

@@ -1,0 +1,29 @@
+#pragma once
+// Reviews of request bodies a profile lets through: the decision for the body, and the
+// proxy's own serialisation of what it checked.
+
+#include <string_view>
+
+#include "dockgate/policy/decision.hpp"
+
+namespace dockgate::policy {
+
+// ContainerCreate: decode as dockerd does, fold the deprecated top-level host config into
+// HostConfig, apply the profile's rules, refuse what stays unsafe, check the image, stamp
+// the owner label. Returns deny or rewrite (never allow: the client's bytes never go up).
+decision review_container_create(const profile& p, std::string_view body);
+
+// ContainerExec (exec create): the same for an ExecConfig body.
+decision review_container_exec(const profile& p, std::string_view body);
+
+// ContainerUpdate: the create rules for HostConfig.<field> applied to the update's fields.
+decision review_container_update(const profile& p, std::string_view body);
+
+// The review for whatever operation's JSON body the profile lets through: the three above,
+// allow (unchanged) for bodies the policy does not interpret.
+decision review_body(const profile& p, operation op, std::string_view body);
+
+// ImageCreate and create bodies: the reference against the profile's image allowlist.
+decision review_image_reference(const profile& p, std::string_view reference);
+
+}  // namespace dockgate::policy

@@ -1,0 +1,61 @@
+#pragma once
+// Profile rules for request bodies: what a container (and an exec) that reaches the
+// daemon through a profile may be, whatever the client wrote.
+//
+// Invariant: deny by default, per field. A field that can widen what a container can do
+// (the table in body_rules.cpp) passes only at its safe value, unless the profile has a
+// rule for it: force (set, whatever was sent), clamp (`max`: the smaller of request and
+// cap; "unlimited" values become the cap), allow (a list of values), or deny.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dockgate/policy/json_value.hpp"
+
+namespace dockgate::policy {
+
+struct field_rule {
+  enum class kind : std::uint8_t { force, clamp, allow, deny };
+  kind type = kind::deny;
+  json_value value;                  // force: the value; clamp on Ulimits: name -> max
+  std::int64_t max = 0;              // clamp
+  std::vector<std::string> allowed;  // allow
+};
+
+struct field_rules {
+  std::vector<std::pair<std::string, field_rule>> rules;  // "HostConfig.Memory" -> rule
+  const field_rule* find(std::string_view path) const;
+};
+
+// Host paths a container may bind, and where.
+struct bind_rule {
+  std::vector<std::string> source_roots;  // absolute, no trailing slash
+  std::vector<std::string> targets;       // absolute container paths
+};
+
+struct image_rule {
+  std::vector<std::string> patterns;  // over normalised references; `*` matches any run
+  bool require_digest = false;
+};
+
+struct body_rules {
+  field_rules container_create;
+  field_rules container_exec;
+  std::optional<bind_rule> binds;
+  image_rule images;
+  std::string owner;  // value of the owner label stamped on created containers
+};
+
+// The label that marks a container as created through a profile; clients cannot set
+// labels under the reserved prefix.
+inline constexpr std::string_view owner_label = "dockgate.owner";
+inline constexpr std::string_view reserved_label_prefix = "dockgate.";
+
+// The body paths the rules may name (ContainerCreate: "User", "HostConfig.Memory", ...;
+// ContainerExec: "Privileged", "User", ...), for validating policy files.
+bool is_rule_path(std::string_view operation, std::string_view path);
+
+}  // namespace dockgate::policy

@@ -1,0 +1,583 @@
+// Container-create and exec-create review: canonicalise, apply the profile's rules,
+// validate, serialise. See body_rules.hpp and DESIGN.md "Container-create policy".
+//
+// Which fields widen what a container can do, and what their safe value is, is decided
+// here, once (`widening_fields`). A field listed there passes only at its safe value
+// unless the profile has a rule for it.
+#include "dockgate/policy/body_rules.hpp"
+
+#include <algorithm>
+#include <cctype>
+
+#include "dockgate/policy/body_review.hpp"
+#include "dockgate/policy/go_json.hpp"
+#include "dockgate/policy/image_ref.hpp"
+
+namespace dockgate::policy {
+
+namespace {
+
+enum class safe_when : std::uint8_t {
+  empty,          // absent, "", [] or {}
+  absent,         // absent only (MaskedPaths: [] unmasks everything)
+  is_false,       // absent or false
+  is_zero,        // absent or 0
+  not_negative,   // absent or >= 0
+  private_ns,     // "" or "private" (PidMode, UTSMode, UsernsMode, Cgroup, CgroupnsMode)
+  ipc,            // "", "private", "shareable", "none"
+  network,        // "", "default", "bridge", "none"
+  security_opt,   // only no-new-privileges (true)
+  log_config,     // a local log driver
+  isolation,      // "" or "default"
+};
+
+struct widening_field {
+  std::string_view path;
+  safe_when safe;
+};
+
+constexpr widening_field create_widening[] = {
+    {"Volumes", safe_when::empty},
+    {"HostConfig.Binds", safe_when::empty},
+    {"HostConfig.ContainerIDFile", safe_when::empty},
+    {"HostConfig.LogConfig", safe_when::log_config},
+    {"HostConfig.NetworkMode", safe_when::network},
+    {"HostConfig.PortBindings", safe_when::empty},
+    {"HostConfig.VolumeDriver", safe_when::empty},
+    {"HostConfig.VolumesFrom", safe_when::empty},
+    {"HostConfig.Mounts", safe_when::empty},
+    {"HostConfig.Annotations", safe_when::empty},
+    {"HostConfig.CapAdd", safe_when::empty},
+    {"HostConfig.CgroupnsMode", safe_when::private_ns},
+    {"HostConfig.ExtraHosts", safe_when::empty},
+    {"HostConfig.GroupAdd", safe_when::empty},
+    {"HostConfig.IpcMode", safe_when::ipc},
+    {"HostConfig.Cgroup", safe_when::private_ns},
+    {"HostConfig.Links", safe_when::empty},
+    {"HostConfig.OomScoreAdj", safe_when::not_negative},
+    {"HostConfig.PidMode", safe_when::private_ns},
+    {"HostConfig.Privileged", safe_when::is_false},
+    {"HostConfig.PublishAllPorts", safe_when::is_false},
+    {"HostConfig.SecurityOpt", safe_when::security_opt},
+    {"HostConfig.StorageOpt", safe_when::empty},
+    {"HostConfig.Tmpfs", safe_when::empty},
+    {"HostConfig.UTSMode", safe_when::private_ns},
+    {"HostConfig.UsernsMode", safe_when::private_ns},
+    {"HostConfig.Sysctls", safe_when::empty},
+    {"HostConfig.Runtime", safe_when::empty},
+    {"HostConfig.Isolation", safe_when::isolation},
+    {"HostConfig.MaskedPaths", safe_when::absent},
+    {"HostConfig.ReadonlyPaths", safe_when::absent},
+    {"HostConfig.CgroupParent", safe_when::empty},
+    {"HostConfig.BlkioWeightDevice", safe_when::empty},
+    {"HostConfig.BlkioDeviceReadBps", safe_when::empty},
+    {"HostConfig.BlkioDeviceWriteBps", safe_when::empty},
+    {"HostConfig.BlkioDeviceReadIOps", safe_when::empty},
+    {"HostConfig.BlkioDeviceWriteIOps", safe_when::empty},
+    {"HostConfig.CpuRealtimePeriod", safe_when::is_zero},
+    {"HostConfig.CpuRealtimeRuntime", safe_when::is_zero},
+    {"HostConfig.Devices", safe_when::empty},
+    {"HostConfig.DeviceCgroupRules", safe_when::empty},
+    {"HostConfig.DeviceRequests", safe_when::empty},
+    {"HostConfig.OomKillDisable", safe_when::is_false},
+    {"HostConfig.Ulimits", safe_when::empty},
+    {"NetworkingConfig.EndpointsConfig", safe_when::empty},
+};
+
+constexpr widening_field exec_widening[] = {
+    {"Privileged", safe_when::is_false},
+};
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+std::string upper(std::string_view s) {
+  std::string out(s);
+  for (auto& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// dockerd accepts `CAP_SYS_ADMIN`, `sys_admin`, `Sys_Admin`: compare in one spelling.
+std::string capability_name(std::string_view s) {
+  std::string u = upper(s);
+  if (u.starts_with("CAP_")) u.erase(0, 4);
+  return u;
+}
+
+// `no-new-privileges`, `no-new-privileges:true`, `no-new-privileges=true` (any case of
+// the value, as dockerd's strconv.ParseBool reads it).
+bool is_no_new_privileges(std::string_view opt) {
+  if (opt == "no-new-privileges") return true;
+  if (!opt.starts_with("no-new-privileges")) return false;
+  std::string_view rest = opt.substr(17);
+  if (rest.empty() || (rest.front() != ':' && rest.front() != '=')) return false;
+  rest.remove_prefix(1);
+  return rest == "true" || rest == "1" || rest == "t" || rest == "T" || rest == "TRUE" || rest == "True";
+}
+
+bool is_empty_value(const json_value* v) {
+  if (!v || v->is_null()) return true;
+  if (auto* s = v->as_string()) return s->empty();
+  if (auto* a = v->as_array()) return a->empty();
+  if (auto* o = v->as_object()) return o->empty();
+  if (auto* b = v->as_bool()) return !*b;
+  if (auto i = v->as_int()) return *i == 0;
+  return false;
+}
+
+bool is_safe(const json_value* v, safe_when rule) {
+  auto str = [&]() -> std::string { return v && v->as_string() ? *v->as_string() : std::string(); };
+  switch (rule) {
+    case safe_when::empty: return is_empty_value(v);
+    case safe_when::absent: return !v || v->is_null();
+    case safe_when::is_false: return !v || v->is_null() || (v->as_bool() && !*v->as_bool());
+    case safe_when::is_zero: return !v || v->is_null() || (v->as_int() && *v->as_int() == 0);
+    case safe_when::not_negative: return !v || v->is_null() || (v->as_int() && *v->as_int() >= 0);
+    case safe_when::private_ns: {
+      auto s = str();
+      return s.empty() || s == "private";
+    }
+    case safe_when::ipc: {
+      auto s = str();
+      return s.empty() || s == "private" || s == "shareable" || s == "none";
+    }
+    case safe_when::network: {
+      auto s = str();
+      return s.empty() || s == "default" || s == "bridge" || s == "none";
+    }
+    case safe_when::security_opt: {
+      if (!v || v->is_null()) return true;
+      for (const auto& item : *v->as_array())
+        if (!is_no_new_privileges(*item.as_string())) return false;
+      return true;
+    }
+    case safe_when::log_config: {
+      if (!v) return true;
+      const auto* type = find(*v->as_object(), "Type");
+      const std::string t = type ? *type->as_string() : std::string();
+      return t.empty() || t == "json-file" || t == "local" || t == "none" || t == "journald";
+    }
+    case safe_when::isolation: {
+      auto s = str();
+      return s.empty() || s == "default";
+    }
+  }
+  return false;
+}
+
+// The member `path` ("HostConfig.Memory") of the canonical body; creates the parent
+// objects when `create` is set.
+json_value* locate(json_object& root, std::string_view path, bool create, json_object** parent_out,
+                   std::string_view* key_out) {
+  json_object* parent = &root;
+  while (true) {
+    auto dot = path.find('.');
+    std::string_view key = path.substr(0, dot);
+    if (dot == std::string_view::npos) {
+      *parent_out = parent;
+      *key_out = key;
+      return find(*parent, key);
+    }
+    json_value* next = find(*parent, key);
+    if (!next) {
+      if (!create) {
+        *parent_out = nullptr;
+        return nullptr;
+      }
+      set(*parent, key, json_object{});
+      next = find(*parent, key);
+    }
+    parent = next->as_object();
+    if (!parent) return nullptr;
+    path.remove_prefix(dot + 1);
+  }
+}
+
+const json_value* locate(const json_object& root, std::string_view path) {
+  json_object* parent;
+  std::string_view key;
+  return locate(const_cast<json_object&>(root), path, false, &parent, &key);
+}
+
+struct reviewer {
+  const profile& p;
+  std::vector<std::string>& changes;
+  std::optional<deny> refusal;
+
+  bool refuse(std::string_view path, std::string_view rule, std::string what) {
+    if (!refusal) {
+      std::string reason = "dockgate: ";
+      reason += path;
+      reason += ' ';
+      reason += what;
+      reason += " (profile ";
+      reason += p.name;
+      reason += ", rule ";
+      reason += rule;
+      reason += ')';
+      refusal = deny{403, std::string(path) + ":" + std::string(rule), std::move(reason)};
+    }
+    return false;
+  }
+
+  void changed(std::string_view path, std::string_view how) {
+    changes.push_back(std::string(path) + ":" + std::string(how));
+  }
+
+  bool apply(json_object& root, std::string_view path, const field_rule& rule) {
+    json_object* parent = nullptr;
+    std::string_view key;
+    json_value* current = locate(root, path, rule.type == field_rule::kind::force ||
+                                                 rule.type == field_rule::kind::clamp,
+                                 &parent, &key);
+    switch (rule.type) {
+      case field_rule::kind::force:
+        if (!current || !(*current == rule.value)) {
+          set(*parent, key, rule.value);
+          changed(path, "forced");
+        }
+        return true;
+      case field_rule::kind::deny:
+        if (!is_empty_value(current)) return refuse(path, "deny", "is not allowed");
+        if (current) {
+          erase(*parent, key);
+        }
+        return true;
+      case field_rule::kind::clamp: {
+        if (path == "HostConfig.Ulimits") return clamp_ulimits(*parent, key, current, rule);
+        // A value <= 0 means "unlimited" (or "the daemon's default") for every clampable
+        // field (Memory, MemorySwap, NanoCpus, PidsLimit, ShmSize, CpuShares...).
+        const auto v = current ? current->as_int() : std::nullopt;
+        if (!v || *v <= 0 || *v > rule.max) {
+          set(*parent, key, json_value(rule.max));
+          changed(path, "clamped");
+        }
+        return true;
+      }
+      case field_rule::kind::allow: {
+        if (!current || current->is_null()) return true;
+        auto allowed = [&](const std::string& value) {
+          const bool caps = path.ends_with("CapAdd") || path.ends_with("CapDrop");
+          for (const auto& a : rule.allowed)
+            if (caps ? capability_name(a) == capability_name(value) : a == value) return true;
+          return false;
+        };
+        if (auto* s = current->as_string()) {
+          if (!s->empty() && !allowed(*s)) return refuse(path, "allow", "value \"" + *s + "\" is not allowed");
+          return true;
+        }
+        if (auto* a = current->as_array()) {
+          for (const auto& item : *a)
+            if (auto* s = item.as_string(); !s || !allowed(*s))
+              return refuse(path, "allow", "value \"" + (s ? *s : to_json(item)) + "\" is not allowed");
+          return true;
+        }
+        return refuse(path, "allow", "is not a string or list of strings");
+      }
+    }
+    return true;
+  }
+
+  bool clamp_ulimits(json_object& parent, std::string_view key, json_value* current, const field_rule& rule) {
+    const auto* caps = rule.value.as_object();
+    if (!current || !current->as_array()) return true;
+    for (auto& item : *current->as_array()) {
+      auto& u = *item.as_object();
+      const auto* name = find(u, "Name");
+      const std::string n = name ? *name->as_string() : std::string();
+      const json_value* cap = caps ? find(*caps, n) : nullptr;
+      if (!cap) return refuse("HostConfig.Ulimits", "max", "\"" + n + "\" is not allowed");
+      for (const char* limit : {"Soft", "Hard"}) {
+        const auto* v = find(u, limit);
+        const auto value = v ? v->as_int() : std::nullopt;
+        if (!value || *value < 0 || *value > *cap->as_int()) {
+          set(u, limit, *cap);
+          changed("HostConfig.Ulimits", "clamped");
+        }
+      }
+    }
+    (void)parent;
+    (void)key;
+    return true;
+  }
+
+  bool default_deny(json_object& root, std::span<const widening_field> fields, const field_rules& rules,
+                    std::initializer_list<std::string_view> handled_elsewhere) {
+    for (const auto& w : fields) {
+      if (rules.find(w.path)) continue;
+      if (std::find(handled_elsewhere.begin(), handled_elsewhere.end(), w.path) != handled_elsewhere.end()) continue;
+      if (!is_safe(locate(root, w.path), w.safe))
+        return refuse(w.path, "default", "is not allowed: the profile has no rule that permits it");
+    }
+    return true;
+  }
+
+  // Binds ("src:dst[:opts]") and Mounts of type bind: only from the profile's source roots,
+  // only to its targets, without propagation back to the host.
+  bool check_binds(json_object& root) {
+    const bind_rule& rule = *p.rules.binds;
+    auto source_ok = [&](std::string_view src) {
+      if (src.empty() || src.front() != '/' || src.find("//") != std::string_view::npos ||
+          src.find("/./") != std::string_view::npos || src.find("/../") != std::string_view::npos ||
+          src.ends_with("/..") || src.ends_with("/.") || src.ends_with("/"))
+        return false;
+      for (const auto& r : rule.source_roots)
+        if (src.size() > r.size() && src.starts_with(r) && src[r.size()] == '/') return true;
+      return false;
+    };
+    auto target_ok = [&](std::string_view dst) {
+      return std::find(rule.targets.begin(), rule.targets.end(), dst) != rule.targets.end();
+    };
+    if (auto* binds = locate(root, "HostConfig.Binds"); binds && binds->as_array()) {
+      for (const auto& b : *binds->as_array()) {
+        const std::string& spec = *b.as_string();
+        std::vector<std::string_view> parts;
+        std::string_view rest = spec;
+        while (true) {
+          auto colon = rest.find(':');
+          parts.push_back(rest.substr(0, colon));
+          if (colon == std::string_view::npos) break;
+          rest.remove_prefix(colon + 1);
+        }
+        if (parts.size() < 2 || parts.size() > 3 || !source_ok(parts[0]) || !target_ok(parts[1]))
+          return refuse("HostConfig.Binds", "binds", "entry \"" + spec + "\" is not allowed");
+        if (parts.size() == 3) {
+          std::string_view opts = parts[2];
+          while (!opts.empty()) {
+            auto comma = opts.find(',');
+            std::string_view o = opts.substr(0, comma);
+            if (o != "ro" && o != "rw" && o != "private" && o != "rprivate")
+              return refuse("HostConfig.Binds", "binds", "option \"" + std::string(o) + "\" is not allowed");
+            if (comma == std::string_view::npos) break;
+            opts.remove_prefix(comma + 1);
+          }
+        }
+      }
+    }
+    if (auto* mounts = locate(root, "HostConfig.Mounts"); mounts && mounts->as_array()) {
+      for (const auto& m : *mounts->as_array()) {
+        const auto& o = *m.as_object();
+        auto str = [&](std::string_view k) {
+          const auto* v = find(o, k);
+          return v ? *v->as_string() : std::string();
+        };
+        if (str("Type") != "bind")
+          return refuse("HostConfig.Mounts", "binds", "of type \"" + str("Type") + "\" are not allowed");
+        if (!source_ok(str("Source")) || !target_ok(str("Target")))
+          return refuse("HostConfig.Mounts", "binds", "from \"" + str("Source") + "\" to \"" + str("Target") + "\" is not allowed");
+        if (find(o, "VolumeOptions") || find(o, "TmpfsOptions") || find(o, "ImageOptions"))
+          return refuse("HostConfig.Mounts", "binds", "options of another mount type are not allowed");
+        if (const auto* bo = find(o, "BindOptions")) {
+          const auto& opts = *bo->as_object();
+          const auto* prop = find(opts, "Propagation");
+          const std::string pr = prop ? *prop->as_string() : std::string();
+          if (!(pr.empty() || pr == "private" || pr == "rprivate"))
+            return refuse("HostConfig.Mounts", "binds", "propagation \"" + pr + "\" is not allowed");
+          const auto* create = find(opts, "CreateMountpoint");
+          if (create && create->as_bool() && *create->as_bool())
+            return refuse("HostConfig.Mounts", "binds", "CreateMountpoint is not allowed");
+        }
+      }
+    }
+    return true;
+  }
+
+  bool check_image(const json_object& root) {
+    const auto* image = find(root, "Image");
+    const std::string text = image ? *image->as_string() : std::string();
+    return check_image_reference(text, true);
+  }
+
+  bool check_image_reference(std::string_view text, bool default_tag) {
+    std::string why;
+    auto ref = parse_image_reference(text, default_tag, &why);
+    if (!ref) return refuse("Image", "images", "\"" + std::string(text) + "\" is not a valid image reference: " + why);
+    if (ref->tag.empty() && ref->digest.empty())
+      return refuse("Image", "images", "\"" + std::string(text) + "\" names no tag or digest");
+    if (p.rules.images.require_digest && ref->digest.empty())
+      return refuse("Image", "images", "\"" + std::string(text) + "\" is not pinned by digest");
+    const std::string normalized = ref->normalized();
+    for (const auto& pattern : p.rules.images.patterns)
+      if (glob_match(pattern, normalized)) return true;
+    return refuse("Image", "images", "\"" + normalized + "\" is not in the image allowlist");
+  }
+
+  // Clients may not set labels under the reserved prefix; the owner label is stamped.
+  bool stamp_owner(json_object& root) {
+    json_value* labels = find(root, "Labels");
+    if (!labels) {
+      set(root, "Labels", json_object{});
+      labels = find(root, "Labels");
+    }
+    for (const auto& m : *labels->as_object()) {
+      if (!m.key.starts_with(reserved_label_prefix)) continue;
+      // Re-reviewing the proxy's own output must give the same output (idempotence).
+      if (m.key == owner_label && m.value == json_value(p.rules.owner)) continue;
+      return refuse("Labels", "owner", "label \"" + m.key + "\" uses the reserved prefix \"dockgate.\"");
+    }
+    json_object& l = *labels->as_object();
+    if (!find(l, owner_label)) {
+      l.push_back({std::string(owner_label), json_value(p.rules.owner)});
+      std::sort(l.begin(), l.end(), [](const auto& a, const auto& b) { return a.key < b.key; });
+      changed("Labels", "owner stamped");
+    }
+    return true;
+  }
+};
+
+// Moves the deprecated top-level host-config fields where dockerd would take them from
+// (ContainerConfigWrapper.getHostConfig), so that one HostConfig object says everything.
+json_object canonical_create(json_object body) {
+  json_object config, top_host;
+  std::optional<json_object> inner;
+  std::optional<json_value> networking;
+  std::string cpuset;
+  for (auto& m : body) {
+    if (m.key == "HostConfig") {
+      inner = std::move(*m.value.as_object());
+    } else if (m.key == "NetworkingConfig") {
+      networking = std::move(m.value);
+    } else if (m.key == "Cpuset") {
+      cpuset = *m.value.as_string();
+    } else if (resolve_key(m.key, schema::host_config) && m.key != "Labels") {
+      top_host.push_back(std::move(m));
+    } else {
+      config.push_back(std::move(m));
+    }
+  }
+  json_object host;
+  if (!inner) {
+    host = std::move(top_host);  // no HostConfig: the top level is the host config
+  } else {
+    host = std::move(*inner);
+    // With both, dockerd still takes these four from the top level when the inner one is 0.
+    for (std::string_view k : {"Memory", "MemorySwap", "CpuShares", "CpusetCpus"}) {
+      const json_value* top = find(top_host, k);
+      if (top && !is_empty_value(top) && is_empty_value(find(host, k))) set(host, k, *top);
+    }
+  }
+  if (!cpuset.empty() && is_empty_value(find(host, "CpusetCpus"))) set(host, "CpusetCpus", cpuset);
+  // Order as the schema does, so the output does not depend on where a field came from.
+  std::sort(host.begin(), host.end(), [](const auto& a, const auto& b) {
+    return *resolve_key(a.key, schema::host_config) < *resolve_key(b.key, schema::host_config);
+  });
+  config.push_back({"HostConfig", std::move(host)});
+  if (networking) config.push_back({"NetworkingConfig", std::move(*networking)});
+  return config;
+}
+
+}  // namespace
+
+const field_rule* field_rules::find(std::string_view path) const {
+  for (const auto& [p, r] : rules)
+    if (p == path) return &r;
+  return nullptr;
+}
+
+bool is_rule_path(std::string_view operation, std::string_view path) {
+  const object_spec* spec = nullptr;
+  std::string_view rest = path;
+  if (operation == "ContainerExec") {
+    spec = &schema::exec_config;
+  } else if (path.starts_with("HostConfig.")) {
+    spec = &schema::host_config;
+    rest = path.substr(11);
+  } else if (path == "NetworkingConfig.EndpointsConfig") {
+    return true;
+  } else {
+    spec = &schema::container_create;
+    // Config fields only: the deprecated top-level host-config fields are named under
+    // HostConfig (that is where the canonical body has them).
+    if (resolve_key(path, schema::host_config) || path == "Cpuset" || path == "HostConfig" ||
+        path == "NetworkingConfig")
+      return false;
+  }
+  for (const auto& f : spec->fields)
+    if (f.name == rest) return true;
+  return false;
+}
+
+decision review_container_create(const profile& p, std::string_view body) {
+  auto decoded = decode_body(body, schema::container_create);
+  if (!decoded.value) return deny{400, "body", "dockgate: invalid ContainerCreate body: " + decoded.error};
+  json_object root = canonical_create(std::move(*decoded.value->as_object()));
+  std::vector<std::string> changes;
+  reviewer r{p, changes, std::nullopt};
+  const auto& rules = p.rules.container_create;
+  bool ok = true;
+  for (const auto& [path, rule] : rules.rules) ok = ok && r.apply(root, path, rule);
+  if (p.rules.binds) ok = ok && r.check_binds(root);
+  ok = ok && r.default_deny(root, create_widening, rules,
+                            p.rules.binds ? std::initializer_list<std::string_view>{"HostConfig.Binds", "HostConfig.Mounts"}
+                                          : std::initializer_list<std::string_view>{});
+  ok = ok && r.check_image(root) && r.stamp_owner(root);
+  if (!ok) return *r.refusal;
+  return rewrite{to_json(json_value(std::move(root))), std::move(changes)};
+}
+
+decision review_container_exec(const profile& p, std::string_view body) {
+  auto decoded = decode_body(body, schema::exec_config);
+  if (!decoded.value) return deny{400, "body", "dockgate: invalid ContainerExec body: " + decoded.error};
+  json_object root = std::move(*decoded.value->as_object());
+  std::vector<std::string> changes;
+  reviewer r{p, changes, std::nullopt};
+  const auto& rules = p.rules.container_exec;
+  bool ok = true;
+  for (const auto& [path, rule] : rules.rules) ok = ok && r.apply(root, path, rule);
+  ok = ok && r.default_deny(root, exec_widening, rules, {});
+  if (!ok) return *r.refusal;
+  return rewrite{to_json(json_value(std::move(root))), std::move(changes)};
+}
+
+decision review_image_reference(const profile& p, std::string_view reference) {
+  std::vector<std::string> changes;
+  reviewer r{p, changes, std::nullopt};
+  if (!r.check_image_reference(reference, false)) return *r.refusal;
+  return allow{};
+}
+
+}  // namespace dockgate::policy
+
+namespace dockgate::policy {
+
+decision review_container_update(const profile& p, std::string_view body) {
+  auto decoded = decode_body(body, schema::container_update);
+  if (!decoded.value) return deny{400, "body", "dockgate: invalid ContainerUpdate body: " + decoded.error};
+  // The update's fields are HostConfig's (Resources, RestartPolicy): the create rules for
+  // HostConfig.<field> apply to them, clamps included.
+  json_object root{{"HostConfig", std::move(*decoded.value)}};
+  std::vector<std::string> changes;
+  reviewer r{p, changes, std::nullopt};
+  field_rules host_rules;
+  for (const auto& [path, rule] : p.rules.container_create.rules)
+    if (path.starts_with("HostConfig.") && resolve_key(std::string_view(path).substr(11), schema::container_update))
+      host_rules.rules.emplace_back(path, rule);
+  bool ok = true;
+  for (const auto& [path, rule] : host_rules.rules) {
+    // Force rules of fields the client did not send stay out of an update: an update
+    // changes only what it names.
+    if (rule.type == field_rule::kind::force && !locate(root, path)) continue;
+    ok = ok && r.apply(root, path, rule);
+  }
+  std::vector<widening_field> update_widening;
+  for (const auto& w : create_widening)
+    if (w.path.starts_with("HostConfig.") && resolve_key(w.path.substr(11), schema::container_update))
+      update_widening.push_back(w);
+  ok = ok && r.default_deny(root, update_widening, host_rules, {});
+  if (!ok) return *r.refusal;
+  return rewrite{to_json(*find(root, "HostConfig")), std::move(changes)};
+}
+
+decision review_body(const profile& p, operation op, std::string_view body) {
+  switch (op) {
+    case operation::ContainerCreate: return review_container_create(p, body);
+    case operation::ContainerExec: return review_container_exec(p, body);
+    case operation::ContainerUpdate: return review_container_update(p, body);
+    default: return allow{};
+  }
+}
+
+}  // namespace dockgate::policy
