@@ -515,6 +515,7 @@ decision review_container_create(const profile& p, std::string_view body) {
                                           : std::initializer_list<std::string_view>{});
   ok = ok && r.check_image(root) && r.stamp_owner(root);
   if (!ok) return *r.refusal;
+  canonical_order(root, schema::container_create);
   return rewrite{to_json(json_value(std::move(root))), std::move(changes)};
 }
 
@@ -529,6 +530,7 @@ decision review_container_exec(const profile& p, std::string_view body) {
   for (const auto& [path, rule] : rules.rules) ok = ok && r.apply(root, path, rule);
   ok = ok && r.default_deny(root, exec_widening, rules, {});
   if (!ok) return *r.refusal;
+  canonical_order(root, schema::exec_config);
   return rewrite{to_json(json_value(std::move(root))), std::move(changes)};
 }
 
@@ -568,6 +570,7 @@ decision review_container_update(const profile& p, std::string_view body) {
       update_widening.push_back(w);
   ok = ok && r.default_deny(root, update_widening, host_rules, {});
   if (!ok) return *r.refusal;
+  canonical_order(*find(root, "HostConfig")->as_object(), schema::container_update);
   return rewrite{to_json(*find(root, "HostConfig")), std::move(changes)};
 }
 

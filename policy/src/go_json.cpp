@@ -269,6 +269,37 @@ std::optional<std::size_t> resolve_key(std::string_view key, const object_spec& 
   return std::nullopt;
 }
 
+void canonical_order(json_object& obj, const object_spec& spec) {
+  auto index = [&](const json_member& m) { return resolve_key(m.key, spec).value_or(spec.fields.size()); };
+  std::stable_sort(obj.begin(), obj.end(), [&](const auto& a, const auto& b) { return index(a) < index(b); });
+  for (auto& m : obj) {
+    const auto i = resolve_key(m.key, spec);
+    if (!i) continue;
+    const field_spec& f = spec.fields[*i];
+    if (!f.child) continue;
+    auto order_struct = [&](json_value& v) {
+      if (auto* o = v.as_object()) canonical_order(*o, *f.child);
+    };
+    auto order_list = [&](json_value& v) {
+      if (auto* a = v.as_array())
+        for (auto& item : *a) order_struct(item);
+    };
+    switch (f.kind) {
+      case field_kind::object: order_struct(m.value); break;
+      case field_kind::object_list: order_list(m.value); break;
+      case field_kind::object_map:
+        if (auto* o = m.value.as_object())
+          for (auto& e : *o) order_struct(e.value);
+        break;
+      case field_kind::object_list_map:
+        if (auto* o = m.value.as_object())
+          for (auto& e : *o) order_list(e.value);
+        break;
+      default: break;
+    }
+  }
+}
+
 decode_result decode_body(std::string_view body, const object_spec& spec) {
   decode_result result;
   thread_local simdjson::dom::parser parser;

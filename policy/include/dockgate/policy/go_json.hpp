@@ -64,6 +64,10 @@ struct decode_result {
 // Decodes a whole body against `spec` (a JSON object). Pure.
 decode_result decode_body(std::string_view body, const object_spec& spec);
 
+// Puts the members of a decoded object (and of its nested structs) in the schema's order,
+// so that the serialisation does not depend on where a member came from.
+void canonical_order(json_object& obj, const object_spec& spec);
+
 // Docker's request body types.
 namespace schema {
 extern const object_spec container_create;  // ContainerConfigWrapper (Config + HostConfig + ...)

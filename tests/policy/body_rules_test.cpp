@@ -1,0 +1,320 @@
+// Container-create and exec-create review against the shipped policies
+// (compose/policies/*.json) and small inline ones, one rule at a time.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <sstream>
+
+#include "dockgate/policy/body_review.hpp"
+#include "dockgate/policy/go_json.hpp"
+
+using namespace dockgate::policy;
+
+namespace {
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(std::string(DOCKGATE_SOURCE_DIR) + "/" + path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+policy load(const std::string& json) {
+  auto r = parse_policy(json);
+  INFO(Catch::Detail::stringify(r.errors));
+  REQUIRE(r.value);
+  return std::move(*r.value);
+}
+
+const policy& sandbox() {
+  static const policy p = load(read_file("compose/policies/sandbox.json"));
+  return p;
+}
+const policy& cli() {
+  static const policy p = load(read_file("compose/policies/docker-cli.json"));
+  return p;
+}
+
+const std::string image = R"("Image":"dockgate/test-busybox")";
+
+// The rewritten body, or "DENY: <reason>".
+std::string review(const policy& p, const std::string& body) {
+  auto d = review_container_create(p.default_(), body);
+  if (auto* x = std::get_if<deny>(&d)) return "DENY: " + x->reason;
+  return std::get<rewrite>(d).body;
+}
+
+// A member of the rewritten HostConfig (or top level), as JSON text; "" if absent.
+std::string field(const std::string& body, std::string_view path) {
+  auto decoded = decode_body(body, schema::container_create);
+  REQUIRE(decoded.value);
+  const json_value* v = &*decoded.value;
+  while (v) {
+    auto dot = path.find('.');
+    v = find(*v->as_object(), path.substr(0, dot));
+    if (dot == std::string_view::npos) break;
+    path.remove_prefix(dot + 1);
+  }
+  return v ? to_json(*v) : "";
+}
+
+}  // namespace
+
+TEST_CASE("the docker CLI's run body passes docker-cli with restricted defaults", "[body_rules]") {
+  const std::string body = read_file("tests/policy/data/docker_cli_run.json");
+  auto out = review(cli(), body);
+  INFO(out);
+  REQUIRE_FALSE(out.starts_with("DENY"));
+  CHECK(field(out, "HostConfig.SecurityOpt") == R"(["no-new-privileges"])");
+  CHECK(field(out, "HostConfig.CgroupnsMode") == R"("private")");
+  CHECK(field(out, "HostConfig.Memory") == "2147483648");
+  CHECK(field(out, "HostConfig.PidsLimit") == "4096");
+  CHECK(field(out, "Labels") == R"({"dockgate.owner":"docker-cli"})");
+  CHECK(field(out, "Cmd") == R"(["true"])");
+}
+
+TEST_CASE("sandbox forces its settings whatever the client sent", "[body_rules]") {
+  const std::string body = R"({"Image":"dockgate/test-busybox","User":"root","HostConfig":{)"
+                           R"("Privileged":false,"ReadonlyRootfs":false,"NetworkMode":"host","PidMode":"host",)"
+                           R"("IpcMode":"host","UTSMode":"host","UsernsMode":"host","CgroupnsMode":"host",)"
+                           R"("CapDrop":[],"SecurityOpt":["seccomp=unconfined","no-new-privileges=false"],)"
+                           R"("Memory":-1,"MemorySwap":-1,"NanoCpus":0,"PidsLimit":-1,"ShmSize":99999999999,)"
+                           R"("Tmpfs":{"/tmp":"exec,size=100g","/dev/shm":"exec"},)"
+                           R"("Ulimits":[{"Name":"nofile","Soft":1048576,"Hard":1048576}],"RestartPolicy":{"Name":"always"}}})";
+  auto out = review(sandbox(), body);
+  INFO(out);
+  REQUIRE_FALSE(out.starts_with("DENY"));
+  const std::pair<std::string_view, std::string_view> expected[] = {
+      {"User", R"("1000:1000")"},
+      {"HostConfig.Privileged", "false"},
+      {"HostConfig.ReadonlyRootfs", "true"},
+      {"HostConfig.NetworkMode", R"("none")"},
+      {"HostConfig.PidMode", R"("")"},
+      {"HostConfig.IpcMode", R"("private")"},
+      {"HostConfig.UTSMode", R"("")"},
+      {"HostConfig.UsernsMode", R"("")"},
+      {"HostConfig.CgroupnsMode", R"("private")"},
+      {"HostConfig.CapDrop", R"(["ALL"])"},
+      {"HostConfig.SecurityOpt", R"(["no-new-privileges"])"},
+      {"HostConfig.Memory", "1073741824"},
+      {"HostConfig.MemorySwap", "1073741824"},
+      {"HostConfig.NanoCpus", "1000000000"},
+      {"HostConfig.PidsLimit", "256"},
+      {"HostConfig.ShmSize", "67108864"},
+      {"HostConfig.Tmpfs", R"({"/tmp":"rw,nosuid,nodev,noexec,size=64m"})"},
+      {"HostConfig.Ulimits", R"([{"Name":"nofile","Hard":1024,"Soft":1024},{"Name":"core","Hard":0,"Soft":0}])"},
+      {"HostConfig.RestartPolicy", R"({"Name":"no"})"},
+      {"Labels", R"({"dockgate.owner":"sandbox"})"},
+  };
+  for (const auto& [path, value] : expected) {
+    CAPTURE(path);
+    CHECK(field(out, path) == value);
+  }
+}
+
+TEST_CASE("sandbox refuses what it cannot force", "[body_rules]") {
+  struct c {
+    std::string body;
+    std::string_view reason_part;
+  };
+  const c cases[] = {
+      {R"({"Image":"busybox"})", "Image \"docker.io/library/busybox:latest\" is not in the image allowlist"},
+      {R"({"Image":"dockgate/x:BAD TAG"})", "not a valid image reference"},
+      {"{" + image + R"(,"HostConfig":{"CapAdd":["SYS_ADMIN"]}})", "HostConfig.CapAdd value \"SYS_ADMIN\""},
+      {"{" + image + R"(,"HostConfig":{"CapAdd":"ALL"}})", "HostConfig.CapAdd value \"ALL\""},
+      {"{" + image + R"(,"HostConfig":{"capadd":["cap_net_raw"]}})", "HostConfig.CapAdd"},
+      {"{" + image + R"(,"HostConfig":{"Devices":[{"PathOnHost":"/dev/sda","PathInContainer":"/dev/sda","CgroupPermissions":"rwm"}]}})", "HostConfig.Devices"},
+      {"{" + image + R"(,"HostConfig":{"DeviceCgroupRules":["a *:* rwm"]}})", "HostConfig.DeviceCgroupRules"},
+      {"{" + image + R"(,"HostConfig":{"DeviceRequests":[{"Driver":"nvidia","Count":-1}]}})", "HostConfig.DeviceRequests"},
+      {"{" + image + R"(,"HostConfig":{"Sysctls":{"kernel.shm_rmid_forced":"1"}}})", "HostConfig.Sysctls"},
+      {"{" + image + R"(,"HostConfig":{"CgroupParent":"/"}})", "HostConfig.CgroupParent"},
+      {"{" + image + R"(,"HostConfig":{"VolumesFrom":["other"]}})", "HostConfig.VolumesFrom"},
+      {"{" + image + R"(,"HostConfig":{"Links":["other:alias"]}})", "HostConfig.Links"},
+      {"{" + image + R"(,"HostConfig":{"ExtraHosts":["x:1.2.3.4"]}})", "HostConfig.ExtraHosts"},
+      {"{" + image + R"(,"HostConfig":{"PortBindings":{"80/tcp":[{"HostPort":"80"}]}}})", "HostConfig.PortBindings"},
+      {"{" + image + R"(,"HostConfig":{"PublishAllPorts":true}})", "HostConfig.PublishAllPorts"},
+      {"{" + image + R"(,"HostConfig":{"OomKillDisable":true}})", "HostConfig.OomKillDisable"},
+      {"{" + image + R"(,"HostConfig":{"OomScoreAdj":-1000}})", "HostConfig.OomScoreAdj"},
+      {"{" + image + R"(,"HostConfig":{"Runtime":"runsc"}})", "HostConfig.Runtime"},
+      {"{" + image + R"(,"HostConfig":{"MaskedPaths":[]}})", "HostConfig.MaskedPaths"},
+      {"{" + image + R"(,"HostConfig":{"ReadonlyPaths":[]}})", "HostConfig.ReadonlyPaths"},
+      {"{" + image + R"(,"HostConfig":{"GroupAdd":["0"]}})", "HostConfig.GroupAdd"},
+      {"{" + image + R"(,"HostConfig":{"StorageOpt":{"size":"1T"}}})", "HostConfig.StorageOpt"},
+      {"{" + image + R"(,"HostConfig":{"VolumeDriver":"local"}})", "HostConfig.VolumeDriver"},
+      {"{" + image + R"(,"HostConfig":{"LogConfig":{"Type":"syslog","Config":{"syslog-address":"tcp://1.2.3.4:514"}}}})", "HostConfig.LogConfig"},
+      {"{" + image + R"(,"HostConfig":{"CpuRealtimeRuntime":950000}})", "HostConfig.CpuRealtimeRuntime"},
+      {"{" + image + R"(,"HostConfig":{"BlkioDeviceReadBps":[{"Path":"/dev/sda","Rate":1}]}})", "HostConfig.BlkioDeviceReadBps"},
+      {"{" + image + R"(,"Volumes":{"/data":{}}})", "Volumes"},
+      {"{" + image + R"(,"NetworkingConfig":{"EndpointsConfig":{"host":{}}}})", "NetworkingConfig.EndpointsConfig"},
+      // binds: outside the root, to another target, tricks with dots and propagation
+      {"{" + image + R"(,"HostConfig":{"Binds":["/:/workspace"]}})", "HostConfig.Binds entry"},
+      {"{" + image + R"(,"HostConfig":{"Binds":["/var/lib/dockgate/workspaces:/workspace"]}})", "HostConfig.Binds entry"},
+      {"{" + image + R"(,"HostConfig":{"Binds":["/var/lib/dockgate/workspaces/../../../etc:/workspace"]}})", "HostConfig.Binds entry"},
+      {"{" + image + R"(,"HostConfig":{"Binds":["/var/lib/dockgate/workspacesX/a:/workspace"]}})", "HostConfig.Binds entry"},
+      {"{" + image + R"(,"HostConfig":{"Binds":["/var/lib/dockgate/workspaces/a:/etc"]}})", "HostConfig.Binds entry"},
+      {"{" + image + R"(,"HostConfig":{"Binds":["/var/lib/dockgate/workspaces/a:/workspace:rshared"]}})", "option \"rshared\""},
+      {"{" + image + R"(,"HostConfig":{"Binds":["named-volume:/workspace"]}})", "HostConfig.Binds entry"},
+      {"{" + image + R"(,"HostConfig":{"Mounts":[{"Type":"volume","Source":"v","Target":"/workspace","VolumeOptions":{"DriverConfig":{"Name":"local","Options":{"type":"none","o":"bind","device":"/"}}}}]}})", "of type \"volume\""},
+      {"{" + image + R"(,"HostConfig":{"Mounts":[{"Type":"bind","Source":"/etc","Target":"/workspace"}]}})", "HostConfig.Mounts from \"/etc\""},
+      {"{" + image + R"(,"HostConfig":{"Mounts":[{"Type":"bind","Source":"/var/lib/dockgate/workspaces/a","Target":"/workspace","BindOptions":{"Propagation":"rshared"}}]}})", "propagation"},
+      {"{" + image + R"(,"HostConfig":{"Mounts":[{"Type":"tmpfs","Target":"/workspace"}]}})", "of type \"tmpfs\""},
+      // labels under the reserved prefix
+      {"{" + image + R"(,"Labels":{"dockgate.owner":"someone-else"}})", "reserved prefix"},
+      {"{" + image + R"(,"Labels":{"dockgate.anything":"x"}})", "reserved prefix"},
+      // the deprecated top-level host config, when there is no inner HostConfig
+      {"{" + image + R"(,"Devices":[{"PathOnHost":"/dev/mem","PathInContainer":"/dev/mem","CgroupPermissions":"rwm"}]})", "HostConfig.Devices"},
+      {"{" + image + R"(,"CapAdd":"ALL"})", "HostConfig.CapAdd"},
+  };
+  for (const auto& x : cases) {
+    CAPTURE(x.body);
+    auto out = review(sandbox(), x.body);
+    CHECK_THAT(out, Catch::StartsWith("DENY: dockgate: "));
+    CHECK_THAT(out, Catch::Contains(std::string(x.reason_part)));
+    CHECK_THAT(out, Catch::Contains("(profile sandbox, rule"));
+  }
+}
+
+TEST_CASE("sandbox forces the deprecated top-level host config too", "[body_rules]") {
+  auto out = review(sandbox(), "{" + image + R"(,"Privileged":true,"NetworkMode":"host","HostConfig":null})");
+  INFO(out);
+  CHECK(field(out, "HostConfig.Privileged") == "false");
+  CHECK(field(out, "HostConfig.NetworkMode") == R"("none")");
+  CHECK(out.find("\"Privileged\":true") == std::string::npos);
+}
+
+TEST_CASE("sandbox accepts the workspace bind and keeps it", "[body_rules]") {
+  auto out = review(sandbox(), "{" + image +
+                                   R"(,"HostConfig":{"Binds":["/var/lib/dockgate/workspaces/s1:/workspace:rw"],)"
+                                   R"("Mounts":[{"Type":"bind","Source":"/var/lib/dockgate/workspaces/s1","Target":"/workspace","ReadOnly":true}]}})");
+  INFO(out);
+  REQUIRE_FALSE(out.starts_with("DENY"));
+  CHECK(field(out, "HostConfig.Binds") == R"(["/var/lib/dockgate/workspaces/s1:/workspace:rw"])");
+}
+
+TEST_CASE("deprecated top-level host config merges as dockerd merges it", "[body_rules]") {
+  // With an inner HostConfig, dockerd ignores the top-level fields but four: those are
+  // taken when the inner one is zero.
+  auto merged = review(cli(), "{" + image + R"(,"Memory":1000,"Privileged":true,"HostConfig":{"Memory":0}})");
+  INFO(merged);
+  REQUIRE_FALSE(merged.starts_with("DENY"));
+  CHECK(field(merged, "HostConfig.Memory") == "1000");
+  CHECK(field(merged, "HostConfig.Privileged").empty());  // top-level ignored: inner present
+  CHECK(merged.find("\"Privileged\"") == std::string::npos);
+  // Without one, the top level is the host config.
+  CHECK_THAT(review(cli(), "{" + image + R"(,"Privileged":true})"), Catch::Contains("HostConfig.Privileged"));
+  auto cpuset = review(cli(), "{" + image + R"(,"Cpuset":"0","HostConfig":{}})");
+  CHECK(field(cpuset, "HostConfig.CpusetCpus") == R"("0")");
+}
+
+TEST_CASE("docker-cli refuses host namespaces, weakened confinement and devices", "[body_rules]") {
+  for (std::string_view host : {
+           R"("NetworkMode":"host")", R"("NetworkMode":"container:abc")", R"("PidMode":"host")",
+           R"("PidMode":"container:abc")", R"("IpcMode":"host")", R"("IpcMode":"container:abc")",
+           R"("UTSMode":"host")", R"("UsernsMode":"host")", R"("Cgroup":"host")", R"("Privileged":true)",
+           R"("CapAdd":["SYS_ADMIN"])", R"("Devices":[{"PathOnHost":"/dev/kmsg"}])", R"("Binds":["/:/host"])",
+           R"("Mounts":[{"Type":"bind","Source":"/","Target":"/host"}])"}) {
+    CAPTURE(host);
+    CHECK_THAT(review(cli(), "{" + image + R"(,"HostConfig":{)" + std::string(host) + "}}"), Catch::StartsWith("DENY"));
+  }
+  // SecurityOpt is forced: every weakening spelling is replaced.
+  for (std::string opt : {"seccomp=unconfined", "seccomp:unconfined", "apparmor=unconfined",
+                                 "label=disable", "label:disable", "systempaths=unconfined",
+                                 "no-new-privileges=false", "no-new-privileges:false"}) {
+    CAPTURE(opt);
+    auto out = review(cli(), "{" + image + R"(,"HostConfig":{"SecurityOpt":[")" + opt + R"("]}})");
+    CHECK(field(out, "HostConfig.SecurityOpt") == R"(["no-new-privileges"])");
+  }
+}
+
+TEST_CASE("without a rule, weakening SecurityOpt entries are refused", "[body_rules]") {
+  const auto p = load(R"({"profiles":{"p":{"allow":["ContainerCreate"],"images":{"allow":["*"]}}}})");
+  for (std::string opt : {"seccomp=unconfined", "seccomp:unconfined", "apparmor=unconfined",
+                                 "label=disable", "systempaths=unconfined", "no-new-privileges=false"}) {
+    CAPTURE(opt);
+    CHECK_THAT(review(p, R"({"Image":"x","HostConfig":{"SecurityOpt":[")" + opt + R"("]}})"),
+               Catch::Contains("HostConfig.SecurityOpt is not allowed"));
+  }
+  for (std::string opt : {"no-new-privileges", "no-new-privileges:true", "no-new-privileges=true"}) {
+    CAPTURE(opt);
+    CHECK_FALSE(review(p, R"({"Image":"x","HostConfig":{"SecurityOpt":[")" + opt + R"("]}})").starts_with("DENY"));
+  }
+}
+
+TEST_CASE("rules: allow compares capabilities in every spelling, max clamps, deny refuses", "[body_rules]") {
+  const auto p = load(R"({"profiles":{"p":{"allow":["ContainerCreate"],"images":{"allow":["*"]},
+    "container_create":{
+      "HostConfig.CapAdd":{"allow":["NET_BIND_SERVICE"]},
+      "HostConfig.Memory":{"max":1000},
+      "HostConfig.PidsLimit":{"max":50},
+      "HostConfig.Ulimits":{"max":{"nofile":100}},
+      "HostConfig.Dns":{"deny":true},
+      "Hostname":{"allow":["a","b"]}}}}})");
+  for (std::string cap : {"NET_BIND_SERVICE", "net_bind_service", "CAP_NET_BIND_SERVICE", "cap_net_bind_service"})
+    CHECK_FALSE(review(p, R"({"Image":"x","HostConfig":{"CapAdd":[")" + cap + R"("]}})").starts_with("DENY"));
+  CHECK_THAT(review(p, R"({"Image":"x","HostConfig":{"CapAdd":["ALL"]}})"), Catch::Contains("rule allow"));
+  struct clamp_case {
+    std::string in;
+    std::string out;
+  };
+  for (const auto& [in, out] : {clamp_case{"", "1000"}, {R"(,"Memory":0)", "1000"}, {R"(,"Memory":-1)", "1000"},
+                                 {R"(,"Memory":999)", "999"}, {R"(,"Memory":5000)", "1000"}}) {
+    CAPTURE(in);
+    CHECK(field(review(p, R"({"Image":"x","HostConfig":{"Binds":null)" + in + "}}"), "HostConfig.Memory") == out);
+  }
+  CHECK(field(review(p, R"({"Image":"x","HostConfig":{"PidsLimit":null}})"), "HostConfig.PidsLimit") == "50");
+  CHECK(field(review(p, R"({"Image":"x","HostConfig":{"Ulimits":[{"Name":"nofile","Soft":1,"Hard":999999}]}})"),
+              "HostConfig.Ulimits") == R"([{"Name":"nofile","Hard":100,"Soft":1}])");
+  CHECK_THAT(review(p, R"({"Image":"x","HostConfig":{"Ulimits":[{"Name":"memlock","Soft":-1,"Hard":-1}]}})"),
+             Catch::Contains("\"memlock\" is not allowed"));
+  CHECK_THAT(review(p, R"({"Image":"x","HostConfig":{"Dns":["1.1.1.1"]}})"), Catch::Contains("rule deny"));
+  CHECK_FALSE(review(p, R"({"Image":"x","HostConfig":{"Dns":[]}})").starts_with("DENY"));
+  CHECK_THAT(review(p, R"({"Image":"x","Hostname":"c"})"), Catch::Contains("Hostname value \"c\""));
+}
+
+TEST_CASE("the rewrite is idempotent and passes the same policy unchanged", "[body_rules]") {
+  const std::string bodies[] = {
+      read_file("tests/policy/data/docker_cli_run.json"),
+      "{" + image + R"(,"User":"root","HostConfig":{"Memory":-1,"SecurityOpt":["seccomp=unconfined"]}})",
+      "{" + image + R"(,"Memory":7,"HostConfig":{"Memory":0,"Binds":["/var/lib/dockgate/workspaces/a:/workspace"]}})",
+  };
+  for (const policy* p : {&sandbox(), &cli()}) {
+    for (const auto& body : bodies) {
+      auto first = review_container_create(p->default_(), body);
+      if (std::holds_alternative<deny>(first)) continue;  // (docker-cli refuses the bind)
+      const auto& once = std::get<rewrite>(first);
+      auto second = review_container_create(p->default_(), once.body);
+      REQUIRE(std::holds_alternative<rewrite>(second));
+      CHECK(std::get<rewrite>(second).body == once.body);
+      CHECK(std::get<rewrite>(second).changes.empty());
+    }
+  }
+}
+
+TEST_CASE("exec-create: privileged refused, user forced in the sandbox", "[body_rules]") {
+  auto exec = [](const policy& p, std::string_view body) {
+    auto d = review_container_exec(p.default_(), body);
+    if (auto* x = std::get_if<deny>(&d)) return "DENY: " + x->reason;
+    return std::get<rewrite>(d).body;
+  };
+  CHECK(exec(sandbox(), R"({"Cmd":["id"],"User":"root","Privileged":true})") ==
+        R"({"User":"1000:1000","Privileged":false,"Cmd":["id"]})");
+  CHECK_THAT(exec(cli(), R"({"Cmd":["id"],"Privileged":true})"), Catch::Contains("Privileged is not allowed"));
+  CHECK_THAT(exec(cli(), R"({"Cmd":["id"],"privileged":false,"Privileged":true})"), Catch::Contains("given twice"));
+  CHECK(exec(cli(), R"({"cmd":"id","AttachStdout":true})") == R"({"AttachStdout":true,"Cmd":["id"]})");
+}
+
+TEST_CASE("policy files: rule paths and forced values are checked", "[body_rules]") {
+  auto r = parse_policy(R"({"profiles":{"p":{"allow":["ContainerCreate"],"images":{"allow":["*"]},
+    "container_create":{
+      "HostConfig.NoSuch":{"deny":true},
+      "Privileged":{"deny":true},
+      "HostConfig.Memory":{"force":"lots"},
+      "HostConfig.CapAdd":{"allow":"ALL"},
+      "HostConfig.Privileged":{"force":false,"deny":true},
+      "HostConfig.PidsLimit":{"max":-5}}}}})");
+  CHECK_FALSE(r.value);
+  CHECK(r.errors.size() == 6);
+  auto no_images = parse_policy(R"({"profiles":{"p":{"allow":["ContainerCreate"]}}})");
+  REQUIRE(no_images.errors.size() == 1);
+  CHECK_THAT(no_images.errors[0], Catch::Contains("lists no images"));
+}
