@@ -73,7 +73,7 @@ YML
 
   # busybox image from Debian's busybox-static, one symlink per applet.
   local root="$dir/busybox-root"
-  rm -rf "$root"; mkdir -p "$root/bin" "$root/tmp" "$root/etc"
+  rm -rf "$root"; mkdir -p "$root/bin" "$root/tmp" "$root/etc"; chmod 1777 "$root/tmp"
   cp /bin/busybox "$root/bin/busybox"
   for applet in $("$root/bin/busybox" --list); do
     [[ $applet == busybox ]] || ln -sf busybox "$root/bin/$applet"

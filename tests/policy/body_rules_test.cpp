@@ -101,7 +101,7 @@ TEST_CASE("sandbox forces its settings whatever the client sent", "[body_rules]"
       {"HostConfig.NanoCpus", "1000000000"},
       {"HostConfig.PidsLimit", "256"},
       {"HostConfig.ShmSize", "67108864"},
-      {"HostConfig.Tmpfs", R"({"/tmp":"rw,nosuid,nodev,noexec,size=64m"})"},
+      {"HostConfig.Tmpfs", R"({"/tmp":"rw,nosuid,nodev,noexec,size=64m,mode=1777"})"},
       {"HostConfig.Ulimits", R"([{"Name":"nofile","Hard":1024,"Soft":1024},{"Name":"core","Hard":0,"Soft":0}])"},
       {"HostConfig.RestartPolicy", R"({"Name":"no"})"},
       {"Labels", R"({"dockgate.owner":"sandbox"})"},

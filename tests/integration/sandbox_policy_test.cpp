@@ -1,0 +1,241 @@
+// Hostile create and exec bodies through the proxy under compose/policies/sandbox.json.
+// The judge is the daemon: either the proxy refused (and no container of that name
+// exists), or the container the daemon stored satisfies every sandbox rule.
+#include <catch2/catch.hpp>
+#include <simdjson.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+
+#include "harness.hpp"
+
+using namespace dockgate::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+const std::string sandbox_policy = "compose/policies/sandbox.json";
+const std::string workspace_root = "/var/lib/dockgate/workspaces";
+
+std::string direct() { return docker_cli() + " -H " + engine_host(); }
+
+std::string post_json(const std::string& target, const std::string& body) {
+  return "POST " + target + " HTTP/1.1\r\nHost: d\r\nContent-Type: application/json\r\nContent-Length: " +
+         std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+}
+
+std::string body_of(const std::string& response) {
+  auto at = response.find("\r\n\r\n");
+  return at == std::string::npos ? "" : response.substr(at + 4);
+}
+
+// Every sandbox rule, checked on `docker inspect` output. Returns the violations.
+std::vector<std::string> sandbox_violations(const std::string& inspect_json) {
+  std::vector<std::string> v;
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  if (parser.parse(inspect_json).get(doc) != simdjson::SUCCESS) return {"inspect output is not JSON"};
+  using element = simdjson::dom::element;
+  using maybe = std::optional<element>;
+  element c = doc.at(0).value();
+  // A member, or nullopt when the daemon's version does not report it.
+  auto at = [](maybe e, const char* key) -> maybe {
+    element out;
+    if (!e || e->at_key(key).get(out) != simdjson::SUCCESS) return std::nullopt;
+    return out;
+  };
+  const maybe hc = at(c, "HostConfig");
+  const maybe cfg = at(c, "Config");
+  auto str = [](maybe e) {
+    std::string_view s;
+    return e && e->get_string().get(s) == simdjson::SUCCESS ? std::string(s) : std::string();
+  };
+  auto num = [](maybe e) {
+    int64_t n = 0;
+    return e && e->get_int64().get(n) == simdjson::SUCCESS ? n : INT64_MIN;
+  };
+  auto json = [](maybe e) { return e ? simdjson::minify(*e) : std::string("null"); };
+  auto is_false = [](maybe e) { return !e || e->is_null() || (e->is_bool() && !e->get_bool().value()); };
+  auto empty = [](maybe e) {
+    if (!e || e->is_null()) return true;
+    if (e->is_array()) return e->get_array().value().size() == 0;
+    if (e->is_object()) return e->get_object().value().size() == 0;
+    if (e->is_string()) return e->get_string().value().empty();
+    return false;
+  };
+  auto expect = [&](bool ok, const std::string& what) {
+    if (!ok) v.push_back(what);
+  };
+  expect(is_false(at(hc, "Privileged")), "Privileged");
+  expect(json(at(hc, "CapDrop")) == R"(["ALL"])", "CapDrop " + json(at(hc, "CapDrop")));
+  expect(empty(at(hc, "CapAdd")), "CapAdd");
+  expect(json(at(hc, "SecurityOpt")) == R"(["no-new-privileges"])",
+         "SecurityOpt " + json(at(hc, "SecurityOpt")));
+  expect(json(at(hc, "ReadonlyRootfs")) == "true", "ReadonlyRootfs");
+  expect(json(at(hc, "Tmpfs")) == R"({"/tmp":"rw,nosuid,nodev,noexec,size=64m,mode=1777"})",
+         "Tmpfs " + json(at(hc, "Tmpfs")));
+  const auto mem = num(at(hc, "Memory"));
+  expect(mem > 0 && mem <= 1073741824, "Memory " + std::to_string(mem));
+  const auto swap = num(at(hc, "MemorySwap"));
+  expect(swap > 0 && swap <= 1073741824, "MemorySwap " + std::to_string(swap));
+  const auto cpus = num(at(hc, "NanoCpus"));
+  expect(cpus > 0 && cpus <= 1000000000, "NanoCpus " + std::to_string(cpus));
+  const auto pids = num(at(hc, "PidsLimit"));
+  expect(pids > 0 && pids <= 256, "PidsLimit " + std::to_string(pids));
+  expect(num(at(hc, "ShmSize")) <= 67108864, "ShmSize");
+  expect(json(at(hc, "Ulimits")) ==
+             R"([{"Name":"nofile","Hard":1024,"Soft":1024},{"Name":"core","Hard":0,"Soft":0}])",
+         "Ulimits " + json(at(hc, "Ulimits")));
+  expect(str(at(hc, "NetworkMode")) == "none", "NetworkMode " + str(at(hc, "NetworkMode")));
+  expect(str(at(hc, "IpcMode")) == "private", "IpcMode " + str(at(hc, "IpcMode")));
+  expect(str(at(hc, "CgroupnsMode")) == "private", "CgroupnsMode " + str(at(hc, "CgroupnsMode")));
+  for (const char* ns : {"PidMode", "UTSMode", "UsernsMode", "Cgroup"})
+    expect(str(at(hc, ns)).empty(), std::string(ns) + " " + str(at(hc, ns)));
+  for (const char* f : {"Devices", "DeviceCgroupRules", "DeviceRequests", "Sysctls", "VolumesFrom", "Links",
+                        "ExtraHosts", "PortBindings", "GroupAdd", "CgroupParent", "VolumeDriver"})
+    expect(empty(at(hc, f)), f);
+  expect(is_false(at(hc, "PublishAllPorts")), "PublishAllPorts");
+  expect(is_false(at(hc, "OomKillDisable")), "OomKillDisable");
+  expect(num(at(hc, "OomScoreAdj")) >= 0, "OomScoreAdj");
+  expect(str(at(hc, "Runtime")) == "runc", "Runtime " + str(at(hc, "Runtime")));
+  // The daemon's default masked and read-only paths stay in place.
+  expect(!empty(at(hc, "MaskedPaths")), "MaskedPaths");
+  expect(!empty(at(hc, "ReadonlyPaths")), "ReadonlyPaths");
+  // Binds only from the workspace root to /workspace; no other mounts.
+  if (auto binds = at(hc, "Binds"); binds && binds->is_array())
+    for (element b : binds->get_array().value()) {
+      const std::string bind = str(b);
+      expect(bind.starts_with(workspace_root + "/") && bind.find(":/workspace") != std::string::npos &&
+                 bind.find("..") == std::string::npos,
+             "Binds " + bind);
+    }
+  expect(empty(at(hc, "Mounts")) || json(at(hc, "Mounts")).find("\"Type\":\"bind\"") != std::string::npos,
+         "Mounts");
+  if (auto mounts = at(c, "Mounts"); mounts && mounts->is_array())
+    for (element m : mounts->get_array().value())
+      expect(str(at(m, "Type")) == "bind" && str(at(m, "Destination")) == "/workspace", "mount " + json(m));
+  expect(str(at(cfg, "User")) == "1000:1000", "User " + str(at(cfg, "User")));
+  expect(str(at(at(cfg, "Labels"), "dockgate.owner")) == "sandbox", "owner label");
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("hostile create bodies: refused, or the stored container obeys every sandbox rule",
+          "[integration][policy][sandbox]") {
+  proxy_process proxy(sandbox_policy);
+  const std::string img = R"("Image":")" + test_image() + R"(")";
+  const std::string ws = workspace_root + "/" + unique_name("ws");
+  std::filesystem::create_directories(ws);
+  const std::vector<std::string> bodies = {
+      // the plain request, and every way to ask for privilege
+      "{" + img + "}",
+      "{" + img + R"(,"HostConfig":{"Privileged":true}})",
+      "{" + img + R"(,"Privileged":true})",
+      "{" + img + R"(,"HostConfig":null,"Privileged":true,"CapAdd":["ALL"],"NetworkMode":"host"})",
+      "{" + img + R"(,"HostConfig":{},"Privileged":true,"NetworkMode":"host","PidMode":"host"})",
+      "{" + img + R"(,"hostconfig":{"privileged":true}})",
+      "{" + img + R"(,"HOSTCONFIG":{"PRIVILEGED":true,"READONLYROOTFS":false}})",
+      "{" + img + R"(,"HostConfig":{"Privileged":false},"hostConfig":{"Privileged":true}})",
+      "{" + img + R"(,"HostConfig":{"Privileged":false,"\u0050rivileged":true}})",
+      "{" + img + R"(,"HostConfig":{"\u0050rivileged":true}})",
+      "{" + img + R"(,"HostConfig":{"\u017FecurityOpt":["seccomp=unconfined"]}})",
+      "{" + img + R"(,"HostConfig":{"Lin\u212As":["x:y"]}})",
+      "{" + img + R"(,"HostConfig":{"Privileged":null}})",
+      "{" + img + R"(} {"HostConfig":{"Privileged":true}})",
+      "{" + img + R"(,"HostConfig":{"CapAdd":"ALL"}})",
+      "{" + img + R"(,"HostConfig":{"CapAdd":["CAP_SYS_ADMIN"]}})",
+      "{" + img + R"(,"HostConfig":{"CapAdd":["sys_admin"],"CapDrop":[]}})",
+      "{" + img + R"(,"HostConfig":{"SecurityOpt":["seccomp:unconfined","apparmor=unconfined","label=disable","systempaths=unconfined","no-new-privileges=false"]}})",
+      "{" + img + R"(,"HostConfig":{"MaskedPaths":[],"ReadonlyPaths":[]}})",
+      "{" + img + R"(,"HostConfig":{"Memory":0,"MemorySwap":-1,"NanoCpus":0,"PidsLimit":-1,"ShmSize":0}})",
+      "{" + img + R"(,"HostConfig":{"Memory":-5,"PidsLimit":0}})",
+      "{" + img + R"(,"HostConfig":{"Memory":1099511627776,"NanoCpus":64000000000,"PidsLimit":1000000}})",
+      "{" + img + R"(,"Memory":1099511627776,"HostConfig":{"Memory":0}})",
+      "{" + img + R"(,"HostConfig":{"NetworkMode":"host","PidMode":"host","IpcMode":"host","UTSMode":"host","UsernsMode":"host","CgroupnsMode":"host"}})",
+      "{" + img + R"(,"HostConfig":{"Binds":["/:/workspace"]}})",
+      "{" + img + R"(,"HostConfig":{"Binds":[")" + workspace_root + R"(/../../../etc:/workspace"]}})",
+      "{" + img + R"(,"HostConfig":{"Binds":[")" + ws + R"(:/workspace"]}})",
+      "{" + img + R"(,"HostConfig":{"Binds":[")" + ws + R"(:/etc"]}})",
+      "{" + img + R"(,"HostConfig":{"Mounts":[{"Type":"volume","Source":"evil","Target":"/workspace","VolumeOptions":{"DriverConfig":{"Name":"local","Options":{"type":"none","o":"bind","device":"/etc"}}}}]}})",
+      "{" + img + R"(,"HostConfig":{"Mounts":[{"Type":"bind","Source":"/etc","Target":"/workspace"}]}})",
+      "{" + img + R"(,"HostConfig":{"Devices":[{"PathOnHost":"/dev/mem","PathInContainer":"/dev/mem","CgroupPermissions":"rwm"}]}})",
+      "{" + img + R"(,"HostConfig":{"DeviceCgroupRules":["a *:* rwm"]}})",
+      "{" + img + R"(,"User":"0"})",
+      "{" + img + R"(,"User":"root:root"})",
+      "{" + img + R"(,"Labels":{"dockgate.owner":"docker-cli"}})",
+      "{" + img + R"(,"HostConfig":{"Ulimits":[{"Name":"nofile","Soft":1048576,"Hard":1048576},{"Name":"memlock","Soft":-1,"Hard":-1}]}})",
+      "{" + img + R"(,"HostConfig":{"Tmpfs":{"/tmp":"exec,size=10g","/run":"exec"}}})",
+      "{" + img + R"(,"HostConfig":{"Sysctls":{"kernel.shm_rmid_forced":"1"}}})",
+      "{" + img + R"(,"HostConfig":{"OomScoreAdj":-1000,"OomKillDisable":true}})",
+      "{" + img + R"(,"HostConfig":{"Runtime":"io.containerd.runc.v2"}})",
+      "{" + img + R"(,"HostConfig":{"CgroupParent":"/","GroupAdd":["0"]}})",
+      "{" + img + R"(,"HostConfig":{"VolumesFrom":["x"],"Links":["x:y"],"ExtraHosts":["a:1.2.3.4"]}})",
+      "{" + img + R"(,"HostConfig":{"PortBindings":{"80/tcp":[{"HostPort":"8080"}]},"PublishAllPorts":true}})",
+      "{" + img + R"(,"NetworkingConfig":{"EndpointsConfig":{"host":{}}}})",
+      R"({"Image":"busybox"})",
+      R"({"Image":"docker.io/library/busybox@sha256:)" + std::string(64, 'a') + R"("})",
+  };
+  int accepted = 0;
+  for (const auto& body : bodies) {
+    const auto name = unique_name("dg-hostile");
+    auto response = raw_exchange(proxy.socket_path(), post_json("/v1.41/containers/create?name=" + name, body));
+    INFO("body: " << body);
+    INFO("response: " << response.bytes.substr(0, 400));
+    const unsigned status = response.status();
+    if (status == 201) {
+      ++accepted;
+      auto inspect = run(direct() + " inspect " + name);
+      REQUIRE(inspect.status == 0);
+      const auto violations = sandbox_violations(inspect.output);
+      INFO("violations: " << Catch::Detail::stringify(violations));
+      CHECK(violations.empty());
+    } else {
+      CHECK(status >= 400);
+      CHECK(status < 500);
+      CHECK(body_of(response.bytes).starts_with("{\"message\":\"dockgate: "));
+      CHECK_FALSE(container_exists(name));
+    }
+    run(direct() + " rm -f " + name + " >/dev/null 2>&1");
+  }
+  CHECK(accepted >= 10);  // the forcing rules were exercised on the daemon, not only refusals
+  std::filesystem::remove_all(ws);
+}
+
+TEST_CASE("a sandbox container runs as its rules say", "[integration][policy][sandbox]") {
+  proxy_process proxy(sandbox_policy);
+  const auto name = unique_name("dg-sbx-run");
+  auto created = raw_exchange(proxy.socket_path(),
+                              post_json("/v1.41/containers/create?name=" + name,
+                                        R"({"Image":")" + test_image() + R"(","Cmd":["sleep","60"],"User":"root"})"));
+  REQUIRE(created.status() == 201);
+  CHECK(proxy.audit_contains("\"changes\":\"User:forced"));
+  REQUIRE(run(direct() + " start " + name).status == 0);
+  auto id = run(direct() + " exec " + name + " id -u");
+  CHECK(id.output == "1000\n");
+  auto write_root = run(direct() + " exec " + name + " touch /etc/x");
+  CHECK(write_root.status != 0);  // read-only root
+  auto write_tmp = run(direct() + " exec " + name + " sh -c 'echo ok > /tmp/x && cat /tmp/x'");
+  CHECK(write_tmp.output == "ok\n");
+  auto net = run(direct() + " exec " + name + " cat /proc/net/dev");
+  CHECK(net.output.find("eth0") == std::string::npos);  // network none: only lo
+
+  // Exec through the proxy: privileged and root are not to be had.
+  for (const std::string exec_body : {R"({"Cmd":["id","-u"],"AttachStdout":true,"User":"root","Privileged":true})",
+                                      R"({"Cmd":["id","-u"],"AttachStdout":true,"user":"0"})"}) {
+    auto ex = raw_exchange(proxy.socket_path(), post_json("/v1.41/containers/" + name + "/exec", exec_body));
+    INFO(ex.bytes);
+    REQUIRE(ex.status() == 201);
+    const auto body = body_of(ex.bytes);
+    const std::string exec_id = body.substr(body.find("\"Id\":\"") + 6, 64);
+    auto inspect = run("curl -s --unix-socket " + engine_socket() +
+                       " http://d/v1.41/exec/" + exec_id + "/json");
+    INFO(inspect.output);
+    CHECK(inspect.output.find("\"user\":\"1000:1000\"") != std::string::npos);
+    CHECK(inspect.output.find("\"privileged\":false") != std::string::npos);
+  }
+  auto dup = raw_exchange(proxy.socket_path(), post_json("/v1.41/containers/" + name + "/exec",
+                                                         R"({"Cmd":["id"],"Privileged":false,"privileged":true})"));
+  CHECK(dup.status() == 400);
+  run(direct() + " rm -f " + name);
+}
