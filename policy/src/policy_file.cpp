@@ -176,6 +176,9 @@ class loader {
     each_key(obj, where, [&](std::string_view key, element value) {
       if (key == "description") {
         if (auto s = string_of(value, where + ".description")) p.description = *s;
+      } else if (key == "confine_to_owned") {
+        if (value.get_bool().get(p.rules.confine_to_owned) != simdjson::SUCCESS)
+          error(where + ".confine_to_owned", "must be true or false");
       } else if (key == "owner") {
         if (auto s = string_of(value, where + ".owner")) p.rules.owner = *s;
       } else if (key == "container_create") {

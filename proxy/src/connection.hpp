@@ -8,7 +8,9 @@
 #include <string>
 
 #include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/buffer_body.hpp>
 #include <boost/beast/http/message.hpp>
+#include <boost/beast/http/parser.hpp>
 
 #include "context.hpp"
 #include "dockgate/policy/body_review.hpp"
@@ -33,6 +35,8 @@ class connection {
 
  private:
   enum class outcome { keep_alive, close };
+  // What the proxy does to a response body on its way back.
+  enum class response_filter { none, container_list, events };
   // How a response body is framed towards the client.
   enum class response_framing { none, length, chunked, raw };
 
@@ -41,6 +45,14 @@ class connection {
   net::awaitable<void> refuse(unsigned status, std::string_view rule, std::string_view message);
   net::awaitable<bool> connect_upstream();
   void serialize_request_head(bool upgrade);
+  // Ownership and version pinning: builds target_ for the forwarded request. Returns
+  // false after answering the client itself.
+  net::awaitable<bool> prepare_target(const policy::route& r);
+  net::awaitable<bool> learn_api_version();
+  // A GET to the daemon on the upstream connection (inspect, version); status 0 on error.
+  net::awaitable<std::pair<unsigned, std::string>> upstream_get(std::string_view target);
+  net::awaitable<std::optional<std::string>> owned_container_id(std::string_view reference);
+  net::awaitable<void> relay_filtered_list(boost::beast::http::response_parser<boost::beast::http::buffer_body>& parser, bool keep);
   net::awaitable<bool> read_client_more();
   net::awaitable<bool> read_json_body();
   net::awaitable<bool> forward_body();
@@ -77,6 +89,9 @@ class connection {
   request_head head_;
   std::string path_;     // the request's path, for the audit line
   std::string changes_;  // what the profile forced or clamped, for the audit line
+  std::string target_;   // the forwarded request target (pinned version, full IDs)
+  response_filter filter_ = response_filter::none;
+  std::string event_line_;  // a partial event line while filtering events
   audit_record audit_;
   std::chrono::steady_clock::time_point started_;
   bool idle_ = true;

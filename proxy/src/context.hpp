@@ -4,7 +4,10 @@
 #include <spdlog/logger.h>
 
 #include <memory>
+#include <optional>
 #include <set>
+#include <string>
+#include <unordered_set>
 
 #include "dockgate/policy/policy_file.hpp"
 #include "dockgate/proxy/options.hpp"
@@ -22,6 +25,13 @@ struct proxy_context {
   std::shared_ptr<spdlog::logger> audit;
   bool stopping = false;
   std::set<connection*> connections;  // live connections, for graceful shutdown
+  // The API version every forwarded request is pinned to: the daemon's own (from
+  // /version), capped at the newest the route table knows. Learned on first use.
+  std::optional<std::string> api_version;
+  // "<owner>/<full container ID>" known to carry the owner label. Labels never change
+  // after create, so a positive answer stays true; names are always resolved afresh.
+  std::unordered_set<std::string> owned_containers;
+  static constexpr std::size_t owned_cache_limit = 16384;
 };
 
 }  // namespace dockgate::proxy

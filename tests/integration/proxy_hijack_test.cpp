@@ -23,8 +23,8 @@ std::string json_request(const std::string& target, const std::string& body, con
 TEST_CASE("stdin sent before the 101 is forwarded after it", "[integration][hijack]") {
   proxy_process proxy(cli_policy);
   const auto name = unique_name("dg-early");
-  REQUIRE(run(direct() + " create -i --name " + name + " " + test_image() + " sh -c 'read line; echo got:$line'").status == 0);
-  REQUIRE(run(direct() + " start " + name).status == 0);
+  REQUIRE(run(proxy.docker() + " create -i --name " + name + " " + test_image() + " sh -c 'read line; echo got:$line'").status == 0);
+  REQUIRE(run(proxy.docker() + " start " + name).status == 0);
   // The upgrade request and the stdin bytes leave in one write.
   const std::string request = "POST /v1.41/containers/" + name +
                               "/attach?stream=1&stdin=1&stdout=1 HTTP/1.1\r\nHost: d\r\n"
@@ -41,7 +41,7 @@ TEST_CASE("stdin sent before the 101 is forwarded after it", "[integration][hija
 TEST_CASE("ExecStart without Upgrade: the legacy 200 raw stream is spliced", "[integration][hijack]") {
   proxy_process proxy(cli_policy);
   const auto name = unique_name("dg-legacy");
-  REQUIRE(run(direct() + " run -d --name " + name + " " + test_image() + " sleep 60").status == 0);
+  REQUIRE(run(proxy.docker() + " run -d --name " + name + " " + test_image() + " sleep 60").status == 0);
   auto created = raw_exchange(proxy.socket_path(),
                               json_request("/v1.41/containers/" + name + "/exec",
                                            R"({"AttachStdout":true,"AttachStderr":true,"Tty":true,"Cmd":["echo","legacy-stream"]})",
@@ -63,7 +63,8 @@ TEST_CASE("ExecStart without Upgrade: the legacy 200 raw stream is spliced", "[i
 }
 
 TEST_CASE("an attach answered with an error is not spliced", "[integration][hijack]") {
-  proxy_process proxy(cli_policy);
+  // Not confined to owned containers, so that the daemon itself answers the attach.
+  proxy_process proxy(R"({"profiles":{"raw":{"confine_to_owned":false,"allow":["ContainerAttach","SystemPing"]}}})");
   auto r = raw_exchange(proxy.socket_path(),
                         "POST /v1.41/containers/no-such-container-dg/attach?stream=1&stdout=1 HTTP/1.1\r\n"
                         "Host: d\r\nConnection: Upgrade\r\nUpgrade: tcp\r\nContent-Length: 0\r\n\r\n"

@@ -39,7 +39,7 @@ TEST_CASE("streamed responses are relayed without an allocation per chunk", "[in
                       {"LD_PRELOAD=" DOCKGATE_ALLOC_COUNTER, "DOCKGATE_ALLOC_COUNT_FILE=" + count_file});
   const auto name = unique_name("dg-alloc");
   const std::string direct = docker_cli() + " -H " + engine_host();
-  REQUIRE(run(direct + " run -d --name " + name + " " + test_image() +
+  REQUIRE(run(proxy.docker() + " run -d --name " + name + " " + test_image() +
               " sh -c 'sleep 1; i=0; while [ $i -lt 1500 ]; do echo line$i; i=$((i+1)); usleep 1000; done; "
               "echo end-of-lines; sleep 60'")
               .status == 0);

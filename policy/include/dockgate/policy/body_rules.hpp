@@ -47,6 +47,8 @@ struct body_rules {
   std::optional<bind_rule> binds;
   image_rule images;
   std::string owner;  // value of the owner label stamped on created containers
+  // Act only on owned containers and execs, and see only owned ones in lists and events.
+  bool confine_to_owned = true;
 };
 
 // The label that marks a container as created through a profile; clients cannot set

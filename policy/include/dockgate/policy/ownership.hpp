@@ -1,0 +1,58 @@
+#pragma once
+// Ownership: a profile sees and acts on only the containers it created (stamped with its
+// owner label), and the execs in them.
+//
+// Invariant: the daemon's word decides. A container reference (name, ID prefix) is
+// resolved by inspect, its owner label compared, and the request forwarded by the full ID
+// the daemon returned, so a rename between check and use changes nothing. Not found is
+// denied. Lists and events carry an injected label filter and are filtered again on the
+// way back.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "dockgate/policy/operation.hpp"
+
+namespace dockgate::policy {
+
+// What an operation's path parameter names.
+enum class path_object : std::uint8_t { none, container, exec };
+path_object operation_object(operation op);
+
+struct inspected_container {
+  std::string id;     // full ID
+  std::string owner;  // value of the owner label, empty if none
+};
+
+// From `GET /containers/{id}/json`. nullopt if the body is not a container inspect.
+std::optional<inspected_container> parse_container_inspect(std::string_view json);
+
+// From `GET /exec/{id}/json`: the exec's full ID and its container's full ID.
+struct inspected_exec {
+  std::string id;
+  std::string container_id;
+};
+std::optional<inspected_exec> parse_exec_inspect(std::string_view json);
+
+// The `filters` query value (percent-decoded JSON, either map[string][]string or the
+// legacy map[string]map[string]bool) with `label=<owner_label>=<owner>` added and, for
+// events, `type` set to container. Returns the new JSON, nullopt if malformed.
+std::optional<std::string> confine_filters(std::string_view filters_json, std::string_view owner, bool events);
+
+// A ContainerList response with the entries not labelled for `owner` removed.
+std::optional<std::string> filter_container_list(std::string_view json, std::string_view owner);
+
+// Whether one event (a JSON line of SystemEvents) concerns a container owned by `owner`.
+bool event_owned(std::string_view json_line, std::string_view owner);
+
+// Percent-decoding and -encoding of query values (application/x-www-form-urlencoded: `+`
+// is a space).
+std::optional<std::string> query_unescape(std::string_view s);
+std::string query_escape(std::string_view s);
+
+// The version string dockerd reports in /version ("ApiVersion"), parsed.
+std::optional<std::string> parse_version_api(std::string_view json);
+
+}  // namespace dockgate::policy

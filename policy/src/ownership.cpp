@@ -1,0 +1,228 @@
+#include "dockgate/policy/ownership.hpp"
+
+#include <simdjson.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "dockgate/common/error_body.hpp"
+#include "dockgate/policy/body_rules.hpp"
+
+namespace dockgate::policy {
+
+namespace {
+using simdjson::dom::element;
+
+std::optional<element> at(element e, std::string_view key) {
+  element out;
+  if (e.at_key(key).get(out) != simdjson::SUCCESS) return std::nullopt;
+  return out;
+}
+
+std::string string_at(element e, std::string_view key) {
+  auto v = at(e, key);
+  std::string_view s;
+  if (!v || v->get_string().get(s) != simdjson::SUCCESS) return {};
+  return std::string(s);
+}
+
+std::string owner_of(element labels_parent, std::string_view labels_key) {
+  auto labels = at(labels_parent, labels_key);
+  if (!labels || !labels->is_object()) return {};
+  return string_at(*labels, owner_label);
+}
+
+std::string json_string(std::string_view s) {
+  std::string out = "\"";
+  common::append_json_escaped(out, s);
+  return out + "\"";
+}
+}  // namespace
+
+path_object operation_object(operation op) {
+  switch (op) {
+    case operation::ContainerInspect:
+    case operation::ContainerTop:
+    case operation::ContainerLogs:
+    case operation::ContainerChanges:
+    case operation::ContainerExport:
+    case operation::ContainerStats:
+    case operation::ContainerResize:
+    case operation::ContainerStart:
+    case operation::ContainerStop:
+    case operation::ContainerRestart:
+    case operation::ContainerKill:
+    case operation::ContainerUpdate:
+    case operation::ContainerRename:
+    case operation::ContainerPause:
+    case operation::ContainerUnpause:
+    case operation::ContainerAttach:
+    case operation::ContainerAttachWebsocket:
+    case operation::ContainerWait:
+    case operation::ContainerDelete:
+    case operation::ContainerArchive:
+    case operation::ContainerArchiveInfo:
+    case operation::PutContainerArchive:
+    case operation::ContainerExec:
+      return path_object::container;
+    case operation::ExecStart:
+    case operation::ExecResize:
+    case operation::ExecInspect:
+      return path_object::exec;
+    default:
+      return path_object::none;
+  }
+}
+
+std::optional<inspected_container> parse_container_inspect(std::string_view json) {
+  simdjson::dom::parser parser;
+  element doc;
+  if (parser.parse(json.data(), json.size()).get(doc) != simdjson::SUCCESS || !doc.is_object()) return std::nullopt;
+  inspected_container c;
+  c.id = string_at(doc, "Id");
+  if (c.id.size() != 64) return std::nullopt;
+  if (auto config = at(doc, "Config")) c.owner = owner_of(*config, "Labels");
+  return c;
+}
+
+std::optional<inspected_exec> parse_exec_inspect(std::string_view json) {
+  simdjson::dom::parser parser;
+  element doc;
+  if (parser.parse(json.data(), json.size()).get(doc) != simdjson::SUCCESS || !doc.is_object()) return std::nullopt;
+  inspected_exec e{string_at(doc, "ID"), string_at(doc, "ContainerID")};
+  if (e.id.size() != 64 || e.container_id.size() != 64) return std::nullopt;
+  return e;
+}
+
+std::optional<std::string> confine_filters(std::string_view filters_json, std::string_view owner, bool events) {
+  // Normalise to map[string][]string; keys sorted, values kept.
+  std::vector<std::pair<std::string, std::vector<std::string>>> filters;
+  if (!filters_json.empty()) {
+    simdjson::dom::parser parser;
+    element doc;
+    simdjson::dom::object obj;
+    if (parser.parse(filters_json.data(), filters_json.size()).get(doc) != simdjson::SUCCESS ||
+        doc.get_object().get(obj) != simdjson::SUCCESS)
+      return std::nullopt;
+    for (auto [key, value] : obj) {
+      for (const auto& f : filters)
+        if (f.first == key) return std::nullopt;  // a repeated key: two readings
+      std::vector<std::string> values;
+      if (value.is_array()) {
+        for (element v : value.get_array().value()) {
+          std::string_view s;
+          if (v.get_string().get(s) != simdjson::SUCCESS) return std::nullopt;
+          values.emplace_back(s);
+        }
+      } else if (value.is_object()) {  // legacy {"label": {"a=b": true}}
+        for (auto [k, b] : value.get_object().value()) {
+          bool on = false;
+          if (b.get_bool().get(on) != simdjson::SUCCESS) return std::nullopt;
+          if (on) values.emplace_back(k);
+        }
+      } else {
+        return std::nullopt;
+      }
+      filters.emplace_back(std::string(key), std::move(values));
+    }
+  }
+  auto slot = [&](std::string_view key) -> std::vector<std::string>& {
+    for (auto& f : filters)
+      if (f.first == key) return f.second;
+    filters.emplace_back(std::string(key), std::vector<std::string>{});
+    return filters.back().second;
+  };
+  // Label filters are ANDed by dockerd: adding ours can only narrow.
+  slot("label").push_back(std::string(owner_label) + "=" + std::string(owner));
+  // Type filters are ORed: replace, never add.
+  if (events) slot("type") = {"container"};
+  std::sort(filters.begin(), filters.end());
+  std::string out = "{";
+  for (std::size_t i = 0; i < filters.size(); ++i) {
+    if (i) out += ',';
+    out += json_string(filters[i].first) + ":[";
+    for (std::size_t j = 0; j < filters[i].second.size(); ++j) {
+      if (j) out += ',';
+      out += json_string(filters[i].second[j]);
+    }
+    out += ']';
+  }
+  return out + "}";
+}
+
+std::optional<std::string> filter_container_list(std::string_view json, std::string_view owner) {
+  simdjson::dom::parser parser;
+  element doc;
+  simdjson::dom::array arr;
+  if (parser.parse(json.data(), json.size()).get(doc) != simdjson::SUCCESS ||
+      doc.get_array().get(arr) != simdjson::SUCCESS)
+    return std::nullopt;
+  std::string out = "[";
+  bool first = true;
+  for (element c : arr) {
+    if (!c.is_object() || owner_of(c, "Labels") != owner) continue;
+    if (!first) out += ',';
+    first = false;
+    out += simdjson::minify(c);
+  }
+  return out + "]\n";
+}
+
+bool event_owned(std::string_view json_line, std::string_view owner) {
+  simdjson::dom::parser parser;
+  element doc;
+  if (parser.parse(json_line.data(), json_line.size()).get(doc) != simdjson::SUCCESS || !doc.is_object()) return false;
+  if (string_at(doc, "Type") != "container") return false;
+  auto actor = at(doc, "Actor");
+  return actor && owner_of(*actor, "Attributes") == owner;
+}
+
+std::optional<std::string> query_unescape(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '+') {
+      out += ' ';
+    } else if (s[i] == '%') {
+      if (i + 2 >= s.size() || hex(s[i + 1]) < 0 || hex(s[i + 2]) < 0) return std::nullopt;
+      out += static_cast<char>(hex(s[i + 1]) * 16 + hex(s[i + 2]));
+      i += 2;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+std::string query_escape(std::string_view s) {
+  static constexpr char digits[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : s) {
+    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
+        c == '_' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += digits[c >> 4];
+      out += digits[c & 15];
+    }
+  }
+  return out;
+}
+
+std::optional<std::string> parse_version_api(std::string_view json) {
+  simdjson::dom::parser parser;
+  element doc;
+  if (parser.parse(json.data(), json.size()).get(doc) != simdjson::SUCCESS || !doc.is_object()) return std::nullopt;
+  auto v = string_at(doc, "ApiVersion");
+  if (v.empty()) return std::nullopt;
+  return v;
+}
+
+}  // namespace dockgate::policy
