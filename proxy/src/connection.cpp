@@ -231,6 +231,23 @@ net::awaitable<connection::outcome> connection::serve_one() {
     co_return outcome::close;
   }
   const auto body = policy::operation_body(r.op);
+  if (head_.has_body()) {
+    // dockerd's ParseForm reads a form body into the same values as the query, ahead of
+    // it: a form body could override what the query check saw.
+    for (std::size_t i = 0; i < head_.field_count; ++i) {
+      const auto& f = head_.fields[i];
+      if (!iequals(f.name, "content-type")) continue;
+      const std::string_view type = f.value.substr(0, f.value.find(';'));
+      if (iequals(type, "application/x-www-form-urlencoded") || iequals(type, "multipart/form-data")) {
+        co_await refuse(400, "body", "dockgate: form bodies are not accepted");
+        co_return outcome::close;
+      }
+    }
+    if (r.op == policy::operation::ImageCreate) {  // the pull form takes no body
+      co_await refuse(400, "body", "dockgate: ImageCreate is allowed only as a pull, without a body");
+      co_return outcome::close;
+    }
+  }
   if (body == policy::body_kind::none && head_.has_body()) {
     std::string message = "dockgate: ";
     message += audit_.operation;

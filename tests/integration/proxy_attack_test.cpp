@@ -165,6 +165,41 @@ TEST_CASE("a request pipelined behind a refused one is never read", "[integratio
   }
 }
 
+TEST_CASE("query attacks: import forms, form bodies, duplicates never reach the daemon", "[integration][attack]") {
+  proxy_process proxy(cli_policy);
+  const std::string repo = unique_name("dg-import");
+  const std::string tar_body = std::string(1024, '\0');
+  const std::string attacks[] = {
+      // the import form of ImageCreate, in the query
+      "POST /v1.41/images/create?fromSrc=-&repo=" + repo + "&tag=latest HTTP/1.1\r\nHost: d\r\n"
+      "Content-Type: application/x-tar\r\nContent-Length: 1024\r\n\r\n" + tar_body,
+      // ... and in a form body that dockerd reads ahead of the query
+      "POST /v1.41/images/create?fromImage=busybox&tag=latest HTTP/1.1\r\nHost: d\r\n"
+      "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: " +
+          std::to_string(("fromSrc=http%3A%2F%2F127.0.0.1%3A1%2Fx&repo=" + repo).size()) + "\r\n\r\n" +
+          "fromSrc=http%3A%2F%2F127.0.0.1%3A1%2Fx&repo=" + repo,
+      // a repeated fromImage: which one would the daemon pull?
+      "POST /v1.41/images/create?fromImage=" + registry() + "%2Fdockgate%2Ftest-busybox&tag=latest&fromImage=" + repo +
+          " HTTP/1.1\r\nHost: d\r\nContent-Length: 0\r\n\r\n",
+  };
+  for (const auto& a : attacks) {
+    auto r = raw_exchange(proxy.socket_path(), a);
+    INFO(a.substr(0, 200) << " -> " << r.bytes);
+    CHECK(r.status() >= 400);
+    CHECK(r.status() < 500);
+    CHECK(run(docker_cli() + " -H " + engine_host() + " image inspect " + repo).status != 0);
+  }
+  // A create whose name is given twice must not pick either.
+  const auto name = unique_name("dg-dupname");
+  auto dup = raw_exchange(proxy.socket_path(),
+                          fill("POST /v1.41/containers/create?name={NAME}&name={NAME}x HTTP/1.1\r\nHost: d\r\n"
+                               "Content-Type: application/json\r\nContent-Length: {LEN}\r\n\r\n{BODY}",
+                               name));
+  CHECK(dup.status() == 400);
+  CHECK_FALSE(container_exists(name));
+  CHECK_FALSE(container_exists(name + "x"));
+}
+
 TEST_CASE("denied operations are refused with Docker's error body", "[integration][attack]") {
   proxy_process proxy(cli_policy);
   for (const std::string target : {"/v1.41/volumes", "/v1.41/networks", "/v1.41/plugins",

@@ -31,7 +31,8 @@ struct rewrite {
 
 using decision = std::variant<allow, deny, rewrite>;
 
-// Deny by default: an operation is allowed only if the profile lists it.
+// Deny by default: an operation is allowed only if the profile lists it, and then only
+// with query parameters the operation takes (see query.hpp).
 decision decide(const profile& p, const route& r);
 
 }  // namespace dockgate::policy
