@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "dockgate/policy/policy_file.hpp"
+#include "dockgate/proxy/explain.hpp"
 #include "dockgate/proxy/options.hpp"
 #include "dockgate/proxy/server.hpp"
 
@@ -40,9 +41,34 @@ int main(int argc, char** argv) {
   if (auto* check = std::get_if<check_options>(&cmd)) {
     auto pol = load_policy(check->policy_file);
     if (!pol) return 1;
-    std::cout << check->policy_file << ": OK, " << pol->profiles.size() << " profile(s), default "
-              << pol->default_().name << '\n';
+    std::cout << check->policy_file << ": OK, " << pol->profiles.size() << " profile(s), "
+              << pol->clients.size() << " client rule(s), default "
+              << (pol->default_profile ? pol->default_().name : std::string("none")) << '\n';
     return 0;
+  }
+  if (auto* ex = std::get_if<explain_options>(&cmd)) {
+    auto pol = load_policy(ex->policy_file);
+    if (!pol) return 2;
+    const dockgate::policy::profile* prof = ex->profile.empty() ? (pol->default_profile ? &pol->default_() : nullptr)
+                                                                : pol->find(ex->profile);
+    if (!prof) {
+      std::cerr << "dockgate-proxy explain: no profile " << (ex->profile.empty() ? "(no default)" : ex->profile) << '\n';
+      return 2;
+    }
+    std::optional<std::string> body;
+    if (!ex->body_file.empty()) {
+      std::ifstream in(ex->body_file, std::ios::binary);
+      if (!in) {
+        std::cerr << ex->body_file << ": cannot read\n";
+        return 2;
+      }
+      std::ostringstream text;
+      text << in.rdbuf();
+      body = text.str();
+    }
+    auto e = explain_request(*prof, ex->method, ex->target, body);
+    std::cout << e.text;
+    return e.exit_status;
   }
   const auto& opts = std::get<serve_options>(cmd);
   auto pol = load_policy(opts.policy_file);

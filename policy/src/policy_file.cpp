@@ -1,5 +1,8 @@
 #include "dockgate/policy/policy_file.hpp"
 
+#include <arpa/inet.h>
+
+#include <cstring>
 #include <set>
 #include <simdjson.h>
 
@@ -176,6 +179,10 @@ class loader {
     each_key(obj, where, [&](std::string_view key, element value) {
       if (key == "description") {
         if (auto s = string_of(value, where + ".description")) p.description = *s;
+      } else if (key == "mode") {
+        auto m = string_of(value, where + ".mode");
+        if (m && *m == "audit") p.mode = profile::mode_kind::audit;
+        else if (m && *m != "enforce") error(where + ".mode", "must be \"enforce\" or \"audit\"");
       } else if (key == "confine_to_owned") {
         if (value.get_bool().get(p.rules.confine_to_owned) != simdjson::SUCCESS)
           error(where + ".confine_to_owned", "must be true or false");
@@ -255,6 +262,50 @@ class loader {
 
 }  // namespace
 
+bool address_matches(std::string_view block, std::string_view address) {
+  auto parse = [](std::string_view text, unsigned char* out, int& family) {
+    const std::string s(text);
+    if (::inet_pton(AF_INET, s.c_str(), out) == 1) {
+      family = AF_INET;
+      return true;
+    }
+    if (::inet_pton(AF_INET6, s.c_str(), out) == 1) {
+      family = AF_INET6;
+      return true;
+    }
+    return false;
+  };
+  const auto slash = block.find('/');
+  unsigned char net[16] = {}, addr[16] = {};
+  int net_family = 0, addr_family = 0;
+  if (!parse(block.substr(0, slash), net, net_family) || !parse(address, addr, addr_family)) return false;
+  if (net_family != addr_family) return false;
+  const int bits_total = net_family == AF_INET ? 32 : 128;
+  int bits = bits_total;
+  if (slash != std::string_view::npos) {
+    const std::string b(block.substr(slash + 1));
+    if (b.empty() || b.size() > 3 || b.find_first_not_of("0123456789") != std::string::npos) return false;
+    bits = std::stoi(b);
+    if (bits > bits_total) return false;
+  }
+  for (int i = 0; i < bits; ++i) {
+    const int byte = i / 8, bit = 7 - i % 8;
+    if (((net[byte] >> bit) & 1) != ((addr[byte] >> bit) & 1)) return false;
+  }
+  return true;
+}
+
+const profile* policy::select(const client_identity& client) const {
+  for (const auto& rule : clients) {
+    if (rule.uid && client.uid != rule.uid) continue;
+    if (rule.gid && client.gid != rule.gid) continue;
+    if (!rule.address.empty() && (client.address.empty() || !address_matches(rule.address, client.address))) continue;
+    if (!rule.tls_subject.empty() && client.tls_subject != rule.tls_subject) continue;
+    return &profiles[rule.profile];
+  }
+  return default_profile ? &profiles[*default_profile] : nullptr;
+}
+
 const profile* policy::find(std::string_view name) const {
   for (const auto& p : profiles)
     if (p.name == name) return &p;
@@ -278,10 +329,13 @@ policy_load_result parse_policy(std::string_view json) {
   }
   policy pol;
   std::optional<std::string> default_name;
+  std::optional<element> clients_value;
   bool have_profiles = false;
   l.each_key(root, "policy", [&](std::string_view key, element value) {
     if (key == "default_profile") {
       default_name = l.string_of(value, "default_profile");
+    } else if (key == "clients") {
+      clients_value = value;
     } else if (key == "profiles") {
       have_profiles = true;
       object profiles;
@@ -303,19 +357,70 @@ policy_load_result parse_policy(std::string_view json) {
   if (!have_profiles) l.error("policy", "missing \"profiles\"");
   else if (pol.profiles.empty() && l.errors.empty()) l.error("profiles", "no profile defined");
   if (!default_name) {
-    if (pol.profiles.size() == 1) {
+    // With client rules and no default_profile, clients no rule matches are refused.
+    if (pol.profiles.size() == 1 && !clients_value) {
       pol.default_profile = 0;
-    } else if (pol.profiles.size() > 1) {
-      l.error("policy", "missing \"default_profile\" (required when there is more than one profile)");
+    } else if (pol.profiles.size() > 1 && !clients_value) {
+      l.error("policy", "missing \"default_profile\" (required when there is more than one profile and no clients)");
     }
   } else {
-    bool found = false;
     for (std::size_t i = 0; i < pol.profiles.size(); ++i)
-      if (pol.profiles[i].name == *default_name) {
-        pol.default_profile = i;
-        found = true;
+      if (pol.profiles[i].name == *default_name) pol.default_profile = i;
+    if (!pol.default_profile) l.error("default_profile", "no profile named \"" + *default_name + "\"");
+  }
+  if (clients_value) {
+    simdjson::dom::array arr;
+    if (clients_value->get_array().get(arr) != simdjson::SUCCESS) {
+      l.error("clients", "must be an array of {uid, gid, address, tls_subject, profile}");
+    } else {
+      std::size_t i = 0;
+      for (element item : arr) {
+        const std::string where = "clients[" + std::to_string(i++) + "]";
+        object obj;
+        if (item.get_object().get(obj) != simdjson::SUCCESS) {
+          l.error(where, "must be an object");
+          continue;
+        }
+        client_rule rule;
+        bool have_profile = false, have_criterion = false;
+        l.each_key(obj, where, [&](std::string_view k, element v) {
+          std::uint64_t n = 0;
+          if (k == "uid" || k == "gid") {
+            have_criterion = true;
+            if (v.get_uint64().get(n) != simdjson::SUCCESS || n > UINT32_MAX) {
+              l.error(where + "." + std::string(k), "must be a numeric id");
+              return;
+            }
+            (k == "uid" ? rule.uid : rule.gid) = static_cast<std::uint32_t>(n);
+          } else if (k == "address") {
+            have_criterion = true;
+            if (auto a = l.string_of(v, where + ".address")) {
+              rule.address = *a;
+              if (!address_matches(rule.address, rule.address.substr(0, rule.address.find('/'))))
+                l.error(where + ".address", "\"" + rule.address + "\" is not an IP address or CIDR block");
+            }
+          } else if (k == "tls_subject") {
+            have_criterion = true;
+            if (auto t = l.string_of(v, where + ".tls_subject")) rule.tls_subject = *t;
+          } else if (k == "profile") {
+            have_profile = true;
+            auto name = l.string_of(v, where + ".profile");
+            bool found = false;
+            for (std::size_t j = 0; name && j < pol.profiles.size(); ++j)
+              if (pol.profiles[j].name == *name) {
+                rule.profile = j;
+                found = true;
+              }
+            if (name && !found) l.error(where + ".profile", "no profile named \"" + *name + "\"");
+          } else {
+            l.error(where, "unknown key \"" + std::string(k) + "\"");
+          }
+        });
+        if (!have_profile) l.error(where, "missing \"profile\"");
+        if (!have_criterion) l.error(where, "needs at least one of uid, gid, address, tls_subject");
+        pol.clients.push_back(std::move(rule));
       }
-    if (!found) l.error("default_profile", "no profile named \"" + *default_name + "\"");
+    }
   }
   result.errors = std::move(l.errors);
   if (result.errors.empty()) result.value = std::move(pol);

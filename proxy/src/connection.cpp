@@ -75,11 +75,13 @@ net::awaitable<beast::error_code> write_chunk(stream& s, std::string_view data) 
 
 }  // namespace
 
-connection::connection(proxy_context& ctx, protocol::socket socket, std::string client)
+connection::connection(proxy_context& ctx, protocol::socket socket, std::string client,
+                       const policy::client_identity& identity)
     : ctx_(ctx),
       client_(std::move(socket)),
       client_id_(std::move(client)),
-      profile_(ctx.policy.default_()),
+      profile_ptr_(ctx.policy.select(identity)),
+      profile_(profile_ptr_ ? *profile_ptr_ : no_profile()),
       in_(new char[in_capacity]),
       body_(new char[chunk_size]) {
   set_no_delay(client_.socket());
@@ -96,6 +98,21 @@ void connection::shutdown() {
 void connection::abort() {
   client_.close();
   if (upstream_) upstream_->close();
+}
+
+const policy::profile& connection::no_profile() {
+  static const policy::profile none{"(none)", "clients no rule matches", policy::profile::mode_kind::enforce, {}, {}};
+  return none;
+}
+
+bool connection::enforce(const policy::deny& d) {
+  // Audit mode lets policy refusals (403, and 404 for ownership) through and records
+  // them; malformed or ambiguous requests (other 4xx) are refused in every mode.
+  if (profile_.mode != policy::profile::mode_kind::audit || (d.status != 403 && d.status != 404)) return true;
+  if (!would_.empty()) would_ += "; ";
+  would_ += d.reason;
+  audit_.would = would_;
+  return false;
 }
 
 void connection::compact() {
@@ -185,6 +202,7 @@ net::awaitable<connection::outcome> connection::serve_one() {
   audit_ = audit_record{};
   audit_.client = client_id_;
   audit_.profile = profile_.name;
+  would_.clear();
 
   if (head_size == 0) {
     co_await refuse(431, "framing", "dockgate: request head too large");
@@ -214,8 +232,12 @@ net::awaitable<connection::outcome> connection::serve_one() {
   const auto& r = std::get<policy::route>(routed);
   audit_.operation = policy::operation_name(r.op);
 
+  if (!profile_ptr_) {
+    co_await refuse(403, "client", "dockgate: no profile for client " + client_id_);
+    co_return outcome::close;
+  }
   auto decision = policy::decide(profile_, r);
-  if (auto* d = std::get_if<policy::deny>(&decision)) {
+  if (auto* d = std::get_if<policy::deny>(&decision); d && enforce(*d)) {
     co_await refuse(d->status, d->rule, d->reason);
     co_return outcome::close;
   }
@@ -276,12 +298,23 @@ net::awaitable<connection::outcome> connection::serve_one() {
   if (json_body) {
     if (!co_await read_json_body()) co_return outcome::close;
     auto reviewed = policy::review_body(profile_, r.op, json_body_);
-    if (auto* d = std::get_if<policy::deny>(&reviewed)) {
+    if (auto* d = std::get_if<policy::deny>(&reviewed); d && enforce(*d)) {
       audit_.verdict = "deny";
       co_await refuse(d->status, d->rule, d->reason);
       co_return outcome::close;
     }
-    if (auto* rw = std::get_if<policy::rewrite>(&reviewed)) {
+    auto* rw = std::get_if<policy::rewrite>(&reviewed);
+    if (rw && profile_.mode == policy::profile::mode_kind::audit) {
+      // Audit mode: the client's body goes up as sent; what would change is recorded.
+      if (!rw->changes.empty()) {
+        if (!would_.empty()) would_ += "; ";
+        would_ += "change";
+        for (const auto& c : rw->changes) would_ += " " + c;
+        audit_.would = would_;
+      }
+      rw = nullptr;
+    }
+    if (rw) {
       // What goes upstream is the proxy's serialisation of what it checked.
       json_body_ = std::move(rw->body);
       changes_.clear();
@@ -404,7 +437,11 @@ net::awaitable<bool> connection::prepare_target(const policy::route& r) {
     const std::size_t param_at = static_cast<std::size_t>(r.param.data() - r.path.data());
     if (object == policy::path_object::container) {
       auto id = co_await owned_container_id(r.param);
-      if (!id) {
+      const policy::deny not_owned{404, "owner", "dockgate: no such container: " + std::string(r.param) +
+                                                     " (profile " + profile_.name + " sees only its own containers)"};
+      if (!id && !enforce(not_owned)) {
+        id = std::string(r.param);  // audit mode: forwarded as the client named it
+      } else if (!id) {
         audit_.verdict = "deny";
         co_await refuse(404, "owner", "dockgate: no such container: " + std::string(r.param) +
                                           " (profile " + profile_.name + " sees only its own containers)");
@@ -416,15 +453,19 @@ net::awaitable<bool> connection::prepare_target(const policy::route& r) {
       auto exec = status == 200 ? policy::parse_exec_inspect(body) : std::nullopt;
       std::optional<std::string> container;
       if (exec) container = co_await owned_container_id(exec->container_id);
-      if (!container) {
+      const policy::deny not_owned{404, "owner", "dockgate: no such exec instance: " + std::string(r.param)};
+      if (!container && !enforce(not_owned)) {
+        // audit mode: forwarded as the client named it
+      } else if (!container) {
         audit_.verdict = "deny";
         co_await refuse(404, "owner", "dockgate: no such exec instance: " + std::string(r.param) +
                                           " (profile " + profile_.name + " sees only its own containers)");
         co_return false;
       }
-      path.replace(param_at, r.param.size(), exec->id);
+      if (container) path.replace(param_at, r.param.size(), exec->id);
     }
-    if (r.op == policy::operation::ContainerList || r.op == policy::operation::SystemEvents) {
+    const bool audit_only = profile_.mode == policy::profile::mode_kind::audit;
+    if (!audit_only && (r.op == policy::operation::ContainerList || r.op == policy::operation::SystemEvents)) {
       const bool events = r.op == policy::operation::SystemEvents;
       // Rebuild the query with the owner label filter in `filters`.
       std::string rebuilt;

@@ -21,7 +21,8 @@ namespace dockgate::proxy {
 
 class connection {
  public:
-  connection(proxy_context& ctx, protocol::socket socket, std::string client);
+  connection(proxy_context& ctx, protocol::socket socket, std::string client,
+             const policy::client_identity& identity);
   ~connection();
   connection(const connection&) = delete;
   connection& operator=(const connection&) = delete;
@@ -66,12 +67,17 @@ class connection {
   std::string_view buffered() const { return {in_.get() + in_begin_, in_end_ - in_begin_}; }
   void consume(std::size_t n) { in_begin_ += n; }
   void compact();
+  static const policy::profile& no_profile();
+  // True if a policy refusal must be enforced; in audit mode records it instead.
+  bool enforce(const policy::deny& d);
 
   proxy_context& ctx_;
   stream client_;
   std::optional<stream> upstream_;
   std::string client_id_;
+  const policy::profile* profile_ptr_;  // nullptr: no profile for this client
   const policy::profile& profile_;
+  std::string would_;  // audit mode: what the profile would have refused or changed
 
   // Client bytes: the head is parsed in place, so head fields view into this buffer
   // until the head has been forwarded.

@@ -24,6 +24,7 @@ std::string usage() {
   return R"(usage:
   dockgate-proxy [serve] --upstream URL --listen URL [--listen URL ...] --policy FILE [options]
   dockgate-proxy check --policy FILE
+  dockgate-proxy explain --policy FILE [--profile NAME] METHOD TARGET [BODY_FILE]
 
 serve options:
   --upstream URL            the Docker daemon: unix:///var/run/docker.sock or tcp://host:port
@@ -35,12 +36,40 @@ serve options:
   --head-timeout SECS       idle keep-alive / slow request head limit (default 60)
   --body-timeout SECS       idle limit between reads of a request body (default 60)
   --log-level LEVEL         trace, debug, info, warn, error (default info)
+  --allow-insecure-tcp      allow plaintext --listen tcp:// on a non-loopback address
+
+explain prints what the profile decides for one request, and the body it would forward.
 
 check validates a policy file and prints every error at once (exit status 1 if any).
 )";
 }
 
+namespace {
+std::variant<command, parse_error> parse_explain(const std::vector<std::string>& args) {
+  explain_options e;
+  std::vector<std::string> positional;
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    if (args[i] == "--policy" || args[i] == "--profile") {
+      if (i + 1 >= args.size()) return parse_error{args[i] + ": missing value"};
+      (args[i] == "--policy" ? e.policy_file : e.profile) = args[i + 1];
+      ++i;
+    } else if (args[i].starts_with("--")) {
+      return parse_error{"explain: unknown flag " + args[i]};
+    } else {
+      positional.push_back(args[i]);
+    }
+  }
+  if (e.policy_file.empty()) return parse_error{"explain: --policy FILE is required"};
+  if (positional.size() < 2 || positional.size() > 3) return parse_error{"explain: METHOD TARGET [BODY_FILE]"};
+  e.method = positional[0];
+  e.target = positional[1];
+  if (positional.size() == 3) e.body_file = positional[2];
+  return command{e};
+}
+}  // namespace
+
 std::variant<command, parse_error> parse_command_line(const std::vector<std::string>& args) {
+  if (!args.empty() && args[0] == "explain") return parse_explain(args);
   std::size_t i = 0;
   bool check = false;
   if (!args.empty() && (args[0] == "serve" || args[0] == "check")) {
@@ -52,6 +81,10 @@ std::variant<command, parse_error> parse_command_line(const std::vector<std::str
   for (; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "-h" || a == "--help") return command{help_request{usage()}};
+    if (a == "--allow-insecure-tcp") {
+      serve.allow_insecure_tcp = true;
+      continue;
+    }
     auto value = [&]() -> std::optional<std::string> {
       if (i + 1 >= args.size()) return std::nullopt;
       return args[++i];

@@ -32,12 +32,15 @@ protocol::endpoint resolve(net::io_context& ioc, const common::endpoint& ep) {
   return protocol::endpoint(results.begin()->endpoint());
 }
 
-// Identity of the peer, for the audit line and (later) profile selection.
-std::string peer_identity(protocol::socket& s, bool is_unix) {
+// Identity of the peer, for the audit line and profile selection: the kernel's word for a
+// unix socket (SO_PEERCRED, taken at connect time), the peer address for TCP.
+std::string peer_identity(protocol::socket& s, bool is_unix, policy::client_identity& identity) {
   if (is_unix) {
     ucred cred{};
     socklen_t len = sizeof cred;
     if (::getsockopt(s.native_handle(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return "unix:unknown";
+    identity.uid = cred.uid;
+    identity.gid = cred.gid;
     return "unix:uid=" + std::to_string(cred.uid) + ",gid=" + std::to_string(cred.gid) +
            ",pid=" + std::to_string(cred.pid);
   }
@@ -49,7 +52,13 @@ std::string peer_identity(protocol::socket& s, bool is_unix) {
   if (::getnameinfo(ep.data(), static_cast<socklen_t>(ep.size()), host, sizeof host, port, sizeof port,
                     NI_NUMERICHOST | NI_NUMERICSERV) != 0)
     return "tcp:unknown";
+  identity.address = host;
   return std::string("tcp:") + host + ":" + port;
+}
+
+beast::error_code& ec_ignored() {
+  static thread_local beast::error_code ec;
+  return ec;
 }
 
 struct listener {
@@ -88,6 +97,12 @@ void open_listener(listener& l, net::io_context& ioc, const serve_options& opts)
     if (::chmod(a.path.c_str(), opts.socket_mode) != 0)
       throw std::runtime_error("chmod " + a.path + ": " + std::strerror(errno));
   } else {
+    auto tcp = net::ip::make_address(a.host, ec_ignored());
+    const bool loopback = !tcp.is_unspecified() && tcp.is_loopback();
+    if (!loopback && !opts.allow_insecure_tcp)
+      throw std::runtime_error("refusing plaintext " + a.to_string() +
+                               ": not a loopback address (anyone who reaches it gets the Docker API); "
+                               "pass --allow-insecure-tcp to insist");
     l.socket.open(ep.protocol());
     l.socket.set_option(net::socket_base::reuse_address(true));
     beast::error_code ec;
@@ -110,8 +125,9 @@ net::awaitable<void> accept_loop(proxy_context& ctx, listener& l) {
       co_await t.async_wait(use_tuple);
       continue;
     }
-    std::string identity = peer_identity(socket, is_unix);
-    auto c = std::make_unique<connection>(ctx, std::move(socket), std::move(identity));
+    policy::client_identity identity;
+    std::string client = peer_identity(socket, is_unix, identity);
+    auto c = std::make_unique<connection>(ctx, std::move(socket), std::move(client), identity);
     net::co_spawn(
         l.socket.get_executor(), [c = std::move(c)]() -> net::awaitable<void> { co_await c->run(); },
         net::detached);
@@ -159,8 +175,8 @@ int serve(const serve_options& options, const policy::policy& pol) {
   for (const auto& address : options.listen) {
     listeners.push_back(listener{address, acceptor(ioc)});
     open_listener(listeners.back(), ioc, options);
-    log->info("listening on {} (profile {}), upstream {}", address.to_string(), pol.default_().name,
-              options.upstream.to_string());
+    log->info("listening on {} ({} profile(s), default {}), upstream {}", address.to_string(), pol.profiles.size(),
+              pol.default_profile ? pol.default_().name : std::string("none"), options.upstream.to_string());
   }
   for (auto& l : listeners) net::co_spawn(ioc, accept_loop(ctx, l), net::detached);
 

@@ -67,3 +67,54 @@ TEST_CASE("decide denies by default with Docker's message", "[decision]") {
   CHECK(decide(p, create) ==
         decision{deny{403, "operation", "dockgate: ContainerCreate is not allowed by profile ro"}});
 }
+
+TEST_CASE("clients select their profile; first match wins; no match without default is refused",
+          "[policy_file][clients]") {
+  auto r = parse_policy(R"({
+    "clients": [
+      {"uid": 1000, "profile": "ro"},
+      {"gid": 998, "profile": "cli"},
+      {"address": "10.1.0.0/16", "profile": "ro"},
+      {"address": "::1", "profile": "cli"},
+      {"tls_subject": "CN=ci,O=example", "profile": "cli"}
+    ],
+    "profiles": {"cli": {"allow": ["SystemPing"]}, "ro": {"allow": ["SystemInfo"], "mode": "audit"}}})");
+  INFO(Catch::Detail::stringify(r.errors));
+  REQUIRE(r.value);
+  const auto& pol = *r.value;
+  auto name = [&](client_identity id) {
+    const profile* p = pol.select(id);
+    return p ? p->name : std::string("(refused)");
+  };
+  CHECK(name({1000, 998, "", ""}) == "ro");
+  CHECK(name({1001, 998, "", ""}) == "cli");
+  CHECK(name({1001, 5, "", ""}) == "(refused)");
+  CHECK(name({std::nullopt, std::nullopt, "10.1.2.3", ""}) == "ro");
+  CHECK(name({std::nullopt, std::nullopt, "10.2.0.1", ""}) == "(refused)");
+  CHECK(name({std::nullopt, std::nullopt, "::1", ""}) == "cli");
+  CHECK(name({std::nullopt, std::nullopt, "127.0.0.1", ""}) == "(refused)");
+  CHECK(name({std::nullopt, std::nullopt, "", "CN=ci,O=example"}) == "cli");
+  CHECK(pol.find("ro")->mode == profile::mode_kind::audit);
+  CHECK(pol.find("cli")->mode == profile::mode_kind::enforce);
+}
+
+TEST_CASE("addresses match CIDR blocks exactly", "[policy_file][clients]") {
+  CHECK(address_matches("127.0.0.1", "127.0.0.1"));
+  CHECK(address_matches("127.0.0.0/8", "127.255.0.1"));
+  CHECK_FALSE(address_matches("127.0.0.0/8", "128.0.0.1"));
+  CHECK(address_matches("0.0.0.0/0", "8.8.8.8"));
+  CHECK(address_matches("fd00::/8", "fd12::1"));
+  CHECK_FALSE(address_matches("fd00::/8", "fe80::1"));
+  CHECK_FALSE(address_matches("10.0.0.0/8", "::ffff:10.0.0.1"));  // families are not mixed
+  CHECK_FALSE(address_matches("10.0.0.0/33", "10.0.0.1"));
+  CHECK_FALSE(address_matches("10.0.0.0/x", "10.0.0.1"));
+  CHECK_FALSE(address_matches("not-an-ip", "10.0.0.1"));
+}
+
+TEST_CASE("client rules are validated", "[policy_file][clients]") {
+  auto r = parse_policy(R"({"clients": [{"profile": "p"}, {"uid": -1, "profile": "p"}, {"address": "10.0.0.0/99", "profile": "p"},
+    {"uid": 1, "profile": "nope"}, {"uid": 1, "colour": "red", "profile": "p"}],
+    "profiles": {"p": {"allow": [], "mode": "loud"}}})");
+  CHECK_FALSE(r.value);
+  CHECK(r.errors.size() == 6);
+}

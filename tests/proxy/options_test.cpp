@@ -43,3 +43,16 @@ TEST_CASE("bad command lines are refused", "[options]") {
     CHECK(std::holds_alternative<parse_error>(parse_command_line(args)));
   }
 }
+
+TEST_CASE("explain and the insecure-tcp opt-in parse", "[options]") {
+  auto r = parse_command_line({"explain", "--policy", "p.json", "--profile", "sandbox", "POST", "/v1.41/containers/create", "body.json"});
+  REQUIRE(std::holds_alternative<command>(r));
+  const auto& e = std::get<explain_options>(std::get<command>(r));
+  CHECK(e.profile == "sandbox");
+  CHECK(e.method == "POST");
+  CHECK(e.body_file == "body.json");
+  CHECK(std::holds_alternative<parse_error>(parse_command_line({"explain", "--policy", "p.json", "GET"})));
+  auto s = parse_command_line({"--upstream", "unix:///s", "--listen", "tcp://0.0.0.0:2375", "--policy", "p", "--allow-insecure-tcp"});
+  REQUIRE(std::holds_alternative<command>(s));
+  CHECK(std::get<serve_options>(std::get<command>(s)).allow_insecure_tcp);
+}

@@ -24,17 +24,28 @@ struct serve_options {
   std::chrono::milliseconds head_timeout{60'000};   // idle keep-alive and slow heads
   std::chrono::milliseconds body_timeout{60'000};   // between request body reads
   std::string log_level = "info";
+  // Plaintext TCP on a non-loopback address hands the daemon to the network: only with
+  // this explicit opt-in.
+  bool allow_insecure_tcp = false;
 };
 
 struct check_options {
   std::string policy_file;
 };
 
+struct explain_options {
+  std::string policy_file;
+  std::string profile;      // empty: the default profile
+  std::string method;
+  std::string target;
+  std::string body_file;    // optional
+};
+
 struct help_request {
   std::string text;
 };
 
-using command = std::variant<serve_options, check_options, help_request>;
+using command = std::variant<serve_options, check_options, explain_options, help_request>;
 
 struct parse_error {
   std::string message;

@@ -1,0 +1,59 @@
+#include "dockgate/proxy/explain.hpp"
+
+#include "dockgate/policy/body_review.hpp"
+#include "dockgate/policy/ownership.hpp"
+
+namespace dockgate::proxy {
+
+explanation explain_request(const policy::profile& profile, std::string_view method, std::string_view target,
+                            const std::optional<std::string>& body) {
+  explanation e;
+  auto refused = [&](unsigned status, std::string_view rule, std::string_view reason) {
+    e.text += "decision:  deny " + std::to_string(status) + " (rule " + std::string(rule) + ")\n";
+    e.text += "message:   " + std::string(reason) + "\n";
+    e.exit_status = 1;
+    return e;
+  };
+  e.text = "profile:   " + profile.name + (profile.mode == policy::profile::mode_kind::audit ? " (audit mode)" : "") + "\n";
+  auto m = policy::parse_method(method);
+  if (!m) return refused(400, "framing", "dockgate: method not supported");
+  auto routed = policy::route_request(*m, target);
+  if (auto* err = std::get_if<policy::route_error>(&routed))
+    return refused(policy::route_error_status(*err), "route", "dockgate: " + std::string(policy::route_error_text(*err)));
+  const auto& r = std::get<policy::route>(routed);
+  e.text += "operation: " + std::string(policy::operation_name(r.op)) + "\n";
+  auto d = policy::decide(profile, r);
+  if (auto* x = std::get_if<policy::deny>(&d)) return refused(x->status, x->rule, x->reason);
+  if (profile.rules.confine_to_owned) {
+    const auto object = policy::operation_object(r.op);
+    if (object == policy::path_object::container)
+      e.text += "ownership: the daemon must report container \"" + std::string(r.param) + "\" with label " +
+                std::string(policy::owner_label) + "=" + profile.rules.owner + "; forwarded by its full ID\n";
+    else if (object == policy::path_object::exec)
+      e.text += "ownership: exec \"" + std::string(r.param) + "\" must belong to a container labelled " +
+                std::string(policy::owner_label) + "=" + profile.rules.owner + "\n";
+    else if (r.op == policy::operation::ContainerList || r.op == policy::operation::SystemEvents)
+      e.text += "ownership: filters gain label=" + std::string(policy::owner_label) + "=" + profile.rules.owner +
+                "; the response is filtered too\n";
+  }
+  if (!body || policy::operation_body(r.op) != policy::body_kind::json) {
+    if (body && policy::operation_body(r.op) == policy::body_kind::none && !body->empty())
+      return refused(400, "body", "dockgate: " + std::string(policy::operation_name(r.op)) + " takes no request body");
+    e.text += "decision:  allow\n";
+    return e;
+  }
+  auto reviewed = policy::review_body(profile, r.op, *body);
+  if (auto* x = std::get_if<policy::deny>(&reviewed)) return refused(x->status, x->rule, x->reason);
+  if (auto* rw = std::get_if<policy::rewrite>(&reviewed)) {
+    e.text += "decision:  allow, with the body rewritten\n";
+    e.text += "changes:  ";
+    if (rw->changes.empty()) e.text += " (none)";
+    for (const auto& c : rw->changes) e.text += " " + c;
+    e.text += "\nbody:\n" + rw->body + "\n";
+    return e;
+  }
+  e.text += "decision:  allow (body forwarded as sent)\n";
+  return e;
+}
+
+}  // namespace dockgate::proxy

@@ -1,0 +1,60 @@
+// Operator features against a real daemon: audit mode, per-client profiles, the
+// plaintext-TCP opt-in.
+#include <catch2/catch.hpp>
+
+#include <sys/stat.h>
+
+#include "harness.hpp"
+
+using namespace dockgate::test;
+using namespace std::chrono_literals;
+
+TEST_CASE("audit mode lets refused requests through and records what it would do", "[integration][operator]") {
+  proxy_process proxy(R"({"profiles":{"learn":{"mode":"audit","allow":["SystemPing","SystemPingHead","ContainerCreate",
+      "ContainerDelete"],"images":{"allow":["docker.io/library/*"]},"container_create":{"HostConfig.Memory":{"max":1000000000}}}}})");
+  // VolumeList is not allowed: in audit mode it goes through, and the log says so.
+  auto r = raw_exchange(proxy.socket_path(), "GET /v1.41/volumes HTTP/1.1\r\nHost: d\r\nConnection: close\r\n\r\n");
+  CHECK(r.status() == 200);
+  CHECK(proxy.audit_contains("\"would\":\"dockgate: VolumeList is not allowed by profile learn\""));
+  // A create the profile would refuse (image) and change (memory) goes up as sent.
+  const auto name = unique_name("dg-audit");
+  const std::string body = R"({"Image":")" + test_image() + R"(","HostConfig":{"Memory":0}})";
+  auto created = raw_exchange(proxy.socket_path(),
+                              "POST /v1.41/containers/create?name=" + name + " HTTP/1.1\r\nHost: d\r\nContent-Type: "
+                              "application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+  INFO(created.bytes);
+  CHECK(created.status() == 201);
+  CHECK(run(docker_cli() + " -H " + engine_host() + " inspect --format '{{.HostConfig.Memory}}' " + name).output == "0\n");
+  CHECK(proxy.audit_contains("is not in the image allowlist"));
+  // Malformed requests are refused in audit mode too.
+  auto dup = raw_exchange(proxy.socket_path(), "GET /v1.41/_ping?a=1 HTTP/1.1\r\nHost: d\r\n\r\n");
+  CHECK(dup.status() == 400);
+  run(docker_cli() + " -H " + engine_host() + " rm -f " + name);
+}
+
+TEST_CASE("the unix peer's uid selects its profile", "[integration][operator]") {
+  proxy_process proxy(R"({"clients":[{"uid":4242,"profile":"ro"}],"default_profile":"cli",
+      "profiles":{"cli":{"allow":["SystemPing","SystemPingHead","SystemVersion"]},
+                  "ro":{"allow":["SystemPing","SystemPingHead"]}}})",
+                      {"--socket-mode", "0666"});
+  ::chmod(proxy.dir().c_str(), 0755);  // let uid 4242 reach the socket
+  const std::string as_4242 = "HOME=/tmp setpriv --reuid 4242 --regid 4242 --clear-groups ";
+  auto other = run(as_4242 + "env " + proxy.docker() + " version --format '{{.Server.APIVersion}}'");
+  INFO(other.output);
+  CHECK(other.output.find("dockgate: SystemVersion is not allowed by profile ro") != std::string::npos);
+  auto root = run(proxy.docker() + " version --format '{{.Server.APIVersion}}'");
+  CHECK(root.output == "1.41\n");
+  CHECK(proxy.audit_contains("\"client\":\"unix:uid=4242,gid=4242"));
+}
+
+TEST_CASE("a client no rule matches is refused when there is no default", "[integration][operator]") {
+  proxy_process proxy(R"({"clients":[{"uid":4242,"profile":"ro"}],"profiles":{"ro":{"allow":["SystemPing"]}}})");
+  auto r = raw_exchange(proxy.socket_path(), "GET /v1.41/_ping HTTP/1.1\r\nHost: d\r\n\r\n");
+  CHECK(r.status() == 403);
+  CHECK(r.bytes.find("dockgate: no profile for client unix:uid=0") != std::string::npos);
+}
+
+TEST_CASE("plaintext TCP on a non-loopback address needs an explicit opt-in", "[integration][operator]") {
+  CHECK_THROWS_WITH(proxy_process("compose/policies/read-only.json", {"--listen", "tcp://0.0.0.0:" + free_tcp_port()}),
+                    Catch::Contains("--allow-insecure-tcp"));
+}
