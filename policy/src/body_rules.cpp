@@ -460,10 +460,6 @@ json_object canonical_create(json_object body) {
     }
   }
   if (!cpuset.empty() && is_empty_value(find(host, "CpusetCpus"))) set(host, "CpusetCpus", cpuset);
-  // Order as the schema does, so the output does not depend on where a field came from.
-  std::sort(host.begin(), host.end(), [](const auto& a, const auto& b) {
-    return *resolve_key(a.key, schema::host_config) < *resolve_key(b.key, schema::host_config);
-  });
   config.push_back({"HostConfig", std::move(host)});
   if (networking) config.push_back({"NetworkingConfig", std::move(*networking)});
   return config;

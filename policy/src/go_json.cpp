@@ -270,12 +270,22 @@ std::optional<std::size_t> resolve_key(std::string_view key, const object_spec& 
 }
 
 void canonical_order(json_object& obj, const object_spec& spec) {
-  auto index = [&](const json_member& m) { return resolve_key(m.key, spec).value_or(spec.fields.size()); };
-  std::stable_sort(obj.begin(), obj.end(), [&](const auto& a, const auto& b) { return index(a) < index(b); });
-  for (auto& m : obj) {
-    const auto i = resolve_key(m.key, spec);
-    if (!i) continue;
-    const field_spec& f = spec.fields[*i];
+  // Resolve each member once, then sort by field index.
+  std::vector<std::pair<std::size_t, json_member>> indexed;
+  indexed.reserve(obj.size());
+  for (auto& m : obj) indexed.emplace_back(resolve_key(m.key, spec).value_or(spec.fields.size()), std::move(m));
+  std::stable_sort(indexed.begin(), indexed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  obj.clear();
+  std::vector<std::size_t> indices;
+  indices.reserve(indexed.size());
+  for (auto& [i, m] : indexed) {
+    indices.push_back(i);
+    obj.push_back(std::move(m));
+  }
+  for (std::size_t n = 0; n < obj.size(); ++n) {
+    auto& m = obj[n];
+    if (indices[n] >= spec.fields.size()) continue;
+    const field_spec& f = spec.fields[indices[n]];
     if (!f.child) continue;
     auto order_struct = [&](json_value& v) {
       if (auto* o = v.as_object()) canonical_order(*o, *f.child);

@@ -19,15 +19,17 @@ using json_object = std::vector<json_member>;  // ordered; keys unique
 struct json_value {
   std::variant<std::nullptr_t, bool, std::int64_t, std::uint64_t, std::string, json_array, json_object> v;
 
-  json_value() : v(nullptr) {}
-  json_value(std::nullptr_t) : v(nullptr) {}
-  json_value(bool b) : v(b) {}
-  json_value(std::int64_t i) : v(i) {}
-  json_value(std::uint64_t u) : v(u) {}
-  json_value(std::string s) : v(std::move(s)) {}
-  json_value(const char* s) : v(std::string(s)) {}
-  json_value(json_array a) : v(std::move(a)) {}
-  json_value(json_object o) : v(std::move(o)) {}
+  // Constructors are defined below json_member: clang instantiates the variant's
+  // members (and so the vectors' element destructors) where a constructor is defined.
+  json_value();
+  json_value(std::nullptr_t);
+  json_value(bool b);
+  json_value(std::int64_t i);
+  json_value(std::uint64_t u);
+  json_value(std::string s);
+  json_value(const char* s);
+  json_value(json_array a);
+  json_value(json_object o);
 
   bool is_null() const { return std::holds_alternative<std::nullptr_t>(v); }
   const bool* as_bool() const { return std::get_if<bool>(&v); }
@@ -47,6 +49,16 @@ struct json_member {
   json_value value;
   bool operator==(const json_member&) const = default;
 };
+
+inline json_value::json_value() : v(nullptr) {}
+inline json_value::json_value(std::nullptr_t) : v(nullptr) {}
+inline json_value::json_value(bool b) : v(b) {}
+inline json_value::json_value(std::int64_t i) : v(i) {}
+inline json_value::json_value(std::uint64_t u) : v(u) {}
+inline json_value::json_value(std::string s) : v(std::move(s)) {}
+inline json_value::json_value(const char* s) : v(std::string(s)) {}
+inline json_value::json_value(json_array a) : v(std::move(a)) {}
+inline json_value::json_value(json_object o) : v(std::move(o)) {}
 
 // Member lookup by exact key; nullptr if absent.
 const json_value* find(const json_object& o, std::string_view key);

@@ -1,0 +1,63 @@
+// libFuzzer target: the container-create canonicaliser under the shipped sandbox policy.
+// Oracles: total (never crashes), every rewrite is valid JSON that re-reviews to itself
+// with no changes (idempotence), and the sandbox invariants hold in every accepted body.
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+
+#include "dockgate/policy/body_review.hpp"
+#include "dockgate/policy/go_json.hpp"
+#include "sandbox_policy.inc"  // kSandboxPolicy: compose/policies/sandbox.json, embedded
+
+using namespace dockgate::policy;
+
+namespace {
+const profile& sandbox() {
+  static const policy p = *parse_policy(kSandboxPolicy).value;
+  return p.default_();
+}
+const json_value* at(const json_value& root, std::string_view path) {
+  const json_value* v = &root;
+  while (v) {
+    auto dot = path.find('.');
+    if (!v->as_object()) return nullptr;
+    v = find(*v->as_object(), path.substr(0, dot));
+    if (dot == std::string_view::npos) break;
+    path.remove_prefix(dot + 1);
+  }
+  return v;
+}
+void require(bool ok) {
+  if (!ok) std::abort();
+}
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string_view body(reinterpret_cast<const char*>(data), size);
+  auto first = review_container_create(sandbox(), body);
+  const auto* rw = std::get_if<rewrite>(&first);
+  if (!rw) return 0;
+  auto second = review_container_create(sandbox(), rw->body);
+  const auto* again = std::get_if<rewrite>(&second);
+  require(again && again->body == rw->body && again->changes.empty());
+  auto decoded = decode_body(rw->body, schema::container_create);
+  require(decoded.value.has_value());
+  const json_value& root = *decoded.value;
+  require(*at(root, "User") == json_value("1000:1000"));
+  require(*at(root, "HostConfig.Privileged") == json_value(false));
+  require(*at(root, "HostConfig.ReadonlyRootfs") == json_value(true));
+  require(*at(root, "HostConfig.NetworkMode") == json_value("none"));
+  require(to_json(*at(root, "HostConfig.CapDrop")) == R"(["ALL"])");
+  require(to_json(*at(root, "HostConfig.SecurityOpt")) == R"(["no-new-privileges"])");
+  const json_value* caps = at(root, "HostConfig.CapAdd");
+  require(!caps || caps->as_array()->empty());
+  for (const char* absent : {"HostConfig.Devices", "HostConfig.Sysctls", "HostConfig.MaskedPaths",
+                             "HostConfig.ReadonlyPaths", "HostConfig.DeviceRequests", "HostConfig.PortBindings"}) {
+    const json_value* v = at(root, absent);
+    require(!v || (v->as_array() && v->as_array()->empty()) || (v->as_object() && v->as_object()->empty()));
+  }
+  const auto memory = at(root, "HostConfig.Memory")->as_int();
+  require(memory && *memory > 0 && *memory <= 1073741824);
+  return 0;
+}
