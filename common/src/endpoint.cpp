@@ -13,8 +13,9 @@ std::optional<endpoint> fail(std::string* error, std::string_view why) {
 
 std::string endpoint::to_string() const {
   if (scheme == kind::unix_socket) return "unix://" + path;
-  if (host.find(':') != std::string::npos) return "tcp://[" + host + "]:" + std::to_string(port);
-  return "tcp://" + host + ":" + std::to_string(port);
+  const std::string scheme_name = scheme == kind::tls ? "tls://" : "tcp://";
+  if (host.find(':') != std::string::npos) return scheme_name + "[" + host + "]:" + std::to_string(port);
+  return scheme_name + host + ":" + std::to_string(port);
 }
 
 std::optional<endpoint> parse_endpoint(std::string_view text, std::string* error) {
@@ -30,8 +31,10 @@ std::optional<endpoint> parse_endpoint(std::string_view text, std::string* error
     ep.path = std::string(path);
     return ep;
   }
-  if (!text.starts_with(tcp_prefix)) return fail(error, "endpoint must start with unix:// or tcp://");
-  std::string_view rest = text.substr(tcp_prefix.size());
+  constexpr std::string_view tls_prefix = "tls://";
+  const bool tls = text.starts_with(tls_prefix);
+  if (!text.starts_with(tcp_prefix) && !tls) return fail(error, "endpoint must start with unix://, tcp:// or tls://");
+  std::string_view rest = text.substr(tls ? tls_prefix.size() : tcp_prefix.size());
   std::string_view host;
   std::string_view port;
   if (rest.starts_with("[")) {
@@ -55,7 +58,7 @@ std::optional<endpoint> parse_endpoint(std::string_view text, std::string* error
   if (ec != std::errc{} || end != port.data() + port.size() || port.empty() || value == 0 ||
       value > 65535)
     return fail(error, "tcp port must be 1-65535 with nothing after it");
-  ep.scheme = endpoint::kind::tcp;
+  ep.scheme = tls ? endpoint::kind::tls : endpoint::kind::tcp;
   ep.host = std::string(host);
   ep.port = static_cast<std::uint16_t>(value);
   return ep;

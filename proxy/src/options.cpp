@@ -1,5 +1,6 @@
 #include "dockgate/proxy/options.hpp"
 
+#include <algorithm>
 #include <charconv>
 
 namespace dockgate::proxy {
@@ -36,7 +37,12 @@ serve options:
   --head-timeout SECS       idle keep-alive / slow request head limit (default 60)
   --body-timeout SECS       idle limit between reads of a request body (default 60)
   --log-level LEVEL         trace, debug, info, warn, error (default info)
-  --allow-insecure-tcp      allow plaintext --listen tcp:// on a non-loopback address
+  --allow-insecure-tcp      allow plaintext --listen tcp:// (or tls:// without --tls-client-ca)
+                            on a non-loopback address
+  --tls-cert FILE           server certificate (PEM) for tls:// listeners
+  --tls-key FILE            its private key (PEM)
+  --tls-client-ca FILE      require client certificates chaining to this CA; their subject
+                            (RFC 2253) selects the profile through clients[].tls_subject
 
 explain prints what the profile decides for one request, and the body it would forward.
 
@@ -129,6 +135,12 @@ std::variant<command, parse_error> parse_command_line(const std::vector<std::str
                                  : serve.body_timeout) = *d;
     } else if (a == "--log-level") {
       serve.log_level = *v;
+    } else if (a == "--tls-cert") {
+      serve.tls_cert = *v;
+    } else if (a == "--tls-key") {
+      serve.tls_key = *v;
+    } else if (a == "--tls-client-ca") {
+      serve.tls_client_ca = *v;
     } else {
       return parse_error{"unknown flag " + a};
     }
@@ -136,6 +148,12 @@ std::variant<command, parse_error> parse_command_line(const std::vector<std::str
   if (serve.policy_file.empty()) return parse_error{"--policy FILE is required"};
   if (check) return command{check_options{serve.policy_file}};
   if (!have_upstream) return parse_error{"--upstream URL is required"};
+  if (serve.upstream.scheme == common::endpoint::kind::tls)
+    return parse_error{"--upstream: tls:// is a listener scheme"};
+  const bool any_tls = std::any_of(serve.listen.begin(), serve.listen.end(),
+                                   [](const auto& l) { return l.scheme == common::endpoint::kind::tls; });
+  if (any_tls && (serve.tls_cert.empty() || serve.tls_key.empty()))
+    return parse_error{"tls:// listeners need --tls-cert and --tls-key"};
   if (serve.listen.empty()) return parse_error{"at least one --listen URL is required"};
   return command{serve};
 }

@@ -16,6 +16,7 @@
 
 #include "connection.hpp"
 #include "context.hpp"
+#include "tls_front.hpp"
 
 namespace dockgate::proxy {
 
@@ -64,6 +65,7 @@ beast::error_code& ec_ignored() {
 struct listener {
   common::endpoint address;
   acceptor socket;
+  net::ssl::context* tls = nullptr;  // tls:// listeners
 };
 
 void open_listener(listener& l, net::io_context& ioc, const serve_options& opts) {
@@ -99,10 +101,12 @@ void open_listener(listener& l, net::io_context& ioc, const serve_options& opts)
   } else {
     auto tcp = net::ip::make_address(a.host, ec_ignored());
     const bool loopback = !tcp.is_unspecified() && tcp.is_loopback();
-    if (!loopback && !opts.allow_insecure_tcp)
-      throw std::runtime_error("refusing plaintext " + a.to_string() +
-                               ": not a loopback address (anyone who reaches it gets the Docker API); "
-                               "pass --allow-insecure-tcp to insist");
+    const bool authenticated = a.scheme == common::endpoint::kind::tls && !opts.tls_client_ca.empty();
+    if (!loopback && !authenticated && !opts.allow_insecure_tcp)
+      throw std::runtime_error("refusing " + a.to_string() +
+                               ": not a loopback address and no client certificates required (anyone who "
+                               "reaches it gets the Docker API); use tls:// with --tls-client-ca, or pass "
+                               "--allow-insecure-tcp to insist");
     l.socket.open(ep.protocol());
     l.socket.set_option(net::socket_base::reuse_address(true));
     beast::error_code ec;
@@ -116,6 +120,10 @@ net::awaitable<void> accept_loop(proxy_context& ctx, listener& l) {
   const bool is_unix = l.address.scheme == common::endpoint::kind::unix_socket;
   for (;;) {
     auto [ec, socket] = co_await l.socket.async_accept(use_tuple);
+    if (!ec && l.tls && !ctx.stopping) {
+      net::co_spawn(l.socket.get_executor(), serve_tls(ctx, *l.tls, std::move(socket)), net::detached);
+      continue;
+    }
     if (ctx.stopping) co_return;
     if (ec) {
       if (ec == net::error::operation_aborted) co_return;
@@ -170,10 +178,13 @@ int serve(const serve_options& options, const policy::policy& pol) {
   net::io_context ioc{1};
   proxy_context ctx{options, pol, resolve(ioc, options.upstream), log, audit, false, {}};
 
+  std::unique_ptr<net::ssl::context> tls;
+  if (!options.tls_cert.empty()) tls = make_tls_context(options);
   std::vector<listener> listeners;
   listeners.reserve(options.listen.size());
   for (const auto& address : options.listen) {
-    listeners.push_back(listener{address, acceptor(ioc)});
+    listeners.push_back(listener{address, acceptor(ioc),
+                                 address.scheme == common::endpoint::kind::tls ? tls.get() : nullptr});
     open_listener(listeners.back(), ioc, options);
     log->info("listening on {} ({} profile(s), default {}), upstream {}", address.to_string(), pol.profiles.size(),
               pol.default_profile ? pol.default_().name : std::string("none"), options.upstream.to_string());

@@ -18,6 +18,10 @@ TEST_CASE("endpoints parse as DOCKER_HOST does", "[endpoint]") {
   REQUIRE(v6);
   CHECK(v6->host == "::1");
   CHECK(v6->to_string() == "tcp://[::1]:2376");
+  auto tls = parse_endpoint("tls://127.0.0.1:2376");
+  REQUIRE(tls);
+  CHECK(tls->scheme == endpoint::kind::tls);
+  CHECK(tls->to_string() == "tls://127.0.0.1:2376");
   for (auto bad : {"", "unix://", "unix://relative.sock", "tcp://", "tcp://host", "tcp://:80",
                    "tcp://h:0", "tcp://h:65536", "tcp://h:80/path", "tcp://::1:80", "http://h:80",
                    "tcp://h:8x"}) {

@@ -27,6 +27,12 @@ struct serve_options {
   // Plaintext TCP on a non-loopback address hands the daemon to the network: only with
   // this explicit opt-in.
   bool allow_insecure_tcp = false;
+  // tls:// listeners: server certificate and key (PEM), and the CA that client
+  // certificates must chain to (then a client certificate is required, and its subject
+  // is the client's identity for profile selection).
+  std::string tls_cert;
+  std::string tls_key;
+  std::string tls_client_ca;
 };
 
 struct check_options {

@@ -1,0 +1,125 @@
+// TLS termination in front of the request path.
+//
+// Invariant: a client's TLS identity is the subject of a certificate the configured CA
+// verified during this handshake; without a client CA, no subject is ever reported.
+#include "tls_front.hpp"
+
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+#include <netdb.h>
+
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/local/connect_pair.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/ssl/ssl_stream.hpp>
+#include <stdexcept>
+
+#include "connection.hpp"
+
+namespace dockgate::proxy {
+
+using namespace net::experimental::awaitable_operators;
+
+namespace {
+
+std::string subject_rfc2253(SSL* ssl) {
+  if (SSL_get_verify_result(ssl) != X509_V_OK) return {};
+  X509* cert = SSL_get1_peer_certificate(ssl);
+  if (!cert) return {};
+  std::string out;
+  if (BIO* bio = BIO_new(BIO_s_mem())) {
+    if (X509_NAME_print_ex(bio, X509_get_subject_name(cert), 0, XN_FLAG_RFC2253) >= 0) {
+      char* data = nullptr;
+      const long n = BIO_get_mem_data(bio, &data);
+      if (n > 0) out.assign(data, static_cast<std::size_t>(n));
+    }
+    BIO_free(bio);
+  }
+  X509_free(cert);
+  return out;
+}
+
+}  // namespace
+
+std::unique_ptr<net::ssl::context> make_tls_context(const serve_options& options) {
+  auto tls = std::make_unique<net::ssl::context>(net::ssl::context::tls_server);
+  tls->set_options(net::ssl::context::default_workarounds | net::ssl::context::no_sslv2 |
+                   net::ssl::context::no_sslv3 | net::ssl::context::no_tlsv1 | net::ssl::context::no_tlsv1_1);
+  beast::error_code ec;
+  tls->use_certificate_chain_file(options.tls_cert, ec);
+  if (ec) throw std::runtime_error("--tls-cert " + options.tls_cert + ": " + ec.message());
+  tls->use_private_key_file(options.tls_key, net::ssl::context::pem, ec);
+  if (ec) throw std::runtime_error("--tls-key " + options.tls_key + ": " + ec.message());
+  if (!options.tls_client_ca.empty()) {
+    tls->load_verify_file(options.tls_client_ca, ec);
+    if (ec) throw std::runtime_error("--tls-client-ca " + options.tls_client_ca + ": " + ec.message());
+    tls->set_verify_mode(net::ssl::verify_peer | net::ssl::verify_fail_if_no_peer_cert);
+  }
+  return tls;
+}
+
+net::awaitable<void> serve_tls(proxy_context& ctx, net::ssl::context& tls, protocol::socket socket) {
+  policy::client_identity identity;
+  std::string peer = "unknown";
+  {
+    beast::error_code ec;
+    auto ep = socket.remote_endpoint(ec);
+    char host[NI_MAXHOST];
+    char port[NI_MAXSERV];
+    if (!ec && ::getnameinfo(ep.data(), static_cast<socklen_t>(ep.size()), host, sizeof host, port, sizeof port,
+                             NI_NUMERICHOST | NI_NUMERICSERV) == 0) {
+      identity.address = host;
+      peer = std::string(host) + ":" + port;
+    }
+  }
+  auto executor = socket.get_executor();
+  beast::ssl_stream<stream> secure(stream(std::move(socket)), tls);
+  beast::get_lowest_layer(secure).expires_after(ctx.options.head_timeout);
+  auto [hec] = co_await secure.async_handshake(net::ssl::stream_base::server, use_tuple);
+  if (hec) {
+    ctx.log->info("tls:{}: handshake failed: {}", peer, hec.message());
+    co_return;
+  }
+  beast::get_lowest_layer(secure).expires_never();
+  identity.tls_subject = subject_rfc2253(secure.native_handle());
+  std::string client = "tls:" + peer;
+  if (!identity.tls_subject.empty()) client += ",subject=" + identity.tls_subject;
+
+  net::local::stream_protocol::socket inner(executor), outer(executor);
+  net::local::connect_pair(inner, outer);
+  auto c = std::make_unique<connection>(ctx, protocol::socket(std::move(inner)), client, identity);
+  net::co_spawn(executor, [c = std::move(c)]() -> net::awaitable<void> { co_await c->run(); }, net::detached);
+
+  auto buffers = std::make_unique<char[]>(2 * 16384);
+  auto from_client = [&]() -> net::awaitable<void> {
+    char* buf = buffers.get();
+    for (;;) {
+      auto [ec, n] = co_await secure.async_read_some(net::buffer(buf, 16384), use_tuple);
+      if (n > 0) {
+        auto [wec, wn] = co_await net::async_write(outer, net::buffer(buf, n), use_tuple);
+        if (wec) break;
+      }
+      if (ec) break;
+    }
+    beast::error_code ignored;
+    outer.shutdown(net::socket_base::shutdown_send, ignored);  // the client's EOF, passed on
+  };
+  auto to_client = [&]() -> net::awaitable<void> {
+    char* buf = buffers.get() + 16384;
+    for (;;) {
+      auto [ec, n] = co_await outer.async_read_some(net::buffer(buf, 16384), use_tuple);
+      if (n > 0) {
+        auto [wec, wn] = co_await net::async_write(secure, net::buffer(buf, n), use_tuple);
+        if (wec) break;
+      }
+      if (ec) break;
+    }
+    beast::get_lowest_layer(secure).expires_after(std::chrono::seconds(5));
+    co_await secure.async_shutdown(use_tuple);  // close_notify
+    beast::get_lowest_layer(secure).close();
+  };
+  co_await (from_client() && to_client());
+}
+
+}  // namespace dockgate::proxy
