@@ -206,6 +206,7 @@ struct reviewer {
   const profile& p;
   std::vector<std::string>& changes;
   std::optional<deny> refusal;
+  std::vector<std::string> bind_sources;
 
   bool refuse(std::string_view path, std::string_view rule, std::string what) {
     if (!refusal) {
@@ -344,6 +345,7 @@ struct reviewer {
         }
         if (parts.size() < 2 || parts.size() > 3 || !source_ok(parts[0]) || !target_ok(parts[1]))
           return refuse("HostConfig.Binds", "binds", "entry \"" + spec + "\" is not allowed");
+        bind_sources.emplace_back(parts[0]);
         if (parts.size() == 3) {
           std::string_view opts = parts[2];
           while (!opts.empty()) {
@@ -368,6 +370,7 @@ struct reviewer {
           return refuse("HostConfig.Mounts", "binds", "of type \"" + str("Type") + "\" are not allowed");
         if (!source_ok(str("Source")) || !target_ok(str("Target")))
           return refuse("HostConfig.Mounts", "binds", "from \"" + str("Source") + "\" to \"" + str("Target") + "\" is not allowed");
+        bind_sources.push_back(str("Source"));
         if (find(o, "VolumeOptions") || find(o, "TmpfsOptions") || find(o, "ImageOptions"))
           return refuse("HostConfig.Mounts", "binds", "options of another mount type are not allowed");
         if (const auto* bo = find(o, "BindOptions")) {
@@ -512,7 +515,7 @@ decision review_container_create(const profile& p, std::string_view body) {
   ok = ok && r.check_image(root) && r.stamp_owner(root);
   if (!ok) return *r.refusal;
   canonical_order(root, schema::container_create);
-  return rewrite{to_json(json_value(std::move(root))), std::move(changes)};
+  return rewrite{to_json(json_value(std::move(root))), std::move(changes), std::move(r.bind_sources)};
 }
 
 decision review_container_exec(const profile& p, std::string_view body) {

@@ -216,6 +216,11 @@ class loader {
         }
         bind_rule rule;
         each_key(binds, where + ".binds", [&](std::string_view k, element v) {
+          if (k == "require_fuse") {
+            if (v.get_bool().get(rule.require_fuse) != simdjson::SUCCESS)
+              error(where + ".binds.require_fuse", "must be true or false");
+            return;
+          }
           auto list = strings_of(v, where + ".binds." + std::string(k));
           if (!list) return;
           for (const auto& path : *list)

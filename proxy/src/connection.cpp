@@ -15,6 +15,8 @@
 //   timeout, through one fixed buffer: no allocation per chunk.
 #include "connection.hpp"
 
+#include "bind_check.hpp"
+
 #include <sys/socket.h>
 
 #include <boost/asio/experimental/awaitable_operators.hpp>
@@ -313,6 +315,17 @@ net::awaitable<connection::outcome> connection::serve_one() {
         audit_.would = would_;
       }
       rw = nullptr;
+    }
+    if (rw && profile_.rules.binds) {
+      for (const auto& source : rw->bind_sources) {
+        auto problem = check_bind_source(source, profile_.rules.binds->require_fuse);
+        if (!problem) continue;
+        const policy::deny d{403, "binds", "dockgate: bind source " + *problem + " (profile " + profile_.name + ")"};
+        if (!enforce(d)) continue;
+        audit_.verdict = "deny";
+        co_await refuse(d.status, d.rule, d.reason);
+        co_return outcome::close;
+      }
     }
     if (rw) {
       // What goes upstream is the proxy's serialisation of what it checked.

@@ -239,3 +239,48 @@ TEST_CASE("a sandbox container runs as its rules say", "[integration][policy][sa
   CHECK(dup.status() == 400);
   run(direct() + " rm -f " + name);
 }
+
+TEST_CASE("workspace binds: only live FUSE mounts (nosuid,nodev), never through a symlink",
+          "[integration][policy][sandbox][binds]") {
+  proxy_process proxy(sandbox_policy);
+  const std::string id = unique_name("ws");
+  const std::string backing = "/tmp/" + id + "-backing";
+  const std::string fuse_ws = workspace_root + "/" + id;
+  const std::string plain_ws = workspace_root + "/" + id + "-plain";
+  const std::string link_ws = workspace_root + "/" + id + "-link";
+  std::filesystem::create_directories(backing);
+  std::filesystem::create_directories(fuse_ws);
+  std::filesystem::create_directories(plain_ws);
+  std::filesystem::create_symlink("/etc", link_ws);
+  // bindfs: a real FUSE file system, as dockgate-mount's s3fs would be.
+  REQUIRE(run("bindfs -o nosuid,nodev " + backing + " " + fuse_ws).status == 0);
+  struct unmount {
+    std::string path;
+    ~unmount() { run("fusermount3 -u " + path + " || umount -l " + path); }
+  } guard{fuse_ws};
+
+  auto create = [&](const std::string& source, const std::string& name) {
+    const std::string body = R"({"Image":")" + test_image() + R"(","HostConfig":{"Binds":[")" + source + R"(:/workspace"]}})";
+    return raw_exchange(proxy.socket_path(), post_json("/v1.41/containers/create?name=" + name, body));
+  };
+  const auto good = unique_name("dg-fuse");
+  auto ok = create(fuse_ws, good);
+  INFO(ok.bytes);
+  CHECK(ok.status() == 201);
+  auto binds = run(direct() + " inspect --format '{{json .HostConfig.Binds}}' " + good);
+  CHECK(binds.output == "[\"" + fuse_ws + ":/workspace\"]\n");
+  run(direct() + " rm -f " + good);
+
+  for (const auto& [source, why] : {std::pair<std::string, std::string>{plain_ws, "is not a FUSE mount"},
+                                    {link_ws, "passes through a symlink"},
+                                    {link_ws + "/passwd", "passes through a symlink"}}) {
+    const auto name = unique_name("dg-badbind");
+    auto r = create(source, name);
+    INFO(source << " -> " << r.bytes);
+    CHECK(r.status() == 403);
+    CHECK(r.bytes.find(why) != std::string::npos);
+    CHECK_FALSE(container_exists(name));
+  }
+  std::filesystem::remove(link_ws);
+  std::filesystem::remove_all(plain_ws);
+}

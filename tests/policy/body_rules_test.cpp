@@ -189,6 +189,12 @@ TEST_CASE("sandbox accepts the workspace bind and keeps it", "[body_rules]") {
   INFO(out);
   REQUIRE_FALSE(out.starts_with("DENY"));
   CHECK(field(out, "HostConfig.Binds") == R"(["/var/lib/dockgate/workspaces/s1:/workspace:rw"])");
+  // The proxy is told which host paths to check (symlinks, FUSE) before forwarding.
+  auto d = review_container_create(sandbox().default_(),
+                                   "{" + image + R"(,"HostConfig":{"Binds":["/var/lib/dockgate/workspaces/s1:/workspace"]}})");
+  REQUIRE(std::holds_alternative<rewrite>(d));
+  CHECK(std::get<rewrite>(d).bind_sources == std::vector<std::string>{"/var/lib/dockgate/workspaces/s1"});
+  CHECK(sandbox().default_().rules.binds->require_fuse);
 }
 
 TEST_CASE("deprecated top-level host config merges as dockerd merges it", "[body_rules]") {

@@ -34,6 +34,9 @@ struct field_rules {
 struct bind_rule {
   std::vector<std::string> source_roots;  // absolute, no trailing slash
   std::vector<std::string> targets;       // absolute container paths
+  // The source must be a live FUSE mount with nosuid,nodev (checked by the proxy on the
+  // host, with every path component a real directory, never a symlink).
+  bool require_fuse = false;
 };
 
 struct image_rule {

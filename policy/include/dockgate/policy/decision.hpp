@@ -26,6 +26,9 @@ struct deny {
 struct rewrite {
   std::string body;
   std::vector<std::string> changes;
+  // Host paths the body binds: the proxy checks them on the host (no symlinks, FUSE
+  // when the profile requires it) before forwarding.
+  std::vector<std::string> bind_sources;
   bool operator==(const rewrite&) const = default;
 };
 
