@@ -558,9 +558,10 @@ decision review_container_update(const profile& p, std::string_view body) {
       host_rules.rules.emplace_back(path, rule);
   bool ok = true;
   for (const auto& [path, rule] : host_rules.rules) {
-    // Force rules of fields the client did not send stay out of an update: an update
-    // changes only what it names.
-    if (rule.type == field_rule::kind::force && !locate(root, path)) continue;
+    // Force and clamp rules of fields the client did not send stay out of an update: an
+    // update changes only what it names (the container was created within the rules).
+    if ((rule.type == field_rule::kind::force || rule.type == field_rule::kind::clamp) && !locate(root, path))
+      continue;
     ok = ok && r.apply(root, path, rule);
   }
   std::vector<widening_field> update_widening;
@@ -571,6 +572,16 @@ decision review_container_update(const profile& p, std::string_view body) {
   if (!ok) return *r.refusal;
   canonical_order(*find(root, "HostConfig")->as_object(), schema::container_update);
   return rewrite{to_json(*find(root, "HostConfig")), std::move(changes)};
+}
+
+std::size_t json_body_limit(operation op) {
+  switch (op) {
+    case operation::ContainerCreate: return 1024 * 1024;  // env, labels and commands can be long
+    case operation::ContainerExec: return 256 * 1024;
+    case operation::ContainerUpdate: return 64 * 1024;
+    case operation::ExecStart: return 4 * 1024;  // {"Detach":..,"Tty":..,"ConsoleSize":..}
+    default: return 1024 * 1024;
+  }
 }
 
 decision review_body(const profile& p, operation op, std::string_view body) {

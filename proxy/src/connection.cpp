@@ -43,7 +43,6 @@ using namespace net::experimental::awaitable_operators;
 
 namespace {
 
-constexpr std::size_t max_json_body = 1024 * 1024;
 constexpr auto upstream_connect_timeout = std::chrono::seconds(10);
 constexpr auto refusal_write_timeout = std::chrono::seconds(5);
 constexpr auto linger_timeout = std::chrono::seconds(2);
@@ -298,7 +297,7 @@ net::awaitable<connection::outcome> connection::serve_one() {
     if (ec) co_return outcome::close;
   }
   if (json_body) {
-    if (!co_await read_json_body()) co_return outcome::close;
+    if (!co_await read_json_body(policy::json_body_limit(r.op))) co_return outcome::close;
     auto reviewed = policy::review_body(profile_, r.op, json_body_);
     if (auto* d = std::get_if<policy::deny>(&reviewed); d && enforce(*d)) {
       audit_.verdict = "deny";
@@ -555,7 +554,7 @@ net::awaitable<bool> connection::read_client_more() {
 
 // Reads a JSON body whole (de-chunked) into json_body_, under max_json_body. Nothing has
 // been sent upstream yet: a client that stops mid-body gets nothing forwarded.
-net::awaitable<bool> connection::read_json_body() {
+net::awaitable<bool> connection::read_json_body(std::size_t max_json_body) {
   json_body_.clear();
   auto too_large = [&]() -> net::awaitable<bool> {
     co_await refuse(413, "body", "dockgate: request body too large");
@@ -738,7 +737,7 @@ net::awaitable<connection::outcome> connection::relay_response(bool hijack_allow
             keep_upto = nl + 1;
           }
           event_line_.erase(0, keep_upto);
-          if (event_line_.size() > max_json_body) {
+          if (event_line_.size() > 1024 * 1024) {  // one event line, not a stream
             relay_failed = true;
             continue;
           }

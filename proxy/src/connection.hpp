@@ -55,7 +55,7 @@ class connection {
   net::awaitable<std::optional<std::string>> owned_container_id(std::string_view reference);
   net::awaitable<void> relay_filtered_list(boost::beast::http::response_parser<boost::beast::http::buffer_body>& parser, bool keep);
   net::awaitable<bool> read_client_more();
-  net::awaitable<bool> read_json_body();
+  net::awaitable<bool> read_json_body(std::size_t max_json_body);
   net::awaitable<bool> forward_body();
   net::awaitable<outcome> relay_response(bool hijack_allowed);
   net::awaitable<void> splice(std::string_view response_leftover);

@@ -141,10 +141,13 @@ proxy_process::proxy_process(const std::string& policy, std::vector<std::string>
       std::ifstream e(err_path);
       std::stringstream text;
       text << e.rdbuf();
+      run("rm -rf " + shell_quote(dir_));  // the destructor does not run for a throwing constructor
       throw std::runtime_error("dockgate-proxy exited at start-up: " + text.str());
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(25));
   }
+  terminate();
+  run("rm -rf " + shell_quote(dir_));
   throw std::runtime_error("dockgate-proxy did not start listening");
 }
 

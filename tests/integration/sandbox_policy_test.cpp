@@ -219,6 +219,12 @@ TEST_CASE("a sandbox container runs as its rules say", "[integration][policy][sa
   CHECK(write_tmp.output == "ok\n");
   auto net = run(direct() + " exec " + name + " cat /proc/net/dev");
   CHECK(net.output.find("eth0") == std::string::npos);  // network none: only lo
+  // What the kernel says about the process: no capabilities, no-new-privileges, seccomp.
+  auto status = run(direct() + " exec " + name + " cat /proc/1/status");
+  CHECK(status.output.find("CapEff:\t0000000000000000") != std::string::npos);
+  CHECK(status.output.find("CapBnd:\t0000000000000000") != std::string::npos);
+  CHECK(status.output.find("NoNewPrivs:\t1") != std::string::npos);
+  CHECK(status.output.find("Seccomp:\t2") != std::string::npos);
 
   // Exec through the proxy: privileged and root are not to be had.
   for (const std::string exec_body : {R"({"Cmd":["id","-u"],"AttachStdout":true,"User":"root","Privileged":true})",

@@ -324,3 +324,19 @@ TEST_CASE("policy files: rule paths and forced values are checked", "[body_rules
   REQUIRE(no_images.errors.size() == 1);
   CHECK_THAT(no_images.errors[0], Catch::Contains("lists no images"));
 }
+
+TEST_CASE("container-update: create rules for HostConfig fields apply to the update", "[body_rules]") {
+  const auto p = load(R"({"profiles":{"p":{"allow":["ContainerUpdate"],
+    "container_create":{"HostConfig.Memory":{"max":1000},"HostConfig.Privileged":{"force":false}}}}})");
+  auto update = [&](std::string_view body) {
+    auto d = review_container_update(p.default_(), body);
+    if (auto* x = std::get_if<deny>(&d)) return "DENY: " + x->reason;
+    return std::get<rewrite>(d).body;
+  };
+  CHECK(update(R"({"Memory":5000})") == R"({"Memory":1000})");
+  CHECK(update(R"({"memory":0,"CpuShares":5})") == R"({"CpuShares":5,"Memory":1000})");
+  CHECK(update(R"({"CpuShares":5})") == R"({"CpuShares":5})");  // only what it names
+  CHECK_THAT(update(R"({"Devices":[{"PathOnHost":"/dev/mem"}]})"), Catch::Contains("HostConfig.Devices"));
+  CHECK_THAT(update(R"({"Privileged":true})"), Catch::Contains("unknown field"));
+  CHECK(json_body_limit(operation::ContainerUpdate) < json_body_limit(operation::ContainerCreate));
+}

@@ -8,6 +8,9 @@
 
 namespace dockgate::policy {
 
+// The most a JSON request body of `op` may weigh; the proxy answers 413 above it.
+std::size_t json_body_limit(operation op);
+
 // ContainerCreate: decode as dockerd does, fold the deprecated top-level host config into
 // HostConfig, apply the profile's rules, refuse what stays unsafe, check the image, stamp
 // the owner label. Returns deny or rewrite (never allow: the client's bytes never go up).
