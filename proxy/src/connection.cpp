@@ -291,6 +291,8 @@ net::awaitable<connection::outcome> connection::serve_one() {
   const bool json_body = body == policy::body_kind::json && head_.has_body();
   serialize_request_head(upgrade);
   consume(head_size);
+  body_decoder_ = chunked_decoder{};
+  body_remaining_ = head_.content_length.value_or(0);
   if (head_.expect_continue && head_.has_body()) {
     static constexpr std::string_view continue_100 = "HTTP/1.1 100 Continue\r\n\r\n";
     auto [ec, n] = co_await net::async_write(client_, net::buffer(continue_100), use_tuple);
@@ -552,83 +554,83 @@ net::awaitable<bool> connection::read_client_more() {
   co_return n > 0;
 }
 
-// Reads a JSON body whole (de-chunked) into json_body_, under max_json_body. Nothing has
-// been sent upstream yet: a client that stops mid-body gets nothing forwarded.
-net::awaitable<bool> connection::read_json_body(std::size_t max_json_body) {
-  json_body_.clear();
-  auto too_large = [&]() -> net::awaitable<bool> {
-    co_await refuse(413, "body", "dockgate: request body too large");
-    co_return false;
-  };
-  if (head_.chunked) {
-    chunked_decoder decoder;
-    for (;;) {
-      auto res = decoder.feed(buffered());
-      if (res.state == chunked_decoder::status::data) {
-        if (json_body_.size() + res.data.size() > max_json_body) co_return co_await too_large();
-        json_body_ += res.data;
+// The next piece of the request body, whatever its framing: Content-Length bytes, or the
+// data of the next chunk. The view stays valid until the next call. One place decodes
+// request-body framing, for bodies read whole and bodies streamed alike.
+net::awaitable<std::pair<connection::body_piece, std::string_view>> connection::next_body_piece() {
+  for (;;) {
+    if (head_.chunked) {
+      auto res = body_decoder_.feed(buffered());
+      consume(res.consumed);  // the bytes stay in place until read_client_more compacts
+      switch (res.state) {
+        case chunked_decoder::status::data: co_return std::pair{body_piece::data, res.data};
+        case chunked_decoder::status::done: co_return std::pair{body_piece::done, std::string_view{}};
+        case chunked_decoder::status::error: co_return std::pair{body_piece::malformed, std::string_view{}};
+        case chunked_decoder::status::need_more: break;
       }
-      consume(res.consumed);
-      if (res.state == chunked_decoder::status::done) co_return true;
-      if (res.state == chunked_decoder::status::error) {
-        co_await refuse(400, "framing", "dockgate: malformed chunked body");
-        co_return false;
+    } else {
+      if (body_remaining_ == 0) co_return std::pair{body_piece::done, std::string_view{}};
+      if (!buffered().empty()) {
+        const auto take = static_cast<std::size_t>(std::min<std::uint64_t>(body_remaining_, buffered().size()));
+        const std::string_view data = buffered().substr(0, take);
+        consume(take);
+        body_remaining_ -= take;
+        co_return std::pair{body_piece::data, data};
       }
-      if (res.state == chunked_decoder::status::need_more && !co_await read_client_more()) co_return false;
     }
+    if (!co_await read_client_more()) co_return std::pair{body_piece::closed, std::string_view{}};
   }
-  const std::uint64_t length = head_.content_length.value_or(0);
-  if (length > max_json_body) co_return co_await too_large();
-  while (json_body_.size() < length) {
-    if (buffered().empty() && !co_await read_client_more()) co_return false;
-    const auto take = std::min<std::size_t>(static_cast<std::size_t>(length) - json_body_.size(), buffered().size());
-    json_body_ += buffered().substr(0, take);
-    consume(take);
-  }
-  co_return true;
 }
 
-// Streams a byte-stream body upstream as it arrives (Content-Length bytes, or de-chunked
-// and re-chunked in the proxy's own framing).
+// Reads a JSON body whole (de-chunked) into json_body_, under `limit`. Nothing has been
+// sent upstream yet: a client that stops mid-body gets nothing forwarded.
+net::awaitable<bool> connection::read_json_body(std::size_t limit) {
+  json_body_.clear();
+  if (head_.content_length.value_or(0) > limit) {
+    co_await refuse(413, "body", "dockgate: request body too large");
+    co_return false;
+  }
+  for (;;) {
+    auto [status, data] = co_await next_body_piece();
+    switch (status) {
+      case body_piece::data:
+        if (json_body_.size() + data.size() > limit) {
+          co_await refuse(413, "body", "dockgate: request body too large");
+          co_return false;
+        }
+        json_body_ += data;
+        break;
+      case body_piece::done: co_return true;
+      case body_piece::malformed:
+        co_await refuse(400, "framing", "dockgate: malformed chunked body");
+        co_return false;
+      case body_piece::closed: co_return false;
+    }
+  }
+}
+
+// Streams a byte-stream body upstream as it arrives, in the proxy's own framing.
 net::awaitable<bool> connection::forward_body() {
-  auto fail_client = [&]() -> net::awaitable<bool> {
+  for (;;) {
+    auto [status, data] = co_await next_body_piece();
+    beast::error_code ec;
+    if (status == body_piece::data) {
+      if (head_.chunked) {
+        ec = co_await write_chunk(*upstream_, data);
+      } else {
+        ec = std::get<0>(co_await net::async_write(*upstream_, net::buffer(data.data(), data.size()), use_tuple));
+      }
+      audit_.bytes_in += data.size();
+      if (!ec) continue;
+    } else if (status == body_piece::done) {
+      if (head_.chunked) ec = std::get<0>(co_await net::async_write(*upstream_, net::buffer(last_chunk), use_tuple));
+      if (!ec) co_return true;
+    }
     // The daemon saw a partial request: that upstream connection is unusable.
     upstream_.reset();
     co_await refuse(400, "framing", "dockgate: malformed or truncated request body");
     co_return false;
-  };
-  if (head_.chunked) {
-    chunked_decoder decoder;
-    for (;;) {
-      auto res = decoder.feed(buffered());
-      if (res.state == chunked_decoder::status::data) {
-        const beast::error_code ec = co_await write_chunk(*upstream_, res.data);
-        consume(res.consumed);
-        if (ec) co_return co_await fail_client();
-        audit_.bytes_in += res.data.size();
-        continue;
-      }
-      consume(res.consumed);
-      if (res.state == chunked_decoder::status::done) {
-        auto [ec, n] = co_await net::async_write(*upstream_, net::buffer(last_chunk), use_tuple);
-        if (ec) co_return co_await fail_client();
-        co_return true;
-      }
-      if (res.state == chunked_decoder::status::error || !co_await read_client_more())
-        co_return co_await fail_client();
-    }
   }
-  std::uint64_t remaining = head_.content_length.value_or(0);
-  while (remaining > 0) {
-    if (buffered().empty() && !co_await read_client_more()) co_return co_await fail_client();
-    const auto take = static_cast<std::size_t>(std::min<std::uint64_t>(remaining, buffered().size()));
-    auto [ec, n] = co_await net::async_write(*upstream_, net::buffer(buffered().data(), take), use_tuple);
-    consume(take);
-    if (ec) co_return co_await fail_client();
-    remaining -= take;
-    audit_.bytes_in += take;
-  }
-  co_return true;
 }
 
 net::awaitable<connection::outcome> connection::relay_response(bool hijack_allowed) {

@@ -15,6 +15,7 @@
 #include "context.hpp"
 #include "dockgate/policy/body_review.hpp"
 #include "dockgate/proxy/audit.hpp"
+#include "dockgate/proxy/chunked.hpp"
 #include "dockgate/proxy/http_head.hpp"
 
 namespace dockgate::proxy {
@@ -55,7 +56,9 @@ class connection {
   net::awaitable<std::optional<std::string>> owned_container_id(std::string_view reference);
   net::awaitable<void> relay_filtered_list(boost::beast::http::response_parser<boost::beast::http::buffer_body>& parser, bool keep);
   net::awaitable<bool> read_client_more();
-  net::awaitable<bool> read_json_body(std::size_t max_json_body);
+  enum class body_piece { data, done, malformed, closed };
+  net::awaitable<std::pair<body_piece, std::string_view>> next_body_piece();
+  net::awaitable<bool> read_json_body(std::size_t limit);
   net::awaitable<bool> forward_body();
   net::awaitable<outcome> relay_response(bool hijack_allowed);
   net::awaitable<void> splice(std::string_view response_leftover);
@@ -93,6 +96,8 @@ class connection {
   std::unique_ptr<char[]> body_;  // one fixed buffer for every forwarded body chunk
 
   request_head head_;
+  chunked_decoder body_decoder_;      // the request body's framing state
+  std::uint64_t body_remaining_ = 0;  // Content-Length bytes still to come
   std::string path_;     // the request's path, for the audit line
   std::string changes_;  // what the profile forced or clamped, for the audit line
   std::string target_;   // the forwarded request target (pinned version, full IDs)

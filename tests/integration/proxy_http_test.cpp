@@ -85,3 +85,43 @@ TEST_CASE("registry credentials and bodies never reach the audit log", "[integra
   CHECK(log.find("fromImage") == std::string::npos);  // query strings are not logged either
   CHECK(log.find("{}") == std::string::npos);
 }
+
+TEST_CASE("stream bodies go through in either framing (docker cp's archive upload)", "[integration][http]") {
+  proxy_process proxy(R"({"profiles":{"cp":{"allow":["ContainerCreate","ContainerStart","PutContainerArchive"],
+      "images":{"allow":["*"]}}}})");
+  const auto name = unique_name("dg-cp");
+  REQUIRE(run(proxy.docker() + " create --name " + name + " " + test_image() + " sleep 60").status == 0);
+  REQUIRE(run(proxy.docker() + " start " + name).status == 0);
+  const std::string dir = "/tmp/" + unique_name("dg-cp-src");
+  run("mkdir -p " + dir + " && head -c 300000 /dev/urandom > " + dir + "/payload && printf hello > " + dir + "/small");
+  const std::string tar = run("tar -C " + dir + " -cf - payload small").output;
+  REQUIRE(tar.size() > 300000);
+  // Chunked, in uneven pieces.
+  std::string chunked;
+  for (std::size_t at = 0; at < tar.size();) {
+    const std::size_t n = std::min<std::size_t>(tar.size() - at, 7000 + at % 1000);
+    char size_line[32];
+    std::snprintf(size_line, sizeof size_line, "%zx\r\n", n);
+    chunked += size_line + tar.substr(at, n) + "\r\n";
+    at += n;
+  }
+  chunked += "0\r\n\r\n";
+  auto r = raw_exchange(proxy.socket_path(), "PUT /v1.41/containers/" + name +
+                                                 "/archive?path=%2Ftmp HTTP/1.1\r\nHost: d\r\nContent-Type: "
+                                                 "application/x-tar\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n" +
+                                                 chunked);
+  INFO(r.bytes.substr(0, 300));
+  CHECK(r.status() == 200);
+  const std::string direct = docker_cli() + " -H " + engine_host();
+  CHECK(run(direct + " exec " + name + " cat /tmp/small").output == "hello");
+  CHECK(run(direct + " exec " + name + " md5sum /tmp/payload").output.substr(0, 32) ==
+        run("md5sum " + dir + "/payload").output.substr(0, 32));
+  // Content-Length framing, into another directory.
+  auto sized = raw_exchange(proxy.socket_path(), "PUT /v1.41/containers/" + name +
+                                                     "/archive?path=%2F HTTP/1.1\r\nHost: d\r\nContent-Type: "
+                                                     "application/x-tar\r\nContent-Length: " +
+                                                     std::to_string(tar.size()) + "\r\nConnection: close\r\n\r\n" + tar);
+  CHECK(sized.status() == 200);
+  CHECK(run(direct + " exec " + name + " cat /small").output == "hello");
+  run(direct + " rm -f " + name + "; rm -rf " + dir);
+}
