@@ -20,13 +20,15 @@ trap cleanup EXIT
 scripts/engine.sh start "$work/engine" >/dev/null
 source "$work/engine/env"
 
-docker -H "$DOCKGATE_TEST_ENGINE" run -d --name bench "$DOCKGATE_TEST_IMAGE" sleep 3600 >/dev/null
 build/release/proxy/dockgate-proxy --upstream "$DOCKGATE_TEST_ENGINE" \
   --listen "unix://$work/proxy.sock" --policy compose/policies/docker-cli.json \
   >/dev/null 2>"$work/proxy.err" &
 proxy_pid=$!
 for _ in $(seq 100); do [[ -S $work/proxy.sock ]] && break; sleep 0.05; done
+# The container is created through the proxy, so that the docker-cli profile owns it, and
+# addressed by its full ID (names are resolved by an inspect on every request).
+id=$(DOCKER_HOST="unix://$work/proxy.sock" docker run -d "$DOCKGATE_TEST_IMAGE" sleep 3600)
 
 echo "== unix socket"
 build/release/tests/bench/dockgate-load --direct "$DOCKGATE_TEST_ENGINE" \
-  --proxy "unix://$work/proxy.sock" --container bench "$@"
+  --proxy "unix://$work/proxy.sock" --container "$id" "$@"

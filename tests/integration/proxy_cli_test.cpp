@@ -176,3 +176,17 @@ TEST_CASE("docker run -it works on a terminal", "[integration][cli][hijack]") {
   CHECK(r.output.find("hi-from-tty") != std::string::npos);
   CHECK(r.output.find("/dev/pts/") != std::string::npos);
 }
+
+TEST_CASE("a newer docker CLI (28, from the machine image) runs through docker-cli", "[integration][cli]") {
+  const std::string cli28 = "/usr/local/bin/docker";
+  if (run("test -x " + cli28).status != 0) {
+    WARN("no " + cli28 + " here: nothing to test");
+    return;
+  }
+  proxy_process proxy(cli_policy);
+  auto r = run("printf 'in\\n' | DOCKER_HOST=" + proxy.host() + " " + cli28 + " run --rm -i " + test_image() +
+               " sh -c 'cat; echo out'");
+  INFO(r.output);
+  CHECK(r.status == 0);
+  CHECK(r.output == "in\nout\n");
+}

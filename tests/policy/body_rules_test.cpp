@@ -73,6 +73,24 @@ TEST_CASE("the docker CLI's run body passes docker-cli with restricted defaults"
   CHECK(field(out, "Cmd") == R"(["true"])");
 }
 
+TEST_CASE("docker CLI 28's run body (an empty endpoint on its own network) passes docker-cli", "[body_rules]") {
+  const std::string body = read_file("tests/policy/data/docker_cli28_run.json");
+  auto out = review(cli(), body);
+  INFO(out);
+  REQUIRE_FALSE(out.starts_with("DENY"));
+  // The same endpoint on another network, or with a setting, is a widening.
+  CHECK_THAT(review(cli(), "{" + image + R"(,"NetworkingConfig":{"EndpointsConfig":{"host":{}}}})"),
+             Catch::Contains("NetworkingConfig.EndpointsConfig"));
+  CHECK_THAT(review(cli(), "{" + image + R"(,"NetworkingConfig":{"EndpointsConfig":{"default":{"Aliases":["x"]}}}})"),
+             Catch::Contains("NetworkingConfig.EndpointsConfig"));
+  CHECK_FALSE(review(cli(), "{" + image + R"(,"HostConfig":{"NetworkMode":"bridge"},"NetworkingConfig":{"EndpointsConfig":{"bridge":{"Aliases":null}}}})")
+                  .starts_with("DENY"));
+  // The sandbox forces no endpoints at all.
+  auto sb = review(sandbox(), body);
+  REQUIRE_FALSE(sb.starts_with("DENY"));
+  CHECK(field(sb, "NetworkingConfig.EndpointsConfig") == "{}");
+}
+
 TEST_CASE("sandbox forces its settings whatever the client sent", "[body_rules]") {
   const std::string body = R"({"Image":"dockgate/test-busybox","User":"root","HostConfig":{)"
                            R"("Privileged":false,"ReadonlyRootfs":false,"NetworkMode":"host","PidMode":"host",)"
@@ -145,7 +163,6 @@ TEST_CASE("sandbox refuses what it cannot force", "[body_rules]") {
       {"{" + image + R"(,"HostConfig":{"CpuRealtimeRuntime":950000}})", "HostConfig.CpuRealtimeRuntime"},
       {"{" + image + R"(,"HostConfig":{"BlkioDeviceReadBps":[{"Path":"/dev/sda","Rate":1}]}})", "HostConfig.BlkioDeviceReadBps"},
       {"{" + image + R"(,"Volumes":{"/data":{}}})", "Volumes"},
-      {"{" + image + R"(,"NetworkingConfig":{"EndpointsConfig":{"host":{}}}})", "NetworkingConfig.EndpointsConfig"},
       // binds: outside the root, to another target, tricks with dots and propagation
       {"{" + image + R"(,"HostConfig":{"Binds":["/:/workspace"]}})", "HostConfig.Binds entry"},
       {"{" + image + R"(,"HostConfig":{"Binds":["/var/lib/dockgate/workspaces:/workspace"]}})", "HostConfig.Binds entry"},
@@ -180,6 +197,8 @@ TEST_CASE("sandbox forces the deprecated top-level host config too", "[body_rule
   CHECK(field(out, "HostConfig.Privileged") == "false");
   CHECK(field(out, "HostConfig.NetworkMode") == R"("none")");
   CHECK(out.find("\"Privileged\":true") == std::string::npos);
+  auto endpoints = review(sandbox(), "{" + image + R"(,"NetworkingConfig":{"EndpointsConfig":{"host":{"Aliases":["a"]}}}})");
+  CHECK(field(endpoints, "NetworkingConfig.EndpointsConfig") == "{}");
 }
 
 TEST_CASE("sandbox accepts the workspace bind and keeps it", "[body_rules]") {
