@@ -108,14 +108,17 @@ std::optional<std::string> confine_filters(std::string_view filters_json, std::s
       for (const auto& f : filters)
         if (f.first == key) return std::nullopt;  // a repeated key: two readings
       std::vector<std::string> values;
-      if (value.is_array()) {
-        for (element v : value.get_array().value()) {
+      // (A simdjson_result's value() on a temporary dangles: bind the array or object first.)
+      simdjson::dom::array list;
+      simdjson::dom::object legacy;
+      if (value.get_array().get(list) == simdjson::SUCCESS) {
+        for (element v : list) {
           std::string_view s;
           if (v.get_string().get(s) != simdjson::SUCCESS) return std::nullopt;
           values.emplace_back(s);
         }
-      } else if (value.is_object()) {  // legacy {"label": {"a=b": true}}
-        for (auto [k, b] : value.get_object().value()) {
+      } else if (value.get_object().get(legacy) == simdjson::SUCCESS) {  // legacy {"label": {"a=b": true}}
+        for (auto [k, b] : legacy) {
           bool on = false;
           if (b.get_bool().get(on) != simdjson::SUCCESS) return std::nullopt;
           if (on) values.emplace_back(k);

@@ -66,6 +66,10 @@ struct listener {
   common::endpoint address;
   acceptor socket;
   net::ssl::context* tls = nullptr;  // tls:// listeners
+  // unix listeners: the socket file this process created, so that shutdown removes that
+  // file and never one another process has bound at the same path since.
+  dev_t socket_dev = 0;
+  ino_t socket_ino = 0;
 };
 
 void open_listener(listener& l, net::io_context& ioc, const serve_options& opts) {
@@ -98,6 +102,11 @@ void open_listener(listener& l, net::io_context& ioc, const serve_options& opts)
     }
     if (::chmod(a.path.c_str(), opts.socket_mode) != 0)
       throw std::runtime_error("chmod " + a.path + ": " + std::strerror(errno));
+    struct stat bound{};
+    if (::lstat(a.path.c_str(), &bound) == 0) {
+      l.socket_dev = bound.st_dev;
+      l.socket_ino = bound.st_ino;
+    }
   } else {
     auto tcp = net::ip::make_address(a.host, ec_ignored());
     const bool loopback = !tcp.is_unspecified() && tcp.is_loopback();
@@ -196,8 +205,12 @@ int serve(const serve_options& options, const policy::policy& pol) {
   ::signal(SIGPIPE, SIG_IGN);
   ioc.run();
 
-  for (const auto& l : listeners)
-    if (l.address.scheme == common::endpoint::kind::unix_socket) ::unlink(l.address.path.c_str());
+  for (const auto& l : listeners) {
+    if (l.address.scheme != common::endpoint::kind::unix_socket) continue;
+    struct stat now{};
+    if (::lstat(l.address.path.c_str(), &now) == 0 && now.st_dev == l.socket_dev && now.st_ino == l.socket_ino)
+      ::unlink(l.address.path.c_str());
+  }
   log->info("stopped");
   return 0;
 }

@@ -102,8 +102,9 @@ std::vector<std::string> sandbox_violations(const std::string& inspect_json) {
   expect(!empty(at(hc, "MaskedPaths")), "MaskedPaths");
   expect(!empty(at(hc, "ReadonlyPaths")), "ReadonlyPaths");
   // Binds only from the workspace root to /workspace; no other mounts.
-  if (auto binds = at(hc, "Binds"); binds && binds->is_array())
-    for (element b : binds->get_array().value()) {
+  simdjson::dom::array list;
+  if (auto binds = at(hc, "Binds"); binds && binds->get_array().get(list) == simdjson::SUCCESS)
+    for (element b : list) {
       const std::string bind = str(b);
       expect(bind.starts_with(workspace_root + "/") && bind.find(":/workspace") != std::string::npos &&
                  bind.find("..") == std::string::npos,
@@ -111,8 +112,8 @@ std::vector<std::string> sandbox_violations(const std::string& inspect_json) {
     }
   expect(empty(at(hc, "Mounts")) || json(at(hc, "Mounts")).find("\"Type\":\"bind\"") != std::string::npos,
          "Mounts");
-  if (auto mounts = at(c, "Mounts"); mounts && mounts->is_array())
-    for (element m : mounts->get_array().value())
+  if (auto mounts = at(c, "Mounts"); mounts && mounts->get_array().get(list) == simdjson::SUCCESS)
+    for (element m : list)
       expect(str(at(m, "Type")) == "bind" && str(at(m, "Destination")) == "/workspace", "mount " + json(m));
   expect(str(at(cfg, "User")) == "1000:1000", "User " + str(at(cfg, "User")));
   expect(str(at(at(cfg, "Labels"), "dockgate.owner")) == "sandbox", "owner label");
