@@ -18,6 +18,10 @@ namespace dockgate::proxy {
 class connection;
 
 struct proxy_context {
+  proxy_context(const serve_options& o, const policy::policy& p, protocol::endpoint u,
+                std::shared_ptr<spdlog::logger> l, std::shared_ptr<spdlog::logger> a)
+      : options(o), policy(p), upstream(std::move(u)), log(std::move(l)), audit(std::move(a)) {}
+
   const serve_options& options;
   const policy::policy& policy;
   protocol::endpoint upstream;

@@ -185,7 +185,7 @@ int serve(const serve_options& options, const policy::policy& pol) {
   audit->flush_on(spdlog::level::info);
 
   net::io_context ioc{1};
-  proxy_context ctx{options, pol, resolve(ioc, options.upstream), log, audit, false, {}};
+  proxy_context ctx(options, pol, resolve(ioc, options.upstream), log, audit);
 
   std::unique_ptr<net::ssl::context> tls;
   if (!options.tls_cert.empty()) tls = make_tls_context(options);
