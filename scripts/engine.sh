@@ -88,10 +88,14 @@ YML
   docker -H "unix://$sock" push "$remote" >/dev/null
   docker -H "unix://$sock" rmi "$remote" >/dev/null
 
+  # The python session image for sidecar tests (debootstrap, cached between runs).
+  "$(dirname "$0")/runtime-image.sh" "unix://$sock" dockgate/sandbox-runtime:test
+
   cat >"$dir/env" <<ENV
 export DOCKGATE_TEST_ENGINE=unix://$sock
 export DOCKGATE_TEST_REGISTRY=127.0.0.1:$port
 export DOCKGATE_TEST_IMAGE=dockgate/test-busybox:latest
+export DOCKGATE_TEST_RUNTIME_IMAGE=dockgate/sandbox-runtime:test
 ENV
   echo "engine.sh: dockerd on unix://$sock, registry on 127.0.0.1:$port"
 }

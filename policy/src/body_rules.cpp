@@ -268,6 +268,7 @@ struct reviewer {
         return true;
       case field_rule::kind::clamp: {
         if (path == "HostConfig.Ulimits") return clamp_ulimits(*parent, key, current, rule);
+        if (path == "HostConfig.Tmpfs") return clamp_tmpfs(current, rule);
         // A value <= 0 means "unlimited" (or "the daemon's default") for every clampable
         // field (Memory, MemorySwap, NanoCpus, PidsLimit, ShmSize, CpuShares...).
         const auto v = current ? current->as_int() : std::nullopt;
@@ -296,6 +297,22 @@ struct reviewer {
           return true;
         }
         return refuse(path, "allow", "is not a string or list of strings");
+      }
+    }
+    return true;
+  }
+
+  // Tmpfs under `max`: the client may mount a tmpfs only at the profile's paths, and each
+  // gets the profile's options (size, mode, nosuid...), whatever the client asked.
+  bool clamp_tmpfs(json_value* current, const field_rule& rule) {
+    if (!current || !current->as_object()) return true;
+    const auto& allowed = *rule.value.as_object();
+    for (auto& m : *current->as_object()) {
+      const json_value* options = find(allowed, m.key);
+      if (!options) return refuse("HostConfig.Tmpfs", "max", "path \"" + m.key + "\" is not allowed");
+      if (!(m.value == *options)) {
+        m.value = *options;
+        changed("HostConfig.Tmpfs", "clamped");
       }
     }
     return true;

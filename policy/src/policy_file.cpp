@@ -130,7 +130,26 @@ class loader {
           rule.type = field_rule::kind::clamp;
           std::int64_t n = 0;
           simdjson::dom::object per_name;
-          if (path == "HostConfig.Ulimits" && v.get_object().get(per_name) == simdjson::SUCCESS) {
+          if (path == "HostConfig.Tmpfs") {
+            // path -> the options every tmpfs at that path gets
+            json_object mounts;
+            if (v.get_object().get(per_name) != simdjson::SUCCESS) {
+              error(rule_where + ".max", "Tmpfs caps are an object path -> options");
+              ok = false;
+            } else {
+              for (auto [mount, options] : per_name) {
+                std::string_view o;
+                if (options.get_string().get(o) != simdjson::SUCCESS || mount.empty() || mount.front() != '/') {
+                  error(rule_where + ".max", "Tmpfs caps are absolute paths -> option strings");
+                  ok = false;
+                  continue;
+                }
+                mounts.push_back({std::string(mount), json_value(std::string(o))});
+              }
+            }
+            rule.value = std::move(mounts);
+            n = 1;
+          } else if (path == "HostConfig.Ulimits" && v.get_object().get(per_name) == simdjson::SUCCESS) {
             json_object caps;
             for (auto [name, cap] : per_name) {
               if (cap.get_int64().get(n) != simdjson::SUCCESS || n < 0) {

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include <filesystem>
+#include <map>
 
 #include "harness.hpp"
 
@@ -72,8 +73,19 @@ std::vector<std::string> sandbox_violations(const std::string& inspect_json) {
   expect(json(at(hc, "SecurityOpt")) == R"(["no-new-privileges"])",
          "SecurityOpt " + json(at(hc, "SecurityOpt")));
   expect(json(at(hc, "ReadonlyRootfs")) == "true", "ReadonlyRootfs");
-  expect(json(at(hc, "Tmpfs")) == R"({"/tmp":"rw,nosuid,nodev,noexec,size=64m,mode=1777"})",
-         "Tmpfs " + json(at(hc, "Tmpfs")));
+  // tmpfs only at the profile's paths, each with the profile's options.
+  static const std::map<std::string, std::string> tmpfs_allowed = {
+      {"/tmp", "rw,nosuid,nodev,noexec,size=64m,mode=1777"},
+      {"/home/sandbox", "rw,nosuid,nodev,noexec,size=256m,mode=1777"},
+      {"/workspace", "rw,nosuid,nodev,size=512m,mode=1777"}};
+  if (auto tmpfs = at(hc, "Tmpfs"); tmpfs && tmpfs->is_object()) {
+    simdjson::dom::object mounts;
+    (void)tmpfs->get_object().get(mounts);
+    for (auto [mount, options] : mounts) {
+      auto it = tmpfs_allowed.find(std::string(mount));
+      expect(it != tmpfs_allowed.end() && str(options) == it->second, "Tmpfs " + json(tmpfs));
+    }
+  }
   const auto mem = num(at(hc, "Memory"));
   expect(mem > 0 && mem <= 1073741824, "Memory " + std::to_string(mem));
   const auto swap = num(at(hc, "MemorySwap"));
@@ -208,7 +220,8 @@ TEST_CASE("a sandbox container runs as its rules say", "[integration][policy][sa
   const auto name = unique_name("dg-sbx-run");
   auto created = raw_exchange(proxy.socket_path(),
                               post_json("/v1.41/containers/create?name=" + name,
-                                        R"({"Image":")" + test_image() + R"(","Cmd":["sleep","60"],"User":"root"})"));
+                                        R"({"Image":")" + test_image() +
+                                            R"(","Cmd":["sleep","60"],"User":"root","HostConfig":{"Tmpfs":{"/tmp":""}}})"));
   REQUIRE(created.status() == 201);
   CHECK(proxy.audit_contains("\"changes\":\"User:forced"));
   REQUIRE(run(direct() + " start " + name).status == 0);

@@ -97,7 +97,7 @@ TEST_CASE("sandbox forces its settings whatever the client sent", "[body_rules]"
                            R"("IpcMode":"host","UTSMode":"host","UsernsMode":"host","CgroupnsMode":"host",)"
                            R"("CapDrop":[],"SecurityOpt":["seccomp=unconfined","no-new-privileges=false"],)"
                            R"("Memory":-1,"MemorySwap":-1,"NanoCpus":0,"PidsLimit":-1,"ShmSize":99999999999,)"
-                           R"("Tmpfs":{"/tmp":"exec,size=100g","/dev/shm":"exec"},)"
+                           R"("Tmpfs":{"/tmp":"exec,size=100g","/workspace":"exec,size=10g"},)"
                            R"("Ulimits":[{"Name":"nofile","Soft":1048576,"Hard":1048576}],"RestartPolicy":{"Name":"always"}}})";
   auto out = review(sandbox(), body);
   INFO(out);
@@ -119,7 +119,8 @@ TEST_CASE("sandbox forces its settings whatever the client sent", "[body_rules]"
       {"HostConfig.NanoCpus", "1000000000"},
       {"HostConfig.PidsLimit", "256"},
       {"HostConfig.ShmSize", "67108864"},
-      {"HostConfig.Tmpfs", R"({"/tmp":"rw,nosuid,nodev,noexec,size=64m,mode=1777"})"},
+      {"HostConfig.Tmpfs",
+       R"({"/tmp":"rw,nosuid,nodev,noexec,size=64m,mode=1777","/workspace":"rw,nosuid,nodev,size=512m,mode=1777"})"},
       {"HostConfig.Ulimits", R"([{"Name":"nofile","Hard":1024,"Soft":1024},{"Name":"core","Hard":0,"Soft":0}])"},
       {"HostConfig.RestartPolicy", R"({"Name":"no"})"},
       {"Labels", R"({"dockgate.owner":"sandbox"})"},
@@ -145,6 +146,8 @@ TEST_CASE("sandbox refuses what it cannot force", "[body_rules]") {
       {"{" + image + R"(,"HostConfig":{"DeviceCgroupRules":["a *:* rwm"]}})", "HostConfig.DeviceCgroupRules"},
       {"{" + image + R"(,"HostConfig":{"DeviceRequests":[{"Driver":"nvidia","Count":-1}]}})", "HostConfig.DeviceRequests"},
       {"{" + image + R"(,"HostConfig":{"Sysctls":{"kernel.shm_rmid_forced":"1"}}})", "HostConfig.Sysctls"},
+      {"{" + image + R"(,"HostConfig":{"Tmpfs":{"/dev/shm":"exec"}}})", "HostConfig.Tmpfs path \"/dev/shm\" is not allowed"},
+      {"{" + image + R"(,"HostConfig":{"Tmpfs":{"/proc/sys":""}}})", "HostConfig.Tmpfs path"},
       {"{" + image + R"(,"HostConfig":{"CgroupParent":"/"}})", "HostConfig.CgroupParent"},
       {"{" + image + R"(,"HostConfig":{"VolumesFrom":["other"]}})", "HostConfig.VolumesFrom"},
       {"{" + image + R"(,"HostConfig":{"Links":["other:alias"]}})", "HostConfig.Links"},

@@ -1,0 +1,61 @@
+#pragma once
+// A small blocking HTTP/1.1 client for the Docker Engine API over unix:// or tcp://,
+// with a deadline on every call. Used by programs that talk to Docker (through the
+// gate): one connection per request, so that no state leaks between calls.
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dockgate/common/endpoint.hpp"
+
+namespace dockgate::client {
+
+using clock_type = std::chrono::steady_clock;
+
+struct http_response {
+  unsigned status = 0;  // 0: transport error (see error)
+  std::string body;
+  std::string content_type;
+  std::string error;
+};
+
+// A connected socket (RAII). Reads and writes honour a deadline.
+class connection {
+ public:
+  static std::optional<connection> open(const common::endpoint& ep, clock_type::time_point deadline,
+                                        std::string* error);
+  connection(connection&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
+  connection& operator=(connection&&) = delete;
+  ~connection();
+
+  bool write_all(std::string_view data, clock_type::time_point deadline);
+  // Reads some bytes; 0 on EOF; -1 on error or deadline.
+  long read_some(char* buf, std::size_t size, clock_type::time_point deadline);
+  void shutdown_write();
+  int fd() const { return fd_; }
+
+ private:
+  explicit connection(int fd) : fd_(fd) {}
+  int fd_ = -1;
+};
+
+// Sends one request and reads the whole response (Content-Length, chunked, or until
+// close), at most `max_body` bytes of body.
+// `extra_headers` are complete header lines ("Authorization: Bearer x\r\n").
+http_response http_request(const common::endpoint& ep, std::string_view method, std::string_view target,
+                           std::string_view body, std::chrono::milliseconds timeout,
+                           std::size_t max_body = 64 * 1024 * 1024, std::string_view extra_headers = {});
+
+// Reads a response head from `c` (leftover body bytes stay in `buffer`). nullopt on error.
+struct response_head {
+  unsigned status = 0;
+  std::optional<std::uint64_t> content_length;
+  bool chunked = false;
+  std::string content_type;
+};
+std::optional<response_head> read_response_head(connection& c, std::string& buffer, clock_type::time_point deadline);
+
+}  // namespace dockgate::client

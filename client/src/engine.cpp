@@ -1,0 +1,133 @@
+#include "dockgate/client/engine.hpp"
+
+#include <simdjson.h>
+
+#include <cstdlib>
+
+#include "dockgate/common/error_body.hpp"
+
+namespace dockgate::client {
+
+void append_json_string(std::string& out, std::string_view s) {
+  out += '"';
+  common::append_json_escaped(out, s);
+  out += '"';
+}
+
+std::string json_string_array(const std::vector<std::string>& items) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (i) out += ',';
+    append_json_string(out, items[i]);
+  }
+  return out + "]";
+}
+
+std::optional<engine_config> engine_config_from_env(std::string* error) {
+  const char* host = std::getenv("DOCKER_HOST");
+  const char* tls = std::getenv("DOCKER_TLS_VERIFY");
+  if (tls && *tls) {
+    if (error) *error = "DOCKER_TLS_VERIFY is not supported yet: reach the gate over unix:// or a private tcp://";
+    return std::nullopt;
+  }
+  auto ep = common::parse_endpoint(host && *host ? host : "unix:///var/run/docker.sock", error);
+  if (!ep) return std::nullopt;
+  if (ep->scheme == common::endpoint::kind::tls) {
+    if (error) *error = "DOCKER_HOST: tls:// is a listener scheme; use tcp://";
+    return std::nullopt;
+  }
+  return engine_config{*ep};
+}
+
+http_response engine::call(std::string_view method, std::string_view path, std::string_view body,
+                           std::chrono::milliseconds timeout) const {
+  std::string target = "/v" + config_.api_version;
+  target += path;
+  return http_request(config_.endpoint, method, target, body, timeout);
+}
+
+exec_result engine::exec(std::string_view container, const exec_options& options) const {
+  exec_result result;
+  const auto deadline = clock_type::now() + options.timeout;
+  std::string create = "{\"AttachStdin\":";
+  create += options.attach_stdin ? "true" : "false";
+  create += ",\"AttachStdout\":true,\"AttachStderr\":true,\"Tty\":false,\"Cmd\":";
+  create += json_string_array(options.cmd);
+  if (!options.env.empty()) create += ",\"Env\":" + json_string_array(options.env);
+  create += '}';
+  auto created = call("POST", "/containers/" + std::string(container) + "/exec", create, std::chrono::seconds(20));
+  if (created.status != 201) {
+    result.error = "exec create: " + (created.status ? std::to_string(created.status) + " " + created.body : created.error);
+    return result;
+  }
+  std::string exec_id;
+  {
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc;
+    std::string_view id;
+    if (parser.parse(created.body).get(doc) != simdjson::SUCCESS || doc["Id"].get_string().get(id) != simdjson::SUCCESS) {
+      result.error = "exec create: no Id in the answer";
+      return result;
+    }
+    exec_id = std::string(id);
+  }
+
+  auto c = connection::open(config_.endpoint, deadline, &result.error);
+  if (!c) return result;
+  const std::string start_body = R"({"Detach":false,"Tty":false})";
+  std::string request = "POST /v" + config_.api_version + "/exec/" + exec_id +
+                        "/start HTTP/1.1\r\nHost: docker\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n"
+                        "Content-Type: application/json\r\nContent-Length: " +
+                        std::to_string(start_body.size()) + "\r\n\r\n" + start_body;
+  if (!c->write_all(request, deadline)) {
+    result.error = "exec start: write failed";
+    return result;
+  }
+  std::string buffer;
+  auto head = read_response_head(*c, buffer, deadline);
+  if (!head || (head->status != 101 && head->status != 200)) {
+    result.error = "exec start: " + (head ? std::to_string(head->status) : std::string("no answer"));
+    return result;
+  }
+  result.started = true;
+  if (options.attach_stdin) {
+    if (!options.stdin_data.empty() && !c->write_all(options.stdin_data, deadline)) result.timed_out = true;
+    c->shutdown_write();  // stdin EOF; output keeps coming
+  } else {
+    c->shutdown_write();
+  }
+  // Demultiplex: [stream(1) 0 0 0 size(4, big endian)] payload ...
+  char chunk[65536];
+  bool eof = false;
+  while (!eof && !result.timed_out) {
+    while (buffer.size() >= 8) {
+      const auto* h = reinterpret_cast<const unsigned char*>(buffer.data());
+      const std::size_t size = (std::size_t(h[4]) << 24) | (std::size_t(h[5]) << 16) | (std::size_t(h[6]) << 8) | h[7];
+      if (buffer.size() < 8 + size) break;
+      const bool is_err = h[0] == 2;
+      std::string& out = is_err ? result.stderr_data : result.stdout_data;
+      const std::size_t cap = is_err ? options.max_stderr : options.max_stdout;
+      const std::size_t room = out.size() < cap ? cap - out.size() : 0;
+      const std::size_t keep = std::min(room, size);
+      out.append(buffer, 8, keep);
+      (is_err ? result.stderr_dropped : result.stdout_dropped) += size - keep;
+      buffer.erase(0, 8 + size);
+    }
+    if (buffer.size() > 16 * 1024 * 1024) buffer.clear();  // a frame over 16 MiB: drop, keep reading
+    const long n = c->read_some(chunk, sizeof chunk, deadline);
+    if (n < 0) result.timed_out = clock_type::now() >= deadline;
+    if (n <= 0) eof = true;
+    else buffer.append(chunk, static_cast<std::size_t>(n));
+  }
+  if (result.timed_out) return result;
+  auto inspected = call("GET", "/exec/" + exec_id + "/json", {}, std::chrono::seconds(10));
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  int64_t code = -1;
+  if (inspected.status == 200 && parser.parse(inspected.body).get(doc) == simdjson::SUCCESS)
+    (void)doc["ExitCode"].get_int64().get(code);
+  result.exit_code = code;
+  return result;
+}
+
+}  // namespace dockgate::client

@@ -1,0 +1,74 @@
+#pragma once
+// The sidecar's configuration: every SANDBOX_* variable of the Aivory sidecar, with the
+// same name, default and clamp. Paths come only from here, never from a request.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dockgate::sidecar {
+
+struct config {
+  std::string listen = "0.0.0.0:8000";  // SANDBOX_LISTEN
+  std::string image = "aivory-sandbox:latest";
+  std::string memory = "2g";
+  std::int64_t memory_bytes = 2LL << 30;
+  std::string cpus = "1";
+  std::int64_t nano_cpus = 1000000000;
+  std::int64_t pids_limit = 256;
+  std::int64_t nofile_soft = 1024, nofile_hard = 1024;
+  std::string api_key;
+  bool allow_no_auth = false;
+  std::int64_t exec_timeout_cap_ms = 600000;
+  std::int64_t default_exec_timeout_ms = 120000;
+  std::int64_t archive_timeout_s = 120;
+  std::int64_t docker_call_timeout_s = 30;
+  std::int64_t idle_ttl_seconds = 1800;
+  std::int64_t idle_ttl_cap_seconds = 86400;
+  std::int64_t idle_reaper_sweep_interval = 300;
+  std::int64_t max_sessions = 16;
+  std::int64_t max_concurrent_execs = 4;
+  std::int64_t max_concurrent_creates = 2;
+  std::int64_t queue_timeout_seconds = 150;
+  bool pull_on_start = false;
+  bool read_only_rootfs = true;
+  std::string tmpfs_size = "256m";
+  std::string workspace_size = "512m";
+  std::string disk_size;
+  std::string seccomp_profile;
+  std::int64_t max_output_bytes = 32768;
+  std::int64_t max_artifact_bytes = 20971520;
+  std::int64_t max_files_per_exec = 20;
+  std::int64_t max_total_artifact_bytes = 52428800;
+  std::int64_t max_collect_seconds = 60;
+  std::int64_t collect_file_timeout_s = 30;
+  std::int64_t max_upload_bytes = 41943040;
+  std::int64_t max_body_bytes = 58720256;
+  std::int64_t max_storage_body_bytes = 314572800;
+  std::int64_t max_code_bytes = 1048576;
+  std::int64_t max_archive_bytes = 209715200;
+  std::int64_t storage_default_ttl = 3600;
+  std::int64_t storage_max_ttl = 86400;
+  std::string local_storage_dir;
+  std::int64_t s3_max_attempts = 3;
+  std::int64_t s3_connect_timeout_s = 10;
+  std::int64_t s3_read_timeout_s = 120;
+  std::int64_t oss_connect_timeout_s = 30;
+};
+
+struct config_result {
+  std::optional<config> value;
+  std::vector<std::string> errors;
+};
+
+// Reads the configuration from an environment (name -> value). Malformed numbers and
+// sizes are errors (the seed would crash at import; this reports them all at once).
+config_result load_config(const std::map<std::string, std::string>& env);
+std::map<std::string, std::string> process_environment();
+
+// Docker's size syntax: 512m, 2g, 1024 (bytes), 1.5g.
+std::optional<std::int64_t> parse_size(std::string_view text);
+
+}  // namespace dockgate::sidecar

@@ -1,0 +1,51 @@
+// dockgate-sidecar: the sandbox session service. Configuration from SANDBOX_* variables,
+// Docker only through DOCKER_HOST (the gate).
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+
+#include "dockgate/client/engine.hpp"
+#include "dockgate/sidecar/config.hpp"
+#include "dockgate/sidecar/http_server.hpp"
+#include "dockgate/sidecar/service.hpp"
+
+namespace {
+dockgate::sidecar::http_server* running_server = nullptr;
+void on_signal(int) {
+  if (running_server) running_server->stop();
+}
+}  // namespace
+
+int main() {
+  using namespace dockgate;
+  auto loaded = sidecar::load_config(sidecar::process_environment());
+  for (const auto& e : loaded.errors) std::cerr << "dockgate-sidecar: " << e << '\n';
+  if (!loaded.value) return 1;
+  std::string error;
+  auto engine_config = client::engine_config_from_env(&error);
+  if (!engine_config) {
+    std::cerr << "dockgate-sidecar: " << error << '\n';
+    return 1;
+  }
+  try {
+    sidecar::service svc(*loaded.value, client::engine(*engine_config));
+    svc.reconcile();
+    svc.start_reaper();
+    sidecar::server_limits limits;
+    limits.max_body = [&svc](std::string_view path) { return svc.max_body(path); };
+    sidecar::http_server server(sidecar::listen_endpoint(loaded.value->listen),
+                                [&svc](const sidecar::http_request& r) { return svc.handle(r); }, limits);
+    running_server = &server;
+    std::signal(SIGTERM, on_signal);
+    std::signal(SIGINT, on_signal);
+    std::signal(SIGPIPE, SIG_IGN);
+    std::cerr << "dockgate-sidecar: listening on " << loaded.value->listen << " (port " << server.port()
+              << "), docker at " << engine_config->endpoint.to_string() << ", image " << loaded.value->image << std::endl;
+    server.run();
+    running_server = nullptr;
+  } catch (const std::exception& e) {
+    std::cerr << "dockgate-sidecar: " << e.what() << '\n';
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,155 @@
+#include "dockgate/sidecar/config.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+
+extern char** environ;
+
+namespace dockgate::sidecar {
+
+namespace {
+
+std::string trim_lower(std::string s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.erase(0, 1);
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+}  // namespace
+
+std::optional<std::int64_t> parse_size(std::string_view text) {
+  std::string t(text);
+  t = trim_lower(t);
+  if (t.empty()) return std::nullopt;
+  double mult = 1;
+  const char unit = t.back();
+  if (unit == 'b') t.pop_back();
+  if (!t.empty()) {
+    switch (t.back()) {
+      case 'k': mult = 1024.0; t.pop_back(); break;
+      case 'm': mult = 1024.0 * 1024; t.pop_back(); break;
+      case 'g': mult = 1024.0 * 1024 * 1024; t.pop_back(); break;
+      case 't': mult = 1024.0 * 1024 * 1024 * 1024; t.pop_back(); break;
+      default: break;
+    }
+  }
+  char* end = nullptr;
+  const double v = std::strtod(t.c_str(), &end);
+  if (t.empty() || end != t.c_str() + t.size() || !(v > 0) || !std::isfinite(v)) return std::nullopt;
+  return static_cast<std::int64_t>(v * mult);
+}
+
+std::map<std::string, std::string> process_environment() {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; e && *e; ++e) {
+    std::string_view kv(*e);
+    auto eq = kv.find('=');
+    if (eq != std::string_view::npos) env.emplace(std::string(kv.substr(0, eq)), std::string(kv.substr(eq + 1)));
+  }
+  return env;
+}
+
+config_result load_config(const std::map<std::string, std::string>& env) {
+  config_result r;
+  config c;
+  auto get = [&](const char* name) -> std::optional<std::string> {
+    auto it = env.find(name);
+    if (it == env.end()) return std::nullopt;
+    return it->second;
+  };
+  auto integer = [&](const char* name, std::int64_t& out, std::int64_t min) {
+    auto v = get(name);
+    if (!v || trim_lower(*v).empty()) return;
+    const std::string t = trim_lower(*v);
+    std::int64_t n = 0;
+    auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), n);
+    if (ec != std::errc{} || p != t.data() + t.size()) {
+      r.errors.push_back(std::string(name) + ": not an integer: \"" + *v + "\"");
+      return;
+    }
+    out = std::max(n, min);
+  };
+  auto text = [&](const char* name, std::string& out) {
+    if (auto v = get(name)) out = *v;
+  };
+  // Truthy the way each seed variable reads it.
+  auto flag_on = [&](const char* name, bool& out) {  // 1/true/yes/on
+    if (auto v = get(name)) {
+      const auto t = trim_lower(*v);
+      out = t == "1" || t == "true" || t == "yes" || t == "on";
+    }
+  };
+  auto flag_not_off = [&](const char* name, bool& out) {  // anything but "", 0, false
+    if (auto v = get(name)) {
+      const auto t = trim_lower(*v);
+      out = !(t.empty() || t == "0" || t == "false");
+    }
+  };
+  text("SANDBOX_LISTEN", c.listen);
+  text("SANDBOX_IMAGE", c.image);
+  text("SANDBOX_MEMORY", c.memory);
+  if (auto m = parse_size(c.memory)) c.memory_bytes = *m;
+  else r.errors.push_back("SANDBOX_MEMORY: not a size: \"" + c.memory + "\"");
+  text("SANDBOX_CPUS", c.cpus);
+  {
+    char* end = nullptr;
+    const double cpus = std::strtod(c.cpus.c_str(), &end);
+    if (end == c.cpus.c_str() || *end || !(cpus > 0)) r.errors.push_back("SANDBOX_CPUS: not a positive number");
+    else c.nano_cpus = static_cast<std::int64_t>(cpus * 1e9);
+  }
+  integer("SANDBOX_PIDS_LIMIT", c.pids_limit, 1);
+  if (auto v = get("SANDBOX_NOFILE_ULIMIT")) {
+    const auto colon = v->find(':');
+    auto soft = std::strtoll(v->substr(0, colon).c_str(), nullptr, 10);
+    auto hard = colon == std::string::npos ? soft : std::strtoll(v->substr(colon + 1).c_str(), nullptr, 10);
+    if (soft <= 0 || hard < soft) r.errors.push_back("SANDBOX_NOFILE_ULIMIT: expected SOFT:HARD");
+    else c.nofile_soft = soft, c.nofile_hard = hard;
+  }
+  if (auto v = get("SANDBOX_API_KEY")) c.api_key = trim_lower(*v).empty() ? std::string() : *v;
+  flag_on("SANDBOX_ALLOW_NO_AUTH", c.allow_no_auth);
+  integer("SANDBOX_EXEC_TIMEOUT_CAP_MS", c.exec_timeout_cap_ms, 1000);
+  integer("SANDBOX_DEFAULT_EXEC_TIMEOUT_MS", c.default_exec_timeout_ms, 1);
+  integer("SANDBOX_ARCHIVE_TIMEOUT_S", c.archive_timeout_s, 1);
+  integer("SANDBOX_DOCKER_CALL_TIMEOUT_S", c.docker_call_timeout_s, 1);
+  integer("SANDBOX_IDLE_TTL_SECONDS", c.idle_ttl_seconds, 1);
+  integer("SANDBOX_IDLE_TTL_CAP_SECONDS", c.idle_ttl_cap_seconds, 1);
+  integer("SANDBOX_IDLE_REAPER_SWEEP_INTERVAL", c.idle_reaper_sweep_interval, 1);
+  integer("SANDBOX_MAX_SESSIONS", c.max_sessions, 0);
+  integer("SANDBOX_MAX_CONCURRENT_EXECS", c.max_concurrent_execs, 0);
+  integer("SANDBOX_MAX_CONCURRENT_CREATES", c.max_concurrent_creates, 0);
+  integer("SANDBOX_QUEUE_TIMEOUT_SECONDS", c.queue_timeout_seconds, 0);
+  flag_not_off("SANDBOX_PULL_ON_START", c.pull_on_start);
+  flag_not_off("SANDBOX_READ_ONLY_ROOTFS", c.read_only_rootfs);
+  text("SANDBOX_TMPFS_SIZE", c.tmpfs_size);
+  text("SANDBOX_WORKSPACE_TMPFS_SIZE", c.workspace_size);
+  text("SANDBOX_WORKSPACE_SIZE", c.workspace_size);  // wins over the alias
+  text("SANDBOX_DISK_SIZE", c.disk_size);
+  text("SANDBOX_SECCOMP_PROFILE", c.seccomp_profile);
+  integer("SANDBOX_MAX_OUTPUT_BYTES", c.max_output_bytes, 1);
+  integer("SANDBOX_MAX_ARTIFACT_BYTES", c.max_artifact_bytes, 0);
+  integer("SANDBOX_MAX_FILES_PER_EXEC", c.max_files_per_exec, 0);
+  integer("SANDBOX_MAX_TOTAL_ARTIFACT_BYTES", c.max_total_artifact_bytes, 0);
+  integer("SANDBOX_MAX_COLLECT_SECONDS", c.max_collect_seconds, 1);
+  integer("SANDBOX_COLLECT_FILE_TIMEOUT_S", c.collect_file_timeout_s, 1);
+  integer("SANDBOX_MAX_UPLOAD_BYTES", c.max_upload_bytes, 1);
+  integer("SANDBOX_MAX_BODY_BYTES", c.max_body_bytes, 1);
+  integer("SANDBOX_MAX_STORAGE_BODY_BYTES", c.max_storage_body_bytes, 1);
+  integer("SANDBOX_MAX_CODE_BYTES", c.max_code_bytes, 1);
+  integer("SANDBOX_MAX_ARCHIVE_BYTES", c.max_archive_bytes, 1);
+  integer("SANDBOX_STORAGE_DEFAULT_TTL", c.storage_default_ttl, 1);
+  integer("SANDBOX_STORAGE_MAX_TTL", c.storage_max_ttl, 1);
+  text("SANDBOX_LOCAL_STORAGE_DIR", c.local_storage_dir);
+  integer("SANDBOX_S3_MAX_ATTEMPTS", c.s3_max_attempts, 1);
+  integer("SANDBOX_S3_CONNECT_TIMEOUT_S", c.s3_connect_timeout_s, 1);
+  integer("SANDBOX_S3_READ_TIMEOUT_S", c.s3_read_timeout_s, 1);
+  integer("SANDBOX_OSS_CONNECT_TIMEOUT_S", c.oss_connect_timeout_s, 1);
+  if (c.api_key.empty() && !c.allow_no_auth)
+    r.errors.push_back("SANDBOX_API_KEY is empty: refusing to start without auth (set SANDBOX_ALLOW_NO_AUTH=1 to run open)");
+  if (r.errors.empty()) r.value = c;
+  return r;
+}
+
+}  // namespace dockgate::sidecar

@@ -1,0 +1,152 @@
+// Small helpers of the sandbox service: base64, workspace paths, shell quoting, UTF-8.
+#include <array>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dockgate/sidecar/service.hpp"
+
+namespace dockgate::sidecar {
+
+std::string base64_encode(std::string_view data) {
+  static constexpr char table[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((data.size() + 2) / 3 * 4);
+  std::size_t i = 0;
+  for (; i + 2 < data.size(); i += 3) {
+    const unsigned v = (static_cast<unsigned char>(data[i]) << 16) | (static_cast<unsigned char>(data[i + 1]) << 8) |
+                       static_cast<unsigned char>(data[i + 2]);
+    out += table[v >> 18];
+    out += table[(v >> 12) & 63];
+    out += table[(v >> 6) & 63];
+    out += table[v & 63];
+  }
+  if (i < data.size()) {
+    unsigned v = static_cast<unsigned char>(data[i]) << 16;
+    if (i + 1 < data.size()) v |= static_cast<unsigned char>(data[i + 1]) << 8;
+    out += table[v >> 18];
+    out += table[(v >> 12) & 63];
+    out += i + 1 < data.size() ? table[(v >> 6) & 63] : '=';
+    out += '=';
+  }
+  return out;
+}
+
+// Strict, as Python's b64decode(validate=True): only the alphabet, correct padding.
+std::optional<std::string> base64_decode_strict(std::string_view text) {
+  if (text.size() % 4 != 0) return std::nullopt;
+  auto value = [](char c) -> int {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+') return 62;
+    if (c == '/') return 63;
+    return -1;
+  };
+  std::string out;
+  out.reserve(text.size() / 4 * 3);
+  for (std::size_t i = 0; i < text.size(); i += 4) {
+    const bool last = i + 4 == text.size();
+    int v[4];
+    int pad = 0;
+    for (int k = 0; k < 4; ++k) {
+      const char c = text[i + k];
+      if (c == '=' && last && k >= 2) {
+        v[k] = 0;
+        ++pad;
+        continue;
+      }
+      if (pad) return std::nullopt;  // data after padding
+      v[k] = value(c);
+      if (v[k] < 0) return std::nullopt;
+    }
+    const unsigned n = (v[0] << 18) | (v[1] << 12) | (v[2] << 6) | v[3];
+    out += static_cast<char>(n >> 16);
+    if (pad < 2) out += static_cast<char>((n >> 8) & 255);
+    if (pad < 1) out += static_cast<char>(n & 255);
+  }
+  return out;
+}
+
+std::optional<std::string> workspace_path(std::string_view path) {
+  if (path.empty() || path.find('\0') != std::string_view::npos) return std::nullopt;
+  std::string full = path.front() == '/' ? std::string(path) : "/workspace/" + std::string(path);
+  std::vector<std::string> parts;
+  std::size_t start = 1;
+  while (start <= full.size()) {
+    auto slash = full.find('/', start);
+    if (slash == std::string::npos) slash = full.size();
+    std::string part = full.substr(start, slash - start);
+    start = slash + 1;
+    if (part.empty() || part == ".") continue;
+    if (part == "..") {
+      if (!parts.empty()) parts.pop_back();
+      continue;
+    }
+    parts.push_back(std::move(part));
+  }
+  std::string out;
+  for (const auto& p : parts) out += "/" + p;
+  if (out.empty()) out = "/";
+  if (out == "/workspace" || out.starts_with("/workspace/")) return out;
+  return std::nullopt;
+}
+
+std::string shell_quote(std::string_view s) {
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'') out += "'\\''";
+    else out += c;
+  }
+  return out + "'";
+}
+
+std::string valid_utf8(std::string_view bytes) {
+  std::string out;
+  out.reserve(bytes.size());
+  std::size_t i = 0;
+  while (i < bytes.size()) {
+    const auto c = static_cast<unsigned char>(bytes[i]);
+    std::size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    bool ok = len > 0 && i + len <= bytes.size();
+    for (std::size_t k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(bytes[i + k]) & 0xC0) == 0x80;
+    if (ok && len == 2 && c < 0xC2) ok = false;  // overlong
+    if (ok && len == 3) {
+      const auto c1 = static_cast<unsigned char>(bytes[i + 1]);
+      if ((c == 0xE0 && c1 < 0xA0) || (c == 0xED && c1 >= 0xA0)) ok = false;  // overlong, surrogates
+    }
+    if (ok && len == 4) {
+      const auto c1 = static_cast<unsigned char>(bytes[i + 1]);
+      if ((c == 0xF0 && c1 < 0x90) || c > 0xF4 || (c == 0xF4 && c1 >= 0x90)) ok = false;
+    }
+    if (ok) {
+      out.append(bytes.substr(i, len));
+      i += len;
+    } else {
+      out += "\xEF\xBF\xBD";
+      ++i;
+    }
+  }
+  return out;
+}
+
+std::string mime_type_for(std::string_view name) {
+  static const std::pair<std::string_view, std::string_view> types[] = {
+      {".png", "image/png"},        {".jpg", "image/jpeg"},       {".jpeg", "image/jpeg"},
+      {".gif", "image/gif"},        {".svg", "image/svg+xml"},    {".webp", "image/webp"},
+      {".pdf", "application/pdf"},  {".csv", "text/csv"},         {".txt", "text/plain"},
+      {".md", "text/markdown"},     {".json", "application/json"}, {".html", "text/html"},
+      {".htm", "text/html"},        {".xml", "application/xml"},  {".zip", "application/zip"},
+      {".xlsx", "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"},
+      {".docx", "application/vnd.openxmlformats-officedocument.wordprocessingml.document"},
+      {".pptx", "application/vnd.openxmlformats-officedocument.presentationml.presentation"},
+      {".xls", "application/vnd.ms-excel"}, {".py", "text/x-python"}, {".tsv", "text/tab-separated-values"},
+  };
+  std::string lower(name);
+  for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (const auto& [ext, type] : types)
+    if (lower.ends_with(ext)) return std::string(type);
+  return "application/octet-stream";
+}
+
+}  // namespace dockgate::sidecar

@@ -1,0 +1,240 @@
+// dockgate-sidecar end to end: sidecar -> dockgate-proxy (sandbox.json) -> the real
+// daemon, with the offline python session image (scripts/runtime-image.sh).
+#include <catch2/catch.hpp>
+#include <fcntl.h>
+#include <signal.h>
+#include <simdjson.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <thread>
+
+#include "dockgate/client/http_client.hpp"
+#include "harness.hpp"
+
+using namespace dockgate::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+const std::string api_key = "test-key-0123456789";
+
+std::string runtime_image() {
+  const char* v = std::getenv("DOCKGATE_TEST_RUNTIME_IMAGE");
+  return v && *v ? v : "dockgate/sandbox-runtime:test";
+}
+
+// A dockgate-sidecar process talking to `proxy`.
+class sidecar_process {
+ public:
+  sidecar_process(const proxy_process& proxy, std::vector<std::string> env = {}) {
+    port_ = free_tcp_port();
+    std::vector<std::string> full = {"DOCKER_HOST=" + proxy.host(), "SANDBOX_LISTEN=127.0.0.1:" + port_,
+                                     "SANDBOX_API_KEY=" + api_key, "SANDBOX_IMAGE=" + runtime_image(),
+                                     "SANDBOX_QUEUE_TIMEOUT_SECONDS=5", "PATH=/usr/bin:/bin"};
+    full.insert(full.end(), env.begin(), env.end());
+    log_ = proxy.dir() + "/sidecar-" + port_ + ".log";
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      int out = ::open(log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+      ::dup2(out, 1);
+      ::dup2(out, 2);
+      std::vector<char*> envp;
+      for (auto& e : full) envp.push_back(e.data());
+      envp.push_back(nullptr);
+      char* argv[] = {const_cast<char*>(DOCKGATE_SIDECAR_BIN), nullptr};
+      ::execve(argv[0], argv, envp.data());
+      ::_exit(127);
+    }
+    for (int i = 0; i < 200; ++i) {
+      if (call("GET", "/healthz", "", "").status != 0) return;
+      std::this_thread::sleep_for(25ms);
+    }
+    FAIL("dockgate-sidecar did not start: " + run("cat " + log_).output);
+  }
+  ~sidecar_process() { stop(SIGTERM); }
+  void stop(int signo) {
+    if (pid_ <= 0) return;
+    ::kill(pid_, signo);
+    int status = 0;
+    for (int i = 0; i < 400 && ::waitpid(pid_, &status, WNOHANG) == 0; ++i) std::this_thread::sleep_for(25ms);
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
+  }
+  dockgate::client::http_response call(const std::string& method, const std::string& path, const std::string& body,
+                                       const std::string& key = api_key) const {
+    dockgate::common::endpoint ep{dockgate::common::endpoint::kind::tcp, "", "127.0.0.1",
+                                  static_cast<std::uint16_t>(std::stoi(port_))};
+    const std::string auth = key.empty() ? "" : "Authorization: Bearer " + key + "\r\n";
+    return dockgate::client::http_request(ep, method, path, body, 120s, 64 * 1024 * 1024, auth);
+  }
+  std::string log() const { return run("cat " + log_).output; }
+
+ private:
+  pid_t pid_ = -1;
+  std::string port_;
+  std::string log_;
+};
+
+std::string field(const std::string& json, const char* key) {
+  simdjson::dom::parser p;
+  simdjson::dom::element doc;
+  if (p.parse(json).get(doc) != simdjson::SUCCESS) return "<not json>";
+  simdjson::dom::element v;
+  if (doc.at_key(key).get(v) != simdjson::SUCCESS) return "<absent>";
+  std::string_view s;
+  if (v.get_string().get(s) == simdjson::SUCCESS) return std::string(s);
+  return simdjson::minify(v);
+}
+
+std::string quoted(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string direct() { return docker_cli() + " -H " + engine_host(); }
+
+}  // namespace
+
+TEST_CASE("sidecar: auth, health, a session that runs python, files, artifacts", "[integration][sidecar]") {
+  proxy_process proxy("compose/policies/sandbox.json");
+  sidecar_process sidecar(proxy);
+
+  auto health = sidecar.call("GET", "/healthz", "", "");
+  INFO(health.body << sidecar.log());
+  CHECK(health.status == 200);
+  CHECK(field(health.body, "ok") == "true");
+  CHECK(field(health.body, "image_ready") == "true");
+  CHECK(sidecar.call("POST", "/sessions", "{}", "").status == 401);
+  CHECK(sidecar.call("POST", "/sessions", "{}", "wrong-key").body == R"({"error":"unauthorized"})");
+
+  auto created = sidecar.call("POST", "/sessions", R"({"idle_ttl_sec": 600})");
+  INFO(created.body);
+  REQUIRE(created.status == 200);
+  const std::string sid = field(created.body, "session_id");
+  REQUIRE(sid.size() == 32);
+  const std::string container = "dockgate-sbx-" + sid;
+
+  // The session container as stored by the daemon: the hardening of the seed and the gate.
+  auto inspect = run(direct() + " inspect --format "
+                     "'{{.Config.User}} {{.HostConfig.ReadonlyRootfs}} {{.HostConfig.NetworkMode}} {{json .HostConfig.CapDrop}} "
+                     "{{json .HostConfig.SecurityOpt}} {{.HostConfig.PidsLimit}} {{.HostConfig.Privileged}} "
+                     "{{index .Config.Labels \"dockgate.owner\"}}' " + container);
+  CHECK(inspect.output == "1000:1000 true none [\"ALL\"] [\"no-new-privileges\"] 256 false sandbox\n");
+
+  // Python that prints and writes a PNG into outputs: the artifact comes back.
+  const std::string code =
+      "import base64, os\n"
+      "png = base64.b64decode('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==')\n"
+      "open('/workspace/outputs/plot.png','wb').write(png)\n"
+      "print('rows', 3)\n";
+  auto ran = sidecar.call("POST", "/exec", "{\"session_id\":\"" + sid + "\",\"code\":" + quoted(code) + "}");
+  INFO(ran.body);
+  REQUIRE(ran.status == 200);
+  CHECK(field(ran.body, "stdout") == "rows 3\n");
+  CHECK(field(ran.body, "exit_code") == "0");
+  CHECK(field(ran.body, "files").find("{\"name\":\"plot.png\",\"mime_type\":\"image/png\",\"data_base64\":\"iVBORw0KGgo") !=
+        std::string::npos);
+  // Unchanged outputs are not returned again.
+  auto again = sidecar.call("POST", "/exec", "{\"session_id\":\"" + sid + "\",\"code\":\"print(2)\"}");
+  CHECK(field(again.body, "files") == "[]");
+
+  // Upload a file and read it from code; list the workspace.
+  auto put = sidecar.call("POST", "/files", "{\"session_id\":\"" + sid +
+                                                "\",\"path\":\"uploads/data.csv\",\"data_base64\":\"YSxiCjEsMgo=\"}");
+  CHECK(put.body == R"({"ok":true})");
+  auto read_back = sidecar.call("POST", "/exec", "{\"session_id\":\"" + sid +
+                                                     "\",\"code\":\"print(open('/workspace/uploads/data.csv').read().strip())\"}");
+  CHECK(field(read_back.body, "stdout") == "a,b\n1,2\n");
+  auto listed = sidecar.call("POST", "/files/list", "{\"session_id\":\"" + sid + "\"}");
+  CHECK(field(listed.body, "files") == R"([{"path":"outputs/plot.png","size":70},{"path":"uploads/data.csv","size":8}])");
+  auto got = sidecar.call("POST", "/files/get", "{\"session_id\":\"" + sid + "\",\"path\":\"/workspace/uploads/data.csv\"}");
+  CHECK(got.body == R"({"data_base64":"YSxiCjEsMgo="})");
+  CHECK(sidecar.call("POST", "/files", "{\"session_id\":\"" + sid + "\",\"path\":\"../etc/x\",\"data_base64\":\"eA==\"}").status == 400);
+  CHECK(sidecar.call("POST", "/files", "{\"session_id\":\"" + sid + "\",\"path\":\"x\",\"data_base64\":\"not base64!\"}").body ==
+        R"({"detail":"invalid base64"})");
+  auto reset = sidecar.call("POST", "/files/reset-inputs", "{\"session_id\":\"" + sid + "\"}");
+  CHECK(reset.body == R"({"ok":true})");
+  CHECK(sidecar.call("POST", "/files/get", "{\"session_id\":\"" + sid + "\",\"path\":\"uploads/data.csv\"}").status == 404);
+
+  // A symlink to /etc/passwd in the workspace cannot be read through /files/get.
+  sidecar.call("POST", "/exec", "{\"session_id\":\"" + sid + "\",\"code\":\"import os; os.symlink('/etc/passwd', '/workspace/pw')\"}");
+  auto escaped = sidecar.call("POST", "/files/get", "{\"session_id\":\"" + sid + "\",\"path\":\"pw\"}");
+  CHECK(escaped.status == 400);
+  CHECK(escaped.body == R"({"detail":"path resolves outside /workspace"})");
+
+  // DELETE removes the container; unknown sessions answer ok too.
+  CHECK(sidecar.call("DELETE", "/sessions/" + sid, "").body == R"({"ok":true})");
+  CHECK_FALSE(container_exists(container));
+  CHECK(sidecar.call("DELETE", "/sessions/" + sid, "").status == 200);
+  CHECK(sidecar.call("DELETE", "/sessions/not-hex", "").status == 400);
+  CHECK(sidecar.call("POST", "/exec", "{\"session_id\":\"" + sid + "\",\"code\":\"print(1)\"}").status == 404);
+}
+
+TEST_CASE("sidecar: timeouts kill every process of the cell; output is capped", "[integration][sidecar]") {
+  proxy_process proxy("compose/policies/sandbox.json");
+  sidecar_process sidecar(proxy);
+  auto created = sidecar.call("POST", "/sessions", "{}");
+  REQUIRE(created.status == 200);
+  const std::string sid = field(created.body, "session_id");
+  const std::string container = "dockgate-sbx-" + sid;
+
+  // A cell that starts a detached child and then loops forever.
+  const std::string code =
+      "import os, subprocess, time\n"
+      "subprocess.Popen(['sleep', '1000'], start_new_session=True)\n"
+      "while True: time.sleep(0.1)\n";
+  const auto start = std::chrono::steady_clock::now();
+  auto ran = sidecar.call("POST", "/exec", "{\"session_id\":\"" + sid + "\",\"code\":" + quoted(code) + ",\"timeout_ms\":2000}");
+  INFO(ran.body);
+  CHECK(std::chrono::steady_clock::now() - start < 15s);
+  CHECK(field(ran.body, "exit_code") == "124");
+  CHECK(field(ran.body, "stderr").find("[sandbox] execution exceeded 2.000s and was killed") != std::string::npos);
+  // Nothing the cell started is still running: only the init and sleep infinity.
+  auto ps = run(direct() + " exec " + container + " sh -c 'for p in /proc/[0-9]*; do cat $p/cmdline | tr \"\\0\" \" \"; echo; done'");
+  INFO(ps.output);
+  CHECK(ps.output.find("sleep 1000") == std::string::npos);
+  CHECK(ps.output.find("python3") == std::string::npos);
+
+  // Over 32 KiB of output: truncated with the seed's note.
+  auto loud = sidecar.call("POST", "/exec", "{\"session_id\":\"" + sid + "\",\"code\":\"print('x' * 100000)\"}");
+  const std::string out = field(loud.body, "stdout");
+  CHECK(out.size() == 32768 + std::string("\n... [truncated, stdout exceeded 32KB]").size());
+  CHECK(out.ends_with("\n... [truncated, stdout exceeded 32KB]"));
+  // Code over the cap.
+  auto big = sidecar.call("POST", "/exec", "{\"session_id\":\"" + sid + "\",\"code\":\"" + std::string(2 * 1024 * 1024, '#') + "\"}");
+  CHECK((big.status == 413 || big.status == 422));
+  sidecar.call("DELETE", "/sessions/" + sid, "");
+}
+
+TEST_CASE("sidecar: SANDBOX_MAX_SESSIONS gives 429; a restarted sidecar adopts its sessions", "[integration][sidecar]") {
+  proxy_process proxy("compose/policies/sandbox.json");
+  std::string sid;
+  {
+    sidecar_process sidecar(proxy, {"SANDBOX_MAX_SESSIONS=1"});
+    auto first = sidecar.call("POST", "/sessions", "{}");
+    REQUIRE(first.status == 200);
+    sid = field(first.body, "session_id");
+    auto second = sidecar.call("POST", "/sessions", "{}");
+    CHECK(second.status == 429);
+    CHECK(second.body == R"({"detail":"too many active sessions"})");
+    sidecar.stop(SIGKILL);  // kill -9: no clean-up
+  }
+  // A stopped labelled container of an earlier run is removed at start-up.
+  auto stale = sidecar_process(proxy);  // (constructed and destroyed: creates nothing)
+  sidecar_process restarted(proxy, {"SANDBOX_MAX_SESSIONS=1"});
+  auto ran = restarted.call("POST", "/exec", "{\"session_id\":\"" + sid + "\",\"code\":\"print('still here')\"}");
+  INFO(ran.body << restarted.log());
+  CHECK(field(ran.body, "stdout") == "still here\n");
+  CHECK(restarted.call("DELETE", "/sessions/" + sid, "").status == 200);
+  CHECK_FALSE(container_exists("dockgate-sbx-" + sid));
+}
