@@ -5,6 +5,7 @@ find_package(OpenSSL REQUIRED)
 find_package(spdlog REQUIRED)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(simdjson REQUIRED IMPORTED_TARGET simdjson)
+pkg_check_modules(libarchive REQUIRED IMPORTED_TARGET libarchive)
 
 # Asio and Beast are compiled once, in proxy/src/asio_beast.cpp, not in every
 # translation unit that includes them (2 cores: build time matters).

@@ -4,6 +4,13 @@
 
 #include <simdjson.h>
 
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "dockgate/sidecar/archive.hpp"
+
 #include <algorithm>
 #include <cstdio>
 #include <random>
@@ -60,7 +67,7 @@ struct body_fields {
 
   explicit body_fields(const std::string& body, bool allow_empty = false) {
     if (body.empty() && allow_empty) {
-      (void)parser.parse("{}", 2).get(doc);
+      if (parser.parse("{}", 2).get(doc) != simdjson::SUCCESS) error = invalid("body", "internal", "internal");
       return;
     }
     if (parser.parse(body).get(doc) != simdjson::SUCCESS || !doc.is_object())
@@ -137,7 +144,7 @@ http_reply service::handle(const http_request& r) {
   if (r.path == "/sessions") return post(&service::create_session);
   if (r.path.starts_with("/sessions/") && r.path.find('/', 10) == std::string::npos) {
     if (r.method != "DELETE") return detail(405, "Method Not Allowed");
-    return delete_session(std::string_view(r.path).substr(10));
+    return delete_session(std::string_view(r.path).substr(10), r.body);
   }
   if (r.path == "/exec") return post(&service::exec);
   if (r.path == "/files") return post(&service::put_file);
@@ -254,6 +261,18 @@ http_reply service::create_session(const http_request& r) {
   auto ttl = f.integer("idle_ttl_sec", err);
   auto key = f.string("archive_key", false, err);
   if (err) return *err;
+  std::string provider, prefix = "workspaces/";
+  bool storage_given = false;
+  {
+    simdjson::dom::element storage;
+    if (f.doc.at_key("storage").get(storage) == simdjson::SUCCESS && storage.is_object()) {
+      storage_given = true;
+      std::string_view v;
+      if (storage["provider"].get_string().get(v) == simdjson::SUCCESS) provider = std::string(v);
+      if (storage["prefix"].get_string().get(v) == simdjson::SUCCESS && !v.empty()) prefix = std::string(v);
+    }
+  }
+  const bool archive = storage_effective(storage_given ? provider : "local");
 
   if (!create_slots_.try_acquire_for(std::chrono::seconds(config_.queue_timeout_seconds)))
     return detail(429, "session create queue is full");
@@ -305,6 +324,14 @@ http_reply service::create_session(const http_request& r) {
   s->id = sid;
   s->container = name;
   s->archive_key = archive_key;
+  s->storage_prefix = prefix;
+  s->archive = archive;
+  if (archive) restore_workspace(*s);
+  auto reset = run_in(name, {"sh", "-c", "rm -rf -- /workspace/uploads /workspace/skills && mkdir -p -- /workspace/uploads /workspace/skills"}, 30s);
+  if (!reset.started || reset.exit_code != 0) {
+    remove_container(name);
+    return detail(500, "reset inputs failed: " + reset.stderr_data);
+  }
   s->ttl_seconds = ttl && *ttl > 0 ? std::clamp<std::int64_t>(*ttl, 1, config_.idle_ttl_cap_seconds) : 0;
   s->last_used = std::chrono::steady_clock::now();
   {
@@ -316,8 +343,14 @@ http_reply service::create_session(const http_request& r) {
   return {200, body + "}"};
 }
 
-http_reply service::delete_session(std::string_view id) {
+http_reply service::delete_session(std::string_view id, const std::string& body) {
   if (!valid_session_id(id)) return detail(400, "invalid session_id");
+  body_fields f(body, true);
+  if (f.error) return *f.error;
+  std::optional<http_reply> err;
+  const bool discard = f.boolean("discard");
+  auto key = f.string("archive_key", false, err);
+  if (err) return *err;
   auto s = find(std::string(id));
   const std::string name = std::string(container_prefix) + std::string(id);
   if (s) {
@@ -327,12 +360,67 @@ http_reply service::delete_session(std::string_view id) {
       s->terminating = false;
       return detail(429, "session is busy");
     }
+    if (discard) {
+      const std::string stem = key && valid_archive_key(*key) ? *key : s->archive_key;
+      if (auto path = archive_path(config_.local_storage_dir, s->storage_prefix, stem)) ::unlink(path->c_str());
+    } else if (s->archive) {
+      archive_workspace(*s);
+    }
     remove_container(name);
     forget(s->id);
   } else {
+    if (discard && key && valid_archive_key(*key))
+      if (auto path = archive_path(config_.local_storage_dir, "workspaces/", *key)) ::unlink(path->c_str());
     remove_container(name);  // idempotent, also for sessions a restart forgot
   }
   return {200, R"({"ok":true})"};
+}
+
+bool service::storage_effective(const std::string& provider) const {
+  // Local archives need the operator's directory; S3 and OSS are not implemented here yet
+  // (not effective: archiving is a no-op, as the seed does for unconfigured storage).
+  if (provider != "local") return false;
+  std::error_code ec;
+  return !config_.local_storage_dir.empty() && std::filesystem::is_directory(config_.local_storage_dir, ec);
+}
+
+void service::archive_workspace(const session& s) {
+  auto path = archive_path(config_.local_storage_dir, s.storage_prefix, s.archive_key);
+  if (!path) return;
+  // At most SANDBOX_MAX_ARCHIVE_BYTES compressed; over it, or on any failure, the archive
+  // is skipped (never a half-written one: the write is atomic).
+  auto tar = run_in(s.container, {"tar", "czf", "-", "--exclude=./uploads", "--exclude=./skills", "-C", "/workspace", "."},
+                    std::chrono::seconds(config_.archive_timeout_s), {}, false, {},
+                    static_cast<std::size_t>(config_.max_archive_bytes));
+  if (!tar.started || tar.timed_out || tar.exit_code != 0 || tar.stdout_dropped) {
+    std::cerr << "dockgate-sidecar: archive of " << s.id << " skipped ("
+              << (tar.stdout_dropped ? "over SANDBOX_MAX_ARCHIVE_BYTES" : tar.error + tar.stderr_data) << ")" << std::endl;
+    return;
+  }
+  std::string why;
+  if (!write_atomically(*path, tar.stdout_data, &why))
+    std::cerr << "dockgate-sidecar: archive of " << s.id << " not written: " << why << std::endl;
+}
+
+void service::restore_workspace(const session& s) {
+  auto path = archive_path(config_.local_storage_dir, s.storage_prefix, s.archive_key);
+  if (!path) return;
+  std::ifstream in(*path, std::ios::binary);
+  if (!in) return;  // nothing archived under this key yet
+  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (data.size() > static_cast<std::size_t>(config_.max_archive_bytes)) {
+    std::cerr << "dockgate-sidecar: archive " << *path << " over SANDBOX_MAX_ARCHIVE_BYTES: not restored" << std::endl;
+    return;
+  }
+  const auto max_unpacked = parse_size(config_.workspace_size).value_or(512LL << 20);
+  if (auto problem = check_workspace_archive(data, static_cast<std::uint64_t>(max_unpacked))) {
+    std::cerr << "dockgate-sidecar: archive " << *path << " refused: " << *problem << std::endl;
+    return;
+  }
+  auto untar = run_in(s.container, {"tar", "--no-same-owner", "-xzf", "-", "-C", "/workspace"},
+                      std::chrono::seconds(config_.archive_timeout_s), std::move(data), true);
+  if (!untar.started || untar.exit_code != 0)
+    std::cerr << "dockgate-sidecar: restore of " << *path << " failed: " << untar.error << untar.stderr_data << std::endl;
 }
 
 http_reply service::exec(const http_request& r) {
@@ -606,7 +694,11 @@ void service::reconcile() {
     auto s = std::make_shared<session>();
     s->id = std::string(sid);
     s->container = name;
-    if (labels[archive_label].get_string().get(key) == simdjson::SUCCESS) s->archive_key = std::string(key);
+    if (labels[archive_label].get_string().get(key) == simdjson::SUCCESS && valid_archive_key(key))
+      s->archive_key = std::string(key);
+    else
+      s->archive_key = s->id;
+    s->archive = storage_effective("local");  // the archive key survives in the label
     s->last_used = std::chrono::steady_clock::now();  // the TTL restarts at boot
     std::lock_guard g(table_mutex_);
     sessions_[s->id] = s;
@@ -627,6 +719,7 @@ void service::reap_once() {
     if (!lock.owns_lock()) continue;  // busy: next sweep
     if (std::chrono::steady_clock::now() - s->last_used.load() <= ttl) continue;
     s->terminating = true;
+    if (s->archive) archive_workspace(*s);
     remove_container(s->container);
     forget(s->id);
   }

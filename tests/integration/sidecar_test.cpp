@@ -238,3 +238,48 @@ TEST_CASE("sidecar: SANDBOX_MAX_SESSIONS gives 429; a restarted sidecar adopts i
   CHECK(restarted.call("DELETE", "/sessions/" + sid, "").status == 200);
   CHECK_FALSE(container_exists("dockgate-sbx-" + sid));
 }
+
+TEST_CASE("sidecar: a reaped session's workspace comes back under the same archive key; bad archives are refused",
+          "[integration][sidecar][archive]") {
+  proxy_process proxy("compose/policies/sandbox.json");
+  const std::string store = proxy.dir() + "/archives";
+  run("mkdir -p " + store);
+  sidecar_process sidecar(proxy, {"SANDBOX_LOCAL_STORAGE_DIR=" + store, "SANDBOX_IDLE_TTL_SECONDS=1",
+                                  "SANDBOX_IDLE_REAPER_SWEEP_INTERVAL=1"});
+  auto first = sidecar.call("POST", "/sessions", R"({"archive_key":"conv_42","storage":{"provider":"local"}})");
+  REQUIRE(first.status == 200);
+  const std::string sid = field(first.body, "session_id");
+  auto wrote = sidecar.call("POST", "/exec", "{\"session_id\":\"" + sid +
+                                                 "\",\"code\":\"import os; os.makedirs('/workspace/notes', exist_ok=True); "
+                                                 "open('/workspace/notes/kept.txt','w').write('remember me'); "
+                                                 "open('/workspace/uploads/gone.txt','w').write('input')\"}");
+  REQUIRE(field(wrote.body, "exit_code") == "0");
+  // The reaper archives and removes the idle session.
+  for (int i = 0; i < 100 && container_exists("dockgate-sbx-" + sid); ++i) std::this_thread::sleep_for(100ms);
+  CHECK_FALSE(container_exists("dockgate-sbx-" + sid));
+  const std::string archive = store + "/workspaces/workspaces/conv_42.tgz";
+  REQUIRE(run("test -s " + archive).status == 0);
+  CHECK(run("tar -tzf " + archive).output.find("uploads/gone.txt") == std::string::npos);  // inputs are not archived
+  CHECK(run("ls " + store + "/workspaces/workspaces/ | grep -c tmp").output == "0\n");   // no half-written file
+
+  auto second = sidecar.call("POST", "/sessions", R"({"archive_key":"conv_42","storage":{"provider":"local"}})");
+  REQUIRE(second.status == 200);
+  const std::string sid2 = field(second.body, "session_id");
+  auto read = sidecar.call("POST", "/exec", "{\"session_id\":\"" + sid2 + "\",\"code\":\"print(open('/workspace/notes/kept.txt').read())\"}");
+  INFO(read.body << sidecar.log());
+  CHECK(field(read.body, "stdout") == "remember me\n");
+  sidecar.call("DELETE", "/sessions/" + sid2, R"({"discard":true})");
+  CHECK(run("test -e " + archive).status != 0);  // discard removes the archive
+
+  // An archive with a member that climbs out is refused before anything is unpacked.
+  const std::string evil_dir = proxy.dir() + "/evil";
+  run("mkdir -p " + evil_dir + "/x && echo pwned > " + proxy.dir() + "/evil.txt && tar -C " + evil_dir +
+      " -czf " + store + "/workspaces/workspaces/conv_evil.tgz --absolute-names x/../../evil.txt");
+  auto third = sidecar.call("POST", "/sessions", R"({"archive_key":"conv_evil"})");
+  REQUIRE(third.status == 200);
+  const std::string sid3 = field(third.body, "session_id");
+  auto listed = sidecar.call("POST", "/files/list", "{\"session_id\":\"" + sid3 + "\"}");
+  CHECK(field(listed.body, "files") == "[]");
+  CHECK(sidecar.log().find("refused: member \"x/../../evil.txt\" is absolute or climbs out") != std::string::npos);
+  sidecar.call("DELETE", "/sessions/" + sid3, R"({"discard":true})");
+}

@@ -45,12 +45,14 @@ class service {
     std::atomic<std::chrono::steady_clock::time_point> last_used{};
     std::int64_t ttl_seconds = 0;
     std::string archive_key;
+    std::string storage_prefix = "workspaces/";
+    bool archive = false;  // local storage effective for this session
     std::atomic<bool> terminating{false};
   };
 
   http_reply healthz();
   http_reply create_session(const http_request& r);
-  http_reply delete_session(std::string_view id);
+  http_reply delete_session(std::string_view id, const std::string& body);
   http_reply exec(const http_request& r);
   http_reply put_file(const http_request& r);
   http_reply get_file(const http_request& r);
@@ -66,6 +68,10 @@ class service {
                              std::vector<std::string> env = {}, std::size_t max_out = 64 * 1024 * 1024);
   std::string create_body(const std::string& sid, const std::string& archive_key) const;
   void reap_once();
+  // Storage the request names (or none): whether archives apply, and their prefix.
+  bool storage_effective(const std::string& body_storage_provider) const;
+  void archive_workspace(const session& s);
+  void restore_workspace(const session& s);
 
   config config_;
   client::engine docker_;

@@ -1,0 +1,60 @@
+#include <catch2/catch.hpp>
+
+#include "dockgate/sidecar/config.hpp"
+#include "dockgate/sidecar/service.hpp"
+
+using namespace dockgate::sidecar;
+
+TEST_CASE("base64 round-trips and strict decoding refuses the rest", "[sidecar]") {
+  for (std::string s : std::vector<std::string>{"", "a", "ab", "abc", "abcd", std::string("\0\xff\x10", 3)})
+    CHECK(base64_decode_strict(base64_encode(s)) == s);
+  CHECK(base64_encode("a,b\n1,2\n") == "YSxiCjEsMgo=");
+  for (auto bad : {"YSxiCjEsMgo", "YSx=CjEs", "YS xi", "YSxi\nCjEs", "@@@@", "YQ==YQ==", "Y==="}) CHECK_FALSE(base64_decode_strict(bad));
+}
+
+TEST_CASE("workspace paths normalise like os.path.normpath and stay under /workspace", "[sidecar]") {
+  CHECK(workspace_path("uploads/a.csv") == "/workspace/uploads/a.csv");
+  CHECK(workspace_path("/workspace") == "/workspace");
+  CHECK(workspace_path("/workspace/./a//b/../c") == "/workspace/a/c");
+  CHECK(workspace_path("a/../../workspace/x") == "/workspace/x");
+  for (auto bad : {"../etc/passwd", "/etc/passwd", "/workspace/../etc", "/workspacex/y", "", "a/../../../x"})
+    CHECK_FALSE(workspace_path(bad));
+  CHECK_FALSE(workspace_path(std::string("a\0b", 3)));
+}
+
+TEST_CASE("shell quoting, UTF-8 repair, MIME types", "[sidecar]") {
+  CHECK(shell_quote("it's") == "'it'\\''s'");
+  CHECK(valid_utf8("ok \xC3\xA9") == "ok \xC3\xA9");
+  CHECK(valid_utf8("cut \xC3") == "cut \xEF\xBF\xBD");
+  CHECK(valid_utf8("\xff") == "\xEF\xBF\xBD");
+  CHECK(mime_type_for("plot.PNG") == "image/png");
+  CHECK(mime_type_for("data.bin") == "application/octet-stream");
+}
+
+TEST_CASE("configuration: defaults, clamps, refusal without a key", "[sidecar]") {
+  auto none = load_config({});
+  CHECK_FALSE(none.value);
+  REQUIRE(none.errors.size() == 1);
+  CHECK_THAT(none.errors[0], Catch::Contains("SANDBOX_API_KEY"));
+  auto open = load_config({{"SANDBOX_ALLOW_NO_AUTH", " Yes "}});
+  REQUIRE(open.value);
+  CHECK(open.value->allow_no_auth);
+  CHECK(open.value->memory_bytes == 2LL << 30);
+  CHECK(open.value->exec_timeout_cap_ms == 600000);
+  CHECK(open.value->max_output_bytes == 32768);
+  CHECK(open.value->listen == "0.0.0.0:8000");
+  CHECK_FALSE(load_config({{"SANDBOX_ALLOW_NO_AUTH", "False"}}).value);
+  auto c = load_config({{"SANDBOX_API_KEY", "k"}, {"SANDBOX_MEMORY", "512m"}, {"SANDBOX_CPUS", "0.5"},
+                        {"SANDBOX_WORKSPACE_TMPFS_SIZE", "1g"}, {"SANDBOX_MAX_SESSIONS", "-3"},
+                        {"SANDBOX_READ_ONLY_ROOTFS", "0"}, {"SANDBOX_PULL_ON_START", "yes"}});
+  REQUIRE(c.value);
+  CHECK(c.value->memory_bytes == 512LL << 20);
+  CHECK(c.value->nano_cpus == 500000000);
+  CHECK(c.value->workspace_size == "1g");
+  CHECK(c.value->max_sessions == 0);
+  CHECK_FALSE(c.value->read_only_rootfs);
+  CHECK(c.value->pull_on_start);
+  auto bad = load_config({{"SANDBOX_API_KEY", "k"}, {"SANDBOX_MEMORY", "lots"}, {"SANDBOX_PIDS_LIMIT", "x"}});
+  CHECK(bad.errors.size() == 2);
+  CHECK(parse_size("1.5g") == static_cast<std::int64_t>(1.5 * (1LL << 30)));
+}
