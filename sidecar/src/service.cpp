@@ -289,6 +289,7 @@ http_reply service::create_session(const http_request& r) {
   const std::string sid = random_hex(16);
   const std::string name = std::string(container_prefix) + sid;
   const std::string archive_key = key && valid_archive_key(*key) ? *key : sid;
+  std::string container_id = name;  // replaced by the full ID once created
   {
     std::lock_guard g(create_mutex_);
     if (config_.max_sessions > 0) {
@@ -309,27 +310,34 @@ http_reply service::create_session(const http_request& r) {
     auto created = docker_.call("POST", "/containers/create?name=" + name, create_body(sid, archive_key), 60s);
     if (created.status != 201)
       return detail(500, "docker run failed: " + (created.status ? created.body : created.error));
+    {
+      simdjson::dom::parser p;
+      simdjson::dom::element doc;
+      std::string_view id;
+      if (p.parse(created.body).get(doc) == simdjson::SUCCESS && doc["Id"].get_string().get(id) == simdjson::SUCCESS)
+        container_id = std::string(id);
+    }
     auto started = docker_.call("POST", "/containers/" + name + "/start", {}, 60s);
     if (started.status != 204 && started.status != 304) {
       remove_container(name);
       return detail(500, "docker run failed: " + (started.status ? started.body : started.error));
     }
   }
-  auto mk = run_in(name, {"mkdir", "-p", "/workspace/uploads", "/workspace/outputs", "/workspace/skills"}, 20s);
+  auto mk = run_in(container_id, {"mkdir", "-p", "/workspace/uploads", "/workspace/outputs", "/workspace/skills"}, 20s);
   if (!mk.started || mk.exit_code != 0) {
-    remove_container(name);
+    remove_container(container_id);
     return detail(500, "workspace init failed: " + (mk.error.empty() ? mk.stderr_data : mk.error));
   }
   auto s = std::make_shared<session>();
   s->id = sid;
-  s->container = name;
+  s->container = container_id;
   s->archive_key = archive_key;
   s->storage_prefix = prefix;
   s->archive = archive;
   if (archive) restore_workspace(*s);
-  auto reset = run_in(name, {"sh", "-c", "rm -rf -- /workspace/uploads /workspace/skills && mkdir -p -- /workspace/uploads /workspace/skills"}, 30s);
+  auto reset = run_in(container_id, {"sh", "-c", "rm -rf -- /workspace/uploads /workspace/skills && mkdir -p -- /workspace/uploads /workspace/skills"}, 30s);
   if (!reset.started || reset.exit_code != 0) {
-    remove_container(name);
+    remove_container(container_id);
     return detail(500, "reset inputs failed: " + reset.stderr_data);
   }
   s->ttl_seconds = ttl && *ttl > 0 ? std::clamp<std::int64_t>(*ttl, 1, config_.idle_ttl_cap_seconds) : 0;
@@ -366,7 +374,7 @@ http_reply service::delete_session(std::string_view id, const std::string& body)
     } else if (s->archive) {
       archive_workspace(*s);
     }
-    remove_container(name);
+    remove_container(s->container);
     forget(s->id);
   } else {
     if (discard && key && valid_archive_key(*key))
@@ -450,47 +458,57 @@ http_reply service::exec(const http_request& r) {
       if (s) s->release();
     }
   } slot{config_.max_concurrent_execs > 0 ? &exec_slots_ : nullptr};
-  if (s->terminating || !running(s->container)) return detail(404, "session not found or not running");
+  if (s->terminating) return detail(404, "session not found or not running");
 
+  // Two execs around the cell (each exec is three Engine API calls): the first snapshots
+  // /workspace/outputs, writes the cell from stdin and becomes `timeout ... python3`; the
+  // second kills whatever the cell left behind, removes it and snapshots outputs again.
   const std::string token = random_hex(16);
   const std::string cell = "/tmp/dockgate-cell-" + token + ".py";
-  auto written = run_in(s->container, {"sh", "-c", "cat > " + shell_quote(cell)}, 30s, *code, true);
-  if (!written.started || written.exit_code != 0)
-    return detail(500, "write cell failed: " + (written.error.empty() ? written.stderr_data : written.error));
-
-  auto snapshot = [&]() {
+  const std::string before_file = "/tmp/dockgate-before-" + token;
+  const std::string find_outputs = "find /workspace/outputs -type f -printf '%p\\t%T@\\t%s\\n' 2>/dev/null";
+  char seconds[32];
+  std::snprintf(seconds, sizeof seconds, "%.3fs", static_cast<double>(ms) / 1000.0);
+  client::exec_options run;
+  run.cmd = {"sh", "-c",
+             find_outputs + " > " + shell_quote(before_file) + "; cat > " + shell_quote(cell) +
+                 " || exit 125; exec timeout --kill-after=2s " + seconds + " python3 " + shell_quote(cell)};
+  run.env = {"DOCKGATE_CELL_TOKEN=" + token};
+  run.stdin_data = *code;
+  run.attach_stdin = true;
+  run.max_stdout = run.max_stderr = static_cast<std::size_t>(config_.max_output_bytes);
+  run.timeout = std::chrono::milliseconds(ms) + 15s;  // the host-side wall clock
+  auto result = docker_.exec(s->container, run);
+  // Every process the cell started carries the token in its environment (detached and
+  // double-forked ones too): all are killed. Nothing keeps running after the answer.
+  auto cleanup = run_in(s->container,
+                        {"sh", "-c",
+                         "for d in /proc/[0-9]*; do if tr '\\000' '\\n' < \"$d/environ\" 2>/dev/null | grep -qxF " +
+                             shell_quote("DOCKGATE_CELL_TOKEN=" + token) + "; then kill -9 \"${d#/proc/}\" 2>/dev/null; fi; done; rm -f " +
+                             shell_quote(cell) + "; cat " + shell_quote(before_file) + " 2>/dev/null; echo ---; " + find_outputs +
+                             "; rm -f " + shell_quote(before_file)},
+                        15s);
+  if (!result.started && result.error.find("409") != std::string::npos) return detail(404, "session not found or not running");
+  if (!result.started && result.error.find("404") != std::string::npos) return detail(404, "session not found or not running");
+  if (result.started && result.exit_code == 125 && !result.timed_out)
+    return detail(500, "write cell failed: " + result.stderr_data);
+  auto parse_snapshot = [](std::string_view text) {
     std::map<std::string, std::string> files;
-    auto found = run_in(s->container,
-                        {"sh", "-c", "find /workspace/outputs -type f -printf '%p\\t%T@\\t%s\\n' 2>/dev/null || true"}, 30s);
-    std::string_view out = found.stdout_data;
-    while (!out.empty()) {
-      auto nl = out.find('\n');
-      std::string_view line = out.substr(0, nl);
-      out = nl == std::string_view::npos ? std::string_view{} : out.substr(nl + 1);
+    while (!text.empty()) {
+      auto nl = text.find('\n');
+      std::string_view line = text.substr(0, nl);
+      text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
       auto t1 = line.find('\t');
       if (t1 == std::string_view::npos) continue;
       files[std::string(line.substr(0, t1))] = std::string(line.substr(t1 + 1));
     }
     return files;
   };
-  const auto before = snapshot();
-
-  char seconds[32];
-  std::snprintf(seconds, sizeof seconds, "%.3fs", static_cast<double>(ms) / 1000.0);
-  client::exec_options run;
-  run.cmd = {"timeout", "--kill-after=2s", seconds, "python3", cell};
-  run.env = {"DOCKGATE_CELL_TOKEN=" + token};
-  run.max_stdout = run.max_stderr = static_cast<std::size_t>(config_.max_output_bytes);
-  run.timeout = std::chrono::milliseconds(ms) + 15s;  // the host-side wall clock
-  auto result = docker_.exec(s->container, run);
-  // Kill every process the cell started, detached and double-forked ones included: they
-  // all carry the token in their environment. Nothing keeps running after the answer.
-  run_in(s->container,
-         {"sh", "-c",
-          "for d in /proc/[0-9]*; do if tr '\\000' '\\n' < \"$d/environ\" 2>/dev/null | grep -qxF " +
-              shell_quote("DOCKGATE_CELL_TOKEN=" + token) + "; then kill -9 \"${d#/proc/}\" 2>/dev/null; fi; done; rm -f " +
-              shell_quote(cell)},
-         15s);
+  const std::string_view listing = cleanup.stdout_data;
+  const auto separator = listing.find("---\n");
+  const auto before = parse_snapshot(listing.substr(0, separator));
+  const auto after_files = separator == std::string_view::npos ? std::map<std::string, std::string>{}
+                                                               : parse_snapshot(listing.substr(separator + 4));
   if (!result.started) return detail(500, "exec failed: " + result.error);
   std::int64_t exit_code = result.timed_out ? 124 : result.exit_code;
   const std::string kb = std::to_string(config_.max_output_bytes / 1024) + "KB";
@@ -502,7 +520,7 @@ http_reply service::exec(const http_request& r) {
   s->last_used = std::chrono::steady_clock::now();
 
   // Artifacts: new or changed regular files under /workspace/outputs, by path.
-  const auto after = snapshot();
+  const auto& after = after_files;
   std::vector<std::string> changed;
   for (const auto& [path, stamp] : after) {
     auto it = before.find(path);
@@ -688,12 +706,17 @@ void service::reconcile() {
     if (labels[session_label].get_string().get(sid) != simdjson::SUCCESS || !valid_session_id(sid)) continue;
     const std::string name = std::string(container_prefix) + std::string(sid);
     if (state != "running") {
-      remove_container(name);
+      // A stopped session container of an earlier run: its tmpfs workspace went with it.
+      // Removed without archiving, so that the last good archive under its key (if any)
+      // is not overwritten by an empty one.
+      std::string_view full_id;
+      remove_container(c["Id"].get_string().get(full_id) == simdjson::SUCCESS ? std::string(full_id) : name);
       continue;
     }
     auto s = std::make_shared<session>();
     s->id = std::string(sid);
-    s->container = name;
+    std::string_view full_id;
+    s->container = c["Id"].get_string().get(full_id) == simdjson::SUCCESS ? std::string(full_id) : name;
     if (labels[archive_label].get_string().get(key) == simdjson::SUCCESS && valid_archive_key(key))
       s->archive_key = std::string(key);
     else

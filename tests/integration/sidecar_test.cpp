@@ -283,3 +283,27 @@ TEST_CASE("sidecar: a reaped session's workspace comes back under the same archi
   CHECK(sidecar.log().find("refused: member \"x/../../evil.txt\" is absolute or climbs out") != std::string::npos);
   sidecar.call("DELETE", "/sessions/" + sid3, R"({"discard":true})");
 }
+
+TEST_CASE("sidecar: at start-up a stopped session container is removed and its last archive kept",
+          "[integration][sidecar][archive]") {
+  proxy_process proxy("compose/policies/sandbox.json");
+  const std::string store = proxy.dir() + "/archives";
+  run("mkdir -p " + store);
+  std::string sid;
+  {
+    sidecar_process sidecar(proxy, {"SANDBOX_LOCAL_STORAGE_DIR=" + store});
+    // A first session archived under the key, then a second one with the same key.
+    auto first = sidecar.call("POST", "/sessions", R"({"archive_key":"conv_stop"})");
+    const std::string sid1 = field(first.body, "session_id");
+    sidecar.call("POST", "/exec", "{\"session_id\":\"" + sid1 + "\",\"code\":\"open('/workspace/w.txt','w').write('x')\"}");
+    sidecar.call("DELETE", "/sessions/" + sid1, "{}");
+    auto second = sidecar.call("POST", "/sessions", R"({"archive_key":"conv_stop"})");
+    REQUIRE(second.status == 200);
+    sid = field(second.body, "session_id");
+    sidecar.stop(SIGKILL);
+  }
+  run(direct() + " stop -t 0 dockgate-sbx-" + sid);  // the container stops while no sidecar runs
+  sidecar_process restarted(proxy, {"SANDBOX_LOCAL_STORAGE_DIR=" + store});
+  CHECK_FALSE(container_exists("dockgate-sbx-" + sid));
+  CHECK(run("tar -tzf " + store + "/workspaces/workspaces/conv_stop.tgz").output.find("w.txt") != std::string::npos);
+}
