@@ -40,7 +40,7 @@ int main() {
     std::signal(SIGINT, on_signal);
     std::signal(SIGPIPE, SIG_IGN);
     std::cerr << "dockgate-sidecar: listening on " << loaded.value->listen << " (port " << server.port()
-              << "), docker at " << engine_config->endpoint.to_string() << ", image " << loaded.value->image << std::endl;
+              << "), docker at " << engine_config->where.endpoint.to_string() << (engine_config->where.tls ? " (TLS)" : "") << ", image " << loaded.value->image << std::endl;
     server.run();
     running_server = nullptr;
   } catch (const std::exception& e) {

@@ -25,25 +25,33 @@ std::string json_string_array(const std::vector<std::string>& items) {
 
 std::optional<engine_config> engine_config_from_env(std::string* error) {
   const char* host = std::getenv("DOCKER_HOST");
-  const char* tls = std::getenv("DOCKER_TLS_VERIFY");
-  if (tls && *tls) {
-    if (error) *error = "DOCKER_TLS_VERIFY is not supported yet: reach the gate over unix:// or a private tcp://";
-    return std::nullopt;
-  }
+  const char* verify = std::getenv("DOCKER_TLS_VERIFY");
   auto ep = common::parse_endpoint(host && *host ? host : "unix:///var/run/docker.sock", error);
   if (!ep) return std::nullopt;
   if (ep->scheme == common::endpoint::kind::tls) {
-    if (error) *error = "DOCKER_HOST: tls:// is a listener scheme; use tcp://";
+    if (error) *error = "DOCKER_HOST: tls:// is a listener scheme; use tcp:// with DOCKER_TLS_VERIFY";
     return std::nullopt;
   }
-  return engine_config{*ep};
+  engine_config config{transport{*ep, nullptr}};
+  if (verify && *verify) {
+    if (ep->scheme != common::endpoint::kind::tcp) {
+      if (error) *error = "DOCKER_TLS_VERIFY needs a tcp:// DOCKER_HOST";
+      return std::nullopt;
+    }
+    const char* path = std::getenv("DOCKER_CERT_PATH");
+    const char* home = std::getenv("HOME");
+    const std::string dir = path && *path ? path : std::string(home ? home : "") + "/.docker";
+    config.where.tls = tls_context::create(dir + "/ca.pem", dir + "/cert.pem", dir + "/key.pem", error);
+    if (!config.where.tls) return std::nullopt;
+  }
+  return config;
 }
 
 http_response engine::call(std::string_view method, std::string_view path, std::string_view body,
                            std::chrono::milliseconds timeout) const {
   std::string target = "/v" + config_.api_version;
   target += path;
-  return http_request(config_.endpoint, method, target, body, timeout);
+  return http_request(config_.where, method, target, body, timeout);
 }
 
 exec_result engine::exec(std::string_view container, const exec_options& options) const {
@@ -72,7 +80,7 @@ exec_result engine::exec(std::string_view container, const exec_options& options
     exec_id = std::string(id);
   }
 
-  auto c = connection::open(config_.endpoint, deadline, &result.error);
+  auto c = connection::open(config_.where, deadline, &result.error);
   if (!c) return result;
   const std::string start_body = R"({"Detach":false,"Tty":false})";
   std::string request = "POST /v" + config_.api_version + "/exec/" + exec_id +

@@ -7,6 +7,11 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+#include <arpa/inet.h>
+
 #include <cerrno>
 #include <cstring>
 
@@ -41,8 +46,36 @@ std::string lower(std::string_view s) {
 
 }  // namespace
 
-std::optional<connection> connection::open(const common::endpoint& ep, clock_type::time_point deadline,
-                                           std::string* error) {
+std::shared_ptr<tls_context> tls_context::create(const std::string& ca_file, const std::string& cert_file,
+                                                const std::string& key_file, std::string* error) {
+  auto ctx = std::make_shared<tls_context>();
+  SSL_CTX* c = SSL_CTX_new(TLS_client_method());
+  ctx->ctx_ = c;
+  SSL_CTX_set_min_proto_version(c, TLS1_2_VERSION);
+  auto fail = [&](std::string what) -> std::shared_ptr<tls_context> {
+    if (error) *error = std::move(what);
+    return nullptr;
+  };
+  if (SSL_CTX_load_verify_locations(c, ca_file.c_str(), nullptr) != 1) return fail("cannot load CA " + ca_file);
+  if (SSL_CTX_use_certificate_chain_file(c, cert_file.c_str()) != 1) return fail("cannot load certificate " + cert_file);
+  if (SSL_CTX_use_PrivateKey_file(c, key_file.c_str(), SSL_FILETYPE_PEM) != 1) return fail("cannot load key " + key_file);
+  SSL_CTX_set_verify(c, SSL_VERIFY_PEER, nullptr);
+  return ctx;
+}
+
+tls_context::~tls_context() {
+  if (ctx_) SSL_CTX_free(static_cast<SSL_CTX*>(ctx_));
+}
+
+bool connection::wait_ssl(int result, clock_type::time_point deadline) {
+  const int err = SSL_get_error(static_cast<SSL*>(ssl_), result);
+  if (err == SSL_ERROR_WANT_READ) return wait_for(fd_, POLLIN, deadline);
+  if (err == SSL_ERROR_WANT_WRITE) return wait_for(fd_, POLLOUT, deadline);
+  return false;
+}
+
+std::optional<connection> connection::open(const transport& t, clock_type::time_point deadline, std::string* error) {
+  const common::endpoint& ep = t.endpoint;
   auto fail = [&](std::string why) -> std::optional<connection> {
     if (error) *error = std::move(why);
     return std::nullopt;
@@ -78,14 +111,48 @@ std::optional<connection> connection::open(const common::endpoint& ep, clock_typ
   socklen_t len = sizeof err;
   ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
   if (err != 0) return fail("connect " + ep.to_string() + ": " + std::strerror(err));
+  if (t.tls) {
+    SSL* ssl = SSL_new(static_cast<SSL_CTX*>(t.tls->native()));
+    c.ssl_ = ssl;
+    SSL_set_fd(ssl, fd);
+    // The server is who DOCKER_HOST names: its certificate must say so.
+    unsigned char ip[16];
+    X509_VERIFY_PARAM* param = SSL_get0_param(ssl);
+    if (::inet_pton(AF_INET, ep.host.c_str(), ip) == 1 || ::inet_pton(AF_INET6, ep.host.c_str(), ip) == 1) {
+      X509_VERIFY_PARAM_set1_ip_asc(param, ep.host.c_str());
+    } else {
+      SSL_set_tlsext_host_name(ssl, ep.host.c_str());
+      SSL_set1_host(ssl, ep.host.c_str());
+    }
+    for (;;) {
+      const int r = SSL_connect(ssl);
+      if (r == 1) break;
+      if (!c.wait_ssl(r, deadline))
+        return fail("TLS handshake with " + ep.to_string() + " failed: " +
+                    (SSL_get_verify_result(ssl) != X509_V_OK ? X509_verify_cert_error_string(SSL_get_verify_result(ssl))
+                                                             : "handshake error or timeout"));
+    }
+  }
   return c;
 }
 
 connection::~connection() {
+  if (ssl_) SSL_free(static_cast<SSL*>(ssl_));
   if (fd_ >= 0) ::close(fd_);
 }
 
 bool connection::write_all(std::string_view data, clock_type::time_point deadline) {
+  if (ssl_) {
+    while (!data.empty()) {
+      const int n = SSL_write(static_cast<SSL*>(ssl_), data.data(), static_cast<int>(std::min<std::size_t>(data.size(), 1 << 20)));
+      if (n > 0) {
+        data.remove_prefix(static_cast<std::size_t>(n));
+        continue;
+      }
+      if (!wait_ssl(n, deadline)) return false;
+    }
+    return true;
+  }
   while (!data.empty()) {
     const ssize_t n = ::send(fd_, data.data(), data.size(), MSG_NOSIGNAL);
     if (n > 0) {
@@ -102,6 +169,16 @@ bool connection::write_all(std::string_view data, clock_type::time_point deadlin
 }
 
 long connection::read_some(char* buf, std::size_t size, clock_type::time_point deadline) {
+  if (ssl_) {
+    for (;;) {
+      const int n = SSL_read(static_cast<SSL*>(ssl_), buf, static_cast<int>(std::min<std::size_t>(size, 1 << 20)));
+      if (n > 0) return n;
+      const int err = SSL_get_error(static_cast<SSL*>(ssl_), n);
+      if (err == SSL_ERROR_ZERO_RETURN) return 0;  // close_notify
+      if (err == SSL_ERROR_SYSCALL && n == 0) return 0;
+      if (!wait_ssl(n, deadline)) return -1;
+    }
+  }
   for (;;) {
     const ssize_t n = ::recv(fd_, buf, size, 0);
     if (n >= 0) return static_cast<long>(n);
@@ -113,7 +190,13 @@ long connection::read_some(char* buf, std::size_t size, clock_type::time_point d
   }
 }
 
-void connection::shutdown_write() { ::shutdown(fd_, SHUT_WR); }
+void connection::shutdown_write() {
+  if (ssl_) {
+    SSL_shutdown(static_cast<SSL*>(ssl_));  // close_notify: the peer sees our EOF, we can still read
+    return;
+  }
+  ::shutdown(fd_, SHUT_WR);
+}
 
 std::optional<response_head> read_response_head(connection& c, std::string& buffer, clock_type::time_point deadline) {
   char chunk[16384];
@@ -146,12 +229,12 @@ std::optional<response_head> read_response_head(connection& c, std::string& buff
   return h;
 }
 
-http_response http_request(const common::endpoint& ep, std::string_view method, std::string_view target,
+http_response http_request(const transport& t, std::string_view method, std::string_view target,
                            std::string_view body, std::chrono::milliseconds timeout, std::size_t max_body,
                            std::string_view extra_headers) {
   http_response r;
   const auto deadline = clock_type::now() + timeout;
-  auto c = connection::open(ep, deadline, &r.error);
+  auto c = connection::open(t, deadline, &r.error);
   if (!c) return r;
   std::string request;
   request.reserve(256 + body.size());

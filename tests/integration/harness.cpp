@@ -316,6 +316,23 @@ void background::kill() {
   pid_ = -1;
 }
 
+std::string make_pki() {
+  auto dir = run("mktemp -d /tmp/dockgate-pki.XXXXXX").output;
+  dir.erase(dir.find_last_not_of('\n') + 1);
+  const std::string script =
+      "cd " + dir + " && "
+      "openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 1 -subj /CN=dockgate-test-ca && "
+      "printf 'subjectAltName=IP:127.0.0.1\\n' > server.ext && "
+      "openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr -subj /CN=127.0.0.1 && "
+      "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 1 -extfile server.ext && "
+      "printf 'extendedKeyUsage=clientAuth\\n' > client.ext && "
+      "openssl req -newkey rsa:2048 -nodes -keyout client.key -out client.csr -subj /CN=ci-runner/O=dockgate && "
+      "openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out client.pem -days 1 -extfile client.ext && "
+      "cp client.pem cert.pem && cp client.key key.pem";
+  if (run(script).status != 0) throw std::runtime_error("openssl failed making test certificates");
+  return dir;
+}
+
 bool container_exists(const std::string& name) {
   auto r = run(docker_cli() + " -H " + engine_host() + " container inspect --format '{{.Id}}' " + name);
   return r.status == 0;

@@ -94,6 +94,11 @@ class background {
   int status_ = -1;
 };
 
+// A CA (ca.pem), a server certificate for 127.0.0.1 (server.pem/key) and a client
+// certificate CN=ci-runner,O=dockgate (client.pem/key, also as cert.pem/key.pem for
+// DOCKER_CERT_PATH), made with openssl in a new temporary directory.
+std::string make_pki();
+
 // Daemon's view: does a container with this name exist? (asked directly, not via proxy)
 bool container_exists(const std::string& name);
 

@@ -29,10 +29,12 @@ class sidecar_process {
  public:
   sidecar_process(const proxy_process& proxy, std::vector<std::string> env = {}) {
     port_ = free_tcp_port();
-    std::vector<std::string> full = {"DOCKER_HOST=" + proxy.host(), "SANDBOX_LISTEN=127.0.0.1:" + port_,
-                                     "SANDBOX_API_KEY=" + api_key, "SANDBOX_IMAGE=" + runtime_image(),
-                                     "SANDBOX_QUEUE_TIMEOUT_SECONDS=5", "PATH=/usr/bin:/bin"};
-    full.insert(full.end(), env.begin(), env.end());
+    // The test's variables come first: getenv returns the first of a name.
+    std::vector<std::string> full = env;
+    for (std::string d : {"DOCKER_HOST=" + proxy.host(), "SANDBOX_LISTEN=127.0.0.1:" + port_, "SANDBOX_API_KEY=" + api_key,
+                          "SANDBOX_IMAGE=" + runtime_image(), std::string("SANDBOX_QUEUE_TIMEOUT_SECONDS=5"),
+                          std::string("PATH=/usr/bin:/bin")})
+      full.push_back(d);
     log_ = proxy.dir() + "/sidecar-" + port_ + ".log";
     pid_ = ::fork();
     if (pid_ == 0) {
@@ -64,8 +66,9 @@ class sidecar_process {
   }
   dockgate::client::http_response call(const std::string& method, const std::string& path, const std::string& body,
                                        const std::string& key = api_key) const {
-    dockgate::common::endpoint ep{dockgate::common::endpoint::kind::tcp, "", "127.0.0.1",
-                                  static_cast<std::uint16_t>(std::stoi(port_))};
+    dockgate::client::transport ep{{dockgate::common::endpoint::kind::tcp, "", "127.0.0.1",
+                                    static_cast<std::uint16_t>(std::stoi(port_))},
+                                   nullptr};
     const std::string auth = key.empty() ? "" : "Authorization: Bearer " + key + "\r\n";
     return dockgate::client::http_request(ep, method, path, body, 120s, 64 * 1024 * 1024, auth);
   }
@@ -306,4 +309,22 @@ TEST_CASE("sidecar: at start-up a stopped session container is removed and its l
   sidecar_process restarted(proxy, {"SANDBOX_LOCAL_STORAGE_DIR=" + store});
   CHECK_FALSE(container_exists("dockgate-sbx-" + sid));
   CHECK(run("tar -tzf " + store + "/workspaces/workspaces/conv_stop.tgz").output.find("w.txt") != std::string::npos);
+}
+
+TEST_CASE("sidecar: DOCKER_TLS_VERIFY reaches the gate over TLS with a client certificate", "[integration][sidecar][tls]") {
+  const std::string pki = make_pki();
+  const std::string port = free_tcp_port();
+  proxy_process proxy("compose/policies/sandbox.json",
+                      {"--listen", "tls://127.0.0.1:" + port, "--tls-cert", pki + "/server.pem", "--tls-key",
+                       pki + "/server.key", "--tls-client-ca", pki + "/ca.pem"});
+  sidecar_process sidecar(proxy, {"DOCKER_HOST=tcp://127.0.0.1:" + port, "DOCKER_TLS_VERIFY=1", "DOCKER_CERT_PATH=" + pki});
+  auto created = sidecar.call("POST", "/sessions", "{}");
+  INFO(created.body << sidecar.log());
+  REQUIRE(created.status == 200);
+  const std::string sid = field(created.body, "session_id");
+  auto ran = sidecar.call("POST", "/exec", "{\"session_id\":\"" + sid + "\",\"code\":\"print(6*7)\"}");
+  CHECK(field(ran.body, "stdout") == "42\n");
+  CHECK(proxy.audit_contains(",subject=O=dockgate,CN=ci-runner\",\"profile\":\"sandbox\""));
+  sidecar.call("DELETE", "/sessions/" + sid, "");
+  run("rm -rf " + pki);
 }

@@ -6,25 +6,6 @@
 
 using namespace dockgate::test;
 
-namespace {
-// A CA, a server certificate for 127.0.0.1 and a client certificate, made with openssl.
-std::string make_pki() {
-  auto dir = run("mktemp -d /tmp/dockgate-pki.XXXXXX").output;
-  dir.erase(dir.find_last_not_of('\n') + 1);
-  const std::string script =
-      "cd " + dir + " && "
-      "openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 1 -subj /CN=dockgate-test-ca && "
-      "printf 'subjectAltName=IP:127.0.0.1\\n' > server.ext && "
-      "openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr -subj /CN=127.0.0.1 && "
-      "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 1 -extfile server.ext && "
-      "printf 'extendedKeyUsage=clientAuth\\n' > client.ext && "
-      "openssl req -newkey rsa:2048 -nodes -keyout client.key -out client.csr -subj /CN=ci-runner/O=dockgate && "
-      "openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out client.pem -days 1 -extfile client.ext";
-  auto r = run(script);
-  REQUIRE(r.status == 0);
-  return dir;
-}
-}  // namespace
 
 TEST_CASE("a TLS client certificate's subject selects the profile", "[integration][tls]") {
   const std::string pki = make_pki();

@@ -14,13 +14,13 @@
 namespace dockgate::client {
 
 struct engine_config {
-  common::endpoint endpoint;
+  transport where;
   std::string api_version = "1.41";
 };
 
-// DOCKER_HOST as the docker CLI reads it (default unix:///var/run/docker.sock).
-// DOCKER_TLS_VERIFY is refused for now (the sidecar reaches the gate over a private
-// unix socket or network); nullopt with `error` set.
+// DOCKER_HOST, DOCKER_TLS_VERIFY and DOCKER_CERT_PATH as the docker CLI reads them
+// (default unix:///var/run/docker.sock; with DOCKER_TLS_VERIFY set, TLS with
+// $DOCKER_CERT_PATH/{ca,cert,key}.pem, default ~/.docker). nullopt with `error` set.
 std::optional<engine_config> engine_config_from_env(std::string* error);
 
 struct exec_options {

@@ -4,6 +4,7 @@
 // gate): one connection per request, so that no state leaks between calls.
 
 #include <chrono>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -15,6 +16,26 @@ namespace dockgate::client {
 
 using clock_type = std::chrono::steady_clock;
 
+// TLS to the daemon (or the gate's tls:// listener), as DOCKER_TLS_VERIFY and
+// DOCKER_CERT_PATH configure the docker CLI: the server is verified against `ca_file`
+// (and its name or IP), the client presents `cert_file`/`key_file`.
+class tls_context {
+ public:
+  static std::shared_ptr<tls_context> create(const std::string& ca_file, const std::string& cert_file,
+                                             const std::string& key_file, std::string* error);
+  ~tls_context();
+  void* native() const { return ctx_; }  // SSL_CTX*
+
+ private:
+  void* ctx_ = nullptr;
+};
+
+// Where to connect: the endpoint, and TLS when configured.
+struct transport {
+  common::endpoint endpoint;
+  std::shared_ptr<tls_context> tls;
+};
+
 struct http_response {
   unsigned status = 0;  // 0: transport error (see error)
   std::string body;
@@ -25,27 +46,32 @@ struct http_response {
 // A connected socket (RAII). Reads and writes honour a deadline.
 class connection {
  public:
-  static std::optional<connection> open(const common::endpoint& ep, clock_type::time_point deadline,
-                                        std::string* error);
-  connection(connection&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
+  static std::optional<connection> open(const transport& t, clock_type::time_point deadline, std::string* error);
+  connection(connection&& other) noexcept : fd_(other.fd_), ssl_(other.ssl_) {
+    other.fd_ = -1;
+    other.ssl_ = nullptr;
+  }
   connection& operator=(connection&&) = delete;
   ~connection();
 
   bool write_all(std::string_view data, clock_type::time_point deadline);
   // Reads some bytes; 0 on EOF; -1 on error or deadline.
   long read_some(char* buf, std::size_t size, clock_type::time_point deadline);
+  // End of our side: stdin EOF for a hijacked exec (close_notify under TLS).
   void shutdown_write();
   int fd() const { return fd_; }
 
  private:
   explicit connection(int fd) : fd_(fd) {}
+  bool wait_ssl(int result, clock_type::time_point deadline);
   int fd_ = -1;
+  void* ssl_ = nullptr;  // SSL*
 };
 
 // Sends one request and reads the whole response (Content-Length, chunked, or until
 // close), at most `max_body` bytes of body.
 // `extra_headers` are complete header lines ("Authorization: Bearer x\r\n").
-http_response http_request(const common::endpoint& ep, std::string_view method, std::string_view target,
+http_response http_request(const transport& t, std::string_view method, std::string_view target,
                            std::string_view body, std::chrono::milliseconds timeout,
                            std::size_t max_body = 64 * 1024 * 1024, std::string_view extra_headers = {});
 
