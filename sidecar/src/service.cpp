@@ -182,6 +182,17 @@ http_reply service::healthz() {
   return {ready ? 200u : 503u, body + "}"};
 }
 
+// The session, locked (per-session serialisation) and checked to be running; or the
+// answer: 404 unknown or terminating, 429 busy past the queue timeout.
+std::optional<http_reply> service::acquire(const std::string& id, held_session& out) {
+  out.s = find(id);
+  if (!out.s || out.s->terminating) return detail(404, "session not found or not running");
+  out.lock = std::unique_lock(out.s->lock, std::defer_lock);
+  if (!out.lock.try_lock_for(std::chrono::seconds(config_.queue_timeout_seconds))) return detail(429, "session is busy");
+  if (!running(out.s->container)) return detail(404, "session not found or not running");
+  return std::nullopt;
+}
+
 std::shared_ptr<service::session> service::find(const std::string& id) {
   std::lock_guard g(table_mutex_);
   auto it = sessions_.find(id);
@@ -583,11 +594,9 @@ http_reply service::put_file(const http_request& r) {
   if (!valid_session_id(*sid)) return detail(400, "invalid session_id");
   auto target = workspace_path(*path);
   if (!target) return detail(400, "path must be under /workspace");
-  auto s = find(*sid);
-  if (!s || s->terminating) return detail(404, "session not found or not running");
-  std::unique_lock lock(s->lock, std::defer_lock);
-  if (!lock.try_lock_for(std::chrono::seconds(config_.queue_timeout_seconds))) return detail(429, "session is busy");
-  if (!running(s->container)) return detail(404, "session not found or not running");
+  held_session held;
+  if (auto refused = acquire(*sid, held)) return *refused;
+  const auto& s = held.s;
   const std::string parent = target->substr(0, target->rfind('/'));
   auto mk = run_in(s->container, {"mkdir", "-p", "--", parent.empty() ? "/" : parent}, 20s);
   if (!mk.started || mk.exit_code != 0) return detail(500, "mkdir failed: " + mk.stderr_data);
@@ -613,11 +622,9 @@ http_reply service::get_file(const http_request& r) {
   if (!valid_session_id(*sid)) return detail(400, "invalid session_id");
   auto target = workspace_path(*path);
   if (!target) return detail(400, "path must be under /workspace");
-  auto s = find(*sid);
-  if (!s || s->terminating) return detail(404, "session not found or not running");
-  std::unique_lock lock(s->lock, std::defer_lock);
-  if (!lock.try_lock_for(std::chrono::seconds(config_.queue_timeout_seconds))) return detail(429, "session is busy");
-  if (!running(s->container)) return detail(404, "session not found or not running");
+  held_session held;
+  if (auto refused = acquire(*sid, held)) return *refused;
+  const auto& s = held.s;
   auto real = run_in(s->container, {"realpath", "-m", "--", *target}, 20s);
   std::string resolved = real.stdout_data;
   while (!resolved.empty() && resolved.back() == '\n') resolved.pop_back();
@@ -641,11 +648,9 @@ http_reply service::list_files(const http_request& r) {
   auto sid = f.string("session_id", true, err);
   if (err) return *err;
   if (!valid_session_id(*sid)) return detail(400, "invalid session_id");
-  auto s = find(*sid);
-  if (!s || s->terminating) return detail(404, "session not found or not running");
-  std::unique_lock lock(s->lock, std::defer_lock);
-  if (!lock.try_lock_for(std::chrono::seconds(config_.queue_timeout_seconds))) return detail(429, "session is busy");
-  if (!running(s->container)) return detail(404, "session not found or not running");
+  held_session held;
+  if (auto refused = acquire(*sid, held)) return *refused;
+  const auto& s = held.s;
   auto found = run_in(s->container,
                       {"sh", "-c", "find /workspace -maxdepth 6 -type f -printf '%s\\t%P\\0' 2>/dev/null | head -c 1000000"},
                       30s);
@@ -679,11 +684,9 @@ http_reply service::reset_inputs(const http_request& r) {
   auto sid = f.string("session_id", true, err);
   if (err) return *err;
   if (!valid_session_id(*sid)) return detail(400, "invalid session_id");
-  auto s = find(*sid);
-  if (!s || s->terminating) return detail(404, "session not found or not running");
-  std::unique_lock lock(s->lock, std::defer_lock);
-  if (!lock.try_lock_for(std::chrono::seconds(config_.queue_timeout_seconds))) return detail(429, "session is busy");
-  if (!running(s->container)) return detail(404, "session not found or not running");
+  held_session held;
+  if (auto refused = acquire(*sid, held)) return *refused;
+  const auto& s = held.s;
   auto reset = run_in(s->container,
                       {"sh", "-c", "rm -rf -- /workspace/uploads /workspace/skills && mkdir -p -- /workspace/uploads /workspace/skills"},
                       30s);

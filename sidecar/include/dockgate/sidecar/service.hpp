@@ -59,6 +59,11 @@ class service {
   http_reply list_files(const http_request& r);
   http_reply reset_inputs(const http_request& r);
 
+  struct held_session {
+    std::shared_ptr<session> s;
+    std::unique_lock<std::timed_mutex> lock;
+  };
+  std::optional<http_reply> acquire(const std::string& id, held_session& out);
   std::shared_ptr<session> find(const std::string& id);
   void forget(const std::string& id);
   bool running(const std::string& container);
