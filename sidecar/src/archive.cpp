@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <filesystem>
 #include <vector>
 
@@ -57,10 +58,14 @@ std::optional<std::string> archive_path(const std::string& storage_dir, std::str
   if (storage_dir.empty()) return std::nullopt;
   std::error_code ec;
   if (!std::filesystem::is_directory(storage_dir, ec)) return std::nullopt;
+  // The prefix comes from the request's storage block: only a plain relative path of
+  // safe characters, never one that climbs out of the operator's directory.
   std::string p(prefix);
   while (!p.empty() && p.back() == '/') p.pop_back();
   while (!p.empty() && p.front() == '/') p.erase(0, 1);
-  if (p.find("..") != std::string::npos) return std::nullopt;
+  if (p.size() > 256 || p.find("..") != std::string::npos || p.find("//") != std::string::npos) return std::nullopt;
+  for (char c : p)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.' || c == '/')) return std::nullopt;
   std::string path = storage_dir;
   if (!p.empty()) path += "/" + p;
   return path + "/workspaces/" + std::string(key) + ".tgz";

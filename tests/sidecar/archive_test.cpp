@@ -91,6 +91,10 @@ TEST_CASE("archives are written atomically under the key layout", "[archive]") {
   CHECK_FALSE(archive_path(dir.string() + "/missing", "p/", "k"));
   CHECK_FALSE(archive_path("", "p/", "k"));
   CHECK_FALSE(archive_path(dir.string(), "../up/", "k"));
+  CHECK_FALSE(archive_path(dir.string(), "a/../../b", "k"));
+  CHECK_FALSE(archive_path(dir.string(), std::string("a\0b", 3), "k"));
+  CHECK_FALSE(archive_path(dir.string(), "a b", "k"));
+  CHECK(archive_path(dir.string(), "/workspaces/", "k") == dir.string() + "/workspaces/workspaces/k.tgz");
   std::string why;
   REQUIRE(write_atomically(*path, "payload", &why));
   std::ifstream in(*path);
