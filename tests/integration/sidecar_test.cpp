@@ -328,3 +328,29 @@ TEST_CASE("sidecar: DOCKER_TLS_VERIFY reaches the gate over TLS with a client ce
   sidecar.call("DELETE", "/sessions/" + sid, "");
   run("rm -rf " + pki);
 }
+
+TEST_CASE("sidecar: artifact limits skip files with a warning", "[integration][sidecar]") {
+  proxy_process proxy("compose/policies/sandbox.json");
+  sidecar_process sidecar(proxy, {"SANDBOX_MAX_FILES_PER_EXEC=2", "SANDBOX_MAX_ARTIFACT_BYTES=1000"});
+  auto created = sidecar.call("POST", "/sessions", "{}");
+  REQUIRE(created.status == 200);
+  const std::string sid = field(created.body, "session_id");
+  // Four new files: a.txt, b.txt (kept), big.bin (over the per-file cap), d.txt (over the count).
+  const std::string code =
+      "import os\n"
+      "os.makedirs('/workspace/outputs/sub', exist_ok=True)\n"
+      "open('/workspace/outputs/a.txt','w').write('a')\n"
+      "open('/workspace/outputs/big.bin','wb').write(b'x' * 5000)\n"
+      "open('/workspace/outputs/sub/b.txt','w').write('b')\n"
+      "open('/workspace/outputs/d.txt','w').write('d')\n";
+  auto ran = sidecar.call("POST", "/exec", "{\"session_id\":\"" + sid + "\",\"code\":" + quoted(code) + "}");
+  INFO(ran.body);
+  const std::string files = field(ran.body, "files");
+  CHECK(files.find("\"name\":\"a.txt\"") != std::string::npos);
+  CHECK(files.find("\"name\":\"big.bin\"") == std::string::npos);
+  CHECK(files.find("\"name\":\"d.txt\"") != std::string::npos);  // sorted by path: a, big (skipped), d, sub/b
+  CHECK(files.find("\"name\":\"b.txt\"") == std::string::npos);
+  CHECK(field(ran.body, "stderr") ==
+        "[sandbox] skipped 2 output file(s) because artifact limits are 2 files, 1000 bytes per file, 52428800 bytes total");
+  sidecar.call("DELETE", "/sessions/" + sid, "");
+}
