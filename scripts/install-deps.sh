@@ -18,3 +18,9 @@ if ((${#missing[@]})); then
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
+# s3rver (tests) comes from the npm registry: Node.js and npm from Debian unless the
+# machine already has them (a newer Node.js from another source is kept as it is).
+if ! command -v npm >/dev/null 2>&1; then
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends nodejs npm
+fi

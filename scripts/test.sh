@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every dockgate test: unit tests, then integration tests against a private
-# Docker engine and registry that this script starts and stops (scripts/engine.sh).
+# Docker engine and registry (scripts/engine.sh) and s3rver (scripts/s3rver.sh, from
+# npm) that this script starts and stops.
 # Needs root: it installs Debian packages and starts dockerd.
 #
 #   scripts/test.sh [ctest arguments...]
@@ -27,10 +28,14 @@ if [[ $sanitizers == 1 ]]; then
 fi
 
 engine_dir=$(mktemp -d /tmp/dockgate-engine.XXXXXX)
-trap 'scripts/engine.sh stop "$engine_dir" || true' EXIT
+s3_dir=$(mktemp -d /tmp/dockgate-s3.XXXXXX)
+trap 'scripts/engine.sh stop "$engine_dir" || true; scripts/s3rver.sh stop "$s3_dir" || true' EXIT
 scripts/engine.sh start "$engine_dir"
+scripts/s3rver.sh start "$s3_dir"
 # shellcheck disable=SC1091
 source "$engine_dir/env"
+# shellcheck disable=SC1091
+source "$s3_dir/env"
 export DOCKGATE_BUILD_DIR=$PWD/build/dev
 
 ctest --preset dev --output-on-failure "$@"

@@ -56,9 +56,13 @@ std::shared_ptr<tls_context> tls_context::create(const std::string& ca_file, con
     if (error) *error = std::move(what);
     return nullptr;
   };
-  if (SSL_CTX_load_verify_locations(c, ca_file.c_str(), nullptr) != 1) return fail("cannot load CA " + ca_file);
-  if (SSL_CTX_use_certificate_chain_file(c, cert_file.c_str()) != 1) return fail("cannot load certificate " + cert_file);
-  if (SSL_CTX_use_PrivateKey_file(c, key_file.c_str(), SSL_FILETYPE_PEM) != 1) return fail("cannot load key " + key_file);
+  if (ca_file.empty() ? SSL_CTX_set_default_verify_paths(c) != 1
+                      : SSL_CTX_load_verify_locations(c, ca_file.c_str(), nullptr) != 1)
+    return fail("cannot load CA " + (ca_file.empty() ? std::string("(system)") : ca_file));
+  if (!cert_file.empty() && SSL_CTX_use_certificate_chain_file(c, cert_file.c_str()) != 1)
+    return fail("cannot load certificate " + cert_file);
+  if (!key_file.empty() && SSL_CTX_use_PrivateKey_file(c, key_file.c_str(), SSL_FILETYPE_PEM) != 1)
+    return fail("cannot load key " + key_file);
   SSL_CTX_set_verify(c, SSL_VERIFY_PEER, nullptr);
   return ctx;
 }
@@ -231,7 +235,7 @@ std::optional<response_head> read_response_head(connection& c, std::string& buff
 
 http_response http_request(const transport& t, std::string_view method, std::string_view target,
                            std::string_view body, std::chrono::milliseconds timeout, std::size_t max_body,
-                           std::string_view extra_headers) {
+                           std::string_view extra_headers, std::string_view host, std::string_view content_type) {
   http_response r;
   const auto deadline = clock_type::now() + timeout;
   auto c = connection::open(t, deadline, &r.error);
@@ -241,10 +245,14 @@ http_response http_request(const transport& t, std::string_view method, std::str
   request += method;
   request += ' ';
   request += target;
-  request += " HTTP/1.1\r\nHost: docker\r\nConnection: close\r\n";
+  request += " HTTP/1.1\r\nHost: ";
+  request += host;
+  request += "\r\nConnection: close\r\n";
   request += extra_headers;
   if (!body.empty() || method == "POST" || method == "PUT") {
-    request += "Content-Type: application/json\r\nContent-Length: ";
+    request += "Content-Type: ";
+    request += content_type;
+    request += "\r\nContent-Length: ";
     request += std::to_string(body.size());
     request += "\r\n";
   }

@@ -54,21 +54,25 @@ bool stays_inside(std::string_view path) {
 
 }  // namespace
 
-std::optional<std::string> archive_path(const std::string& storage_dir, std::string_view prefix, std::string_view key) {
-  if (storage_dir.empty()) return std::nullopt;
-  std::error_code ec;
-  if (!std::filesystem::is_directory(storage_dir, ec)) return std::nullopt;
+std::optional<std::string> archive_object_key(std::string_view prefix, std::string_view key) {
   // The prefix comes from the request's storage block: only a plain relative path of
-  // safe characters, never one that climbs out of the operator's directory.
+  // safe characters, never one that climbs out of the operator's directory or bucket.
   std::string p(prefix);
   while (!p.empty() && p.back() == '/') p.pop_back();
   while (!p.empty() && p.front() == '/') p.erase(0, 1);
   if (p.size() > 256 || p.find("..") != std::string::npos || p.find("//") != std::string::npos) return std::nullopt;
   for (char c : p)
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.' || c == '/')) return std::nullopt;
-  std::string path = storage_dir;
-  if (!p.empty()) path += "/" + p;
-  return path + "/workspaces/" + std::string(key) + ".tgz";
+  return (p.empty() ? std::string() : p + "/") + "workspaces/" + std::string(key) + ".tgz";
+}
+
+std::optional<std::string> archive_path(const std::string& storage_dir, std::string_view prefix, std::string_view key) {
+  if (storage_dir.empty()) return std::nullopt;
+  std::error_code ec;
+  if (!std::filesystem::is_directory(storage_dir, ec)) return std::nullopt;
+  auto object = archive_object_key(prefix, key);
+  if (!object) return std::nullopt;
+  return storage_dir + "/" + *object;
 }
 
 bool write_atomically(const std::string& path, std::string_view data, std::string* error) {

@@ -272,18 +272,6 @@ http_reply service::create_session(const http_request& r) {
   auto ttl = f.integer("idle_ttl_sec", err);
   auto key = f.string("archive_key", false, err);
   if (err) return *err;
-  std::string provider, prefix = "workspaces/";
-  bool storage_given = false;
-  {
-    simdjson::dom::element storage;
-    if (f.doc.at_key("storage").get(storage) == simdjson::SUCCESS && storage.is_object()) {
-      storage_given = true;
-      std::string_view v;
-      if (storage["provider"].get_string().get(v) == simdjson::SUCCESS) provider = std::string(v);
-      if (storage["prefix"].get_string().get(v) == simdjson::SUCCESS && !v.empty()) prefix = std::string(v);
-    }
-  }
-  const bool archive = storage_effective(storage_given ? provider : "local");
 
   if (!create_slots_.try_acquire_for(std::chrono::seconds(config_.queue_timeout_seconds)))
     return detail(429, "session create queue is full");
@@ -343,9 +331,8 @@ http_reply service::create_session(const http_request& r) {
   s->id = sid;
   s->container = container_id;
   s->archive_key = archive_key;
-  s->storage_prefix = prefix;
-  s->archive = archive;
-  if (archive) restore_workspace(*s);
+  apply_storage(r.body, *s);
+  if (s->archive) restore_workspace(*s);
   auto reset = run_in(container_id, {"sh", "-c", "rm -rf -- /workspace/uploads /workspace/skills && mkdir -p -- /workspace/uploads /workspace/skills"}, 30s);
   if (!reset.started || reset.exit_code != 0) {
     remove_container(container_id);
@@ -379,33 +366,83 @@ http_reply service::delete_session(std::string_view id, const std::string& body)
       s->terminating = false;
       return detail(429, "session is busy");
     }
+    session from_body;
+    apply_storage(body, from_body);
+    if (from_body.archive) {  // the storage block of this request, when effective, wins
+      s->archive = true;
+      s->s3 = from_body.s3;
+      s->storage_prefix = from_body.storage_prefix;
+    }
     if (discard) {
-      const std::string stem = key && valid_archive_key(*key) ? *key : s->archive_key;
-      if (auto path = archive_path(config_.local_storage_dir, s->storage_prefix, stem)) ::unlink(path->c_str());
+      session target;
+      target.archive_key = key && valid_archive_key(*key) ? *key : s->archive_key;
+      target.s3 = s->s3;
+      target.storage_prefix = s->storage_prefix;
+      discard_archive(target);
     } else if (s->archive) {
       archive_workspace(*s);
     }
     remove_container(s->container);
     forget(s->id);
   } else {
-    if (discard && key && valid_archive_key(*key))
-      if (auto path = archive_path(config_.local_storage_dir, "workspaces/", *key)) ::unlink(path->c_str());
+    if (discard && key && valid_archive_key(*key)) {
+      session target;
+      apply_storage(body, target);
+      target.archive_key = *key;
+      discard_archive(target);
+    }
     remove_container(name);  // idempotent, also for sessions a restart forgot
   }
   return {200, R"({"ok":true})"};
 }
 
+void service::apply_storage(const std::string& body, session& s) const {
+  simdjson::dom::parser p;
+  simdjson::dom::element doc, storage;
+  const bool given = !body.empty() && p.parse(body).get(doc) == simdjson::SUCCESS &&
+                     doc.at_key("storage").get(storage) == simdjson::SUCCESS && storage.is_object();
+  auto text = [&](const char* k) {
+    std::string_view v;
+    return given && storage[k].get_string().get(v) == simdjson::SUCCESS ? std::string(v) : std::string();
+  };
+  const std::string provider = given ? text("provider") : "local";
+  if (auto prefix = text("prefix"); !prefix.empty()) s.storage_prefix = prefix;
+  if (provider == "s3") {
+    // Effective when a bucket is named (the seed's rule); path-style, SigV4.
+    s3_config c;
+    c.bucket = text("s3_bucket");
+    c.region = text("s3_region").empty() ? "us-east-1" : text("s3_region");
+    c.endpoint = text("s3_endpoint").empty() ? "https://s3." + c.region + ".amazonaws.com" : text("s3_endpoint");
+    c.access_key = text("s3_access_key");
+    c.secret_key = text("s3_secret_key");
+    s.archive = !c.bucket.empty();
+    if (s.archive) s.s3 = std::move(c);
+    return;
+  }
+  s.archive = storage_effective(provider);
+}
+
+void service::discard_archive(const session& s) {
+  if (s.s3) {
+    if (auto object = archive_object_key(s.storage_prefix, s.archive_key))
+      s3_client(*s.s3).delete_object(*object, std::chrono::seconds(config_.s3_read_timeout_s));
+    return;
+  }
+  if (auto path = archive_path(config_.local_storage_dir, s.storage_prefix, s.archive_key)) ::unlink(path->c_str());
+}
+
 bool service::storage_effective(const std::string& provider) const {
-  // Local archives need the operator's directory; S3 and OSS are not implemented here yet
-  // (not effective: archiving is a no-op, as the seed does for unconfigured storage).
+  // Local archives need the operator's directory; Aliyun OSS is not implemented (not
+  // effective: archiving is a no-op, as the seed does for unconfigured storage).
   if (provider != "local") return false;
   std::error_code ec;
   return !config_.local_storage_dir.empty() && std::filesystem::is_directory(config_.local_storage_dir, ec);
 }
 
 void service::archive_workspace(const session& s) {
+  const auto object = archive_object_key(s.storage_prefix, s.archive_key);
   auto path = archive_path(config_.local_storage_dir, s.storage_prefix, s.archive_key);
-  if (!path) return;
+  if (s.s3 ? !object : !path) return;
   // At most SANDBOX_MAX_ARCHIVE_BYTES compressed; over it, or on any failure, the archive
   // is skipped (never a half-written one: the write is atomic).
   auto tar = run_in(s.container, {"tar", "czf", "-", "--exclude=./uploads", "--exclude=./skills", "-C", "/workspace", "."},
@@ -416,17 +453,45 @@ void service::archive_workspace(const session& s) {
               << (tar.stdout_dropped ? "over SANDBOX_MAX_ARCHIVE_BYTES" : tar.error + tar.stderr_data) << ")" << std::endl;
     return;
   }
+  if (s.s3) {
+    // One PUT: the object appears whole or not at all.
+    auto put = s3_client(*s.s3).put_object(*object, tar.stdout_data, "application/gzip",
+                                           std::chrono::seconds(config_.s3_read_timeout_s));
+    if (put.status != 200)
+      std::cerr << "dockgate-sidecar: archive of " << s.id << " not stored in S3: "
+                << (put.status ? std::to_string(put.status) + " " + put.body.substr(0, 200) : put.error) << std::endl;
+    return;
+  }
   std::string why;
   if (!write_atomically(*path, tar.stdout_data, &why))
     std::cerr << "dockgate-sidecar: archive of " << s.id << " not written: " << why << std::endl;
 }
 
 void service::restore_workspace(const session& s) {
-  auto path = archive_path(config_.local_storage_dir, s.storage_prefix, s.archive_key);
-  if (!path) return;
-  std::ifstream in(*path, std::ios::binary);
-  if (!in) return;  // nothing archived under this key yet
-  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string data;
+  std::string where;
+  if (s.s3) {
+    auto object = archive_object_key(s.storage_prefix, s.archive_key);
+    if (!object) return;
+    where = "s3://" + s.s3->bucket + "/" + *object;
+    auto got = s3_client(*s.s3).get_object(*object, static_cast<std::size_t>(config_.max_archive_bytes) + 1,
+                                           std::chrono::seconds(config_.s3_read_timeout_s));
+    if (got.status == 404) return;  // nothing archived under this key yet
+    if (got.status != 200) {
+      std::cerr << "dockgate-sidecar: archive " << where << " not read: "
+                << (got.status ? std::to_string(got.status) : got.error) << std::endl;
+      return;
+    }
+    data = std::move(got.body);
+  } else {
+    auto path = archive_path(config_.local_storage_dir, s.storage_prefix, s.archive_key);
+    if (!path) return;
+    where = *path;
+    std::ifstream in(*path, std::ios::binary);
+    if (!in) return;  // nothing archived under this key yet
+    data.assign((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  }
+  const std::string* path = &where;
   if (data.size() > static_cast<std::size_t>(config_.max_archive_bytes)) {
     std::cerr << "dockgate-sidecar: archive " << *path << " over SANDBOX_MAX_ARCHIVE_BYTES: not restored" << std::endl;
     return;

@@ -354,3 +354,34 @@ TEST_CASE("sidecar: artifact limits skip files with a warning", "[integration][s
         "[sandbox] skipped 2 output file(s) because artifact limits are 2 files, 1000 bytes per file, 52428800 bytes total");
   sidecar.call("DELETE", "/sessions/" + sid, "");
 }
+
+TEST_CASE("sidecar: archives in S3 (s3rver, SigV4 path-style) come back in the next session", "[integration][sidecar][archive][s3]") {
+  const char* endpoint = std::getenv("DOCKGATE_TEST_S3_ENDPOINT");
+  REQUIRE(endpoint);  // scripts/test.sh starts s3rver
+  proxy_process proxy("compose/policies/sandbox.json");
+  sidecar_process sidecar(proxy);
+  const std::string storage = std::string(R"({"provider":"s3","prefix":"tenant-a/","s3_bucket":")") +
+                              std::getenv("DOCKGATE_TEST_S3_BUCKET") + R"(","s3_endpoint":")" + endpoint +
+                              R"(","s3_region":"us-east-1","s3_access_key":")" + std::getenv("DOCKGATE_TEST_S3_ACCESS_KEY") +
+                              R"(","s3_secret_key":")" + std::getenv("DOCKGATE_TEST_S3_SECRET_KEY") + R"("})";
+  const std::string key = unique_name("conv").substr(0, 20);
+  auto first = sidecar.call("POST", "/sessions", "{\"archive_key\":\"" + key + "\",\"storage\":" + storage + "}");
+  REQUIRE(first.status == 200);
+  const std::string sid = field(first.body, "session_id");
+  sidecar.call("POST", "/exec", "{\"session_id\":\"" + sid + "\",\"code\":\"open('/workspace/s3.txt','w').write('in the bucket')\"}");
+  REQUIRE(sidecar.call("DELETE", "/sessions/" + sid, "{}").status == 200);
+  // The object is there (s3rver refuses a request whose signature does not match).
+  auto head = run("curl -s -o /dev/null -w '%{http_code}' " + std::string(endpoint) + "/" +
+                  std::getenv("DOCKGATE_TEST_S3_BUCKET") + "/tenant-a/workspaces/" + key + ".tgz");
+  INFO(sidecar.log());
+  CHECK(head.output == "200");
+  auto second = sidecar.call("POST", "/sessions", "{\"archive_key\":\"" + key + "\",\"storage\":" + storage + "}");
+  REQUIRE(second.status == 200);
+  const std::string sid2 = field(second.body, "session_id");
+  auto read = sidecar.call("POST", "/exec", "{\"session_id\":\"" + sid2 + "\",\"code\":\"print(open('/workspace/s3.txt').read())\"}");
+  CHECK(field(read.body, "stdout") == "in the bucket\n");
+  // discard deletes the object.
+  sidecar.call("DELETE", "/sessions/" + sid2, "{\"discard\":true,\"storage\":" + storage + "}");
+  CHECK(run("curl -s -o /dev/null -w '%{http_code}' " + std::string(endpoint) + "/" + std::getenv("DOCKGATE_TEST_S3_BUCKET") +
+            "/tenant-a/workspaces/" + key + ".tgz").output == "404");
+}

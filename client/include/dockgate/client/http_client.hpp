@@ -21,6 +21,7 @@ using clock_type = std::chrono::steady_clock;
 // (and its name or IP), the client presents `cert_file`/`key_file`.
 class tls_context {
  public:
+  // Empty cert/key: no client certificate. Empty ca_file: the system's CA bundle.
   static std::shared_ptr<tls_context> create(const std::string& ca_file, const std::string& cert_file,
                                              const std::string& key_file, std::string* error);
   ~tls_context();
@@ -70,10 +71,12 @@ class connection {
 
 // Sends one request and reads the whole response (Content-Length, chunked, or until
 // close), at most `max_body` bytes of body.
-// `extra_headers` are complete header lines ("Authorization: Bearer x\r\n").
+// `extra_headers` are complete header lines ("Authorization: Bearer x\r\n"); `host` is
+// the Host header (what a signature covers), `content_type` that of a body.
 http_response http_request(const transport& t, std::string_view method, std::string_view target,
                            std::string_view body, std::chrono::milliseconds timeout,
-                           std::size_t max_body = 64 * 1024 * 1024, std::string_view extra_headers = {});
+                           std::size_t max_body = 64 * 1024 * 1024, std::string_view extra_headers = {},
+                           std::string_view host = "docker", std::string_view content_type = "application/json");
 
 // Reads a response head from `c` (leftover body bytes stay in `buffer`). nullopt on error.
 struct response_head {

@@ -10,8 +10,12 @@
 
 namespace dockgate::sidecar {
 
-// Where the archive of `key` lives: <dir>/<prefix>/workspaces/<key>.tgz (the seed's key
-// layout). nullopt if the directory is not configured or does not exist.
+// The object key of an archive: <prefix>/workspaces/<key>.tgz (the seed's layout; the
+// prefix, which comes from the request, must be a plain relative path). nullopt if not.
+std::optional<std::string> archive_object_key(std::string_view prefix, std::string_view key);
+
+// Where the archive of `key` lives locally: <dir>/<object key>. nullopt if the directory
+// is not configured or does not exist.
 std::optional<std::string> archive_path(const std::string& storage_dir, std::string_view prefix, std::string_view key);
 
 // Writes `data` to `path` atomically (temporary file in the same directory, fsync,

@@ -16,6 +16,7 @@
 #include "dockgate/client/engine.hpp"
 #include "dockgate/sidecar/config.hpp"
 #include "dockgate/sidecar/http_server.hpp"
+#include "dockgate/sidecar/s3.hpp"
 
 namespace dockgate::sidecar {
 
@@ -46,7 +47,8 @@ class service {
     std::int64_t ttl_seconds = 0;
     std::string archive_key;
     std::string storage_prefix = "workspaces/";
-    bool archive = false;  // local storage effective for this session
+    bool archive = false;           // storage effective for this session
+    std::optional<s3_config> s3;    // archives in S3 (else the local directory)
     std::atomic<bool> terminating{false};
   };
 
@@ -75,7 +77,10 @@ class service {
   void reap_once();
   // Storage the request names (or none): whether archives apply, and their prefix.
   bool storage_effective(const std::string& body_storage_provider) const;
+  // The storage block of a request ({provider, prefix, s3_*}) applied to a session.
+  void apply_storage(const std::string& body, session& s) const;
   void archive_workspace(const session& s);
+  void discard_archive(const session& s);
   void restore_workspace(const session& s);
 
   config config_;
