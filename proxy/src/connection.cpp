@@ -34,7 +34,6 @@
 #include "dockgate/policy/ownership.hpp"
 #include "dockgate/proxy/chunked.hpp"
 
-#include <boost/beast/http/string_body.hpp>
 
 namespace dockgate::proxy {
 
@@ -387,142 +386,6 @@ net::awaitable<bool> connection::connect_upstream() {
   co_return true;
 }
 
-net::awaitable<std::pair<unsigned, std::string>> connection::upstream_get(std::string_view target) {
-  if (!co_await connect_upstream()) co_return std::pair<unsigned, std::string>{0, {}};
-  std::string request = "GET ";
-  request += target;
-  request += " HTTP/1.1\r\nHost: docker\r\n\r\n";
-  auto [wec, wn] = co_await net::async_write(*upstream_, net::buffer(request), use_tuple);
-  if (wec) {
-    upstream_.reset();
-    co_return std::pair<unsigned, std::string>{0, {}};
-  }
-  http::response_parser<http::string_body> parser;
-  parser.body_limit(8 * 1024 * 1024);
-  parser.header_limit(max_head_bytes);
-  auto [rec, rn] = co_await http::async_read(*upstream_, upstream_buffer_, parser, use_tuple);
-  if (rec) {
-    upstream_.reset();
-    co_return std::pair<unsigned, std::string>{0, {}};
-  }
-  if (!parser.keep_alive()) upstream_.reset();
-  co_return std::pair<unsigned, std::string>{parser.get().result_int(), std::move(parser.get().body())};
-}
-
-net::awaitable<bool> connection::learn_api_version() {
-  auto [status, body] = co_await upstream_get("/version");
-  auto version = status == 200 ? policy::parse_version_api(body) : std::nullopt;
-  if (!version) co_return false;
-  // Pin to the daemon's version, capped at the newest the route table knows.
-  auto routed = policy::route_request(policy::http_method::get, "/v" + *version + "/_ping");
-  const auto max = policy::max_api_version;
-  ctx_.api_version = std::holds_alternative<policy::route>(routed)
-                         ? *version
-                         : std::to_string(max.major) + "." + std::to_string(max.minor);
-  ctx_.log->info("daemon API version {}: forwarding every request as /v{}", *version, *ctx_.api_version);
-  co_return true;
-}
-
-// The full ID of the container `reference` names, if the daemon says it carries this
-// profile's owner label.
-net::awaitable<std::optional<std::string>> connection::owned_container_id(std::string_view reference) {
-  const std::string& owner = profile_.rules.owner;
-  if (reference.size() == 64 && ctx_.owned_containers.count(owner + "/" + std::string(reference)))
-    co_return std::string(reference);
-  auto [status, body] = co_await upstream_get("/v" + *ctx_.api_version + "/containers/" + std::string(reference) + "/json");
-  if (status != 200) co_return std::nullopt;
-  auto c = policy::parse_container_inspect(body);
-  if (!c || c->owner != owner) co_return std::nullopt;
-  if (ctx_.owned_containers.size() >= proxy_context::owned_cache_limit) ctx_.owned_containers.clear();
-  ctx_.owned_containers.insert(owner + "/" + c->id);
-  co_return c->id;
-}
-
-net::awaitable<bool> connection::prepare_target(const policy::route& r) {
-  filter_ = response_filter::none;
-  if (!ctx_.api_version && !co_await learn_api_version()) {
-    co_await refuse(502, "upstream", "dockgate: cannot read the Docker daemon's API version");
-    co_return false;
-  }
-  std::string path(r.path);
-  std::string query(r.query);
-  if (profile_.rules.confine_to_owned) {
-    const auto object = policy::operation_object(r.op);
-    const std::size_t param_at = static_cast<std::size_t>(r.param.data() - r.path.data());
-    if (object == policy::path_object::container) {
-      auto id = co_await owned_container_id(r.param);
-      const policy::deny not_owned{404, "owner", "dockgate: no such container: " + std::string(r.param) +
-                                                     " (profile " + profile_.name + " sees only its own containers)"};
-      if (!id && !enforce(not_owned)) {
-        id = std::string(r.param);  // audit mode: forwarded as the client named it
-      } else if (!id) {
-        audit_.verdict = "deny";
-        co_await refuse(404, "owner", "dockgate: no such container: " + std::string(r.param) +
-                                          " (profile " + profile_.name + " sees only its own containers)");
-        co_return false;
-      }
-      path.replace(param_at, r.param.size(), *id);  // forwarded by full ID: renames change nothing
-    } else if (object == policy::path_object::exec) {
-      auto [status, body] = co_await upstream_get("/v" + *ctx_.api_version + "/exec/" + std::string(r.param) + "/json");
-      auto exec = status == 200 ? policy::parse_exec_inspect(body) : std::nullopt;
-      std::optional<std::string> container;
-      if (exec) container = co_await owned_container_id(exec->container_id);
-      const policy::deny not_owned{404, "owner", "dockgate: no such exec instance: " + std::string(r.param)};
-      if (!container && !enforce(not_owned)) {
-        // audit mode: forwarded as the client named it
-      } else if (!container) {
-        audit_.verdict = "deny";
-        co_await refuse(404, "owner", "dockgate: no such exec instance: " + std::string(r.param) +
-                                          " (profile " + profile_.name + " sees only its own containers)");
-        co_return false;
-      }
-      if (container) path.replace(param_at, r.param.size(), exec->id);
-    }
-    const bool audit_only = profile_.mode == policy::profile::mode_kind::audit;
-    if (!audit_only && (r.op == policy::operation::ContainerList || r.op == policy::operation::SystemEvents)) {
-      const bool events = r.op == policy::operation::SystemEvents;
-      // Rebuild the query with the owner label filter in `filters`.
-      std::string rebuilt;
-      std::optional<std::string> filters;
-      bool seen = false;
-      std::string_view rest = r.query;
-      while (!rest.empty()) {
-        auto amp = rest.find('&');
-        std::string_view pair = rest.substr(0, amp);
-        rest = amp == std::string_view::npos ? std::string_view{} : rest.substr(amp + 1);
-        auto key = policy::query_unescape(pair.substr(0, pair.find('=')));
-        if (key && *key == "filters") {
-          auto eq = pair.find('=');
-          auto value = policy::query_unescape(eq == std::string_view::npos ? "" : pair.substr(eq + 1));
-          if (seen || !value) {
-            audit_.verdict = "deny";
-            co_await refuse(400, "query", "dockgate: filters given twice or malformed");
-            co_return false;
-          }
-          seen = true;
-          filters = policy::confine_filters(*value, profile_.rules.owner, events);
-          if (!filters) {
-            audit_.verdict = "deny";
-            co_await refuse(400, "query", "dockgate: malformed filters");
-            co_return false;
-          }
-          continue;
-        }
-        if (!rebuilt.empty()) rebuilt += '&';
-        rebuilt += pair;
-      }
-      if (!seen) filters = policy::confine_filters("", profile_.rules.owner, events);
-      if (!rebuilt.empty()) rebuilt += '&';
-      rebuilt += "filters=" + policy::query_escape(*filters);
-      query = std::move(rebuilt);
-      filter_ = events ? response_filter::events : response_filter::container_list;
-    }
-  }
-  target_ = "/v" + *ctx_.api_version + path;
-  if (!query.empty()) target_ += "?" + query;
-  co_return true;
-}
-
 // Request line and the client's end-to-end headers into out_; the caller adds framing.
 void connection::serialize_request_head(bool upgrade) {
   out_.clear();
@@ -791,32 +654,6 @@ net::awaitable<connection::outcome> connection::relay_response(bool hijack_allow
   if (relay_failed || client_gone_ || !upstream_keeps || !parser.is_done()) upstream_.reset();
   if (relay_failed || client_gone_) co_return outcome::close;
   co_return keep ? outcome::keep_alive : outcome::close;
-}
-
-net::awaitable<void> connection::relay_filtered_list(http::response_parser<http::buffer_body>& parser, bool keep) {
-  auto& res = parser.get();
-  std::string& whole = json_body_;
-  whole.clear();
-  while (!parser.is_done()) {
-    res.body().data = body_.get();
-    res.body().size = chunk_size;
-    auto [ec, n] = co_await http::async_read_some(*upstream_, upstream_buffer_, parser, use_tuple);
-    if (ec == http::error::need_buffer) ec = {};
-    if (ec || whole.size() > 64 * 1024 * 1024) {
-      upstream_.reset();
-      co_return;  // the client sees the connection close without an answer
-    }
-    whole.append(body_.get(), chunk_size - res.body().size);
-  }
-  auto filtered = policy::filter_container_list(whole, profile_.rules.owner);
-  if (!filtered) filtered = "[]\n";  // not a list: nothing of it is known to be owned
-  res.erase(http::field::transfer_encoding);
-  res.erase(http::field::content_length);
-  res.set(http::field::content_length, std::to_string(filtered->size()));
-  write_response_head(res, response_framing::length, keep);
-  const std::array<net::const_buffer, 2> pieces{net::buffer(out_), net::buffer(*filtered)};
-  co_await net::async_write(client_, pieces, use_tuple);
-  audit_.bytes_out += filtered->size();
 }
 
 void connection::write_response_head(const http::response_header<>& res, response_framing framing,
