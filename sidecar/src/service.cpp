@@ -102,6 +102,11 @@ struct body_fields {
   }
 };
 
+// Inputs (uploads, skills) are staged afresh for every run: emptied on create and on
+// /files/reset-inputs, never archived.
+constexpr std::string_view reset_inputs_script =
+    "rm -rf -- /workspace/uploads /workspace/skills && mkdir -p -- /workspace/uploads /workspace/skills";
+
 std::size_t utf8_chars(std::string_view s) {
   return static_cast<std::size_t>(std::count_if(s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
 }
@@ -333,7 +338,7 @@ http_reply service::create_session(const http_request& r) {
   s->archive_key = archive_key;
   apply_storage(r.body, *s);
   if (s->archive) restore_workspace(*s);
-  auto reset = run_in(container_id, {"sh", "-c", "rm -rf -- /workspace/uploads /workspace/skills && mkdir -p -- /workspace/uploads /workspace/skills"}, 30s);
+  auto reset = run_in(container_id, {"sh", "-c", std::string(reset_inputs_script)}, 30s);
   if (!reset.started || reset.exit_code != 0) {
     remove_container(container_id);
     return detail(500, "reset inputs failed: " + reset.stderr_data);
@@ -753,7 +758,7 @@ http_reply service::reset_inputs(const http_request& r) {
   if (auto refused = acquire(*sid, held)) return *refused;
   const auto& s = held.s;
   auto reset = run_in(s->container,
-                      {"sh", "-c", "rm -rf -- /workspace/uploads /workspace/skills && mkdir -p -- /workspace/uploads /workspace/skills"},
+                      {"sh", "-c", std::string(reset_inputs_script)},
                       30s);
   if (!reset.started || reset.exit_code != 0) return detail(500, "reset inputs failed: " + reset.stderr_data);
   s->last_used = std::chrono::steady_clock::now();
