@@ -7,6 +7,7 @@
 
 #include "dockgate/common/error_body.hpp"
 #include "dockgate/policy/body_rules.hpp"
+#include "dockgate/policy/query.hpp"
 
 namespace dockgate::policy {
 
@@ -151,6 +152,26 @@ std::optional<std::string> confine_filters(std::string_view filters_json, std::s
     out += ']';
   }
   return out + "}";
+}
+
+std::optional<std::string> confine_query(std::string_view raw_query, std::string_view owner, bool events) {
+  auto params = parse_query(raw_query);
+  if (!params) return std::nullopt;
+  std::string rebuilt;
+  std::optional<std::string> filters;
+  for (const auto& p : *params) {
+    if (p.key == "filters") {
+      if (filters) return std::nullopt;  // given twice (check_query refuses this first)
+      filters = confine_filters(p.value, owner, events);
+      if (!filters) return std::nullopt;
+      continue;
+    }
+    if (!rebuilt.empty()) rebuilt += '&';
+    rebuilt += p.raw;
+  }
+  if (!filters) filters = confine_filters("", owner, events);
+  if (!rebuilt.empty()) rebuilt += '&';
+  return rebuilt + "filters=" + query_escape(*filters);
 }
 
 std::optional<std::string> filter_container_list(std::string_view json, std::string_view owner) {

@@ -91,24 +91,31 @@ std::optional<std::string> effective_pull_reference(std::string_view from_image,
   return ref->normalized();
 }
 
-std::optional<deny> check_query(const profile& p, const route& r) {
-  std::vector<std::pair<std::string, std::string>> params;
-  std::string_view rest = r.query;
-  while (!rest.empty()) {
-    auto amp = rest.find('&');
-    std::string_view pair = rest.substr(0, amp);
-    rest = amp == std::string_view::npos ? std::string_view{} : rest.substr(amp + 1);
-    auto eq = pair.find('=');
+std::optional<std::vector<query_param>> parse_query(std::string_view raw) {
+  std::vector<query_param> params;
+  while (!raw.empty()) {
+    const auto amp = raw.find('&');
+    const std::string_view pair = raw.substr(0, amp);
+    raw = amp == std::string_view::npos ? std::string_view{} : raw.substr(amp + 1);
+    const auto eq = pair.find('=');
     auto key = query_unescape(pair.substr(0, eq));
     auto value = query_unescape(eq == std::string_view::npos ? "" : pair.substr(eq + 1));
-    if (!key || !value) return bad(400, "malformed query string");
-    for (const auto& [k, v] : params)
-      if (k == *key) return bad(400, "query parameter \"" + *key + "\" given twice");
-    params.emplace_back(std::move(*key), std::move(*value));
+    if (!key || !value) return std::nullopt;
+    params.push_back({std::move(*key), std::move(*value), pair});
   }
+  return params;
+}
+
+std::optional<deny> check_query(const profile& p, const route& r) {
+  auto params = parse_query(r.query);
+  if (!params) return bad(400, "malformed query string");
+  for (std::size_t i = 0; i < params->size(); ++i)
+    for (std::size_t j = 0; j < i; ++j)
+      if ((*params)[j].key == (*params)[i].key)
+        return bad(400, "query parameter \"" + (*params)[i].key + "\" given twice");
   const std::string_view op = operation_name(r.op);
   std::string from_image, tag;
-  for (const auto& [key, value] : params) {
+  for (const auto& [key, value, raw] : *params) {
     const query_spec* spec = nullptr;
     for (const auto& s : query_specs)
       if (s.op == r.op && s.name == key) spec = &s;

@@ -112,40 +112,13 @@ net::awaitable<bool> connection::prepare_target(const policy::route& r) {
     const bool audit_only = profile_.mode == policy::profile::mode_kind::audit;
     if (!audit_only && (r.op == policy::operation::ContainerList || r.op == policy::operation::SystemEvents)) {
       const bool events = r.op == policy::operation::SystemEvents;
-      // Rebuild the query with the owner label filter in `filters`.
-      std::string rebuilt;
-      std::optional<std::string> filters;
-      bool seen = false;
-      std::string_view rest = r.query;
-      while (!rest.empty()) {
-        auto amp = rest.find('&');
-        std::string_view pair = rest.substr(0, amp);
-        rest = amp == std::string_view::npos ? std::string_view{} : rest.substr(amp + 1);
-        auto key = policy::query_unescape(pair.substr(0, pair.find('=')));
-        if (key && *key == "filters") {
-          auto eq = pair.find('=');
-          auto value = policy::query_unescape(eq == std::string_view::npos ? "" : pair.substr(eq + 1));
-          if (seen || !value) {
-            audit_.verdict = "deny";
-            co_await refuse(400, "query", "dockgate: filters given twice or malformed");
-            co_return false;
-          }
-          seen = true;
-          filters = policy::confine_filters(*value, profile_.rules.owner, events);
-          if (!filters) {
-            audit_.verdict = "deny";
-            co_await refuse(400, "query", "dockgate: malformed filters");
-            co_return false;
-          }
-          continue;
-        }
-        if (!rebuilt.empty()) rebuilt += '&';
-        rebuilt += pair;
+      auto confined = policy::confine_query(r.query, profile_.rules.owner, events);
+      if (!confined) {
+        audit_.verdict = "deny";
+        co_await refuse(400, "query", "dockgate: malformed filters");
+        co_return false;
       }
-      if (!seen) filters = policy::confine_filters("", profile_.rules.owner, events);
-      if (!rebuilt.empty()) rebuilt += '&';
-      rebuilt += "filters=" + policy::query_escape(*filters);
-      query = std::move(rebuilt);
+      query = std::move(*confined);
       filter_ = events ? response_filter::events : response_filter::container_list;
     }
   }

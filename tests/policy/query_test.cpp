@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include "dockgate/policy/decision.hpp"
+#include "dockgate/policy/ownership.hpp"
 #include "dockgate/policy/query.hpp"
 
 using namespace dockgate::policy;
@@ -69,4 +70,17 @@ TEST_CASE("the pull reference is combined as the daemon combines it", "[query]")
   CHECK(effective_pull_reference("busybox:1.36", "", &why) == "docker.io/library/busybox:1.36");
   CHECK_FALSE(effective_pull_reference("busybox", "", &why));
   CHECK_FALSE(effective_pull_reference("BusyBox", "latest", &why));
+}
+
+TEST_CASE("list and event queries get the owner label filter, other parameters kept", "[query][ownership]") {
+  CHECK(confine_query("all=1&size=0", "cli", false) ==
+        "all=1&size=0&filters=%7B%22label%22%3A%5B%22dockgate.owner%3Dcli%22%5D%7D");
+  // The client's filters are merged; a label filter can only narrow, the type is replaced.
+  CHECK(confine_query("filters=%7B%22label%22%3A%5B%22a%22%5D%2C%22type%22%3A%5B%22image%22%5D%7D&since=1", "p", true) ==
+        "since=1&filters=" + query_escape(R"({"label":["a","dockgate.owner=p"],"type":["container"]})"));
+  CHECK(confine_query("filters=%7B%22label%22%3A%7B%22a%22%3Atrue%7D%7D", "p", false) ==
+        "filters=" + query_escape(R"({"label":["a","dockgate.owner=p"]})"));
+  CHECK_FALSE(confine_query("filters=not-json", "p", false));
+  CHECK_FALSE(confine_query("filters=%7B%7D&filters=%7B%7D", "p", false));
+  CHECK_FALSE(confine_query("a=%zz", "p", false));
 }

@@ -41,6 +41,11 @@ std::optional<inspected_exec> parse_exec_inspect(std::string_view json);
 // events, `type` set to container. Returns the new JSON, nullopt if malformed.
 std::optional<std::string> confine_filters(std::string_view filters_json, std::string_view owner, bool events);
 
+// The raw query of a ContainerList or SystemEvents request with its `filters` confined as
+// above (added when absent), the other parameters kept as written. nullopt if the query
+// or the filters are malformed.
+std::optional<std::string> confine_query(std::string_view raw_query, std::string_view owner, bool events);
+
 // A ContainerList response with the entries not labelled for `owner` removed.
 std::optional<std::string> filter_container_list(std::string_view json, std::string_view owner);
 

@@ -8,10 +8,23 @@
 // fromImage and tag, must be in the profile's image allowlist.
 
 #include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "dockgate/policy/decision.hpp"
 
 namespace dockgate::policy {
+
+struct query_param {
+  std::string key;        // decoded
+  std::string value;      // decoded
+  std::string_view raw;   // the pair as written ("key=value"), a view into the query
+};
+
+// The one splitter of a raw query into decoded pairs, in order (form-urlencoded: `+` is
+// a space). nullopt if an escape is malformed. Repeated keys are kept: callers decide.
+std::optional<std::vector<query_param>> parse_query(std::string_view raw);
 
 std::optional<deny> check_query(const profile& p, const route& r);
 
