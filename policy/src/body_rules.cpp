@@ -129,7 +129,25 @@ bool is_empty_value(const json_value* v) {
   return false;
 }
 
-bool is_safe(const json_value* v, safe_when rule) {
+// Newer docker CLIs (28) send an endpoint for the container's own network with every
+// setting empty: that adds nothing. Any other network, or any setting, is a widening.
+bool endpoints_safe(const json_object& root, const json_value* endpoints) {
+  if (is_empty_value(endpoints)) return true;
+  const json_value* host = find(root, "HostConfig");
+  const json_value* mode = host && host->as_object() ? find(*host->as_object(), "NetworkMode") : nullptr;
+  std::string own = mode && mode->as_string() ? *mode->as_string() : std::string();
+  if (own.empty()) own = "default";
+  for (const auto& e : *endpoints->as_object()) {
+    if (e.key != own) return false;
+    for (const auto& setting : *e.value.as_object())
+      if (!is_empty_value(&setting.value)) return false;
+  }
+  return true;
+}
+
+// Whether the value of a widening field is its safe value. `root` is the whole body, for
+// the fields whose safety depends on another (endpoints on NetworkMode).
+bool is_safe(const json_object& root, const json_value* v, safe_when rule) {
   auto str = [&]() -> std::string { return v && v->as_string() ? *v->as_string() : std::string(); };
   switch (rule) {
     case safe_when::empty: return is_empty_value(v);
@@ -166,26 +184,11 @@ bool is_safe(const json_value* v, safe_when rule) {
       return s.empty() || s == "default";
     }
     case safe_when::endpoints:
-      return is_empty_value(v);  // the rest needs the whole body: see endpoints_safe
+      return endpoints_safe(root, v);
   }
   return false;
 }
 
-// Newer docker CLIs (28) send an endpoint for the container's own network with every
-// setting empty: that adds nothing. Any other network, or any setting, is a widening.
-bool endpoints_safe(const json_object& root, const json_value* endpoints) {
-  if (is_empty_value(endpoints)) return true;
-  const json_value* host = find(root, "HostConfig");
-  const json_value* mode = host && host->as_object() ? find(*host->as_object(), "NetworkMode") : nullptr;
-  std::string own = mode && mode->as_string() ? *mode->as_string() : std::string();
-  if (own.empty()) own = "default";
-  for (const auto& e : *endpoints->as_object()) {
-    if (e.key != own) return false;
-    for (const auto& setting : *e.value.as_object())
-      if (!is_empty_value(&setting.value)) return false;
-  }
-  return true;
-}
 
 // The member `path` ("HostConfig.Memory") of the canonical body; creates the parent
 // objects when `create` is set.
@@ -267,7 +270,7 @@ struct reviewer {
         }
         return true;
       case field_rule::kind::clamp: {
-        if (path == "HostConfig.Ulimits") return clamp_ulimits(*parent, key, current, rule);
+        if (path == "HostConfig.Ulimits") return clamp_ulimits(current, rule);
         if (path == "HostConfig.Tmpfs") return clamp_tmpfs(current, rule);
         // A value <= 0 means "unlimited" (or "the daemon's default") for every clampable
         // field (Memory, MemorySwap, NanoCpus, PidsLimit, ShmSize, CpuShares...).
@@ -318,7 +321,7 @@ struct reviewer {
     return true;
   }
 
-  bool clamp_ulimits(json_object& parent, std::string_view key, json_value* current, const field_rule& rule) {
+  bool clamp_ulimits(json_value* current, const field_rule& rule) {
     const auto* caps = rule.value.as_object();
     if (!current || !current->as_array()) return true;
     for (auto& item : *current->as_array()) {
@@ -336,8 +339,6 @@ struct reviewer {
         }
       }
     }
-    (void)parent;
-    (void)key;
     return true;
   }
 
@@ -347,8 +348,7 @@ struct reviewer {
       if (rules.find(w.path)) continue;
       if (std::find(handled_elsewhere.begin(), handled_elsewhere.end(), w.path) != handled_elsewhere.end()) continue;
       const json_value* value = locate(root, w.path);
-      const bool safe = w.safe == safe_when::endpoints ? endpoints_safe(root, value) : is_safe(value, w.safe);
-      if (!safe) return refuse(w.path, "default", "is not allowed: the profile has no rule that permits it");
+      if (!is_safe(root, value, w.safe)) return refuse(w.path, "default", "is not allowed: the profile has no rule that permits it");
     }
     return true;
   }
@@ -482,7 +482,7 @@ json_object canonical_create(json_object body) {
       networking = std::move(m.value);
     } else if (m.key == "Cpuset") {
       cpuset = *m.value.as_string();
-    } else if (resolve_key(m.key, schema::host_config) && m.key != "Labels") {
+    } else if (resolve_key(m.key, schema::host_config)) {
       top_host.push_back(std::move(m));
     } else {
       config.push_back(std::move(m));
