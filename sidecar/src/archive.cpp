@@ -15,44 +15,36 @@ namespace dockgate::sidecar {
 
 namespace {
 
-// Normalises a member path relative to the workspace root; nullopt if it escapes.
-std::optional<std::vector<std::string>> relative_parts(std::string_view path) {
-  if (path.empty() || path.front() == '/') return std::nullopt;
-  std::vector<std::string> parts;
-  std::size_t start = 0;
-  while (start <= path.size()) {
-    auto slash = path.find('/', start);
-    if (slash == std::string_view::npos) slash = path.size();
-    std::string_view part = path.substr(start, slash - start);
-    start = slash + 1;
-    if (part.empty() || part == ".") continue;
-    if (part == "..") return std::nullopt;  // refused outright, even if it would stay inside
-    parts.emplace_back(part);
-  }
-  return parts;
+// A member path relative to the workspace root, refused if absolute or with any `..`
+// (even one that would stay inside).
+bool plain_relative(std::string_view path) {
+  if (path.empty() || path.front() == '/') return false;
+  for (auto part : path_segments(path))
+    if (part == "..") return false;
+  return true;
 }
 
 // Whether a relative path, with `..` resolved lexically, stays inside the tree.
 bool stays_inside(std::string_view path) {
   if (path.empty() || path.front() == '/') return false;
   long depth = 0;
-  std::size_t start = 0;
-  while (start <= path.size()) {
-    auto slash = path.find('/', start);
-    if (slash == std::string_view::npos) slash = path.size();
-    std::string_view part = path.substr(start, slash - start);
-    start = slash + 1;
-    if (part.empty() || part == ".") continue;
-    if (part == "..") {
-      if (--depth < 0) return false;
-    } else {
-      ++depth;
-    }
-  }
+  for (auto part : path_segments(path))
+    if ((part == ".." ? --depth : ++depth) < 0) return false;
   return true;
 }
 
 }  // namespace
+
+std::vector<std::string_view> path_segments(std::string_view path) {
+  std::vector<std::string_view> parts;
+  while (!path.empty()) {
+    const auto slash = path.find('/');
+    const std::string_view part = path.substr(0, slash);
+    path = slash == std::string_view::npos ? std::string_view{} : path.substr(slash + 1);
+    if (!part.empty() && part != ".") parts.push_back(part);
+  }
+  return parts;
+}
 
 std::optional<std::string> archive_object_key(std::string_view prefix, std::string_view key) {
   // The prefix comes from the request's storage block: only a plain relative path of
@@ -131,8 +123,7 @@ std::optional<std::string> check_workspace_archive(std::string_view tgz, std::ui
     }
     const char* name = archive_entry_pathname(e);
     const std::string path = name ? name : "";
-    auto parts = relative_parts(path);
-    if (!parts) {
+    if (!plain_relative(path)) {
       problem = "member \"" + path + "\" is absolute or climbs out with ..";
       break;
     }
@@ -140,9 +131,9 @@ std::optional<std::string> check_workspace_archive(std::string_view tgz, std::ui
     if (type == AE_IFLNK) {
       // A symlink may point only inside the tree, relative to its own directory.
       const char* target = archive_entry_symlink(e);
-      std::string joined;
-      for (std::size_t i = 0; i + 1 < parts->size(); ++i) joined += (*parts)[i] + "/";
-      joined += target ? target : "";
+      // Resolved from the symlink's own directory.
+      const std::string_view dir = std::string_view(path).substr(0, path.rfind('/') + 1);
+      const std::string joined = std::string(dir) + (target ? target : "");
       if (!target || target[0] == '/' || !stays_inside(joined)) {
         problem = "symlink \"" + path + "\" leads out of the workspace";
         break;

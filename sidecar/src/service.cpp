@@ -188,14 +188,25 @@ http_reply service::healthz() {
 }
 
 // The session, locked (per-session serialisation) and checked to be running; or the
-// answer: 404 unknown or terminating, 429 busy past the queue timeout.
+// answer: 400 malformed id, 404 unknown or terminating, 429 busy past the queue timeout.
 std::optional<http_reply> service::acquire(const std::string& id, held_session& out) {
+  if (!valid_session_id(id)) return detail(400, "invalid session_id");
   out.s = find(id);
   if (!out.s || out.s->terminating) return detail(404, "session not found or not running");
   out.lock = std::unique_lock(out.s->lock, std::defer_lock);
   if (!out.lock.try_lock_for(std::chrono::seconds(config_.queue_timeout_seconds))) return detail(429, "session is busy");
   if (!running(out.s->container)) return detail(404, "session not found or not running");
   return std::nullopt;
+}
+
+// For routes whose body names only a session: parse it and acquire the session.
+std::optional<http_reply> service::session_request(const http_request& r, held_session& out) {
+  body_fields f(r.body);
+  if (f.error) return f.error;
+  std::optional<http_reply> err;
+  auto sid = f.string("session_id", true, err);
+  if (err) return err;
+  return acquire(*sid, out);
 }
 
 std::shared_ptr<service::session> service::find(const std::string& id) {
@@ -661,7 +672,6 @@ http_reply service::put_file(const http_request& r) {
   auto bytes = base64_decode_strict(*data);
   if (!bytes) return detail(400, "invalid base64");
   if (bytes->size() > max) return detail(413, "file too large");
-  if (!valid_session_id(*sid)) return detail(400, "invalid session_id");
   auto target = workspace_path(*path);
   if (!target) return detail(400, "path must be under /workspace");
   held_session held;
@@ -689,7 +699,6 @@ http_reply service::get_file(const http_request& r) {
   auto sid = f.string("session_id", true, err);
   auto path = f.string("path", true, err);
   if (err) return *err;
-  if (!valid_session_id(*sid)) return detail(400, "invalid session_id");
   auto target = workspace_path(*path);
   if (!target) return detail(400, "path must be under /workspace");
   held_session held;
@@ -712,14 +721,8 @@ http_reply service::get_file(const http_request& r) {
 }
 
 http_reply service::list_files(const http_request& r) {
-  body_fields f(r.body);
-  if (f.error) return *f.error;
-  std::optional<http_reply> err;
-  auto sid = f.string("session_id", true, err);
-  if (err) return *err;
-  if (!valid_session_id(*sid)) return detail(400, "invalid session_id");
   held_session held;
-  if (auto refused = acquire(*sid, held)) return *refused;
+  if (auto refused = session_request(r, held)) return *refused;
   const auto& s = held.s;
   auto found = run_in(s->container,
                       {"sh", "-c", "find /workspace -maxdepth 6 -type f -printf '%s\\t%P\\0' 2>/dev/null | head -c 1000000"},
@@ -748,14 +751,8 @@ http_reply service::list_files(const http_request& r) {
 }
 
 http_reply service::reset_inputs(const http_request& r) {
-  body_fields f(r.body);
-  if (f.error) return *f.error;
-  std::optional<http_reply> err;
-  auto sid = f.string("session_id", true, err);
-  if (err) return *err;
-  if (!valid_session_id(*sid)) return detail(400, "invalid session_id");
   held_session held;
-  if (auto refused = acquire(*sid, held)) return *refused;
+  if (auto refused = session_request(r, held)) return *refused;
   const auto& s = held.s;
   auto reset = run_in(s->container,
                       {"sh", "-c", std::string(reset_inputs_script)},

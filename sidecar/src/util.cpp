@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "dockgate/sidecar/archive.hpp"
 #include "dockgate/sidecar/service.hpp"
 
 namespace dockgate::sidecar {
@@ -70,24 +71,14 @@ std::optional<std::string> base64_decode_strict(std::string_view text) {
 
 std::optional<std::string> workspace_path(std::string_view path) {
   if (path.empty() || path.find('\0') != std::string_view::npos) return std::nullopt;
-  std::string full = path.front() == '/' ? std::string(path) : "/workspace/" + std::string(path);
-  std::vector<std::string> parts;
-  std::size_t start = 1;
-  while (start <= full.size()) {
-    auto slash = full.find('/', start);
-    if (slash == std::string::npos) slash = full.size();
-    std::string part = full.substr(start, slash - start);
-    start = slash + 1;
-    if (part.empty() || part == ".") continue;
-    if (part == "..") {
-      if (!parts.empty()) parts.pop_back();
-      continue;
-    }
-    parts.push_back(std::move(part));
+  const std::string full = path.front() == '/' ? std::string(path) : "/workspace/" + std::string(path);
+  std::vector<std::string_view> parts;
+  for (auto part : path_segments(full)) {
+    if (part != "..") parts.push_back(part);
+    else if (!parts.empty()) parts.pop_back();  // as os.path.normpath: ".." at / stays at /
   }
   std::string out;
-  for (const auto& p : parts) out += "/" + p;
-  if (out.empty()) out = "/";
+  for (auto p : parts) (out += '/') += p;
   if (out == "/workspace" || out.starts_with("/workspace/")) return out;
   return std::nullopt;
 }

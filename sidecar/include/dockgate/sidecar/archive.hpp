@@ -7,8 +7,13 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace dockgate::sidecar {
+
+// The segments of a slash-separated path, without empty and "." segments (".." kept):
+// the one path walker behind workspace confinement and archive member checks.
+std::vector<std::string_view> path_segments(std::string_view path);
 
 // The object key of an archive: <prefix>/workspaces/<key>.tgz (the seed's layout; the
 // prefix, which comes from the request, must be a plain relative path). nullopt if not.

@@ -66,6 +66,7 @@ class service {
     std::unique_lock<std::timed_mutex> lock;
   };
   std::optional<http_reply> acquire(const std::string& id, held_session& out);
+  std::optional<http_reply> session_request(const http_request& r, held_session& out);
   std::shared_ptr<session> find(const std::string& id);
   void forget(const std::string& id);
   bool running(const std::string& container);
