@@ -110,33 +110,19 @@ class decoder {
       }
       case field_kind::string_list:
         return string_list(e, path, out);
-      case field_kind::string_list_list: {
-        simdjson::dom::array arr;
-        if (e.get_array().get(arr) != simdjson::SUCCESS) return fail(path, "must be an array of arrays of strings");
-        json_array items;
-        std::size_t i = 0;
-        for (element item : arr) {
-          json_value inner;
-          if (!string_list(item, path + "[" + std::to_string(i++) + "]", inner)) return false;
-          items.push_back(std::move(inner));
-        }
-        out = std::move(items);
-        return true;
-      }
+      case field_kind::string_list_list:
+        return array(e, path, "must be an array of arrays of strings", out,
+                     [&](element item, const std::string& item_path, json_value& v) { return string_list(item, item_path, v); });
       case field_kind::uint_pair: {
+        // Go decodes [2]uint by position: more or fewer elements would read differently.
         simdjson::dom::array arr;
         if (e.get_array().get(arr) != simdjson::SUCCESS || arr.size() != 2)
           return fail(path, "must be an array of exactly two unsigned integers");
-        json_array items;
         static constexpr field_spec part{"", field_kind::uint64};
-        for (element item : arr) {
-          json_value v;
-          bool p;
-          if (!field(item, part, path, v, p)) return false;
-          items.push_back(std::move(v));
-        }
-        out = std::move(items);
-        return true;
+        return array(e, path, "", out, [&](element item, const std::string& item_path, json_value& v) {
+          bool present;
+          return field(item, part, item_path, v, present);
+        });
       }
       case field_kind::string_map:
       case field_kind::empty_object_map:
@@ -149,34 +135,41 @@ class decoder {
         out = std::move(obj);
         return true;
       }
-      case field_kind::object_list: {
-        simdjson::dom::array arr;
-        if (e.get_array().get(arr) != simdjson::SUCCESS) return fail(path, "must be an array of objects");
-        json_array items;
-        std::size_t i = 0;
-        for (element item : arr) {
-          json_object obj;
-          if (!object(item, *f.child, path + "[" + std::to_string(i++) + "]", obj)) return false;
-          items.push_back(std::move(obj));
-        }
-        out = std::move(items);
-        return true;
-      }
+      case field_kind::object_list:
+        return array(e, path, "must be an array of objects", out,
+                     [&](element item, const std::string& item_path, json_value& v) {
+                       json_object obj;
+                       if (!object(item, *f.child, item_path, obj)) return false;
+                       v = std::move(obj);
+                       return true;
+                     });
     }
     return fail(path, "unsupported field");
   }
 
-  bool string_list(element e, const std::string& path, json_value& out) {
+  // An array whose items each decode with `item` (at "path[i]").
+  template <class F>
+  bool array(element e, const std::string& path, std::string_view what, json_value& out, F&& item) {
     simdjson::dom::array arr;
-    if (e.get_array().get(arr) != simdjson::SUCCESS) return fail(path, "must be an array of strings");
+    if (e.get_array().get(arr) != simdjson::SUCCESS) return fail(path, what);
     json_array items;
-    for (element item : arr) {
-      std::string_view s;
-      if (item.get_string().get(s) != simdjson::SUCCESS) return fail(path, "must be an array of strings");
-      items.emplace_back(std::string(s));
+    std::size_t i = 0;
+    for (element x : arr) {
+      json_value v;
+      if (!item(x, path + "[" + std::to_string(i++) + "]", v)) return false;
+      items.push_back(std::move(v));
     }
     out = std::move(items);
     return true;
+  }
+
+  bool string_list(element e, const std::string& path, json_value& out) {
+    return array(e, path, "must be an array of strings", out, [&](element item, const std::string&, json_value& v) {
+      std::string_view str;
+      if (item.get_string().get(str) != simdjson::SUCCESS) return fail(path, "must be an array of strings");
+      v = std::string(str);
+      return true;
+    });
   }
 
   // Map-typed fields keep their keys as written (no folding); a repeated key is refused
