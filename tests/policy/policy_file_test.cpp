@@ -68,7 +68,7 @@ TEST_CASE("decide denies by default with Docker's message", "[decision]") {
         decision{deny{403, "operation", "dockgate: ContainerCreate is not allowed by profile ro"}});
 }
 
-TEST_CASE("clients select their profile; first match wins; no match without default is refused",
+TEST_CASE("clients select their profile, first match wins, no match without default is refused",
           "[policy_file][clients]") {
   auto r = parse_policy(R"({
     "clients": [
