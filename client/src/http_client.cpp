@@ -202,6 +202,12 @@ void connection::shutdown_write() {
   ::shutdown(fd_, SHUT_WR);
 }
 
+std::string_view http_response::header(std::string_view name) const {
+  for (const auto& [n, v] : headers)
+    if (n == name) return v;
+  return {};
+}
+
 std::optional<response_head> read_response_head(connection& c, std::string& buffer, clock_type::time_point deadline) {
   char chunk[16384];
   std::size_t end;
@@ -229,6 +235,7 @@ std::optional<response_head> read_response_head(connection& c, std::string& buff
     if (name == "content-length") h.content_length = std::strtoull(value.c_str(), nullptr, 10);
     else if (name == "transfer-encoding" && lower(value).find("chunked") != std::string::npos) h.chunked = true;
     else if (name == "content-type") h.content_type = value;
+    h.headers.emplace_back(name, std::move(value));
   }
   return h;
 }
@@ -269,13 +276,16 @@ http_response http_request(const transport& t, std::string_view method, std::str
     return r;
   }
   r.content_type = head->content_type;
+  r.headers = std::move(head->headers);
   char chunk[65536];
   auto fill = [&]() {
     const long n = c->read_some(chunk, sizeof chunk, deadline);
     if (n > 0) buffer.append(chunk, static_cast<std::size_t>(n));
     return n;
   };
-  if (head->chunked) {
+  if (method == "HEAD") {
+    // No body, whatever Content-Length says (it is the size of the object).
+  } else if (head->chunked) {
     proxy::chunked_decoder decoder;
     for (;;) {
       auto res = decoder.feed(buffer);

@@ -42,6 +42,9 @@ struct http_response {
   std::string body;
   std::string content_type;
   std::string error;
+  std::vector<std::pair<std::string, std::string>> headers;  // every field, names in lower case
+  // The first field of that (lower-case) name, or "".
+  std::string_view header(std::string_view name) const;
 };
 
 // A connected socket (RAII). Reads and writes honour a deadline.
@@ -70,7 +73,7 @@ class connection {
 };
 
 // Sends one request and reads the whole response (Content-Length, chunked, or until
-// close), at most `max_body` bytes of body.
+// close), at most `max_body` bytes of body. A HEAD response has no body.
 // `extra_headers` are complete header lines ("Authorization: Bearer x\r\n"); `host` is
 // the Host header (what a signature covers), `content_type` that of a body.
 http_response http_request(const transport& t, std::string_view method, std::string_view target,
@@ -84,6 +87,7 @@ struct response_head {
   std::optional<std::uint64_t> content_length;
   bool chunked = false;
   std::string content_type;
+  std::vector<std::pair<std::string, std::string>> headers;  // every field, names in lower case
 };
 std::optional<response_head> read_response_head(connection& c, std::string& buffer, clock_type::time_point deadline);
 
