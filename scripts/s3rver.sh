@@ -1,5 +1,9 @@
 #!/usr/bin/env bash
 # s3rver (npm) on 127.0.0.1 for tests of S3-compatible storage, under DIR.
+# Path-style requests name the bucket in the path; virtual-hosted ones (Aliyun OSS's
+# S3-compatible API) name it in the host, <bucket>.s3.oss-<region>.aliyuncs.com, which
+# s3rver recognises with --service-endpoint aliyuncs.com (tests map the name to
+# 127.0.0.1 in a mount namespace of their own, never in the machine's /etc/hosts).
 #
 #   scripts/s3rver.sh start DIR   install (cached), start, write DIR/env
 #   scripts/s3rver.sh stop DIR
@@ -19,7 +23,7 @@ case $cmd in
     fi
     port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
     "$cache/node_modules/.bin/s3rver" -d "$dir/data" -a 127.0.0.1 -p "$port" --silent \
-      --configure-bucket dockgate-test >"$dir/s3rver.log" 2>&1 &
+      --service-endpoint aliyuncs.com --configure-bucket dockgate-test >"$dir/s3rver.log" 2>&1 &
     echo $! >"$dir/s3rver.pid"
     for _ in $(seq 100); do
       curl -s -o /dev/null "http://127.0.0.1:$port/" && break
@@ -30,6 +34,7 @@ export DOCKGATE_TEST_S3_ENDPOINT=http://127.0.0.1:$port
 export DOCKGATE_TEST_S3_BUCKET=dockgate-test
 export DOCKGATE_TEST_S3_ACCESS_KEY=S3RVER
 export DOCKGATE_TEST_S3_SECRET_KEY=S3RVER
+export DOCKGATE_TEST_S3_PORT=$port
 ENV
     echo "s3rver.sh: s3rver on 127.0.0.1:$port"
     ;;

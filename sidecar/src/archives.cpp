@@ -1,131 +1,256 @@
-// Workspace archives: which storage a session uses, archive on delete/reap, restore on
-// create, discard (seed §1.8).
-#include "dockgate/sidecar/service.hpp"
-
+// Workspace archives: restore on create, archive on delete and reap, discard (seed §1.8).
+//
+// Nothing is lost: an archive is replaced only by the workspace of a session that was
+// restored from exactly that archive (same generation), completely; anything else — a
+// partial or failed restore, or another session that wrote the key in between — is
+// stored beside it under <stem>.conflict-<session>.tgz, which the next restore reports.
+// Before the archive is replaced, its previous generation is kept as <stem>.prev.tgz, and
+// the new one must read back whole, so one bad write cannot destroy the last good one.
 #include <simdjson.h>
 
-#include <algorithm>
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
 
-#include "dockgate/sidecar/archive.hpp"
+#include "dockgate/sidecar/service.hpp"
 #include "request.hpp"
 
 namespace dockgate::sidecar {
 
 using namespace std::chrono_literals;
 
-void service::apply_storage(const std::string& body, session& s) const {
-  simdjson::dom::parser p;
-  simdjson::dom::element doc, storage;
-  const bool given = !body.empty() && p.parse(body).get(doc) == simdjson::SUCCESS &&
-                     doc.at_key("storage").get(storage) == simdjson::SUCCESS && storage.is_object();
-  auto text = [&](const char* k) {
-    std::string_view v;
-    return given && storage[k].get_string().get(v) == simdjson::SUCCESS ? std::string(v) : std::string();
-  };
-  const std::string provider = given ? text("provider") : "local";
-  if (auto prefix = text("prefix"); !prefix.empty()) s.storage_prefix = prefix;
-  if (provider == "s3") {
-    // Effective when a bucket is named (the seed's rule); path-style, SigV4.
-    s3_config c;
-    c.bucket = text("s3_bucket");
-    c.region = text("s3_region").empty() ? "us-east-1" : text("s3_region");
-    c.endpoint = text("s3_endpoint").empty() ? "https://s3." + c.region + ".amazonaws.com" : text("s3_endpoint");
-    c.access_key = text("s3_access_key");
-    c.secret_key = text("s3_secret_key");
-    s.archive = !c.bucket.empty();
-    if (s.archive) s.s3 = std::move(c);
-    return;
-  }
-  s.archive = storage_effective(provider);
+namespace {
+
+// The workspace, without inputs (uploads, skills) and without what is not data (FIFOs,
+// sockets, device nodes), as tar.gz on stdout. Names are given to tar NUL-separated, so
+// any file name is archived as it is.
+constexpr std::string_view archive_script =
+    "cd /workspace && find . -mindepth 1 \\( -path ./uploads -o -path ./skills \\) -prune -o "
+    "\\( -type f -o -type d -o -type l \\) -print0 | tar --null --no-recursion -czf - -T -";
+
+// <base>/workspaces/<stem>.tgz → <base>/workspaces/<stem><suffix>
+std::string sibling(const std::string& main_key, std::string_view suffix) {
+  return main_key.substr(0, main_key.size() - 4) + std::string(suffix);
 }
 
-void service::discard_archive(const session& s) {
-  if (s.s3) {
-    if (auto object = archive_object_key(s.storage_prefix, s.archive_key))
-      s3_client(*s.s3).delete_object(*object, std::chrono::seconds(config_.s3_read_timeout_s));
-    return;
-  }
-  if (auto path = archive_path(config_.local_storage_dir, s.storage_prefix, s.archive_key)) ::unlink(path->c_str());
-}
+}  // namespace
 
-bool service::storage_effective(const std::string& provider) const {
-  // Local archives need the operator's directory; Aliyun OSS is not implemented (not
-  // effective: archiving is a no-op, as the seed does for unconfigured storage).
-  if (provider != "local") return false;
-  std::error_code ec;
-  return !config_.local_storage_dir.empty() && std::filesystem::is_directory(config_.local_storage_dir, ec);
-}
-
-void service::archive_workspace(const session& s) {
-  const auto object = archive_object_key(s.storage_prefix, s.archive_key);
-  auto path = archive_path(config_.local_storage_dir, s.storage_prefix, s.archive_key);
-  if (s.s3 ? !object : !path) return;
-  // At most SANDBOX_MAX_ARCHIVE_BYTES compressed; over it, or on any failure, the archive
-  // is skipped (never a half-written one: the write is atomic).
-  auto tar = run_in(s.container, {"tar", "czf", "-", "--exclude=./uploads", "--exclude=./skills", "-C", "/workspace", "."},
-                    std::chrono::seconds(config_.archive_timeout_s), {}, false, {},
-                    static_cast<std::size_t>(config_.max_archive_bytes));
-  if (!tar.started || tar.timed_out || tar.exit_code != 0 || tar.stdout_dropped) {
-    std::cerr << "dockgate-sidecar: archive of " << s.id << " skipped ("
-              << (tar.stdout_dropped ? "over SANDBOX_MAX_ARCHIVE_BYTES" : tar.error + tar.stderr_data) << ")" << std::endl;
-    return;
+std::string restore_report::to_json() const {
+  std::string out = "{\"status\":";
+  client::append_json_string(out, status);
+  if (!key.empty()) {
+    out += ",\"key\":";
+    client::append_json_string(out, key);
   }
-  if (s.s3) {
-    // One PUT: the object appears whole or not at all.
-    auto put = s3_client(*s.s3).put_object(*object, tar.stdout_data, "application/gzip",
-                                           std::chrono::seconds(config_.s3_read_timeout_s));
-    if (put.status != 200)
-      std::cerr << "dockgate-sidecar: archive of " << s.id << " not stored in S3: "
-                << (put.status ? std::to_string(put.status) + " " + put.body.substr(0, 200) : put.error) << std::endl;
-    return;
+  out += ",\"skipped\":[";
+  for (std::size_t i = 0; i < skipped.size(); ++i) {
+    out += i ? ",{\"path\":" : "{\"path\":";
+    client::append_json_string(out, valid_utf8(skipped[i].path));
+    out += ",\"reason\":";
+    client::append_json_string(out, valid_utf8(skipped[i].reason));
+    out += '}';
   }
-  std::string why;
-  if (!write_atomically(*path, tar.stdout_data, &why))
-    std::cerr << "dockgate-sidecar: archive of " << s.id << " not written: " << why << std::endl;
-}
-
-void service::restore_workspace(const session& s) {
-  std::string data;
-  std::string where;
-  if (s.s3) {
-    auto object = archive_object_key(s.storage_prefix, s.archive_key);
-    if (!object) return;
-    where = "s3://" + s.s3->bucket + "/" + *object;
-    auto got = s3_client(*s.s3).get_object(*object, static_cast<std::size_t>(config_.max_archive_bytes) + 1,
-                                           std::chrono::seconds(config_.s3_read_timeout_s));
-    if (got.status == 404) return;  // nothing archived under this key yet
-    if (got.status != 200) {
-      std::cerr << "dockgate-sidecar: archive " << where << " not read: "
-                << (got.status ? std::to_string(got.status) : got.error) << std::endl;
-      return;
+  out += ']';
+  if (!conflicts.empty()) {
+    out += ",\"conflicts\":[";
+    for (std::size_t i = 0; i < conflicts.size(); ++i) {
+      if (i) out += ',';
+      client::append_json_string(out, conflicts[i]);
     }
-    data = std::move(got.body);
+    out += ']';
+  }
+  if (!error.empty()) {
+    out += ",\"error\":";
+    client::append_json_string(out, valid_utf8(error));
+  }
+  return out + "}";
+}
+
+std::string archive_outcome::to_json() const {
+  std::string out = "{\"status\":";
+  client::append_json_string(out, status);
+  if (!key.empty()) {
+    out += ",\"key\":";
+    client::append_json_string(out, key);
+  }
+  if (!reason.empty()) {
+    out += ",\"reason\":";
+    client::append_json_string(out, valid_utf8(reason));
+  }
+  return out + "}";
+}
+
+storage_choice service::request_storage(const std::string& body) const {
+  std::string block;
+  if (!body.empty()) {
+    simdjson::dom::parser p;
+    simdjson::dom::element doc, storage;
+    if (p.parse(body).get(doc) == simdjson::SUCCESS && doc.is_object() &&
+        doc.at_key("storage").get(storage) == simdjson::SUCCESS && !storage.is_null())
+      block = simdjson::minify(storage);
+  }
+  return choose_storage(block, config_);
+}
+
+std::shared_ptr<std::mutex> service::key_lock(const std::string& where) {
+  std::lock_guard g(key_locks_mutex_);
+  auto& slot = key_locks_[where];
+  auto lock = slot.lock();
+  if (!lock) slot = lock = std::make_shared<std::mutex>();
+  for (auto it = key_locks_.begin(); it != key_locks_.end();) it = it->second.expired() ? key_locks_.erase(it) : std::next(it);
+  return lock;
+}
+
+service::prepared_restore service::prepare_restore(const storage_spec& storage, const std::string& stem) {
+  prepared_restore r;
+  const std::string key = storage.archive_key(stem);
+  r.report.key = key;
+  auto store = open_store(storage, config_);
+  auto got = store->get(key, static_cast<std::size_t>(config_.max_archive_bytes));
+  if (got.what == stored_object::state::missing) {
+    r.generation = std::string();  // nothing archived under this key yet: not an error
+  } else if (got.what == stored_object::state::error) {
+    r.report.status = "failed";
+    r.report.error = got.error;
   } else {
-    auto path = archive_path(config_.local_storage_dir, s.storage_prefix, s.archive_key);
-    if (!path) return;
-    where = *path;
-    std::ifstream in(*path, std::ios::binary);
-    if (!in) return;  // nothing archived under this key yet
-    data.assign((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    r.generation = got.generation;
+    restore_limits limits;
+    limits.max_unpacked = static_cast<std::uint64_t>(parse_size(config_.workspace_size).value_or(512LL << 20));
+    r.plan = plan_restore(got.data, limits);
+    if (r.plan.error) {
+      r.report.status = "failed";
+      r.report.error = *r.plan.error;
+    } else {
+      r.report.status = r.plan.skipped.empty() ? "restored" : "partial";
+      r.report.skipped = r.plan.skipped;
+    }
   }
-  const std::string* path = &where;
-  if (data.size() > static_cast<std::size_t>(config_.max_archive_bytes)) {
-    std::cerr << "dockgate-sidecar: archive " << *path << " over SANDBOX_MAX_ARCHIVE_BYTES: not restored" << std::endl;
-    return;
+  std::vector<object_entry> conflicts;
+  std::string error;
+  if (store->list(sibling(key, ".conflict-"), conflicts, error)) {
+    for (auto& c : conflicts)
+      if (c.key.ends_with(".tgz")) r.report.conflicts.push_back(std::move(c.key));
   }
-  const auto max_unpacked = parse_size(config_.workspace_size).value_or(512LL << 20);
-  if (auto problem = check_workspace_archive(data, static_cast<std::uint64_t>(max_unpacked))) {
-    std::cerr << "dockgate-sidecar: archive " << *path << " refused: " << *problem << std::endl;
-    return;
+  if (r.report.status == "failed" || r.report.status == "partial")
+    std::cerr << "dockgate-sidecar: restore of " << storage.where() << " " << key << " " << r.report.status
+              << (r.report.error.empty() ? "" : ": " + r.report.error) << " (" << r.report.skipped.size()
+              << " member(s) left out)" << std::endl;
+  return r;
+}
+
+void service::unpack_restore(const std::string& container, prepared_restore& r) {
+  if (r.report.status != "restored" && r.report.status != "partial") return;
+  if (r.plan.members == 0) return;
+  // --no-overwrite-dir: the directories the session already has keep their owner and mode.
+  auto untar = run_in(container, {"tar", "--no-same-owner", "--no-overwrite-dir", "-xzf", "-", "-C", "/workspace"},
+                      std::chrono::seconds(config_.archive_timeout_s), std::move(r.plan.tgz), true);
+  if (!untar.started || untar.timed_out || untar.exit_code != 0) {
+    r.report.status = "failed";
+    r.report.error = "unpacking failed: " + (untar.error.empty() ? untar.stderr_data : untar.error);
+    std::cerr << "dockgate-sidecar: restore of " << r.report.key << " into " << container << " failed: " << r.report.error
+              << std::endl;
   }
-  auto untar = run_in(s.container, {"tar", "--no-same-owner", "-xzf", "-", "-C", "/workspace"},
-                      std::chrono::seconds(config_.archive_timeout_s), std::move(data), true);
-  if (!untar.started || untar.exit_code != 0)
-    std::cerr << "dockgate-sidecar: restore of " << *path << " failed: " << untar.error << untar.stderr_data << std::endl;
+}
+
+archive_outcome service::archive_workspace(session& s) {
+  archive_outcome out;
+  const storage_spec& storage = *s.storage;
+  const std::string main_key = storage.archive_key(s.archive_key);
+  auto not_written = [&](std::string reason, bool retry) {
+    out.status = "not_written";
+    out.reason = std::move(reason);
+    out.retry = retry;
+    std::cerr << "dockgate-sidecar: archive of session " << s.id << " (" << storage.where() << " " << main_key
+              << ") not written: " << out.reason << std::endl;
+    return out;
+  };
+  if (!storage.has_credentials)
+    return not_written("the credentials of " + storage.where() +
+                           " are not known since the sidecar restarted; DELETE with the storage block archives it",
+                       true);
+  auto store = open_store(storage, config_);
+  auto lock = key_lock(storage.where() + "\n" + main_key);
+  std::lock_guard held(*lock);
+
+  // Where this workspace may go: over the archive only if it came from exactly that one.
+  std::string target = main_key;
+  std::string error;
+  const auto current = store->generation(main_key, error);
+  if (!current) return not_written(error, true);
+  if (s.restore_status == "failed" || s.restore_status == "partial") {
+    target = sibling(main_key, ".conflict-" + s.id + ".tgz");
+    out.reason = "the restore of this session was " + s.restore_status + ": the archive it came from is kept";
+  } else if (current->empty()) {
+    // Nothing under the key now (never written, discarded, or collected): no one's work
+    // is in the way.
+  } else if (!s.restored_generation) {
+    target = sibling(main_key, ".conflict-" + s.id + ".tgz");
+    out.reason = "the archive this session was restored from is not known";
+  } else if (*current != *s.restored_generation) {
+    target = sibling(main_key, ".conflict-" + s.id + ".tgz");
+    out.reason = "another session wrote the archive after this one was restored";
+  }
+
+  auto tar = run_in(s.container, {"sh", "-c", std::string(archive_script)}, std::chrono::seconds(config_.archive_timeout_s),
+                    {}, false, {}, static_cast<std::size_t>(config_.max_archive_bytes));
+  if (!tar.started) return not_written("tar could not run: " + tar.error, true);
+  if (tar.timed_out)
+    return not_written("tar did not finish within SANDBOX_ARCHIVE_TIMEOUT_S (" + std::to_string(config_.archive_timeout_s) +
+                           " s)",
+                       false);
+  if (tar.stdout_dropped)
+    return not_written("the workspace archive is larger than SANDBOX_MAX_ARCHIVE_BYTES (" +
+                           std::to_string(config_.max_archive_bytes) + " bytes)",
+                       false);
+  // The archive must read back whole before it may replace anything.
+  const auto check = check_archive(tar.stdout_data);
+  if (check.error)
+    return not_written("tar exited " + std::to_string(tar.exit_code) + " with an unreadable archive (" + *check.error +
+                           "): " + tar.stderr_data.substr(0, 300),
+                       false);
+  if (tar.exit_code != 0)
+    std::cerr << "dockgate-sidecar: archive of session " << s.id << ": tar exited " << tar.exit_code
+              << " (archived what it could read): " << tar.stderr_data.substr(0, 300) << std::endl;
+
+  if (target == main_key && !current->empty() && !store->copy(main_key, sibling(main_key, ".prev.tgz"), error))
+    return not_written("the previous generation could not be kept: " + error, true);
+  auto written = store->put(target, tar.stdout_data, "application/gzip", error);
+  if (!written) return not_written(error, true);
+  out.key = target;
+  if (target == main_key) {
+    out.status = "written";
+    out.reason.clear();
+    s.restored_generation = *written;  // a second archive of this session replaces its own
+  } else {
+    out.status = "conflict";
+    std::cerr << "dockgate-sidecar: archive of session " << s.id << " kept as " << target << ": " << out.reason << std::endl;
+  }
+  return out;
+}
+
+archive_outcome service::discard_archives(const storage_spec& storage, const std::string& stem) {
+  archive_outcome out;
+  const std::string main_key = storage.archive_key(stem);
+  out.key = main_key;
+  if (!storage.has_credentials) {
+    out.status = "not_discarded";
+    out.reason = "the credentials of " + storage.where() + " are not known";
+    return out;
+  }
+  auto store = open_store(storage, config_);
+  auto lock = key_lock(storage.where() + "\n" + main_key);
+  std::lock_guard held(*lock);
+  std::vector<std::string> keys{main_key, sibling(main_key, ".prev.tgz")};
+  std::vector<object_entry> conflicts;
+  std::string error;
+  if (store->list(sibling(main_key, ".conflict-"), conflicts, error))
+    for (auto& c : conflicts) keys.push_back(std::move(c.key));
+  for (const auto& k : keys)
+    if (!store->remove(k, error)) {
+      out.status = "not_discarded";
+      out.reason = error;
+      return out;
+    }
+  out.status = "discarded";
+  return out;
 }
 
 }  // namespace dockgate::sidecar

@@ -146,6 +146,12 @@ config_result load_config(const std::map<std::string, std::string>& env) {
   integer("SANDBOX_S3_CONNECT_TIMEOUT_S", c.s3_connect_timeout_s, 1);
   integer("SANDBOX_S3_READ_TIMEOUT_S", c.s3_read_timeout_s, 1);
   integer("SANDBOX_OSS_CONNECT_TIMEOUT_S", c.oss_connect_timeout_s, 1);
+  text("SANDBOX_INSTANCE", c.instance);
+  if (c.instance.empty() || c.instance.size() > 63 ||
+      !std::all_of(c.instance.begin(), c.instance.end(), [](char ch) {
+        return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-' || ch == '_' || ch == '.';
+      }))
+    r.errors.push_back("SANDBOX_INSTANCE must be 1-63 characters of a-z, 0-9, '-', '_', '.'");
   if (c.api_key.empty() && !c.allow_no_auth)
     r.errors.push_back("SANDBOX_API_KEY is empty: refusing to start without auth (set SANDBOX_ALLOW_NO_AUTH=1 to run open)");
   if (r.errors.empty()) r.value = c;

@@ -60,6 +60,9 @@ http_reply service::handle(const http_request& r) {
   if (r.path == "/files/get") return post(&service::get_file);
   if (r.path == "/files/list") return post(&service::list_files);
   if (r.path == "/files/reset-inputs") return post(&service::reset_inputs);
+  if (r.path == "/storage/put") return post(&service::storage_put);
+  if (r.path == "/storage/delete") return post(&service::storage_delete);
+  if (r.path == "/storage/gc") return post(&service::storage_gc);
   return detail(404, "Not Found");
 }
 

@@ -16,25 +16,28 @@ namespace dockgate::sidecar {
 
 using namespace std::chrono_literals;
 
-std::string service::create_body(const std::string& sid, const std::string& archive_key) const {
+std::string service::create_body(const std::string& sid, const session& s) const {
   // The hardened host config of the seed (§1.10). The gate's sandbox profile forces all
   // of it anyway; asking for it too keeps the sidecar honest against a looser profile.
   std::string b = "{\"Image\":";
   client::append_json_string(b, config_.image);
   b += R"(,"Cmd":["sleep","infinity"],"User":"1000:1000","WorkingDir":"/workspace","Labels":{)";
-  client::append_json_string(b, archive_label);
-  b += ':';
-  client::append_json_string(b, archive_key);
-  b += ',';
-  client::append_json_string(b, created_label);
-  b += ':';
-  client::append_json_string(b, std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
-                                                   std::chrono::system_clock::now().time_since_epoch())
-                                                   .count()));
-  b += ',';
-  client::append_json_string(b, session_label);
-  b += ':';
-  client::append_json_string(b, sid);
+  auto label = [&b](std::string_view name, std::string_view value) {
+    if (b.back() != '{') b += ',';
+    client::append_json_string(b, name);
+    b += ':';
+    client::append_json_string(b, value);
+  };
+  label(archive_label, s.archive_key);
+  label(created_label, std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
+                                          std::chrono::system_clock::now().time_since_epoch())
+                                          .count()));
+  label(session_label, sid);
+  label(instance_label, config_.instance);
+  if (s.storage) label(storage_label, s.storage->label());
+  if (s.ttl_seconds > 0) label(ttl_label, std::to_string(s.ttl_seconds));
+  label(restore_label, s.restore_status);
+  if (s.restored_generation) label(generation_label, *s.restored_generation);
   b += "},\"HostConfig\":{\"NetworkMode\":\"none\",\"Memory\":" + std::to_string(config_.memory_bytes) +
        ",\"MemorySwap\":" + std::to_string(config_.memory_bytes) + ",\"NanoCpus\":" + std::to_string(config_.nano_cpus) +
        ",\"PidsLimit\":" + std::to_string(config_.pids_limit) + ",\"Ulimits\":[{\"Name\":\"nofile\",\"Soft\":" +
@@ -49,6 +52,36 @@ std::string service::create_body(const std::string& sid, const std::string& arch
   return b + "}}";
 }
 
+std::optional<std::vector<service::session_container>> service::own_containers(bool all) {
+  // Every session container the gate lets us see, then only this instance's: a container
+  // without the instance label predates it and belongs to the "default" instance.
+  auto list = docker_.call("GET", std::string("/containers/json?") + (all ? "all=1&" : "") +
+                                      "filters=%7B%22label%22%3A%5B%22" + std::string(session_label) + "%22%5D%7D",
+                           {}, 20s);
+  simdjson::dom::parser p;
+  simdjson::dom::element doc;
+  simdjson::dom::array arr;
+  if (list.status != 200 || p.parse(list.body).get(doc) != simdjson::SUCCESS || doc.get_array().get(arr) != simdjson::SUCCESS)
+    return std::nullopt;
+  std::vector<session_container> out;
+  for (simdjson::dom::element c : arr) {
+    session_container sc;
+    std::string_view id, state;
+    simdjson::dom::object labels;
+    if (c["Id"].get_string().get(id) != simdjson::SUCCESS || c["Labels"].get_object().get(labels) != simdjson::SUCCESS) continue;
+    if (c["State"].get_string().get(state) == simdjson::SUCCESS) sc.state = std::string(state);
+    for (auto [k, v] : labels) {
+      std::string_view text;
+      if (v.get_string().get(text) == simdjson::SUCCESS) sc.labels.emplace(std::string(k), std::string(text));
+    }
+    auto inst = sc.labels.find(std::string(instance_label));
+    if (inst == sc.labels.end() ? config_.instance != "default" : inst->second != config_.instance) continue;
+    sc.id = std::string(id);
+    out.push_back(std::move(sc));
+  }
+  return out;
+}
+
 http_reply service::create_session(const http_request& r) {
   body_fields f(r.body, true);
   if (f.error) return *f.error;
@@ -56,6 +89,9 @@ http_reply service::create_session(const http_request& r) {
   auto ttl = f.integer("idle_ttl_sec", err);
   auto key = f.string("archive_key", false, err);
   if (err) return *err;
+  // A storage block the sidecar cannot use is refused now, not found out at delete.
+  auto storage = request_storage(r.body);
+  if (storage.error) return detail(400, *storage.error);
 
   if (!create_slots_.try_acquire_for(std::chrono::seconds(config_.queue_timeout_seconds)))
     return detail(429, "session create queue is full");
@@ -71,26 +107,37 @@ http_reply service::create_session(const http_request& r) {
   }
   const std::string sid = random_hex(16);
   const std::string name = std::string(container_prefix) + sid;
-  const std::string archive_key = key && valid_archive_key(*key) ? *key : sid;
+  auto s = std::make_shared<session>();
+  s->id = sid;
+  s->archive_key = key && valid_archive_key(*key) ? *key : sid;
+  s->storage = storage.spec;
+  s->ttl_seconds = ttl && *ttl > 0 ? std::clamp<std::int64_t>(*ttl, 1, config_.idle_ttl_cap_seconds) : 0;
+  // The archive is fetched and checked before the container exists, so that the
+  // container's labels record where the workspace came from (for a restarted sidecar).
+  prepared_restore restore;
+  if (s->storage) {
+    restore = prepare_restore(*s->storage, s->archive_key);
+    s->restored_generation = restore.generation;
+  } else {
+    s->restored_generation = std::string();
+  }
+  s->restore_status = restore.report.status;
   std::string container_id = name;  // replaced by the full ID once created
   {
     std::lock_guard g(create_mutex_);
     if (config_.max_sessions > 0) {
-      // Running labelled containers on the daemon (the gate confines the list to ours).
-      auto list = docker_.call("GET", "/containers/json?filters=%7B%22label%22%3A%5B%22" + std::string(session_label) + "%22%5D%7D", {}, 20s);
+      // Running containers of this instance on the daemon (the gate confines the list to
+      // its profile's own; the instance label to this sidecar's).
       std::int64_t live = 0;
-      simdjson::dom::parser p;
-      simdjson::dom::element doc;
-      simdjson::dom::array arr;
-      if (list.status == 200 && p.parse(list.body).get(doc) == simdjson::SUCCESS && doc.get_array().get(arr) == simdjson::SUCCESS) {
-        live = static_cast<std::int64_t>(arr.size());
+      if (auto mine = own_containers(false)) {
+        live = static_cast<std::int64_t>(mine->size());
       } else {
         std::lock_guard t(table_mutex_);
         live = static_cast<std::int64_t>(sessions_.size());
       }
       if (live >= config_.max_sessions) return detail(429, "too many active sessions");
     }
-    auto created = docker_.call("POST", "/containers/create?name=" + name, create_body(sid, archive_key), 60s);
+    auto created = docker_.call("POST", "/containers/create?name=" + name, create_body(sid, *s), 60s);
     if (created.status != 201)
       return detail(500, "docker run failed: " + (created.status ? created.body : created.error));
     {
@@ -100,29 +147,25 @@ http_reply service::create_session(const http_request& r) {
       if (p.parse(created.body).get(doc) == simdjson::SUCCESS && doc["Id"].get_string().get(id) == simdjson::SUCCESS)
         container_id = std::string(id);
     }
-    auto started = docker_.call("POST", "/containers/" + name + "/start", {}, 60s);
+    auto started = docker_.call("POST", "/containers/" + container_id + "/start", {}, 60s);
     if (started.status != 204 && started.status != 304) {
-      remove_container(name);
+      remove_container(container_id);
       return detail(500, "docker run failed: " + (started.status ? started.body : started.error));
     }
   }
+  s->container = container_id;
   auto mk = run_in(container_id, {"mkdir", "-p", "/workspace/uploads", "/workspace/outputs", "/workspace/skills"}, 20s);
   if (!mk.started || mk.exit_code != 0) {
     remove_container(container_id);
     return detail(500, "workspace init failed: " + (mk.error.empty() ? mk.stderr_data : mk.error));
   }
-  auto s = std::make_shared<session>();
-  s->id = sid;
-  s->container = container_id;
-  s->archive_key = archive_key;
-  apply_storage(r.body, *s);
-  if (s->archive) restore_workspace(*s);
+  unpack_restore(container_id, restore);
+  s->restore_status = restore.report.status;
   auto reset = run_in(container_id, {"sh", "-c", std::string(reset_inputs_script)}, 30s);
   if (!reset.started || reset.exit_code != 0) {
     remove_container(container_id);
     return detail(500, "reset inputs failed: " + reset.stderr_data);
   }
-  s->ttl_seconds = ttl && *ttl > 0 ? std::clamp<std::int64_t>(*ttl, 1, config_.idle_ttl_cap_seconds) : 0;
   s->last_used = std::chrono::steady_clock::now();
   {
     std::lock_guard g(table_mutex_);
@@ -130,7 +173,7 @@ http_reply service::create_session(const http_request& r) {
   }
   std::string body = "{\"session_id\":";
   client::append_json_string(body, sid);
-  return {200, body + "}"};
+  return {200, body + ",\"restore\":" + restore.report.to_json() + "}"};
 }
 
 http_reply service::delete_session(std::string_view id, const std::string& body) {
@@ -141,8 +184,13 @@ http_reply service::delete_session(std::string_view id, const std::string& body)
   const bool discard = f.boolean("discard");
   auto key = f.string("archive_key", false, err);
   if (err) return *err;
+  simdjson::dom::element block;
+  const bool block_given = f.doc.at_key("storage").get(block) == simdjson::SUCCESS && !block.is_null();
+  auto storage = request_storage(body);
+  if (storage.error) return detail(400, *storage.error);  // refused before anything is removed
+
+  std::optional<archive_outcome> outcome;
   auto s = find(std::string(id));
-  const std::string name = std::string(container_prefix) + std::string(id);
   if (s) {
     s->terminating = true;  // a racing /exec gets a fast 404
     std::unique_lock lock(s->lock, std::defer_lock);
@@ -150,66 +198,71 @@ http_reply service::delete_session(std::string_view id, const std::string& body)
       s->terminating = false;
       return detail(429, "session is busy");
     }
-    session from_body;
-    apply_storage(body, from_body);
-    if (from_body.archive) {  // the storage block of this request, when effective, wins
-      s->archive = true;
-      s->s3 = from_body.s3;
-      s->storage_prefix = from_body.storage_prefix;
-    }
+    // The session's storage is the one it was created with; a block here may only bring
+    // back the credentials of that same place (a session adopted after a restart).
+    if (block_given && storage.spec && s->storage && !s->storage->has_credentials && s->storage->same_place(*storage.spec))
+      s->storage = storage.spec;
     if (discard) {
-      session target;
-      target.archive_key = key && valid_archive_key(*key) ? *key : s->archive_key;
-      target.s3 = s->s3;
-      target.storage_prefix = s->storage_prefix;
-      discard_archive(target);
-    } else if (s->archive) {
-      archive_workspace(*s);
+      const auto& where = s->storage ? s->storage : storage.spec;
+      if (where) outcome = discard_archives(*where, key && valid_archive_key(*key) ? *key : s->archive_key);
+    } else if (s->storage) {
+      outcome = archive_workspace(*s);
     }
     remove_container(s->container);
     forget(s->id);
   } else {
-    if (discard && key && valid_archive_key(*key)) {
-      session target;
-      apply_storage(body, target);
-      target.archive_key = *key;
-      discard_archive(target);
+    if (discard && key && valid_archive_key(*key) && storage.spec) outcome = discard_archives(*storage.spec, *key);
+    // Idempotent, also for a session a restart forgot — but never another instance's.
+    const std::string name = std::string(container_prefix) + std::string(id);
+    auto inspect = docker_.call("GET", "/containers/" + name + "/json", {}, 20s);
+    simdjson::dom::parser p;
+    simdjson::dom::element doc;
+    std::string_view instance = "default";
+    if (inspect.status == 200 && p.parse(inspect.body).get(doc) == simdjson::SUCCESS) {
+      if (doc["Config"]["Labels"][instance_label].get_string().get(instance) != simdjson::SUCCESS) instance = "default";
+      if (instance == config_.instance) remove_container(name);
     }
-    remove_container(name);  // idempotent, also for sessions a restart forgot
   }
-  return {200, R"({"ok":true})"};
+  std::string reply = R"({"ok":true)";
+  if (outcome) reply += ",\"archive\":" + outcome->to_json();
+  return {200, reply + "}"};
 }
 
 void service::reconcile() {
-  auto list = docker_.call("GET", "/containers/json?all=1&filters=%7B%22label%22%3A%5B%22" + std::string(session_label) + "%22%5D%7D", {}, 20s);
-  if (list.status != 200) return;
-  simdjson::dom::parser p;
-  simdjson::dom::element doc;
-  simdjson::dom::array arr;
-  if (p.parse(list.body).get(doc) != simdjson::SUCCESS || doc.get_array().get(arr) != simdjson::SUCCESS) return;
-  for (simdjson::dom::element c : arr) {
-    std::string_view state, sid, key;
-    simdjson::dom::element labels;
-    if (c["State"].get_string().get(state) != simdjson::SUCCESS || c["Labels"].get(labels) != simdjson::SUCCESS) continue;
-    if (labels[session_label].get_string().get(sid) != simdjson::SUCCESS || !valid_session_id(sid)) continue;
-    const std::string name = std::string(container_prefix) + std::string(sid);
-    if (state != "running") {
+  auto mine = own_containers(true);
+  if (!mine) return;
+  for (const auto& c : *mine) {
+    auto label = [&c](std::string_view name) -> const std::string* {
+      auto it = c.labels.find(std::string(name));
+      return it == c.labels.end() ? nullptr : &it->second;
+    };
+    const std::string* sid = label(session_label);
+    if (!sid || !valid_session_id(*sid)) continue;
+    if (c.state != "running") {
       // A stopped session container of an earlier run: its tmpfs workspace went with it.
       // Removed without archiving, so that the last good archive under its key (if any)
       // is not overwritten by an empty one.
-      std::string_view full_id;
-      remove_container(c["Id"].get_string().get(full_id) == simdjson::SUCCESS ? std::string(full_id) : name);
+      remove_container(c.id);
       continue;
     }
     auto s = std::make_shared<session>();
-    s->id = std::string(sid);
-    std::string_view full_id;
-    s->container = c["Id"].get_string().get(full_id) == simdjson::SUCCESS ? std::string(full_id) : name;
-    if (labels[archive_label].get_string().get(key) == simdjson::SUCCESS && valid_archive_key(key))
-      s->archive_key = std::string(key);
-    else
-      s->archive_key = s->id;
-    s->archive = storage_effective("local");  // the archive key survives in the label
+    s->id = *sid;
+    s->container = c.id;
+    const std::string* key = label(archive_label);
+    s->archive_key = key && valid_archive_key(*key) ? *key : s->id;
+    if (const std::string* where = label(storage_label)) {
+      s->storage = storage_from_label(*where, config_);
+      if (!s->storage)
+        std::cerr << "dockgate-sidecar: session " << s->id << ": unreadable storage label, its workspace will not be archived"
+                  << std::endl;
+    } else if (!label(instance_label)) {
+      // A container of a sidecar before storage labels: the operator's directory, as then.
+      s->storage = choose_storage({}, config_).spec;
+    }
+    if (const std::string* ttl = label(ttl_label)) s->ttl_seconds = std::clamp<std::int64_t>(std::strtoll(ttl->c_str(), nullptr, 10), 0, config_.idle_ttl_cap_seconds);
+    if (const std::string* status = label(restore_label)) s->restore_status = *status;
+    if (const std::string* generation = label(generation_label)) s->restored_generation = *generation;
+    else if (!label(instance_label)) s->restored_generation = std::nullopt;  // unknown: never overwrite
     s->last_used = std::chrono::steady_clock::now();  // the TTL restarts at boot
     std::lock_guard g(table_mutex_);
     sessions_[s->id] = s;
@@ -230,7 +283,15 @@ void service::reap_once() {
     if (!lock.owns_lock()) continue;  // busy: next sweep
     if (std::chrono::steady_clock::now() - s->last_used.load() <= ttl) continue;
     s->terminating = true;
-    if (s->archive) archive_workspace(*s);
+    if (s->storage) {
+      const auto outcome = archive_workspace(*s);
+      if (outcome.status == "not_written" && outcome.retry) {
+        // Storage unreachable (or its credentials unknown): the workspace stays in its
+        // container until a later sweep (or a DELETE) can archive it.
+        s->terminating = false;
+        continue;
+      }
+    }
     remove_container(s->container);
     forget(s->id);
   }

@@ -1,112 +1,11 @@
 // dockgate-sidecar end to end: sidecar -> dockgate-proxy (sandbox.json) -> the real
 // daemon, with the offline python session image (scripts/runtime-image.sh).
-#include <catch2/catch.hpp>
-#include <fcntl.h>
-#include <signal.h>
-#include <simdjson.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <thread>
-
-#include "dockgate/client/http_client.hpp"
-#include "harness.hpp"
+#include "sidecar_harness.hpp"
 
 using namespace dockgate::test;
 using namespace std::chrono_literals;
 
-namespace {
 
-const std::string api_key = "test-key-0123456789";
-
-std::string runtime_image() {
-  const char* v = std::getenv("DOCKGATE_TEST_RUNTIME_IMAGE");
-  return v && *v ? v : "dockgate/sandbox-runtime:test";
-}
-
-// A dockgate-sidecar process talking to `proxy`.
-class sidecar_process {
- public:
-  sidecar_process(const proxy_process& proxy, std::vector<std::string> env = {}) {
-    port_ = free_tcp_port();
-    // The test's variables come first: getenv returns the first of a name.
-    std::vector<std::string> full = env;
-    for (std::string d : {"DOCKER_HOST=" + proxy.host(), "SANDBOX_LISTEN=127.0.0.1:" + port_, "SANDBOX_API_KEY=" + api_key,
-                          "SANDBOX_IMAGE=" + runtime_image(), std::string("SANDBOX_QUEUE_TIMEOUT_SECONDS=5"),
-                          std::string("PATH=/usr/bin:/bin")})
-      full.push_back(d);
-    log_ = proxy.dir() + "/sidecar-" + port_ + ".log";
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      int out = ::open(log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-      ::dup2(out, 1);
-      ::dup2(out, 2);
-      std::vector<char*> envp;
-      for (auto& e : full) envp.push_back(e.data());
-      envp.push_back(nullptr);
-      char* argv[] = {const_cast<char*>(DOCKGATE_SIDECAR_BIN), nullptr};
-      ::execve(argv[0], argv, envp.data());
-      ::_exit(127);
-    }
-    for (int i = 0; i < 200; ++i) {
-      if (call("GET", "/healthz", "", "").status != 0) return;
-      std::this_thread::sleep_for(25ms);
-    }
-    FAIL("dockgate-sidecar did not start: " + run("cat " + log_).output);
-  }
-  ~sidecar_process() { stop(SIGTERM); }
-  void stop(int signo) {
-    if (pid_ <= 0) return;
-    ::kill(pid_, signo);
-    int status = 0;
-    for (int i = 0; i < 400 && ::waitpid(pid_, &status, WNOHANG) == 0; ++i) std::this_thread::sleep_for(25ms);
-    ::kill(pid_, SIGKILL);
-    ::waitpid(pid_, &status, 0);
-    pid_ = -1;
-  }
-  dockgate::client::http_response call(const std::string& method, const std::string& path, const std::string& body,
-                                       const std::string& key = api_key) const {
-    dockgate::client::transport ep{{dockgate::common::endpoint::kind::tcp, "", "127.0.0.1",
-                                    static_cast<std::uint16_t>(std::stoi(port_))},
-                                   nullptr};
-    const std::string auth = key.empty() ? "" : "Authorization: Bearer " + key + "\r\n";
-    return dockgate::client::http_request(ep, method, path, body, 120s, 64 * 1024 * 1024, auth);
-  }
-  std::string log() const { return run("cat " + log_).output; }
-
- private:
-  pid_t pid_ = -1;
-  std::string port_;
-  std::string log_;
-};
-
-std::string field(const std::string& json, const char* key) {
-  simdjson::dom::parser p;
-  simdjson::dom::element doc;
-  if (p.parse(json).get(doc) != simdjson::SUCCESS) return "<not json>";
-  simdjson::dom::element v;
-  if (doc.at_key(key).get(v) != simdjson::SUCCESS) return "<absent>";
-  std::string_view s;
-  if (v.get_string().get(s) == simdjson::SUCCESS) return std::string(s);
-  return simdjson::minify(v);
-}
-
-std::string quoted(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out += c;
-  }
-  return out + "\"";
-}
-
-std::string direct() { return docker_cli() + " -H " + engine_host(); }
-
-}  // namespace
 
 TEST_CASE("sidecar: auth, health, a session that runs python, files, artifacts", "[integration][sidecar]") {
   proxy_process proxy("compose/policies/sandbox.json");
@@ -183,7 +82,7 @@ TEST_CASE("sidecar: auth, health, a session that runs python, files, artifacts",
   CHECK(sidecar.call("POST", "/exec", "{\"session_id\":\"" + sid + "\",\"code\":\"print(1)\"}").status == 404);
 }
 
-TEST_CASE("sidecar: timeouts kill every process of the cell; output is capped", "[integration][sidecar]") {
+TEST_CASE("sidecar: timeouts kill every process of the cell, output is capped", "[integration][sidecar]") {
   proxy_process proxy("compose/policies/sandbox.json");
   sidecar_process sidecar(proxy);
   auto created = sidecar.call("POST", "/sessions", "{}");
@@ -219,7 +118,7 @@ TEST_CASE("sidecar: timeouts kill every process of the cell; output is capped", 
   sidecar.call("DELETE", "/sessions/" + sid, "");
 }
 
-TEST_CASE("sidecar: SANDBOX_MAX_SESSIONS gives 429; a restarted sidecar adopts its sessions", "[integration][sidecar]") {
+TEST_CASE("sidecar: SANDBOX_MAX_SESSIONS gives 429, a restarted sidecar adopts its sessions", "[integration][sidecar]") {
   proxy_process proxy("compose/policies/sandbox.json");
   std::string sid;
   {
@@ -242,7 +141,7 @@ TEST_CASE("sidecar: SANDBOX_MAX_SESSIONS gives 429; a restarted sidecar adopts i
   CHECK_FALSE(container_exists("dockgate-sbx-" + sid));
 }
 
-TEST_CASE("sidecar: a reaped session's workspace comes back under the same archive key; bad archives are refused",
+TEST_CASE("sidecar: a reaped session workspace comes back under the same archive key, unsafe members are left out",
           "[integration][sidecar][archive]") {
   proxy_process proxy("compose/policies/sandbox.json");
   const std::string store = proxy.dir() + "/archives";
@@ -274,16 +173,18 @@ TEST_CASE("sidecar: a reaped session's workspace comes back under the same archi
   sidecar.call("DELETE", "/sessions/" + sid2, R"({"discard":true})");
   CHECK(run("test -e " + archive).status != 0);  // discard removes the archive
 
-  // An archive with a member that climbs out is refused before anything is unpacked.
+  // A member that climbs out is left out (and named); the rest of the archive is restored.
   const std::string evil_dir = proxy.dir() + "/evil";
-  run("mkdir -p " + evil_dir + "/x && echo pwned > " + proxy.dir() + "/evil.txt && tar -C " + evil_dir +
-      " -czf " + store + "/workspaces/workspaces/conv_evil.tgz --absolute-names x/../../evil.txt");
+  run("mkdir -p " + evil_dir + "/x && echo pwned > " + proxy.dir() + "/evil.txt && echo fine > " + evil_dir +
+      "/ok.txt && tar -C " + evil_dir + " -czf " + store +
+      "/workspaces/workspaces/conv_evil.tgz --absolute-names x/../../evil.txt ok.txt");
   auto third = sidecar.call("POST", "/sessions", R"({"archive_key":"conv_evil"})");
   REQUIRE(third.status == 200);
+  CHECK(field(third.body, "restore") ==
+        R"({"status":"partial","key":"workspaces/workspaces/conv_evil.tgz","skipped":[{"path":"x/../../evil.txt","reason":"path climbs out with .."}]})");
   const std::string sid3 = field(third.body, "session_id");
   auto listed = sidecar.call("POST", "/files/list", "{\"session_id\":\"" + sid3 + "\"}");
-  CHECK(field(listed.body, "files") == "[]");
-  CHECK(sidecar.log().find("refused: member \"x/../../evil.txt\" is absolute or climbs out") != std::string::npos);
+  CHECK(field(listed.body, "files") == R"([{"path":"ok.txt","size":5}])");
   sidecar.call("DELETE", "/sessions/" + sid3, R"({"discard":true})");
 }
 

@@ -12,6 +12,9 @@ namespace dockgate::sidecar {
 
 struct config {
   std::string listen = "0.0.0.0:8000";  // SANDBOX_LISTEN
+  // SANDBOX_INSTANCE: this sidecar's name on the engine. Sessions carry it in a label; a
+  // sidecar counts, adopts and reaps only its own, so several can share one engine.
+  std::string instance = "default";
   std::string image = "aivory-sandbox:latest";
   std::string memory = "2g";
   std::int64_t memory_bytes = 2LL << 30;

@@ -12,19 +12,47 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "dockgate/client/engine.hpp"
 #include "dockgate/sidecar/config.hpp"
 #include "dockgate/sidecar/http_server.hpp"
-#include "dockgate/sidecar/s3.hpp"
+#include "dockgate/sidecar/archive.hpp"
+#include "dockgate/sidecar/storage.hpp"
 
 namespace dockgate::sidecar {
 
-// Labels of session containers (the gate adds its own owner label).
+// Labels of session containers (the gate adds its own owner label). What a restarted
+// sidecar needs to archive an adopted session where it belongs is kept here, never a
+// secret: the storage's place (not its credentials), the TTL, the restore's outcome.
 inline constexpr std::string_view session_label = "sandbox.session_id";
 inline constexpr std::string_view created_label = "sandbox.created_at";
 inline constexpr std::string_view archive_label = "sandbox.archive_key";
+inline constexpr std::string_view instance_label = "sandbox.instance";
+inline constexpr std::string_view storage_label = "sandbox.storage";
+inline constexpr std::string_view ttl_label = "sandbox.idle_ttl";
+inline constexpr std::string_view restore_label = "sandbox.restore";
+inline constexpr std::string_view generation_label = "sandbox.archive_generation";
 inline constexpr std::string_view container_prefix = "dockgate-sbx-";
+
+// What a session's restore did (answered by POST /sessions as "restore").
+struct restore_report {
+  std::string status = "none";  // restored | partial | none | failed
+  std::string key;              // the archive's object key, when storage is used
+  std::vector<skipped_member> skipped;
+  std::vector<std::string> conflicts;  // archives kept beside it by sessions that lost a race
+  std::string error;                   // failed: why
+  std::string to_json() const;
+};
+
+// What became of a workspace when its session ended (answered by DELETE as "archive").
+struct archive_outcome {
+  std::string status;  // written | conflict | not_written | discarded
+  std::string key;     // where it went
+  std::string reason;  // conflict, not_written: why
+  bool retry = false;  // a storage error: a reaped session is kept for the next sweep
+  std::string to_json() const;
+};
 
 class service {
  public:
@@ -46,10 +74,19 @@ class service {
     std::atomic<std::chrono::steady_clock::time_point> last_used{};
     std::int64_t ttl_seconds = 0;
     std::string archive_key;
-    std::string storage_prefix = "workspaces/";
-    bool archive = false;           // storage effective for this session
-    std::optional<s3_config> s3;    // archives in S3 (else the local directory)
+    std::optional<storage_spec> storage;  // where its workspace is archived; none: not kept
+    std::string restore_status = "none";
+    // The archive's generation when the workspace was restored ("" if there was none);
+    // nullopt when unknown. The archive is replaced only if it is still that generation.
+    std::optional<std::string> restored_generation;
     std::atomic<bool> terminating{false};
+  };
+
+  // An archive fetched and filtered before its session's container exists.
+  struct prepared_restore {
+    restore_report report;
+    restore_plan plan;
+    std::optional<std::string> generation;
   };
 
   http_reply healthz();
@@ -74,15 +111,27 @@ class service {
   client::exec_result run_in(const std::string& container, std::vector<std::string> cmd,
                              std::chrono::milliseconds timeout, std::string stdin_data = {}, bool attach_stdin = false,
                              std::vector<std::string> env = {}, std::size_t max_out = 64 * 1024 * 1024);
-  std::string create_body(const std::string& sid, const std::string& archive_key) const;
+  std::string create_body(const std::string& sid, const session& s) const;
+  // The session containers of this instance (running only, or all); nullopt if the
+  // engine could not be asked.
+  struct session_container {
+    std::string id;
+    std::string state;
+    std::map<std::string, std::string> labels;
+  };
+  std::optional<std::vector<session_container>> own_containers(bool all);
   void reap_once();
-  // Storage the request names (or none): whether archives apply, and their prefix.
-  bool storage_effective(const std::string& body_storage_provider) const;
-  // The storage block of a request ({provider, prefix, s3_*}) applied to a session.
-  void apply_storage(const std::string& body, session& s) const;
-  void archive_workspace(const session& s);
-  void discard_archive(const session& s);
-  void restore_workspace(const session& s);
+  // The storage block of a request body (its "storage" member), chosen and validated.
+  storage_choice request_storage(const std::string& body) const;
+  prepared_restore prepare_restore(const storage_spec& storage, const std::string& stem);
+  void unpack_restore(const std::string& container, prepared_restore& r);
+  archive_outcome archive_workspace(session& s);
+  archive_outcome discard_archives(const storage_spec& storage, const std::string& stem);
+  std::shared_ptr<std::mutex> key_lock(const std::string& where);
+
+  http_reply storage_put(const http_request& r);
+  http_reply storage_delete(const http_request& r);
+  http_reply storage_gc(const http_request& r);
 
   config config_;
   client::engine docker_;
@@ -97,6 +146,8 @@ class service {
   std::mutex reaper_mutex_;
   std::condition_variable reaper_wake_;
   bool stopping_ = false;
+  std::mutex key_locks_mutex_;
+  std::map<std::string, std::weak_ptr<std::mutex>> key_locks_;
 };
 
 // Helpers with a contract of their own (unit-tested).

@@ -1,0 +1,130 @@
+#pragma once
+// dockgate-sidecar end-to-end helpers: a sidecar process talking to a dockgate-proxy
+// (harness.hpp) in front of the test engine, and small JSON helpers for its answers.
+#include <catch2/catch.hpp>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <simdjson.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <functional>
+#include <thread>
+
+#include "dockgate/client/http_client.hpp"
+#include "harness.hpp"
+
+namespace dockgate::test {
+
+using namespace std::chrono_literals;
+
+inline const std::string api_key = "test-key-0123456789";
+
+inline std::string runtime_image() {
+  const char* v = std::getenv("DOCKGATE_TEST_RUNTIME_IMAGE");
+  return v && *v ? v : "dockgate/sandbox-runtime:test";
+}
+
+inline std::string field(const std::string& json, const char* key) {
+  simdjson::dom::parser p;
+  simdjson::dom::element doc;
+  if (p.parse(json).get(doc) != simdjson::SUCCESS) return "<not json>";
+  simdjson::dom::element v;
+  if (doc.at_key(key).get(v) != simdjson::SUCCESS) return "<absent>";
+  std::string_view s;
+  if (v.get_string().get(s) == simdjson::SUCCESS) return std::string(s);
+  return simdjson::minify(v);
+}
+
+inline std::string quoted(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
+// A dockgate-sidecar process talking to `proxy`. Its SANDBOX_INSTANCE is the proxy's
+// (unless the test names one), so that sidecars of other tests on the shared engine are
+// never counted, adopted or reaped, and a restarted sidecar on the same proxy adopts.
+// `hosts_file`: the sidecar runs in a mount namespace of its own where that file is
+// /etc/hosts (names for virtual-hosted object storage on 127.0.0.1).
+class sidecar_process {
+ public:
+  sidecar_process(const proxy_process& proxy, std::vector<std::string> env = {}, std::string hosts_file = {}) {
+    port_ = free_tcp_port();
+    // The test's variables come first: getenv returns the first of a name.
+    std::vector<std::string> full = env;
+    for (std::string d : {"DOCKER_HOST=" + proxy.host(), "SANDBOX_LISTEN=127.0.0.1:" + port_, "SANDBOX_API_KEY=" + api_key,
+                          "SANDBOX_IMAGE=" + runtime_image(), std::string("SANDBOX_QUEUE_TIMEOUT_SECONDS=5"),
+                          "SANDBOX_INSTANCE=t" + std::to_string(std::hash<std::string>{}(proxy.dir()) % 1000000007),
+                          std::string("PATH=/usr/bin:/bin")})
+      full.push_back(d);
+    log_ = proxy.dir() + "/sidecar-" + port_ + ".log";
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      if (!hosts_file.empty() &&
+          (::unshare(CLONE_NEWNS) != 0 || ::mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+           ::mount(hosts_file.c_str(), "/etc/hosts", nullptr, MS_BIND, nullptr) != 0))
+        ::_exit(126);
+      int out = ::open(log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+      ::dup2(out, 1);
+      ::dup2(out, 2);
+      std::vector<char*> envp;
+      for (auto& e : full) envp.push_back(e.data());
+      envp.push_back(nullptr);
+      char* argv[] = {const_cast<char*>(DOCKGATE_SIDECAR_BIN), nullptr};
+      ::execve(argv[0], argv, envp.data());
+      ::_exit(127);
+    }
+    for (int i = 0; i < 200; ++i) {
+      if (call("GET", "/healthz", "", "").status != 0) return;
+      std::this_thread::sleep_for(25ms);
+    }
+    FAIL("dockgate-sidecar did not start: " + run("cat " + log_).output);
+  }
+  ~sidecar_process() { stop(SIGTERM); }
+  void stop(int signo) {
+    if (pid_ <= 0) return;
+    ::kill(pid_, signo);
+    int status = 0;
+    for (int i = 0; i < 400 && ::waitpid(pid_, &status, WNOHANG) == 0; ++i) std::this_thread::sleep_for(25ms);
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
+  }
+  dockgate::client::http_response call(const std::string& method, const std::string& path, const std::string& body,
+                                       const std::string& key = api_key) const {
+    dockgate::client::transport ep{{dockgate::common::endpoint::kind::tcp, "", "127.0.0.1",
+                                    static_cast<std::uint16_t>(std::stoi(port_))},
+                                   nullptr};
+    const std::string auth = key.empty() ? "" : "Authorization: Bearer " + key + "\r\n";
+    return dockgate::client::http_request(ep, method, path, body, 120s, 64 * 1024 * 1024, auth);
+  }
+  std::string log() const { return run("cat " + log_).output; }
+  pid_t pid() const { return pid_; }
+
+  // POST /sessions with `body`: the whole answer (status checked by the caller).
+  dockgate::client::http_response create(const std::string& body = "{}") const { return call("POST", "/sessions", body); }
+  // Runs `code` in session `sid`: the answer's body.
+  std::string exec(const std::string& sid, const std::string& code) const {
+    return call("POST", "/exec", "{\"session_id\":\"" + sid + "\",\"code\":" + quoted(code) + "}").body;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  std::string port_;
+  std::string log_;
+};
+
+inline std::string direct() { return docker_cli() + " -H " + engine_host(); }
+
+
+}  // namespace dockgate::test

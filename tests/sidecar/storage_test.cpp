@@ -1,0 +1,144 @@
+#include <catch2/catch.hpp>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "dockgate/sidecar/storage.hpp"
+
+using namespace dockgate::sidecar;
+
+namespace {
+config with_dir(const std::string& dir) {
+  config c;
+  c.local_storage_dir = dir;
+  return c;
+}
+}  // namespace
+
+TEST_CASE("storage blocks: what the seed's app sends is understood", "[storage]") {
+  const auto dir = std::filesystem::temp_directory_path() / ("dg-storage-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const config c = with_dir(dir.string());
+
+  auto none = choose_storage("", config{});
+  CHECK_FALSE(none.spec);
+  CHECK_FALSE(none.error);
+  auto fallback = choose_storage("", c);
+  REQUIRE(fallback.spec);
+  CHECK(fallback.spec->archive_key("conv") == "workspaces/workspaces/conv.tgz");  // the seed's default layout
+
+  auto local = choose_storage(R"({"provider":"local","prefix":"tenant/"})", c);
+  REQUIRE(local.spec);
+  CHECK(local.spec->archive_key("k") == "tenant/workspaces/k.tgz");
+
+  auto s3 = choose_storage(R"({"provider":"s3","prefix":"aivory/","s3_bucket":"data","s3_region":"eu-west-1",)"
+                           R"("s3_endpoint":"https://minio.internal:9000/","s3_access_key":"AK","s3_secret_key":"SK"})",
+                           c);
+  REQUIRE(s3.spec);
+  CHECK(s3.spec->s3.endpoint == "https://minio.internal:9000");
+  CHECK_FALSE(s3.spec->s3.virtual_hosted);  // an explicit endpoint: path-style
+  CHECK(s3.spec->s3.region == "eu-west-1");
+  CHECK(s3.spec->label().find("SK") == std::string::npos);  // never a secret in a label
+  CHECK(s3.spec->label().find("AK") == std::string::npos);
+
+  auto aws = choose_storage(R"({"provider":"s3","s3_bucket":"data","s3_access_key":"AK","s3_secret_key":"SK"})", c);
+  REQUIRE(aws.spec);
+  CHECK(aws.spec->s3.endpoint == "https://s3.us-east-1.amazonaws.com");
+  CHECK(aws.spec->s3.virtual_hosted);
+
+  auto oss = choose_storage(R"({"provider":"aliyun_oss","prefix":"aivory/","oss_bucket":"b",)"
+                            R"("oss_endpoint":"https://oss-cn-hangzhou.aliyuncs.com","oss_access_key_id":"id",)"
+                            R"("oss_access_key_secret":"secret"})",
+                            c);
+  REQUIRE(oss.spec);
+  CHECK(oss.spec->s3.endpoint == "https://s3.oss-cn-hangzhou.aliyuncs.com");  // OSS's S3-compatible endpoint
+  CHECK(oss.spec->s3.region == "cn-hangzhou");
+  CHECK(oss.spec->s3.virtual_hosted);  // OSS takes only virtual-hosted requests
+
+  // A label brings back the place, not the credentials.
+  auto back = storage_from_label(s3.spec->label(), c);
+  REQUIRE(back);
+  CHECK(back->same_place(*s3.spec));
+  CHECK_FALSE(back->has_credentials);
+  CHECK(back->s3.secret_key.empty());
+  CHECK_FALSE(storage_from_label(R"({"provider":"s3","base":"../x"})", c));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("storage blocks the sidecar cannot use are refused with the reason", "[storage]") {
+  const auto dir = std::filesystem::temp_directory_path() / ("dg-storage2-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const config c = with_dir(dir.string());
+  const std::pair<const char*, const char*> cases[] = {
+      {R"({"provider":"local","prefix":"../up"})", "invalid storage prefix"},
+      {R"({"provider":"local","prefix":"a/../../b"})", "invalid storage prefix"},
+      {R"({"provider":"local","prefix":"a b"})", "invalid storage prefix"},
+      {R"({"provider":"local","prefix":"a//b"})", "invalid storage prefix"},
+      {R"({"provider":"local","prefix":7})", "storage.prefix must be a string"},
+      {R"({"provider":"gcs"})", "unsupported storage provider: gcs"},
+      {R"({"prefix":"x/"})", "unsupported storage provider: "},
+      {R"({"provider":"s3","s3_access_key":"a","s3_secret_key":"b"})", "storage.s3_bucket is required"},
+      {R"({"provider":"s3","s3_bucket":"b"})", "storage.s3_access_key and storage.s3_secret_key are required"},
+      {R"({"provider":"s3","s3_bucket":"a/b","s3_access_key":"a","s3_secret_key":"b"})", "invalid storage.s3_bucket"},
+      {R"({"provider":"s3","s3_bucket":"b","s3_endpoint":"minio:9000","s3_access_key":"a","s3_secret_key":"b"})",
+       "invalid storage.s3_endpoint"},
+      {R"({"provider":"aliyun_oss","oss_bucket":"b"})", "storage.oss_bucket, oss_endpoint"},
+      {R"([1])", "storage must be an object"},
+  };
+  for (const auto& [json, reason] : cases) {
+    CAPTURE(json);
+    auto choice = choose_storage(json, c);
+    CHECK_FALSE(choice.spec);
+    REQUIRE(choice.error);
+    CHECK_THAT(*choice.error, Catch::StartsWith(reason));
+  }
+  // Local storage without the operator's directory cannot be used.
+  auto unconfigured = choose_storage(R"({"provider":"local"})", config{});
+  REQUIRE(unconfigured.error);
+  CHECK(*unconfigured.error == "storage backend not configured");
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("the local object store: atomic, generations, copies, listings, contained keys", "[storage]") {
+  const auto dir = std::filesystem::temp_directory_path() / ("dg-store-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const config c = with_dir(dir.string());
+  auto spec = choose_storage("", c).spec;
+  REQUIRE(spec);
+  auto store = open_store(*spec, c);
+  std::string error;
+  const std::string key = spec->archive_key("k");
+  CHECK(store->get(key, 100).what == stored_object::state::missing);
+  CHECK(store->generation(key, error) == std::string());
+  auto g1 = store->put(key, "one", "application/gzip", error);
+  REQUIRE(g1);
+  auto g2 = store->put(key, "two", "application/gzip", error);
+  REQUIRE(g2);
+  CHECK(*g1 != *g2);  // every write is a new generation
+  CHECK(store->generation(key, error) == *g2);
+  auto got = store->get(key, 100);
+  CHECK(got.data == "two");
+  CHECK(got.generation == *g2);
+  CHECK(store->get(key, 2).what == stored_object::state::error);  // larger than asked for
+  REQUIRE(store->copy(key, "workspaces/workspaces/k.prev.tgz", error));
+  CHECK(store->get("workspaces/workspaces/k.prev.tgz", 100).data == "two");
+  std::vector<object_entry> listed;
+  REQUIRE(store->list("workspaces/workspaces/k.prev", listed, error));
+  CHECK(listed.size() == 1);
+  listed.clear();
+  REQUIRE(store->list("workspaces/", listed, error));
+  CHECK(listed.size() == 2);
+  CHECK(listed[0].last_modified > 0);
+  CHECK_FALSE(store->put("../escape", "x", {}, error));
+  CHECK_FALSE(store->put("/abs", "x", {}, error));
+  CHECK_FALSE(store->put("a/./b", "x", {}, error));
+  CHECK(error == "invalid storage key");
+  CHECK(store->remove(key, error));
+  CHECK(store->remove(key, error));  // missing is fine
+  CHECK_FALSE(store->presign_get("x", 60, 0));
+  CHECK(valid_object_key("uploads/a b.png"));
+  CHECK_FALSE(valid_object_key(std::string("a\0b", 3)));
+  CHECK_FALSE(valid_object_key("a/../b"));
+  CHECK_FALSE(valid_object_key("a\\b"));
+  std::filesystem::remove_all(dir);
+}
