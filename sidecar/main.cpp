@@ -1,5 +1,6 @@
 // dockgate-sidecar: the sandbox session service. Configuration from SANDBOX_* variables,
 // Docker only through DOCKER_HOST (the gate).
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <iostream>
@@ -8,6 +9,7 @@
 #include "dockgate/sidecar/config.hpp"
 #include "dockgate/sidecar/http_server.hpp"
 #include "dockgate/sidecar/service.hpp"
+#include "dockgate/sidecar/storage.hpp"
 
 namespace {
 dockgate::sidecar::http_server* running_server = nullptr;
@@ -30,6 +32,10 @@ int main() {
   try {
     sidecar::service svc(*loaded.value, client::engine(*engine_config));
     svc.reconcile();
+    // Temporaries of archive writes cut short by a kill: older than any write can take.
+    if (const auto n = sidecar::remove_stale_temporaries(
+            loaded.value->local_storage_dir, std::max<std::int64_t>(3600, 2 * loaded.value->archive_timeout_s)))
+      std::cerr << "dockgate-sidecar: removed " << n << " stale temporary archive file(s)" << std::endl;
     svc.start_reaper();
     sidecar::server_limits limits;
     limits.max_body = [&svc](std::string_view path) { return svc.max_body(path); };

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 
 #include "dockgate/client/engine.hpp"
@@ -464,6 +465,23 @@ std::optional<storage_spec> storage_from_label(std::string_view label, const con
   s.has_credentials = false;
   apply_limits(s.s3, c);
   return s;
+}
+
+std::size_t remove_stale_temporaries(const std::string& dir, std::int64_t min_age_seconds) {
+  if (dir.empty()) return 0;
+  std::size_t removed = 0;
+  std::error_code ec;
+  const auto now = static_cast<std::int64_t>(::time(nullptr));
+  std::filesystem::recursive_directory_iterator it(dir, ec), end;
+  for (; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.find(".tmp-") == std::string::npos) continue;  // write_atomically's and copy's names
+    struct stat st {};
+    if (::lstat(it->path().c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    if (now - static_cast<std::int64_t>(st.st_mtim.tv_sec) < min_age_seconds) continue;
+    if (::unlink(it->path().c_str()) == 0) ++removed;
+  }
+  return removed;
 }
 
 std::unique_ptr<object_store> open_store(const storage_spec& spec, const config& c) {

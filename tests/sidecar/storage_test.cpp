@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "dockgate/sidecar/storage.hpp"
 
@@ -136,6 +137,14 @@ TEST_CASE("the local object store: atomic, generations, copies, listings, contai
   CHECK(store->remove(key, error));
   CHECK(store->remove(key, error));  // missing is fine
   CHECK_FALSE(store->presign_get("x", 60, 0));
+  // What a killed sidecar left behind goes once it is old; a write in progress stays.
+  std::filesystem::create_directories(dir / "workspaces/workspaces");
+  std::ofstream(dir / "workspaces/workspaces/k.tgz.tmp-1-1") << "partial";
+  std::ofstream(dir / "workspaces/workspaces/k.tgz.tmp-2-2") << "in progress";
+  std::filesystem::last_write_time(dir / "workspaces/workspaces/k.tgz.tmp-1-1",
+                                   std::filesystem::file_time_type::clock::now() - std::chrono::hours(2));
+  CHECK(remove_stale_temporaries(dir.string(), 3600) == 1);
+  CHECK(std::filesystem::exists(dir / "workspaces/workspaces/k.tgz.tmp-2-2"));
   CHECK(valid_object_key("uploads/a b.png"));
   CHECK_FALSE(valid_object_key(std::string("a\0b", 3)));
   CHECK_FALSE(valid_object_key("a/../b"));

@@ -99,4 +99,8 @@ class object_store {
 
 std::unique_ptr<object_store> open_store(const storage_spec& spec, const config& c);
 
+// Temporary files of atomic writes that a killed sidecar left in the local directory,
+// older than `min_age_seconds` (a live write is never that old): removed. How many.
+std::size_t remove_stale_temporaries(const std::string& dir, std::int64_t min_age_seconds);
+
 }  // namespace dockgate::sidecar
