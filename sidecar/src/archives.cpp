@@ -6,6 +6,10 @@
 // stored beside it under <stem>.conflict-<session>.tgz, which the next restore reports.
 // Before the archive is replaced, its previous generation is kept as <stem>.prev.tgz, and
 // the new one must read back whole, so one bad write cannot destroy the last good one.
+// The check and the write happen under the key's lock (in this sidecar, and flock on the
+// directory for sidecars sharing it); in S3 the write is conditional on the generation
+// checked (If-Match / If-None-Match), so a sidecar on another host cannot slip in between
+// where the store supports conditional writes.
 #include <simdjson.h>
 
 #include <iostream>
@@ -166,29 +170,7 @@ archive_outcome service::archive_workspace(session& s) {
     return not_written("the credentials of " + storage.where() +
                            " are not known since the sidecar restarted; DELETE with the storage block archives it",
                        true);
-  auto store = open_store(storage, config_);
-  auto lock = key_lock(storage.where() + "\n" + main_key);
-  std::lock_guard held(*lock);
-
-  // Where this workspace may go: over the archive only if it came from exactly that one.
-  std::string target = main_key;
-  std::string error;
-  const auto current = store->generation(main_key, error);
-  if (!current) return not_written(error, true);
-  if (s.restore_status == "failed" || s.restore_status == "partial") {
-    target = sibling(main_key, ".conflict-" + s.id + ".tgz");
-    out.reason = "the restore of this session was " + s.restore_status + ": the archive it came from is kept";
-  } else if (current->empty()) {
-    // Nothing under the key now (never written, discarded, or collected): no one's work
-    // is in the way.
-  } else if (!s.restored_generation) {
-    target = sibling(main_key, ".conflict-" + s.id + ".tgz");
-    out.reason = "the archive this session was restored from is not known";
-  } else if (*current != *s.restored_generation) {
-    target = sibling(main_key, ".conflict-" + s.id + ".tgz");
-    out.reason = "another session wrote the archive after this one was restored";
-  }
-
+  // The workspace first (the long part, no lock held), checked to read back whole.
   auto tar = run_in(s.container, {"sh", "-c", std::string(archive_script)}, std::chrono::seconds(config_.archive_timeout_s),
                     {}, false, {}, static_cast<std::size_t>(config_.max_archive_bytes));
   if (!tar.started) return not_written("tar could not run: " + tar.error, true);
@@ -200,7 +182,6 @@ archive_outcome service::archive_workspace(session& s) {
     return not_written("the workspace archive is larger than SANDBOX_MAX_ARCHIVE_BYTES (" +
                            std::to_string(config_.max_archive_bytes) + " bytes)",
                        false);
-  // The archive must read back whole before it may replace anything.
   const auto check = check_archive(tar.stdout_data);
   if (check.error)
     return not_written("tar exited " + std::to_string(tar.exit_code) + " with an unreadable archive (" + *check.error +
@@ -210,19 +191,50 @@ archive_outcome service::archive_workspace(session& s) {
     std::cerr << "dockgate-sidecar: archive of session " << s.id << ": tar exited " << tar.exit_code
               << " (archived what it could read): " << tar.stderr_data.substr(0, 300) << std::endl;
 
-  if (target == main_key && !current->empty() && !store->copy(main_key, sibling(main_key, ".prev.tgz"), error))
-    return not_written("the previous generation could not be kept: " + error, true);
-  auto written = store->put(target, tar.stdout_data, "application/gzip", error);
-  if (!written) return not_written(error, true);
-  out.key = target;
-  if (target == main_key) {
-    out.status = "written";
-    out.reason.clear();
-    s.restored_generation = *written;  // a second archive of this session replaces its own
-  } else {
-    out.status = "conflict";
-    std::cerr << "dockgate-sidecar: archive of session " << s.id << " kept as " << target << ": " << out.reason << std::endl;
+  // Then, under the key's locks (this sidecar's, and the store's across sidecars on this
+  // host), where it may go: over the archive only if it came from exactly that one.
+  auto store = open_store(storage, config_);
+  auto lock = key_lock(storage.where() + "\n" + main_key);
+  std::lock_guard held(*lock);
+  auto shared = store->lock_key(main_key);
+  const std::string conflict_key = sibling(main_key, ".conflict-" + s.id + ".tgz");
+  std::string target = main_key;
+  std::string error;
+  const auto current = store->generation(main_key, error);
+  if (!current) return not_written(error, true);
+  if (s.restore_status == "failed" || s.restore_status == "partial") {
+    target = conflict_key;
+    out.reason = "the restore of this session was " + s.restore_status + ": the archive it came from is kept";
+  } else if (current->empty()) {
+    // Nothing under the key now (never written, discarded, or collected): no one's work
+    // is in the way.
+  } else if (!s.restored_generation) {
+    target = conflict_key;
+    out.reason = "the archive this session was restored from is not known";
+  } else if (*current != *s.restored_generation) {
+    target = conflict_key;
+    out.reason = "another session wrote the archive after this one was restored";
   }
+
+  if (target == main_key) {
+    if (!current->empty() && !store->copy(main_key, sibling(main_key, ".prev.tgz"), error))
+      return not_written("the previous generation could not be kept: " + error, true);
+    bool changed = false;
+    // Conditional: a sidecar on another host may have written the key since the check.
+    if (auto written = store->replace(main_key, tar.stdout_data, "application/gzip", *current, changed, error)) {
+      s.restored_generation = *written;  // a second archive of this session replaces its own
+      out.status = "written";
+      out.key = main_key;
+      return out;
+    }
+    if (!changed) return not_written(error, true);
+    target = conflict_key;
+    out.reason = "another session wrote the archive after this one was restored";
+  }
+  if (!store->put(target, tar.stdout_data, "application/gzip", error)) return not_written(error, true);
+  out.status = "conflict";
+  out.key = target;
+  std::cerr << "dockgate-sidecar: archive of session " << s.id << " kept as " << target << ": " << out.reason << std::endl;
   return out;
 }
 
@@ -238,6 +250,7 @@ archive_outcome service::discard_archives(const storage_spec& storage, const std
   auto store = open_store(storage, config_);
   auto lock = key_lock(storage.where() + "\n" + main_key);
   std::lock_guard held(*lock);
+  auto shared = store->lock_key(main_key);
   std::vector<std::string> keys{main_key, sibling(main_key, ".prev.tgz")};
   std::vector<object_entry> conflicts;
   std::string error;

@@ -288,8 +288,14 @@ s3_result s3_client::attempt(std::string_view method, std::string_view key, std:
   return r;
 }
 
-s3_result s3_client::put_object(std::string_view key, std::string_view data, std::string_view content_type) {
-  return request("PUT", key, {}, {}, data, content_type, 1 << 20);
+s3_result s3_client::put_object(std::string_view key, std::string_view data, std::string_view content_type,
+                                const std::string* if_match) {
+  std::vector<std::pair<std::string, std::string>> conditions;
+  if (if_match) {
+    if (if_match->empty()) conditions.emplace_back("if-none-match", "*");
+    else conditions.emplace_back("if-match", "\"" + *if_match + "\"");
+  }
+  return request("PUT", key, {}, std::move(conditions), data, content_type, 1 << 20);
 }
 
 s3_result s3_client::get_object(std::string_view key, std::size_t max_bytes) {

@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <simdjson.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -147,6 +148,28 @@ class local_store final : public object_store {
     return generation(key, err);
   }
 
+  std::optional<std::string> replace(const std::string& key, std::string_view data, std::string_view content_type,
+                                     const std::string& expected, bool& changed, std::string& err) override {
+    // The caller holds lock_key: no other sidecar on this host writes the key meanwhile.
+    auto current = generation(key, err);
+    if (!current) return std::nullopt;
+    changed = *current != expected;
+    if (changed) return std::nullopt;
+    return put(key, data, content_type, err);
+  }
+
+  std::shared_ptr<void> lock_key(const std::string& key) override {
+    if (!valid_object_key(key)) return nullptr;
+    const std::string dir = std::filesystem::path(path(key)).parent_path().string();
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return nullptr;
+    while (::flock(fd, LOCK_EX) != 0 && errno == EINTR) {
+    }
+    return std::shared_ptr<void>(nullptr, [fd](void*) { ::close(fd); });  // closing releases the lock
+  }
+
   bool copy(const std::string& from, const std::string& to, std::string& err) override {
     if (!checked(from, err) || !checked(to, err)) return false;
     // A hard link under a temporary name, renamed over the target: atomic, no bytes copied.
@@ -252,6 +275,20 @@ class s3_store final : public object_store {
     if (!r.etag.empty()) return r.etag;
     return generation(key, err);
   }
+
+  std::optional<std::string> replace(const std::string& key, std::string_view data, std::string_view content_type,
+                                     const std::string& expected, bool& changed, std::string& err) override {
+    auto r = client_.put_object(key, data, content_type, &expected);
+    changed = r.status == 412 || r.status == 409;  // precondition failed, or a concurrent conditional write
+    if (r.status != 200) {
+      if (!changed) err = "PUT " + key + ": " + r.describe();
+      return std::nullopt;
+    }
+    if (!r.etag.empty()) return r.etag;
+    return generation(key, err);
+  }
+
+  std::shared_ptr<void> lock_key(const std::string&) override { return nullptr; }
 
   bool copy(const std::string& from, const std::string& to, std::string& err) override {
     auto r = client_.copy_object(from, to);

@@ -317,6 +317,12 @@ TEST_CASE("archives: two sidecars on one engine and one bucket keep to their own
     sidecar_process a_again(proxy_a, {"SANDBOX_MAX_SESSIONS=1"});
     CHECK(a_again.call("POST", "/exec", "{\"session_id\":\"" + b1 + "\",\"code\":\"print(1)\"}").status == 404);
     CHECK(field(b.exec(b1, "print('b is fine')"), "stdout") == "b is fine\n");
+    // Several sidecars behind one gate (same profile) keep apart by their instance too.
+    sidecar_process c(proxy_a, {"SANDBOX_INSTANCE=behind-the-same-gate", "SANDBOX_MAX_SESSIONS=1"});
+    CHECK(c.call("POST", "/exec", "{\"session_id\":\"" + a1 + "\",\"code\":\"print(1)\"}").status == 404);
+    const std::string c1 = sid_of(c.create());
+    CHECK(a_again.call("POST", "/files/list", "{\"session_id\":\"" + c1 + "\"}").status == 404);
+    remove(c, c1);
     // Archived by A, resumed by B.
     CHECK(field(remove(a_again, a1, "{\"storage\":" + s3_storage(prefix) + "}"), "archive") ==
           R"({"status":"written","key":")" + prefix + R"(workspaces/moving.tgz"})");

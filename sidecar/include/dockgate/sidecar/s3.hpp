@@ -74,7 +74,11 @@ class s3_client {
   explicit s3_client(s3_config c) : config_(std::move(c)) {}
   const s3_config& config() const { return config_; }
 
-  s3_result put_object(std::string_view key, std::string_view data, std::string_view content_type);
+  // `if_match`: the ETag the object must still have ("" — it must not exist yet); a
+  // store that supports conditional writes (AWS since 2024, MinIO, AIStor) answers 412
+  // otherwise, one that does not ignores it. nullptr: unconditional.
+  s3_result put_object(std::string_view key, std::string_view data, std::string_view content_type,
+                       const std::string* if_match = nullptr);
   s3_result get_object(std::string_view key, std::size_t max_bytes);
   s3_result head_object(std::string_view key);
   s3_result delete_object(std::string_view key);

@@ -88,6 +88,15 @@ class object_store {
   // the new generation, or nullopt with `error`.
   virtual std::optional<std::string> put(const std::string& key, std::string_view data, std::string_view content_type,
                                          std::string& error) = 0;
+  // As put, but only while the key is still at `expected` ("" — absent); `changed` says
+  // the key moved on (the write was not made). Conditional writes in S3 where the store
+  // supports them; in a local directory under the lock of lock_key.
+  virtual std::optional<std::string> replace(const std::string& key, std::string_view data,
+                                             std::string_view content_type, const std::string& expected,
+                                             bool& changed, std::string& error) = 0;
+  // The lock of the archives around `key` shared by every sidecar on this host (a local
+  // directory: flock on it), held until the handle goes; nullptr where the store has none.
+  virtual std::shared_ptr<void> lock_key(const std::string& key) = 0;
   virtual bool copy(const std::string& from, const std::string& to, std::string& error) = 0;
   // A missing object is not an error.
   virtual bool remove(const std::string& key, std::string& error) = 0;
