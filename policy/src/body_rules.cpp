@@ -6,6 +6,8 @@
 // unless the profile has a rule for it.
 #include "dockgate/policy/body_rules.hpp"
 
+#include "dockgate/common/workspace_id.hpp"
+
 #include <algorithm>
 #include <cctype>
 
@@ -445,6 +447,72 @@ struct reviewer {
     return refuse("Image", "images", "\"" + normalized + "\" is not in the image allowlist");
   }
 
+  bool workspace_unchanged = false;  // the body already held exactly the bind we write
+
+  json_value workspace_mount(const std::string& source) const {
+    return json_object{{"Type", "bind"},
+                       {"Source", source},
+                       {"Target", p.rules.workspace->target},
+                       {"ReadOnly", false},
+                       {"BindOptions", json_object{{"Propagation", "rprivate"}}}};
+  }
+
+  // The workspace a client names with the label dockgate.workspace=<id>: the source the
+  // profile computes (<root>/<id>), or "" when none is named. A re-review of the proxy's
+  // own output finds the bind it wrote and takes it out (it is written again below), so
+  // the rewrite is idempotent; any other client bind meets the default deny.
+  bool take_workspace(json_object& root, std::string& source) {
+    const workspace_rule& rule = *p.rules.workspace;
+    const json_value* labels = find(root, "Labels");
+    const json_value* id = labels && labels->as_object() ? find(*labels->as_object(), workspace_label) : nullptr;
+    if (!id) {
+      if (rule.required)
+        return refuse("Labels", "workspace", "must name the container's workspace with the label \"" +
+                                                 std::string(workspace_label) + "\"");
+      return true;
+    }
+    if (!id->as_string() || !common::valid_workspace_id(*id->as_string()))
+      return refuse("Labels", "workspace", "label \"" + std::string(workspace_label) +
+                                               "\" must be 1-128 of A-Z a-z 0-9 _ - . starting with a letter or digit");
+    source = rule.root + "/" + *id->as_string();
+    json_object* parent = nullptr;
+    std::string_view key;
+    if (json_value* mounts = locate(root, "HostConfig.Mounts", false, &parent, &key); mounts && mounts->as_array()) {
+      auto& list = *mounts->as_array();
+      std::erase_if(list, [&](const json_value& m) {
+        const json_object* o = m.as_object();
+        auto text = [&](std::string_view k) {
+          const json_value* v = o ? find(*o, k) : nullptr;
+          return v && v->as_string() ? *v->as_string() : std::string();
+        };
+        const bool ours = text("Type") == "bind" && text("Source") == source && text("Target") == rule.target;
+        if (ours && m == workspace_mount(source)) workspace_unchanged = true;
+        return ours;
+      });
+    }
+    return true;
+  }
+
+  // Writes the workspace bind: the only mount at the target, a bind that is never created
+  // by the daemon if missing (a Mounts bind, not a Binds entry) and never propagates back.
+  void bind_workspace(json_object& root, const std::string& source) {
+    const workspace_rule& rule = *p.rules.workspace;
+    json_object* parent = nullptr;
+    std::string_view key;
+    json_value* mounts = locate(root, "HostConfig.Mounts", true, &parent, &key);
+    if (!mounts || !mounts->as_array()) {
+      set(*parent, "Mounts", json_array{});
+      mounts = find(*parent, "Mounts");
+    }
+    mounts->as_array()->push_back(workspace_mount(source));
+    if (!workspace_unchanged) changed("HostConfig.Mounts", "workspace bound");
+    json_value* tmpfs = locate(root, "HostConfig.Tmpfs", false, &parent, &key);
+    if (tmpfs && tmpfs->as_object() && find(*tmpfs->as_object(), rule.target)) {
+      dockgate::policy::erase(*tmpfs->as_object(), rule.target);  // a tmpfs there would hide the workspace
+      changed("HostConfig.Tmpfs", "workspace target removed");
+    }
+  }
+
   // Clients may not set labels under the reserved prefix; the owner label is stamped.
   bool stamp_owner(json_object& root) {
     json_value* labels = find(root, "Labels");
@@ -456,6 +524,7 @@ struct reviewer {
       if (!m.key.starts_with(reserved_label_prefix)) continue;
       // Re-reviewing the proxy's own output must give the same output (idempotence).
       if (m.key == owner_label && m.value == json_value(p.rules.owner)) continue;
+      if (m.key == workspace_label && p.rules.workspace) continue;  // checked by take_workspace
       return refuse("Labels", "owner", "label \"" + m.key + "\" uses the reserved prefix \"dockgate.\"");
     }
     json_object& l = *labels->as_object();
@@ -544,6 +613,8 @@ decision review_container_create(const profile& p, std::string_view body) {
   reviewer r{p, changes, std::nullopt};
   const auto& rules = p.rules.container_create;
   bool ok = true;
+  std::string workspace;
+  if (p.rules.workspace) ok = r.take_workspace(root, workspace);
   for (const auto& [path, rule] : rules.rules) ok = ok && r.apply(root, path, rule);
   if (p.rules.binds) ok = ok && r.check_binds(root);
   ok = ok && r.default_deny(root, create_widening, rules,
@@ -551,8 +622,9 @@ decision review_container_create(const profile& p, std::string_view body) {
                                           : std::initializer_list<std::string_view>{});
   ok = ok && r.check_image(root) && r.stamp_owner(root);
   if (!ok) return *r.refusal;
+  if (!workspace.empty()) r.bind_workspace(root, workspace);
   canonical_order(root, schema::container_create);
-  return rewrite{to_json(json_value(std::move(root))), std::move(changes), std::move(r.bind_sources)};
+  return rewrite{to_json(json_value(std::move(root))), std::move(changes), std::move(r.bind_sources), workspace};
 }
 
 decision review_container_exec(const profile& p, std::string_view body) {

@@ -82,7 +82,26 @@ std::optional<inspected_container> parse_container_inspect(std::string_view json
   inspected_container c;
   c.id = string_at(doc, "Id");
   if (c.id.size() != 64) return std::nullopt;
-  if (auto config = at(doc, "Config")) c.owner = owner_of(*config, "Labels");
+  if (auto config = at(doc, "Config")) {
+    c.owner = owner_of(*config, "Labels");
+    std::string_view workspace;
+    if ((*config)["Labels"][workspace_label].get_string().get(workspace) == simdjson::SUCCESS) c.workspace = std::string(workspace);
+  }
+  if (auto host = at(doc, "HostConfig")) {
+    simdjson::dom::array list;
+    if ((*host)["Binds"].get_array().get(list) == simdjson::SUCCESS)
+      for (element b : list) {
+        std::string_view spec;
+        if (b.get_string().get(spec) == simdjson::SUCCESS) c.bind_sources.emplace_back(spec.substr(0, spec.find(':')));
+      }
+    if ((*host)["Mounts"].get_array().get(list) == simdjson::SUCCESS)
+      for (element m : list) {
+        std::string_view type, source;
+        if (m["Type"].get_string().get(type) == simdjson::SUCCESS && type == "bind" &&
+            m["Source"].get_string().get(source) == simdjson::SUCCESS)
+          c.bind_sources.emplace_back(source);
+      }
+  }
   return c;
 }
 

@@ -251,6 +251,32 @@ class loader {
           else error(where + ".binds", "unknown key \"" + std::string(k) + "\"");
         });
         p.rules.binds = std::move(rule);
+      } else if (key == "workspace") {
+        object ws;
+        if (value.get_object().get(ws) != simdjson::SUCCESS) {
+          error(where + ".workspace", "must be an object {root, target, require_fuse, required}");
+          return;
+        }
+        workspace_rule rule;
+        bool have_root = false;
+        each_key(ws, where + ".workspace", [&](std::string_view k, element v) {
+          if (k == "require_fuse" || k == "required") {
+            if (v.get_bool().get(k == "required" ? rule.required : rule.require_fuse) != simdjson::SUCCESS)
+              error(where + ".workspace." + std::string(k), "must be true or false");
+          } else if (k == "root" || k == "target") {
+            auto path = string_of(v, where + ".workspace." + std::string(k));
+            if (!path) return;
+            if (path->empty() || path->front() != '/' || *path == "/" || path->back() == '/' ||
+                path->find("/.") != std::string::npos || path->find("//") != std::string::npos)
+              error(where + ".workspace." + std::string(k), "\"" + *path + "\" must be an absolute, clean path other than /");
+            (k == "root" ? rule.root : rule.target) = *path;
+            have_root = have_root || k == "root";
+          } else {
+            error(where + ".workspace", "unknown key \"" + std::string(k) + "\"");
+          }
+        });
+        if (!have_root) error(where + ".workspace.root", "is required");
+        p.rules.workspace = std::move(rule);
       } else if (key == "allow") {
         have_allow = true;
         simdjson::dom::array arr;

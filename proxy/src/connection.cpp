@@ -316,9 +316,15 @@ net::awaitable<connection::outcome> connection::serve_one() {
       }
       rw = nullptr;
     }
-    if (rw && profile_.rules.binds) {
-      for (const auto& source : rw->bind_sources) {
-        auto problem = check_bind_source(source, profile_.rules.binds->require_fuse);
+    if (rw) {
+      // Every host path the body binds is checked on the host before the daemon sees it.
+      std::vector<std::pair<std::string_view, bind_check_options>> sources;
+      if (profile_.rules.binds)
+        for (const auto& source : rw->bind_sources) sources.emplace_back(source, bind_check_options{profile_.rules.binds->require_fuse, false});
+      if (!rw->workspace_source.empty())
+        sources.emplace_back(rw->workspace_source, bind_check_options{profile_.rules.workspace->require_fuse, true});
+      for (const auto& [source, options] : sources) {
+        auto problem = check_bind_source(source, options);
         if (!problem) continue;
         const policy::deny d{403, "binds", "dockgate: bind source " + *problem + " (profile " + profile_.name + ")"};
         if (!enforce(d)) continue;

@@ -54,6 +54,8 @@ class connection {
   // A GET to the daemon on the upstream connection (inspect, version); status 0 on error.
   net::awaitable<std::pair<unsigned, std::string>> upstream_get(std::string_view target);
   net::awaitable<std::optional<std::string>> owned_container_id(std::string_view reference);
+  // Why a container's binds may not be mounted now (check_bind_source), if they may not.
+  net::awaitable<std::optional<std::string>> binds_problem(const std::string& container);
   net::awaitable<void> relay_filtered_list(boost::beast::http::response_parser<boost::beast::http::buffer_body>& parser, bool keep);
   net::awaitable<bool> read_client_more();
   enum class body_piece { data, done, malformed, closed };

@@ -10,6 +10,7 @@
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/string_body.hpp>
 
+#include "bind_check.hpp"
 #include "connection.hpp"
 #include "dockgate/policy/ownership.hpp"
 
@@ -122,9 +123,39 @@ net::awaitable<bool> connection::prepare_target(const policy::route& r) {
       filter_ = events ? response_filter::events : response_filter::container_list;
     }
   }
+  if (r.op == policy::operation::ContainerStart && (profile_.rules.workspace || profile_.rules.binds)) {
+    // The daemon mounts binds when a container starts, not when it is created: every
+    // host path it binds is checked again now, the closest the gate gets to the mount.
+    const std::size_t param_at = static_cast<std::size_t>(r.param.data() - r.path.data());
+    const std::string id = path.substr(param_at, path.size() - param_at - (r.path.size() - param_at - r.param.size()));
+    if (auto problem = co_await binds_problem(id)) {
+      const policy::deny d{403, "binds", "dockgate: not started: bind source " + *problem + " (profile " + profile_.name + ")"};
+      if (enforce(d)) {
+        audit_.verdict = "deny";
+        co_await refuse(d.status, d.rule, d.reason);
+        co_return false;
+      }
+    }
+  }
   target_ = "/v" + *ctx_.api_version + path;
   if (!query.empty()) target_ += "?" + query;
   co_return true;
+}
+
+net::awaitable<std::optional<std::string>> connection::binds_problem(const std::string& container) {
+  auto [status, body] = co_await upstream_get("/v" + *ctx_.api_version + "/containers/" + container + "/json");
+  if (status == 404) co_return std::nullopt;  // the daemon answers the start itself
+  auto c = status == 200 ? policy::parse_container_inspect(body) : std::nullopt;
+  if (!c) co_return std::string("of the container cannot be read from the daemon");
+  const auto& ws = profile_.rules.workspace;
+  for (const auto& source : c->bind_sources) {
+    bind_check_options options;
+    if (ws && !c->workspace.empty() && source == ws->root + "/" + c->workspace) options = {ws->require_fuse, true};
+    else if (profile_.rules.binds) options = {profile_.rules.binds->require_fuse, false};
+    else options = {true, true};  // a bind no rule of this profile wrote: held to the strictest check
+    if (auto problem = check_bind_source(source, options)) co_return problem;
+  }
+  co_return std::nullopt;
 }
 
 net::awaitable<void> connection::relay_filtered_list(http::response_parser<http::buffer_body>& parser, bool keep) {

@@ -57,6 +57,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const json_value* v = at(root, absent);
     require(!v || (v->as_array() && v->as_array()->empty()) || (v->as_object() && v->as_object()->empty()));
   }
+  // No client binds; the only mount is the workspace bind from the profile's root.
+  const json_value* binds = at(root, "HostConfig.Binds");
+  require(!binds || (binds->as_array() && binds->as_array()->empty()));
+  if (const json_value* mounts = at(root, "HostConfig.Mounts"); mounts && mounts->as_array()) {
+    require(mounts->as_array()->size() <= 1);
+    for (const auto& m : *mounts->as_array()) {
+      const std::string source = *at(m, "Source")->as_string();
+      require(*at(m, "Type") == json_value("bind") && *at(m, "Target") == json_value("/workspace") &&
+              source.starts_with(sandbox().rules.workspace->root + "/") && source.find("/..") == std::string::npos);
+    }
+  }
   const auto memory = at(root, "HostConfig.Memory")->as_int();
   require(memory && *memory > 0 && *memory <= 1073741824);
   return 0;

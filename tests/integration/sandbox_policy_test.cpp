@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include <filesystem>
+#include <fstream>
 #include <map>
 
 #include "harness.hpp"
@@ -16,7 +17,7 @@ using namespace std::chrono_literals;
 namespace {
 
 const std::string sandbox_policy = "compose/policies/sandbox.json";
-const std::string workspace_root = "/var/lib/dockgate/workspaces";
+const std::string workspace_root = "/mnt/aimem";  // the shipped profile's workspace root
 
 std::string direct() { return docker_cli() + " -H " + engine_host(); }
 
@@ -113,20 +114,14 @@ std::vector<std::string> sandbox_violations(const std::string& inspect_json) {
   // The daemon's default masked and read-only paths stay in place.
   expect(!empty(at(hc, "MaskedPaths")), "MaskedPaths");
   expect(!empty(at(hc, "ReadonlyPaths")), "ReadonlyPaths");
-  // Binds only from the workspace root to /workspace; no other mounts.
+  // No client binds; the only mount is the workspace the gate binds from its root.
   simdjson::dom::array list;
-  if (auto binds = at(hc, "Binds"); binds && binds->get_array().get(list) == simdjson::SUCCESS)
-    for (element b : list) {
-      const std::string bind = str(b);
-      expect(bind.starts_with(workspace_root + "/") && bind.find(":/workspace") != std::string::npos &&
-                 bind.find("..") == std::string::npos,
-             "Binds " + bind);
-    }
-  expect(empty(at(hc, "Mounts")) || json(at(hc, "Mounts")).find("\"Type\":\"bind\"") != std::string::npos,
-         "Mounts");
+  expect(empty(at(hc, "Binds")), "Binds " + json(at(hc, "Binds")));
   if (auto mounts = at(c, "Mounts"); mounts && mounts->get_array().get(list) == simdjson::SUCCESS)
     for (element m : list)
-      expect(str(at(m, "Type")) == "bind" && str(at(m, "Destination")) == "/workspace", "mount " + json(m));
+      expect(str(at(m, "Type")) == "bind" && str(at(m, "Destination")) == "/workspace" &&
+                 str(at(m, "Source")).starts_with(workspace_root + "/") && str(at(m, "Source")).find("..") == std::string::npos,
+             "mount " + json(m));
   expect(str(at(cfg, "User")) == "1000:1000", "User " + str(at(cfg, "User")));
   expect(str(at(at(cfg, "Labels"), "dockgate.owner")) == "sandbox", "owner label");
   return v;
@@ -260,47 +255,88 @@ TEST_CASE("a sandbox container runs as its rules say", "[integration][policy][sa
   run(direct() + " rm -f " + name);
 }
 
-TEST_CASE("workspace binds: only live FUSE mounts (nosuid,nodev), never through a symlink",
-          "[integration][policy][sandbox][binds]") {
-  proxy_process proxy(sandbox_policy);
+TEST_CASE("workspace: the gate binds the live FUSE mount the label names, and nothing a client names",
+          "[integration][policy][sandbox][workspace]") {
+  // The shipped sandbox profile with its workspace root moved under a test directory.
+  const std::string root = "/tmp/" + unique_name("dg-ws-root");
+  std::filesystem::create_directories(root);
+  ::chmod(root.c_str(), 0755);
+  std::ifstream in(repo_root() + "/" + sandbox_policy);
+  std::string policy((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  REQUIRE(policy.find("\"/mnt/aimem\"") != std::string::npos);
+  policy.replace(policy.find("\"/mnt/aimem\""), 12, "\"" + root + "\"");
+  proxy_process proxy(policy);
+
   const std::string id = unique_name("ws");
-  const std::string backing = "/tmp/" + id + "-backing";
-  const std::string fuse_ws = workspace_root + "/" + id;
-  const std::string plain_ws = workspace_root + "/" + id + "-plain";
-  const std::string link_ws = workspace_root + "/" + id + "-link";
+  const std::string backing = root + "-backing";
+  const std::string fuse_ws = root + "/" + id;
   std::filesystem::create_directories(backing);
   std::filesystem::create_directories(fuse_ws);
-  std::filesystem::create_directories(plain_ws);
-  std::filesystem::create_symlink("/etc", link_ws);
-  // bindfs: a real FUSE file system, as dockgate-mount's s3fs would be.
+  std::filesystem::create_directories(root + "/" + id + "-plain");
+  std::filesystem::create_symlink("/etc", root + "/" + id + "-link");
+  // bindfs: a real FUSE file system, as dockgate-mount's s3fs is.
   REQUIRE(run("bindfs -o nosuid,nodev " + backing + " " + fuse_ws).status == 0);
   struct unmount {
     std::string path;
     ~unmount() { run("fusermount3 -u " + path + " || umount -l " + path); }
   } guard{fuse_ws};
 
-  auto create = [&](const std::string& source, const std::string& name) {
-    const std::string body = R"({"Image":")" + test_image() + R"(","HostConfig":{"Binds":[")" + source + R"(:/workspace"]}})";
+  auto create = [&](const std::string& name, const std::string& labels, const std::string& host = "") {
+    const std::string body = R"({"Image":")" + test_image() + R"(","Labels":)" + labels +
+                             R"(,"HostConfig":{"Tmpfs":{"/workspace":"size=1m"})" + host + "}}";
     return raw_exchange(proxy.socket_path(), post_json("/v1.41/containers/create?name=" + name, body));
   };
-  const auto good = unique_name("dg-fuse");
-  auto ok = create(fuse_ws, good);
+  const auto good = unique_name("dg-ws");
+  auto ok = create(good, R"({"dockgate.workspace":")" + id + R"("})");
   INFO(ok.bytes);
-  CHECK(ok.status() == 201);
-  auto binds = run(direct() + " inspect --format '{{json .HostConfig.Binds}}' " + good);
-  CHECK(binds.output == "[\"" + fuse_ws + ":/workspace\"]\n");
-  run(direct() + " rm -f " + good);
+  REQUIRE(ok.status() == 201);
+  // The daemon's record: the one bind, from the profile's root, and no tmpfs over it.
+  CHECK(run(direct() + " inspect --format '{{json .HostConfig.Mounts}} {{json .HostConfig.Binds}} {{json .HostConfig.Tmpfs}}' " + good)
+            .output == R"([{"Type":"bind","Source":")" + fuse_ws +
+                           R"(","Target":"/workspace","BindOptions":{"Propagation":"rprivate"}}] null null)" "\n");
 
-  for (const auto& [source, why] : {std::pair<std::string, std::string>{plain_ws, "is not a FUSE mount"},
-                                    {link_ws, "passes through a symlink"},
-                                    {link_ws + "/passwd", "passes through a symlink"}}) {
-    const auto name = unique_name("dg-badbind");
-    auto r = create(source, name);
-    INFO(source << " -> " << r.bytes);
+  // Anything else a client names is refused, and the daemon has no such container.
+  const std::pair<std::string, std::string> refused[] = {
+      {R"({"dockgate.workspace":")" + id + R"(-plain"})", "is not a FUSE mount"},
+      {R"({"dockgate.workspace":")" + id + R"(-link"})", "passes through a symlink"},
+      {R"({"dockgate.workspace":")" + id + R"(-missing"})", "No such file or directory"},
+      {R"({"dockgate.workspace":"../../etc"})", "must be 1-128 of"},
+  };
+  for (const auto& [labels, why] : refused) {
+    const auto name = unique_name("dg-badws");
+    auto r = create(name, labels);
+    INFO(labels << " -> " << r.bytes);
     CHECK(r.status() == 403);
     CHECK(r.bytes.find(why) != std::string::npos);
     CHECK_FALSE(container_exists(name));
   }
-  std::filesystem::remove(link_ws);
-  std::filesystem::remove_all(plain_ws);
+  for (const std::string host : {R"(,"Binds":[")" + fuse_ws + R"(:/workspace"])",
+                                 R"(,"Mounts":[{"Type":"bind","Source":")" + fuse_ws + R"(","Target":"/workspace"}])"}) {
+    const auto name = unique_name("dg-clientbind");
+    auto r = create(name, "{}", host);
+    INFO(host << " -> " << r.bytes);
+    CHECK(r.status() == 403);
+    CHECK_FALSE(container_exists(name));
+  }
+
+  // A root that someone else could change under the gate is refused too.
+  ::chmod(root.c_str(), 0777);
+  const auto loose = unique_name("dg-loose");
+  auto r = create(loose, R"({"dockgate.workspace":")" + id + R"("})");
+  CHECK(r.status() == 403);
+  CHECK(r.bytes.find("can be replaced by a user other than root") != std::string::npos);
+  ::chmod(root.c_str(), 0755);
+
+  // At start the source is checked again: a workspace whose FUSE mount went away (or
+  // whose driver died) does not start.
+  run("fusermount3 -u " + fuse_ws + " || umount -l " + fuse_ws);
+  auto start = raw_exchange(proxy.socket_path(), post_json("/v1.41/containers/" + good + "/start", ""));
+  INFO(start.bytes);
+  CHECK(start.status() == 403);
+  CHECK(start.bytes.find("not started: bind source") != std::string::npos);
+  CHECK(run(direct() + " inspect --format '{{.State.Status}}' " + good).output == "created\n");
+  run(direct() + " rm -f " + good);
+  std::filesystem::remove(root + "/" + id + "-link");
+  std::filesystem::remove_all(root);
+  std::filesystem::remove_all(backing);
 }

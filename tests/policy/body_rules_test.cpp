@@ -166,18 +166,17 @@ TEST_CASE("sandbox refuses what it cannot force", "[body_rules]") {
       {"{" + image + R"(,"HostConfig":{"CpuRealtimeRuntime":950000}})", "HostConfig.CpuRealtimeRuntime"},
       {"{" + image + R"(,"HostConfig":{"BlkioDeviceReadBps":[{"Path":"/dev/sda","Rate":1}]}})", "HostConfig.BlkioDeviceReadBps"},
       {"{" + image + R"(,"Volumes":{"/data":{}}})", "Volumes"},
-      // binds: outside the root, to another target, tricks with dots and propagation
-      {"{" + image + R"(,"HostConfig":{"Binds":["/:/workspace"]}})", "HostConfig.Binds entry"},
-      {"{" + image + R"(,"HostConfig":{"Binds":["/var/lib/dockgate/workspaces:/workspace"]}})", "HostConfig.Binds entry"},
-      {"{" + image + R"(,"HostConfig":{"Binds":["/var/lib/dockgate/workspaces/../../../etc:/workspace"]}})", "HostConfig.Binds entry"},
-      {"{" + image + R"(,"HostConfig":{"Binds":["/var/lib/dockgate/workspacesX/a:/workspace"]}})", "HostConfig.Binds entry"},
-      {"{" + image + R"(,"HostConfig":{"Binds":["/var/lib/dockgate/workspaces/a:/etc"]}})", "HostConfig.Binds entry"},
-      {"{" + image + R"(,"HostConfig":{"Binds":["/var/lib/dockgate/workspaces/a:/workspace:rshared"]}})", "option \"rshared\""},
-      {"{" + image + R"(,"HostConfig":{"Binds":["named-volume:/workspace"]}})", "HostConfig.Binds entry"},
-      {"{" + image + R"(,"HostConfig":{"Mounts":[{"Type":"volume","Source":"v","Target":"/workspace","VolumeOptions":{"DriverConfig":{"Name":"local","Options":{"type":"none","o":"bind","device":"/"}}}}]}})", "of type \"volume\""},
-      {"{" + image + R"(,"HostConfig":{"Mounts":[{"Type":"bind","Source":"/etc","Target":"/workspace"}]}})", "HostConfig.Mounts from \"/etc\""},
-      {"{" + image + R"(,"HostConfig":{"Mounts":[{"Type":"bind","Source":"/var/lib/dockgate/workspaces/a","Target":"/workspace","BindOptions":{"Propagation":"rshared"}}]}})", "propagation"},
-      {"{" + image + R"(,"HostConfig":{"Mounts":[{"Type":"tmpfs","Target":"/workspace"}]}})", "of type \"tmpfs\""},
+      // no client binds at all: the workspace is the profile's to bind
+      {"{" + image + R"(,"HostConfig":{"Binds":["/:/workspace"]}})", "HostConfig.Binds is not allowed"},
+      {"{" + image + R"(,"HostConfig":{"Binds":["/mnt/aimem/s1:/workspace"]}})", "HostConfig.Binds is not allowed"},
+      {"{" + image + R"(,"HostConfig":{"Mounts":[{"Type":"bind","Source":"/mnt/aimem/s1","Target":"/workspace"}]}})", "HostConfig.Mounts is not allowed"},
+      {"{" + image + R"(,"HostConfig":{"Mounts":[{"Type":"volume","Source":"v","Target":"/workspace","VolumeOptions":{"DriverConfig":{"Name":"local","Options":{"type":"none","o":"bind","device":"/"}}}}]}})", "HostConfig.Mounts is not allowed"},
+      {"{" + image + R"(,"HostConfig":{"Mounts":[{"Type":"tmpfs","Target":"/workspace"}]}})", "HostConfig.Mounts is not allowed"},
+      // a workspace id that is not a plain name
+      {"{" + image + R"(,"Labels":{"dockgate.workspace":"../../etc"}})", "label \"dockgate.workspace\" must be"},
+      {"{" + image + R"(,"Labels":{"dockgate.workspace":".hidden"}})", "label \"dockgate.workspace\" must be"},
+      {"{" + image + R"(,"Labels":{"dockgate.workspace":"a/b"}})", "label \"dockgate.workspace\" must be"},
+      {"{" + image + R"(,"Labels":{"dockgate.workspace":""}})", "label \"dockgate.workspace\" must be"},
       // labels under the reserved prefix
       {"{" + image + R"(,"Labels":{"dockgate.owner":"someone-else"}})", "reserved prefix"},
       {"{" + image + R"(,"Labels":{"dockgate.anything":"x"}})", "reserved prefix"},
@@ -204,19 +203,63 @@ TEST_CASE("sandbox forces the deprecated top-level host config too", "[body_rule
   CHECK(field(endpoints, "NetworkingConfig.EndpointsConfig") == "{}");
 }
 
-TEST_CASE("sandbox accepts the workspace bind and keeps it", "[body_rules]") {
-  auto out = review(sandbox(), "{" + image +
-                                   R"(,"HostConfig":{"Binds":["/var/lib/dockgate/workspaces/s1:/workspace:rw"],)"
-                                   R"("Mounts":[{"Type":"bind","Source":"/var/lib/dockgate/workspaces/s1","Target":"/workspace","ReadOnly":true}]}})");
-  INFO(out);
-  REQUIRE_FALSE(out.starts_with("DENY"));
-  CHECK(field(out, "HostConfig.Binds") == R"(["/var/lib/dockgate/workspaces/s1:/workspace:rw"])");
-  // The proxy is told which host paths to check (symlinks, FUSE) before forwarding.
-  auto d = review_container_create(sandbox().default_(),
-                                   "{" + image + R"(,"HostConfig":{"Binds":["/var/lib/dockgate/workspaces/s1:/workspace"]}})");
+TEST_CASE("sandbox binds the workspace the label names, and nothing else", "[body_rules]") {
+  const std::string body = "{" + image + R"(,"Labels":{"dockgate.workspace":"s1"},)"
+                                          R"("HostConfig":{"Tmpfs":{"/tmp":"size=1m","/workspace":"size=1m"}}})";
+  auto d = review_container_create(sandbox().default_(), body);
+  REQUIRE(std::holds_alternative<rewrite>(d));
+  const auto& rw = std::get<rewrite>(d);
+  INFO(rw.body);
+  CHECK(field(rw.body, "HostConfig.Mounts") ==
+        R"([{"Type":"bind","Source":"/mnt/aimem/s1","Target":"/workspace","ReadOnly":false,"BindOptions":{"Propagation":"rprivate"}}])");
+  CHECK(field(rw.body, "HostConfig.Binds") == "");
+  CHECK(field(rw.body, "HostConfig.Tmpfs").find("/workspace") == std::string::npos);  // it would hide the bind
+  CHECK(field(rw.body, "Labels") == R"({"dockgate.owner":"sandbox","dockgate.workspace":"s1"})");
+  // The proxy is told which host path to check (symlinks, owners, FUSE) before forwarding.
+  CHECK(rw.workspace_source == "/mnt/aimem/s1");
+  CHECK(rw.bind_sources.empty());
+  CHECK(sandbox().default_().rules.workspace->require_fuse);
+  // The proxy's own output reviews to itself.
+  auto again = review_container_create(sandbox().default_(), rw.body);
+  REQUIRE(std::holds_alternative<rewrite>(again));
+  CHECK(std::get<rewrite>(again).body == rw.body);
+  CHECK(std::get<rewrite>(again).changes.empty());
+  // A client's bind of the same place is replaced by the profile's own (no propagation).
+  CHECK(field(review(sandbox(), "{" + image + R"(,"Labels":{"dockgate.workspace":"s1"},"HostConfig":{"Mounts":[{"Type":"bind","Source":"/mnt/aimem/s1","Target":"/workspace","BindOptions":{"Propagation":"rshared"}}]}})"),
+              "HostConfig.Mounts") ==
+        R"([{"Type":"bind","Source":"/mnt/aimem/s1","Target":"/workspace","ReadOnly":false,"BindOptions":{"Propagation":"rprivate"}}])");
+  // Without the label there is no bind; with `required` there must be one.
+  CHECK(field(review(sandbox(), "{" + image + "}"), "HostConfig.Mounts") == "");
+  auto strict = load(R"({"default_profile":"p","profiles":{"p":{"allow":["ContainerCreate"],"images":{"allow":["*"]},)"
+                     R"("workspace":{"root":"/srv/ws","required":true}}}})");
+  CHECK_THAT(review(strict, "{" + image + "}"), Catch::Contains("must name the container's workspace"));
+  // Reserved labels stay reserved in a profile without a workspace rule.
+  CHECK_THAT(review(cli(), "{" + image + R"(,"Labels":{"dockgate.workspace":"s1"}})"), Catch::Contains("reserved prefix"));
+}
+
+TEST_CASE("bind rules: only from the roots, only to the targets, no propagation back", "[body_rules]") {
+  const policy binds = load(R"({"default_profile":"p","profiles":{"p":{"allow":["ContainerCreate"],"images":{"allow":["*"]},)"
+                            R"("binds":{"source_roots":["/var/lib/dockgate/workspaces"],"targets":["/workspace"],"require_fuse":true}}}})");
+  const std::pair<std::string, std::string_view> refused[] = {
+      {"{" + image + R"(,"HostConfig":{"Binds":["/:/workspace"]}})", "HostConfig.Binds entry"},
+      {"{" + image + R"(,"HostConfig":{"Binds":["/var/lib/dockgate/workspaces:/workspace"]}})", "HostConfig.Binds entry"},
+      {"{" + image + R"(,"HostConfig":{"Binds":["/var/lib/dockgate/workspaces/../../../etc:/workspace"]}})", "HostConfig.Binds entry"},
+      {"{" + image + R"(,"HostConfig":{"Binds":["/var/lib/dockgate/workspacesX/a:/workspace"]}})", "HostConfig.Binds entry"},
+      {"{" + image + R"(,"HostConfig":{"Binds":["/var/lib/dockgate/workspaces/a:/etc"]}})", "HostConfig.Binds entry"},
+      {"{" + image + R"(,"HostConfig":{"Binds":["/var/lib/dockgate/workspaces/a:/workspace:rshared"]}})", "option \"rshared\""},
+      {"{" + image + R"(,"HostConfig":{"Binds":["named-volume:/workspace"]}})", "HostConfig.Binds entry"},
+      {"{" + image + R"(,"HostConfig":{"Mounts":[{"Type":"volume","Source":"v","Target":"/workspace","VolumeOptions":{"DriverConfig":{"Name":"local","Options":{"type":"none","o":"bind","device":"/"}}}}]}})", "of type \"volume\""},
+      {"{" + image + R"(,"HostConfig":{"Mounts":[{"Type":"bind","Source":"/etc","Target":"/workspace"}]}})", "HostConfig.Mounts from \"/etc\""},
+      {"{" + image + R"(,"HostConfig":{"Mounts":[{"Type":"bind","Source":"/var/lib/dockgate/workspaces/a","Target":"/workspace","BindOptions":{"Propagation":"rshared"}}]}})", "propagation"},
+      {"{" + image + R"(,"HostConfig":{"Mounts":[{"Type":"tmpfs","Target":"/workspace"}]}})", "of type \"tmpfs\""},
+  };
+  for (const auto& [body, reason] : refused) {
+    CAPTURE(body);
+    CHECK_THAT(review(binds, body), Catch::Contains(std::string(reason)));
+  }
+  auto d = review_container_create(binds.default_(), "{" + image + R"(,"HostConfig":{"Binds":["/var/lib/dockgate/workspaces/s1:/workspace:rw"]}})");
   REQUIRE(std::holds_alternative<rewrite>(d));
   CHECK(std::get<rewrite>(d).bind_sources == std::vector<std::string>{"/var/lib/dockgate/workspaces/s1"});
-  CHECK(sandbox().default_().rules.binds->require_fuse);
 }
 
 TEST_CASE("deprecated top-level host config merges as dockerd merges it", "[body_rules]") {

@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "dockgate/common/workspace_id.hpp"
 #include "dockgate/policy/json_value.hpp"
 
 namespace dockgate::policy {
@@ -39,6 +40,18 @@ struct bind_rule {
   bool require_fuse = false;
 };
 
+// The workspace bind the gate writes itself. A client never names a host path: it names
+// the workspace it wants with the label `dockgate.workspace=<id>`, and the container gets
+// exactly one bind, <root>/<id> at the target, which the proxy checks on the host (no
+// symlink, nothing replaceable by anyone but root, a live FUSE mount nosuid,nodev) at
+// create and again at every start.
+struct workspace_rule {
+  std::string root;                   // absolute, clean: dockgate-mount's AIMEM_MOUNT_ROOT
+  std::string target = "/workspace";  // absolute, clean
+  bool require_fuse = true;
+  bool required = false;  // every created container must name a workspace
+};
+
 struct image_rule {
   std::vector<std::string> patterns;  // over normalised references; `*` matches any run
   bool require_digest = false;
@@ -48,6 +61,7 @@ struct body_rules {
   field_rules container_create;
   field_rules container_exec;
   std::optional<bind_rule> binds;
+  std::optional<workspace_rule> workspace;
   image_rule images;
   std::string owner;  // value of the owner label stamped on created containers
   // Act only on owned containers and execs, and see only owned ones in lists and events.
@@ -58,6 +72,8 @@ struct body_rules {
 // labels under the reserved prefix.
 inline constexpr std::string_view owner_label = "dockgate.owner";
 inline constexpr std::string_view reserved_label_prefix = "dockgate.";
+// The one reserved label a client may set, in a profile with a workspace rule.
+inline constexpr std::string_view workspace_label = common::workspace_label;
 
 // The body paths the rules may name (ContainerCreate: "User", "HostConfig.Memory", ...;
 // ContainerExec: "Privileged", "User", ...), for validating policy files.

@@ -29,6 +29,8 @@ struct rewrite {
   // Host paths the body binds: the proxy checks them on the host (no symlinks, FUSE
   // when the profile requires it) before forwarding.
   std::vector<std::string> bind_sources;
+  // The workspace bind the profile wrote (<root>/<id>), checked by the proxy the same way.
+  std::string workspace_source;
   bool operator==(const rewrite&) const = default;
 };
 

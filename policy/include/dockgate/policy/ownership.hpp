@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 #include <string_view>
 
 #include "dockgate/policy/operation.hpp"
@@ -24,6 +25,8 @@ path_object operation_object(operation op);
 struct inspected_container {
   std::string id;     // full ID
   std::string owner;  // value of the owner label, empty if none
+  std::string workspace;  // value of the dockgate.workspace label, empty if none
+  std::vector<std::string> bind_sources;  // host paths of HostConfig.Binds and bind Mounts
 };
 
 // From `GET /containers/{id}/json`. nullopt if the body is not a container inspect.
