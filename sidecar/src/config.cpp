@@ -126,6 +126,10 @@ config_result load_config(const std::map<std::string, std::string>& env) {
   text("SANDBOX_TMPFS_SIZE", c.tmpfs_size);
   text("SANDBOX_WORKSPACE_TMPFS_SIZE", c.workspace_size);
   text("SANDBOX_WORKSPACE_SIZE", c.workspace_size);  // wins over the alias
+  text("SANDBOX_WORKSPACE_MODE", c.workspace_mode);
+  if (c.workspace_mode != "tmpfs" && c.workspace_mode != "fuse")
+    r.errors.push_back("SANDBOX_WORKSPACE_MODE must be tmpfs or fuse");
+  text("SANDBOX_MOUNT_COMMAND", c.mount_command);
   text("SANDBOX_DISK_SIZE", c.disk_size);
   text("SANDBOX_SECCOMP_PROFILE", c.seccomp_profile);
   integer("SANDBOX_MAX_OUTPUT_BYTES", c.max_output_bytes, 1);

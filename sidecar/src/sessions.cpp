@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "dockgate/common/workspace_id.hpp"
 #include "dockgate/sidecar/archive.hpp"
 #include "request.hpp"
 
@@ -38,6 +39,7 @@ std::string service::create_body(const std::string& sid, const session& s) const
   if (s.ttl_seconds > 0) label(ttl_label, std::to_string(s.ttl_seconds));
   label(restore_label, s.restore_status);
   if (s.restored_generation) label(generation_label, *s.restored_generation);
+  if (s.fuse) label(common::workspace_label, sid);  // the gate binds <root>/<sid> at /workspace
   b += "},\"HostConfig\":{\"NetworkMode\":\"none\",\"Memory\":" + std::to_string(config_.memory_bytes) +
        ",\"MemorySwap\":" + std::to_string(config_.memory_bytes) + ",\"NanoCpus\":" + std::to_string(config_.nano_cpus) +
        ",\"PidsLimit\":" + std::to_string(config_.pids_limit) + ",\"Ulimits\":[{\"Name\":\"nofile\",\"Soft\":" +
@@ -45,8 +47,9 @@ std::string service::create_body(const std::string& sid, const session& s) const
        "}],\"Init\":true,\"SecurityOpt\":[\"no-new-privileges\"],\"CapDrop\":[\"ALL\"]";
   if (config_.read_only_rootfs) {
     b += ",\"ReadonlyRootfs\":true,\"Tmpfs\":{\"/tmp\":\"rw,nosuid,nodev,size=" + config_.tmpfs_size +
-         "\",\"/home/sandbox\":\"rw,nosuid,nodev,size=" + config_.tmpfs_size +
-         "\",\"/workspace\":\"rw,nosuid,nodev,size=" + config_.workspace_size + ",mode=1777\"}";
+         "\",\"/home/sandbox\":\"rw,nosuid,nodev,size=" + config_.tmpfs_size + "\"";
+    if (!s.fuse) b += ",\"/workspace\":\"rw,nosuid,nodev,size=" + config_.workspace_size + ",mode=1777\"";
+    b += "}";
   }
   if (!config_.disk_size.empty()) b += ",\"StorageOpt\":{\"size\":\"" + config_.disk_size + "\"}";
   return b + "}}";
@@ -112,6 +115,22 @@ http_reply service::create_session(const http_request& r) {
   s->archive_key = key && valid_archive_key(*key) ? *key : sid;
   s->storage = storage.spec;
   s->ttl_seconds = ttl && *ttl > 0 ? std::clamp<std::int64_t>(*ttl, 1, config_.idle_ttl_cap_seconds) : 0;
+  s->fuse = config_.workspace_mode == "fuse";
+  // A FUSE workspace is its own storage (the bucket prefix of the archive key): mounted
+  // before the container exists, unmounted again if the session does not come up.
+  struct mount_guard {
+    service* svc;
+    std::string sid;
+    bool armed = false;
+    ~mount_guard() {
+      if (armed) svc->unmount_workspace(sid);
+    }
+  } mounted{this, sid};
+  if (s->fuse) {
+    s->storage.reset();
+    if (auto problem = mount_workspace(sid, s->archive_key)) return detail(500, "workspace mount failed: " + *problem);
+    mounted.armed = true;
+  }
   // The archive is fetched and checked before the container exists, so that the
   // container's labels record where the workspace came from (for a restarted sidecar).
   prepared_restore restore;
@@ -171,6 +190,7 @@ http_reply service::create_session(const http_request& r) {
     std::lock_guard g(table_mutex_);
     sessions_[sid] = s;
   }
+  mounted.armed = false;
   std::string body = "{\"session_id\":";
   client::append_json_string(body, sid);
   return {200, body + ",\"restore\":" + restore.report.to_json() + "}"};
@@ -209,6 +229,7 @@ http_reply service::delete_session(std::string_view id, const std::string& body)
       outcome = archive_workspace(*s);
     }
     remove_container(s->container);
+    if (s->fuse) unmount_workspace(s->id);
     forget(s->id);
   } else {
     if (discard && key && valid_archive_key(*key) && storage.spec) outcome = discard_archives(*storage.spec, *key);
@@ -222,6 +243,7 @@ http_reply service::delete_session(std::string_view id, const std::string& body)
       if (doc["Config"]["Labels"][instance_label].get_string().get(instance) != simdjson::SUCCESS) instance = "default";
       if (instance == config_.instance) remove_container(name);
     }
+    if (config_.workspace_mode == "fuse" && (inspect.status == 404 || instance == config_.instance)) unmount_workspace(std::string(id));
   }
   std::string reply = R"({"ok":true)";
   if (outcome) reply += ",\"archive\":" + outcome->to_json();
@@ -238,11 +260,13 @@ void service::reconcile() {
     };
     const std::string* sid = label(session_label);
     if (!sid || !valid_session_id(*sid)) continue;
+    const bool fuse = label(common::workspace_label) != nullptr;
     if (c.state != "running") {
       // A stopped session container of an earlier run: its tmpfs workspace went with it.
       // Removed without archiving, so that the last good archive under its key (if any)
-      // is not overwritten by an empty one.
+      // is not overwritten by an empty one; a FUSE workspace's mount is cleaned.
       remove_container(c.id);
+      if (fuse) unmount_workspace(*sid);
       continue;
     }
     auto s = std::make_shared<session>();
@@ -263,6 +287,8 @@ void service::reconcile() {
     if (const std::string* status = label(restore_label)) s->restore_status = *status;
     if (const std::string* generation = label(generation_label)) s->restored_generation = *generation;
     else if (!label(instance_label)) s->restored_generation = std::nullopt;  // unknown: never overwrite
+    s->fuse = fuse;
+    if (fuse) s->storage.reset();  // the bucket is its storage
     s->last_used = std::chrono::steady_clock::now();  // the TTL restarts at boot
     std::lock_guard g(table_mutex_);
     sessions_[s->id] = s;
@@ -293,6 +319,7 @@ void service::reap_once() {
       }
     }
     remove_container(s->container);
+    if (s->fuse) unmount_workspace(s->id);
     forget(s->id);
   }
 }

@@ -1,5 +1,12 @@
 // Small helpers of the sandbox service: base64, workspace paths, shell quoting, UTF-8.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <array>
+#include <thread>
 #include <optional>
 #include <string>
 #include <vector>
@@ -138,6 +145,77 @@ std::string mime_type_for(std::string_view name) {
   for (const auto& [ext, type] : types)
     if (lower.ends_with(ext)) return std::string(type);
   return "application/octet-stream";
+}
+
+}  // namespace dockgate::sidecar
+
+namespace dockgate::sidecar {
+
+command_output run_command(const std::vector<std::string>& argv, std::chrono::milliseconds timeout) {
+  command_output r;
+  if (argv.empty()) return r;
+  int out[2], err[2];
+  if (::pipe2(out, O_CLOEXEC) != 0) return r;
+  if (::pipe2(err, O_CLOEXEC) != 0) {
+    ::close(out[0]);
+    ::close(out[1]);
+    return r;
+  }
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(out[1], 1);
+    ::dup2(err[1], 2);
+    const int devnull = ::open("/dev/null", O_RDONLY);
+    if (devnull >= 0) ::dup2(devnull, 0);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    ::execvp(args[0], args.data());
+    ::_exit(127);
+  }
+  ::close(out[1]);
+  ::close(err[1]);
+  if (pid < 0) {
+    ::close(out[0]);
+    ::close(err[0]);
+    return r;
+  }
+  // Both pipes are read until they close (a driver the command daemonises may keep them
+  // open: the deadline ends the wait).
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  pollfd fds[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
+  int open_fds = 2;
+  char buf[4096];
+  while (open_fds > 0) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) break;
+    if (::poll(fds, 2, static_cast<int>(left.count())) <= 0) continue;
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      const ssize_t n = ::read(fds[i].fd, buf, sizeof buf);
+      if (n > 0) {
+        (i == 0 ? r.out : r.err).append(buf, static_cast<std::size_t>(n));
+        if (r.out.size() + r.err.size() > (1 << 20)) break;
+      } else {
+        ::close(fds[i].fd);
+        fds[i].fd = -1;
+        --open_fds;
+      }
+    }
+  }
+  for (auto& f : fds)
+    if (f.fd >= 0) ::close(f.fd);
+  int status = 0;
+  while (::waitpid(pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      return r;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
+  return r;
 }
 
 }  // namespace dockgate::sidecar

@@ -39,6 +39,13 @@ struct config {
   bool read_only_rootfs = true;
   std::string tmpfs_size = "256m";
   std::string workspace_size = "512m";
+  // SANDBOX_WORKSPACE_MODE: "tmpfs" (the seed's: /workspace in memory, archived when the
+  // session ends) or "fuse" (each session's own FUSE mount of object storage, made by
+  // dockgate-mount on the host and bound by the gate at /workspace; nothing to archive).
+  std::string workspace_mode = "tmpfs";
+  // SANDBOX_MOUNT_COMMAND: dockgate-mount (it reads the AIMEM_* variables this process
+  // passes on; its AIMEM_MOUNT_ROOT is the gate profile's workspace root).
+  std::string mount_command = "dockgate-mount";
   std::string disk_size;
   std::string seccomp_profile;
   std::int64_t max_output_bytes = 32768;

@@ -80,6 +80,7 @@ class service {
     // nullopt when unknown. The archive is replaced only if it is still that generation.
     std::optional<std::string> restored_generation;
     std::atomic<bool> terminating{false};
+    bool fuse = false;  // /workspace is its own FUSE mount (dockgate-mount), bound by the gate
   };
 
   // An archive fetched and filtered before its session's container exists.
@@ -128,6 +129,9 @@ class service {
   archive_outcome archive_workspace(session& s);
   archive_outcome discard_archives(const storage_spec& storage, const std::string& stem);
   std::shared_ptr<std::mutex> key_lock(const std::string& where);
+  // dockgate-mount for a session's FUSE workspace: the error, if the mount is not live.
+  std::optional<std::string> mount_workspace(const std::string& sid, const std::string& key);
+  void unmount_workspace(const std::string& sid);
 
   http_reply storage_put(const http_request& r);
   http_reply storage_delete(const http_request& r);
@@ -159,5 +163,12 @@ std::optional<std::string> workspace_path(std::string_view path);
 std::string shell_quote(std::string_view s);
 std::string valid_utf8(std::string_view bytes);  // invalid sequences become U+FFFD
 std::string mime_type_for(std::string_view name);
+
+// A program run to its end (no shell), its output captured, killed at the deadline.
+struct command_output {
+  int exit_code = -1;  // -1: did not exit by itself (killed at the deadline, or not started)
+  std::string out, err;
+};
+command_output run_command(const std::vector<std::string>& argv, std::chrono::milliseconds timeout);
 
 }  // namespace dockgate::sidecar
