@@ -624,7 +624,8 @@ decision review_container_create(const profile& p, std::string_view body) {
   if (!ok) return *r.refusal;
   if (!workspace.empty()) r.bind_workspace(root, workspace);
   canonical_order(root, schema::container_create);
-  return rewrite{to_json(json_value(std::move(root))), std::move(changes), std::move(r.bind_sources), workspace};
+  return rewrite{to_json(json_value(std::move(root))), std::move(changes), std::move(r.bind_sources), workspace,
+                 std::move(decoded.dropped)};
 }
 
 decision review_container_exec(const profile& p, std::string_view body) {
@@ -639,7 +640,7 @@ decision review_container_exec(const profile& p, std::string_view body) {
   ok = ok && r.default_deny(root, exec_widening, rules, {});
   if (!ok) return *r.refusal;
   canonical_order(root, schema::exec_config);
-  return rewrite{to_json(json_value(std::move(root))), std::move(changes)};
+  return rewrite{to_json(json_value(std::move(root))), std::move(changes), {}, {}, std::move(decoded.dropped)};
 }
 
 decision review_image_reference(const profile& p, std::string_view reference) {
@@ -680,7 +681,7 @@ decision review_container_update(const profile& p, std::string_view body) {
   ok = ok && r.default_deny(root, update_widening, host_rules, {});
   if (!ok) return *r.refusal;
   canonical_order(*find(root, "HostConfig")->as_object(), schema::container_update);
-  return rewrite{to_json(*find(root, "HostConfig")), std::move(changes)};
+  return rewrite{to_json(*find(root, "HostConfig")), std::move(changes), {}, {}, std::move(decoded.dropped)};
 }
 
 std::size_t json_body_limit(operation op) {

@@ -49,6 +49,8 @@ bool equals_folded(std::string_view field_name, std::string_view folded) {
 class decoder {
  public:
   std::string error;
+  bool drop_unknown = true;
+  std::vector<std::string> dropped;
 
   bool fail(const std::string& path, std::string_view what) {
     if (error.empty()) error = path + ": " + std::string(what);
@@ -231,7 +233,11 @@ class decoder {
     for (auto m : obj) {
       const auto index = resolve_key(m.key, spec);
       const std::string key_path = path.empty() ? std::string(m.key) : path + "." + std::string(m.key);
-      if (!index) return fail(key_path, "unknown field of " + std::string(spec.name));
+      if (!index) {
+        if (!drop_unknown) return fail(key_path, "unknown field of " + std::string(spec.name));
+        dropped.push_back(key_path);
+        continue;
+      }
       const auto& f = spec.fields[*index];
       const std::string field_path = path.empty() ? std::string(f.name) : path + "." + std::string(f.name);
       if (!seen[*index].empty())
@@ -303,7 +309,7 @@ void canonical_order(json_object& obj, const object_spec& spec) {
   }
 }
 
-decode_result decode_body(std::string_view body, const object_spec& spec) {
+decode_result decode_body(std::string_view body, const object_spec& spec, unknown_keys unknown) {
   decode_result result;
   thread_local simdjson::dom::parser parser;
   simdjson::padded_string padded(body);
@@ -313,6 +319,7 @@ decode_result decode_body(std::string_view body, const object_spec& spec) {
     return result;
   }
   decoder d;
+  d.drop_unknown = unknown == unknown_keys::drop;
   json_object obj;
   if (!d.object(doc, spec, "", obj)) {
     result.error = d.error.empty() ? "invalid body" : d.error;
@@ -320,6 +327,7 @@ decode_result decode_body(std::string_view body, const object_spec& spec) {
     return result;
   }
   result.value = json_value(std::move(obj));
+  result.dropped = std::move(d.dropped);
   return result;
 }
 

@@ -81,7 +81,7 @@ class loader {
       wrapped = "{\"" + std::string(path) + "\":" + text + "}";
     }
     const auto& spec = operation == "ContainerCreate" ? schema::container_create : schema::exec_config;
-    auto decoded = decode_body(wrapped, spec);
+    auto decoded = decode_body(wrapped, spec, unknown_keys::refuse);
     if (!decoded.value) {
       error(where, "not a valid value for " + std::string(path) + ": " + decoded.error);
       return std::nullopt;

@@ -26,42 +26,16 @@ constexpr query_spec query_specs[] = {
 #undef DOCKGATE_QUERY
 };
 
-// Parameters the API has but the gate refuses: they change what an allowed operation
-// does (remove a link between containers, replay logs into an attach) or turn a pull
-// into an import.
-constexpr std::pair<operation, std::string_view> refused_params[] = {
-    {operation::ContainerDelete, "link"}, {operation::ContainerAttach, "logs"},
-    {operation::ImageCreate, "fromSrc"},  {operation::ImageCreate, "repo"},
-    {operation::ImageCreate, "message"},  {operation::ImageCreate, "changes"},
+// Parameters refused for what their true value does on an allowed operation: remove the
+// link between containers instead of the container, replay the logs into an attach.
+constexpr std::pair<operation, std::string_view> refused_when_true[] = {
+    {operation::ContainerDelete, "link"},
+    {operation::ContainerAttach, "logs"},
 };
+// ImageCreate's import form: ignored by the daemon when fromImage is given (a pull).
+constexpr std::string_view import_only[] = {"fromSrc", "repo", "message", "changes"};
 
 deny bad(unsigned status, std::string reason) { return deny{status, "query", "dockgate: " + std::move(reason)}; }
-
-bool valid_value(const query_spec& spec, std::string_view v) {
-  switch (spec.kind) {
-    case query_kind::boolean: {
-      std::string lower(v);
-      std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
-      return lower == "0" || lower == "1" || lower == "true" || lower == "false";
-    }
-    case query_kind::integer: {
-      std::string_view digits = v.starts_with('-') ? v.substr(1) : v;
-      return !digits.empty() && digits.size() <= 18 &&
-             std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; });
-    }
-    case query_kind::string: {
-      if (spec.enum_values.empty() || v.empty()) return true;
-      std::string_view values = spec.enum_values;
-      while (true) {
-        auto bar = values.find('|');
-        if (values.substr(0, bar) == v) return true;
-        if (bar == std::string_view::npos) return false;
-        values.remove_prefix(bar + 1);
-      }
-    }
-  }
-  return false;
-}
 
 }  // namespace
 
@@ -106,37 +80,58 @@ std::optional<std::vector<query_param>> parse_query(std::string_view raw) {
   return params;
 }
 
-std::optional<deny> check_query(const profile& p, const route& r) {
+bool go_form_bool(std::string_view v) {
+  while (!v.empty() && std::isspace(static_cast<unsigned char>(v.front()))) v.remove_prefix(1);
+  while (!v.empty() && std::isspace(static_cast<unsigned char>(v.back()))) v.remove_suffix(1);
+  std::string lower(v);
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  return !(lower.empty() || lower == "0" || lower == "no" || lower == "false" || lower == "none");
+}
+
+std::variant<deny, query_review> review_query(const profile& p, const route& r) {
   auto params = parse_query(r.query);
   if (!params) return bad(400, "malformed query string");
-  for (std::size_t i = 0; i < params->size(); ++i)
-    for (std::size_t j = 0; j < i; ++j)
-      if ((*params)[j].key == (*params)[i].key)
-        return bad(400, "query parameter \"" + (*params)[i].key + "\" given twice");
   const std::string_view op = operation_name(r.op);
+  auto taken = [&](std::string_view key) {
+    return std::any_of(std::begin(query_specs), std::end(query_specs),
+                       [&](const query_spec& s) { return s.op == r.op && s.name == key; });
+  };
   std::string from_image, tag;
   for (const auto& [key, value, raw] : *params) {
-    const query_spec* spec = nullptr;
-    for (const auto& s : query_specs)
-      if (s.op == r.op && s.name == key) spec = &s;
-    if (!spec) return bad(400, "query parameter \"" + key + "\" is not taken by " + std::string(op));
-    for (const auto& [refused_op, name] : refused_params)
-      if (refused_op == r.op && name == key)
-        return bad(403, "query parameter \"" + key + "\" is not allowed on " + std::string(op));
-    if (!valid_value(*spec, value))
-      return bad(400, "query parameter \"" + key + "\" has an invalid value \"" + value + "\"");
     if (key == "fromImage") from_image = value;
     if (key == "tag") tag = value;
   }
+  const bool pull = r.op == operation::ImageCreate && !from_image.empty();
+  query_review out;
+  std::vector<const query_param*> kept;
+  for (const auto& param : *params) {
+    const auto& [key, value, raw] = param;
+    const bool ignored = !taken(key) || (pull && std::find(std::begin(import_only), std::end(import_only), key) !=
+                                                     std::end(import_only));
+    if (ignored) {
+      if (std::find(out.dropped.begin(), out.dropped.end(), key) == out.dropped.end()) out.dropped.push_back(key);
+      continue;
+    }
+    for (const auto* earlier : kept)
+      if (earlier->key == key) return bad(400, "query parameter \"" + key + "\" given twice");
+    for (const auto& [refused_op, name] : refused_when_true)
+      if (refused_op == r.op && name == key && go_form_bool(value))
+        return bad(403, "query parameter \"" + key + "=" + value + "\" is not allowed on " + std::string(op));
+    kept.push_back(&param);
+  }
   if (r.op == operation::ImageCreate) {
-    if (from_image.empty()) return bad(403, "ImageCreate is allowed only as a pull (fromImage)");
+    if (!pull) return bad(403, "ImageCreate is allowed only as a pull (fromImage)");
     std::string why;
     auto ref = effective_pull_reference(from_image, tag, &why);
     if (!ref) return bad(400, "cannot pull \"" + from_image + "\": " + why);
     auto verdict = review_image_reference(p, *ref);
     if (auto* d = std::get_if<deny>(&verdict)) return *d;
   }
-  return std::nullopt;
+  for (const auto* param : kept) {
+    if (!out.query.empty()) out.query += '&';
+    out.query += param->raw;
+  }
+  return out;
 }
 
 }  // namespace dockgate::policy

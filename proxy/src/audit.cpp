@@ -31,6 +31,7 @@ std::string format_audit(const audit_record& r) {
   if (!r.rule.empty()) field("rule", r.rule);
   if (!r.reason.empty()) field("reason", r.reason);
   if (!r.changes.empty()) field("changes", r.changes);
+  if (!r.dropped.empty()) field("dropped", r.dropped);
   if (!r.would.empty()) field("would", r.would);
   number("status", r.status);
   number("bytes_in", r.bytes_in);

@@ -32,6 +32,7 @@
 
 #include "dockgate/common/error_body.hpp"
 #include "dockgate/policy/ownership.hpp"
+#include "dockgate/policy/query.hpp"
 #include "dockgate/proxy/chunked.hpp"
 
 
@@ -241,6 +242,20 @@ net::awaitable<connection::outcome> connection::serve_one() {
     co_await refuse(d->status, d->rule, d->reason);
     co_return outcome::close;
   }
+  // The query that goes upstream is the gate's: what the daemon ignores is left out.
+  dropped_.clear();
+  auto reviewed_query = policy::review_query(profile_, r);
+  if (auto* d = std::get_if<policy::deny>(&reviewed_query)) {
+    if (enforce(*d)) {
+      co_await refuse(d->status, d->rule, d->reason);
+      co_return outcome::close;
+    }
+    query_.assign(r.query);  // audit mode: forwarded as sent
+  } else {
+    auto& q = std::get<policy::query_review>(reviewed_query);
+    query_ = std::move(q.query);
+    for (const auto& name : q.dropped) dropped_ += (dropped_.empty() ? "query:" : ",query:") + name;
+  }
 
   const bool hijack = policy::operation_hijacks(r.op);
   const bool upgrade = head_.connection_upgrade || !head_.upgrade.empty();
@@ -270,13 +285,10 @@ net::awaitable<connection::outcome> connection::serve_one() {
       co_return outcome::close;
     }
   }
-  if (body == policy::body_kind::none && head_.has_body()) {
-    std::string message = "dockgate: ";
-    message += audit_.operation;
-    message += " takes no request body";
-    co_await refuse(400, "body", message);
-    co_return outcome::close;
-  }
+  // A body on an operation that takes none (clients send "{}" to stop, kill, start...):
+  // read within a small limit, never forwarded. The daemon ignores it too.
+  const bool drop_body = body == policy::body_kind::none && head_.has_body();
+  if (drop_body) dropped_ += dropped_.empty() ? "body" : ",body";
   audit_.verdict = "allow";
 
   if (!co_await connect_upstream()) {
@@ -288,6 +300,7 @@ net::awaitable<connection::outcome> connection::serve_one() {
   // From here the head's bytes may move (the body is read into the same buffer): the head
   // is serialised first, and only values of head_ are used afterwards.
   const bool json_body = body == policy::body_kind::json && head_.has_body();
+  if (!dropped_.empty()) audit_.dropped = dropped_;
   serialize_request_head(upgrade);
   consume(head_size);
   body_decoder_ = chunked_decoder{};
@@ -296,6 +309,11 @@ net::awaitable<connection::outcome> connection::serve_one() {
     static constexpr std::string_view continue_100 = "HTTP/1.1 100 Continue\r\n\r\n";
     auto [ec, n] = co_await net::async_write(client_, net::buffer(continue_100), use_tuple);
     if (ec) co_return outcome::close;
+  }
+  if (drop_body) {
+    if (!co_await read_json_body(ignored_body_limit)) co_return outcome::close;
+    audit_.bytes_in = json_body_.size();
+    json_body_.clear();
   }
   if (json_body) {
     if (!co_await read_json_body(policy::json_body_limit(r.op))) co_return outcome::close;
@@ -335,6 +353,8 @@ net::awaitable<connection::outcome> connection::serve_one() {
     }
     if (rw) {
       // What goes upstream is the proxy's serialisation of what it checked.
+      for (const auto& key : rw->dropped) dropped_ += (dropped_.empty() ? "body:" : ",body:") + key;
+      if (!dropped_.empty()) audit_.dropped = dropped_;
       json_body_ = std::move(rw->body);
       changes_.clear();
       for (const auto& c : rw->changes) {
@@ -350,6 +370,8 @@ net::awaitable<connection::outcome> connection::serve_one() {
     out_ += "Content-Length: ";
     out_ += std::to_string(json_body_.size());
     out_ += "\r\n";
+  } else if (drop_body) {
+    // no body upstream
   } else if (head_.chunked) {
     out_ += "Transfer-Encoding: chunked\r\n";
   } else if (head_.content_length) {
@@ -373,7 +395,7 @@ net::awaitable<connection::outcome> connection::serve_one() {
     co_return outcome::close;
   }
   if (json_body) audit_.bytes_in = json_body_.size();
-  else if (head_.has_body() && !co_await forward_body()) co_return outcome::close;
+  else if (head_.has_body() && !drop_body && !co_await forward_body()) co_return outcome::close;
   co_return co_await relay_response(hijack);
 }
 

@@ -102,6 +102,10 @@ class connection {
   std::uint64_t body_remaining_ = 0;  // Content-Length bytes still to come
   std::string path_;     // the request's path, for the audit line
   std::string changes_;  // what the profile forced or clamped, for the audit line
+  std::string query_;    // the query forwarded: the client's parameters the daemon reads
+  std::string dropped_;  // what the gate left out because the daemon ignores it
+  // A body on an operation that takes none is read up to this and never forwarded.
+  static constexpr std::size_t ignored_body_limit = 64 * 1024;
   std::string target_;   // the forwarded request target (pinned version, full IDs)
   response_filter filter_ = response_filter::none;
   std::string event_line_;  // a partial event line while filtering events

@@ -2,6 +2,7 @@
 
 #include "dockgate/policy/body_review.hpp"
 #include "dockgate/policy/ownership.hpp"
+#include "dockgate/policy/query.hpp"
 
 namespace dockgate::proxy {
 
@@ -24,6 +25,14 @@ explanation explain_request(const policy::profile& profile, std::string_view met
   e.text += "operation: " + std::string(policy::operation_name(r.op)) + "\n";
   auto d = policy::decide(profile, r);
   if (auto* x = std::get_if<policy::deny>(&d)) return refused(x->status, x->rule, x->reason);
+  auto q = policy::review_query(profile, r);
+  if (auto* x = std::get_if<policy::deny>(&q)) return refused(x->status, x->rule, x->reason);
+  const auto& kept = std::get<policy::query_review>(q);
+  if (!kept.dropped.empty()) {
+    e.text += "dropped:  ";
+    for (const auto& name : kept.dropped) e.text += " query:" + name;
+    e.text += " (the daemon ignores them)\n";
+  }
   if (profile.rules.confine_to_owned) {
     const auto object = policy::operation_object(r.op);
     if (object == policy::path_object::container)
@@ -38,7 +47,7 @@ explanation explain_request(const policy::profile& profile, std::string_view met
   }
   if (!body || policy::operation_body(r.op) != policy::body_kind::json) {
     if (body && policy::operation_body(r.op) == policy::body_kind::none && !body->empty())
-      return refused(400, "body", "dockgate: " + std::string(policy::operation_name(r.op)) + " takes no request body");
+      e.text += "dropped:   body (the operation takes none; it is not forwarded)\n";
     e.text += "decision:  allow\n";
     return e;
   }

@@ -77,7 +77,7 @@ net::awaitable<bool> connection::prepare_target(const policy::route& r) {
     co_return false;
   }
   std::string path(r.path);
-  std::string query(r.query);
+  std::string& query = query_;  // the reviewed query (review_query)
   if (profile_.rules.confine_to_owned) {
     const auto object = policy::operation_object(r.op);
     const std::size_t param_at = static_cast<std::size_t>(r.param.data() - r.path.data());
@@ -113,7 +113,7 @@ net::awaitable<bool> connection::prepare_target(const policy::route& r) {
     const bool audit_only = profile_.mode == policy::profile::mode_kind::audit;
     if (!audit_only && (r.op == policy::operation::ContainerList || r.op == policy::operation::SystemEvents)) {
       const bool events = r.op == policy::operation::SystemEvents;
-      auto confined = policy::confine_query(r.query, profile_.rules.owner, events);
+      auto confined = policy::confine_query(query, profile_.rules.owner, events);
       if (!confined) {
         audit_.verdict = "deny";
         co_await refuse(400, "query", "dockgate: malformed filters");

@@ -27,7 +27,7 @@ TEST_CASE("audit mode lets refused requests through and records what it would do
   CHECK(run(docker_cli() + " -H " + engine_host() + " inspect --format '{{.HostConfig.Memory}}' " + name).output == "0\n");
   CHECK(proxy.audit_contains("is not in the image allowlist"));
   // Malformed requests are refused in audit mode too.
-  auto dup = raw_exchange(proxy.socket_path(), "GET /v1.41/_ping?a=1 HTTP/1.1\r\nHost: d\r\n\r\n");
+  auto dup = raw_exchange(proxy.socket_path(), "GET /v1.41/_ping?a=%zz HTTP/1.1\r\nHost: d\r\n\r\n");
   CHECK(dup.status() == 400);
   run(docker_cli() + " -H " + engine_host() + " rm -f " + name);
 }

@@ -31,13 +31,16 @@ struct rewrite {
   std::vector<std::string> bind_sources;
   // The workspace bind the profile wrote (<root>/<id>), checked by the proxy the same way.
   std::string workspace_source;
+  // Keys of the client's body that name no field: the daemon ignores them, the gate
+  // leaves them out (named in the audit line).
+  std::vector<std::string> dropped;
   bool operator==(const rewrite&) const = default;
 };
 
 using decision = std::variant<allow, deny, rewrite>;
 
-// Deny by default: an operation is allowed only if the profile lists it, and then only
-// with query parameters the operation takes (see query.hpp).
+// Deny by default: an operation is allowed only if the profile lists it. Its query is
+// reviewed next (review_query in query.hpp), its body after that (body_review.hpp).
 decision decide(const profile& p, const route& r);
 
 }  // namespace dockgate::policy

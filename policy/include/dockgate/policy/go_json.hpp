@@ -4,9 +4,10 @@
 //
 // Invariant: a body is accepted only if it has exactly one reading. Every object key is
 // resolved to its Go struct field by the one function below (exact name, else Unicode
-// simple case folding, escapes already decoded); two keys for one field, unknown keys,
-// wrong types, `null` where Go would keep a previous value, duplicate map keys and
-// anything after the first JSON value are refused. What comes out is a tree keyed by the
+// simple case folding, escapes already decoded); two keys for one field, wrong types,
+// `null` where Go would keep a previous value, duplicate map keys and anything after the
+// first JSON value are refused. A key that names no field is ignored by Go: it is left
+// out (and reported), never forwarded. What comes out is a tree keyed by the
 // fields' canonical names, which the proxy serialises itself.
 
 #include <cstdint>
@@ -14,6 +15,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "dockgate/policy/json_value.hpp"
 
@@ -59,10 +61,16 @@ std::optional<std::size_t> resolve_key(std::string_view key, const object_spec& 
 struct decode_result {
   std::optional<json_value> value;  // an object keyed by canonical field names
   std::string error;                // set when value is empty
+  std::vector<std::string> dropped;  // keys no field takes (as written, with their path)
 };
 
+// What to do with a key that names no field. Go ignores it, and so does a request body
+// (dropped: the canonical body does not carry it; the audit line names it). A policy
+// file's rule values are the operator's own words: there it is an error.
+enum class unknown_keys : std::uint8_t { drop, refuse };
+
 // Decodes a whole body against `spec` (a JSON object). Pure.
-decode_result decode_body(std::string_view body, const object_spec& spec);
+decode_result decode_body(std::string_view body, const object_spec& spec, unknown_keys unknown = unknown_keys::drop);
 
 // Puts the members of a decoded object (and of its nested structs) in the schema's order,
 // so that the serialisation does not depend on where a member came from.

@@ -18,6 +18,7 @@ struct audit_record {
   std::string_view reason;
   std::string_view changes;    // fields the profile forced or clamped, comma-separated
   std::string_view would;      // audit mode: what enforce mode would have refused or changed
+  std::string_view dropped;    // what the daemon ignores and the gate left out ("query:x,body")
   unsigned status = 0;
   std::uint64_t bytes_in = 0;   // request body bytes (and client->daemon bytes of a hijack)
   std::uint64_t bytes_out = 0;  // response body bytes (and daemon->client bytes of a hijack)

@@ -1,0 +1,81 @@
+// Transparent by construction (issue 9, first part): what dockerd ignores the gate leaves
+// out instead of refusing — query parameters the operation does not take, body keys that
+// name no field, a body on an operation that takes none — and parameters refused for
+// what they do are refused only for the values that do it. The requests are the ones
+// real clients send (python3-docker, dockerode, the docker CLI); the daemon's state is
+// the judge.
+#include <catch2/catch.hpp>
+
+#include "harness.hpp"
+
+using namespace dockgate::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+const std::string cli_policy = "compose/policies/docker-cli.json";
+
+std::string direct() { return docker_cli() + " -H " + engine_host(); }
+
+std::string request(const std::string& method, const std::string& target, const std::string& body = "",
+                    bool json = true) {
+  std::string r = method + " " + target + " HTTP/1.1\r\nHost: docker\r\n";
+  if (!body.empty() || method == "POST")
+    r += std::string(json ? "Content-Type: application/json\r\n" : "") + "Content-Length: " + std::to_string(body.size()) +
+         "\r\n";
+  return r + "Connection: close\r\n\r\n" + body;
+}
+
+std::string state(const std::string& name) {
+  return run(direct() + " inspect --format '{{.State.Status}}' " + name + " 2>/dev/null").output;
+}
+
+}  // namespace
+
+TEST_CASE("transparency: what the daemon ignores is left out, not refused", "[integration][transparency]") {
+  proxy_process proxy(cli_policy);
+  const std::string name = unique_name("dg-transparent");
+  REQUIRE(run(proxy.docker() + " run -d --name " + name + " " + test_image() + " sleep 300").status == 0);
+
+  // python3-docker's containers.list / images.list: parameters this API version does not take.
+  auto list = raw_exchange(proxy.socket_path(), request("GET", "/v1.41/containers/json?all=1&limit=-1&size=0&trunc_cmd=0"));
+  INFO(list.bytes);
+  CHECK(list.status() == 200);
+  CHECK(list.bytes.find(name) != std::string::npos);
+  CHECK(proxy.audit_contains("\"dropped\":\"query:trunc_cmd\""));
+  CHECK(raw_exchange(proxy.socket_path(), request("GET", "/v1.41/images/json?only_ids=0&all=0")).status() == 200);
+
+  // The docker CLI's logs --since/--until (fractional Unix time) and --details.
+  auto logs = raw_exchange(proxy.socket_path(),
+                           request("GET", "/v1.41/containers/" + name +
+                                              "/logs?stdout=1&stderr=1&since=1000000000.123456789&until=4000000000.5&details=1"));
+  CHECK(logs.status() == 200);
+
+  // python3-docker's exec_run body carries a key this API version does not read.
+  auto exec = raw_exchange(proxy.socket_path(),
+                           request("POST", "/v1.41/containers/" + name + "/exec",
+                                   R"({"AttachStdout":true,"Cmd":["true"],"SomethingNewer":{"x":1}})"));
+  INFO(exec.bytes);
+  CHECK(exec.status() == 201);
+  CHECK(proxy.audit_contains("\"dropped\":\"body:SomethingNewer\""));
+
+  // dockerode stops and kills with an empty JSON body: read, never forwarded.
+  auto stop = raw_exchange(proxy.socket_path(), request("POST", "/v1.41/containers/" + name + "/stop?t=0", "{}"));
+  INFO(stop.bytes);
+  CHECK(stop.status() == 204);
+  CHECK(state(name) == "exited\n");
+  CHECK(proxy.audit_contains("\"dropped\":\"body\""));
+  auto start = raw_exchange(proxy.socket_path(), request("POST", "/v1.41/containers/" + name + "/start", "{}"));
+  CHECK(start.status() == 204);
+  CHECK(state(name) == "running\n");
+
+  // link is refused only for the value that removes a link; link=false (python3-docker's
+  // remove_container sends it) removes the container.
+  auto linked = raw_exchange(proxy.socket_path(), request("DELETE", "/v1.41/containers/" + name + "?link=1&force=1"));
+  CHECK(linked.status() == 403);
+  CHECK(state(name) == "running\n");
+  auto removed = raw_exchange(proxy.socket_path(), request("DELETE", "/v1.41/containers/" + name + "?v=False&link=False&force=True"));
+  INFO(removed.bytes);
+  CHECK(removed.status() == 204);
+  CHECK_FALSE(container_exists(name));
+}
