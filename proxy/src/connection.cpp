@@ -33,6 +33,7 @@
 #include "dockgate/common/error_body.hpp"
 #include "dockgate/policy/ownership.hpp"
 #include "dockgate/policy/query.hpp"
+#include "dockgate/policy/responses.hpp"
 #include "dockgate/proxy/chunked.hpp"
 
 
@@ -355,6 +356,12 @@ net::awaitable<connection::outcome> connection::serve_one() {
       // What goes upstream is the proxy's serialisation of what it checked.
       for (const auto& key : rw->dropped) dropped_ += (dropped_.empty() ? "body:" : ",body:") + key;
       if (!dropped_.empty()) audit_.dropped = dropped_;
+      // The client hears what the profile changed, in the answer's Warnings (the docker
+      // CLI and the SDKs print them).
+      if (r.op == policy::operation::ContainerCreate) {
+        warnings_ = policy::create_warnings(profile_, *rw);
+        if (!warnings_.empty()) filter_ = response_filter::create_warnings;
+      }
       json_body_ = std::move(rw->body);
       changes_.clear();
       for (const auto& c : rw->changes) {
@@ -562,8 +569,11 @@ net::awaitable<connection::outcome> connection::relay_response(bool hijack_allow
     else framing = response_framing::raw;  // until the daemon closes (or HTTP/1.0 client)
   }
   const bool upstream_keeps = parser.keep_alive();
-  if (filter_ == response_filter::container_list && status == 200 && framing != response_framing::none) {
-    // A container list is filtered whole: only the profile's own containers go back.
+  if (((filter_ == response_filter::container_list && status == 200) ||
+       (filter_ == response_filter::create_warnings && status == 201)) &&
+      framing != response_framing::none) {
+    // A container list is filtered whole: only the profile's own containers go back. A
+    // create answer gains the warnings of what the profile changed.
     const bool keep = head_.keep_alive && !ctx_.stopping;
     co_await relay_filtered_list(parser, keep);
     finish_audit(status);

@@ -38,7 +38,7 @@ class connection {
  private:
   enum class outcome { keep_alive, close };
   // What the proxy does to a response body on its way back.
-  enum class response_filter { none, container_list, events };
+  enum class response_filter { none, container_list, events, create_warnings };
   // How a response body is framed towards the client.
   enum class response_framing { none, length, chunked, raw };
 
@@ -104,6 +104,7 @@ class connection {
   std::string changes_;  // what the profile forced or clamped, for the audit line
   std::string query_;    // the query forwarded: the client's parameters the daemon reads
   std::string dropped_;  // what the gate left out because the daemon ignores it
+  std::vector<std::string> warnings_;  // added to a create answer: what the profile changed
   // A body on an operation that takes none is read up to this and never forwarded.
   static constexpr std::size_t ignored_body_limit = 64 * 1024;
   std::string target_;   // the forwarded request target (pinned version, full IDs)

@@ -13,6 +13,7 @@
 #include "bind_check.hpp"
 #include "connection.hpp"
 #include "dockgate/policy/ownership.hpp"
+#include "dockgate/policy/responses.hpp"
 
 namespace dockgate::proxy {
 
@@ -173,8 +174,14 @@ net::awaitable<void> connection::relay_filtered_list(http::response_parser<http:
     }
     whole.append(body_.get(), chunk_size - res.body().size);
   }
-  auto filtered = policy::filter_container_list(whole, profile_.rules.owner);
-  if (!filtered) filtered = "[]\n";  // not a list: nothing of it is known to be owned
+  std::optional<std::string> filtered;
+  if (filter_ == response_filter::create_warnings) {
+    filtered = policy::add_create_warnings(whole, warnings_);
+    if (!filtered) filtered = whole;  // not a create answer: as the daemon wrote it
+  } else {
+    filtered = policy::filter_container_list(whole, profile_.rules.owner);
+    if (!filtered) filtered = "[]\n";  // not a list: nothing of it is known to be owned
+  }
   res.erase(http::field::transfer_encoding);
   res.erase(http::field::content_length);
   res.set(http::field::content_length, std::to_string(filtered->size()));

@@ -50,9 +50,10 @@ TEST_CASE("docker run --rm prints the container's output", "[integration][cli]")
 TEST_CASE("docker run -i passes piped stdin and its EOF", "[integration][cli][hijack]") {
   proxy_process proxy(cli_policy);
   // `cat` ends only when stdin reaches EOF; output continues after the half-close.
-  auto r = run("printf 'line1\\nline2\\n' | " + proxy.docker() + " run --rm -i " + test_image() +
-               " sh -c 'cat; echo after-eof'");
-  INFO(r.output);
+  // (stderr apart: the CLI prints the create answer's warnings of what the profile changed)
+  auto r = run("{ printf 'line1\\nline2\\n' | " + proxy.docker() + " run --rm -i " + test_image() +
+               " sh -c 'cat; echo after-eof' 2>" + proxy.dir() + "/cli.err; }");
+  INFO(r.output << run("cat " + proxy.dir() + "/cli.err").output);
   CHECK(r.status == 0);
   CHECK(r.output == "line1\nline2\nafter-eof\n");
 }
@@ -184,9 +185,11 @@ TEST_CASE("a newer docker CLI (28, from the machine image) runs through docker-c
     return;
   }
   proxy_process proxy(cli_policy);
-  auto r = run("printf 'in\\n' | DOCKER_HOST=" + proxy.host() + " " + cli28 + " run --rm -i " + test_image() +
-               " sh -c 'cat; echo out'");
-  INFO(r.output);
+  auto r = run("{ printf 'in\\n' | DOCKER_HOST=" + proxy.host() + " " + cli28 + " run --rm -i " + test_image() +
+               " sh -c 'cat; echo out' 2>" + proxy.dir() + "/cli.err; }");
+  INFO(r.output << run("cat " + proxy.dir() + "/cli.err").output);
+  CHECK(run("cat " + proxy.dir() + "/cli.err").output.find("WARNING: dockgate: HostConfig.Memory clamped to 2 GiB") !=
+        std::string::npos);
   CHECK(r.status == 0);
   CHECK(r.output == "in\nout\n");
 }

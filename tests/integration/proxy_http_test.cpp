@@ -50,7 +50,7 @@ TEST_CASE("the upstream may be tcp://", "[integration][http]") {
   const auto port = free_tcp_port();
   proxy_process front(cli_policy, {"--listen", "tcp://127.0.0.1:" + port});
   proxy_process chained(cli_policy, {}, {}, "tcp://127.0.0.1:" + port);
-  auto r = run(chained.docker() + " run --rm " + test_image() + " echo via-tcp");
+  auto r = run("{ " + chained.docker() + " run --rm " + test_image() + " echo via-tcp 2>" + chained.dir() + "/cli.err; }");
   INFO(r.output);
   CHECK(r.output == "via-tcp\n");
   CHECK(front.audit_contains("\"client\":\"tcp:127.0.0.1:"));

@@ -79,3 +79,16 @@ TEST_CASE("transparency: what the daemon ignores is left out, not refused", "[in
   CHECK(removed.status() == 204);
   CHECK_FALSE(container_exists(name));
 }
+
+TEST_CASE("transparency: a create answer says what the profile changed", "[integration][transparency]") {
+  proxy_process proxy(cli_policy);
+  const std::string name = unique_name("dg-warned");
+  // The docker CLI prints the answer's Warnings; the daemon holds the clamped value.
+  auto created = run(proxy.docker() + " create --name " + name + " -m 100g " + test_image() + " true");
+  INFO(created.output);
+  CHECK(created.status == 0);
+  CHECK(created.output.find("WARNING: dockgate: HostConfig.Memory clamped to 2 GiB (profile docker-cli)") !=
+        std::string::npos);
+  CHECK(run(direct() + " inspect --format '{{.HostConfig.Memory}}' " + name).output == "2147483648\n");
+  run(direct() + " rm -f " + name);
+}

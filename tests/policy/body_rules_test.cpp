@@ -2,11 +2,13 @@
 // (compose/policies/*.json) and small inline ones, one rule at a time.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
 #include "dockgate/policy/body_review.hpp"
 #include "dockgate/policy/go_json.hpp"
+#include "dockgate/policy/responses.hpp"
 
 using namespace dockgate::policy;
 
@@ -404,4 +406,21 @@ TEST_CASE("container-update: create rules for HostConfig fields apply to the upd
   CHECK_THAT(update(R"({"Devices":[{"PathOnHost":"/dev/mem"}]})"), Catch::Contains("HostConfig.Devices"));
   CHECK(update(R"({"Privileged":true})") == "{}");  // not a field of an update: ignored by dockerd, left out
   CHECK(json_body_limit(operation::ContainerUpdate) < json_body_limit(operation::ContainerCreate));
+}
+
+TEST_CASE("a create answer tells the client what the profile changed", "[body_rules][responses]") {
+  auto d = review_container_create(cli().default_(), "{" + image + R"(,"HostConfig":{"Memory":107374182400}})");
+  REQUIRE(std::holds_alternative<rewrite>(d));
+  const auto warnings = create_warnings(cli().default_(), std::get<rewrite>(d));
+  INFO(Catch::Detail::stringify(warnings));
+  CHECK(std::find(warnings.begin(), warnings.end(),
+                  "dockgate: HostConfig.Memory clamped to 2 GiB (profile docker-cli)") != warnings.end());
+  CHECK(std::find(warnings.begin(), warnings.end(),
+                  R"(dockgate: HostConfig.SecurityOpt forced to ["no-new-privileges"] (profile docker-cli))") != warnings.end());
+  for (const auto& w : warnings) CHECK(w.find("owner") == std::string::npos);  // the gate's bookkeeping is not news
+  CHECK(add_create_warnings(R"({"Id":"abc","Warnings":["from the daemon"]})", {"dockgate: x"}) ==
+        "{\"Id\":\"abc\",\"Warnings\":[\"from the daemon\",\"dockgate: x\"]}\n");
+  CHECK(add_create_warnings(R"({"Id":"abc","Warnings":null})", {"dockgate: \"q\""}) ==
+        "{\"Id\":\"abc\",\"Warnings\":[\"dockgate: \\\"q\\\"\"]}\n");
+  CHECK_FALSE(add_create_warnings(R"({"message":"conflict"})", {"w"}));
 }

@@ -1,0 +1,23 @@
+#pragma once
+// What the gate adds to the daemon's answers so that a client is not surprised later.
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dockgate/policy/decision.hpp"
+
+namespace dockgate::policy {
+
+// The warnings a ContainerCreate answer gains: one per field the profile forced or
+// clamped, with the value the container got ("dockgate: HostConfig.Memory clamped to
+// 2147483648 (profile docker-cli)"). The gate's own bookkeeping (the owner label, the
+// workspace bind) is not the client's setting: no warning.
+std::vector<std::string> create_warnings(const profile& p, const rewrite& rw);
+
+// The daemon's create answer ({"Id":..,"Warnings":[..]|null}) with `warnings` appended;
+// nullopt if it is not such an answer (then it goes back unchanged).
+std::optional<std::string> add_create_warnings(std::string_view answer, const std::vector<std::string>& warnings);
+
+}  // namespace dockgate::policy

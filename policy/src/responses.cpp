@@ -1,0 +1,79 @@
+#include "dockgate/policy/responses.hpp"
+
+#include <simdjson.h>
+
+#include <algorithm>
+
+#include "dockgate/common/error_body.hpp"
+#include "dockgate/policy/go_json.hpp"
+
+namespace dockgate::policy {
+
+std::vector<std::string> create_warnings(const profile& p, const rewrite& rw) {
+  std::vector<std::string> out;
+  auto decoded = decode_body(rw.body, schema::container_create);
+  const json_value* root = decoded.value ? &*decoded.value : nullptr;
+  for (const auto& change : rw.changes) {
+    const auto colon = change.rfind(':');
+    if (colon == std::string::npos) continue;
+    const std::string_view path = std::string_view(change).substr(0, colon);
+    const std::string_view how = std::string_view(change).substr(colon + 1);
+    if (how != "forced" && how != "clamped") continue;
+    const json_value* v = root;
+    for (std::string_view rest = path; v && v->as_object();) {
+      const auto dot = rest.find('.');
+      v = find(*v->as_object(), rest.substr(0, dot));
+      if (dot == std::string_view::npos) break;
+      rest.remove_prefix(dot + 1);
+    }
+    std::string value = v ? to_json(*v) : std::string("its default");
+    // Sizes in bytes read as people write them ("2 GiB"), when they are whole units.
+    static constexpr std::string_view byte_fields[] = {"HostConfig.Memory", "HostConfig.MemorySwap",
+                                                       "HostConfig.MemoryReservation", "HostConfig.KernelMemory",
+                                                       "HostConfig.ShmSize"};
+    if (const auto n = v ? v->as_int() : std::nullopt;
+        n && *n > 0 && std::find(std::begin(byte_fields), std::end(byte_fields), path) != std::end(byte_fields)) {
+      for (const auto& [unit, size] : {std::pair{"GiB", 1LL << 30}, {"MiB", 1LL << 20}, {"KiB", 1LL << 10}})
+        if (*n % size == 0) {
+          value = std::to_string(*n / size) + " " + unit;
+          break;
+        }
+    }
+    if (value.size() > 120) value = value.substr(0, 117) + "...";
+    out.push_back("dockgate: " + std::string(path) + " " + std::string(how) + " to " + value + " (profile " + p.name + ")");
+  }
+  return out;
+}
+
+std::optional<std::string> add_create_warnings(std::string_view answer, const std::vector<std::string>& warnings) {
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  std::string_view id;
+  if (parser.parse(answer.data(), answer.size()).get(doc) != simdjson::SUCCESS || doc["Id"].get_string().get(id) != simdjson::SUCCESS)
+    return std::nullopt;
+  std::string out = "{\"Id\":";
+  out += '"';
+  common::append_json_escaped(out, id);
+  out += '"';
+  out += ",\"Warnings\":[";
+  bool first = true;
+  simdjson::dom::array existing;
+  if (doc["Warnings"].get_array().get(existing) == simdjson::SUCCESS)
+    for (simdjson::dom::element w : existing) {
+      std::string_view text;
+      if (w.get_string().get(text) != simdjson::SUCCESS) continue;
+      out += first ? "\"" : ",\"";
+      common::append_json_escaped(out, text);
+      out += '"';
+      first = false;
+    }
+  for (const auto& w : warnings) {
+    out += first ? "\"" : ",\"";
+    common::append_json_escaped(out, w);
+    out += '"';
+    first = false;
+  }
+  return out + "]}\n";
+}
+
+}  // namespace dockgate::policy
