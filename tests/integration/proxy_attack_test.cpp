@@ -154,7 +154,7 @@ TEST_CASE("a request pipelined behind a refused one is never read", "[integratio
       "application/json\r\nContent-Length: {LEN}\r\n\r\n{BODY}";
   for (const std::string first :
        {"GET /v1.41//_ping HTTP/1.1\r\nHost: d\r\n\r\n",                       // bad path
-        "GET /v1.41/volumes HTTP/1.1\r\nHost: d\r\n\r\n",                       // denied operation
+        "GET /v1.41/plugins HTTP/1.1\r\nHost: d\r\n\r\n",                       // denied operation
         "GET /v1.41/_ping HTTP/1.1\r\nHost: d\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n"}) {
     auto response = raw_exchange(proxy.socket_path(), first + fill(good, name));
     INFO(first << " -> " << response.bytes);
@@ -202,9 +202,9 @@ TEST_CASE("query attacks: import forms, form bodies, duplicates never reach the 
 
 TEST_CASE("denied operations are refused with Docker's error body", "[integration][attack]") {
   proxy_process proxy(cli_policy);
-  for (const std::string target : {"/v1.41/volumes", "/v1.41/networks", "/v1.41/plugins",
-                                   "/v1.41/swarm", "/v1.41/secrets"}) {
-    auto response = raw_exchange(proxy.socket_path(), "GET " + target + " HTTP/1.1\r\nHost: d\r\n\r\n");
+  for (const std::string target : {"GET /v1.41/plugins", "GET /v1.41/swarm", "GET /v1.41/secrets",
+                                   "POST /v1.41/volumes/create", "POST /v1.41/networks/create"}) {
+    auto response = raw_exchange(proxy.socket_path(), target + " HTTP/1.1\r\nHost: d\r\nContent-Length: 0\r\n\r\n");
     INFO(response.bytes);
     CHECK(response.status() == 403);
     CHECK(response.bytes.find("is not allowed by profile docker-cli\"}") != std::string::npos);

@@ -92,3 +92,58 @@ TEST_CASE("transparency: a create answer says what the profile changed", "[integ
   CHECK(run(direct() + " inspect --format '{{.HostConfig.Memory}}' " + name).output == "2147483648\n");
   run(direct() + " rm -f " + name);
 }
+
+TEST_CASE("docker-cli: what a person does with their own containers works, others' stay untouched",
+          "[integration][transparency][cli]") {
+  proxy_process proxy(cli_policy);
+  const std::string mine = unique_name("dg-mine");
+  const std::string stopped = unique_name("dg-mine-stopped");
+  const std::string foreign = unique_name("dg-foreign");
+  REQUIRE(run(proxy.docker() + " run -d --name " + mine + " " + test_image() + " sleep 300").status == 0);
+  REQUIRE(run(proxy.docker() + " create --name " + stopped + " " + test_image() + " true").status == 0);
+  REQUIRE(run(direct() + " create --name " + foreign + " " + test_image() + " true").status == 0);  // not the profile's
+  auto ok = [&](const std::string& args) {
+    auto r = run("{ " + proxy.docker() + " " + args + " 2>" + proxy.dir() + "/cli.err; }");
+    INFO(args << " -> " << r.output << run("cat " + proxy.dir() + "/cli.err").output);
+    CHECK(r.status == 0);
+    return r.output;
+  };
+  CHECK(ok("stats --no-stream --format '{{.Name}}' " + mine) == mine + "\n");
+  CHECK(ok("top " + mine).find("sleep 300") != std::string::npos);
+  ok("exec " + mine + " sh -c 'echo changed > /tmp/marker'");
+  CHECK(ok("diff " + mine).find("/tmp/marker") != std::string::npos);
+  // cp both ways
+  run("echo from-host > " + proxy.dir() + "/in.txt");
+  ok("cp " + proxy.dir() + "/in.txt " + mine + ":/tmp/in.txt");
+  CHECK(run(direct() + " exec " + mine + " cat /tmp/in.txt").output == "from-host\n");
+  ok("cp " + mine + ":/tmp/marker " + proxy.dir() + "/out.txt");
+  CHECK(run("cat " + proxy.dir() + "/out.txt").output == "changed\n");
+  // pause, unpause, restart, rename, update (within the profile's limits)
+  ok("pause " + mine);
+  CHECK(run(direct() + " inspect --format '{{.State.Status}}' " + mine).output == "paused\n");
+  ok("unpause " + mine);
+  ok("restart -t 0 " + mine);
+  CHECK(run(direct() + " inspect --format '{{.State.Status}}' " + mine).output == "running\n");
+  ok("update --memory 64m --memory-swap 64m " + mine);
+  CHECK(run(direct() + " inspect --format '{{.HostConfig.Memory}}' " + mine).output == "67108864\n");
+  // (this engine, without a bridge, cannot rename a container after a restart, gated or
+  // not: the stopped one is renamed)
+  ok("rename " + stopped + " " + stopped + "-2");
+  CHECK(container_exists(stopped + "-2"));
+  // read-only views
+  ok("network ls");
+  ok("volume ls");
+  ok("system df");
+  // prune removes the profile's stopped containers only
+  ok("container prune -f");
+  CHECK_FALSE(container_exists(stopped + "-2"));
+  CHECK(container_exists(foreign));
+  CHECK(container_exists(mine));
+  // and what the profile refuses stays refused
+  auto bind = run(proxy.docker() + " run --rm -v /:/host " + test_image() + " true");
+  CHECK(bind.status != 0);
+  CHECK(bind.output.find("dockgate: HostConfig.Binds") != std::string::npos);
+  CHECK(run(proxy.docker() + " rename " + foreign + " stolen").status != 0);
+  CHECK(container_exists(foreign));
+  run(direct() + " rm -f " + mine + " " + foreign);
+}
