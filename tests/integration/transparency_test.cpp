@@ -147,3 +147,21 @@ TEST_CASE("docker-cli: what a person does with their own containers works, other
   CHECK(container_exists(foreign));
   run(direct() + " rm -f " + mine + " " + foreign);
 }
+
+TEST_CASE("python3-docker: everyday operations give the same results straight and through docker-cli",
+          "[integration][transparency][clients]") {
+  if (run("/usr/bin/python3 -c 'import docker'").status != 0) FAIL("python3-docker is missing: scripts/install-deps.sh installs it");
+  proxy_process proxy(cli_policy);
+  const std::string script = repo_root() + "/tests/integration/clients/python_docker.py";
+  const std::string prefix = unique_name("dg-py");
+  auto straight = run("DOCKER_HOST=" + engine_host() + " /usr/bin/python3 " + script + " " + test_image() + " " + prefix + "-a");
+  auto gated = run("DOCKER_HOST=" + proxy.host() + " /usr/bin/python3 " + script + " " + test_image() + " " + prefix + "-b");
+  INFO("straight: " << straight.output << "\ngated:    " << gated.output);
+  REQUIRE(straight.status == 0);
+  REQUIRE(gated.status == 0);
+  // The names differ by their prefix only; every result must be the same.
+  std::string expected = straight.output;
+  for (std::size_t at; (at = expected.find(prefix + "-a")) != std::string::npos;) expected.replace(at, prefix.size() + 2, prefix + "-b");
+  CHECK(gated.output == expected);
+  CHECK(gated.output.find("error:") == std::string::npos);
+}
