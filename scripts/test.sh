@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every dockgate test: unit tests, then integration tests against a private
 # Docker engine and registry (scripts/engine.sh) and s3rver (scripts/s3rver.sh, from
-# npm) that this script starts and stops.
+# npm) that this script starts and stops, with the Node.js Docker clients of
+# scripts/node-clients.sh (dockerode, from npm, cached).
 # Needs root: it installs Debian packages and starts dockerd.
 #
 #   scripts/test.sh [ctest arguments...]
@@ -29,13 +30,17 @@ fi
 
 engine_dir=$(mktemp -d /tmp/dockgate-engine.XXXXXX)
 s3_dir=$(mktemp -d /tmp/dockgate-s3.XXXXXX)
-trap 'scripts/engine.sh stop "$engine_dir" || true; scripts/s3rver.sh stop "$s3_dir" || true' EXIT
+node_dir=$(mktemp -d /tmp/dockgate-node.XXXXXX)
+trap 'scripts/engine.sh stop "$engine_dir" || true; scripts/s3rver.sh stop "$s3_dir" || true; rm -rf "$node_dir"' EXIT
 scripts/engine.sh start "$engine_dir"
 scripts/s3rver.sh start "$s3_dir"
+scripts/node-clients.sh "$node_dir"
 # shellcheck disable=SC1091
 source "$engine_dir/env"
 # shellcheck disable=SC1091
 source "$s3_dir/env"
+# shellcheck disable=SC1091
+source "$node_dir/env"
 export DOCKGATE_BUILD_DIR=$PWD/build/dev
 
 ctest --preset dev --output-on-failure "$@"

@@ -165,3 +165,26 @@ TEST_CASE("python3-docker: everyday operations give the same results straight an
   CHECK(gated.output == expected);
   CHECK(gated.output.find("error:") == std::string::npos);
 }
+
+TEST_CASE("dockerode: create, attach with stdin, exec demux, logs follow, stop, kill, remove, events are the same through docker-cli",
+          "[integration][transparency][clients]") {
+  const char* node_path = std::getenv("DOCKGATE_NODE_PATH");
+  if (!node_path || !*node_path) FAIL("DOCKGATE_NODE_PATH is not set: scripts/test.sh installs dockerode (scripts/node-clients.sh)");
+  proxy_process proxy(cli_policy);
+  const std::string script = repo_root() + "/tests/integration/clients/dockerode.js";
+  const std::string prefix = unique_name("dg-node");
+  auto node = [&](const std::string& socket, const std::string& suffix) {
+    return run("NODE_PATH=" + std::string(node_path) + " node " + script + " " + socket + " " + test_image() + " " + prefix + suffix);
+  };
+  auto straight = node(engine_socket(), "-a");
+  auto gated = node(proxy.socket_path(), "-b");
+  INFO("straight: " << straight.output << "\ngated:    " << gated.output);
+  REQUIRE(straight.status == 0);
+  REQUIRE(gated.status == 0);
+  std::string expected = straight.output;
+  for (std::size_t at; (at = expected.find(prefix + "-a")) != std::string::npos;) expected.replace(at, prefix.size() + 2, prefix + "-b");
+  CHECK(gated.output == expected);
+  CHECK(gated.output.find("error:") == std::string::npos);
+  // What dockerode sends that the daemon ignores was left out, and said so.
+  CHECK(proxy.audit_contains("\"dropped\":\"query:hijack,body\""));
+}
