@@ -3,14 +3,31 @@
 #include <iostream>
 #include <sstream>
 
+#include <map>
+
 #include "dockgate/policy/policy_file.hpp"
+#include "dockgate/policy/tecnativa.hpp"
 #include "dockgate/proxy/explain.hpp"
 #include "dockgate/proxy/options.hpp"
 #include "dockgate/proxy/server.hpp"
 
 namespace {
 
+extern "C" char** environ;
+
+// The policy file, or, without one, the Tecnativa docker-socket-proxy variables of the
+// environment (CONTAINERS=1, POST=0, ...) as an equivalent profile.
 std::optional<dockgate::policy::policy> load_policy(const std::string& path) {
+  if (path.empty()) {
+    std::map<std::string, std::string> env;
+    for (char** e = environ; e && *e; ++e) {
+      const std::string kv(*e);
+      if (const auto eq = kv.find('='); eq != std::string::npos) env.emplace(kv.substr(0, eq), kv.substr(eq + 1));
+    }
+    auto result = dockgate::policy::tecnativa_policy(env);
+    for (const auto& e : result.errors) std::cerr << "dockgate-proxy: " << e << '\n';
+    return std::move(result.value);
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     std::cerr << path << ": cannot read policy file\n";
@@ -41,7 +58,7 @@ int main(int argc, char** argv) {
   if (auto* check = std::get_if<check_options>(&cmd)) {
     auto pol = load_policy(check->policy_file);
     if (!pol) return 1;
-    std::cout << check->policy_file << ": OK, " << pol->profiles.size() << " profile(s), "
+    std::cout << (check->policy_file.empty() ? std::string("Tecnativa variables") : check->policy_file) << ": OK, " << pol->profiles.size() << " profile(s), "
               << pol->clients.size() << " client rule(s), default "
               << (pol->default_profile ? pol->default_().name : std::string("none")) << '\n';
     return 0;

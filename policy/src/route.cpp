@@ -27,13 +27,7 @@ constexpr std::array<operation_info, operation_count> operations{{
 #undef DOCKGATE_OPERATION
 }};
 
-struct route_spec {
-  http_method method;
-  std::string_view path_template;
-  operation op;
-};
-
-constexpr route_spec route_specs[] = {
+constexpr route_template route_specs[] = {
 #define DOCKGATE_ROUTE(method, path, name) {http_method::method, path, operation::name},
 #define delete delete_
 #include "dockgate/policy/routes.inc"
@@ -306,5 +300,7 @@ route_result route_request(http_method method, std::string_view target) {
   r.param = found_param;
   return r;
 }
+
+std::span<const route_template> route_templates() { return route_specs; }
 
 }  // namespace dockgate::policy

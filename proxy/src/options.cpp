@@ -30,7 +30,9 @@ std::string usage() {
 serve options:
   --upstream URL            the Docker daemon: unix:///var/run/docker.sock or tcp://host:port
   --listen URL              where clients connect: unix:///path or tcp://127.0.0.1:2375 (repeatable)
-  --policy FILE             policy file (JSON); see compose/policies/
+  --policy FILE             policy file (JSON); see compose/policies/. Without it, the
+                            Tecnativa docker-socket-proxy variables of the environment
+                            (CONTAINERS=1, POST=0, ...) make the profile "tecnativa"
   --socket-mode OCTAL       mode of unix listener sockets (default 0660)
   --socket-owner UID[:GID]  owner of unix listener sockets (numeric)
   --shutdown-timeout SECS   on SIGTERM, how long in-flight requests may finish (default 10)
@@ -65,7 +67,7 @@ std::variant<command, parse_error> parse_explain(const std::vector<std::string>&
       positional.push_back(args[i]);
     }
   }
-  if (e.policy_file.empty()) return parse_error{"explain: --policy FILE is required"};
+  // Without --policy: the Tecnativa variables of the environment, as for serve.
   if (positional.size() < 2 || positional.size() > 3) return parse_error{"explain: METHOD TARGET [BODY_FILE]"};
   e.method = positional[0];
   e.target = positional[1];
@@ -145,7 +147,7 @@ std::variant<command, parse_error> parse_command_line(const std::vector<std::str
       return parse_error{"unknown flag " + a};
     }
   }
-  if (serve.policy_file.empty()) return parse_error{"--policy FILE is required"};
+  // Without --policy: Tecnativa's docker-socket-proxy variables from the environment.
   if (check) return command{check_options{serve.policy_file}};
   if (!have_upstream) return parse_error{"--upstream URL is required"};
   if (serve.upstream.scheme == common::endpoint::kind::tls)

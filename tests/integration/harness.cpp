@@ -111,7 +111,8 @@ proxy_process::proxy_process(const std::string& policy, std::vector<std::string>
     policy_path = repo_root() + "/" + policy;
   }
   std::vector<std::string> args = {DOCKGATE_PROXY_BIN, "--upstream", upstream.empty() ? engine_host() : upstream, "--listen",
-                                   "unix://" + socket_, "--policy", policy_path};
+                                   "unix://" + socket_};
+  if (!policy.empty()) args.insert(args.end(), {"--policy", policy_path});  // else: Tecnativa's variables
   args.insert(args.end(), extra_args.begin(), extra_args.end());
   const std::string out_path = dir_ + "/audit.log";
   const std::string err_path = dir_ + "/proxy.err";

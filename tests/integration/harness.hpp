@@ -33,7 +33,8 @@ command_result run(const std::string& command);
 // A dockgate-proxy process; stopped with SIGTERM (then SIGKILL) when destroyed.
 class proxy_process {
  public:
-  // `policy_file` is a path (relative to the repository root) or JSON text.
+  // `policy_file` is a path (relative to the repository root) or JSON text; empty: no
+  // --policy (the proxy reads Tecnativa's variables from `env`).
   // `env` holds NAME=VALUE pairs added to the proxy's environment.
   // `upstream` defaults to the test engine.
   explicit proxy_process(const std::string& policy, std::vector<std::string> extra_args = {},

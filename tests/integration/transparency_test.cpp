@@ -188,3 +188,33 @@ TEST_CASE("dockerode: create, attach with stdin, exec demux, logs follow, stop, 
   // What dockerode sends that the daemon ignores was left out, and said so.
   CHECK(proxy.audit_contains("\"dropped\":\"query:hijack,body\""));
 }
+
+TEST_CASE("Tecnativa's variables, without a policy file, make an equivalent profile (with dockgate's body checks)",
+          "[integration][transparency][tecnativa]") {
+  {
+    // CONTAINERS=1 with Tecnativa's POST=0: reads only.
+    proxy_process proxy("", {}, {"CONTAINERS=1"});
+    CHECK(run(proxy.docker() + " ps").status == 0);
+    CHECK(run(proxy.docker() + " version").status == 0);  // VERSION=1 by default
+    auto refused = run(proxy.docker() + " create " + test_image() + " true");
+    CHECK(refused.status != 0);
+    CHECK(refused.output.find("ContainerCreate is not allowed by profile tecnativa") != std::string::npos);
+    CHECK(run(proxy.docker() + " image ls").output.find("ImageList is not allowed") != std::string::npos);
+  }
+  {
+    // POST=1: containers can be created and started, but never privileged (Tecnativa
+    // would let that through; the daemon has no such container).
+    proxy_process proxy("", {}, {"CONTAINERS=1", "POST=1"});
+    const std::string name = unique_name("dg-tecnativa");
+    CHECK(run(proxy.docker() + " run -d --name " + name + " " + test_image() + " sleep 30").status == 0);
+    CHECK(container_exists(name));
+    const std::string evil = unique_name("dg-tecnativa-priv");
+    auto privileged = run(proxy.docker() + " create --privileged --name " + evil + " " + test_image() + " true");
+    CHECK(privileged.status != 0);
+    CHECK_FALSE(container_exists(evil));
+    // EXEC=0: exec create is under /containers (allowed), exec start under /exec (not).
+    CHECK(run(proxy.docker() + " exec " + name + " true").status != 0);
+    CHECK(proxy.audit_contains("\"reason\":\"dockgate: ExecStart is not allowed by profile tecnativa\""));
+    run(direct() + " rm -f " + name);
+  }
+}

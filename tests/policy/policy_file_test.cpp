@@ -2,6 +2,7 @@
 
 #include "dockgate/policy/decision.hpp"
 #include "dockgate/policy/policy_file.hpp"
+#include "dockgate/policy/tecnativa.hpp"
 
 using namespace dockgate::policy;
 
@@ -117,4 +118,42 @@ TEST_CASE("client rules are validated", "[policy_file][clients]") {
     "profiles": {"p": {"allow": [], "mode": "loud"}}})");
   CHECK_FALSE(r.value);
   CHECK(r.errors.size() == 6);
+}
+
+TEST_CASE("Tecnativa's variables map to operations as its haproxy.cfg does", "[policy][tecnativa]") {
+  auto allowed = [](const std::map<std::string, std::string>& env, operation op) {
+    auto r = tecnativa_policy(env);
+    REQUIRE(r.value);
+    return r.value->default_().allows(op);
+  };
+  // Defaults: EVENTS, PING, VERSION.
+  CHECK(allowed({}, operation::SystemPing));
+  CHECK(allowed({}, operation::SystemEvents));
+  CHECK(allowed({}, operation::SystemVersion));
+  CHECK_FALSE(allowed({}, operation::SystemInfo));
+  CHECK_FALSE(allowed({}, operation::ContainerList));
+  // A prefix opens its reads; POST=0 keeps everything else shut.
+  CHECK(allowed({{"CONTAINERS", "1"}}, operation::ContainerList));
+  CHECK(allowed({{"CONTAINERS", "1"}}, operation::ContainerLogs));
+  CHECK_FALSE(allowed({{"CONTAINERS", "1"}}, operation::ContainerCreate));
+  CHECK_FALSE(allowed({{"CONTAINERS", "1"}}, operation::ContainerDelete));
+  CHECK(allowed({{"CONTAINERS", "1"}, {"POST", "1"}}, operation::ContainerCreate));
+  CHECK(allowed({{"CONTAINERS", "1"}, {"POST", "1"}}, operation::ContainerExec));  // /containers/{id}/exec
+  CHECK_FALSE(allowed({{"CONTAINERS", "1"}, {"POST", "1"}}, operation::ExecStart));  // /exec/{id}/start: EXEC
+  CHECK(allowed({{"EXEC", "1"}, {"POST", "1"}}, operation::ExecStart));
+  CHECK(allowed({{"IMAGES", "1"}, {"POST", "1"}}, operation::ImageCreate));
+  CHECK(allowed({{"NETWORKS", "1"}}, operation::NetworkList));
+  CHECK(allowed({{"SYSTEM", "1"}}, operation::SystemDataUsage));
+  CHECK(allowed({{"INFO", "1"}}, operation::SystemInfo));
+  CHECK_FALSE(allowed({{"EVENTS", "0"}}, operation::SystemEvents));
+  // ALLOW_START/STOP/RESTARTS: those actions without CONTAINERS, and only with POST=1
+  // (haproxy denies a POST before it reads them).
+  CHECK(allowed({{"POST", "1"}, {"ALLOW_START", "1"}}, operation::ContainerStart));
+  CHECK_FALSE(allowed({{"POST", "1"}, {"ALLOW_START", "1"}}, operation::ContainerStop));
+  CHECK(allowed({{"POST", "1"}, {"ALLOW_RESTARTS", "1"}}, operation::ContainerKill));
+  CHECK(allowed({{"POST", "1"}, {"ALLOW_RESTARTS", "1"}}, operation::ContainerRestart));
+  CHECK_FALSE(allowed({{"ALLOW_START", "1"}}, operation::ContainerStart));
+  CHECK(tecnativa_policy({{"POST", "maybe"}}).errors == std::vector<std::string>{"POST=maybe: use 1 or 0"});
+  // No owners in Tecnativa's world: nothing is confined; the body checks still apply.
+  CHECK_FALSE(tecnativa_policy({}).value->default_().rules.confine_to_owned);
 }

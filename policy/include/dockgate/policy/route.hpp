@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string_view>
 #include <variant>
 
@@ -65,5 +66,13 @@ using route_result = std::variant<route, route_error>;
 
 // Routes a request. `target` is the request-target exactly as received.
 route_result route_request(http_method method, std::string_view target);
+
+// The route table itself: every (method, path template, operation), from the specification.
+struct route_template {
+  http_method method;
+  std::string_view path_template;  // "/containers/{id}/start"
+  operation op;
+};
+std::span<const route_template> route_templates();
 
 }  // namespace dockgate::policy
