@@ -3,6 +3,9 @@
 #include "dockgate/policy/decision.hpp"
 #include "dockgate/policy/policy_file.hpp"
 #include "dockgate/policy/tecnativa.hpp"
+#include "dockgate/policy/route.hpp"
+
+#include <fstream>
 
 using namespace dockgate::policy;
 
@@ -156,4 +159,24 @@ TEST_CASE("Tecnativa's variables map to operations as its haproxy.cfg does", "[p
   CHECK(tecnativa_policy({{"POST", "maybe"}}).errors == std::vector<std::string>{"POST=maybe: use 1 or 0"});
   // No owners in Tecnativa's world: nothing is confined; the body checks still apply.
   CHECK_FALSE(tecnativa_policy({}).value->default_().rules.confine_to_owned);
+}
+
+TEST_CASE("the read-only and dashboard profiles allow no operation that changes anything", "[policy][profiles]") {
+  for (const char* file : {"compose/policies/read-only.json", "compose/policies/dashboard.json"}) {
+    CAPTURE(file);
+    std::ifstream in(std::string(DOCKGATE_SOURCE_DIR) + "/" + file);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    auto r = parse_policy(text);
+    REQUIRE(r.value);
+    const auto& p = r.value->default_();
+    for (const auto& route : route_templates()) {
+      if (!p.allows(route.op)) continue;
+      CAPTURE(operation_name(route.op));
+      CHECK((route.method == http_method::get || route.method == http_method::head));
+    }
+    // Nothing that reaches into a container.
+    for (auto op : {operation::ContainerExec, operation::ExecStart, operation::ContainerAttach, operation::ContainerArchive,
+                    operation::ContainerExport})
+      CHECK_FALSE(p.allows(op));
+  }
 }
