@@ -195,6 +195,8 @@ void connection::finish_audit(unsigned status) {
   audit_.duration_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started_).count();
   ctx_.audit->info(format_audit(audit_));
+  ctx_.stats.record(audit_.operation, audit_.verdict == "deny", status, audit_.rule, audit_.duration_ms / 1000);
+  if (audit_.rule == "upstream") ctx_.stats.upstream_error();
 }
 
 net::awaitable<connection::outcome> connection::serve_one() {
@@ -554,7 +556,9 @@ net::awaitable<connection::outcome> connection::relay_response(bool hijack_allow
     audit_.hijacked = true;
     if (!wec) {
       auto leftover = upstream_buffer_.data();
+      ctx_.stats.hijack(+1);
       co_await splice({static_cast<const char*>(leftover.data()), leftover.size()});
+      ctx_.stats.hijack(-1);
     }
     finish_audit(status);
     co_return outcome::close;
@@ -585,6 +589,16 @@ net::awaitable<connection::outcome> connection::relay_response(bool hijack_allow
   const bool keep = head_.keep_alive && framing != response_framing::raw && !ctx_.stopping;
   write_response_head(res, framing, keep);
   client_.expires_never();
+  struct open_stream {
+    metrics* stats = nullptr;
+    ~open_stream() {
+      if (stats) stats->stream(-1);
+    }
+  } streaming;
+  if (framing == response_framing::chunked || framing == response_framing::raw) {
+    streaming.stats = &ctx_.stats;
+    ctx_.stats.stream(+1);
+  }
 
   // Reads the next piece of the body into the fixed buffer; 0 with `done` at the end.
   bool relay_failed = false;

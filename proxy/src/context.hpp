@@ -9,6 +9,8 @@
 #include <string>
 #include <unordered_set>
 
+#include "dockgate/proxy/metrics.hpp"
+
 #include "dockgate/policy/policy_file.hpp"
 #include "dockgate/proxy/options.hpp"
 #include "net.hpp"
@@ -36,6 +38,7 @@ struct proxy_context {
   // after create, so a positive answer stays true; names are always resolved afresh.
   std::unordered_set<std::string> owned_containers;
   static constexpr std::size_t owned_cache_limit = 16384;
+  metrics stats;  // rendered on the --metrics listener
 };
 
 }  // namespace dockgate::proxy

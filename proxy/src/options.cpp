@@ -38,6 +38,8 @@ serve options:
   --shutdown-timeout SECS   on SIGTERM, how long in-flight requests may finish (default 10)
   --head-timeout SECS       idle keep-alive / slow request head limit (default 60)
   --body-timeout SECS       idle limit between reads of a request body (default 60)
+  --metrics URL             Prometheus metrics (GET /metrics) and GET /healthz (does the
+                            daemon answer?) on their own listener, e.g. tcp://127.0.0.1:9323
   --log-level LEVEL         trace, debug, info, warn, error (default info)
   --allow-insecure-tcp      allow plaintext --listen tcp:// (or tls:// without --tls-client-ca)
                             on a non-loopback address
@@ -135,6 +137,10 @@ std::variant<command, parse_error> parse_command_line(const std::vector<std::str
       (a == "--shutdown-timeout" ? serve.shutdown_timeout
        : a == "--head-timeout"   ? serve.head_timeout
                                  : serve.body_timeout) = *d;
+    } else if (a == "--metrics") {
+      auto ep = common::parse_endpoint(*v, &error);
+      if (!ep || ep->scheme == common::endpoint::kind::tls) return parse_error{"--metrics " + *v + ": unix:// or tcp:// " + error};
+      serve.metrics = *ep;
     } else if (a == "--log-level") {
       serve.log_level = *v;
     } else if (a == "--tls-cert") {

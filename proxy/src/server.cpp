@@ -12,6 +12,8 @@
 #include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
 #include <stdexcept>
 
 #include "connection.hpp"
@@ -151,6 +153,64 @@ net::awaitable<void> accept_loop(proxy_context& ctx, listener& l) {
   }
 }
 
+// The metrics listener: one request per connection, GET /metrics or GET /healthz.
+net::awaitable<bool> daemon_answers(proxy_context& ctx, const net::any_io_executor& ex) {
+  beast::basic_stream<protocol> upstream(ex);
+  upstream.expires_after(std::chrono::seconds(2));
+  auto [cec] = co_await upstream.async_connect(ctx.upstream, use_tuple);
+  if (cec) co_return false;
+  static constexpr std::string_view ping = "GET /_ping HTTP/1.1\r\nHost: docker\r\nConnection: close\r\n\r\n";
+  auto [wec, wn] = co_await net::async_write(upstream, net::buffer(ping), use_tuple);
+  if (wec) co_return false;
+  char buf[64];
+  std::size_t got = 0;
+  while (got < 12) {
+    auto [rec, rn] = co_await upstream.async_read_some(net::buffer(buf + got, sizeof buf - got), use_tuple);
+    if (rec || rn == 0) break;
+    got += rn;
+  }
+  co_return got >= 12 && std::string_view(buf, got).substr(9, 3) == "200";
+}
+
+net::awaitable<void> serve_metrics(proxy_context& ctx, protocol::socket socket) {
+  beast::basic_stream<protocol> stream(std::move(socket));
+  stream.expires_after(std::chrono::seconds(10));
+  std::string request;
+  char buf[1024];
+  while (request.find("\r\n\r\n") == std::string::npos && request.size() < 8192) {
+    auto [ec, n] = co_await stream.async_read_some(net::buffer(buf), use_tuple);
+    if (ec || n == 0) co_return;
+    request.append(buf, n);
+  }
+  const std::string_view line = std::string_view(request).substr(0, request.find("\r\n"));
+  unsigned status = 404;
+  std::string type = "application/json", body = R"({"message":"not found: GET /metrics or /healthz"})";
+  if (line.starts_with("GET /metrics ")) {
+    status = 200;
+    type = "text/plain; version=0.0.4; charset=utf-8";
+    body = ctx.stats.render();
+  } else if (line.starts_with("GET /healthz ")) {
+    const bool up = co_await daemon_answers(ctx, stream.get_executor());
+    status = up ? 200 : 503;
+    body = up ? R"({"status":"ok","daemon":"answers"})" : R"({"status":"unhealthy","daemon":"does not answer"})";
+  }
+  std::string response = "HTTP/1.1 " + std::to_string(status) + (status == 200 ? " OK" : status == 503 ? " Service Unavailable" : " Not Found") +
+                         "\r\nContent-Type: " + type + "\r\nContent-Length: " + std::to_string(body.size()) +
+                         "\r\nConnection: close\r\n\r\n" + body;
+  co_await net::async_write(stream, net::buffer(response), use_tuple);
+  beast::error_code ignored;
+  stream.socket().shutdown(net::socket_base::shutdown_send, ignored);
+}
+
+net::awaitable<void> metrics_loop(proxy_context& ctx, listener& l) {
+  for (;;) {
+    auto [ec, socket] = co_await l.socket.async_accept(use_tuple);
+    if (ctx.stopping || ec == net::error::operation_aborted) co_return;
+    if (ec) continue;
+    net::co_spawn(l.socket.get_executor(), serve_metrics(ctx, std::move(socket)), net::detached);
+  }
+}
+
 net::awaitable<void> shutdown_when_signalled(proxy_context& ctx, net::signal_set& signals,
                                              std::vector<listener>& listeners) {
   auto [ec, signo] = co_await signals.async_wait(use_tuple);
@@ -190,7 +250,7 @@ int serve(const serve_options& options, const policy::policy& pol) {
   std::unique_ptr<net::ssl::context> tls;
   if (!options.tls_cert.empty()) tls = make_tls_context(options);
   std::vector<listener> listeners;
-  listeners.reserve(options.listen.size());
+  listeners.reserve(options.listen.size() + 1);  // + the metrics listener: no reallocation under the loops
   for (const auto& address : options.listen) {
     listeners.push_back(listener{address, acceptor(ioc),
                                  address.scheme == common::endpoint::kind::tls ? tls.get() : nullptr});
@@ -199,6 +259,12 @@ int serve(const serve_options& options, const policy::policy& pol) {
               pol.default_profile ? pol.default_().name : std::string("none"), options.upstream.to_string());
   }
   for (auto& l : listeners) net::co_spawn(ioc, accept_loop(ctx, l), net::detached);
+  if (options.metrics) {
+    listeners.push_back(listener{*options.metrics, acceptor(ioc), nullptr});
+    open_listener(listeners.back(), ioc, options);
+    log->info("metrics and health on {}", options.metrics->to_string());
+    net::co_spawn(ioc, metrics_loop(ctx, listeners.back()), net::detached);
+  }
 
   net::signal_set signals(ioc, SIGINT, SIGTERM);
   net::co_spawn(ioc, shutdown_when_signalled(ctx, signals, listeners), net::detached);

@@ -4,6 +4,8 @@
 
 #include <sys/stat.h>
 
+#include <thread>
+
 #include "harness.hpp"
 
 using namespace dockgate::test;
@@ -57,4 +59,34 @@ TEST_CASE("a client no rule matches is refused when there is no default", "[inte
 TEST_CASE("plaintext TCP on a non-loopback address needs an explicit opt-in", "[integration][operator]") {
   CHECK_THROWS_WITH(proxy_process("compose/policies/read-only.json", {"--listen", "tcp://0.0.0.0:" + free_tcp_port()}),
                     Catch::Contains("--allow-insecure-tcp"));
+}
+
+TEST_CASE("metrics and health on their own listener", "[integration][operator][metrics]") {
+  const std::string port = free_tcp_port();
+  proxy_process proxy("compose/policies/docker-cli.json", {"--metrics", "tcp://127.0.0.1:" + port});
+  const std::string base = "curl -s http://127.0.0.1:" + port;
+  CHECK(run(base + "/healthz").output == R"({"status":"ok","daemon":"answers"})");
+  CHECK(run(proxy.docker() + " ps").status == 0);
+  CHECK(run(proxy.docker() + " volume create x").status != 0);
+  // A held events stream counts as an open stream while it lasts.
+  background events(proxy.docker() + " events");
+  std::string text;
+  for (int i = 0; i < 50; ++i) {
+    text = run(base + "/metrics").output;
+    if (text.find("dockgate_open_streams 1\n") != std::string::npos) break;
+    std::this_thread::sleep_for(100ms);
+  }
+  INFO(text);
+  CHECK(text.find("dockgate_open_streams 1\n") != std::string::npos);
+  CHECK(text.find("dockgate_requests_total{operation=\"ContainerList\",verdict=\"allow\",status=\"200\"}") != std::string::npos);
+  CHECK(text.find("dockgate_requests_total{operation=\"VolumeCreate\",verdict=\"deny\",status=\"403\"} 1") != std::string::npos);
+  CHECK(text.find("dockgate_refusals_total{rule=\"operation\"} 1") != std::string::npos);
+  events.kill();
+  // The gate's listeners do not serve metrics, and the health check asks the daemon.
+  CHECK(run("curl -s --unix-socket " + proxy.socket_path() + " http://d/metrics").output.find("dockgate_requests_total") ==
+        std::string::npos);
+  const std::string port2 = free_tcp_port();
+  proxy_process orphan("compose/policies/docker-cli.json", {"--metrics", "tcp://127.0.0.1:" + port2}, {},
+                       "unix:///nonexistent/docker.sock");
+  CHECK(run("curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:" + port2 + "/healthz").output == "503");
 }

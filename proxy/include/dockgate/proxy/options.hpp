@@ -27,6 +27,9 @@ struct serve_options {
   // Plaintext TCP on a non-loopback address hands the daemon to the network: only with
   // this explicit opt-in.
   bool allow_insecure_tcp = false;
+  // --metrics URL: Prometheus metrics (GET /metrics) and a health check that asks the
+  // daemon (GET /healthz) on a listener of their own, never on a gate listener.
+  std::optional<common::endpoint> metrics;
   // tls:// listeners: server certificate and key (PEM), and the CA that client
   // certificates must chain to (then a client certificate is required, and its subject
   // is the client's identity for profile selection).

@@ -1,0 +1,68 @@
+#include "dockgate/proxy/metrics.hpp"
+
+#include <cstdio>
+
+namespace dockgate::proxy {
+
+void metrics::record(std::string_view operation, bool denied, unsigned status, std::string_view rule, double seconds) {
+  if (operation.empty()) operation = "unrouted";
+  auto it = requests_.find(operation);
+  if (it == requests_.end()) it = requests_.emplace(std::string(operation), std::map<outcome, std::uint64_t>{}).first;
+  ++it->second[outcome{denied, status}];
+  if (denied) {
+    const std::string_view r = rule.empty() ? std::string_view("unknown") : rule;
+    auto rit = refusals_.find(r);
+    if (rit == refusals_.end()) rit = refusals_.emplace(std::string(r), 0).first;
+    ++rit->second;
+  }
+  for (std::size_t i = 0; i < buckets.size(); ++i)
+    if (seconds <= buckets[i]) ++bucket_counts_[i];
+  ++count_;
+  sum_ += seconds;
+}
+
+std::string metrics::render() const {
+  std::string out;
+  char num[64];
+  auto label_value = [](std::string_view v) {  // escape \ " and newlines, as the format asks
+    std::string o;
+    for (char c : v) {
+      if (c == '\\' || c == '"') o += '\\';
+      if (c == '\n') {
+        o += "\\n";
+        continue;
+      }
+      o += c;
+    }
+    return o;
+  };
+  out += "# HELP dockgate_requests_total Requests by Engine API operation, verdict and status.\n";
+  out += "# TYPE dockgate_requests_total counter\n";
+  for (const auto& [op, outcomes] : requests_)
+    for (const auto& [o, n] : outcomes)
+      out += "dockgate_requests_total{operation=\"" + label_value(op) + "\",verdict=\"" + (o.denied ? "deny" : "allow") +
+             "\",status=\"" + std::to_string(o.status) + "\"} " + std::to_string(n) + "\n";
+  out += "# HELP dockgate_refusals_total Refused requests by the rule that refused them.\n";
+  out += "# TYPE dockgate_refusals_total counter\n";
+  for (const auto& [rule, n] : refusals_)
+    out += "dockgate_refusals_total{rule=\"" + label_value(rule) + "\"} " + std::to_string(n) + "\n";
+  out += "# HELP dockgate_request_duration_seconds Time from the request head to the end of the answer.\n";
+  out += "# TYPE dockgate_request_duration_seconds histogram\n";
+  for (std::size_t i = 0; i < buckets.size(); ++i) {
+    std::snprintf(num, sizeof num, "%g", buckets[i]);
+    out += std::string("dockgate_request_duration_seconds_bucket{le=\"") + num + "\"} " + std::to_string(bucket_counts_[i]) + "\n";
+  }
+  out += "dockgate_request_duration_seconds_bucket{le=\"+Inf\"} " + std::to_string(count_) + "\n";
+  std::snprintf(num, sizeof num, "%.6f", sum_);
+  out += std::string("dockgate_request_duration_seconds_sum ") + num + "\n";
+  out += "dockgate_request_duration_seconds_count " + std::to_string(count_) + "\n";
+  out += "# HELP dockgate_open_streams Responses streaming to clients now (events, logs, pulls).\n";
+  out += "# TYPE dockgate_open_streams gauge\ndockgate_open_streams " + std::to_string(streams_) + "\n";
+  out += "# HELP dockgate_open_hijacks Hijacked attach and exec sessions now.\n";
+  out += "# TYPE dockgate_open_hijacks gauge\ndockgate_open_hijacks " + std::to_string(hijacks_) + "\n";
+  out += "# HELP dockgate_upstream_errors_total Requests the daemon could not be reached for or that lost it.\n";
+  out += "# TYPE dockgate_upstream_errors_total counter\ndockgate_upstream_errors_total " + std::to_string(upstream_errors_) + "\n";
+  return out;
+}
+
+}  // namespace dockgate::proxy
