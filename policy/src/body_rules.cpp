@@ -605,10 +605,25 @@ bool is_rule_path(std::string_view operation, std::string_view path) {
   return false;
 }
 
-decision review_container_create(const profile& p, std::string_view body) {
+decision review_container_create(const profile& p, std::string_view body, daemon_facts facts) {
+  const api_version version = facts.version;
   auto decoded = decode_body(body, schema::container_create);
   if (!decoded.value) return deny{400, "body", "dockgate: invalid ContainerCreate body: " + decoded.error};
   json_object root = canonical_create(std::move(*decoded.value->as_object()));
+  // What the daemon makes of empty fields for older clients (moby's postContainersCreate).
+  auto old_default = [&](std::string_view path, json_value value) {
+    json_object* parent = nullptr;
+    std::string_view key;
+    json_value* v = locate(root, path, true, &parent, &key);
+    if (!v || is_empty_value(v)) set(*parent, key, std::move(value));
+  };
+  if (version < api_version{1, 25}) {  // the daemon turns AutoRemove off: the client removes
+    json_object* parent = nullptr;
+    std::string_view key;
+    if (json_value* v = locate(root, "HostConfig.AutoRemove", false, &parent, &key)) *v = json_value(false);
+  }
+  if (version < api_version{1, 40}) old_default("HostConfig.IpcMode", json_value("shareable"));
+  if (version < api_version{1, 41} && facts.cgroup_v1) old_default("HostConfig.CgroupnsMode", json_value("host"));
   std::vector<std::string> changes;
   reviewer r{p, changes, std::nullopt};
   const auto& rules = p.rules.container_create;
@@ -694,9 +709,9 @@ std::size_t json_body_limit(operation op) {
   }
 }
 
-decision review_body(const profile& p, operation op, std::string_view body) {
+decision review_body(const profile& p, operation op, std::string_view body, daemon_facts facts) {
   switch (op) {
-    case operation::ContainerCreate: return review_container_create(p, body);
+    case operation::ContainerCreate: return review_container_create(p, body, facts);
     case operation::ContainerExec: return review_container_exec(p, body);
     case operation::ContainerUpdate: return review_container_update(p, body);
     default: return allow{};

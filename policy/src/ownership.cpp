@@ -268,4 +268,11 @@ std::optional<std::string> parse_version_api(std::string_view json) {
   return v;
 }
 
+bool info_says_cgroup_v1(std::string_view json) {
+  simdjson::dom::parser parser;
+  element doc;
+  if (parser.parse(json.data(), json.size()).get(doc) != simdjson::SUCCESS || !doc.is_object()) return true;
+  return string_at(doc, "CgroupVersion") != "2";  // unknown: assume v1 (the stricter reading)
+}
+
 }  // namespace dockgate::policy

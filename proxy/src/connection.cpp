@@ -320,7 +320,7 @@ net::awaitable<connection::outcome> connection::serve_one() {
   }
   if (json_body) {
     if (!co_await read_json_body(policy::json_body_limit(r.op))) co_return outcome::close;
-    auto reviewed = policy::review_body(profile_, r.op, json_body_);
+    auto reviewed = policy::review_body(profile_, r.op, json_body_, {version_, ctx_.daemon_cgroup_v1});
     if (auto* d = std::get_if<policy::deny>(&reviewed); d && enforce(*d)) {
       audit_.verdict = "deny";
       co_await refuse(d->status, d->rule, d->reason);

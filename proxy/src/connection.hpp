@@ -103,6 +103,8 @@ class connection {
   std::string path_;     // the request's path, for the audit line
   std::string changes_;  // what the profile forced or clamped, for the audit line
   std::string query_;    // the query forwarded: the client's parameters the daemon reads
+  std::string forward_version_;    // the API version forwarded ("1.41")
+  policy::api_version version_{};  // the same, for the body review
   std::string dropped_;  // what the gate left out because the daemon ignores it
   std::vector<std::string> warnings_;  // added to a create answer: what the profile changed
   // A body on an operation that takes none is read up to this and never forwarded.

@@ -12,6 +12,8 @@
 #include "dockgate/proxy/metrics.hpp"
 
 #include "dockgate/policy/policy_file.hpp"
+#include "dockgate/policy/body_review.hpp"
+#include "dockgate/policy/route.hpp"
 #include "dockgate/proxy/options.hpp"
 #include "net.hpp"
 
@@ -34,6 +36,8 @@ struct proxy_context {
   // The API version every forwarded request is pinned to: the daemon's own (from
   // /version), capped at the newest the route table knows. Learned on first use.
   std::optional<std::string> api_version;
+  policy::api_version daemon_version{};  // the same, as numbers
+  bool daemon_cgroup_v1 = true;          // from /info (CgroupVersion), learned with the version
   // "<owner>/<full container ID>" known to carry the owner label. Labels never change
   // after create, so a positive answer stays true; names are always resolved afresh.
   std::unordered_set<std::string> owned_containers;

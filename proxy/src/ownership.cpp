@@ -52,7 +52,12 @@ net::awaitable<bool> connection::learn_api_version() {
   ctx_.api_version = std::holds_alternative<policy::route>(routed)
                          ? *version
                          : std::to_string(max.major) + "." + std::to_string(max.minor);
-  ctx_.log->info("daemon API version {}: forwarding every request as /v{}", *version, *ctx_.api_version);
+  ctx_.daemon_version = *std::get<policy::route>(policy::route_request(policy::http_method::get, "/v" + *ctx_.api_version + "/_ping")).version;
+  // What the daemon does for older clients' empty fields depends on its host's cgroups.
+  auto [info_status, info] = co_await upstream_get("/v" + *ctx_.api_version + "/info");
+  ctx_.daemon_cgroup_v1 = info_status != 200 || policy::info_says_cgroup_v1(info);
+  ctx_.log->info("daemon API version {} (cgroup v{}): requests without a version are forwarded as /v{}", *version,
+                 ctx_.daemon_cgroup_v1 ? 1 : 2, *ctx_.api_version);
   co_return true;
 }
 
@@ -76,6 +81,22 @@ net::awaitable<bool> connection::prepare_target(const policy::route& r) {
   if (!ctx_.api_version && !co_await learn_api_version()) {
     co_await refuse(502, "upstream", "dockgate: cannot read the Docker daemon's API version");
     co_return false;
+  }
+  // The client's API version is part of what it reads (formats, defaults): forwarded as
+  // it asked, within what the route table models (1.24 and up) and what the daemon
+  // speaks; a newer one is answered as the daemon answers it. Without one: the daemon's.
+  forward_version_ = *ctx_.api_version;
+  version_ = ctx_.daemon_version;
+  if (r.version) {
+    if (*r.version > ctx_.daemon_version) {
+      audit_.verdict = "deny";
+      co_await refuse(400, "version", "client version " + std::to_string(r.version->major) + "." +
+                                          std::to_string(r.version->minor) +
+                                          " is too new. Maximum supported API version is " + *ctx_.api_version);
+      co_return false;
+    }
+    version_ = *r.version;
+    forward_version_ = std::to_string(r.version->major) + "." + std::to_string(r.version->minor);
   }
   std::string path(r.path);
   std::string& query = query_;  // the reviewed query (review_query)
@@ -148,7 +169,7 @@ net::awaitable<bool> connection::prepare_target(const policy::route& r) {
       }
     }
   }
-  target_ = "/v" + *ctx_.api_version + path;
+  target_ = "/v" + forward_version_ + path;
   if (!query.empty()) target_ += "?" + query;
   co_return true;
 }

@@ -87,7 +87,8 @@ TEST_CASE("registry credentials and bodies never reach the audit log", "[integra
 }
 
 TEST_CASE("stream bodies go through in either framing (docker cp's archive upload)", "[integration][http]") {
-  proxy_process proxy(R"({"profiles":{"cp":{"allow":["ContainerCreate","ContainerStart","PutContainerArchive"],
+  // (with ping, the CLI negotiates the daemon's version; without, it falls back to 1.24)
+  proxy_process proxy(R"({"profiles":{"cp":{"allow":["SystemPing","SystemPingHead","ContainerCreate","ContainerStart","PutContainerArchive"],
       "images":{"allow":["*"]}}}})");
   const auto name = unique_name("dg-cp");
   REQUIRE(run(proxy.docker() + " create --name " + name + " " + test_image() + " sleep 60").status == 0);

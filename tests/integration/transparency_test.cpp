@@ -218,3 +218,36 @@ TEST_CASE("Tecnativa's variables, without a policy file, make an equivalent prof
     run(direct() + " rm -f " + name);
   }
 }
+
+TEST_CASE("transparency: the client's API version is forwarded, a newer one answered as the daemon answers",
+          "[integration][transparency][version]") {
+  proxy_process proxy(cli_policy);
+  auto get = [&](const std::string& socket, const std::string& target) {
+    return raw_exchange(socket, "GET " + target + " HTTP/1.1\r\nHost: d\r\nConnection: close\r\n\r\n");
+  };
+  // Too new: the same status and message as straight from the daemon.
+  // (a newer CLI than the daemon: 1.45 against this engine's 1.41)
+  auto straight = get(engine_socket(), "/v1.45/version");
+  auto gated = get(proxy.socket_path(), "/v1.45/version");
+  INFO(straight.bytes << "\n---\n" << gated.bytes);
+  CHECK(gated.status() == straight.status());
+  CHECK(straight.bytes.find("is too new. Maximum supported API version is") != std::string::npos);
+  CHECK(gated.bytes.find(straight.bytes.substr(straight.bytes.find("client version"), 60)) != std::string::npos);
+  // A client speaking 1.39 gets what the daemon gives 1.39 clients: an empty IpcMode
+  // becomes shareable (daemon's record), exactly as straight.
+  auto create = [&](const std::string& socket, const std::string& name) {
+    // (as every real client does, with a HostConfig: without one the daemon uses its own
+    // default, and the gate, which always sends one, cannot say "the daemon's default")
+    const std::string body = R"({"Image":")" + test_image() + R"(","Cmd":["true"],"HostConfig":{}})";
+    return raw_exchange(socket, "POST /v1.39/containers/create?name=" + name + " HTTP/1.1\r\nHost: d\r\nContent-Type: "
+                                "application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+  };
+  const std::string a = unique_name("dg-v139-a"), b = unique_name("dg-v139-b");
+  REQUIRE(create(engine_socket(), a).status() == 201);
+  REQUIRE(create(proxy.socket_path(), b).status() == 201);
+  const std::string ipc = " inspect --format '{{.HostConfig.IpcMode}}' ";
+  CHECK(run(direct() + ipc + b).output == run(direct() + ipc + a).output);
+  CHECK(run(direct() + ipc + b).output == "shareable\n");
+  CHECK(proxy.audit_contains("\"path\":\"/v1.39/containers/create\""));
+  run(direct() + " rm -f " + a + " " + b);
+}

@@ -424,3 +424,26 @@ TEST_CASE("a create answer tells the client what the profile changed", "[body_ru
         "{\"Id\":\"abc\",\"Warnings\":[\"dockgate: \\\"q\\\"\"]}\n");
   CHECK_FALSE(add_create_warnings(R"({"message":"conflict"})", {"w"}));
 }
+
+TEST_CASE("older API versions: the rules judge the defaults the daemon gives old clients", "[body_rules][version]") {
+  const std::string body = "{" + image + "}";
+  auto at = [&](const policy& p, api_version v, std::string_view path, bool cgroup_v1 = true) {
+    auto d = review_container_create(p.default_(), body, {v, cgroup_v1});
+    if (auto* x = std::get_if<deny>(&d)) return "DENY: " + x->reason;
+    return field(std::get<rewrite>(d).body, path);
+  };
+  // Below 1.40 an empty IpcMode is "shareable" (a private, joinable namespace): allowed.
+  CHECK(at(cli(), {1, 39}, "HostConfig.IpcMode") == R"("shareable")");
+  CHECK(at(cli(), {1, 41}, "HostConfig.IpcMode") == "");
+  // Below 1.41 an empty CgroupnsMode is "host" on cgroup v1 hosts: docker-cli forces private...
+  CHECK(at(cli(), {1, 40}, "HostConfig.CgroupnsMode") == R"("private")");
+  // ... and a profile with no rule for it refuses it, as it refuses "host" spelled out.
+  auto bare = load(R"({"default_profile":"p","profiles":{"p":{"allow":["ContainerCreate"],"images":{"allow":["*"]}}}})");
+  CHECK_THAT(at(bare, {1, 40}, "HostConfig.CgroupnsMode"), Catch::Contains("HostConfig.CgroupnsMode"));
+  CHECK_FALSE(at(bare, {1, 41}, "HostConfig.CgroupnsMode").starts_with("DENY"));
+  CHECK_FALSE(at(bare, {1, 40}, "HostConfig.CgroupnsMode", false).starts_with("DENY"));  // cgroup v2: private
+  // Below 1.25 AutoRemove is off whatever the body says (the client removes).
+  auto d = review_container_create(cli().default_(), "{" + image + R"(,"HostConfig":{"AutoRemove":true}})", {{1, 24}, true});
+  REQUIRE(std::holds_alternative<rewrite>(d));
+  CHECK(field(std::get<rewrite>(d).body, "HostConfig.AutoRemove") == "false");
+}

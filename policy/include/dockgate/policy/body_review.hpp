@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "dockgate/policy/decision.hpp"
+#include "dockgate/policy/route.hpp"
 
 namespace dockgate::policy {
 
@@ -14,7 +15,15 @@ std::size_t json_body_limit(operation op);
 // ContainerCreate: decode as dockerd does, fold the deprecated top-level host config into
 // HostConfig, apply the profile's rules, refuse what stays unsafe, check the image, stamp
 // the owner label. Returns deny or rewrite (never allow: the client's bytes never go up).
-decision review_container_create(const profile& p, std::string_view body);
+// `version`: the API version the request is forwarded with. Older clients get other
+// defaults from the daemon for fields they leave empty (IpcMode "shareable" below 1.40,
+// CgroupnsMode "host" below 1.41 when the daemon's host uses cgroup v1, no AutoRemove
+// below 1.25): the rules judge the container the daemon will create.
+struct daemon_facts {
+  api_version version = max_api_version;
+  bool cgroup_v1 = true;  // unknown counts as v1: the stricter reading
+};
+decision review_container_create(const profile& p, std::string_view body, daemon_facts facts = {});
 
 // ContainerExec (exec create): the same for an ExecConfig body.
 decision review_container_exec(const profile& p, std::string_view body);
@@ -24,7 +33,7 @@ decision review_container_update(const profile& p, std::string_view body);
 
 // The review for whatever operation's JSON body the profile lets through: the three above,
 // allow (unchanged) for bodies the policy does not interpret.
-decision review_body(const profile& p, operation op, std::string_view body);
+decision review_body(const profile& p, operation op, std::string_view body, daemon_facts facts = {});
 
 // ImageCreate and create bodies: the reference against the profile's image allowlist.
 decision review_image_reference(const profile& p, std::string_view reference);

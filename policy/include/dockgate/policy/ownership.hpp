@@ -62,5 +62,7 @@ std::string query_escape(std::string_view s);
 
 // The version string dockerd reports in /version ("ApiVersion"), parsed.
 std::optional<std::string> parse_version_api(std::string_view json);
+// From `GET /info`: whether the daemon's host uses cgroup v1 (CgroupVersion "1", or unknown).
+bool info_says_cgroup_v1(std::string_view json);
 
 }  // namespace dockgate::policy
