@@ -133,17 +133,11 @@ net::awaitable<bool> connection::prepare_target(const policy::route& r) {
       if (container) path.replace(param_at, r.param.size(), exec->id);
     }
     const bool audit_only = profile_.mode == policy::profile::mode_kind::audit;
-    if (!audit_only && r.op == policy::operation::ContainerPrune) {
-      // Prune only what the profile owns: the owner label joins the client's filters.
-      auto confined = policy::confine_query(query, profile_.rules.owner, false);
-      if (!confined) {
-        audit_.verdict = "deny";
-        co_await refuse(400, "query", "dockgate: malformed filters");
-        co_return false;
-      }
-      query = std::move(*confined);
-    }
-    if (!audit_only && (r.op == policy::operation::ContainerList || r.op == policy::operation::SystemEvents)) {
+    // Lists, events and prunes see only what the profile owns: the owner label joins the
+    // client's filters (and lists and events are filtered again on the way back).
+    const bool confined_filters = r.op == policy::operation::ContainerList || r.op == policy::operation::SystemEvents ||
+                                  r.op == policy::operation::ContainerPrune;
+    if (!audit_only && confined_filters) {
       const bool events = r.op == policy::operation::SystemEvents;
       auto confined = policy::confine_query(query, profile_.rules.owner, events);
       if (!confined) {
@@ -152,7 +146,8 @@ net::awaitable<bool> connection::prepare_target(const policy::route& r) {
         co_return false;
       }
       query = std::move(*confined);
-      filter_ = events ? response_filter::events : response_filter::container_list;
+      if (r.op != policy::operation::ContainerPrune)
+        filter_ = events ? response_filter::events : response_filter::container_list;
     }
   }
   if (r.op == policy::operation::ContainerStart && (profile_.rules.workspace || profile_.rules.binds)) {

@@ -26,6 +26,18 @@ std::string request(const std::string& method, const std::string& target, const 
   return r + "Connection: close\r\n\r\n" + body;
 }
 
+// A client workload run straight at the daemon (names "<prefix>-a...") and through the
+// gate ("<prefix>-b..."): the two JSON summaries must be the same but for the names.
+void same_results(const command_result& straight, const command_result& gated, const std::string& prefix) {
+  INFO("straight: " << straight.output << "\ngated:    " << gated.output);
+  REQUIRE(straight.status == 0);
+  REQUIRE(gated.status == 0);
+  std::string expected = straight.output;
+  for (std::size_t at; (at = expected.find(prefix + "-a")) != std::string::npos;) expected.replace(at, prefix.size() + 2, prefix + "-b");
+  CHECK(gated.output == expected);
+  CHECK(gated.output.find("error:") == std::string::npos);
+}
+
 std::string state(const std::string& name) {
   return run(direct() + " inspect --format '{{.State.Status}}' " + name + " 2>/dev/null").output;
 }
@@ -154,16 +166,9 @@ TEST_CASE("python3-docker: everyday operations give the same results straight an
   proxy_process proxy(cli_policy);
   const std::string script = repo_root() + "/tests/integration/clients/python_docker.py";
   const std::string prefix = unique_name("dg-py");
-  auto straight = run("DOCKER_HOST=" + engine_host() + " /usr/bin/python3 " + script + " " + test_image() + " " + prefix + "-a");
-  auto gated = run("DOCKER_HOST=" + proxy.host() + " /usr/bin/python3 " + script + " " + test_image() + " " + prefix + "-b");
-  INFO("straight: " << straight.output << "\ngated:    " << gated.output);
-  REQUIRE(straight.status == 0);
-  REQUIRE(gated.status == 0);
-  // The names differ by their prefix only; every result must be the same.
-  std::string expected = straight.output;
-  for (std::size_t at; (at = expected.find(prefix + "-a")) != std::string::npos;) expected.replace(at, prefix.size() + 2, prefix + "-b");
-  CHECK(gated.output == expected);
-  CHECK(gated.output.find("error:") == std::string::npos);
+  same_results(run("DOCKER_HOST=" + engine_host() + " /usr/bin/python3 " + script + " " + test_image() + " " + prefix + "-a"),
+               run("DOCKER_HOST=" + proxy.host() + " /usr/bin/python3 " + script + " " + test_image() + " " + prefix + "-b"),
+               prefix);
 }
 
 TEST_CASE("dockerode: create, attach with stdin, exec demux, logs follow, stop, kill, remove, events are the same through docker-cli",
@@ -176,15 +181,7 @@ TEST_CASE("dockerode: create, attach with stdin, exec demux, logs follow, stop, 
   auto node = [&](const std::string& socket, const std::string& suffix) {
     return run("NODE_PATH=" + std::string(node_path) + " node " + script + " " + socket + " " + test_image() + " " + prefix + suffix);
   };
-  auto straight = node(engine_socket(), "-a");
-  auto gated = node(proxy.socket_path(), "-b");
-  INFO("straight: " << straight.output << "\ngated:    " << gated.output);
-  REQUIRE(straight.status == 0);
-  REQUIRE(gated.status == 0);
-  std::string expected = straight.output;
-  for (std::size_t at; (at = expected.find(prefix + "-a")) != std::string::npos;) expected.replace(at, prefix.size() + 2, prefix + "-b");
-  CHECK(gated.output == expected);
-  CHECK(gated.output.find("error:") == std::string::npos);
+  same_results(node(engine_socket(), "-a"), node(proxy.socket_path(), "-b"), prefix);
   // What dockerode sends that the daemon ignores was left out, and said so.
   CHECK(proxy.audit_contains("\"dropped\":\"query:hijack,body\""));
 }
