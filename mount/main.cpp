@@ -2,6 +2,7 @@
 // AIMEM_* variables (see mount.hpp); the mountpoint is the last line of a successful mount.
 #include <iostream>
 
+#include "dockgate/common/environment.hpp"
 #include "dockgate/mount/mount.hpp"
 
 namespace {
@@ -27,7 +28,7 @@ int main(int argc, char** argv) {
   } else if (verb == "cleanup" && argc != 3) {
     return usage();
   }
-  auto loaded = load_config(process_environment(), verb == "mount");
+  auto loaded = load_config(dockgate::common::process_environment(), verb == "mount");
   for (const auto& e : loaded.errors) std::cerr << "dockgate-mount: " << e << '\n';
   if (!loaded.value) return 1;
   const mount_config& c = *loaded.value;

@@ -3,8 +3,7 @@
 #include <iostream>
 #include <sstream>
 
-#include <map>
-
+#include "dockgate/common/environment.hpp"
 #include "dockgate/policy/policy_file.hpp"
 #include "dockgate/policy/tecnativa.hpp"
 #include "dockgate/proxy/explain.hpp"
@@ -13,18 +12,11 @@
 
 namespace {
 
-extern "C" char** environ;
-
 // The policy file, or, without one, the Tecnativa docker-socket-proxy variables of the
 // environment (CONTAINERS=1, POST=0, ...) as an equivalent profile.
 std::optional<dockgate::policy::policy> load_policy(const std::string& path) {
   if (path.empty()) {
-    std::map<std::string, std::string> env;
-    for (char** e = environ; e && *e; ++e) {
-      const std::string kv(*e);
-      if (const auto eq = kv.find('='); eq != std::string::npos) env.emplace(kv.substr(0, eq), kv.substr(eq + 1));
-    }
-    auto result = dockgate::policy::tecnativa_policy(env);
+    auto result = dockgate::policy::tecnativa_policy(dockgate::common::process_environment());
     for (const auto& e : result.errors) std::cerr << "dockgate-proxy: " << e << '\n';
     return std::move(result.value);
   }

@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "dockgate/client/engine.hpp"
+#include "dockgate/common/environment.hpp"
 #include "dockgate/sidecar/config.hpp"
 #include "dockgate/sidecar/http_server.hpp"
 #include "dockgate/sidecar/service.hpp"
@@ -20,7 +21,7 @@ void on_signal(int) {
 
 int main() {
   using namespace dockgate;
-  auto loaded = sidecar::load_config(sidecar::process_environment());
+  auto loaded = sidecar::load_config(common::process_environment());
   for (const auto& e : loaded.errors) std::cerr << "dockgate-sidecar: " << e << '\n';
   if (!loaded.value) return 1;
   std::string error;

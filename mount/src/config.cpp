@@ -4,19 +4,8 @@
 #include "dockgate/common/workspace_id.hpp"
 #include "dockgate/mount/mount.hpp"
 
-extern char** environ;
 
 namespace dockgate::mount {
-
-std::map<std::string, std::string> process_environment() {
-  std::map<std::string, std::string> env;
-  for (char** e = environ; e && *e; ++e) {
-    const std::string kv(*e);
-    const auto eq = kv.find('=');
-    if (eq != std::string::npos) env.emplace(kv.substr(0, eq), kv.substr(eq + 1));
-  }
-  return env;
-}
 
 bool valid_id(std::string_view id) { return common::valid_workspace_id(id); }
 

@@ -5,7 +5,6 @@
 #include <cmath>
 #include <cstdlib>
 
-extern char** environ;
 
 namespace dockgate::sidecar {
 
@@ -40,16 +39,6 @@ std::optional<std::int64_t> parse_size(std::string_view text) {
   const double v = std::strtod(t.c_str(), &end);
   if (t.empty() || end != t.c_str() + t.size() || !(v > 0) || !std::isfinite(v)) return std::nullopt;
   return static_cast<std::int64_t>(v * mult);
-}
-
-std::map<std::string, std::string> process_environment() {
-  std::map<std::string, std::string> env;
-  for (char** e = environ; e && *e; ++e) {
-    std::string_view kv(*e);
-    auto eq = kv.find('=');
-    if (eq != std::string_view::npos) env.emplace(std::string(kv.substr(0, eq)), std::string(kv.substr(eq + 1)));
-  }
-  return env;
 }
 
 config_result load_config(const std::map<std::string, std::string>& env) {

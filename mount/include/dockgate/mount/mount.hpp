@@ -48,7 +48,6 @@ struct config_result {
 };
 // `need_storage`: mount needs the bucket and credentials; cleanup, list and reconcile do not.
 config_result load_config(const std::map<std::string, std::string>& env, bool need_storage);
-std::map<std::string, std::string> process_environment();
 
 // A sandbox id as a path component: 1-128 of [A-Za-z0-9_.-], starting with a letter or
 // digit (so never "." or ".." or hidden).

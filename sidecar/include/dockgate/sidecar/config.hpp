@@ -76,7 +76,6 @@ struct config_result {
 // Reads the configuration from an environment (name -> value). Malformed numbers and
 // sizes are errors (the seed would crash at import; this reports them all at once).
 config_result load_config(const std::map<std::string, std::string>& env);
-std::map<std::string, std::string> process_environment();
 
 // Docker's size syntax: 512m, 2g, 1024 (bytes), 1.5g.
 std::optional<std::int64_t> parse_size(std::string_view text);
