@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <set>
 
@@ -77,6 +78,29 @@ la_ssize_t append_output(struct archive*, void* out, const void* data, size_t si
   return static_cast<la_ssize_t>(size);
 }
 
+// Every member header of a tar.gz, data skipped (decompressed: a cut or corrupt stream
+// shows): how many were read whole, and why the rest could not be.
+archive_check walk_headers(std::string_view tgz, const std::function<void(struct archive_entry*)>& each) {
+  archive_check out;
+  auto a = open_reader(tgz);
+  if (!a) {
+    out.error = "not a tar.gz archive";
+    return out;
+  }
+  struct archive_entry* e = nullptr;
+  for (;;) {
+    const int r = archive_read_next_header(a.get(), &e);
+    if (r == ARCHIVE_EOF) return out;
+    if (r < ARCHIVE_WARN || archive_read_data_skip(a.get()) < ARCHIVE_WARN) {
+      out.error = out.members == 0 ? "not a tar.gz archive: " + error_of(a.get())
+                                   : "unreadable after " + std::to_string(out.members) + " members: " + error_of(a.get());
+      return out;
+    }
+    each(e);
+    ++out.members;
+  }
+}
+
 }  // namespace
 
 std::vector<std::string_view> path_segments(std::string_view path) {
@@ -136,32 +160,17 @@ restore_plan plan_restore(std::string_view tgz, const restore_limits& limits) {
 
   // Pass 1: which names are symlinks, and how far the archive can be read.
   std::set<std::string> symlinks;
-  std::size_t readable = 0;
-  bool cut = false;
-  {
-    auto a = open_reader(tgz);
-    if (!a) {
-      plan.error = "not a tar.gz archive";
-      return plan;
-    }
-    struct archive_entry* e = nullptr;
-    for (;;) {
-      const int r = archive_read_next_header(a.get(), &e);
-      if (r == ARCHIVE_EOF) break;
-      if (r < ARCHIVE_WARN || archive_read_data_skip(a.get()) < ARCHIVE_WARN) {
-        if (readable == 0) {
-          plan.error = "not a tar.gz archive: " + error_of(a.get());
-          return plan;
-        }
-        cut = true;
-        break;
-      }
-      ++readable;
-      std::string reason;
-      if (archive_entry_filetype(e) == AE_IFLNK && !archive_entry_hardlink(e))
-        if (auto p = normalise(name_of(e) ? name_of(e) : "", reason); p && !p->empty()) symlinks.insert(*p);
-    }
+  const auto walked = walk_headers(tgz, [&](struct archive_entry* e) {
+    std::string reason;
+    if (archive_entry_filetype(e) == AE_IFLNK && !archive_entry_hardlink(e))
+      if (auto p = normalise(name_of(e) ? name_of(e) : "", reason); p && !p->empty()) symlinks.insert(*p);
+  });
+  if (walked.error && walked.members == 0) {
+    plan.error = *walked.error;
+    return plan;
   }
+  const std::size_t readable = walked.members;
+  bool cut = walked.error.has_value();
 
   // Pass 2: re-pack what is safe.
   auto a = open_reader(tgz);
@@ -251,23 +260,6 @@ restore_plan plan_restore(std::string_view tgz, const restore_limits& limits) {
   return plan;
 }
 
-archive_check check_archive(std::string_view tgz) {
-  archive_check out;
-  auto a = open_reader(tgz);
-  if (!a) {
-    out.error = "not a tar.gz archive";
-    return out;
-  }
-  struct archive_entry* e = nullptr;
-  for (;;) {
-    const int r = archive_read_next_header(a.get(), &e);
-    if (r == ARCHIVE_EOF) return out;
-    if (r < ARCHIVE_WARN || archive_read_data_skip(a.get()) < ARCHIVE_WARN) {
-      out.error = "unreadable after " + std::to_string(out.members) + " members: " + error_of(a.get());
-      return out;
-    }
-    ++out.members;
-  }
-}
+archive_check check_archive(std::string_view tgz) { return walk_headers(tgz, [](struct archive_entry*) {}); }
 
 }  // namespace dockgate::sidecar
