@@ -360,10 +360,7 @@ struct reviewer {
   bool check_binds(json_object& root) {
     const bind_rule& rule = *p.rules.binds;
     auto source_ok = [&](std::string_view src) {
-      if (src.empty() || src.front() != '/' || src.find("//") != std::string_view::npos ||
-          src.find("/./") != std::string_view::npos || src.find("/../") != std::string_view::npos ||
-          src.ends_with("/..") || src.ends_with("/.") || src.ends_with("/"))
-        return false;
+      if (!clean_absolute_path(src) || src == "/") return false;
       for (const auto& r : rule.source_roots)
         if (src.size() > r.size() && src.starts_with(r) && src[r.size()] == '/') return true;
       return false;
@@ -575,6 +572,18 @@ json_object canonical_create(json_object body) {
 }
 
 }  // namespace
+
+bool clean_absolute_path(std::string_view path) {
+  if (path.empty() || path.front() != '/') return false;
+  if (path == "/") return true;
+  for (std::string_view rest = path.substr(1);;) {
+    const auto slash = rest.find('/');
+    const std::string_view seg = rest.substr(0, slash);
+    if (seg.empty() || seg == "." || seg == "..") return false;
+    if (slash == std::string_view::npos) return true;
+    rest.remove_prefix(slash + 1);
+  }
+}
 
 const field_rule* field_rules::find(std::string_view path) const {
   for (const auto& [p, r] : rules)

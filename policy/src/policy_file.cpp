@@ -243,8 +243,7 @@ class loader {
           auto list = strings_of(v, where + ".binds." + std::string(k));
           if (!list) return;
           for (const auto& path : *list)
-            if (path.empty() || path.front() != '/' || (path.size() > 1 && path.back() == '/') ||
-                path.find("/..") != std::string::npos || path.find("//") != std::string::npos)
+            if (!clean_absolute_path(path))
               error(where + ".binds." + std::string(k), "\"" + path + "\" must be an absolute, clean path");
           if (k == "source_roots") rule.source_roots = std::move(*list);
           else if (k == "targets") rule.targets = std::move(*list);
@@ -266,8 +265,7 @@ class loader {
           } else if (k == "root" || k == "target") {
             auto path = string_of(v, where + ".workspace." + std::string(k));
             if (!path) return;
-            if (path->empty() || path->front() != '/' || *path == "/" || path->back() == '/' ||
-                path->find("/.") != std::string::npos || path->find("//") != std::string::npos)
+            if (!clean_absolute_path(*path) || *path == "/")
               error(where + ".workspace." + std::string(k), "\"" + *path + "\" must be an absolute, clean path other than /");
             (k == "root" ? rule.root : rule.target) = *path;
             have_root = have_root || k == "root";

@@ -68,6 +68,10 @@ struct body_rules {
   bool confine_to_owned = true;
 };
 
+// An absolute host or container path with no empty, "." or ".." segment and no trailing
+// slash ("/" itself is one): the one test of bind roots, targets, sources and workspaces.
+bool clean_absolute_path(std::string_view path);
+
 // The label that marks a container as created through a profile; clients cannot set
 // labels under the reserved prefix.
 inline constexpr std::string_view owner_label = "dockgate.owner";
