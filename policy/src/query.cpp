@@ -11,17 +11,16 @@ namespace dockgate::policy {
 
 namespace {
 
-enum class query_kind : std::uint8_t { boolean, integer, string };
-
+// The parameters each operation takes, from the specification. (The table also carries
+// their types and enums; the gate no longer judges values by them: it reads the values it
+// decides on as dockerd's handlers do, and passes the rest to the daemon.)
 struct query_spec {
   operation op;
   std::string_view name;
-  query_kind kind;
-  std::string_view enum_values;  // "a|b|c", empty: any
 };
 
 constexpr query_spec query_specs[] = {
-#define DOCKGATE_QUERY(op, name, kind, values) {operation::op, name, query_kind::kind, values},
+#define DOCKGATE_QUERY(op, name, kind, values) {operation::op, name},
 #include "dockgate/policy/routes.inc"
 #undef DOCKGATE_QUERY
 };
