@@ -303,4 +303,8 @@ route_result route_request(http_method method, std::string_view target) {
 
 std::span<const route_template> route_templates() { return route_specs; }
 
+std::optional<api_version> parse_api_version(std::string_view text) { return parse_version("v" + std::string(text)); }
+
+std::string to_string(api_version v) { return std::to_string(v.major) + "." + std::to_string(v.minor); }
+
 }  // namespace dockgate::policy

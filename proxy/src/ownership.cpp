@@ -45,14 +45,11 @@ net::awaitable<std::pair<unsigned, std::string>> connection::upstream_get(std::s
 net::awaitable<bool> connection::learn_api_version() {
   auto [status, body] = co_await upstream_get("/version");
   auto version = status == 200 ? policy::parse_version_api(body) : std::nullopt;
-  if (!version) co_return false;
-  // Pin to the daemon's version, capped at the newest the route table knows.
-  auto routed = policy::route_request(policy::http_method::get, "/v" + *version + "/_ping");
-  const auto max = policy::max_api_version;
-  ctx_.api_version = std::holds_alternative<policy::route>(routed)
-                         ? *version
-                         : std::to_string(max.major) + "." + std::to_string(max.minor);
-  ctx_.daemon_version = *std::get<policy::route>(policy::route_request(policy::http_method::get, "/v" + *ctx_.api_version + "/_ping")).version;
+  auto parsed = version ? policy::parse_api_version(*version) : std::nullopt;
+  if (!parsed) co_return false;
+  // The daemon's version, capped at the newest the route table knows.
+  ctx_.daemon_version = std::min(*parsed, policy::max_api_version);
+  ctx_.api_version = policy::to_string(ctx_.daemon_version);
   // What the daemon does for older clients' empty fields depends on its host's cgroups.
   auto [info_status, info] = co_await upstream_get("/v" + *ctx_.api_version + "/info");
   ctx_.daemon_cgroup_v1 = info_status != 200 || policy::info_says_cgroup_v1(info);
@@ -90,15 +87,15 @@ net::awaitable<bool> connection::prepare_target(const policy::route& r) {
   if (r.version) {
     if (*r.version > ctx_.daemon_version) {
       audit_.verdict = "deny";
-      co_await refuse(400, "version", "client version " + std::to_string(r.version->major) + "." +
-                                          std::to_string(r.version->minor) +
+      co_await refuse(400, "version", "client version " + policy::to_string(*r.version) +
                                           " is too new. Maximum supported API version is " + *ctx_.api_version);
       co_return false;
     }
     version_ = *r.version;
-    forward_version_ = std::to_string(r.version->major) + "." + std::to_string(r.version->minor);
+    forward_version_ = policy::to_string(*r.version);
   }
   std::string path(r.path);
+  std::string container(r.param);  // the container the request names, by full ID once resolved
   std::string& query = query_;  // the reviewed query (review_query)
   if (profile_.rules.confine_to_owned) {
     const auto object = policy::operation_object(r.op);
@@ -116,6 +113,7 @@ net::awaitable<bool> connection::prepare_target(const policy::route& r) {
         co_return false;
       }
       path.replace(param_at, r.param.size(), *id);  // forwarded by full ID: renames change nothing
+      container = *id;
     } else if (object == policy::path_object::exec) {
       auto [status, body] = co_await upstream_get("/v" + *ctx_.api_version + "/exec/" + std::string(r.param) + "/json");
       auto exec = status == 200 ? policy::parse_exec_inspect(body) : std::nullopt;
@@ -153,9 +151,7 @@ net::awaitable<bool> connection::prepare_target(const policy::route& r) {
   if (r.op == policy::operation::ContainerStart && (profile_.rules.workspace || profile_.rules.binds)) {
     // The daemon mounts binds when a container starts, not when it is created: every
     // host path it binds is checked again now, the closest the gate gets to the mount.
-    const std::size_t param_at = static_cast<std::size_t>(r.param.data() - r.path.data());
-    const std::string id = path.substr(param_at, path.size() - param_at - (r.path.size() - param_at - r.param.size()));
-    if (auto problem = co_await binds_problem(id)) {
+    if (auto problem = co_await binds_problem(container)) {
       const policy::deny d{403, "binds", "dockgate: not started: bind source " + *problem + " (profile " + profile_.name + ")"};
       if (enforce(d)) {
         audit_.verdict = "deny";

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 #include <variant>
 
@@ -27,6 +28,10 @@ struct api_version {
   std::uint16_t minor = 0;
   auto operator<=>(const api_version&) const = default;
 };
+
+// "1.41" (as /version's ApiVersion says it) -> {1, 41}; and back.
+std::optional<api_version> parse_api_version(std::string_view text);
+std::string to_string(api_version v);
 
 // Oldest version accepted: below 1.24 ContainerStart takes a host config in its body.
 inline constexpr api_version min_api_version{1, 24};
