@@ -34,16 +34,7 @@ std::optional<std::string> prefix_base(std::string_view prefix) {
   if (prefix.size() > 256) return std::nullopt;
   for (char c : prefix)
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.' || c == '/')) return std::nullopt;
-  if (!prefix.empty()) {
-    std::size_t start = 0;
-    for (;;) {
-      const auto slash = prefix.find('/', start);
-      const auto seg = prefix.substr(start, slash == std::string_view::npos ? std::string_view::npos : slash - start);
-      if (seg.empty() || seg == "." || seg == "..") return std::nullopt;
-      if (slash == std::string_view::npos) break;
-      start = slash + 1;
-    }
-  }
+  if (!prefix.empty() && !valid_object_key(prefix)) return std::nullopt;  // plain segments only
   return std::string(prefix);
 }
 
