@@ -12,6 +12,7 @@
 #include <cctype>
 
 #include "dockgate/policy/body_review.hpp"
+#include "dockgate/policy/responses.hpp"
 #include "dockgate/policy/go_json.hpp"
 #include "dockgate/policy/image_ref.hpp"
 
@@ -648,8 +649,9 @@ decision review_container_create(const profile& p, std::string_view body, daemon
   if (!ok) return *r.refusal;
   if (!workspace.empty()) r.bind_workspace(root, workspace);
   canonical_order(root, schema::container_create);
+  auto warnings = create_warnings(p, root, changes);
   return rewrite{to_json(json_value(std::move(root))), std::move(changes), std::move(r.bind_sources), workspace,
-                 std::move(decoded.dropped)};
+                 std::move(decoded.dropped), std::move(warnings)};
 }
 
 decision review_container_exec(const profile& p, std::string_view body) {

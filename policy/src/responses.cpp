@@ -5,21 +5,19 @@
 #include <algorithm>
 
 #include "dockgate/common/error_body.hpp"
-#include "dockgate/policy/go_json.hpp"
 
 namespace dockgate::policy {
 
-std::vector<std::string> create_warnings(const profile& p, const rewrite& rw) {
+std::vector<std::string> create_warnings(const profile& p, const json_object& body, const std::vector<std::string>& changes) {
   std::vector<std::string> out;
-  auto decoded = decode_body(rw.body, schema::container_create);
-  const json_value* root = decoded.value ? &*decoded.value : nullptr;
-  for (const auto& change : rw.changes) {
+  const json_value root(body);
+  for (const auto& change : changes) {
     const auto colon = change.rfind(':');
     if (colon == std::string::npos) continue;
     const std::string_view path = std::string_view(change).substr(0, colon);
     const std::string_view how = std::string_view(change).substr(colon + 1);
     if (how != "forced" && how != "clamped") continue;
-    const json_value* v = root;
+    const json_value* v = &root;
     for (std::string_view rest = path; v && v->as_object();) {
       const auto dot = rest.find('.');
       v = find(*v->as_object(), rest.substr(0, dot));

@@ -361,7 +361,7 @@ net::awaitable<connection::outcome> connection::serve_one() {
       // The client hears what the profile changed, in the answer's Warnings (the docker
       // CLI and the SDKs print them).
       if (r.op == policy::operation::ContainerCreate) {
-        warnings_ = policy::create_warnings(profile_, *rw);
+        warnings_ = std::move(rw->warnings);
         if (!warnings_.empty()) filter_ = response_filter::create_warnings;
       }
       json_body_ = std::move(rw->body);

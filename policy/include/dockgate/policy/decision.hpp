@@ -34,6 +34,8 @@ struct rewrite {
   // Keys of the client's body that name no field: the daemon ignores them, the gate
   // leaves them out (named in the audit line).
   std::vector<std::string> dropped;
+  // ContainerCreate: what the client should hear in the answer's Warnings (responses.hpp).
+  std::vector<std::string> warnings;
   bool operator==(const rewrite&) const = default;
 };
 

@@ -7,14 +7,15 @@
 #include <vector>
 
 #include "dockgate/policy/decision.hpp"
+#include "dockgate/policy/json_value.hpp"
 
 namespace dockgate::policy {
 
 // The warnings a ContainerCreate answer gains: one per field the profile forced or
-// clamped, with the value the container got ("dockgate: HostConfig.Memory clamped to
-// 2147483648 (profile docker-cli)"). The gate's own bookkeeping (the owner label, the
-// workspace bind) is not the client's setting: no warning.
-std::vector<std::string> create_warnings(const profile& p, const rewrite& rw);
+// clamped, with the value the container got ("dockgate: HostConfig.Memory clamped to 2 GiB
+// (profile docker-cli)"), from the reviewed body and its changes. The gate's own
+// bookkeeping (the owner label, the workspace bind) is not the client's setting: no warning.
+std::vector<std::string> create_warnings(const profile& p, const json_object& body, const std::vector<std::string>& changes);
 
 // The daemon's create answer ({"Id":..,"Warnings":[..]|null}) with `warnings` appended;
 // nullopt if it is not such an answer (then it goes back unchanged).
