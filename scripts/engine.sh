@@ -5,7 +5,9 @@
 #   scripts/engine.sh stop DIR    stop both, by the PIDs recorded under DIR
 #
 # The engine has its own --data-root, --exec-root, --pidfile and socket, so it never
-# touches a daemon the user already runs. It has no bridge and does not touch iptables.
+# touches a daemon the user already runs. It has the default bridge network (clients such
+# as testcontainers inspect it) but does not touch iptables: containers reach each other,
+# not the outside.
 # Test images are made offline: busybox from Debian's busybox-static, imported with
 # `docker import`, and pushed to the local registry on 127.0.0.1 for pull tests.
 set -euo pipefail
@@ -43,7 +45,7 @@ start() {
   local sock="$dir/docker.sock"
   dockerd \
     --data-root "$dir/data" --exec-root "$dir/exec" --pidfile "$dir/dockerd.pid" \
-    --host "unix://$sock" --bridge=none --iptables=false --ip-masq=false \
+    --host "unix://$sock" --iptables=false --ip-masq=false \
     >"$dir/dockerd.log" 2>&1 &
   if ! wait_for 60 docker -H "unix://$sock" version; then
     echo "engine.sh: dockerd did not come up; log follows" >&2

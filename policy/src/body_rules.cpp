@@ -92,12 +92,6 @@ constexpr widening_field exec_widening[] = {
     {"Privileged", safe_when::is_false},
 };
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
 std::string upper(std::string_view s) {
   std::string out(s);
   for (auto& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
@@ -228,10 +222,13 @@ const json_value* locate(const json_object& root, std::string_view path) {
 }
 
 struct reviewer {
+  reviewer(const profile& prof, std::vector<std::string>& changed_fields) : p(prof), changes(changed_fields) {}
   const profile& p;
   std::vector<std::string>& changes;
   std::optional<deny> refusal;
   std::vector<std::string> bind_sources;
+  std::vector<std::string> network_names;
+  std::vector<std::string> volume_names;
 
   bool refuse(std::string_view path, std::string_view rule, std::string what) {
     if (!refusal) {
@@ -346,7 +343,7 @@ struct reviewer {
   }
 
   bool default_deny(json_object& root, std::span<const widening_field> fields, const field_rules& rules,
-                    std::initializer_list<std::string_view> handled_elsewhere) {
+                    std::span<const std::string_view> handled_elsewhere) {
     for (const auto& w : fields) {
       if (rules.find(w.path)) continue;
       if (std::find(handled_elsewhere.begin(), handled_elsewhere.end(), w.path) != handled_elsewhere.end()) continue;
@@ -356,18 +353,24 @@ struct reviewer {
     return true;
   }
 
-  // Binds ("src:dst[:opts]") and Mounts of type bind: only from the profile's source roots,
-  // only to its targets, without propagation back to the host.
-  bool check_binds(json_object& root) {
-    const bind_rule& rule = *p.rules.binds;
+  // Binds ("src:dst[:opts]") and Mounts. A host path (absolute source) only from the
+  // profile's bind roots, only to its targets, without propagation back to the host; a
+  // named volume (any other source) only with the volumes rule, collected for the proxy
+  // to check that the profile owns it; anonymous volumes with the same rule.
+  bool check_mounts(json_object& root) {
+    const bind_rule* rule = p.rules.binds ? &*p.rules.binds : nullptr;
+    const bool volumes = p.rules.volumes.mount_owned;
     auto source_ok = [&](std::string_view src) {
-      if (!clean_absolute_path(src) || src == "/") return false;
-      for (const auto& r : rule.source_roots)
+      if (!rule || !clean_absolute_path(src) || src == "/") return false;
+      for (const auto& r : rule->source_roots)
         if (src.size() > r.size() && src.starts_with(r) && src[r.size()] == '/') return true;
       return false;
     };
     auto target_ok = [&](std::string_view dst) {
-      return std::find(rule.targets.begin(), rule.targets.end(), dst) != rule.targets.end();
+      return rule && std::find(rule->targets.begin(), rule->targets.end(), dst) != rule->targets.end();
+    };
+    auto volume_ok = [&](std::string_view name, std::string_view dst) {
+      return volumes && valid_object_name(name) && clean_absolute_path(dst) && dst != "/";
     };
     if (auto* binds = locate(root, "HostConfig.Binds"); binds && binds->as_array()) {
       for (const auto& b : *binds->as_array()) {
@@ -380,16 +383,20 @@ struct reviewer {
           if (colon == std::string_view::npos) break;
           rest.remove_prefix(colon + 1);
         }
-        if (parts.size() < 2 || parts.size() > 3 || !source_ok(parts[0]) || !target_ok(parts[1]))
-          return refuse("HostConfig.Binds", "binds", "entry \"" + spec + "\" is not allowed");
-        bind_sources.emplace_back(parts[0]);
+        // dockerd's Linux parser: an absolute source is a host path, anything else a volume name.
+        const bool host_path = !parts[0].empty() && parts[0].front() == '/';
+        if (parts.size() < 2 || parts.size() > 3 ||
+            (host_path ? !source_ok(parts[0]) || !target_ok(parts[1]) : !volume_ok(parts[0], parts[1])))
+          return refuse("HostConfig.Binds", host_path || !volumes ? "binds" : "volumes", "entry \"" + spec + "\" is not allowed");
+        if (host_path) bind_sources.emplace_back(parts[0]);
+        else add_unique(volume_names, parts[0]);
         if (parts.size() == 3) {
           std::string_view opts = parts[2];
           while (!opts.empty()) {
             auto comma = opts.find(',');
             std::string_view o = opts.substr(0, comma);
-            if (o != "ro" && o != "rw" && o != "private" && o != "rprivate")
-              return refuse("HostConfig.Binds", "binds", "option \"" + std::string(o) + "\" is not allowed");
+            const bool ok = o == "ro" || o == "rw" || (host_path ? o == "private" || o == "rprivate" : o == "nocopy");
+            if (!ok) return refuse("HostConfig.Binds", host_path ? "binds" : "volumes", "option \"" + std::string(o) + "\" is not allowed");
             if (comma == std::string_view::npos) break;
             opts.remove_prefix(comma + 1);
           }
@@ -403,7 +410,21 @@ struct reviewer {
           const auto* v = find(o, k);
           return v ? *v->as_string() : std::string();
         };
-        if (str("Type") != "bind")
+        if (str("Type") == "volume" && volumes) {
+          if (!str("Source").empty() && !valid_object_name(str("Source")))
+            return refuse("HostConfig.Mounts", "volumes", "volume name \"" + str("Source") + "\" is not allowed");
+          if (!clean_absolute_path(str("Target")) || str("Target") == "/")
+            return refuse("HostConfig.Mounts", "volumes", "target \"" + str("Target") + "\" is not allowed");
+          if (find(o, "BindOptions") || find(o, "TmpfsOptions") || find(o, "ImageOptions"))
+            return refuse("HostConfig.Mounts", "volumes", "options of another mount type are not allowed");
+          if (const auto* vo = find(o, "VolumeOptions"))
+            for (const auto& option : *vo->as_object())
+              if (option.key != "NoCopy" && !is_empty_value(&option.value))
+                return refuse("HostConfig.Mounts", "volumes", "VolumeOptions." + option.key + " is not allowed");
+          if (!str("Source").empty()) add_unique(volume_names, str("Source"));
+          continue;
+        }
+        if (str("Type") != "bind" || !rule)
           return refuse("HostConfig.Mounts", "binds", "of type \"" + str("Type") + "\" are not allowed");
         if (!source_ok(str("Source")) || !target_ok(str("Target")))
           return refuse("HostConfig.Mounts", "binds", "from \"" + str("Source") + "\" to \"" + str("Target") + "\" is not allowed");
@@ -422,7 +443,51 @@ struct reviewer {
         }
       }
     }
+    if (const auto* anonymous = locate(root, "Volumes"); anonymous && anonymous->as_object()) {
+      for (const auto& v : *anonymous->as_object())
+        if (!volumes || !clean_absolute_path(v.key) || v.key == "/")
+          return refuse("Volumes", volumes ? "volumes" : "default", "\"" + v.key + "\" is not allowed");
+    }
     return true;
+  }
+
+  // One endpoint's settings (ContainerCreate's EndpointsConfig, NetworkConnect's
+  // EndpointConfig) under the networks rule: aliases if the rule allows them, a static
+  // address and MAC; links (another container's environment) and driver options never.
+  bool check_endpoint(std::string_view where, const json_object& settings) {
+    for (const auto& s : settings) {
+      if (is_empty_value(&s.value)) continue;
+      if (s.key == "Aliases" && p.rules.networks.aliases) continue;
+      if (s.key == "IPAMConfig" || s.key == "MacAddress" || s.key == "GwPriority") continue;
+      return refuse(std::string(where) + "." + s.key, "networks", "is not allowed");
+    }
+    return true;
+  }
+
+  // NetworkMode and EndpointsConfig under the networks rule: the daemon's own bridge and
+  // none networks, or networks the proxy finds the profile owns (collected here).
+  bool check_networks(json_object& root) {
+    const json_value* mode_value = locate(root, "HostConfig.NetworkMode");
+    std::string mode = mode_value && mode_value->as_string() ? *mode_value->as_string() : std::string();
+    auto join = [&](std::string_view where, const std::string& name) {
+      if (name.empty() || name == "default" || name == "bridge" || name == "none") return true;
+      if (!valid_object_name(name) || name == "host")
+        return refuse(where, "networks", "value \"" + name + "\" is not allowed");
+      add_unique(network_names, name);
+      return true;
+    };
+    if (!join("HostConfig.NetworkMode", mode)) return false;
+    if (const auto* endpoints = locate(root, "NetworkingConfig.EndpointsConfig"); endpoints && endpoints->as_object()) {
+      for (const auto& e : *endpoints->as_object()) {
+        if (!join("NetworkingConfig.EndpointsConfig", e.key)) return false;
+        if (!check_endpoint("NetworkingConfig.EndpointsConfig." + e.key, *e.value.as_object())) return false;
+      }
+    }
+    return true;
+  }
+
+  static void add_unique(std::vector<std::string>& list, std::string_view name) {
+    if (std::find(list.begin(), list.end(), name) == list.end()) list.emplace_back(name);
   }
 
   bool check_image(const json_object& root) {
@@ -512,7 +577,7 @@ struct reviewer {
   }
 
   // Clients may not set labels under the reserved prefix; the owner label is stamped.
-  bool stamp_owner(json_object& root) {
+  bool stamp_owner(json_object& root, bool container = true) {
     json_value* labels = find(root, "Labels");
     if (!labels) {
       set(root, "Labels", json_object{});
@@ -522,7 +587,7 @@ struct reviewer {
       if (!m.key.starts_with(reserved_label_prefix)) continue;
       // Re-reviewing the proxy's own output must give the same output (idempotence).
       if (m.key == owner_label && m.value == json_value(p.rules.owner)) continue;
-      if (m.key == workspace_label && p.rules.workspace) continue;  // checked by take_workspace
+      if (m.key == workspace_label && p.rules.workspace && container) continue;  // checked by take_workspace
       return refuse("Labels", "owner", "label \"" + m.key + "\" uses the reserved prefix \"dockgate.\"");
     }
     json_object& l = *labels->as_object();
@@ -534,6 +599,14 @@ struct reviewer {
     return true;
   }
 };
+
+rewrite reviewed(std::string body, std::vector<std::string> changes, std::vector<std::string> dropped) {
+  rewrite out;
+  out.body = std::move(body);
+  out.changes = std::move(changes);
+  out.dropped = std::move(dropped);
+  return out;
+}
 
 // Moves the deprecated top-level host-config fields where dockerd would take them from
 // (ContainerConfigWrapper.getHostConfig), so that one HostConfig object says everything.
@@ -635,23 +708,32 @@ decision review_container_create(const profile& p, std::string_view body, daemon
   if (version < api_version{1, 40}) old_default("HostConfig.IpcMode", json_value("shareable"));
   if (version < api_version{1, 41} && facts.cgroup_v1) old_default("HostConfig.CgroupnsMode", json_value("host"));
   std::vector<std::string> changes;
-  reviewer r{p, changes, std::nullopt};
+  reviewer r{p, changes};
   const auto& rules = p.rules.container_create;
   bool ok = true;
   std::string workspace;
   if (p.rules.workspace) ok = r.take_workspace(root, workspace);
   for (const auto& [path, rule] : rules.rules) ok = ok && r.apply(root, path, rule);
-  if (p.rules.binds) ok = ok && r.check_binds(root);
-  ok = ok && r.default_deny(root, create_widening, rules,
-                            p.rules.binds ? std::initializer_list<std::string_view>{"HostConfig.Binds", "HostConfig.Mounts"}
-                                          : std::initializer_list<std::string_view>{});
+  const bool mounts = p.rules.binds || p.rules.volumes.mount_owned;
+  const bool networks = p.rules.networks.join_owned;
+  if (mounts) ok = ok && r.check_mounts(root);
+  if (networks) ok = ok && r.check_networks(root);
+  std::vector<std::string_view> handled;
+  if (mounts) handled.insert(handled.end(), {"HostConfig.Binds", "HostConfig.Mounts", "Volumes"});
+  if (networks) handled.insert(handled.end(), {"HostConfig.NetworkMode", "NetworkingConfig.EndpointsConfig"});
+  ok = ok && r.default_deny(root, create_widening, rules, handled);
   ok = ok && r.check_image(root) && r.stamp_owner(root);
   if (!ok) return *r.refusal;
   if (!workspace.empty()) r.bind_workspace(root, workspace);
   canonical_order(root, schema::container_create);
   auto warnings = create_warnings(p, root, changes);
-  return rewrite{to_json(json_value(std::move(root))), std::move(changes), std::move(r.bind_sources), workspace,
-                 std::move(decoded.dropped), std::move(warnings)};
+  rewrite out = reviewed(to_json(json_value(std::move(root))), std::move(changes), std::move(decoded.dropped));
+  out.bind_sources = std::move(r.bind_sources);
+  out.workspace_source = workspace;
+  out.networks = std::move(r.network_names);
+  out.volumes = std::move(r.volume_names);
+  out.warnings = std::move(warnings);
+  return out;
 }
 
 decision review_container_exec(const profile& p, std::string_view body) {
@@ -659,19 +741,19 @@ decision review_container_exec(const profile& p, std::string_view body) {
   if (!decoded.value) return deny{400, "body", "dockgate: invalid ContainerExec body: " + decoded.error};
   json_object root = std::move(*decoded.value->as_object());
   std::vector<std::string> changes;
-  reviewer r{p, changes, std::nullopt};
+  reviewer r{p, changes};
   const auto& rules = p.rules.container_exec;
   bool ok = true;
   for (const auto& [path, rule] : rules.rules) ok = ok && r.apply(root, path, rule);
-  ok = ok && r.default_deny(root, exec_widening, rules, {});
+  ok = ok && r.default_deny(root, exec_widening, rules, {});  // nothing handled elsewhere
   if (!ok) return *r.refusal;
   canonical_order(root, schema::exec_config);
-  return rewrite{to_json(json_value(std::move(root))), std::move(changes), {}, {}, std::move(decoded.dropped)};
+  return reviewed(to_json(json_value(std::move(root))), std::move(changes), std::move(decoded.dropped));
 }
 
 decision review_image_reference(const profile& p, std::string_view reference) {
   std::vector<std::string> changes;
-  reviewer r{p, changes, std::nullopt};
+  reviewer r{p, changes};
   if (!r.check_image_reference(reference, false)) return *r.refusal;
   return allow{};
 }
@@ -687,7 +769,7 @@ decision review_container_update(const profile& p, std::string_view body) {
   // HostConfig.<field> apply to them, clamps included.
   json_object root{{"HostConfig", std::move(*decoded.value)}};
   std::vector<std::string> changes;
-  reviewer r{p, changes, std::nullopt};
+  reviewer r{p, changes};
   field_rules host_rules;
   for (const auto& [path, rule] : p.rules.container_create.rules)
     if (path.starts_with("HostConfig.") && resolve_key(std::string_view(path).substr(11), schema::container_update))
@@ -707,7 +789,104 @@ decision review_container_update(const profile& p, std::string_view body) {
   ok = ok && r.default_deny(root, update_widening, host_rules, {});
   if (!ok) return *r.refusal;
   canonical_order(*find(root, "HostConfig")->as_object(), schema::container_update);
-  return rewrite{to_json(*find(root, "HostConfig")), std::move(changes), {}, {}, std::move(decoded.dropped)};
+  return reviewed(to_json(*find(root, "HostConfig")), std::move(changes), std::move(decoded.dropped));
+}
+
+decision review_network_create(const profile& p, std::string_view body) {
+  auto decoded = decode_body(body, schema::network_create);
+  if (!decoded.value) return deny{400, "body", "dockgate: invalid NetworkCreate body: " + decoded.error};
+  json_object root = std::move(*decoded.value->as_object());
+  std::vector<std::string> changes;
+  reviewer r{p, changes};
+  auto text = [&](const json_value* v) { return v && v->as_string() ? *v->as_string() : std::string(); };
+  // A bridge network on addresses the daemon picks: no host options (bridge name, host
+  // binding address, MTU, masquerading), no chosen subnets (they route on the host), no
+  // IPv6 or swarm-only kinds.
+  const std::string name = text(find(root, "Name"));
+  const std::string driver = text(find(root, "Driver"));
+  const std::string scope = text(find(root, "Scope"));
+  bool ok = true;
+  if (!valid_object_name(name)) ok = r.refuse("Name", "networks", "\"" + name + "\" is not allowed (letters, digits, _ . -)");
+  else if (!(driver.empty() || driver == "bridge")) ok = r.refuse("Driver", "networks", "\"" + driver + "\" is not allowed (bridge only)");
+  else if (!(scope.empty() || scope == "local")) ok = r.refuse("Scope", "networks", "\"" + scope + "\" is not allowed");
+  else if (!is_empty_value(find(root, "Options"))) ok = r.refuse("Options", "networks", "are not allowed (host options)");
+  else if (!is_empty_value(find(root, "EnableIPv6"))) ok = r.refuse("EnableIPv6", "networks", "is not allowed");
+  else if (!is_empty_value(find(root, "Ingress"))) ok = r.refuse("Ingress", "networks", "is not allowed");
+  else if (!is_empty_value(find(root, "ConfigOnly"))) ok = r.refuse("ConfigOnly", "networks", "is not allowed");
+  else if (const auto* from = find(root, "ConfigFrom"); from && !is_empty_value(find(*from->as_object(), "Network")))
+    ok = r.refuse("ConfigFrom", "networks", "is not allowed");
+  else if (const auto* ipam = find(root, "IPAM"); ipam && ipam->as_object()) {
+    const std::string ipam_driver = text(find(*ipam->as_object(), "Driver"));
+    if (!(ipam_driver.empty() || ipam_driver == "default")) ok = r.refuse("IPAM.Driver", "networks", "\"" + ipam_driver + "\" is not allowed");
+    else if (!is_empty_value(find(*ipam->as_object(), "Config"))) ok = r.refuse("IPAM.Config", "networks", "is not allowed (the daemon picks the subnet)");
+    else if (!is_empty_value(find(*ipam->as_object(), "Options"))) ok = r.refuse("IPAM.Options", "networks", "are not allowed");
+  }
+  ok = ok && r.stamp_owner(root, false);
+  if (!ok) return *r.refusal;
+  canonical_order(root, schema::network_create);
+  return reviewed(to_json(json_value(std::move(root))), std::move(changes), std::move(decoded.dropped));
+}
+
+decision review_volume_create(const profile& p, std::string_view body) {
+  auto decoded = decode_body(body, schema::volume_create);
+  if (!decoded.value) return deny{400, "body", "dockgate: invalid VolumeCreate body: " + decoded.error};
+  json_object root = std::move(*decoded.value->as_object());
+  std::vector<std::string> changes;
+  reviewer r{p, changes};
+  // The local driver without options: its options mount host devices and paths
+  // (type=none,o=bind,device=/etc) and remote filesystems.
+  const json_value* name = find(root, "Name");
+  const json_value* driver = find(root, "Driver");
+  const std::string n = name && name->as_string() ? *name->as_string() : std::string();
+  const std::string d = driver && driver->as_string() ? *driver->as_string() : std::string();
+  bool ok = true;
+  if (!n.empty() && !valid_object_name(n)) ok = r.refuse("Name", "volumes", "\"" + n + "\" is not allowed (letters, digits, _ . -)");
+  else if (!(d.empty() || d == "local")) ok = r.refuse("Driver", "volumes", "\"" + d + "\" is not allowed (local only)");
+  else if (!is_empty_value(find(root, "DriverOpts"))) ok = r.refuse("DriverOpts", "volumes", "are not allowed (they mount host paths and devices)");
+  else if (find(root, "ClusterVolumeSpec")) ok = r.refuse("ClusterVolumeSpec", "volumes", "is not allowed");
+  ok = ok && r.stamp_owner(root, false);
+  if (!ok) return *r.refusal;
+  canonical_order(root, schema::volume_create);
+  rewrite out = reviewed(to_json(json_value(std::move(root))), std::move(changes), std::move(decoded.dropped));
+  if (!n.empty()) out.volumes.push_back(n);
+  return out;
+}
+
+// NetworkConnect and NetworkDisconnect: the container (which the proxy resolves to an
+// owned one) and, for a connect, the endpoint under the networks rule.
+decision review_network_attachment(const profile& p, operation op, std::string_view body) {
+  const bool connect = op == operation::NetworkConnect;
+  const object_spec& spec = connect ? schema::network_connect : schema::network_disconnect;
+  auto decoded = decode_body(body, spec);
+  if (!decoded.value) return deny{400, "body", "dockgate: invalid " + std::string(spec.name) + " body: " + decoded.error};
+  json_object root = std::move(*decoded.value->as_object());
+  std::vector<std::string> changes;
+  reviewer r{p, changes};
+  const json_value* container = find(root, "Container");
+  const std::string c = container && container->as_string() ? *container->as_string() : std::string();
+  if (c.empty()) return deny{400, "body", "dockgate: " + std::string(spec.name) + " names no Container"};
+  if (const auto* endpoint = find(root, "EndpointConfig"); endpoint && endpoint->as_object())
+    if (!r.check_endpoint("EndpointConfig", *endpoint->as_object())) return *r.refusal;
+  canonical_order(root, spec);
+  rewrite out = reviewed(to_json(json_value(std::move(root))), std::move(changes), std::move(decoded.dropped));
+  out.container = c;
+  return out;
+}
+
+std::string with_container(std::string_view reviewed, operation op, std::string_view id) {
+  const object_spec& spec = op == operation::NetworkConnect ? schema::network_connect : schema::network_disconnect;
+  auto decoded = decode_body(reviewed, spec);
+  json_object root = std::move(*decoded.value->as_object());
+  set(root, "Container", json_value(std::string(id)));
+  canonical_order(root, spec);
+  return to_json(json_value(std::move(root)));
+}
+
+bool valid_object_name(std::string_view name) {
+  if (name.empty() || name.size() > 255 || !std::isalnum(static_cast<unsigned char>(name.front()))) return false;
+  for (char c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '.' && c != '-') return false;
+  return true;
 }
 
 std::size_t json_body_limit(operation op) {
@@ -725,6 +904,10 @@ decision review_body(const profile& p, operation op, std::string_view body, daem
     case operation::ContainerCreate: return review_container_create(p, body, facts);
     case operation::ContainerExec: return review_container_exec(p, body);
     case operation::ContainerUpdate: return review_container_update(p, body);
+    case operation::NetworkCreate: return review_network_create(p, body);
+    case operation::VolumeCreate: return review_volume_create(p, body);
+    case operation::NetworkConnect:
+    case operation::NetworkDisconnect: return review_network_attachment(p, op, body);
     default: return allow{};
   }
 }

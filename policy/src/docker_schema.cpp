@@ -1,5 +1,5 @@
 // Docker's request body structs, as dockerd 20.10 (API 1.41) and newer decode them, from
-// ../shared/docker-api. Field names are the JSON names; kinds say how Go decodes them.
+// the Engine API specifications and moby's api/types. Field names are the JSON names; kinds say how Go decodes them.
 #include "dockgate/policy/go_json.hpp"
 
 namespace dockgate::policy::schema {
@@ -196,11 +196,48 @@ constexpr field_spec exec_config_fields[] = {
 constexpr field_spec container_update_fields[] = {
     DOCKGATE_RESOURCES_FIELDS, {"RestartPolicy", k::object, &restart_policy}};
 
+// network.CreateRequest (API 1.41-1.52): what `POST /networks/create` decodes.
+constexpr field_spec ipam_config_fields[] = {
+    {"Subnet", k::string}, {"IPRange", k::string}, {"Gateway", k::string},
+    {"AuxiliaryAddresses", k::string_map, nullptr, ptr}};
+constexpr object_spec ipam_config{"IPAMConfig", ipam_config_fields};
+constexpr field_spec ipam_fields[] = {
+    {"Driver", k::string}, {"Options", k::string_map, nullptr, ptr}, {"Config", k::object_list, &ipam_config, ptr}};
+constexpr object_spec ipam{"IPAM", ipam_fields};
+constexpr field_spec config_reference_fields[] = {{"Network", k::string}};
+constexpr object_spec config_reference{"ConfigReference", config_reference_fields};
+constexpr field_spec network_create_fields[] = {
+    {"Name", k::string},          {"CheckDuplicate", k::boolean}, {"Driver", k::string},
+    {"Scope", k::string},         {"EnableIPv4", k::boolean, nullptr, ptr},
+    {"EnableIPv6", k::boolean, nullptr, ptr},
+    {"IPAM", k::object, &ipam, ptr}, {"Internal", k::boolean}, {"Attachable", k::boolean},
+    {"Ingress", k::boolean},      {"ConfigOnly", k::boolean},
+    {"ConfigFrom", k::object, &config_reference, ptr},
+    {"Options", k::string_map, nullptr, ptr}, {"Labels", k::string_map, nullptr, ptr},
+};
+
+// network.ConnectOptions and DisconnectOptions.
+constexpr field_spec network_connect_fields[] = {
+    {"Container", k::string}, {"EndpointConfig", k::object, &endpoint_settings, ptr}};
+constexpr field_spec network_disconnect_fields[] = {{"Container", k::string}, {"Force", k::boolean}};
+
+// volume.CreateOptions. ClusterVolumeSpec (swarm) is decoded as an object whose members
+// are not modelled: its presence is what the review refuses.
+constexpr object_spec opaque{"ClusterVolumeSpec", {}};
+constexpr field_spec volume_create_fields[] = {
+    {"Name", k::string}, {"Driver", k::string}, {"DriverOpts", k::string_map, nullptr, ptr},
+    {"Labels", k::string_map, nullptr, ptr}, {"ClusterVolumeSpec", k::object, &opaque, ptr}};
+
 }  // namespace
 
 const object_spec host_config{"HostConfig", host_config_fields};
 const object_spec container_create{"ContainerCreate", container_create_fields};
 const object_spec exec_config{"ExecConfig", exec_config_fields};
 const object_spec container_update{"ContainerUpdate", container_update_fields};
+const object_spec network_create{"NetworkCreate", network_create_fields};
+const object_spec network_connect{"NetworkConnect", network_connect_fields};
+const object_spec network_disconnect{"NetworkDisconnect", network_disconnect_fields};
+const object_spec volume_create{"VolumeCreate", volume_create_fields};
+const object_spec endpoint_settings_spec{"EndpointSettings", endpoint_settings_fields};
 
 }  // namespace dockgate::policy::schema

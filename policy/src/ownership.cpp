@@ -70,6 +70,14 @@ path_object operation_object(operation op) {
     case operation::ExecResize:
     case operation::ExecInspect:
       return path_object::exec;
+    case operation::NetworkInspect:
+    case operation::NetworkDelete:
+    case operation::NetworkConnect:
+    case operation::NetworkDisconnect:
+      return path_object::network;
+    case operation::VolumeInspect:
+    case operation::VolumeDelete:
+      return path_object::volume;
     default:
       return path_object::none;
   }
@@ -92,7 +100,9 @@ std::optional<inspected_container> parse_container_inspect(std::string_view json
     if ((*host)["Binds"].get_array().get(list) == simdjson::SUCCESS)
       for (element b : list) {
         std::string_view spec;
-        if (b.get_string().get(spec) == simdjson::SUCCESS) c.bind_sources.emplace_back(spec.substr(0, spec.find(':')));
+        // Host paths only: a source that is not absolute names a volume (dockerd's parser).
+        if (b.get_string().get(spec) == simdjson::SUCCESS && spec.starts_with('/'))
+          c.bind_sources.emplace_back(spec.substr(0, spec.find(':')));
       }
     if ((*host)["Mounts"].get_array().get(list) == simdjson::SUCCESS)
       for (element m : list) {

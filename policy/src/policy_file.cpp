@@ -275,6 +275,22 @@ class loader {
         });
         if (!have_root) error(where + ".workspace.root", "is required");
         p.rules.workspace = std::move(rule);
+      } else if (key == "networks" || key == "volumes") {
+        // {"join_owned": true, "aliases": true} / {"mount_owned": true}
+        object o;
+        const std::string w = where + "." + std::string(key);
+        if (value.get_object().get(o) != simdjson::SUCCESS) {
+          error(w, key == "networks" ? "must be an object {join_owned, aliases}" : "must be an object {mount_owned}");
+          return;
+        }
+        each_key(o, w, [&](std::string_view k, element v) {
+          bool* flag = key == "networks" ? (k == "join_owned" ? &p.rules.networks.join_owned
+                                            : k == "aliases"  ? &p.rules.networks.aliases
+                                                              : nullptr)
+                                         : (k == "mount_owned" ? &p.rules.volumes.mount_owned : nullptr);
+          if (!flag) error(w, "unknown key \"" + std::string(k) + "\"");
+          else if (v.get_bool().get(*flag) != simdjson::SUCCESS) error(w + "." + std::string(k), "must be true or false");
+        });
       } else if (key == "allow") {
         have_allow = true;
         simdjson::dom::array arr;

@@ -283,14 +283,13 @@ net::awaitable<connection::outcome> connection::serve_one() {
         co_return outcome::close;
       }
     }
-    if (r.op == policy::operation::ImageCreate) {  // the pull form takes no body
-      co_await refuse(400, "body", "dockgate: ImageCreate is allowed only as a pull, without a body");
-      co_return outcome::close;
-    }
   }
   // A body on an operation that takes none (clients send "{}" to stop, kill, start...):
-  // read within a small limit, never forwarded. The daemon ignores it too.
-  const bool drop_body = body == policy::body_kind::none && head_.has_body();
+  // read within a small limit, never forwarded. The daemon ignores it too. ImageCreate
+  // passes the query review only as a pull, whose body the daemon never reads (dockerode
+  // sends one); the import form, which reads it, is refused there.
+  const bool drop_body =
+      (body == policy::body_kind::none || r.op == policy::operation::ImageCreate) && head_.has_body();
   if (drop_body) dropped_ += dropped_.empty() ? "body" : ",body";
   audit_.verdict = "allow";
 
@@ -351,6 +350,13 @@ net::awaitable<connection::outcome> connection::serve_one() {
         if (!enforce(d)) continue;
         audit_.verdict = "deny";
         co_await refuse(d.status, d.rule, d.reason);
+        co_return outcome::close;
+      }
+    }
+    if (rw) {
+      if (auto d = co_await check_named_objects(r, *rw); d && enforce(*d)) {
+        audit_.verdict = "deny";
+        co_await refuse(d->status, d->rule, d->reason);
         co_return outcome::close;
       }
     }
@@ -573,8 +579,9 @@ net::awaitable<connection::outcome> connection::relay_response(bool hijack_allow
     else framing = response_framing::raw;  // until the daemon closes (or HTTP/1.0 client)
   }
   const bool upstream_keeps = parser.keep_alive();
-  if (((filter_ == response_filter::container_list && status == 200) ||
-       (filter_ == response_filter::create_warnings && status == 201)) &&
+  const bool whole_list = filter_ == response_filter::container_list || filter_ == response_filter::networks ||
+                          filter_ == response_filter::volume_list || filter_ == response_filter::data_usage;
+  if (((whole_list && status == 200) || (filter_ == response_filter::create_warnings && status == 201)) &&
       framing != response_framing::none) {
     // A container list is filtered whole: only the profile's own containers go back. A
     // create answer gains the warnings of what the profile changed.

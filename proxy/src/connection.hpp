@@ -38,7 +38,7 @@ class connection {
  private:
   enum class outcome { keep_alive, close };
   // What the proxy does to a response body on its way back.
-  enum class response_filter { none, container_list, events, create_warnings };
+  enum class response_filter { none, container_list, events, create_warnings, networks, volume_list, data_usage };
   // How a response body is framed towards the client.
   enum class response_framing { none, length, chunked, raw };
 
@@ -53,6 +53,11 @@ class connection {
   net::awaitable<bool> learn_api_version();
   // A GET to the daemon on the upstream connection (inspect, version); status 0 on error.
   net::awaitable<std::pair<unsigned, std::string>> upstream_get(std::string_view target);
+  net::awaitable<std::pair<unsigned, std::string>> upstream_request(std::string_view method, std::string_view target,
+                                                                    std::string_view json);
+  // The networks and volumes a reviewed body names are the profile's (creating missing
+  // volumes with its label); the message of the refusal if not.
+  net::awaitable<std::optional<policy::deny>> check_named_objects(const policy::route& r, policy::rewrite& rw);
   net::awaitable<std::optional<std::string>> owned_container_id(std::string_view reference);
   // Why a container's binds may not be mounted now (check_bind_source), if they may not.
   net::awaitable<std::optional<std::string>> binds_problem(const std::string& container);

@@ -41,9 +41,21 @@ explanation explain_request(const policy::profile& profile, std::string_view met
     else if (object == policy::path_object::exec)
       e.text += "ownership: exec \"" + std::string(r.param) + "\" must belong to a container labelled " +
                 std::string(policy::owner_label) + "=" + profile.rules.owner + "\n";
-    else if (r.op == policy::operation::ContainerList || r.op == policy::operation::SystemEvents)
+    else if (object == policy::path_object::network)
+      e.text += "ownership: the daemon must report network \"" + std::string(r.param) + "\" with label " +
+                std::string(policy::owner_label) + "=" + profile.rules.owner +
+                (r.op == policy::operation::NetworkInspect ? " (or be bridge, host or none); its containers are filtered\n" : "\n");
+    else if (object == policy::path_object::volume)
+      e.text += "ownership: the daemon must report volume \"" + std::string(r.param) + "\" with label " +
+                std::string(policy::owner_label) + "=" + profile.rules.owner + "\n";
+    else if (r.op == policy::operation::ContainerList || r.op == policy::operation::SystemEvents ||
+             r.op == policy::operation::ContainerPrune || r.op == policy::operation::NetworkPrune ||
+             r.op == policy::operation::VolumePrune)
       e.text += "ownership: filters gain label=" + std::string(policy::owner_label) + "=" + profile.rules.owner +
-                "; the response is filtered too\n";
+                (r.op == policy::operation::ContainerList || r.op == policy::operation::SystemEvents ? "; the response is filtered too\n" : "\n");
+    else if (r.op == policy::operation::NetworkList || r.op == policy::operation::VolumeList ||
+             r.op == policy::operation::SystemDataUsage)
+      e.text += "ownership: the response keeps only what the profile owns (and the daemon's own networks)\n";
   }
   if (!body || policy::operation_body(r.op) != policy::body_kind::json) {
     if (body && policy::operation_body(r.op) == policy::body_kind::none && !body->empty())

@@ -11,7 +11,9 @@
 #include <boost/beast/http/string_body.hpp>
 
 #include "bind_check.hpp"
+#include "dockgate/common/error_body.hpp"
 #include "connection.hpp"
+#include "dockgate/policy/owned_objects.hpp"
 #include "dockgate/policy/ownership.hpp"
 #include "dockgate/policy/responses.hpp"
 
@@ -21,10 +23,23 @@ namespace http = beast::http;
 using namespace std::chrono_literals;
 
 net::awaitable<std::pair<unsigned, std::string>> connection::upstream_get(std::string_view target) {
+  co_return co_await upstream_request("GET", target, {});
+}
+
+net::awaitable<std::pair<unsigned, std::string>> connection::upstream_request(std::string_view method, std::string_view target,
+                                                                              std::string_view json) {
   if (!co_await connect_upstream()) co_return std::pair<unsigned, std::string>{0, {}};
-  std::string request = "GET ";
+  std::string request(method);
+  request += ' ';
   request += target;
-  request += " HTTP/1.1\r\nHost: docker\r\n\r\n";
+  request += " HTTP/1.1\r\nHost: docker\r\n";
+  if (!json.empty()) {
+    request += "Content-Type: application/json\r\nContent-Length: ";
+    request += std::to_string(json.size());
+    request += "\r\n";
+  }
+  request += "\r\n";
+  request += json;
   auto [wec, wn] = co_await net::async_write(*upstream_, net::buffer(request), use_tuple);
   if (wec) {
     upstream_.reset();
@@ -117,24 +132,51 @@ net::awaitable<bool> connection::prepare_target(const policy::route& r) {
     } else if (object == policy::path_object::exec) {
       auto [status, body] = co_await upstream_get("/v" + *ctx_.api_version + "/exec/" + std::string(r.param) + "/json");
       auto exec = status == 200 ? policy::parse_exec_inspect(body) : std::nullopt;
-      std::optional<std::string> container;
-      if (exec) container = co_await owned_container_id(exec->container_id);
+      std::optional<std::string> exec_container;
+      if (exec) exec_container = co_await owned_container_id(exec->container_id);
       const policy::deny not_owned{404, "owner", "dockgate: no such exec instance: " + std::string(r.param)};
-      if (!container && !enforce(not_owned)) {
+      if (!exec_container && !enforce(not_owned)) {
         // audit mode: forwarded as the client named it
-      } else if (!container) {
+      } else if (!exec_container) {
         audit_.verdict = "deny";
         co_await refuse(404, "owner", "dockgate: no such exec instance: " + std::string(r.param) +
                                           " (profile " + profile_.name + " sees only its own containers)");
         co_return false;
       }
-      if (container) path.replace(param_at, r.param.size(), exec->id);
+      if (exec_container) path.replace(param_at, r.param.size(), exec->id);
+    } else if (object == policy::path_object::network || object == policy::path_object::volume) {
+      const bool network = object == policy::path_object::network;
+      const std::string what = network ? "network" : "volume";
+      std::optional<std::string> name;  // what the request is forwarded with
+      if (policy::valid_object_name(r.param)) {
+        auto [status, body] = co_await upstream_get("/v" + *ctx_.api_version + (network ? "/networks/" : "/volumes/") + std::string(r.param));
+        if (network) {
+          auto n = status == 200 ? policy::parse_network_inspect(body) : std::nullopt;
+          // The daemon's own networks: anyone may read them (their containers filtered).
+          if (n && (n->owner == profile_.rules.owner ||
+                    (r.op == policy::operation::NetworkInspect && n->owner.empty() && policy::predefined_network(n->name))))
+            name = n->id;  // forwarded by full ID
+        } else {
+          auto v = status == 200 ? policy::parse_volume_inspect(body) : std::nullopt;
+          if (v && v->owner == profile_.rules.owner) name = v->name;
+        }
+      }
+      const policy::deny not_owned{404, "owner", "dockgate: no such " + what + ": " + std::string(r.param) + " (profile " +
+                                                     profile_.name + " sees only its own " + what + "s)"};
+      if (!name && enforce(not_owned)) {
+        audit_.verdict = "deny";
+        co_await refuse(not_owned.status, not_owned.rule, not_owned.reason);
+        co_return false;
+      }
+      if (name) path.replace(param_at, r.param.size(), *name);
+      if (r.op == policy::operation::NetworkInspect) filter_ = response_filter::networks;
     }
     const bool audit_only = profile_.mode == policy::profile::mode_kind::audit;
     // Lists, events and prunes see only what the profile owns: the owner label joins the
     // client's filters (and lists and events are filtered again on the way back).
-    const bool confined_filters = r.op == policy::operation::ContainerList || r.op == policy::operation::SystemEvents ||
-                                  r.op == policy::operation::ContainerPrune;
+    const bool prune = r.op == policy::operation::ContainerPrune || r.op == policy::operation::NetworkPrune ||
+                       r.op == policy::operation::VolumePrune;
+    const bool confined_filters = r.op == policy::operation::ContainerList || r.op == policy::operation::SystemEvents || prune;
     if (!audit_only && confined_filters) {
       const bool events = r.op == policy::operation::SystemEvents;
       auto confined = policy::confine_query(query, profile_.rules.owner, events);
@@ -144,9 +186,13 @@ net::awaitable<bool> connection::prepare_target(const policy::route& r) {
         co_return false;
       }
       query = std::move(*confined);
-      if (r.op != policy::operation::ContainerPrune)
-        filter_ = events ? response_filter::events : response_filter::container_list;
+      if (!prune) filter_ = events ? response_filter::events : response_filter::container_list;
     }
+    // Lists of networks and volumes and the disk-usage view are filtered on the way back.
+    if (!audit_only && r.op == policy::operation::NetworkList) filter_ = response_filter::networks;
+    if (!audit_only && r.op == policy::operation::VolumeList) filter_ = response_filter::volume_list;
+    if (!audit_only && r.op == policy::operation::SystemDataUsage) filter_ = response_filter::data_usage;
+    if (audit_only && r.op == policy::operation::NetworkInspect) filter_ = response_filter::none;
   }
   if (r.op == policy::operation::ContainerStart && (profile_.rules.workspace || profile_.rules.binds)) {
     // The daemon mounts binds when a container starts, not when it is created: every
@@ -197,12 +243,37 @@ net::awaitable<void> connection::relay_filtered_list(http::response_parser<http:
     whole.append(body_.get(), chunk_size - res.body().size);
   }
   std::optional<std::string> filtered;
-  if (filter_ == response_filter::create_warnings) {
-    filtered = policy::add_create_warnings(whole, warnings_);
-    if (!filtered) filtered = whole;  // not a create answer: as the daemon wrote it
-  } else {
-    filtered = policy::filter_container_list(whole, profile_.rules.owner);
-    if (!filtered) filtered = "[]\n";  // not a list: nothing of it is known to be owned
+  const std::string& owner = profile_.rules.owner;
+  switch (filter_) {
+    case response_filter::create_warnings:
+      filtered = policy::add_create_warnings(whole, warnings_);
+      if (!filtered) filtered = whole;  // not a create answer: as the daemon wrote it
+      break;
+    case response_filter::networks: {
+      std::vector<std::string> owned;
+      if (policy::networks_list_containers(whole)) {
+        // Which of the containers it lists are the profile's: one list call.
+        const std::string target = "/v" + *ctx_.api_version + "/containers/json?all=1&filters=" +
+                                   policy::query_escape("{\"label\":[\"" + std::string(policy::owner_label) + "=" + owner + "\"]}");
+        auto [status, list] = co_await upstream_get(target);
+        if (status == 200) owned = policy::container_ids(list);
+      }
+      filtered = policy::filter_networks(whole, owner, owned);
+      // Not a network answer: nothing of it is known to be the profile's.
+      if (!filtered) filtered = whole.starts_with("[") ? "[]\n" : "{}\n";
+      break;
+    }
+    case response_filter::volume_list:
+      filtered = policy::filter_volume_list(whole, owner);
+      if (!filtered) filtered = "{\"Volumes\":[],\"Warnings\":null}\n";
+      break;
+    case response_filter::data_usage:
+      filtered = policy::filter_data_usage(whole, owner);
+      if (!filtered) filtered = "{}\n";
+      break;
+    default:
+      filtered = policy::filter_container_list(whole, owner);
+      if (!filtered) filtered = "[]\n";  // not a list: nothing of it is known to be owned
   }
   res.erase(http::field::transfer_encoding);
   res.erase(http::field::content_length);
@@ -211,6 +282,53 @@ net::awaitable<void> connection::relay_filtered_list(http::response_parser<http:
   const std::array<net::const_buffer, 2> pieces{net::buffer(out_), net::buffer(*filtered)};
   co_await net::async_write(client_, pieces, use_tuple);
   audit_.bytes_out += filtered->size();
+}
+
+}  // namespace dockgate::proxy
+
+namespace dockgate::proxy {
+
+net::awaitable<std::optional<policy::deny>> connection::check_named_objects(const policy::route& r, policy::rewrite& rw) {
+  if (!profile_.rules.confine_to_owned) co_return std::nullopt;
+  const std::string& owner = profile_.rules.owner;
+  const std::string version = "/v" + *ctx_.api_version;
+  const std::string in_profile = " (profile " + profile_.name + ")";
+  if (!rw.container.empty()) {  // NetworkConnect, NetworkDisconnect
+    std::string_view reference = rw.container;
+    if (reference.starts_with('/')) reference.remove_prefix(1);  // "/name", as inspect reports it
+    std::optional<std::string> id;
+    if (policy::valid_object_name(reference)) id = co_await owned_container_id(reference);
+    if (!id)
+      co_return policy::deny{404, "owner", "dockgate: no such container: " + rw.container + " (profile " + profile_.name +
+                                               " sees only its own containers)"};
+    rw.body = policy::with_container(rw.body, r.op, *id);  // forwarded by full ID
+  }
+  for (const auto& name : rw.networks) {
+    auto [status, body] = co_await upstream_get(version + "/networks/" + name);
+    auto n = status == 200 ? policy::parse_network_inspect(body) : std::nullopt;
+    if (!n || n->owner != owner)
+      co_return policy::deny{404, "owner", "dockgate: no such network: " + name + " (profile " + profile_.name +
+                                               " joins only its own networks)"};
+  }
+  for (const auto& name : rw.volumes) {
+    if (r.op == policy::operation::VolumeCreate) {
+      // The daemon answers a create of an existing name with that volume: it must be ours.
+      auto [status, body] = co_await upstream_get(version + "/volumes/" + name);
+      auto v = status == 200 ? policy::parse_volume_inspect(body) : std::nullopt;
+      if (status == 404 || (v && v->owner == owner)) continue;
+      co_return policy::deny{409, "owner", "dockgate: a volume named " + name + " exists and is not the profile's" + in_profile};
+    }
+    // A container's named volume: created now with the owner label if missing (the daemon
+    // would create it without), and the daemon's answer says whose it is.
+    std::string create = "{\"Name\":\"" + name + "\",\"Labels\":{\"" + std::string(policy::owner_label) + "\":\"";
+    common::append_json_escaped(create, owner);
+    create += "\"}}";
+    auto [status, body] = co_await upstream_request("POST", version + "/volumes/create", create);
+    auto v = status / 100 == 2 ? policy::parse_volume_inspect(body) : std::nullopt;
+    if (!v || v->owner != owner)
+      co_return policy::deny{403, "owner", "dockgate: volume " + name + " is not the profile's" + in_profile};
+  }
+  co_return std::nullopt;
 }
 
 }  // namespace dockgate::proxy

@@ -186,6 +186,28 @@ TEST_CASE("dockerode: create, attach with stdin, exec demux, logs follow, stop, 
   CHECK(proxy.audit_contains("\"dropped\":\"query:hijack,body\""));
 }
 
+TEST_CASE("testcontainers (npm): a busybox container starts, execs, logs, copies and stops the same through docker-cli",
+          "[integration][transparency][clients]") {
+  const char* node_path = std::getenv("DOCKGATE_NODE_PATH");
+  if (!node_path || !*node_path) FAIL("DOCKGATE_NODE_PATH is not set: scripts/test.sh installs testcontainers (scripts/node-clients.sh)");
+  proxy_process proxy(cli_policy);
+  const std::string script = repo_root() + "/tests/integration/clients/testcontainers.js";
+  auto node = [&](const std::string& host) {
+    return run("TESTCONTAINERS_RYUK_DISABLED=true DOCKER_HOST=" + host + " NODE_PATH=" + std::string(node_path) +
+               " timeout 120 node " + script + " " + test_image());
+  };
+  auto straight = node(engine_host());
+  auto gated = node(proxy.host());
+  INFO(straight.output);
+  INFO(gated.output);
+  REQUIRE(straight.status == 0);
+  CHECK(gated.status == 0);
+  CHECK(gated.output == straight.output);
+  CHECK(gated.output.find("\"start\":\"started\"") != std::string::npos);
+  // It inspects the daemon's bridge network at start (to find the host): readable by all.
+  CHECK(proxy.audit_contains("\"operation\":\"NetworkInspect\",\"verdict\":\"allow\""));
+}
+
 TEST_CASE("Tecnativa's variables, without a policy file, make an equivalent profile (with dockgate's body checks)",
           "[integration][transparency][tecnativa]") {
   {

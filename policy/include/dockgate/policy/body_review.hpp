@@ -31,6 +31,19 @@ decision review_container_exec(const profile& p, std::string_view body);
 // ContainerUpdate: the create rules for HostConfig.<field> applied to the update's fields.
 decision review_container_update(const profile& p, std::string_view body);
 
+// NetworkCreate: a bridge network with the daemon's addresses and no host options, the
+// owner label stamped.
+decision review_network_create(const profile& p, std::string_view body);
+
+// VolumeCreate: the local driver without options, the owner label stamped; the name goes
+// to the proxy (rewrite.volumes), which refuses a volume of that name owned by another.
+decision review_volume_create(const profile& p, std::string_view body);
+
+// NetworkConnect / NetworkDisconnect: rewrite.container names the container for the
+// proxy to resolve; with_container puts the full ID it resolved into the reviewed body.
+decision review_network_attachment(const profile& p, operation op, std::string_view body);
+std::string with_container(std::string_view reviewed, operation op, std::string_view id);
+
 // The review for whatever operation's JSON body the profile lets through: the three above,
 // allow (unchanged) for bodies the policy does not interpret.
 decision review_body(const profile& p, operation op, std::string_view body, daemon_facts facts = {});

@@ -52,6 +52,18 @@ struct workspace_rule {
   bool required = false;  // every created container must name a workspace
 };
 
+// Networks and volumes the profile creates carry its owner label (like containers); these
+// say what its containers may do with them. Networks and volumes it does not own are
+// never named: not joined, mounted, inspected (but the daemon's own bridge, host and
+// none networks), connected, disconnected or removed.
+struct network_rule {
+  bool join_owned = false;  // NetworkMode and EndpointsConfig may name owned networks
+  bool aliases = false;     // endpoints may carry DNS aliases (compose's service names)
+};
+struct volume_rule {
+  bool mount_owned = false;  // Binds "<name>:<target>", Mounts of type volume and anonymous volumes
+};
+
 struct image_rule {
   std::vector<std::string> patterns;  // over normalised references; `*` matches any run
   bool require_digest = false;
@@ -62,6 +74,8 @@ struct body_rules {
   field_rules container_exec;
   std::optional<bind_rule> binds;
   std::optional<workspace_rule> workspace;
+  network_rule networks;
+  volume_rule volumes;
   image_rule images;
   std::string owner;  // value of the owner label stamped on created containers
   // Act only on owned containers and execs, and see only owned ones in lists and events.
@@ -71,6 +85,11 @@ struct body_rules {
 // An absolute host or container path with no empty, "." or ".." segment and no trailing
 // slash ("/" itself is one): the one test of bind roots, targets, sources and workspaces.
 bool clean_absolute_path(std::string_view path);
+
+// A network or volume name the gate passes on (and puts in a path to ask the daemon about
+// it): 1-255 of A-Z a-z 0-9 _ . - starting with a letter or digit, as the local volume
+// driver requires. Full IDs are such names too.
+bool valid_object_name(std::string_view name);
 
 // The label that marks a container as created through a profile; clients cannot set
 // labels under the reserved prefix.

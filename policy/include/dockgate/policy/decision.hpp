@@ -34,6 +34,16 @@ struct rewrite {
   // Keys of the client's body that name no field: the daemon ignores them, the gate
   // leaves them out (named in the audit line).
   std::vector<std::string> dropped;
+  // Networks the body joins (ContainerCreate NetworkMode and EndpointsConfig): the proxy
+  // forwards only if the daemon says each is the profile's.
+  std::vector<std::string> networks;
+  // Named volumes the body mounts (ContainerCreate) or creates (VolumeCreate): each must
+  // be the profile's or not exist yet; a missing one a container mounts is created by the
+  // proxy with the owner label first, so the daemon never makes an unowned one.
+  std::vector<std::string> volumes;
+  // NetworkConnect and NetworkDisconnect: the container named in the body, which must be
+  // owned; the proxy puts its full ID in the body (with_container).
+  std::string container;
   // ContainerCreate: what the client should hear in the answer's Warnings (responses.hpp).
   std::vector<std::string> warnings;
   bool operator==(const rewrite&) const = default;

@@ -82,6 +82,11 @@ extern const object_spec container_create;  // ContainerConfigWrapper (Config + 
 extern const object_spec host_config;
 extern const object_spec exec_config;
 extern const object_spec container_update;
+extern const object_spec network_create;      // network.CreateRequest
+extern const object_spec network_connect;     // network.ConnectOptions
+extern const object_spec network_disconnect;  // network.DisconnectOptions
+extern const object_spec volume_create;       // volume.CreateOptions
+extern const object_spec endpoint_settings_spec;  // network.EndpointSettings
 }  // namespace schema
 
 }  // namespace dockgate::policy

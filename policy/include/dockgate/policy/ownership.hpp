@@ -19,7 +19,7 @@
 namespace dockgate::policy {
 
 // What an operation's path parameter names.
-enum class path_object : std::uint8_t { none, container, exec };
+enum class path_object : std::uint8_t { none, container, exec, network, volume };
 path_object operation_object(operation op);
 
 struct inspected_container {
