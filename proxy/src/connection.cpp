@@ -195,7 +195,8 @@ void connection::finish_audit(unsigned status) {
   audit_.duration_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started_).count();
   ctx_.audit->info(format_audit(audit_));
-  ctx_.stats.record(audit_.operation, audit_.verdict == "deny", status, audit_.rule, audit_.duration_ms / 1000);
+  ctx_.stats.record(profile_ptr_ ? std::string_view(profile_.name) : std::string_view(), audit_.operation,
+                    audit_.verdict == "deny", status, audit_.rule, audit_.duration_ms / 1000);
   if (audit_.rule == "upstream") ctx_.stats.upstream_error();
 }
 
@@ -223,6 +224,21 @@ net::awaitable<connection::outcome> connection::serve_one() {
   audit_.path = path_;
 
   auto routed = policy::route_request(head_.method, head_.target);
+  if (auto* err = std::get_if<policy::route_error>(&routed); err && *err == policy::route_error::unsupported_version) {
+    // Answered in the daemon's words: a client reads "too new" to negotiate down.
+    const std::string_view segment = std::string_view(path_).substr(2, path_.find('/', 1) - 2);
+    const auto version = policy::parse_api_version(segment);
+    if (version && *version > policy::max_api_version) {
+      if (!ctx_.api_version && co_await connect_upstream()) co_await learn_api_version();
+      co_await refuse(400, "version", "client version " + std::string(segment) + " is too new. Maximum supported API version is " +
+                                          ctx_.api_version.value_or(policy::to_string(policy::max_api_version)));
+    } else {
+      co_await refuse(400, "version", "client version " + std::string(segment) +
+                                          " is too old. Minimum supported API version is " + policy::to_string(policy::min_api_version) +
+                                          " (dockgate), please upgrade your client to a newer version");
+    }
+    co_return outcome::close;
+  }
   if (auto* err = std::get_if<policy::route_error>(&routed)) {
     std::string message = "dockgate: ";
     message += policy::route_error_text(*err);

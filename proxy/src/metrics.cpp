@@ -4,17 +4,12 @@
 
 namespace dockgate::proxy {
 
-void metrics::record(std::string_view operation, bool denied, unsigned status, std::string_view rule, double seconds) {
+void metrics::record(std::string_view profile, std::string_view operation, bool denied, unsigned status,
+                     std::string_view rule, double seconds) {
+  if (profile.empty()) profile = "none";
   if (operation.empty()) operation = "unrouted";
-  auto it = requests_.find(operation);
-  if (it == requests_.end()) it = requests_.emplace(std::string(operation), std::map<outcome, std::uint64_t>{}).first;
-  ++it->second[outcome{denied, status}];
-  if (denied) {
-    const std::string_view r = rule.empty() ? std::string_view("unknown") : rule;
-    auto rit = refusals_.find(r);
-    if (rit == refusals_.end()) rit = refusals_.emplace(std::string(r), 0).first;
-    ++rit->second;
-  }
+  ++slot(slot(requests_, profile), operation)[outcome{denied, status}];
+  if (denied) ++slot(slot(refusals_, profile), rule.empty() ? std::string_view("unknown") : rule);
   for (std::size_t i = 0; i < buckets.size(); ++i)
     if (seconds <= buckets[i]) ++bucket_counts_[i];
   ++count_;
@@ -36,16 +31,20 @@ std::string metrics::render() const {
     }
     return o;
   };
-  out += "# HELP dockgate_requests_total Requests by Engine API operation, verdict and status.\n";
+  out += "# HELP dockgate_requests_total Requests by profile, Engine API operation, verdict and status.\n";
   out += "# TYPE dockgate_requests_total counter\n";
-  for (const auto& [op, outcomes] : requests_)
-    for (const auto& [o, n] : outcomes)
-      out += "dockgate_requests_total{operation=\"" + label_value(op) + "\",verdict=\"" + (o.denied ? "deny" : "allow") +
-             "\",status=\"" + std::to_string(o.status) + "\"} " + std::to_string(n) + "\n";
-  out += "# HELP dockgate_refusals_total Refused requests by the rule that refused them.\n";
+  for (const auto& [profile, operations] : requests_)
+    for (const auto& [op, outcomes] : operations)
+      for (const auto& [o, n] : outcomes)
+        out += "dockgate_requests_total{profile=\"" + label_value(profile) + "\",operation=\"" + label_value(op) +
+               "\",verdict=\"" + (o.denied ? "deny" : "allow") + "\",status=\"" + std::to_string(o.status) + "\"} " +
+               std::to_string(n) + "\n";
+  out += "# HELP dockgate_refusals_total Refused requests by profile and the rule that refused them.\n";
   out += "# TYPE dockgate_refusals_total counter\n";
-  for (const auto& [rule, n] : refusals_)
-    out += "dockgate_refusals_total{rule=\"" + label_value(rule) + "\"} " + std::to_string(n) + "\n";
+  for (const auto& [profile, rules] : refusals_)
+    for (const auto& [rule, n] : rules)
+      out += "dockgate_refusals_total{profile=\"" + label_value(profile) + "\",rule=\"" + label_value(rule) + "\"} " +
+             std::to_string(n) + "\n";
   out += "# HELP dockgate_request_duration_seconds Time from the request head to the end of the answer.\n";
   out += "# TYPE dockgate_request_duration_seconds histogram\n";
   for (std::size_t i = 0; i < buckets.size(); ++i) {

@@ -78,9 +78,9 @@ TEST_CASE("metrics and health on their own listener", "[integration][operator][m
   }
   INFO(text);
   CHECK(text.find("dockgate_open_streams 1\n") != std::string::npos);
-  CHECK(text.find("dockgate_requests_total{operation=\"ContainerList\",verdict=\"allow\",status=\"200\"}") != std::string::npos);
-  CHECK(text.find("dockgate_requests_total{operation=\"VolumeCreate\",verdict=\"deny\",status=\"403\"} 1") != std::string::npos);
-  CHECK(text.find("dockgate_refusals_total{rule=\"operation\"} 1") != std::string::npos);
+  CHECK(text.find("dockgate_requests_total{profile=\"docker-cli\",operation=\"ContainerList\",verdict=\"allow\",status=\"200\"}") != std::string::npos);
+  CHECK(text.find("dockgate_requests_total{profile=\"docker-cli\",operation=\"VolumeCreate\",verdict=\"deny\",status=\"403\"} 1") != std::string::npos);
+  CHECK(text.find("dockgate_refusals_total{profile=\"docker-cli\",rule=\"operation\"} 1") != std::string::npos);
   events.kill();
   // The gate's listeners do not serve metrics, and the health check asks the daemon.
   CHECK(run("curl -s --unix-socket " + proxy.socket_path() + " http://d/metrics").output.find("dockgate_requests_total") ==

@@ -171,6 +171,45 @@ TEST_CASE("python3-docker: everyday operations give the same results straight an
                prefix);
 }
 
+TEST_CASE("a client pinned to /v1.24: python3-docker, the docker CLI and /info are the same through docker-cli",
+          "[integration][transparency][clients][version]") {
+  proxy_process proxy(cli_policy);
+  const std::string script = repo_root() + "/tests/integration/clients/python_docker.py";
+  const std::string prefix = unique_name("dg-v124");
+  same_results(run("DOCKER_HOST=" + engine_host() + " /usr/bin/python3 " + script + " " + test_image() + " " + prefix + "-a 1.24"),
+               run("DOCKER_HOST=" + proxy.host() + " /usr/bin/python3 " + script + " " + test_image() + " " + prefix + "-b 1.24"),
+               prefix);
+  CHECK(proxy.audit_contains("\"path\":\"/v1.24/containers/create\""));
+  // The CLI pinned the same way: run, exec, logs, ps, inspect, stop, rm.
+  auto workload = [&](const std::string& docker, const std::string& name) {
+    const std::string cli = "DOCKER_API_VERSION=1.24 " + docker;
+    return run("{ " + cli + " run -d --name " + name + " " + test_image() + " sh -c 'echo started; sleep 30' >/dev/null && " +
+               cli + " exec " + name + " echo exec-ok && sleep 0.5 && " + cli + " logs " + name + " && " + cli +
+               " ps -a --filter name=" + name + " --format '{{.Status}}' | cut -c1-2 && " + cli + " inspect -f '{{.State.Running}} {{.Config.Image}}' " +
+               name + " && " + cli + " stop -t 1 " + name + " >/dev/null && " + cli + " rm " + name + " >/dev/null && echo done; }");
+  };
+  const std::string a = unique_name("dg-v124cli"), b = a + "-b";
+  auto straight = workload(docker_cli() + " -H " + engine_host(), a);
+  auto gated = workload(proxy.docker(), b);
+  INFO(straight.output << "\n---\n" << gated.output);
+  CHECK(straight.status == 0);
+  // The one difference: the create answer's warnings of what the profile changed.
+  std::string without_warnings;
+  for (std::size_t at = 0, end; at < gated.output.size(); at = end + 1) {
+    end = gated.output.find('\n', at);
+    if (end == std::string::npos) end = gated.output.size();
+    const std::string line = gated.output.substr(at, end - at);
+    if (!line.starts_with("WARNING: dockgate: ")) without_warnings += line + "\n";
+  }
+  CHECK(gated.output.find("WARNING: dockgate: HostConfig.Memory clamped to 2 GiB (profile docker-cli)") != std::string::npos);
+  CHECK(without_warnings == straight.output);
+  // /v1.24/info in the 1.24 format (the daemon's answer to that version), not the newest.
+  auto keys = [&](const std::string& socket) {
+    return run("curl -s --unix-socket " + socket + " http://d/v1.24/info | jq -S 'keys'").output;
+  };
+  CHECK(keys(proxy.socket_path()) == keys(engine_socket()));
+}
+
 TEST_CASE("dockerode: create, attach with stdin, exec demux, logs follow, stop, kill, remove, events are the same through docker-cli",
           "[integration][transparency][clients]") {
   const char* node_path = std::getenv("DOCKGATE_NODE_PATH");
@@ -269,4 +308,12 @@ TEST_CASE("transparency: the client's API version is forwarded, a newer one answ
   CHECK(run(direct() + ipc + b).output == "shareable\n");
   CHECK(proxy.audit_contains("\"path\":\"/v1.39/containers/create\""));
   run(direct() + " rm -f " + a + " " + b);
+  // Beyond the newest version the gate models (1.56), still the daemon's words; below its
+  // floor (1.24), the same form of refusal, naming the gate's floor.
+  auto beyond = get(proxy.socket_path(), "/v1.99/version");
+  CHECK(beyond.status() == 400);
+  CHECK(beyond.bytes.find("client version 1.99 is too new. Maximum supported API version is") != std::string::npos);
+  auto below = get(proxy.socket_path(), "/v1.23/version");
+  CHECK(below.status() == 400);
+  CHECK(below.bytes.find("client version 1.23 is too old. Minimum supported API version is 1.24") != std::string::npos);
 }

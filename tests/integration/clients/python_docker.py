@@ -1,7 +1,8 @@
 """Everyday python3-docker (Debian's, 5.0) operations against DOCKER_HOST.
 
 Prints one JSON object of what each step saw, so that a run straight at the daemon and a
-run through the gate can be compared. Usage: python_docker.py IMAGE NAME_PREFIX
+run through the gate can be compared. Usage: python_docker.py IMAGE NAME_PREFIX [API_VERSION]
+(API_VERSION pins the client, e.g. 1.24; default: negotiated with the daemon).
 """
 import json
 import sys
@@ -10,7 +11,7 @@ import time
 import docker
 
 image, prefix = sys.argv[1], sys.argv[2]
-client = docker.from_env(timeout=60)
+client = docker.from_env(timeout=60, version=sys.argv[3] if len(sys.argv) > 3 else "auto")
 seen = {}
 
 

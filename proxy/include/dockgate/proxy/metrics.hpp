@@ -14,8 +14,10 @@ namespace dockgate::proxy {
 
 class metrics {
  public:
-  // One finished request (the audit line's facts).
-  void record(std::string_view operation, bool denied, unsigned status, std::string_view rule, double seconds);
+  // One finished request (the audit line's facts). `profile` is the client's profile
+  // ("" when no profile matched: rendered as "none").
+  void record(std::string_view profile, std::string_view operation, bool denied, unsigned status, std::string_view rule,
+              double seconds);
   void upstream_error() { ++upstream_errors_; }
   // Responses streaming to a client (events, logs -f, pulls), and hijacked sessions.
   void stream(int delta) { streams_ += delta; }
@@ -31,8 +33,16 @@ class metrics {
     unsigned status;
     auto operator<=>(const outcome&) const = default;
   };
-  std::map<std::string, std::map<outcome, std::uint64_t>, std::less<>> requests_;
-  std::map<std::string, std::uint64_t, std::less<>> refusals_;
+  template <typename V>
+  using by_name = std::map<std::string, V, std::less<>>;
+  by_name<by_name<std::map<outcome, std::uint64_t>>> requests_;  // profile -> operation -> outcome
+  by_name<by_name<std::uint64_t>> refusals_;                      // profile -> rule
+  template <typename V>
+  static V& slot(by_name<V>& m, std::string_view key) {
+    auto it = m.find(key);
+    if (it == m.end()) it = m.emplace(std::string(key), V{}).first;
+    return it->second;
+  }
   std::array<std::uint64_t, buckets.size()> bucket_counts_{};
   std::uint64_t count_ = 0;
   double sum_ = 0;
