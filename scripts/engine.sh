@@ -6,8 +6,8 @@
 #
 # The engine has its own --data-root, --exec-root, --pidfile and socket, so it never
 # touches a daemon the user already runs. It has the default bridge network (clients such
-# as testcontainers inspect it) but does not touch iptables: containers reach each other,
-# not the outside.
+# as testcontainers inspect it) on a bridge of its own, and does not touch iptables:
+# containers reach each other, not the outside.
 # Test images are made offline: busybox from Debian's busybox-static, imported with
 # `docker import`, and pushed to the local registry on 127.0.0.1 for pull tests.
 set -euo pipefail
@@ -43,9 +43,15 @@ start() {
   mkdir -p "$dir"
   dir=$(cd "$dir" && pwd)
   local sock="$dir/docker.sock"
+  # The default bridge network on a bridge of its own (never the host's docker0, never
+  # another engine's); dockerd gives it a free subnet. Removed by stop.
+  local bridge; bridge="dg$(printf %s "$dir" | md5sum | cut -c1-10)"
+  ip link add "$bridge" type bridge 2>/dev/null || true
+  ip link set "$bridge" up
+  echo "$bridge" >"$dir/bridge"
   dockerd \
     --data-root "$dir/data" --exec-root "$dir/exec" --pidfile "$dir/dockerd.pid" \
-    --host "unix://$sock" --iptables=false --ip-masq=false \
+    --host "unix://$sock" --bridge "$bridge" --iptables=false --ip-masq=false \
     >"$dir/dockerd.log" 2>&1 &
   if ! wait_for 60 docker -H "unix://$sock" version; then
     echo "engine.sh: dockerd did not come up; log follows" >&2
@@ -110,6 +116,7 @@ stop() {
   { grep -o " $dir/[^ ]*" /proc/mounts || true; } | sort -r | while read -r m; do
     umount -l "$m" || true
   done
+  if [[ -s $dir/bridge ]]; then ip link del "$(cat "$dir/bridge")" 2>/dev/null || true; fi
   rm -rf "$dir" 2>/dev/null || true
 }
 
