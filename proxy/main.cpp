@@ -3,6 +3,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "dockgate/client/healthcheck.hpp"
 #include "dockgate/common/environment.hpp"
 #include "dockgate/policy/policy_file.hpp"
 #include "dockgate/policy/tecnativa.hpp"
@@ -37,6 +38,8 @@ std::optional<dockgate::policy::policy> load_policy(const std::string& path) {
 int main(int argc, char** argv) {
   using namespace dockgate::proxy;
   std::vector<std::string> args(argv + 1, argv + argc);
+  // The probe of a container's HEALTHCHECK: GET /healthz on the --metrics listener.
+  if (args.size() == 2 && args[0] == "healthcheck") return dockgate::client::healthcheck(args[1]);
   auto parsed = parse_command_line(args);
   if (auto* err = std::get_if<parse_error>(&parsed)) {
     std::cerr << "dockgate-proxy: " << err->message << "\n\n" << usage();

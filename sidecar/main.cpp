@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "dockgate/client/engine.hpp"
+#include "dockgate/client/healthcheck.hpp"
 #include "dockgate/common/environment.hpp"
 #include "dockgate/sidecar/config.hpp"
 #include "dockgate/sidecar/http_server.hpp"
@@ -19,9 +20,22 @@ void on_signal(int) {
 }
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
   using namespace dockgate;
   auto loaded = sidecar::load_config(common::process_environment());
+  // The probe of a container's HEALTHCHECK: GET /healthz on this sidecar's listener
+  // (SANDBOX_LISTEN's port on loopback) or on the URL given.
+  if (argc >= 2 && std::string_view(argv[1]) == "healthcheck") {
+    if (argc == 3) return client::healthcheck(argv[2]);
+    if (!loaded.value) return 1;
+    const auto& listen = loaded.value->listen;
+    if (listen.starts_with("unix:")) return client::healthcheck(listen);
+    return client::healthcheck("tcp://127.0.0.1:" + listen.substr(listen.rfind(':') + 1));
+  }
+  if (argc >= 2) {
+    std::cerr << "usage: dockgate-sidecar [healthcheck [URL]]  (configuration from SANDBOX_* variables)\n";
+    return 2;
+  }
   for (const auto& e : loaded.errors) std::cerr << "dockgate-sidecar: " << e << '\n';
   if (!loaded.value) return 1;
   std::string error;

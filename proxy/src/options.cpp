@@ -25,6 +25,7 @@ std::string usage() {
   return R"(usage:
   dockgate-proxy [serve] --upstream URL --listen URL [--listen URL ...] --policy FILE [options]
   dockgate-proxy check --policy FILE
+  dockgate-proxy healthcheck URL   (exit 0 if the --metrics listener at URL says the daemon answers)
   dockgate-proxy explain --policy FILE [--profile NAME] METHOD TARGET [BODY_FILE]
 
 serve options:

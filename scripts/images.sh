@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Builds the dockgate/proxy and dockgate/sidecar images (compose/*.Dockerfile) on an
+# engine, offline: the debian:bookworm-slim base is made locally (scripts/base-image.sh).
+#
+#   scripts/images.sh DOCKER_HOST [BUILD_DIR]
+#
+# With BUILD_DIR (e.g. build/release), the images take the programs already compiled
+# there (scripts/image-rootfs.sh), so nothing is compiled twice; without it, each
+# Dockerfile's `source` stage compiles them (its apt-get reaches Debian's archive through
+# the host's network).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+host=${1:?usage: images.sh DOCKER_HOST [BUILD_DIR]}
+build_dir=${2:-}
+docker=/usr/bin/docker  # Debian's CLI: BuildKit without buildx
+version=$(sed -n 's/^project(dockgate VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)
+scripts/base-image.sh "$host"
+export DOCKER_BUILDKIT=1
+for role in proxy sidecar; do
+  args=(--build-arg "VERSION=$version")
+  if [[ -n $build_dir ]]; then
+    staging=$(mktemp -d)
+    trap 'rm -rf "$staging"' EXIT
+    scripts/image-rootfs.sh "$staging/rootfs" "$build_dir/$role/dockgate-$role"
+    if [[ $role == proxy ]]; then
+      mkdir -p "$staging/rootfs/etc/dockgate" && cp compose/policies/*.json "$staging/rootfs/etc/dockgate/"
+    fi
+    tar -C "$staging" -c rootfs | "$docker" -H "$host" import - "dockgate/$role-binaries:local" >/dev/null
+    rm -rf "$staging"
+    args+=(--build-arg "BINARIES=dockgate/$role-binaries:local")
+  else
+    args+=(--network host)
+  fi
+  "$docker" -H "$host" build -q -f "compose/$role.Dockerfile" "${args[@]}" \
+    -t "dockgate/$role:$version" -t "dockgate/$role:latest" . >/dev/null
+  echo "images.sh: dockgate/$role:$version on $host"
+done
