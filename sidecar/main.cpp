@@ -64,6 +64,12 @@ int main(int argc, char** argv) {
               << "), docker at " << engine_config->where.endpoint.to_string() << (engine_config->where.tls ? " (TLS)" : "") << ", image " << loaded.value->image << std::endl;
     server.run();
     running_server = nullptr;
+    // Stopped (SIGTERM: docker stop, compose down): no session container outlives its
+    // sidecar unless asked (SANDBOX_KEEP_SESSIONS_ON_STOP=1: a restart adopts them).
+    if (!loaded.value->keep_sessions_on_stop) {
+      const auto kept = svc.end_all_sessions();
+      std::cerr << "dockgate-sidecar: stopped; sessions ended" << (kept ? " (" + std::to_string(kept) + " kept for the next start)" : std::string()) << std::endl;
+    }
   } catch (const std::exception& e) {
     std::cerr << "dockgate-sidecar: " << e.what() << '\n';
     return 1;

@@ -111,6 +111,7 @@ config_result load_config(const std::map<std::string, std::string>& env) {
   integer("SANDBOX_MAX_CONCURRENT_CREATES", c.max_concurrent_creates, 0);
   integer("SANDBOX_QUEUE_TIMEOUT_SECONDS", c.queue_timeout_seconds, 0);
   flag_not_off("SANDBOX_PULL_ON_START", c.pull_on_start);
+  flag_on("SANDBOX_KEEP_SESSIONS_ON_STOP", c.keep_sessions_on_stop);
   flag_not_off("SANDBOX_READ_ONLY_ROOTFS", c.read_only_rootfs);
   text("SANDBOX_TMPFS_SIZE", c.tmpfs_size);
   text("SANDBOX_WORKSPACE_TMPFS_SIZE", c.workspace_size);

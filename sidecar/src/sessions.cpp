@@ -324,6 +324,33 @@ void service::reap_once() {
   }
 }
 
+std::size_t service::end_all_sessions() {
+  std::vector<std::shared_ptr<session>> all;
+  {
+    std::lock_guard g(table_mutex_);
+    for (auto& [id, s] : sessions_) all.push_back(s);
+  }
+  std::size_t kept = 0;
+  for (auto& s : all) {
+    std::unique_lock lock(s->lock);  // a request in flight finishes first
+    if (s->terminating) continue;
+    s->terminating = true;
+    if (s->storage) {
+      const auto outcome = archive_workspace(*s);
+      if (outcome.status == "not_written" && outcome.retry) {
+        // Storage unreachable: the container stays, and the next start adopts it.
+        std::cerr << "dockgate-sidecar: session " << s->id << " kept for the next start: " << outcome.reason << std::endl;
+        ++kept;
+        continue;
+      }
+    }
+    remove_container(s->container);
+    if (s->fuse) unmount_workspace(s->id);
+    forget(s->id);
+  }
+  return kept;
+}
+
 void service::start_reaper() {
   reaper_ = std::thread([this] {
     std::unique_lock lock(reaper_mutex_);

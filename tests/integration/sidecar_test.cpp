@@ -141,6 +141,37 @@ TEST_CASE("sidecar: SANDBOX_MAX_SESSIONS gives 429, a restarted sidecar adopts i
   CHECK_FALSE(container_exists("dockgate-sbx-" + sid));
 }
 
+TEST_CASE("sidecar: stopped with SIGTERM, it archives and removes its sessions (unless asked to keep them)",
+          "[integration][sidecar][archive]") {
+  proxy_process proxy("compose/policies/sandbox.json");
+  const std::string store = proxy.dir() + "/archives";
+  run("mkdir -p " + store);
+  std::string sid;
+  {
+    sidecar_process sidecar(proxy, {"SANDBOX_LOCAL_STORAGE_DIR=" + store});
+    auto created = sidecar.call("POST", "/sessions", R"({"archive_key":"on_stop","storage":{"provider":"local"}})");
+    REQUIRE(created.status == 200);
+    sid = field(created.body, "session_id");
+    REQUIRE(field(sidecar.call("POST", "/exec", "{\"session_id\":\"" + sid +
+                                                   "\",\"code\":\"open('/workspace/kept.txt','w').write('kept')\"}").body,
+                  "exit_code") == "0");
+    sidecar.stop(SIGTERM);
+  }
+  CHECK_FALSE(container_exists("dockgate-sbx-" + sid));
+  CHECK(run("tar -xzOf " + store + "/workspaces/workspaces/on_stop.tgz ./kept.txt").output == "kept");
+  {
+    sidecar_process sidecar(proxy, {"SANDBOX_LOCAL_STORAGE_DIR=" + store, "SANDBOX_KEEP_SESSIONS_ON_STOP=1"});
+    auto created = sidecar.call("POST", "/sessions", "{}");
+    REQUIRE(created.status == 200);
+    sid = field(created.body, "session_id");
+    sidecar.stop(SIGTERM);
+  }
+  CHECK(container_exists("dockgate-sbx-" + sid));
+  sidecar_process adopter(proxy, {"SANDBOX_LOCAL_STORAGE_DIR=" + store});
+  CHECK(adopter.call("DELETE", "/sessions/" + sid, "").status == 200);
+  CHECK_FALSE(container_exists("dockgate-sbx-" + sid));
+}
+
 TEST_CASE("sidecar: a reaped session workspace comes back under the same archive key, unsafe members are left out",
           "[integration][sidecar][archive]") {
   proxy_process proxy("compose/policies/sandbox.json");

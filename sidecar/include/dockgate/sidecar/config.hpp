@@ -12,6 +12,7 @@ namespace dockgate::sidecar {
 
 struct config {
   std::string listen = "0.0.0.0:8000";  // SANDBOX_LISTEN
+  bool keep_sessions_on_stop = false;  // SANDBOX_KEEP_SESSIONS_ON_STOP: leave them for adoption
   // SANDBOX_INSTANCE: this sidecar's name on the engine. Sessions carry it in a label; a
   // sidecar counts, adopts and reaps only its own, so several can share one engine.
   std::string instance = "default";

@@ -64,6 +64,10 @@ class service {
   void reconcile();
   // Starts the idle reaper thread.
   void start_reaper();
+  // Shutdown: every session of this instance archived (where it has storage) and its
+  // container removed, as a DELETE would; one whose archive cannot be written now keeps
+  // its container for the next start to adopt. Returns how many were kept.
+  std::size_t end_all_sessions();
   std::size_t max_body(std::string_view path) const;
 
  private:
