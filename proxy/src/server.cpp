@@ -6,6 +6,10 @@
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 #include <unistd.h>
 
 #include <boost/asio/ip/tcp.hpp>
@@ -74,9 +78,62 @@ struct listener {
   ino_t socket_ino = 0;
 };
 
+// A TCP listener hands the Docker API to whoever reaches it: loopback, or client
+// certificates, or the operator's explicit --allow-insecure-tcp.
+void require_safe_tcp(const common::endpoint& a, const serve_options& opts) {
+  auto tcp = net::ip::make_address(a.host, ec_ignored());
+  const bool loopback = !tcp.is_unspecified() && tcp.is_loopback();
+  const bool authenticated = a.scheme == common::endpoint::kind::tls && !opts.tls_client_ca.empty();
+  if (!loopback && !authenticated && !opts.allow_insecure_tcp)
+    throw std::runtime_error("refusing " + a.to_string() +
+                             ": not a loopback address and no client certificates required (anyone who "
+                             "reaches it gets the Docker API); use tls:// with --tls-client-ca, or pass "
+                             "--allow-insecure-tcp to insist");
+}
+
+// systemd socket activation (sd_listen_fds(3)): a listening socket systemd opened for this
+// process at exactly this address, if any. LISTEN_PID must name this process.
+std::optional<int> inherited_listener(const common::endpoint& a) {
+  const char* pid = std::getenv("LISTEN_PID");
+  const char* fds = std::getenv("LISTEN_FDS");
+  if (!pid || !fds || std::to_string(::getpid()) != pid) return std::nullopt;
+  const int n = std::atoi(fds);
+  for (int fd = 3; fd < 3 + n && fd < 3 + 64; ++fd) {
+    sockaddr_storage ss{};
+    socklen_t len = sizeof ss;
+    int listening = 0;
+    socklen_t optlen = sizeof listening;
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0 ||
+        ::getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &optlen) != 0 || !listening)
+      continue;
+    char host[INET6_ADDRSTRLEN] = {};
+    if (a.scheme == common::endpoint::kind::unix_socket && ss.ss_family == AF_UNIX) {
+      const auto* un = reinterpret_cast<const sockaddr_un*>(&ss);
+      if (a.path == un->sun_path) return fd;
+    } else if (a.scheme != common::endpoint::kind::unix_socket && ss.ss_family == AF_INET) {
+      const auto* in = reinterpret_cast<const sockaddr_in*>(&ss);
+      ::inet_ntop(AF_INET, &in->sin_addr, host, sizeof host);
+      if (ntohs(in->sin_port) == a.port && a.host == host) return fd;
+    } else if (a.scheme != common::endpoint::kind::unix_socket && ss.ss_family == AF_INET6) {
+      const auto* in6 = reinterpret_cast<const sockaddr_in6*>(&ss);
+      ::inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof host);
+      if (ntohs(in6->sin6_port) == a.port && a.host == host) return fd;
+    }
+  }
+  return std::nullopt;
+}
+
 void open_listener(listener& l, net::io_context& ioc, const serve_options& opts) {
   const auto& a = l.address;
   auto ep = resolve(ioc, a);
+  if (auto fd = inherited_listener(a)) {
+    // systemd made it (and owns the socket file: shutdown leaves it); its mode and owner
+    // are the .socket unit's. The TCP rule below still applies.
+    if (a.scheme != common::endpoint::kind::unix_socket) require_safe_tcp(a, opts);
+    ::fcntl(*fd, F_SETFD, FD_CLOEXEC);
+    l.socket.assign(ep.protocol(), *fd);
+    return;
+  }
   if (a.scheme == common::endpoint::kind::unix_socket) {
     struct stat st{};
     if (::lstat(a.path.c_str(), &st) == 0) {
@@ -110,14 +167,7 @@ void open_listener(listener& l, net::io_context& ioc, const serve_options& opts)
       l.socket_ino = bound.st_ino;
     }
   } else {
-    auto tcp = net::ip::make_address(a.host, ec_ignored());
-    const bool loopback = !tcp.is_unspecified() && tcp.is_loopback();
-    const bool authenticated = a.scheme == common::endpoint::kind::tls && !opts.tls_client_ca.empty();
-    if (!loopback && !authenticated && !opts.allow_insecure_tcp)
-      throw std::runtime_error("refusing " + a.to_string() +
-                               ": not a loopback address and no client certificates required (anyone who "
-                               "reaches it gets the Docker API); use tls:// with --tls-client-ca, or pass "
-                               "--allow-insecure-tcp to insist");
+    require_safe_tcp(a, opts);
     l.socket.open(ep.protocol());
     l.socket.set_option(net::socket_base::reuse_address(true));
     beast::error_code ec;
@@ -255,7 +305,9 @@ int serve(const serve_options& options, const policy::policy& pol) {
     listeners.push_back(listener{address, acceptor(ioc),
                                  address.scheme == common::endpoint::kind::tls ? tls.get() : nullptr});
     open_listener(listeners.back(), ioc, options);
-    log->info("listening on {} ({} profile(s), default {}), upstream {}", address.to_string(), pol.profiles.size(),
+    log->info("listening on {}{} ({} profile(s), default {}), upstream {}", address.to_string(),
+              listeners.back().socket_ino == 0 && address.scheme == common::endpoint::kind::unix_socket ? " (from systemd)" : "",
+              pol.profiles.size(),
               pol.default_profile ? pol.default_().name : std::string("none"), options.upstream.to_string());
   }
   for (auto& l : listeners) net::co_spawn(ioc, accept_loop(ctx, l), net::detached);

@@ -90,3 +90,23 @@ TEST_CASE("metrics and health on their own listener", "[integration][operator][m
                        "unix:///nonexistent/docker.sock");
   CHECK(run("curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:" + port2 + "/healthz").output == "503");
 }
+
+TEST_CASE("systemd socket activation: the listener systemd opened is used, and left to it", "[integration][operator]") {
+  if (run("command -v systemd-socket-activate").status != 0) FAIL("systemd-socket-activate is missing (package systemd)");
+  std::string dir = run("mktemp -d").output;
+  dir.pop_back();  // the newline
+  const std::string sock = dir + "/activated.sock";
+  // systemd-socket-activate listens, then execs the proxy with LISTEN_FDS=1 on the first
+  // connection, as systemd does for dockgate-proxy.socket.
+  background activated("systemd-socket-activate -l " + sock + " " + std::string(DOCKGATE_PROXY_BIN) + " --upstream " +
+                       engine_host() + " --listen unix://" + sock + " --policy " + repo_root() +
+                       "/compose/policies/read-only.json");
+  for (int i = 0; i < 100 && run("test -S " + sock).status != 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  auto ping = raw_exchange(sock, "GET /_ping HTTP/1.1\r\nHost: d\r\nConnection: close\r\n\r\n");
+  CHECK(ping.status() == 200);
+  auto refused = raw_exchange(sock, "POST /v1.41/containers/create HTTP/1.1\r\nHost: d\r\nContent-Length: 2\r\n\r\n{}");
+  CHECK(refused.status() == 403);  // the policy holds on the inherited socket
+  activated.kill();
+  CHECK(run("test -S " + sock).status == 0);  // systemd's file: the proxy does not remove it
+  run("rm -rf " + dir);
+}
