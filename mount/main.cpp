@@ -19,6 +19,10 @@ int main(int argc, char** argv) {
   using namespace dockgate::mount;
   if (argc < 2) return usage();
   const std::string verb = argv[1];
+  if (verb == "-h" || verb == "--help") {
+    usage();
+    return 0;
+  }
   const bool needs_id = verb == "mount" || verb == "cleanup";
   if ((needs_id && argc < 3) || (!needs_id && argc != 2)) return usage();
   std::string key;

@@ -2,7 +2,9 @@
 # Runs every dockgate test: unit tests, then integration tests against a private
 # Docker engine and registry (scripts/engine.sh) and s3rver (scripts/s3rver.sh, from
 # npm) that this script starts and stops, with the Node.js Docker clients of
-# scripts/node-clients.sh (dockerode, from npm, cached).
+# scripts/node-clients.sh (dockerode and testcontainers, from npm, cached); then the
+# compose stacks (tests/stack) and the Debian package (tests/package) with the release
+# programs.
 # Needs root: it installs Debian packages and starts dockerd.
 #
 #   scripts/test.sh [ctest arguments...]
@@ -22,6 +24,9 @@ fi
 scripts/install-deps.sh
 cmake --preset dev >/dev/null
 cmake --build --preset dev
+# The shipped programs, optimised: the images, the Debian package and the first run use them.
+cmake --preset release >/dev/null
+cmake --build --preset release --target dockgate-proxy dockgate-sidecar dockgate-mount
 sanitizers=${DOCKGATE_SANITIZERS:-1}
 if [[ $sanitizers == 1 ]]; then
   cmake --preset asan-ubsan >/dev/null
@@ -44,6 +49,11 @@ source "$node_dir/env"
 export DOCKGATE_BUILD_DIR=$PWD/build/dev
 
 ctest --preset dev --output-on-failure "$@"
+# What ships: the images and compose stacks, and the Debian package (once, not per build).
+if [[ $# -eq 0 ]]; then
+  tests/stack/compose_stack_test.sh
+  tests/package/deb_test.sh
+fi
 if [[ $sanitizers == 1 ]]; then
   export DOCKGATE_BUILD_DIR=$PWD/build/asan-ubsan
   ctest --preset asan-ubsan --output-on-failure -E "allocation per chunk" "$@"
