@@ -3,8 +3,8 @@
 # Docker engine and registry (scripts/engine.sh) and s3rver (scripts/s3rver.sh, from
 # npm) that this script starts and stops, with the Node.js Docker clients of
 # scripts/node-clients.sh (dockerode and testcontainers, from npm, cached); then the
-# compose stacks (tests/stack) and the Debian package (tests/package) with the release
-# programs.
+# compose stacks (tests/stack), the Debian package (tests/package) and the first-run
+# command (tests/first_run) with the release programs.
 # Needs root: it installs Debian packages and starts dockerd.
 #
 #   scripts/test.sh [ctest arguments...]
@@ -53,6 +53,7 @@ ctest --preset dev --output-on-failure "$@"
 if [[ $# -eq 0 ]]; then
   tests/stack/compose_stack_test.sh
   tests/package/deb_test.sh
+  tests/first_run/first_run_test.sh
 fi
 if [[ $sanitizers == 1 ]]; then
   export DOCKGATE_BUILD_DIR=$PWD/build/asan-ubsan

@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# dockgate on this machine in one command (Debian 12, root): installs the packages,
+# builds the programs (build/release), uses the Docker engine at /var/run/docker.sock or
+# starts a private one (as the tests do), makes the session image offline, starts the
+# gate with the sandbox profile and the sidecar behind it, runs one demonstration
+# session, and leaves both running.
+#
+#   scripts/run.sh          start (again: reuses what is built and running; seconds)
+#   scripts/run.sh stop     stop what it started
+#
+# State (logs, PIDs, the sidecar's key, archives, a private engine): $DOCKGATE_RUN_DIR,
+# default /var/lib/dockgate-run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+state=${DOCKGATE_RUN_DIR:-/var/lib/dockgate-run}
+gate_socket=$state/dockgate.sock
+sidecar_port=${DOCKGATE_SIDECAR_PORT:-48217}
+metrics=127.0.0.1:${DOCKGATE_METRICS_PORT:-9323}
+image=dockgate/sandbox-runtime:local
+
+say() { printf '\n== %s\n' "$*"; }
+alive() { [[ -s $1 ]] && kill -0 "$(cat "$1")" 2>/dev/null; }
+stop_pid() {  # stop_pid PIDFILE: TERM, then KILL after 30 s
+  alive "$1" || { rm -f "$1"; return 0; }
+  local pid; pid=$(cat "$1")
+  kill -TERM "$pid"
+  for _ in $(seq 150); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+  kill -KILL "$pid" 2>/dev/null || true
+  rm -f "$1"
+}
+
+if [[ ${1:-} == stop ]]; then
+  stop_pid "$state/sidecar.pid"  # first: it ends its sessions through the gate
+  stop_pid "$state/proxy.pid"
+  if [[ -d $state/engine ]]; then scripts/engine.sh stop "$state/engine"; fi
+  echo "run.sh: stopped (state kept in $state)"
+  exit 0
+fi
+if [[ $(id -u) -ne 0 ]]; then echo "run.sh: run as root (it installs packages and may start dockerd)" >&2; exit 1; fi
+mkdir -p "$state" && chmod 700 "$state"
+
+say "packages (Debian's archive only)"
+scripts/install-deps.sh >/dev/null
+say "build (build/release)"
+cmake --preset release >/dev/null
+cmake --build --preset release --target dockgate-proxy dockgate-sidecar dockgate-mount | tail -n 1
+
+say "Docker engine"
+if /usr/bin/docker -H unix:///var/run/docker.sock info >/dev/null 2>&1; then
+  engine=unix:///var/run/docker.sock
+  echo "using the engine at $engine"
+else
+  if ! /usr/bin/docker -H "unix://$state/engine/docker.sock" info >/dev/null 2>&1; then
+    rm -rf "$state/engine"
+    scripts/engine.sh start "$state/engine" >/dev/null
+  fi
+  engine=unix://$state/engine/docker.sock
+  echo "a private engine at $engine (none was running at /var/run/docker.sock)"
+fi
+
+say "session image ($image)"
+if ! /usr/bin/docker -H "$engine" image inspect "$image" >/dev/null 2>&1; then
+  scripts/runtime-image.sh "$engine" "$image"
+fi
+echo "ready"
+
+say "the gate (sandbox profile) and the sidecar"
+stop_pid "$state/sidecar.pid"
+stop_pid "$state/proxy.pid"
+[[ -s $state/api-key ]] || (umask 077 && openssl rand -hex 24 >"$state/api-key")
+mkdir -p "$state/archives"
+setsid build/release/proxy/dockgate-proxy serve --upstream "$engine" --listen "unix://$gate_socket" \
+  --metrics "tcp://$metrics" --policy compose/policies/sandbox.json \
+  >>"$state/proxy-audit.log" 2>>"$state/proxy.log" </dev/null &
+echo $! >"$state/proxy.pid"
+for _ in $(seq 50); do build/release/proxy/dockgate-proxy healthcheck "tcp://$metrics" 2>/dev/null && break; sleep 0.2; done
+DOCKER_HOST=unix://$gate_socket SANDBOX_API_KEY=$(cat "$state/api-key") SANDBOX_LISTEN=127.0.0.1:$sidecar_port \
+  SANDBOX_IMAGE=$image SANDBOX_PULL_ON_START=0 SANDBOX_LOCAL_STORAGE_DIR=$state/archives \
+  setsid build/release/sidecar/dockgate-sidecar >>"$state/sidecar.log" 2>&1 </dev/null &
+echo $! >"$state/sidecar.pid"
+for _ in $(seq 100); do build/release/sidecar/dockgate-sidecar healthcheck "tcp://127.0.0.1:$sidecar_port" 2>/dev/null && break; sleep 0.2; done
+build/release/sidecar/dockgate-sidecar healthcheck "tcp://127.0.0.1:$sidecar_port" || {
+  echo "run.sh: the sidecar is not healthy; $state/sidecar.log:" >&2; tail -n 20 "$state/sidecar.log" >&2; exit 1; }
+
+say "demonstration"
+key=$(cat "$state/api-key")
+api() { curl -sS -H "Authorization: Bearer $key" -H 'Content-Type: application/json' "$@"; }
+url=http://127.0.0.1:$sidecar_port
+session=$(api -d '{}' "$url/sessions" | sed -n 's/.*"session_id":"\([^"]*\)".*/\1/p')
+[[ -n $session ]] || { echo "run.sh: no session" >&2; exit 1; }
+echo "session $session: a hardened container, made through the gate"
+ran=$(api -d "{\"session_id\":\"$session\",\"code\":\"import platform\\nopen('/workspace/outputs/hello.txt','w').write('hello from the sandbox\\\\n')\\nprint('python', platform.python_version(), 'says 6*7 =', 6*7)\"}" "$url/exec")
+echo "code ran:  $(sed -n 's/.*"stdout":"\([^"]*\)\\n".*/\1/p' <<<"$ran")"
+artifact=$(sed -n 's/.*"name":"hello.txt","mime_type":"[^"]*","data_base64":"\([^"]*\)".*/\1/p' <<<"$ran" | base64 -d 2>/dev/null || true)
+echo "artifact:  /workspace/outputs/hello.txt came back: $artifact"
+api -X DELETE "$url/sessions/$session" >/dev/null
+hostile=$(curl -sS --unix-socket "$gate_socket" -H 'Content-Type: application/json' \
+  -d '{"Image":"'"$image"'","HostConfig":{"Privileged":true,"Binds":["/:/host"]}}' http://docker/v1.41/containers/create)
+echo "hostile create (privileged, binding /) through the gate: $hostile"
+if [[ -z $artifact ]] || ! grep -q 'says 6\*7 = 42' <<<"$ran" || ! grep -q '^{"message":"dockgate: ' <<<"$hostile"; then
+  echo "run.sh: the demonstration did not go as expected: $ran" >&2
+  exit 1
+fi
+
+say "running"
+cat <<TEXT
+gate (sandbox profile):  unix://$gate_socket     audit log $state/proxy-audit.log
+  metrics and health:    http://$metrics/metrics  http://$metrics/healthz
+sidecar:                 $url   (key: $state/api-key)
+  curl -H "Authorization: Bearer \$(cat $state/api-key)" -d '{}' $url/sessions
+engine:                  $engine
+stop:                    scripts/run.sh stop
+TEXT
