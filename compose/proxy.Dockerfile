@@ -37,6 +37,9 @@ EXPOSE 2375
 HEALTHCHECK --interval=10s --timeout=5s --start-period=10s --retries=3 \
   CMD ["dockgate-proxy", "healthcheck", "tcp://127.0.0.1:9323"]
 ENTRYPOINT ["dockgate-proxy"]
+# Without --policy the gate reads Tecnativa's variables (CONTAINERS=1, POST=0, ...): the
+# image drops in where tecnativa/docker-socket-proxy was. Add
+# `--policy /etc/dockgate/<profile>.json` (the example policies are there) to use a policy.
 CMD ["serve", "--upstream", "unix:///var/run/docker.sock", \
      "--listen", "tcp://0.0.0.0:2375", "--allow-insecure-tcp", \
-     "--metrics", "tcp://127.0.0.1:9323", "--policy", "/etc/dockgate/sandbox.json"]
+     "--metrics", "tcp://127.0.0.1:9323"]

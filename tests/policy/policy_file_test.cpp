@@ -180,3 +180,21 @@ TEST_CASE("the read-only and dashboard profiles allow no operation that changes 
       CHECK_FALSE(p.allows(op));
   }
 }
+
+TEST_CASE("the complete policy example in docs/policy.md loads", "[policy][docs]") {
+  std::ifstream in(std::string(DOCKGATE_SOURCE_DIR) + "/docs/policy.md");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // Every ```json block that is a whole file (not an excerpt with "...").
+  int loaded = 0;
+  for (std::size_t at = text.find("```json\n"); at != std::string::npos; at = text.find("```json\n", at + 1)) {
+    const auto start = at + 8;
+    const auto end = text.find("```", start);
+    const std::string block = text.substr(start, end - start);
+    if (block.find("\"...\"") != std::string::npos) continue;
+    auto r = parse_policy(block);
+    INFO(Catch::Detail::stringify(r.errors));
+    CHECK(r.value);
+    ++loaded;
+  }
+  CHECK(loaded >= 1);
+}
