@@ -111,6 +111,9 @@ std::vector<std::string> sandbox_violations(const std::string& inspect_json) {
   expect(is_false(at(hc, "OomKillDisable")), "OomKillDisable");
   expect(num(at(hc, "OomScoreAdj")) >= 0, "OomScoreAdj");
   expect(str(at(hc, "Runtime")) == "runc", "Runtime " + str(at(hc, "Runtime")));
+  // The daemon-side log is bounded: an untrusted container cannot fill the host's disk.
+  expect(json(at(hc, "LogConfig")) == R"({"Type":"json-file","Config":{"max-file":"3","max-size":"10m"}})",
+         "LogConfig " + json(at(hc, "LogConfig")));
   // The daemon's default masked and read-only paths stay in place.
   expect(!empty(at(hc, "MaskedPaths")), "MaskedPaths");
   expect(!empty(at(hc, "ReadonlyPaths")), "ReadonlyPaths");

@@ -133,6 +133,19 @@ TEST_CASE("sandbox forces its settings whatever the client sent", "[body_rules]"
   }
 }
 
+TEST_CASE("sandbox bounds the daemon-side log: the driver and its size are the profile's") {
+  // A remote log driver, or a local one without rotation, would let an untrusted
+  // container ship its output away or fill the daemon's disk.
+  for (const std::string log : {R"({"Type":"syslog","Config":{"syslog-address":"tcp://1.2.3.4:514"}})",
+                                R"({"Type":"json-file","Config":{"max-size":"100g"}})", R"({"Type":"","Config":{}})"}) {
+    CAPTURE(log);
+    auto out = review(sandbox(), "{" + image + R"(,"HostConfig":{"LogConfig":)" + log + "}}");
+    CHECK(field(out, "HostConfig.LogConfig") == R"({"Type":"json-file","Config":{"max-file":"3","max-size":"10m"}})");
+  }
+  CHECK(field(review(cli(), "{" + image + "}"), "HostConfig.LogConfig") ==
+        R"({"Type":"json-file","Config":{"max-file":"3","max-size":"10m"}})");
+}
+
 TEST_CASE("sandbox refuses what it cannot force", "[body_rules]") {
   struct c {
     std::string body;
@@ -164,7 +177,6 @@ TEST_CASE("sandbox refuses what it cannot force", "[body_rules]") {
       {"{" + image + R"(,"HostConfig":{"GroupAdd":["0"]}})", "HostConfig.GroupAdd"},
       {"{" + image + R"(,"HostConfig":{"StorageOpt":{"size":"1T"}}})", "HostConfig.StorageOpt"},
       {"{" + image + R"(,"HostConfig":{"VolumeDriver":"local"}})", "HostConfig.VolumeDriver"},
-      {"{" + image + R"(,"HostConfig":{"LogConfig":{"Type":"syslog","Config":{"syslog-address":"tcp://1.2.3.4:514"}}}})", "HostConfig.LogConfig"},
       {"{" + image + R"(,"HostConfig":{"CpuRealtimeRuntime":950000}})", "HostConfig.CpuRealtimeRuntime"},
       {"{" + image + R"(,"HostConfig":{"BlkioDeviceReadBps":[{"Path":"/dev/sda","Rate":1}]}})", "HostConfig.BlkioDeviceReadBps"},
       {"{" + image + R"(,"Volumes":{"/data":{}}})", "Volumes"},
