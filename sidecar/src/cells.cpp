@@ -16,6 +16,71 @@ namespace dockgate::sidecar {
 
 using namespace std::chrono_literals;
 
+namespace {
+
+// Regular files under /workspace/outputs: path, mtime and size, each field NUL-terminated.
+constexpr std::string_view find_outputs = "find /workspace/outputs -type f -printf '%p\\0%T@\\0%s\\0' 2>/dev/null";
+
+// The memory cgroup's OOM-kill count (cgroup v2 memory.events, v1 memory.oom_control), one line.
+constexpr std::string_view oom_count =
+    "o=0; for f in /sys/fs/cgroup/memory.events /sys/fs/cgroup/memory/memory.oom_control; do "
+    "[ -r $f ] && while read -r k v; do [ \"$k\" = oom_kill ] && o=$v; done < $f; done; echo $o";
+
+// Every process of the sandbox user but the container's init (PID 1: docker-init), its
+// first child (the `sleep` that is the container's life: the child of PID 1 that started
+// first, which no later process can be) and this shell is killed: first all stopped at
+// once (kill(-1) walks the process table in the kernel, and a stopped process cannot fork
+// or change its PID), then each killed, then the sleep resumed; repeated until a pass
+// finds nothing. Builtins only (dash): the sweep itself adds nothing to the table.
+constexpr std::string_view kill_cell_processes =
+    "keep=; kt=; for d in /proc/[0-9]*; do read -r st < $d/stat 2>/dev/null || continue; set -- ${st##*) }; "
+    "[ \"$2\" = 1 ] || continue; shift 19; if [ -z \"$kt\" ] || [ \"$1\" -lt \"$kt\" ]; then keep=${d#/proc/}; kt=$1; fi; done; "
+    "for pass in 1 2 3 4 5 6 7 8; do kill -STOP -1 2>/dev/null; found=0; "
+    "for d in /proc/[0-9]*; do p=${d#/proc/}; [ \"$p\" = 1 ] || [ \"$p\" = $$ ] || [ \"$p\" = \"$keep\" ] && continue; "
+    "kill -9 \"$p\" 2>/dev/null && found=1; done; kill -CONT -1 2>/dev/null; [ $found = 0 ] && break; done;";
+
+struct cell_listing {
+  std::int64_t oom_before = 0;
+  std::int64_t oom_after = 0;
+  std::map<std::string, std::string> before;  // path -> "mtime\tsize"
+  std::map<std::string, std::string> after;
+};
+
+// The clean-up's output: "<oom now>\n<oom before>\n" then the before records, an empty
+// field, the after records (NUL-separated triples).
+cell_listing parse_cell_listing(std::string_view text) {
+  cell_listing l;
+  auto line = [&]() {
+    const auto nl = text.find('\n');
+    const std::string_view v = text.substr(0, nl);
+    text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
+    return std::strtoll(std::string(v).c_str(), nullptr, 10);
+  };
+  l.oom_after = line();
+  l.oom_before = line();
+  auto field = [&]() -> std::optional<std::string_view> {
+    const auto nul = text.find('\0');
+    if (nul == std::string_view::npos) return std::nullopt;
+    const std::string_view v = text.substr(0, nul);
+    text.remove_prefix(nul + 1);
+    return v;
+  };
+  auto* into = &l.before;
+  while (auto path = field()) {
+    if (path->empty()) {  // the separator between before and after
+      into = &l.after;
+      continue;
+    }
+    auto mtime = field();
+    auto size = field();
+    if (!mtime || !size) break;
+    (*into)[std::string(*path)] = std::string(*mtime) + "\t" + std::string(*size);
+  }
+  return l;
+}
+
+}  // namespace
+
 http_reply service::exec(const http_request& r) {
   body_fields f(r.body);
   if (f.error) return *f.error;
@@ -45,55 +110,43 @@ http_reply service::exec(const http_request& r) {
   } slot{config_.max_concurrent_execs > 0 ? &exec_slots_ : nullptr};
   if (s->terminating) return detail(404, "session not found or not running");
 
-  // Two execs around the cell (each exec is three Engine API calls): the first snapshots
-  // /workspace/outputs, writes the cell from stdin and becomes `timeout ... python3`; the
-  // second kills whatever the cell left behind, removes it and snapshots outputs again.
+  // Two execs around the cell (each exec is three Engine API calls): the first records
+  // the memory cgroup's OOM-kill count, snapshots /workspace/outputs, writes the cell from
+  // stdin and becomes `timeout ... python3`; the second kills whatever the cell left
+  // behind, removes it and snapshots outputs again.
   const std::string token = random_hex(16);
   const std::string cell = "/tmp/dockgate-cell-" + token + ".py";
   const std::string before_file = "/tmp/dockgate-before-" + token;
-  const std::string find_outputs = "find /workspace/outputs -type f -printf '%p\\t%T@\\t%s\\n' 2>/dev/null";
+  const std::string oom_file = "/tmp/dockgate-oom-" + token;
   char seconds[32];
   std::snprintf(seconds, sizeof seconds, "%.3fs", static_cast<double>(ms) / 1000.0);
   client::exec_options run;
   run.cmd = {"sh", "-c",
-             find_outputs + " > " + shell_quote(before_file) + "; cat > " + shell_quote(cell) +
-                 " || exit 125; exec timeout --kill-after=2s " + seconds + " python3 " + shell_quote(cell)};
-  run.env = {"DOCKGATE_CELL_TOKEN=" + token};
+             std::string(oom_count) + " > " + shell_quote(oom_file) + "; " + std::string(find_outputs) + " > " +
+                 shell_quote(before_file) + "; cat > " + shell_quote(cell) + " || exit 125; exec timeout --kill-after=2s " +
+                 seconds + " python3 " + shell_quote(cell)};
   run.stdin_data = *code;
   run.attach_stdin = true;
   run.max_stdout = run.max_stderr = static_cast<std::size_t>(config_.max_output_bytes);
   run.timeout = std::chrono::milliseconds(ms) + 15s;  // the host-side wall clock
+  const auto started = std::chrono::steady_clock::now();
   auto result = docker_.exec(s->container, run);
-  // Every process the cell started carries the token in its environment (detached and
-  // double-forked ones too): all are killed. Nothing keeps running after the answer.
+  const auto elapsed = std::chrono::steady_clock::now() - started;
+  // Nothing the cell started outlives its answer, whatever it did to its environment,
+  // session, process group or PID: every process but the container's init and its
+  // `sleep` is killed (kill_cell_processes), then outputs are listed again.
   auto cleanup = run_in(s->container,
                         {"sh", "-c",
-                         "for d in /proc/[0-9]*; do if tr '\\000' '\\n' < \"$d/environ\" 2>/dev/null | grep -qxF " +
-                             shell_quote("DOCKGATE_CELL_TOKEN=" + token) + "; then kill -9 \"${d#/proc/}\" 2>/dev/null; fi; done; rm -f " +
-                             shell_quote(cell) + "; cat " + shell_quote(before_file) + " 2>/dev/null; echo ---; " + find_outputs +
-                             "; rm -f " + shell_quote(before_file)},
+                         std::string(kill_cell_processes) + " rm -f " + shell_quote(cell) + "; " + std::string(oom_count) +
+                             "; cat " + shell_quote(oom_file) + " 2>/dev/null; cat " + shell_quote(before_file) +
+                             " 2>/dev/null; printf '\\0'; " + std::string(find_outputs) + "; rm -f " + shell_quote(before_file) +
+                             " " + shell_quote(oom_file)},
                         15s);
   if (!result.started && result.error.find("409") != std::string::npos) return detail(404, "session not found or not running");
   if (!result.started && result.error.find("404") != std::string::npos) return detail(404, "session not found or not running");
   if (result.started && result.exit_code == 125 && !result.timed_out)
     return detail(500, "write cell failed: " + result.stderr_data);
-  auto parse_snapshot = [](std::string_view text) {
-    std::map<std::string, std::string> files;
-    while (!text.empty()) {
-      auto nl = text.find('\n');
-      std::string_view line = text.substr(0, nl);
-      text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
-      auto t1 = line.find('\t');
-      if (t1 == std::string_view::npos) continue;
-      files[std::string(line.substr(0, t1))] = std::string(line.substr(t1 + 1));
-    }
-    return files;
-  };
-  const std::string_view listing = cleanup.stdout_data;
-  const auto separator = listing.find("---\n");
-  const auto before = parse_snapshot(listing.substr(0, separator));
-  const auto after_files = separator == std::string_view::npos ? std::map<std::string, std::string>{}
-                                                               : parse_snapshot(listing.substr(separator + 4));
+  const auto listing = parse_cell_listing(cleanup.stdout_data);
   if (!result.started) return detail(500, "exec failed: " + result.error);
   std::int64_t exit_code = result.timed_out ? 124 : result.exit_code;
   const std::string kb = std::to_string(config_.max_output_bytes / 1024) + "KB";
@@ -102,20 +155,35 @@ http_reply service::exec(const http_request& r) {
   if (result.stdout_dropped) out += "\n... [truncated, stdout exceeded " + kb + "]";
   if (result.stderr_dropped) errs += "\n... [truncated, stderr exceeded " + kb + "]";
   if (exit_code == 124) errs += std::string("\n[sandbox] execution exceeded ") + seconds + " and was killed";
+  // A SIGKILL nobody asked for: the memory limit (tmpfs files count against it too), or
+  // the timeout's second signal for a cell that ignored SIGTERM.
+  if (exit_code == 137) {
+    if (listing.oom_after > listing.oom_before)
+      errs += "\n[sandbox] the cell was killed: out of memory (the session's limit is " + config_.memory +
+              "; files in /tmp, /home/sandbox and /workspace count against it)";
+    else if (elapsed >= std::chrono::milliseconds(ms))
+      errs += std::string("\n[sandbox] execution exceeded ") + seconds + ", ignored SIGTERM and was killed";
+    else
+      errs += "\n[sandbox] the cell was killed (SIGKILL)";
+  }
   s->last_used = std::chrono::steady_clock::now();
 
-  // Artifacts: new or changed regular files under /workspace/outputs, by path.
-  const auto& after = after_files;
+  // Artifacts: new or changed regular files under /workspace/outputs, by path. The
+  // listing is NUL-separated (no name can forge a record) and every path is checked
+  // again here; sizes are those of the bytes read, not of the listing.
   std::vector<std::string> changed;
-  for (const auto& [path, stamp] : after) {
-    auto it = before.find(path);
-    if (it == before.end() || it->second != stamp) changed.push_back(path);
+  for (const auto& [path, stamp] : listing.after) {
+    if (!path.starts_with("/workspace/outputs/") || path.find("/../") != std::string::npos ||
+        path.find("/./") != std::string::npos || path.ends_with("/..") || path.ends_with("/."))
+      continue;
+    auto it = listing.before.find(path);
+    if (it == listing.before.end() || it->second != stamp) changed.push_back(path);
   }
   std::string files = "[";
   std::int64_t total = 0, count = 0, skipped = 0;
   const auto collect_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(config_.max_collect_seconds);
   for (const auto& path : changed) {
-    const std::string& stamp = after.at(path);
+    const std::string& stamp = listing.after.at(path);
     const std::int64_t size = std::strtoll(stamp.substr(stamp.find('\t') + 1).c_str(), nullptr, 10);
     if (std::chrono::steady_clock::now() > collect_deadline || size > config_.max_artifact_bytes ||
         count >= config_.max_files_per_exec || total + size > config_.max_total_artifact_bytes) {
@@ -124,7 +192,8 @@ http_reply service::exec(const http_request& r) {
     }
     auto data = run_in(s->container, {"cat", "--", path}, std::chrono::seconds(config_.collect_file_timeout_s), {}, false,
                        {}, static_cast<std::size_t>(config_.max_artifact_bytes));
-    if (!data.started || data.exit_code != 0 || data.stdout_dropped) {
+    if (!data.started || data.exit_code != 0 || data.stdout_dropped ||
+        total + static_cast<std::int64_t>(data.stdout_data.size()) > config_.max_total_artifact_bytes) {
       ++skipped;
       continue;
     }

@@ -146,6 +146,18 @@ config_result load_config(const std::map<std::string, std::string>& env) {
         return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-' || ch == '_' || ch == '.';
       }))
     r.errors.push_back("SANDBOX_INSTANCE must be 1-63 characters of a-z, 0-9, '-', '_', '.'");
+  // tmpfs pages count against the container's memory: /tmp, /home/sandbox and a tmpfs
+  // workspace, filled, must leave the interpreter at least half of the limit.
+  {
+    const auto tmp = parse_size(c.tmpfs_size);
+    const auto ws = c.workspace_mode == "tmpfs" ? parse_size(c.workspace_size) : std::optional<std::int64_t>(0);
+    if (!tmp) r.errors.push_back("SANDBOX_TMPFS_SIZE: not a size: \"" + c.tmpfs_size + "\"");
+    else if (!ws) r.errors.push_back("SANDBOX_WORKSPACE_SIZE: not a size: \"" + c.workspace_size + "\"");
+    else if (2 * *tmp + *ws > c.memory_bytes / 2)
+      r.errors.push_back("SANDBOX_TMPFS_SIZE (/tmp and /home/sandbox) and SANDBOX_WORKSPACE_SIZE (" +
+                         std::to_string((2 * *tmp + *ws) >> 20) + " MiB together) must stay within half of SANDBOX_MEMORY (" +
+                         std::to_string(c.memory_bytes >> 20) + " MiB): files filling them would take the interpreter's memory");
+  }
   if (c.api_key.empty() && !c.allow_no_auth)
     r.errors.push_back("SANDBOX_API_KEY is empty: refusing to start without auth (set SANDBOX_ALLOW_NO_AUTH=1 to run open)");
   if (r.errors.empty()) r.value = c;

@@ -116,8 +116,8 @@ TEST_CASE("sandbox forces its settings whatever the client sent", "[body_rules]"
       {"HostConfig.CgroupnsMode", R"("private")"},
       {"HostConfig.CapDrop", R"(["ALL"])"},
       {"HostConfig.SecurityOpt", R"(["no-new-privileges"])"},
-      {"HostConfig.Memory", "1073741824"},
-      {"HostConfig.MemorySwap", "1073741824"},
+      {"HostConfig.Memory", "2147483648"},
+      {"HostConfig.MemorySwap", "2147483648"},
       {"HostConfig.NanoCpus", "1000000000"},
       {"HostConfig.PidsLimit", "256"},
       {"HostConfig.ShmSize", "67108864"},
@@ -458,4 +458,24 @@ TEST_CASE("older API versions: the rules judge the defaults the daemon gives old
   auto d = review_container_create(cli().default_(), "{" + image + R"(,"HostConfig":{"AutoRemove":true}})", {{1, 24}, true});
   REQUIRE(std::holds_alternative<rewrite>(d));
   CHECK(field(std::get<rewrite>(d).body, "HostConfig.AutoRemove") == "false");
+}
+
+TEST_CASE("sandbox: its tmpfs sizes leave the interpreter at least half of the memory limit") {
+  // tmpfs pages count against the container's memory: full disks must not take the
+  // interpreter's memory (issue 11).
+  auto out = review(sandbox(), "{" + image + R"(,"HostConfig":{"Tmpfs":{"/tmp":"","/home/sandbox":"","/workspace":""}}})");
+  auto decoded = decode_body(out, schema::container_create);
+  REQUIRE(decoded.value);
+  const auto* host = find(*decoded.value->as_object(), "HostConfig")->as_object();
+  const auto memory = *find(*host, "Memory")->as_int();
+  std::int64_t total = 0;
+  for (const auto& m : *find(*host, "Tmpfs")->as_object()) {
+    const std::string& opts = *m.value.as_string();
+    const auto at = opts.find("size=");
+    REQUIRE(at != std::string::npos);
+    const std::int64_t n = std::stoll(opts.substr(at + 5));
+    const char unit = opts[opts.find_first_not_of("0123456789", at + 5)];
+    total += n << (unit == 'g' ? 30 : unit == 'm' ? 20 : unit == 'k' ? 10 : 0);
+  }
+  CHECK(total <= memory / 2);
 }

@@ -44,17 +44,33 @@ TEST_CASE("configuration: defaults, clamps, refusal without a key", "[sidecar]")
   CHECK(open.value->max_output_bytes == 32768);
   CHECK(open.value->listen == "0.0.0.0:8000");
   CHECK_FALSE(load_config({{"SANDBOX_ALLOW_NO_AUTH", "False"}}).value);
-  auto c = load_config({{"SANDBOX_API_KEY", "k"}, {"SANDBOX_MEMORY", "512m"}, {"SANDBOX_CPUS", "0.5"},
+  auto c = load_config({{"SANDBOX_API_KEY", "k"}, {"SANDBOX_MEMORY", "3g"}, {"SANDBOX_CPUS", "0.5"},
                         {"SANDBOX_WORKSPACE_TMPFS_SIZE", "1g"}, {"SANDBOX_MAX_SESSIONS", "-3"},
                         {"SANDBOX_READ_ONLY_ROOTFS", "0"}, {"SANDBOX_PULL_ON_START", "yes"}});
   REQUIRE(c.value);
-  CHECK(c.value->memory_bytes == 512LL << 20);
+  CHECK(c.value->memory_bytes == 3LL << 30);
   CHECK(c.value->nano_cpus == 500000000);
   CHECK(c.value->workspace_size == "1g");
   CHECK(c.value->max_sessions == 0);
   CHECK_FALSE(c.value->read_only_rootfs);
   CHECK(c.value->pull_on_start);
   auto bad = load_config({{"SANDBOX_API_KEY", "k"}, {"SANDBOX_MEMORY", "lots"}, {"SANDBOX_PIDS_LIMIT", "x"}});
-  CHECK(bad.errors.size() == 2);
+  CHECK(bad.errors.size() == 2);  // (the tmpfs check measures against the default memory then)
   CHECK(parse_size("1.5g") == static_cast<std::int64_t>(1.5 * (1LL << 30)));
+}
+
+TEST_CASE("config: tmpfs sizes must leave the interpreter half of the memory limit") {
+  const std::map<std::string, std::string> base{{"SANDBOX_API_KEY", "k"}};
+  CHECK(load_config(base).value);  // defaults: 2 x 256m + 512m within half of 2g
+  auto small = base;
+  small["SANDBOX_MEMORY"] = "256m";
+  auto refused = load_config(small);
+  REQUIRE_FALSE(refused.value);
+  CHECK(refused.errors.front().find("must stay within half of SANDBOX_MEMORY (256 MiB)") != std::string::npos);
+  small["SANDBOX_TMPFS_SIZE"] = "16m";
+  small["SANDBOX_WORKSPACE_SIZE"] = "64m";
+  CHECK(load_config(small).value);
+  small["SANDBOX_WORKSPACE_SIZE"] = "1g";
+  small["SANDBOX_WORKSPACE_MODE"] = "fuse";  // not a tmpfs: not counted
+  CHECK(load_config(small).value);
 }

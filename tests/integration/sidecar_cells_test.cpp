@@ -1,0 +1,104 @@
+// Cells under attack and faults (issue 11): nothing a cell starts outlives its answer,
+// artifacts cannot be forged by file names, and a kill is explained. Judged by the
+// daemon's process table (`docker top`) and the container's own files.
+#include "sidecar_harness.hpp"
+
+using namespace dockgate::test;
+using namespace std::chrono_literals;
+
+namespace {
+std::string exec_body(const std::string& sid, const std::string& code, int timeout_ms = 10000) {
+  std::string body = "{\"session_id\":\"" + sid + "\",\"timeout_ms\":" + std::to_string(timeout_ms) + ",\"code\":\"";
+  for (char c : code) {
+    if (c == '"' || c == '\\') body += '\\';
+    if (c == '\n') {
+      body += "\\n";
+      continue;
+    }
+    body += c;
+  }
+  return body + "\"}";
+}
+// The container's processes, as the daemon sees them: one command line per line.
+std::string processes(const std::string& container) {
+  return run(direct() + " top " + container + " -o pid,args | awk 'NR > 1 { $1 = \"\"; sub(/^ /, \"\"); print }'").output;
+}
+}  // namespace
+
+TEST_CASE("cells: nothing a cell starts outlives its answer, whatever it did to its environment or PID",
+          "[integration][sidecar][cells]") {
+  proxy_process proxy("compose/policies/sandbox.json");
+  sidecar_process sidecar(proxy);
+  auto created = sidecar.call("POST", "/sessions", "{}");
+  REQUIRE(created.status == 200);
+  const std::string sid = field(created.body, "session_id");
+  const std::string container = "dockgate-sbx-" + sid;
+  // A daemon that leaves the cell's session and process group, empties its environment
+  // and re-execs, and a child that changes its PID all the time (fork, parent exits).
+  const std::string escape = R"(import os, subprocess, time
+subprocess.Popen(['sh', '-c', 'exec env -i sh -c "while :; do sleep 1; done"'], start_new_session=True, env={})
+if os.fork() == 0:
+    os.setsid()
+    for k in list(os.environ): del os.environ[k]
+    while True:
+        if os.fork() != 0:
+            os._exit(0)
+        time.sleep(0.001)
+subprocess.Popen(['nohup', 'sleep', '1000'], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=os.setpgrp)
+time.sleep(0.5)
+print('spawned')
+)";
+  for (int round = 0; round < 3; ++round) {
+    auto ran = sidecar.call("POST", "/exec", exec_body(sid, escape));
+    INFO(ran.body);
+    REQUIRE(field(ran.body, "stdout") == "spawned\n");
+    // Only the container's init and its sleep are left.
+    const std::string left = processes(container);
+    INFO(left);
+    CHECK(left == "/sbin/docker-init -- sleep infinity\nsleep infinity\n");
+  }
+  // The session still works.
+  CHECK(field(sidecar.call("POST", "/exec", exec_body(sid, "print(1)")).body, "stdout") == "1\n");
+}
+
+TEST_CASE("cells: artifact names cannot forge the listing, limits hold whatever it says", "[integration][sidecar][cells]") {
+  proxy_process proxy("compose/policies/sandbox.json");
+  sidecar_process sidecar(proxy, {"SANDBOX_MAX_ARTIFACT_BYTES=1000"});
+  auto created = sidecar.call("POST", "/sessions", "{}");
+  REQUIRE(created.status == 200);
+  const std::string sid = field(created.body, "session_id");
+  // File names that carry the old text listing's separators: a forged record for
+  // /etc/passwd with a small size, and one that understates a large file.
+  const std::string forge = R"(import os
+d = '/workspace/outputs/'
+os.makedirs(d + 'a\n/etc')
+open(d + 'a\n/etc/passwd\t1.0\t10', 'w').write('innocent')
+open(d + 'big\t1.0\t5', 'w').write('x' * 5000)
+print('ok')
+)";
+  auto ran = sidecar.call("POST", "/exec", exec_body(sid, forge));
+  INFO(ran.body);
+  REQUIRE(field(ran.body, "stdout") == "ok\n");
+  const std::string files = field(ran.body, "files");
+  CHECK(files.find("cm9vdD") == std::string::npos);  // base64 of "root:" never comes back
+  CHECK(files.find("aW5ub2NlbnQ=") != std::string::npos);  // the real file, under its own name
+  CHECK(files.find("eHh4eHh4") == std::string::npos);  // the 5000-byte file is over the limit
+  CHECK(field(ran.body, "stderr").find("skipped 1 output file") != std::string::npos);
+}
+
+TEST_CASE("cells: a kill is explained (a timeout past SIGTERM, the memory limit)", "[integration][sidecar][cells]") {
+  proxy_process proxy("compose/policies/sandbox.json");
+  sidecar_process sidecar(proxy, {"SANDBOX_MEMORY=256m", "SANDBOX_TMPFS_SIZE=16m", "SANDBOX_WORKSPACE_SIZE=64m"});
+  auto created = sidecar.call("POST", "/sessions", "{}");
+  REQUIRE(created.status == 200);
+  const std::string sid = field(created.body, "session_id");
+  auto stubborn = sidecar.call(
+      "POST", "/exec", exec_body(sid, "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\ntime.sleep(60)", 1000));
+  INFO(stubborn.body);
+  CHECK(field(stubborn.body, "exit_code") == "137");
+  CHECK(field(stubborn.body, "stderr").find("ignored SIGTERM and was killed") != std::string::npos);
+  auto hungry = sidecar.call("POST", "/exec", exec_body(sid, "x = bytearray(1024 * 1024 * 1024)\nprint(len(x))"));
+  INFO(hungry.body);
+  CHECK(field(hungry.body, "exit_code") == "137");
+  CHECK(field(hungry.body, "stderr").find("out of memory") != std::string::npos);
+}
