@@ -112,6 +112,16 @@ config_result load_config(const std::map<std::string, std::string>& env) {
   integer("SANDBOX_QUEUE_TIMEOUT_SECONDS", c.queue_timeout_seconds, 0);
   flag_not_off("SANDBOX_PULL_ON_START", c.pull_on_start);
   flag_on("SANDBOX_KEEP_SESSIONS_ON_STOP", c.keep_sessions_on_stop);
+  if (auto v = get("SANDBOX_STORAGE_ENDPOINTS")) {
+    std::string_view rest = *v;
+    while (!rest.empty()) {
+      const auto comma = rest.find(',');
+      std::string item = trim_lower(std::string(rest.substr(0, comma)));
+      while (item.ends_with('/')) item.pop_back();
+      if (!item.empty()) c.storage_endpoints.push_back(item);
+      rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+    }
+  }
   flag_not_off("SANDBOX_READ_ONLY_ROOTFS", c.read_only_rootfs);
   text("SANDBOX_TMPFS_SIZE", c.tmpfs_size);
   text("SANDBOX_WORKSPACE_TMPFS_SIZE", c.workspace_size);

@@ -439,6 +439,8 @@ storage_choice choose_storage(std::string_view json, const config& c) {
       problem = "storage.s3_access_key and storage.s3_secret_key are required";
     if (!problem)
       if (auto bad = s3_endpoint_problem(s.s3.endpoint)) problem = "invalid storage.s3_endpoint: " + *bad;
+    if (!problem && !storage_endpoint_allowed(s.s3.endpoint, c))
+      problem = "invalid storage.s3_endpoint: " + s.s3.endpoint + " is not an allowed storage endpoint (SANDBOX_STORAGE_ENDPOINTS)";
   } else if (provider == "aliyun_oss") {
     s.provider = storage_provider::aliyun_oss;
     s.s3.bucket = text("oss_bucket");
@@ -452,6 +454,8 @@ storage_choice choose_storage(std::string_view json, const config& c) {
     if (!problem) {
       oss_endpoint(endpoint, region, s.s3);
       if (auto bad = s3_endpoint_problem(s.s3.endpoint)) problem = "invalid storage.oss_endpoint: " + *bad;
+      else if (!storage_endpoint_allowed(s.s3.endpoint, c))
+        problem = "invalid storage.oss_endpoint: " + s.s3.endpoint + " is not an allowed storage endpoint (SANDBOX_STORAGE_ENDPOINTS)";
     }
   } else if (!problem) {
     problem = "unsupported storage provider: " + provider;
@@ -463,6 +467,38 @@ storage_choice choose_storage(std::string_view json, const config& c) {
   apply_limits(s.s3, c);
   out.spec = std::move(s);
   return out;
+}
+
+bool storage_endpoint_allowed(std::string_view endpoint, const config& c) {
+  std::string e(endpoint);
+  for (auto& ch : e) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  while (e.ends_with('/')) e.pop_back();
+  const auto scheme_end = e.find("://");
+  if (scheme_end == std::string::npos) return false;
+  const std::string scheme = e.substr(0, scheme_end);
+  std::string host = e.substr(scheme_end + 3);
+  const std::string hostport = host;
+  if (host.starts_with('[')) host = host.substr(0, host.find(']') + 1);
+  else if (const auto colon = host.find(':'); colon != std::string::npos) host = host.substr(0, colon);
+  const bool default_port = hostport == host;
+  // The providers' public endpoints, over https on the default port.
+  auto label_ok = [](std::string_view region) {
+    return !region.empty() && region.size() <= 32 &&
+           region.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-") == std::string_view::npos;
+  };
+  if (scheme == "https" && default_port) {
+    if (host.starts_with("s3.") && host.ends_with(".amazonaws.com") && label_ok(host.substr(3, host.size() - 3 - 14)))
+      return true;
+    if (host.starts_with("s3.oss-") && host.ends_with(".aliyuncs.com") && label_ok(host.substr(7, host.size() - 7 - 13)))
+      return true;
+  }
+  for (const auto& allowed : c.storage_endpoints) {
+    if (allowed == e) return true;                                        // scheme://host[:port]
+    if (allowed == host || allowed == hostport) return scheme == "https";  // a bare name: https only
+    if (allowed.starts_with("*.") && host.size() > allowed.size() - 1 && host.ends_with(allowed.substr(1)))
+      return scheme == "https";
+  }
+  return false;
 }
 
 std::optional<storage_spec> storage_from_label(std::string_view label, const config& c) {
@@ -484,7 +520,7 @@ std::optional<storage_spec> storage_from_label(std::string_view label, const con
   if (doc["bucket"].get_string().get(bucket) != simdjson::SUCCESS || doc["endpoint"].get_string().get(endpoint) != simdjson::SUCCESS ||
       doc["region"].get_string().get(region) != simdjson::SUCCESS ||
       doc["virtual_hosted"].get_bool().get(virtual_hosted) != simdjson::SUCCESS || !valid_bucket(bucket) ||
-      s3_endpoint_problem(endpoint))
+      s3_endpoint_problem(endpoint) || !storage_endpoint_allowed(endpoint, c))
     return std::nullopt;
   s.s3.bucket = std::string(bucket);
   s.s3.endpoint = std::string(endpoint);

@@ -207,6 +207,16 @@ TEST_CASE("archives: a DELETE archives where the session was created, unusable s
   CHECK(refused.status == 400);
   CHECK(refused.body == R"({"detail":"invalid storage prefix"})");
   CHECK(sidecar.create(R"({"storage":{"provider":"oss"}})").body == R"({"detail":"unsupported storage provider: oss"})");
+  // An endpoint the operator did not list: refused before the sidecar connects anywhere
+  // (issue 11: a client must not make the sidecar reach internal addresses).
+  for (const std::string& endpoint : {std::string("http://169.254.169.254"), std::string("http://127.0.0.1:1"),
+                                     std::string("http://localhost:2375")}) {
+    auto elsewhere = sidecar.create(R"({"archive_key":"x","storage":{"provider":"s3","s3_bucket":"b","s3_endpoint":")" +
+                                    endpoint + R"(","s3_access_key":"a","s3_secret_key":"s"}})");
+    CHECK(elsewhere.status == 400);
+    CHECK(elsewhere.body == R"({"detail":"invalid storage.s3_endpoint: )" + endpoint +
+                                R"x( is not an allowed storage endpoint (SANDBOX_STORAGE_ENDPOINTS)"})x");
+  }
   CHECK(run(direct() + " " + containers).output == count);
   auto bad_delete = sidecar.call("DELETE", "/sessions/" + sid, R"({"storage":{"provider":"s3"}})");
   CHECK(bad_delete.status == 400);
@@ -426,7 +436,8 @@ TEST_CASE("archives and storage API on Aliyun OSS through its S3-compatible API 
   const std::string host = env_or("DOCKGATE_TEST_S3_BUCKET") + ".s3.oss-cn-test.aliyuncs.com";
   const std::string hosts = proxy.dir() + "/hosts";
   run("printf '127.0.0.1 localhost\\n127.0.0.1 " + host + "\\n' > " + hosts);
-  sidecar_process sidecar(proxy, {}, hosts);
+  // (the operator lists this test endpoint: it is neither https nor the public one)
+  sidecar_process sidecar(proxy, {"SANDBOX_STORAGE_ENDPOINTS=http://s3.oss-cn-test.aliyuncs.com:" + port}, hosts);
   const std::string prefix = unique_name("oss").substr(0, 24);
   const std::string storage = R"({"provider":"aliyun_oss","prefix":")" + prefix + R"(/","oss_bucket":")" +
                               env_or("DOCKGATE_TEST_S3_BUCKET") + R"(","oss_endpoint":"http://oss-cn-test.aliyuncs.com:)" +

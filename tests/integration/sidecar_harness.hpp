@@ -62,6 +62,9 @@ class sidecar_process {
     port_ = free_tcp_port();
     // The test's variables come first: getenv returns the first of a name.
     std::vector<std::string> full = env;
+    // The test's S3 endpoint (s3rver) is one the operator allows.
+    const char* s3 = std::getenv("DOCKGATE_TEST_S3_ENDPOINT");
+    full.push_back("SANDBOX_STORAGE_ENDPOINTS=" + std::string(s3 ? s3 : ""));
     for (std::string d : {"DOCKER_HOST=" + proxy.host(), "SANDBOX_LISTEN=127.0.0.1:" + port_, "SANDBOX_API_KEY=" + api_key,
                           "SANDBOX_IMAGE=" + runtime_image(), std::string("SANDBOX_QUEUE_TIMEOUT_SECONDS=5"),
                           "SANDBOX_INSTANCE=t" + std::to_string(std::hash<std::string>{}(proxy.dir()) % 1000000007),

@@ -12,9 +12,34 @@ namespace {
 config with_dir(const std::string& dir) {
   config c;
   c.local_storage_dir = dir;
+  c.storage_endpoints = {"https://minio.internal:9000"};
   return c;
 }
 }  // namespace
+
+TEST_CASE("storage endpoints: the providers' public ones and the operator's list, nothing else", "[storage]") {
+  config c;
+  c.storage_endpoints = {"http://127.0.0.1:9000", "minio.corp.example", "*.objects.example"};
+  for (const char* ok : {"https://s3.eu-west-1.amazonaws.com", "https://s3.oss-cn-hangzhou.aliyuncs.com",
+                         "http://127.0.0.1:9000", "https://minio.corp.example", "https://a.objects.example"}) {
+    CAPTURE(ok);
+    CHECK(storage_endpoint_allowed(ok, c));
+  }
+  for (const char* bad : {"http://169.254.169.254", "http://127.0.0.1:9001", "https://127.0.0.1:9000",
+                          "http://minio.corp.example", "https://objects.example", "http://s3.eu-west-1.amazonaws.com",
+                          "https://s3.evil.com#.amazonaws.com", "https://s3.amazonaws.com.evil.com",
+                          "https://s3.x.y.amazonaws.com:8443", "https://localhost", "http://10.0.0.1:9000"}) {
+    CAPTURE(bad);
+    CHECK_FALSE(storage_endpoint_allowed(bad, c));
+  }
+  // A storage block naming another endpoint: the seed's 400 body, with the reason.
+  auto refused = choose_storage(R"({"provider":"s3","s3_bucket":"b","s3_endpoint":"http://169.254.169.254",)"
+                                R"("s3_access_key":"AK","s3_secret_key":"SK"})", c);
+  CHECK_FALSE(refused.spec);
+  CHECK(refused.error.value_or("").find("is not an allowed storage endpoint") != std::string::npos);
+  auto region = choose_storage(R"({"provider":"s3","s3_bucket":"b","s3_region":"x.evil.com/","s3_access_key":"AK","s3_secret_key":"SK"})", c);
+  CHECK_FALSE(region.spec);
+}
 
 TEST_CASE("storage blocks: what the seed's app sends is understood", "[storage]") {
   const auto dir = std::filesystem::temp_directory_path() / ("dg-storage-" + std::to_string(::getpid()));

@@ -13,6 +13,11 @@ namespace dockgate::sidecar {
 struct config {
   std::string listen = "0.0.0.0:8000";  // SANDBOX_LISTEN
   bool keep_sessions_on_stop = false;  // SANDBOX_KEEP_SESSIONS_ON_STOP: leave them for adoption
+  // SANDBOX_STORAGE_ENDPOINTS: the S3-compatible endpoints a request's storage block may
+  // name ("https://minio.internal:9000", "*.example.com"), comma-separated, besides the
+  // public ones of the providers (s3.<region>.amazonaws.com, s3.oss-<region>.aliyuncs.com).
+  // Anything else is refused: the sidecar never connects where a client points it.
+  std::vector<std::string> storage_endpoints;
   // SANDBOX_INSTANCE: this sidecar's name on the engine. Sessions carry it in a label; a
   // sidecar counts, adopts and reaps only its own, so several can share one engine.
   std::string instance = "default";

@@ -56,6 +56,10 @@ struct storage_choice {
 // a missing bucket or credentials, a malformed endpoint, or local storage without
 // SANDBOX_LOCAL_STORAGE_DIR is an error, never a silent "no archive".
 storage_choice choose_storage(std::string_view json, const config& c);
+
+// Whether the sidecar may connect to this S3 endpoint: the providers' public endpoints
+// over https, or one the operator lists in SANDBOX_STORAGE_ENDPOINTS.
+bool storage_endpoint_allowed(std::string_view endpoint, const config& c);
 // The spec kept in a label (no credentials); nullopt if unreadable.
 std::optional<storage_spec> storage_from_label(std::string_view label, const config& c);
 
