@@ -86,7 +86,7 @@ int main(int argc, char** argv) {
   auto pol = load_policy(opts.policy_file);
   if (!pol) return 1;
   try {
-    return serve(opts, *pol);
+    return serve(opts, std::move(*pol), [&opts] { return load_policy(opts.policy_file); });
   } catch (const std::exception& e) {
     std::cerr << "dockgate-proxy: " << e.what() << '\n';
     return 1;

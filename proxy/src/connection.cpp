@@ -82,16 +82,22 @@ connection::connection(proxy_context& ctx, protocol::socket socket, std::string 
     : ctx_(ctx),
       client_(std::move(socket)),
       client_id_(std::move(client)),
-      profile_ptr_(ctx.policy.select(identity)),
-      profile_(profile_ptr_ ? *profile_ptr_ : no_profile()),
+      identity_(identity),
+      policy_(ctx.policy),
+      profile_ptr_(policy_->select(identity_)),
+      profile_(profile_ptr_ ? profile_ptr_ : &no_profile()),
       in_(new char[in_capacity]),
       body_(new char[chunk_size]) {
   set_no_delay(client_.socket());
   out_.reserve(4096);
   ctx_.connections.insert(this);
+  ctx_.stats.connection(+1);
 }
 
-connection::~connection() { ctx_.connections.erase(this); }
+connection::~connection() {
+  ctx_.connections.erase(this);
+  ctx_.stats.connection(-1);
+}
 
 void connection::shutdown() {
   if (idle_) client_.cancel();
@@ -110,7 +116,7 @@ const policy::profile& connection::no_profile() {
 bool connection::enforce(const policy::deny& d) {
   // Audit mode lets policy refusals (403, and 404 for ownership) through and records
   // them; malformed or ambiguous requests (other 4xx) are refused in every mode.
-  if (profile_.mode != policy::profile::mode_kind::audit || (d.status != 403 && d.status != 404)) return true;
+  if (profile_->mode != policy::profile::mode_kind::audit || (d.status != 403 && d.status != 404)) return true;
   if (!would_.empty()) would_ += "; ";
   would_ += d.reason;
   audit_.would = would_;
@@ -195,7 +201,7 @@ void connection::finish_audit(unsigned status) {
   audit_.duration_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started_).count();
   ctx_.audit->info(format_audit(audit_));
-  ctx_.stats.record(profile_ptr_ ? std::string_view(profile_.name) : std::string_view(), audit_.operation,
+  ctx_.stats.record(profile_ptr_ ? std::string_view(profile_->name) : std::string_view(), audit_.operation,
                     audit_.verdict == "deny", status, audit_.rule, audit_.duration_ms / 1000);
   if (audit_.rule == "upstream") ctx_.stats.upstream_error();
 }
@@ -203,10 +209,17 @@ void connection::finish_audit(unsigned status) {
 net::awaitable<connection::outcome> connection::serve_one() {
   std::size_t head_size = 0;
   if (!co_await read_head(head_size)) co_return outcome::close;
+  // A reloaded policy (SIGHUP) applies from the next request on; a request in flight, a
+  // stream or a hijacked session keeps the policy it started with (policy_ holds it).
+  if (policy_ != ctx_.policy) {
+    policy_ = ctx_.policy;
+    profile_ptr_ = policy_->select(identity_);
+    profile_ = profile_ptr_ ? profile_ptr_ : &no_profile();
+  }
   started_ = std::chrono::steady_clock::now();
   audit_ = audit_record{};
   audit_.client = client_id_;
-  audit_.profile = profile_.name;
+  audit_.profile = profile_->name;
   would_.clear();
 
   if (head_size == 0) {
@@ -256,14 +269,14 @@ net::awaitable<connection::outcome> connection::serve_one() {
     co_await refuse(403, "client", "dockgate: no profile for client " + client_id_);
     co_return outcome::close;
   }
-  auto decision = policy::decide(profile_, r);
+  auto decision = policy::decide(*profile_, r);
   if (auto* d = std::get_if<policy::deny>(&decision); d && enforce(*d)) {
     co_await refuse(d->status, d->rule, d->reason);
     co_return outcome::close;
   }
   // The query that goes upstream is the gate's: what the daemon ignores is left out.
   dropped_.clear();
-  auto reviewed_query = policy::review_query(profile_, r);
+  auto reviewed_query = policy::review_query(*profile_, r);
   if (auto* d = std::get_if<policy::deny>(&reviewed_query)) {
     if (enforce(*d)) {
       co_await refuse(d->status, d->rule, d->reason);
@@ -335,14 +348,14 @@ net::awaitable<connection::outcome> connection::serve_one() {
   }
   if (json_body) {
     if (!co_await read_json_body(policy::json_body_limit(r.op))) co_return outcome::close;
-    auto reviewed = policy::review_body(profile_, r.op, json_body_, {version_, ctx_.daemon_cgroup_v1});
+    auto reviewed = policy::review_body(*profile_, r.op, json_body_, {version_, ctx_.daemon_cgroup_v1});
     if (auto* d = std::get_if<policy::deny>(&reviewed); d && enforce(*d)) {
       audit_.verdict = "deny";
       co_await refuse(d->status, d->rule, d->reason);
       co_return outcome::close;
     }
     auto* rw = std::get_if<policy::rewrite>(&reviewed);
-    if (rw && profile_.mode == policy::profile::mode_kind::audit) {
+    if (rw && profile_->mode == policy::profile::mode_kind::audit) {
       // Audit mode: the client's body goes up as sent; what would change is recorded.
       if (!rw->changes.empty()) {
         if (!would_.empty()) would_ += "; ";
@@ -355,14 +368,14 @@ net::awaitable<connection::outcome> connection::serve_one() {
     if (rw) {
       // Every host path the body binds is checked on the host before the daemon sees it.
       std::vector<std::pair<std::string_view, bind_check_options>> sources;
-      if (profile_.rules.binds)
-        for (const auto& source : rw->bind_sources) sources.emplace_back(source, bind_check_options{profile_.rules.binds->require_fuse, false});
+      if (profile_->rules.binds)
+        for (const auto& source : rw->bind_sources) sources.emplace_back(source, bind_check_options{profile_->rules.binds->require_fuse, false});
       if (!rw->workspace_source.empty())
-        sources.emplace_back(rw->workspace_source, bind_check_options{profile_.rules.workspace->require_fuse, true});
+        sources.emplace_back(rw->workspace_source, bind_check_options{profile_->rules.workspace->require_fuse, true});
       for (const auto& [source, options] : sources) {
         auto problem = check_bind_source(source, options);
         if (!problem) continue;
-        const policy::deny d{403, "binds", "dockgate: bind source " + *problem + " (profile " + profile_.name + ")"};
+        const policy::deny d{403, "binds", "dockgate: bind source " + *problem + " (profile " + profile_->name + ")"};
         if (!enforce(d)) continue;
         audit_.verdict = "deny";
         co_await refuse(d.status, d.rule, d.reason);
@@ -673,7 +686,7 @@ net::awaitable<connection::outcome> connection::relay_response(bool hijack_allow
           std::string owned;
           for (std::size_t nl; (nl = event_line_.find('\n', start)) != std::string::npos; start = nl + 1) {
             const std::string_view line(event_line_.data() + start, nl + 1 - start);
-            if (policy::event_owned(line, profile_.rules.owner)) owned.append(line);
+            if (policy::event_owned(line, profile_->rules.owner)) owned.append(line);
             keep_upto = nl + 1;
           }
           event_line_.erase(0, keep_upto);

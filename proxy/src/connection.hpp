@@ -85,8 +85,10 @@ class connection {
   stream client_;
   std::optional<stream> upstream_;
   std::string client_id_;
+  policy::client_identity identity_;
+  std::shared_ptr<const policy::policy> policy_;  // the policy of the request being served
   const policy::profile* profile_ptr_;  // nullptr: no profile for this client
-  const policy::profile& profile_;
+  const policy::profile* profile_;      // profile_ptr_, or the empty profile
   std::string would_;  // audit mode: what the profile would have refused or changed
 
   // Client bytes: the head is parsed in place, so head fields view into this buffer

@@ -22,12 +22,17 @@ namespace dockgate::proxy {
 class connection;
 
 struct proxy_context {
-  proxy_context(const serve_options& o, const policy::policy& p, protocol::endpoint u,
+  proxy_context(const serve_options& o, std::shared_ptr<const policy::policy> p, protocol::endpoint u,
                 std::shared_ptr<spdlog::logger> l, std::shared_ptr<spdlog::logger> a)
-      : options(o), policy(p), upstream(std::move(u)), log(std::move(l)), audit(std::move(a)) {}
+      : options(o), policy(std::move(p)), upstream(std::move(u)), log(std::move(l)), audit(std::move(a)) {}
 
   const serve_options& options;
-  const policy::policy& policy;
+  // The policy new requests are decided by; SIGHUP replaces it whole (a request holds the
+  // one it started with).
+  std::shared_ptr<const policy::policy> policy;
+  // Connections the process serves at most (derived from RLIMIT_NOFILE: each may hold a
+  // client and an upstream socket); at the limit it stops accepting until one closes.
+  std::size_t max_connections = 0;
   protocol::endpoint upstream;
   std::shared_ptr<spdlog::logger> log;
   std::shared_ptr<spdlog::logger> audit;
@@ -38,6 +43,7 @@ struct proxy_context {
   std::optional<std::string> api_version;
   policy::api_version daemon_version{};  // the same, as numbers
   bool daemon_cgroup_v1 = true;          // from /info (CgroupVersion), learned with the version
+  bool learning_version = false;         // one connection is asking the daemon now
   // "<owner>/<full container ID>" known to carry the owner label. Labels never change
   // after create, so a positive answer stays true; names are always resolved afresh.
   std::unordered_set<std::string> owned_containers;

@@ -59,6 +59,9 @@ std::string metrics::render() const {
   out += "# TYPE dockgate_open_streams gauge\ndockgate_open_streams " + std::to_string(streams_) + "\n";
   out += "# HELP dockgate_open_hijacks Hijacked attach and exec sessions now.\n";
   out += "# TYPE dockgate_open_hijacks gauge\ndockgate_open_hijacks " + std::to_string(hijacks_) + "\n";
+  out += "# HELP dockgate_connections Client connections served now (dockgate_connection_limit: at most).\n";
+  out += "# TYPE dockgate_connections gauge\ndockgate_connections " + std::to_string(connections_) + "\n";
+  out += "# TYPE dockgate_connection_limit gauge\ndockgate_connection_limit " + std::to_string(connection_limit_) + "\n";
   out += "# HELP dockgate_upstream_errors_total Requests the daemon could not be reached for or that lost it.\n";
   out += "# TYPE dockgate_upstream_errors_total counter\ndockgate_upstream_errors_total " + std::to_string(upstream_errors_) + "\n";
   return out;

@@ -42,6 +42,8 @@ serve options:
   --metrics URL             Prometheus metrics (GET /metrics) and GET /healthz (does the
                             daemon answer?) on their own listener, e.g. tcp://127.0.0.1:9323
   --log-level LEVEL         trace, debug, info, warn, error (default info)
+  --max-connections N       serve at most N client connections (default: as many as the
+                            descriptor limit allows, raised to its hard limit at start)
   --allow-insecure-tcp      allow plaintext --listen tcp:// (or tls:// without --tls-client-ca)
                             on a non-loopback address
   --tls-cert FILE           server certificate (PEM) for tls:// listeners
@@ -138,6 +140,10 @@ std::variant<command, parse_error> parse_command_line(const std::vector<std::str
       (a == "--shutdown-timeout" ? serve.shutdown_timeout
        : a == "--head-timeout"   ? serve.head_timeout
                                  : serve.body_timeout) = *d;
+    } else if (a == "--max-connections") {
+      const auto n = std::strtoull(v->c_str(), nullptr, 10);
+      if (n == 0 || v->find_first_not_of("0123456789") != std::string::npos) return parse_error{a + ": a positive number"};
+      serve.max_connections = static_cast<std::size_t>(n);
     } else if (a == "--metrics") {
       auto ep = common::parse_endpoint(*v, &error);
       if (!ep || ep->scheme == common::endpoint::kind::tls) return parse_error{"--metrics " + *v + ": unix:// or tcp:// " + error};

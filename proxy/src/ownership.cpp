@@ -6,6 +6,7 @@
 // Invariant: the daemon's word decides, at the time of the request. A name is resolved on
 // every request (a rename between check and use changes nothing: the forwarded target
 // names the ID that was checked); only positive answers are cached, by full ID.
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/string_body.hpp>
@@ -76,7 +77,7 @@ net::awaitable<bool> connection::learn_api_version() {
 // The full ID of the container `reference` names, if the daemon says it carries this
 // profile's owner label.
 net::awaitable<std::optional<std::string>> connection::owned_container_id(std::string_view reference) {
-  const std::string& owner = profile_.rules.owner;
+  const std::string& owner = profile_->rules.owner;
   if (reference.size() == 64 && ctx_.owned_containers.count(owner + "/" + std::string(reference)))
     co_return std::string(reference);
   auto [status, body] = co_await upstream_get("/v" + *ctx_.api_version + "/containers/" + std::string(reference) + "/json");
@@ -90,9 +91,21 @@ net::awaitable<std::optional<std::string>> connection::owned_container_id(std::s
 
 net::awaitable<bool> connection::prepare_target(const policy::route& r) {
   filter_ = response_filter::none;
-  if (!ctx_.api_version && !co_await learn_api_version()) {
-    co_await refuse(502, "upstream", "dockgate: cannot read the Docker daemon's API version");
-    co_return false;
+  // The daemon's version is learned once: connections arriving meanwhile wait for that
+  // one answer instead of each asking (a burst of clients must not become a burst of
+  // /version and /info calls).
+  while (!ctx_.api_version && ctx_.learning_version) {
+    net::steady_timer wait(client_.get_executor(), std::chrono::milliseconds(2));
+    co_await wait.async_wait(use_tuple);
+  }
+  if (!ctx_.api_version) {
+    ctx_.learning_version = true;
+    const bool learned = co_await learn_api_version();
+    ctx_.learning_version = false;
+    if (!learned) {
+      co_await refuse(502, "upstream", "dockgate: cannot read the Docker daemon's API version");
+      co_return false;
+    }
   }
   // The client's API version is part of what it reads (formats, defaults): forwarded as
   // it asked, within what the route table models (1.24 and up) and what the daemon
@@ -112,19 +125,19 @@ net::awaitable<bool> connection::prepare_target(const policy::route& r) {
   std::string path(r.path);
   std::string container(r.param);  // the container the request names, by full ID once resolved
   std::string& query = query_;  // the reviewed query (review_query)
-  if (profile_.rules.confine_to_owned) {
+  if (profile_->rules.confine_to_owned) {
     const auto object = policy::operation_object(r.op);
     const std::size_t param_at = static_cast<std::size_t>(r.param.data() - r.path.data());
     if (object == policy::path_object::container) {
       auto id = co_await owned_container_id(r.param);
       const policy::deny not_owned{404, "owner", "dockgate: no such container: " + std::string(r.param) +
-                                                     " (profile " + profile_.name + " sees only its own containers)"};
+                                                     " (profile " + profile_->name + " sees only its own containers)"};
       if (!id && !enforce(not_owned)) {
         id = std::string(r.param);  // audit mode: forwarded as the client named it
       } else if (!id) {
         audit_.verdict = "deny";
         co_await refuse(404, "owner", "dockgate: no such container: " + std::string(r.param) +
-                                          " (profile " + profile_.name + " sees only its own containers)");
+                                          " (profile " + profile_->name + " sees only its own containers)");
         co_return false;
       }
       path.replace(param_at, r.param.size(), *id);  // forwarded by full ID: renames change nothing
@@ -140,7 +153,7 @@ net::awaitable<bool> connection::prepare_target(const policy::route& r) {
       } else if (!exec_container) {
         audit_.verdict = "deny";
         co_await refuse(404, "owner", "dockgate: no such exec instance: " + std::string(r.param) +
-                                          " (profile " + profile_.name + " sees only its own containers)");
+                                          " (profile " + profile_->name + " sees only its own containers)");
         co_return false;
       }
       if (exec_container) path.replace(param_at, r.param.size(), exec->id);
@@ -153,16 +166,16 @@ net::awaitable<bool> connection::prepare_target(const policy::route& r) {
         if (network) {
           auto n = status == 200 ? policy::parse_network_inspect(body) : std::nullopt;
           // The daemon's own networks: anyone may read them (their containers filtered).
-          if (n && (n->owner == profile_.rules.owner ||
+          if (n && (n->owner == profile_->rules.owner ||
                     (r.op == policy::operation::NetworkInspect && n->owner.empty() && policy::predefined_network(n->name))))
             name = n->id;  // forwarded by full ID
         } else {
           auto v = status == 200 ? policy::parse_volume_inspect(body) : std::nullopt;
-          if (v && v->owner == profile_.rules.owner) name = v->name;
+          if (v && v->owner == profile_->rules.owner) name = v->name;
         }
       }
       const policy::deny not_owned{404, "owner", "dockgate: no such " + what + ": " + std::string(r.param) + " (profile " +
-                                                     profile_.name + " sees only its own " + what + "s)"};
+                                                     profile_->name + " sees only its own " + what + "s)"};
       if (!name && enforce(not_owned)) {
         audit_.verdict = "deny";
         co_await refuse(not_owned.status, not_owned.rule, not_owned.reason);
@@ -171,7 +184,7 @@ net::awaitable<bool> connection::prepare_target(const policy::route& r) {
       if (name) path.replace(param_at, r.param.size(), *name);
       if (r.op == policy::operation::NetworkInspect) filter_ = response_filter::networks;
     }
-    const bool audit_only = profile_.mode == policy::profile::mode_kind::audit;
+    const bool audit_only = profile_->mode == policy::profile::mode_kind::audit;
     // Lists, events and prunes see only what the profile owns: the owner label joins the
     // client's filters (and lists and events are filtered again on the way back).
     const bool prune = r.op == policy::operation::ContainerPrune || r.op == policy::operation::NetworkPrune ||
@@ -179,7 +192,7 @@ net::awaitable<bool> connection::prepare_target(const policy::route& r) {
     const bool confined_filters = r.op == policy::operation::ContainerList || r.op == policy::operation::SystemEvents || prune;
     if (!audit_only && confined_filters) {
       const bool events = r.op == policy::operation::SystemEvents;
-      auto confined = policy::confine_query(query, profile_.rules.owner, events);
+      auto confined = policy::confine_query(query, profile_->rules.owner, events);
       if (!confined) {
         audit_.verdict = "deny";
         co_await refuse(400, "query", "dockgate: malformed filters");
@@ -194,11 +207,11 @@ net::awaitable<bool> connection::prepare_target(const policy::route& r) {
     if (!audit_only && r.op == policy::operation::SystemDataUsage) filter_ = response_filter::data_usage;
     if (audit_only && r.op == policy::operation::NetworkInspect) filter_ = response_filter::none;
   }
-  if (r.op == policy::operation::ContainerStart && (profile_.rules.workspace || profile_.rules.binds)) {
+  if (r.op == policy::operation::ContainerStart && (profile_->rules.workspace || profile_->rules.binds)) {
     // The daemon mounts binds when a container starts, not when it is created: every
     // host path it binds is checked again now, the closest the gate gets to the mount.
     if (auto problem = co_await binds_problem(container)) {
-      const policy::deny d{403, "binds", "dockgate: not started: bind source " + *problem + " (profile " + profile_.name + ")"};
+      const policy::deny d{403, "binds", "dockgate: not started: bind source " + *problem + " (profile " + profile_->name + ")"};
       if (enforce(d)) {
         audit_.verdict = "deny";
         co_await refuse(d.status, d.rule, d.reason);
@@ -216,11 +229,11 @@ net::awaitable<std::optional<std::string>> connection::binds_problem(const std::
   if (status == 404) co_return std::nullopt;  // the daemon answers the start itself
   auto c = status == 200 ? policy::parse_container_inspect(body) : std::nullopt;
   if (!c) co_return std::string("of the container cannot be read from the daemon");
-  const auto& ws = profile_.rules.workspace;
+  const auto& ws = profile_->rules.workspace;
   for (const auto& source : c->bind_sources) {
     bind_check_options options;
     if (ws && !c->workspace.empty() && source == ws->root + "/" + c->workspace) options = {ws->require_fuse, true};
-    else if (profile_.rules.binds) options = {profile_.rules.binds->require_fuse, false};
+    else if (profile_->rules.binds) options = {profile_->rules.binds->require_fuse, false};
     else options = {true, true};  // a bind no rule of this profile wrote: held to the strictest check
     if (auto problem = check_bind_source(source, options)) co_return problem;
   }
@@ -243,7 +256,7 @@ net::awaitable<void> connection::relay_filtered_list(http::response_parser<http:
     whole.append(body_.get(), chunk_size - res.body().size);
   }
   std::optional<std::string> filtered;
-  const std::string& owner = profile_.rules.owner;
+  const std::string& owner = profile_->rules.owner;
   switch (filter_) {
     case response_filter::create_warnings:
       filtered = policy::add_create_warnings(whole, warnings_);
@@ -289,17 +302,17 @@ net::awaitable<void> connection::relay_filtered_list(http::response_parser<http:
 namespace dockgate::proxy {
 
 net::awaitable<std::optional<policy::deny>> connection::check_named_objects(const policy::route& r, policy::rewrite& rw) {
-  if (!profile_.rules.confine_to_owned) co_return std::nullopt;
-  const std::string& owner = profile_.rules.owner;
+  if (!profile_->rules.confine_to_owned) co_return std::nullopt;
+  const std::string& owner = profile_->rules.owner;
   const std::string version = "/v" + *ctx_.api_version;
-  const std::string in_profile = " (profile " + profile_.name + ")";
+  const std::string in_profile = " (profile " + profile_->name + ")";
   if (!rw.container.empty()) {  // NetworkConnect, NetworkDisconnect
     std::string_view reference = rw.container;
     if (reference.starts_with('/')) reference.remove_prefix(1);  // "/name", as inspect reports it
     std::optional<std::string> id;
     if (policy::valid_object_name(reference)) id = co_await owned_container_id(reference);
     if (!id)
-      co_return policy::deny{404, "owner", "dockgate: no such container: " + rw.container + " (profile " + profile_.name +
+      co_return policy::deny{404, "owner", "dockgate: no such container: " + rw.container + " (profile " + profile_->name +
                                                " sees only its own containers)"};
     rw.body = policy::with_container(rw.body, r.op, *id);  // forwarded by full ID
   }
@@ -307,7 +320,7 @@ net::awaitable<std::optional<policy::deny>> connection::check_named_objects(cons
     auto [status, body] = co_await upstream_get(version + "/networks/" + name);
     auto n = status == 200 ? policy::parse_network_inspect(body) : std::nullopt;
     if (!n || n->owner != owner)
-      co_return policy::deny{404, "owner", "dockgate: no such network: " + name + " (profile " + profile_.name +
+      co_return policy::deny{404, "owner", "dockgate: no such network: " + name + " (profile " + profile_->name +
                                                " joins only its own networks)"};
   }
   for (const auto& name : rw.volumes) {

@@ -4,6 +4,7 @@
 #include <netdb.h>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -179,7 +180,18 @@ void open_listener(listener& l, net::io_context& ioc, const serve_options& opts)
 
 net::awaitable<void> accept_loop(proxy_context& ctx, listener& l) {
   const bool is_unix = l.address.scheme == common::endpoint::kind::unix_socket;
+  bool at_limit = false;
   for (;;) {
+    // At the connection limit the listener is not served: new clients wait in the
+    // kernel's backlog instead of being accepted and starved of descriptors.
+    while (ctx.connections.size() >= ctx.max_connections && !ctx.stopping) {
+      if (!at_limit) ctx.log->warn("connection limit {} reached on {}: not accepting until one closes", ctx.max_connections,
+                                   l.address.to_string());
+      at_limit = true;
+      net::steady_timer wait(l.socket.get_executor(), std::chrono::milliseconds(10));
+      co_await wait.async_wait(use_tuple);
+    }
+    at_limit = false;
     auto [ec, socket] = co_await l.socket.async_accept(use_tuple);
     if (!ec && l.tls && !ctx.stopping) {
       net::co_spawn(l.socket.get_executor(), serve_tls(ctx, *l.tls, std::move(socket)), net::detached);
@@ -253,7 +265,18 @@ net::awaitable<void> serve_metrics(proxy_context& ctx, protocol::socket socket) 
 }
 
 net::awaitable<void> metrics_loop(proxy_context& ctx, listener& l) {
+  bool at_limit = false;
   for (;;) {
+    // At the connection limit the listener is not served: new clients wait in the
+    // kernel's backlog instead of being accepted and starved of descriptors.
+    while (ctx.connections.size() >= ctx.max_connections && !ctx.stopping) {
+      if (!at_limit) ctx.log->warn("connection limit {} reached on {}: not accepting until one closes", ctx.max_connections,
+                                   l.address.to_string());
+      at_limit = true;
+      net::steady_timer wait(l.socket.get_executor(), std::chrono::milliseconds(10));
+      co_await wait.async_wait(use_tuple);
+    }
+    at_limit = false;
     auto [ec, socket] = co_await l.socket.async_accept(use_tuple);
     if (ctx.stopping || ec == net::error::operation_aborted) co_return;
     if (ec) continue;
@@ -286,7 +309,45 @@ net::awaitable<void> shutdown_when_signalled(proxy_context& ctx, net::signal_set
 
 }  // namespace
 
-int serve(const serve_options& options, const policy::policy& pol) {
+// Raises the soft descriptor limit to the hard one and derives how many connections the
+// process can serve: each may hold its client's socket and one to the daemon.
+std::size_t connection_limit(const serve_options& options, spdlog::logger& log) {
+  rlimit rl{};
+  ::getrlimit(RLIMIT_NOFILE, &rl);
+  if (rl.rlim_cur < rl.rlim_max) {
+    rlimit raised = rl;
+    raised.rlim_cur = rl.rlim_max;
+    if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) rl = raised;
+  }
+  constexpr rlim_t reserved = 64;  // listeners, logs, the metrics listener, start-up probes
+  const rlim_t fds = std::min<rlim_t>(rl.rlim_cur, 1 << 22);
+  std::size_t limit = fds > reserved ? static_cast<std::size_t>((fds - reserved) / 2) : 1;
+  if (options.max_connections) limit = std::min(limit, options.max_connections);
+  log.info("file descriptors: {} (hard limit {}): serving up to {} connections", static_cast<unsigned long long>(rl.rlim_cur),
+           static_cast<unsigned long long>(rl.rlim_max), limit);
+  return limit;
+}
+
+// SIGHUP: the policy read again; a valid one applies to new requests, an invalid one is
+// refused (its errors logged) and the current one stays.
+net::awaitable<void> reload_when_signalled(proxy_context& ctx, net::signal_set& signals, const policy_loader& load) {
+  for (;;) {
+    auto [ec, signo] = co_await signals.async_wait(use_tuple);
+    if (ec || ctx.stopping) co_return;
+    auto fresh = load();
+    if (!fresh) {
+      ctx.log->error("SIGHUP: the policy has errors (above); keeping the current one");
+      continue;
+    }
+    ctx.policy = std::make_shared<const policy::policy>(std::move(*fresh));
+    ctx.log->info("SIGHUP: policy reloaded ({} profile(s), default {}); it applies to new requests",
+                  ctx.policy->profiles.size(), ctx.policy->default_profile ? ctx.policy->default_().name : std::string("none"));
+  }
+}
+
+int serve(const serve_options& options, policy::policy initial, const policy_loader& reload) {
+  auto shared_policy = std::make_shared<const policy::policy>(std::move(initial));
+  const policy::policy& pol = *shared_policy;
   auto log = spdlog::stderr_logger_st("dockgate-proxy");
   log->set_level(spdlog::level::from_str(options.log_level));
   // Audit lines go to stdout as bare JSON, one per request.
@@ -295,7 +356,9 @@ int serve(const serve_options& options, const policy::policy& pol) {
   audit->flush_on(spdlog::level::info);
 
   net::io_context ioc{1};
-  proxy_context ctx(options, pol, resolve(ioc, options.upstream), log, audit);
+  proxy_context ctx(options, shared_policy, resolve(ioc, options.upstream), log, audit);
+  ctx.max_connections = connection_limit(options, *log);
+  ctx.stats.connection_limit(ctx.max_connections);
 
   std::unique_ptr<net::ssl::context> tls;
   if (!options.tls_cert.empty()) tls = make_tls_context(options);
@@ -320,6 +383,8 @@ int serve(const serve_options& options, const policy::policy& pol) {
 
   net::signal_set signals(ioc, SIGINT, SIGTERM);
   net::co_spawn(ioc, shutdown_when_signalled(ctx, signals, listeners), net::detached);
+  net::signal_set hangup(ioc, SIGHUP);
+  net::co_spawn(ioc, reload_when_signalled(ctx, hangup, reload), net::detached);
   ::signal(SIGPIPE, SIG_IGN);
   ioc.run();
 

@@ -69,6 +69,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
   }
   const auto memory = at(root, "HostConfig.Memory")->as_int();
-  require(memory && *memory > 0 && *memory <= 1073741824);
+  require(memory && *memory > 0 && *memory <= 2147483648);
+  require(to_json(*at(root, "HostConfig.LogConfig")) == R"({"Type":"json-file","Config":{"max-file":"3","max-size":"10m"}})");
   return 0;
 }

@@ -2,7 +2,10 @@
 // plaintext-TCP opt-in.
 #include <catch2/catch.hpp>
 
+#include <signal.h>
 #include <sys/stat.h>
+
+#include <fstream>
 
 #include <thread>
 
@@ -109,4 +112,109 @@ TEST_CASE("systemd socket activation: the listener systemd opened is used, and l
   activated.kill();
   CHECK(run("test -S " + sock).status == 0);  // systemd's file: the proxy does not remove it
   run("rm -rf " + dir);
+}
+
+namespace {
+// Holds N connections to a unix socket, each with `GET /events` sent; prints how many got
+// a status line within 10 s, then whether a fresh client's /_ping is answered while they
+// are held, then waits for stdin to close.
+const char* hold_events = R"(
+import socket, sys, select, time
+path, n = sys.argv[1], int(sys.argv[2])
+held = []
+for i in range(n):
+    s = socket.socket(socket.AF_UNIX); s.connect(path)
+    s.sendall(b'GET /v1.41/events HTTP/1.1\r\nHost: d\r\n\r\n'); held.append(s)
+answered, deadline = 0, time.time() + 10
+pending = list(held)
+while pending and time.time() < deadline:
+    ready, _, _ = select.select(pending, [], [], 0.5)
+    for s in ready:
+        if s.recv(64).startswith(b'HTTP/1.1 200'): answered += 1
+        pending.remove(s)
+print('answered', answered, flush=True)
+p = socket.socket(socket.AF_UNIX); p.connect(path); p.settimeout(float(sys.argv[3]))
+p.sendall(b'GET /_ping HTTP/1.1\r\nHost: d\r\nConnection: close\r\n\r\n')
+try: print('ping', p.recv(64).split(b'\r\n')[0].decode(), flush=True)
+except socket.timeout: print('ping timeout', flush=True)
+if len(sys.argv) > 4:  # close one held stream: the waiting ping is accepted now
+    held[0].close()
+    p.settimeout(5)
+    try: print('after close', p.recv(64).split(b'\r\n')[0].decode(), flush=True)
+    except socket.timeout: print('after close timeout', flush=True)
+sys.stdin.read()
+)";
+}  // namespace
+
+TEST_CASE("descriptors: the soft limit is raised, every held stream is served, and a new client too",
+          "[integration][operator][limits]") {
+  std::string dir = run("mktemp -d").output;
+  dir.pop_back();
+  const std::string sock = dir + "/gate.sock";
+  std::ofstream(dir + "/hold.py") << hold_events;
+  // Started as with the default soft limit of many hosts (here 256), under a hard limit of 4096.
+  background gate("prlimit --nofile=256:4096 " + std::string(DOCKGATE_PROXY_BIN) + " --upstream " + engine_host() +
+                  " --listen unix://" + sock + " --policy " + repo_root() + "/compose/policies/read-only.json 2>" + dir + "/err");
+  for (int i = 0; i < 200 && run("test -S " + sock).status != 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  // (the proxy itself: prlimit execs it; the shell that started prlimit is not it)
+  const std::string pid = run("pgrep -f '^" + std::string(DOCKGATE_PROXY_BIN) + " .*listen unix://" + sock + "' | head -n 1").output;
+  INFO(run("cat " + dir + "/err").output);
+  CHECK(run("grep 'Max open files' /proc/" + pid.substr(0, pid.size() - 1) + "/limits").output.find("4096                 4096") !=
+        std::string::npos);
+  // 600 held streams need 1200 descriptors: more than the soft limit it started with.
+  background holder("/usr/bin/python3 " + dir + "/hold.py " + sock + " 600 5");
+  auto answered = holder.read_line(std::chrono::seconds(30));
+  auto ping = holder.read_line(std::chrono::seconds(10));
+  CHECK(answered.value_or("") == "answered 600");
+  CHECK(ping.value_or("") == "ping HTTP/1.1 200 OK");
+  holder.kill();
+  gate.kill();
+  run("rm -rf " + dir);
+}
+
+TEST_CASE("descriptors: at the connection limit the gate stops accepting instead of starving", "[integration][operator][limits]") {
+  const std::string port = free_tcp_port();
+  proxy_process proxy("compose/policies/read-only.json", {"--max-connections", "5", "--metrics", "tcp://127.0.0.1:" + port});
+  std::ofstream(proxy.dir() + "/hold.py") << hold_events;
+  background holder("/usr/bin/python3 " + proxy.dir() + "/hold.py " + proxy.socket_path() + " 5 1 close-one");
+  CHECK(holder.read_line(std::chrono::seconds(20)).value_or("") == "answered 5");
+  // The sixth client is not accepted (it waits in the backlog), not accepted and starved...
+  CHECK(holder.read_line(std::chrono::seconds(10)).value_or("") == "ping timeout");
+  // ...and is served as soon as a held stream closes.
+  CHECK(holder.read_line(std::chrono::seconds(10)).value_or("") == "after close HTTP/1.1 200 OK");
+  CHECK(run("curl -s http://127.0.0.1:" + port + "/metrics").output.find("dockgate_connection_limit 5") != std::string::npos);
+  CHECK(run("grep -c 'connection limit 5 reached' " + proxy.dir() + "/proxy.err").output != "0\n");
+}
+
+TEST_CASE("SIGHUP reloads the policy for new requests; a bad one is refused and the old one stays",
+          "[integration][operator][signals]") {
+  const std::string allow_list = R"({"default_profile":"p","profiles":{"p":{"confine_to_owned":false,"allow":["SystemPing","SystemEvents","ContainerList"]}}})";
+  proxy_process proxy(allow_list);
+  auto get = [&](const std::string& target) {
+    return raw_exchange(proxy.socket_path(), "GET " + target + " HTTP/1.1\r\nHost: d\r\nConnection: close\r\n\r\n").status();
+  };
+  CHECK(get("/v1.41/containers/json") == 200);
+  // A stream that started under the old policy.
+  background events("curl -sN --unix-socket " + proxy.socket_path() + " 'http://d/v1.41/events?filters=%7B%22type%22%3A%5B%22container%22%5D%7D'");
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // The new policy: no more ContainerList.
+  std::ofstream(proxy.dir() + "/policy.json")
+      << R"({"default_profile":"p","profiles":{"p":{"confine_to_owned":false,"allow":["SystemPing","SystemEvents"]}}})";
+  ::kill(proxy.pid(), SIGHUP);
+  for (int i = 0; i < 50 && get("/v1.41/containers/json") != 403; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  CHECK(get("/v1.41/containers/json") == 403);
+  CHECK(get("/_ping") == 200);
+  // The held stream still delivers: an event arrives on it.
+  const auto name = unique_name("dg-hup");
+  run(docker_cli() + " -H " + engine_host() + " run --rm --name " + name + " " + test_image() + " true");
+  auto line = events.read_line(std::chrono::seconds(10));
+  CHECK(line.value_or("").find(name) != std::string::npos);
+  // A broken policy: refused, the current one stays, the gate lives on.
+  std::ofstream(proxy.dir() + "/policy.json") << R"({"profiles":{"p":{"allow":["NoSuchOperation"]}}})";
+  ::kill(proxy.pid(), SIGHUP);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  CHECK(get("/_ping") == 200);
+  CHECK(get("/v1.41/containers/json") == 403);
+  CHECK(run("grep -c 'keeping the current one' " + proxy.dir() + "/proxy.err").output == "1\n");
+  CHECK(::kill(proxy.pid(), 0) == 0);
 }

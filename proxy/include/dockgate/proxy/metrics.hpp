@@ -22,6 +22,8 @@ class metrics {
   // Responses streaming to a client (events, logs -f, pulls), and hijacked sessions.
   void stream(int delta) { streams_ += delta; }
   void hijack(int delta) { hijacks_ += delta; }
+  void connection(int delta) { connections_ += delta; }
+  void connection_limit(std::size_t n) { connection_limit_ = static_cast<std::int64_t>(n); }
   std::string render() const;
 
   static constexpr std::array<double, 14> buckets{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
@@ -49,6 +51,8 @@ class metrics {
   std::uint64_t upstream_errors_ = 0;
   std::int64_t streams_ = 0;
   std::int64_t hijacks_ = 0;
+  std::int64_t connections_ = 0;
+  std::int64_t connection_limit_ = 0;
 };
 
 }  // namespace dockgate::proxy

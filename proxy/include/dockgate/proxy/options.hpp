@@ -27,6 +27,8 @@ struct serve_options {
   // Plaintext TCP on a non-loopback address hands the daemon to the network: only with
   // this explicit opt-in.
   bool allow_insecure_tcp = false;
+  // --max-connections N: at most this many (0: as many as the descriptor limit allows).
+  std::size_t max_connections = 0;
   // --metrics URL: Prometheus metrics (GET /metrics) and a health check that asks the
   // daemon (GET /healthz) on a listener of their own, never on a gate listener.
   std::optional<common::endpoint> metrics;
