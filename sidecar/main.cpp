@@ -54,6 +54,9 @@ int main(int argc, char** argv) {
     svc.start_reaper();
     sidecar::server_limits limits;
     limits.max_body = [&svc](std::string_view path) { return svc.max_body(path); };
+    limits.max_connections = static_cast<std::size_t>(loaded.value->max_connections);
+    limits.max_per_peer = static_cast<std::size_t>(loaded.value->max_connections_per_peer);
+    limits.head_timeout = std::chrono::seconds(loaded.value->head_timeout_s);
     sidecar::http_server server(sidecar::listen_endpoint(loaded.value->listen),
                                 [&svc](const sidecar::http_request& r) { return svc.handle(r); }, limits);
     running_server = &server;

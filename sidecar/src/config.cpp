@@ -112,6 +112,9 @@ config_result load_config(const std::map<std::string, std::string>& env) {
   integer("SANDBOX_QUEUE_TIMEOUT_SECONDS", c.queue_timeout_seconds, 0);
   flag_not_off("SANDBOX_PULL_ON_START", c.pull_on_start);
   flag_on("SANDBOX_KEEP_SESSIONS_ON_STOP", c.keep_sessions_on_stop);
+  integer("SANDBOX_MAX_CONNECTIONS", c.max_connections, 1);
+  integer("SANDBOX_MAX_CONNECTIONS_PER_PEER", c.max_connections_per_peer, 1);
+  integer("SANDBOX_HEAD_TIMEOUT_S", c.head_timeout_s, 1);
   if (auto v = get("SANDBOX_STORAGE_ENDPOINTS")) {
     std::string_view rest = *v;
     while (!rest.empty()) {

@@ -1,5 +1,6 @@
 #include "dockgate/sidecar/http_server.hpp"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -120,9 +121,14 @@ void http_server::run() {
     if (::poll(p, 2, -1) < 0) continue;
     if (p[1].revents) break;
     if (!(p[0].revents & POLLIN)) continue;
-    const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    sockaddr_storage addr{};
+    socklen_t len = sizeof addr;
+    const int fd = ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len, SOCK_CLOEXEC);
     if (fd < 0) continue;
-    if (active_.load() >= static_cast<int>(limits_.max_connections)) {
+    char host[INET6_ADDRSTRLEN] = "unix";
+    if (addr.ss_family == AF_INET) ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(&addr)->sin_addr, host, sizeof host);
+    if (addr.ss_family == AF_INET6) ::inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(&addr)->sin6_addr, host, sizeof host);
+    if (!admit(fd, host)) {
       send_reply(fd, {503, R"({"detail":"too many connections"})"}, false);
       ::close(fd);
       continue;
@@ -130,6 +136,7 @@ void http_server::run() {
     ++active_;
     std::thread([this, fd] {
       serve_connection(fd);
+      forget(fd);
       ::close(fd);
       --active_;
     }).detach();
@@ -138,17 +145,58 @@ void http_server::run() {
   for (int i = 0; i < 600 && active_.load() > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
 }
 
+bool http_server::admit(int fd, const std::string& peer) {
+  std::lock_guard g(table_mutex_);
+  auto evict_oldest = [&](bool same_peer) {
+    auto oldest = table_.end();
+    for (auto it = table_.begin(); it != table_.end(); ++it)
+      if (it->second.waiting_head && (!same_peer || it->second.peer == peer) &&
+          (oldest == table_.end() || it->second.since < oldest->second.since))
+        oldest = it;
+    if (oldest == table_.end()) return false;
+    ::shutdown(oldest->first, SHUT_RDWR);  // its thread sees the end, forgets and closes it
+    table_.erase(oldest);
+    return true;
+  };
+  std::size_t from_peer = 0;
+  for (const auto& [other, t] : table_) from_peer += t.peer == peer;
+  if (from_peer >= limits_.max_per_peer && !evict_oldest(true)) return false;
+  if (table_.size() >= limits_.max_connections && !evict_oldest(false)) return false;
+  table_[fd] = tracked{peer, true, std::chrono::steady_clock::now()};
+  return true;
+}
+
+void http_server::set_phase(int fd, bool waiting_head) {
+  std::lock_guard g(table_mutex_);
+  if (auto it = table_.find(fd); it != table_.end()) {
+    it->second.waiting_head = waiting_head;
+    it->second.since = std::chrono::steady_clock::now();
+  }
+}
+
+void http_server::forget(int fd) {
+  std::lock_guard g(table_mutex_);
+  table_.erase(fd);
+}
+
 void http_server::serve_connection(int fd) {
-  timeval tv{60, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   std::string buffer;
   char chunk[65536];
+  using clock = std::chrono::steady_clock;
+  clock::time_point deadline;
+  // One read, before the deadline of what is being read (the whole head, the whole body).
   auto fill = [&]() {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now()).count();
+    if (left <= 0) return false;
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(left)) <= 0) return false;
     const ssize_t n = ::recv(fd, chunk, sizeof chunk, 0);
     if (n > 0) buffer.append(chunk, static_cast<std::size_t>(n));
     return n > 0;
   };
   while (!stopping_) {
+    set_phase(fd, true);
+    deadline = clock::now() + limits_.head_timeout;
     std::size_t head_size;
     while ((head_size = proxy::find_head_end(buffer)) == 0) {
       if (buffer.size() > proxy::max_head_bytes) {
@@ -162,6 +210,8 @@ void http_server::serve_connection(int fd) {
       send_reply(fd, {400, R"({"error":"malformed request"})"}, false);
       return;
     }
+    set_phase(fd, false);
+    deadline = clock::now() + limits_.body_timeout;
     http_request req;
     req.method = std::string(policy::method_name(head.method));
     req.path = std::string(head.target.substr(0, head.target.find('?')));

@@ -1,6 +1,8 @@
 // Cells under attack and faults (issue 11): nothing a cell starts outlives its answer,
 // artifacts cannot be forged by file names, and a kill is explained. Judged by the
 // daemon's process table (`docker top`) and the container's own files.
+#include <fstream>
+
 #include "sidecar_harness.hpp"
 
 using namespace dockgate::test;
@@ -101,4 +103,44 @@ TEST_CASE("cells: a kill is explained (a timeout past SIGTERM, the memory limit)
   INFO(hungry.body);
   CHECK(field(hungry.body, "exit_code") == "137");
   CHECK(field(hungry.body, "stderr").find("out of memory") != std::string::npos);
+}
+
+TEST_CASE("server: 1000 slow or idle connections do not lock well-behaved clients out", "[integration][sidecar][server]") {
+  proxy_process proxy("compose/policies/sandbox.json");
+  sidecar_process sidecar(proxy, {"SANDBOX_HEAD_TIMEOUT_S=3"});
+  const std::string port = sidecar.port();
+  // 1000 clients: half trickle a request head a byte at a time, half connect and say
+  // nothing (idle keep-alive after one request would look the same to the server).
+  const std::string slow = R"(
+import resource, socket, sys, time
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+port = int(sys.argv[1]); held = []
+for i in range(1000):
+    try:
+        s = socket.create_connection(('127.0.0.1', port)); s.setblocking(False); held.append(s)
+    except OSError: pass
+print('held', len(held), flush=True)
+end = time.time() + float(sys.argv[2])
+while time.time() < end:
+    for i, s in enumerate(held[:500]):
+        try: s.send(b'G' if i % 2 else b' ')
+        except OSError: pass
+    time.sleep(0.5)
+)";
+  std::ofstream(proxy.dir() + "/slow.py") << slow;
+  background attackers("/usr/bin/python3 " + proxy.dir() + "/slow.py " + port + " 8");
+  CHECK(attackers.read_line(std::chrono::seconds(30)).value_or("").starts_with("held"));
+  // While they trickle, every well-behaved request is answered, and fast.
+  int answered = 0;
+  for (int i = 0; i < 10; ++i) {
+    const auto started = std::chrono::steady_clock::now();
+    auto health = sidecar.call("GET", "/healthz", "", "");
+    if (health.status == 200 && std::chrono::steady_clock::now() - started < 2s) ++answered;
+    std::this_thread::sleep_for(300ms);
+  }
+  CHECK(answered == 10);
+  auto created = sidecar.call("POST", "/sessions", "{}");
+  CHECK(created.status == 200);
+  if (created.status == 200) CHECK(sidecar.call("DELETE", "/sessions/" + field(created.body, "session_id"), "").status == 200);
 }

@@ -94,6 +94,7 @@ class sidecar_process {
     FAIL("dockgate-sidecar did not start: " + run("cat " + log_).output);
   }
   ~sidecar_process() { stop(SIGTERM); }
+  const std::string& port() const { return port_; }
   void stop(int signo) {
     if (pid_ <= 0) return;
     ::kill(pid_, signo);

@@ -12,6 +12,12 @@ namespace dockgate::sidecar {
 
 struct config {
   std::string listen = "0.0.0.0:8000";  // SANDBOX_LISTEN
+  // The HTTP server: connections at once (SANDBOX_MAX_CONNECTIONS), per peer address
+  // (SANDBOX_MAX_CONNECTIONS_PER_PEER), and the deadline of a whole request head
+  // (SANDBOX_HEAD_TIMEOUT_S; also the idle time allowed between kept-alive requests).
+  std::int64_t max_connections = 256;
+  std::int64_t max_connections_per_peer = 64;
+  std::int64_t head_timeout_s = 10;
   bool keep_sessions_on_stop = false;  // SANDBOX_KEEP_SESSIONS_ON_STOP: leave them for adoption
   // SANDBOX_STORAGE_ENDPOINTS: the S3-compatible endpoints a request's storage block may
   // name ("https://minio.internal:9000", "*.example.com"), comma-separated, besides the

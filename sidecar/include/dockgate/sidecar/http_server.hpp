@@ -1,8 +1,12 @@
 #pragma once
-// The sidecar's HTTP/1.1 server: a thread per connection (bounded), the proxy's strict
-// head parser, body-size limits answered before the body is read.
+// The sidecar's HTTP/1.1 server: a thread per connection (bounded, per peer too), the
+// proxy's strict head parser, a deadline for every whole head and body, body-size limits
+// answered before the body is read.
 
 #include <atomic>
+#include <chrono>
+#include <map>
+#include <mutex>
 #include <functional>
 #include <string>
 
@@ -26,6 +30,12 @@ struct server_limits {
   // Largest body for a path (Content-Length checked before reading; chunked as read).
   std::function<std::size_t(std::string_view path)> max_body;
   std::size_t max_connections = 64;
+  // A request head (and the wait for the next one on a kept-alive connection) must
+  // arrive whole within this; a body within body_timeout.
+  std::chrono::milliseconds head_timeout{10'000};
+  std::chrono::milliseconds body_timeout{120'000};
+  // Connections one peer address may hold at once.
+  std::size_t max_per_peer = 16;
 };
 
 class http_server {
@@ -40,6 +50,19 @@ class http_server {
 
  private:
   void serve_connection(int fd);
+  // Admission of a new connection from `peer`: when the peer or the server is full, the
+  // oldest connection of that scope still waiting for its request head is dropped (a slow
+  // or idle client never locks the others out); false when none can be (503).
+  bool admit(int fd, const std::string& peer);
+  void set_phase(int fd, bool waiting_head);
+  void forget(int fd);
+  struct tracked {
+    std::string peer;
+    bool waiting_head = true;
+    std::chrono::steady_clock::time_point since;
+  };
+  std::mutex table_mutex_;
+  std::map<int, tracked> table_;
   int listen_fd_ = -1;
   int wake_[2] = {-1, -1};
   std::uint16_t port_ = 0;
