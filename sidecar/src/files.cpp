@@ -16,6 +16,61 @@ namespace dockgate::sidecar {
 
 using namespace std::chrono_literals;
 
+namespace {
+
+// Opens a workspace path once and uses what it opened (run inside the session container
+// as the sandbox user): each directory beneath /workspace opened with O_NOFOLLOW relative
+// to the one before (a symlink anywhere is refused, never followed), the file itself with
+// O_NOFOLLOW|O_NONBLOCK and checked with fstat to be a regular file before a byte is read
+// or written (a FIFO neither blocks nor is touched), a read stopped at the limit (a large
+// sparse file never crosses the daemon). Exit status: 2 not found, 3 not a regular file,
+// 4 larger than the limit, 5 a symlink or a directory where a file was named.
+//   python3 -I -c <this> read|write RELATIVE_PATH LIMIT   (write: the bytes on stdin)
+constexpr std::string_view workspace_file = R"py(
+import errno, os, stat, sys
+mode, rel, limit = sys.argv[1], sys.argv[2], int(sys.argv[3])
+def end(code, why):
+    sys.stderr.write(why); sys.exit(code)
+parts = rel.split('/')
+if not rel or any(p in ('', '.', '..') for p in parts): end(5, 'bad path')
+try:
+    d = os.open('/workspace', os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    for p in parts[:-1]:
+        if mode == 'write':
+            try: os.mkdir(p, 0o755, dir_fd=d)
+            except FileExistsError: pass
+        n = os.open(p, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=d)
+        os.close(d); d = n
+    flags = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    if mode == 'read': f = os.open(parts[-1], os.O_RDONLY | flags, dir_fd=d)
+    else: f = os.open(parts[-1], os.O_WRONLY | os.O_CREAT | flags, 0o644, dir_fd=d)
+    st = os.fstat(f)
+    if stat.S_ISDIR(st.st_mode): end(5, 'a directory')
+    if not stat.S_ISREG(st.st_mode): end(3, 'not a regular file')
+    if mode == 'read':
+        if st.st_size > limit: end(4, 'too large')
+        left, out = limit + 1, sys.stdout.buffer
+        while left > 0:
+            b = os.read(f, min(1 << 16, left))
+            if not b: break
+            out.write(b); left -= len(b)
+        if left <= 0: end(4, 'too large')
+    else:
+        os.set_blocking(f, True); os.ftruncate(f, 0)
+        data = sys.stdin.buffer.read(limit + 1)
+        if len(data) > limit: end(4, 'too large')
+        view = memoryview(data)
+        while view: view = view[os.write(f, view):]
+except FileNotFoundError: end(2, 'not found')
+except OSError as e:
+    if e.errno in (errno.ELOOP, errno.ENOTDIR, errno.EISDIR): end(5, 'symlink or not a directory')
+    if e.errno == errno.ENXIO: end(3, 'not a regular file')
+    end(1, str(e))
+)py";
+
+}  // namespace
+
+
 http_reply service::put_file(const http_request& r) {
   body_fields f(r.body);
   if (f.error) return *f.error;
@@ -30,21 +85,17 @@ http_reply service::put_file(const http_request& r) {
   if (!bytes) return detail(400, "invalid base64");
   if (bytes->size() > max) return detail(413, "file too large");
   auto target = workspace_path(*path);
-  if (!target) return detail(400, "path must be under /workspace");
+  if (!target || *target == "/workspace") return detail(400, "path must be under /workspace");
   held_session held;
   if (auto refused = acquire(*sid, held)) return *refused;
   const auto& s = held.s;
-  const std::string parent = target->substr(0, target->rfind('/'));
-  auto mk = run_in(s->container, {"mkdir", "-p", "--", parent.empty() ? "/" : parent}, 20s);
-  if (!mk.started || mk.exit_code != 0) return detail(500, "mkdir failed: " + mk.stderr_data);
-  // Resolved inside the container: a symlink in the workspace cannot lead out.
-  auto real = run_in(s->container, {"realpath", "-m", "--", *target}, 20s);
-  std::string resolved = real.stdout_data;
-  while (!resolved.empty() && resolved.back() == '\n') resolved.pop_back();
-  if (!real.started || real.exit_code != 0 || !workspace_path(resolved) || *workspace_path(resolved) != resolved)
-    return detail(400, "path resolves outside /workspace");
-  auto written = run_in(s->container, {"sh", "-c", "cat > " + shell_quote(resolved)}, 60s, std::move(*bytes), true);
-  if (!written.started || written.exit_code != 0) return detail(500, "write failed: " + written.stderr_data);
+  auto written = run_in(s->container,
+                        {"python3", "-I", "-c", std::string(workspace_file), "write", target->substr(11), std::to_string(max)}, 60s,
+                        std::move(*bytes), true);
+  if (!written.started) return detail(500, "write failed: " + written.error);
+  if (written.exit_code == 5) return detail(400, "path resolves outside /workspace");
+  if (written.exit_code == 3) return detail(400, "not a regular file");
+  if (written.exit_code != 0) return detail(500, "write failed: " + written.stderr_data);
   s->last_used = std::chrono::steady_clock::now();
   return {200, R"({"ok":true})"};
 }
@@ -61,18 +112,16 @@ http_reply service::get_file(const http_request& r) {
   held_session held;
   if (auto refused = acquire(*sid, held)) return *refused;
   const auto& s = held.s;
-  auto real = run_in(s->container, {"realpath", "-m", "--", *target}, 20s);
-  std::string resolved = real.stdout_data;
-  while (!resolved.empty() && resolved.back() == '\n') resolved.pop_back();
-  if (!real.started || real.exit_code != 0 || !workspace_path(resolved) || *workspace_path(resolved) != resolved)
-    return detail(400, "path resolves outside /workspace");
-  auto is_file = run_in(s->container, {"test", "-f", resolved}, 20s);
-  if (!is_file.started || is_file.exit_code != 0) return detail(404, "file not found");
   // Bounded: the answer is base64 in JSON, in memory.
   const std::size_t cap = static_cast<std::size_t>(config_.max_body_bytes);
-  auto data = run_in(s->container, {"cat", "--", resolved}, 120s, {}, false, {}, cap);
-  if (!data.started || data.exit_code != 0) return detail(500, "read failed: " + data.stderr_data);
-  if (data.stdout_dropped) return detail(413, "file too large");
+  if (*target == "/workspace") return detail(404, "file not found");
+  auto data = run_in(s->container, {"python3", "-I", "-c", std::string(workspace_file), "read", target->substr(11), std::to_string(cap)},
+                     120s, {}, false, {}, cap + 1);
+  if (!data.started) return detail(500, "read failed: " + data.error);
+  if (data.exit_code == 2 || data.exit_code == 3) return detail(404, "file not found");
+  if (data.exit_code == 4 || data.stdout_dropped) return detail(413, "file too large");
+  if (data.exit_code == 5) return detail(400, "path resolves outside /workspace");
+  if (data.exit_code != 0) return detail(500, "read failed: " + data.stderr_data);
   s->last_used = std::chrono::steady_clock::now();
   return {200, "{\"data_base64\":\"" + base64_encode(data.stdout_data) + "\"}"};
 }

@@ -1,4 +1,4 @@
-// Cells under attack and faults (issue 11): nothing a cell starts outlives its answer,
+// The sidecar under attack and faults (issue 11): nothing a cell starts outlives its answer,
 // artifacts cannot be forged by file names, and a kill is explained. Judged by the
 // daemon's process table (`docker top`) and the container's own files.
 #include <fstream>
@@ -143,4 +143,51 @@ while time.time() < end:
   auto created = sidecar.call("POST", "/sessions", "{}");
   CHECK(created.status == 200);
   if (created.status == 200) CHECK(sidecar.call("DELETE", "/sessions/" + field(created.body, "session_id"), "").status == 200);
+}
+
+TEST_CASE("files: opened once beneath /workspace, never through a symlink, never a FIFO, never past the limit",
+          "[integration][sidecar][files]") {
+  proxy_process proxy("compose/policies/sandbox.json");
+  sidecar_process sidecar(proxy, {"SANDBOX_MAX_BODY_BYTES=1048576"});
+  auto created = sidecar.call("POST", "/sessions", "{}");
+  REQUIRE(created.status == 200);
+  const std::string sid = field(created.body, "session_id");
+  auto setup = sidecar.call("POST", "/exec", exec_body(sid, R"(import os
+os.symlink('/etc', '/workspace/etc')
+os.symlink('/etc/passwd', '/workspace/passwd')
+os.makedirs('/workspace/d')
+open('/workspace/d/real.txt', 'w').write('real')
+os.symlink('/workspace/d/real.txt', '/workspace/inside-link')
+os.mkfifo('/workspace/fifo')
+with open('/workspace/sparse', 'wb') as f: f.truncate(4 << 30)
+print('ready')
+)"));
+  REQUIRE(field(setup.body, "stdout") == "ready\n");
+  auto get = [&](const std::string& path) {
+    return sidecar.call("POST", "/files/get", R"({"session_id":")" + sid + R"(","path":")" + path + R"("})");
+  };
+  CHECK(field(get("d/real.txt").body, "data_base64") == "cmVhbA==");
+  for (const char* through_link : {"etc/passwd", "passwd", "inside-link", "/workspace/etc/hostname"}) {
+    CAPTURE(through_link);
+    auto r = get(through_link);
+    CHECK(r.status == 400);
+    CHECK(r.body.find("cm9vd") == std::string::npos);  // never the host's or the image's passwd
+  }
+  // A FIFO: refused at once (it would block a reader or writer for a minute).
+  auto started = std::chrono::steady_clock::now();
+  CHECK(get("fifo").status == 404);
+  auto put = sidecar.call("POST", "/files", R"({"session_id":")" + sid + R"(","path":"fifo","data_base64":"aGk="})");
+  CHECK(put.status == 400);
+  CHECK(std::chrono::steady_clock::now() - started < 5s);
+  // Writing through a symlink is refused too; the target is untouched.
+  CHECK(sidecar.call("POST", "/files", R"({"session_id":")" + sid + R"(","path":"etc/x","data_base64":"aGk="})").status == 400);
+  CHECK(sidecar.call("POST", "/files", R"({"session_id":")" + sid + R"(","path":"inside-link","data_base64":"aGk="})").status == 400);
+  CHECK(field(get("d/real.txt").body, "data_base64") == "cmVhbA==");
+  // A 4 GiB sparse file: 413 before its bytes cross the daemon, the gate and the sidecar.
+  started = std::chrono::steady_clock::now();
+  CHECK(get("sparse").status == 413);
+  CHECK(std::chrono::steady_clock::now() - started < 5s);
+  // Writing a new file in a new directory still works.
+  CHECK(sidecar.call("POST", "/files", R"({"session_id":")" + sid + R"(","path":"uploads/new/a.txt","data_base64":"aGk="})").status == 200);
+  CHECK(field(get("uploads/new/a.txt").body, "data_base64") == "aGk=");
 }
