@@ -218,6 +218,7 @@ net::awaitable<connection::outcome> connection::serve_one() {
   }
   started_ = std::chrono::steady_clock::now();
   audit_ = audit_record{};
+  upstream_ended_ = false;
   audit_.client = client_id_;
   audit_.profile = profile_->name;
   would_.clear();
@@ -290,6 +291,10 @@ net::awaitable<connection::outcome> connection::serve_one() {
   }
 
   const bool hijack = policy::operation_hijacks(r.op);
+  // Streams without a natural end: if the daemon goes away mid-stream, the client's
+  // stream is ended cleanly (its last chunk) rather than cut.
+  endless_stream_ = r.op == policy::operation::SystemEvents || r.op == policy::operation::ContainerLogs ||
+                    r.op == policy::operation::ContainerStats || r.op == policy::operation::ContainerWait;
   const bool upgrade = head_.connection_upgrade || !head_.upgrade.empty();
   if (upgrade && !hijack) {
     co_await refuse(400, "upgrade", "dockgate: Upgrade is allowed only on ContainerAttach and ExecStart");
@@ -452,6 +457,10 @@ net::awaitable<bool> connection::connect_upstream() {
   if (ec) {
     ctx_.log->error("upstream connect failed: {}", ec.message());
     upstream_.reset();
+    // The daemon is away: when it is back it may be another version (an upgrade), so its
+    // version is learned again by the next request that reaches it.
+    if (ctx_.api_version) ctx_.log->warn("the daemon is unreachable: its API version will be learned again");
+    ctx_.api_version.reset();
     co_return false;
   }
   set_no_delay(upstream_->socket());
@@ -646,6 +655,7 @@ net::awaitable<connection::outcome> connection::relay_response(bool hijack_allow
       if (rec == http::error::need_buffer) rec = {};
       if (rec) {
         relay_failed = true;
+        upstream_ended_ = rec != net::error::operation_aborted;  // the daemon's side, not ours
         co_return 0;
       }
       const std::size_t got = chunk_size - res.body().size;
@@ -710,9 +720,12 @@ net::awaitable<connection::outcome> connection::relay_response(bool hijack_allow
                 : std::get<0>(co_await net::async_write(client_, net::buffer(piece.data(), piece.size()), use_tuple));
         relay_failed = static_cast<bool>(wec);
       }
-      if (!relay_failed && framing == response_framing::chunked) {
+      // A daemon that went away mid-stream (restart, crash) ends an endless stream as the
+      // daemon would have on a clean stop; the client (not gone) sees its end, not a cut.
+      const bool daemon_gone = relay_failed && !client_gone_ && endless_stream_ && upstream_ended_;
+      if ((!relay_failed || daemon_gone) && framing == response_framing::chunked) {
         auto [lec, ln] = co_await net::async_write(client_, net::buffer(last_chunk), use_tuple);
-        relay_failed = static_cast<bool>(lec);
+        relay_failed = static_cast<bool>(lec) || daemon_gone;
       }
       relay_done = true;
       beast::error_code ignored;

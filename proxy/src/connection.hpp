@@ -122,6 +122,8 @@ class connection {
   audit_record audit_;
   std::chrono::steady_clock::time_point started_;
   bool idle_ = true;
+  bool endless_stream_ = false;  // events, logs, stats, wait: ended cleanly if the daemon goes
+  bool upstream_ended_ = false;  // the daemon's side of a relayed body ended or failed
   bool client_gone_ = false;
 };
 

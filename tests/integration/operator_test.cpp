@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include <fstream>
+#include <memory>
 
 #include <thread>
 
@@ -217,4 +218,58 @@ TEST_CASE("SIGHUP reloads the policy for new requests; a bad one is refused and 
   CHECK(get("/v1.41/containers/json") == 403);
   CHECK(run("grep -c 'keeping the current one' " + proxy.dir() + "/proxy.err").output == "1\n");
   CHECK(::kill(proxy.pid(), 0) == 0);
+}
+
+TEST_CASE("the daemon goes away: streams end cleanly, 502 while it is down, back as soon as it is",
+          "[integration][operator][upstream]") {
+  // The gate's upstream is a relay to the engine that the test stops and starts: the
+  // daemon going away and coming back, as the gate sees it.
+  std::string dir = run("mktemp -d").output;
+  dir.pop_back();
+  const std::string relay_sock = dir + "/daemon.sock";
+  std::ofstream(dir + "/relay.py") << R"(
+import os, socket, sys, threading
+up, path = sys.argv[1], sys.argv[2]
+s = socket.socket(socket.AF_UNIX); s.bind(path); s.listen(64)
+print('up', flush=True)
+def pipe(a, b):
+    try:
+        while True:
+            d = a.recv(65536)
+            if not d: break
+            b.sendall(d)
+    except OSError: pass
+    for x in (a, b):
+        try: x.shutdown(socket.SHUT_RDWR)
+        except OSError: pass
+while True:
+    c, _ = s.accept(); u = socket.socket(socket.AF_UNIX); u.connect(up)
+    threading.Thread(target=pipe, args=(c, u), daemon=True).start()
+    threading.Thread(target=pipe, args=(u, c), daemon=True).start()
+)";
+  const std::string engine_path = engine_host().substr(7);
+  auto relay = std::make_unique<background>("exec /usr/bin/python3 " + dir + "/relay.py " + engine_path + " " + relay_sock);
+  REQUIRE(relay->read_line(std::chrono::seconds(10)).value_or("") == "up");
+  proxy_process proxy("compose/policies/read-only.json", {}, {}, "unix://" + relay_sock);
+  auto get = [&](const std::string& target) {
+    return raw_exchange(proxy.socket_path(), "GET " + target + " HTTP/1.1\r\nHost: d\r\nConnection: close\r\n\r\n");
+  };
+  CHECK(get("/v1.41/version").status() == 200);
+  background events("curl -sN --unix-socket " + proxy.socket_path() + " http://d/v1.41/events; echo \"curl exit $?\"");
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  relay.reset();  // the daemon is gone
+  run("rm -f " + relay_sock);
+  // The held stream ends as a stream ends (curl: exit 0), not cut (curl: 18).
+  CHECK(events.read_line(std::chrono::seconds(10)).value_or("") == "curl exit 0");
+  auto down = get("/v1.41/version");
+  CHECK(down.status() == 502);
+  CHECK(down.bytes.find("{\"message\":\"dockgate: cannot reach the Docker daemon\"}") != std::string::npos);
+  relay = std::make_unique<background>("exec /usr/bin/python3 " + dir + "/relay.py " + engine_path + " " + relay_sock);
+  REQUIRE(relay->read_line(std::chrono::seconds(10)).value_or("") == "up");
+  CHECK(get("/v1.41/version").status() == 200);
+  CHECK(get("/_ping").status() == 200);
+  // The daemon's version was learned again after it came back (it may have been upgraded).
+  CHECK(run("grep -c 'daemon API version' " + proxy.dir() + "/proxy.err").output == "2\n");
+  relay.reset();
+  run("rm -rf " + dir);
 }
