@@ -7,7 +7,8 @@
 # The engine has its own --data-root, --exec-root, --pidfile and socket, so it never
 # touches a daemon the user already runs. It has the default bridge network (clients such
 # as testcontainers inspect it) on a bridge of its own, and does not touch iptables:
-# containers reach each other, not the outside.
+# containers reach each other, not the outside. Debian's crun is registered as a second
+# runtime ("crun"), to prove that a profile can hold containers to a stronger one.
 # Test images are made offline: busybox from Debian's busybox-static, imported with
 # `docker import`, and pushed to the local registry on 127.0.0.1 for pull tests.
 set -euo pipefail
@@ -52,6 +53,7 @@ start() {
   dockerd \
     --data-root "$dir/data" --exec-root "$dir/exec" --pidfile "$dir/dockerd.pid" \
     --host "unix://$sock" --bridge "$bridge" --iptables=false --ip-masq=false \
+    --add-runtime crun=/usr/bin/crun \
     >"$dir/dockerd.log" 2>&1 &
   if ! wait_for 60 docker -H "unix://$sock" version; then
     echo "engine.sh: dockerd did not come up; log follows" >&2

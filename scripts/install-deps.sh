@@ -9,7 +9,7 @@ pkgs=(
   catch2 libbenchmark-dev clang libclang-rt-14-dev
   docker.io docker-registry busybox-static iproute2 procps curl jq python3
   openssl fuse3 bindfs s3fs util-linux debootstrap python3-docker python3-yaml docker-compose
-  file systemd
+  file systemd crun
 )
 missing=()
 for p in "${pkgs[@]}"; do

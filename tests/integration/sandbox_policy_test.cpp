@@ -343,3 +343,28 @@ TEST_CASE("workspace: the gate binds the live FUSE mount the label names, and no
   std::filesystem::remove_all(root);
   std::filesystem::remove_all(backing);
 }
+
+TEST_CASE("a profile holds every container to a named runtime; a client cannot choose another",
+          "[integration][policy][runtime]") {
+  // The private engine registers Debian's crun as a second runtime (scripts/engine.sh),
+  // standing in for gVisor's runsc or Kata. (crun cannot start containers on this host's
+  // hybrid cgroups: the daemon's record is the judge here, as for privileged containers.)
+  std::string policy = repo_root() + "/compose/policies/sandbox.json";
+  std::string text = run("cat " + policy).output;
+  const std::string anchor = "\"container_create\": {";
+  text.replace(text.find(anchor), anchor.size(), anchor + "\n\"HostConfig.Runtime\": {\"force\": \"crun\"},");
+  proxy_process proxy(text);
+  for (const std::string& chosen : {std::string(), std::string("runc"), std::string("io.containerd.runc.v2")}) {
+    CAPTURE(chosen);
+    const auto name = unique_name("dg-runtime");
+    const std::string body = R"({"Image":")" + test_image() + R"(","Cmd":["true"],"HostConfig":{)" +
+                             (chosen.empty() ? std::string() : R"("Runtime":")" + chosen + "\"") + "}}";
+    auto r = raw_exchange(proxy.socket_path(), "POST /v1.41/containers/create?name=" + name +
+                                                   " HTTP/1.1\r\nHost: d\r\nContent-Type: application/json\r\nContent-Length: " +
+                                                   std::to_string(body.size()) + "\r\n\r\n" + body);
+    INFO(r.bytes);
+    CHECK(r.status() == 201);
+    CHECK(run(direct() + " inspect -f '{{.HostConfig.Runtime}}' " + name).output == "crun\n");
+    run(direct() + " rm -f " + name);
+  }
+}
