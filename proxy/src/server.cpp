@@ -284,12 +284,14 @@ net::awaitable<void> metrics_loop(proxy_context& ctx, listener& l) {
   }
 }
 
-net::awaitable<void> shutdown_when_signalled(proxy_context& ctx, net::signal_set& signals,
+net::awaitable<void> shutdown_when_signalled(proxy_context& ctx, net::signal_set& signals, net::signal_set& hangup,
                                              std::vector<listener>& listeners) {
   auto [ec, signo] = co_await signals.async_wait(use_tuple);
   if (ec) co_return;
   ctx.log->info("signal {}: shutting down (deadline {} ms)", signo, ctx.options.shutdown_timeout.count());
   ctx.stopping = true;
+  beast::error_code ignored_hangup;
+  hangup.cancel(ignored_hangup);  // no reloads while stopping (and no work left for the loop)
   for (auto& l : listeners) {
     beast::error_code ignored;
     l.socket.close(ignored);
@@ -382,8 +384,8 @@ int serve(const serve_options& options, policy::policy initial, const policy_loa
   }
 
   net::signal_set signals(ioc, SIGINT, SIGTERM);
-  net::co_spawn(ioc, shutdown_when_signalled(ctx, signals, listeners), net::detached);
   net::signal_set hangup(ioc, SIGHUP);
+  net::co_spawn(ioc, shutdown_when_signalled(ctx, signals, hangup, listeners), net::detached);
   net::co_spawn(ioc, reload_when_signalled(ctx, hangup, reload), net::detached);
   ::signal(SIGPIPE, SIG_IGN);
   ioc.run();
