@@ -41,6 +41,8 @@ unitroot=$(mktemp -d)
 trap 'rm -rf "$unitroot"' EXIT
 dpkg-deb -x "$deb" "$unitroot"
 cp -an /lib/systemd/system/. "$unitroot/lib/systemd/system/"
+# What every Debian root has and the units name (ExecReload's kill).
+mkdir -p "$unitroot/bin" && cp "$(readlink -f /bin/kill)" "$unitroot/bin/kill"
 for unit in dockgate-proxy.socket dockgate-proxy.service dockgate-sidecar.service; do
   out=$(systemd-analyze verify --root="$unitroot" "/lib/systemd/system/$unit" 2>&1) && status=0 || status=$?
   [[ -n $out ]] && echo "$out"
