@@ -30,10 +30,12 @@ void append_key(std::string& out, std::string_view key) {
   out += "\":";
 }
 
-// The object `e` with the members of its member `key` (an object or array of objects)
-// kept only where `keep(member key, member value)` says so.
+// The object `e` with the members of its members named in `keys` (objects or arrays of
+// objects) kept only where `keep(member key, member value)` says so, and the members named
+// in `hidden` written as null.
 template <typename Keep>
-void write_filtered(std::string& out, element e, std::string_view key, Keep keep) {
+void write_filtered(std::string& out, element e, std::initializer_list<std::string_view> keys, Keep keep,
+                    std::initializer_list<std::string_view> hidden = {}) {
   simdjson::dom::object obj;
   if (e.get_object().get(obj) != simdjson::SUCCESS) {
     out += simdjson::minify(e);
@@ -47,7 +49,10 @@ void write_filtered(std::string& out, element e, std::string_view key, Keep keep
     append_key(out, k);
     simdjson::dom::object inner;
     simdjson::dom::array list;
-    if (k == key && v.get_object().get(inner) == simdjson::SUCCESS) {
+    const bool filtered = std::find(keys.begin(), keys.end(), k) != keys.end();
+    if (std::find(hidden.begin(), hidden.end(), k) != hidden.end()) {
+      out += "null";
+    } else if (filtered && v.get_object().get(inner) == simdjson::SUCCESS) {
       out += '{';
       bool first_inner = true;
       for (auto [ik, iv] : inner) {
@@ -58,7 +63,7 @@ void write_filtered(std::string& out, element e, std::string_view key, Keep keep
         out += simdjson::minify(iv);
       }
       out += '}';
-    } else if (k == key && v.get_array().get(list) == simdjson::SUCCESS) {
+    } else if (filtered && v.get_array().get(list) == simdjson::SUCCESS) {
       out += '[';
       bool first_inner = true;
       for (element item : list) {
@@ -116,13 +121,13 @@ std::optional<std::string> filter_networks(std::string_view json, std::string_vi
       if (!visible(n)) continue;
       if (!first) out += ',';
       first = false;
-      write_filtered(out, n, "Containers", owned_container);
+      write_filtered(out, n, {"Containers"}, owned_container);
     }
     out += "]\n";
     return out;
   }
   if (!visible(doc)) return std::nullopt;
-  write_filtered(out, doc, "Containers", owned_container);
+  write_filtered(out, doc, {"Containers"}, owned_container);
   out += '\n';
   return out;
 }
@@ -149,7 +154,7 @@ std::optional<std::string> filter_volume_list(std::string_view json, std::string
   element doc;
   if (parser.parse(json.data(), json.size()).get(doc) != simdjson::SUCCESS || !doc.is_object()) return std::nullopt;
   std::string out;
-  write_filtered(out, doc, "Volumes", [&](std::string_view, element v) { return owner_in(v, "Labels") == owner; });
+  write_filtered(out, doc, {"Volumes"}, [&](std::string_view, element v) { return owner_in(v, "Labels") == owner; });
   return out + "\n";
 }
 
@@ -160,30 +165,11 @@ std::optional<std::string> filter_data_usage(std::string_view json, std::string_
   if (parser.parse(json.data(), json.size()).get(doc) != simdjson::SUCCESS || doc.get_object().get(obj) != simdjson::SUCCESS)
     return std::nullopt;
   auto owned = [&](std::string_view, element v) { return owner_in(v, "Labels") == owner; };
-  std::string out = "{";
-  bool first = true;
-  for (auto [k, v] : obj) {
-    if (!first) out += ',';
-    first = false;
-    append_key(out, k);
-    simdjson::dom::array list;
-    if ((k == "Containers" || k == "Volumes") && v.get_array().get(list) == simdjson::SUCCESS) {
-      out += '[';
-      bool first_item = true;
-      for (element item : list) {
-        if (!owned({}, item)) continue;
-        if (!first_item) out += ',';
-        first_item = false;
-        out += simdjson::minify(item);
-      }
-      out += ']';
-    } else if (k == "ContainerUsage" || k == "VolumeUsage") {
-      out += "null";  // totals over everything on the daemon (API 1.52): not the profile's to see
-    } else {
-      out += simdjson::minify(v);
-    }
-  }
-  return out + "}\n";
+  // ContainerUsage and VolumeUsage (API 1.52) total everything on the daemon: not the
+  // profile's to see.
+  std::string out;
+  write_filtered(out, doc, {"Containers", "Volumes"}, owned, {"ContainerUsage", "VolumeUsage"});
+  return out + "\n";
 }
 
 std::vector<std::string> container_ids(std::string_view list_json) {

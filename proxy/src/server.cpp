@@ -178,20 +178,24 @@ void open_listener(listener& l, net::io_context& ioc, const serve_options& opts)
   l.socket.listen(net::socket_base::max_listen_connections);
 }
 
+// At the connection limit a gate listener is not served: new clients wait in the
+// kernel's backlog instead of being accepted and starved of descriptors. (Not the metrics
+// listener: the operator must see the limit.)
+net::awaitable<void> below_connection_limit(proxy_context& ctx, listener& l) {
+  bool warned = false;
+  while (ctx.connections.size() >= ctx.max_connections && !ctx.stopping) {
+    if (!warned) ctx.log->warn("connection limit {} reached on {}: not accepting until one closes", ctx.max_connections,
+                               l.address.to_string());
+    warned = true;
+    net::steady_timer wait(l.socket.get_executor(), std::chrono::milliseconds(10));
+    co_await wait.async_wait(use_tuple);
+  }
+}
+
 net::awaitable<void> accept_loop(proxy_context& ctx, listener& l) {
   const bool is_unix = l.address.scheme == common::endpoint::kind::unix_socket;
-  bool at_limit = false;
   for (;;) {
-    // At the connection limit the listener is not served: new clients wait in the
-    // kernel's backlog instead of being accepted and starved of descriptors.
-    while (ctx.connections.size() >= ctx.max_connections && !ctx.stopping) {
-      if (!at_limit) ctx.log->warn("connection limit {} reached on {}: not accepting until one closes", ctx.max_connections,
-                                   l.address.to_string());
-      at_limit = true;
-      net::steady_timer wait(l.socket.get_executor(), std::chrono::milliseconds(10));
-      co_await wait.async_wait(use_tuple);
-    }
-    at_limit = false;
+    co_await below_connection_limit(ctx, l);
     auto [ec, socket] = co_await l.socket.async_accept(use_tuple);
     if (!ec && l.tls && !ctx.stopping) {
       net::co_spawn(l.socket.get_executor(), serve_tls(ctx, *l.tls, std::move(socket)), net::detached);
@@ -265,18 +269,7 @@ net::awaitable<void> serve_metrics(proxy_context& ctx, protocol::socket socket) 
 }
 
 net::awaitable<void> metrics_loop(proxy_context& ctx, listener& l) {
-  bool at_limit = false;
   for (;;) {
-    // At the connection limit the listener is not served: new clients wait in the
-    // kernel's backlog instead of being accepted and starved of descriptors.
-    while (ctx.connections.size() >= ctx.max_connections && !ctx.stopping) {
-      if (!at_limit) ctx.log->warn("connection limit {} reached on {}: not accepting until one closes", ctx.max_connections,
-                                   l.address.to_string());
-      at_limit = true;
-      net::steady_timer wait(l.socket.get_executor(), std::chrono::milliseconds(10));
-      co_await wait.async_wait(use_tuple);
-    }
-    at_limit = false;
     auto [ec, socket] = co_await l.socket.async_accept(use_tuple);
     if (ctx.stopping || ec == net::error::operation_aborted) co_return;
     if (ec) continue;
