@@ -8,9 +8,15 @@ namespace dockgate::proxy {
 
 std::string format_audit(const audit_record& r) {
   std::string out;
-  out.reserve(256);
+  append_audit(out, r);
+  return out;
+}
+
+void append_audit(std::string& out, const audit_record& r) {
+  bool first = true;
   auto field = [&](std::string_view key, std::string_view value) {
-    out += out.empty() ? "{\"" : ",\"";
+    out += first ? "{\"" : ",\"";
+    first = false;
     out += key;
     out += "\":\"";
     common::append_json_escaped(out, value);
@@ -20,7 +26,8 @@ std::string format_audit(const audit_record& r) {
     out += ",\"";
     out += key;
     out += "\":";
-    out += std::to_string(value);
+    char digits[24];
+    out.append(digits, static_cast<std::size_t>(std::snprintf(digits, sizeof digits, "%llu", static_cast<unsigned long long>(value))));
   };
   field("client", r.client);
   field("profile", r.profile);
@@ -42,7 +49,6 @@ std::string format_audit(const audit_record& r) {
   out += ms;
   if (r.hijacked) out += ",\"hijacked\":true";
   out += '}';
-  return out;
 }
 
 }  // namespace dockgate::proxy

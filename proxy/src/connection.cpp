@@ -12,23 +12,25 @@
 //   spliced only after the daemon answered 101 (or the legacy 200 raw stream). Bytes
 //   already buffered on either side are forwarded first; half-close is passed on.
 // - Streams (events, logs, wait, pull progress) are relayed as they arrive, with no idle
-//   timeout, through one fixed buffer: no allocation per chunk.
+//   timeout and no allocation per chunk. A connection that waits (for a request, or for
+//   the next event) holds no I/O buffer: blocks come from the pool when data arrives.
+// - A response whose end is already in hand is relayed with one gathered write; a
+//   hijacked stream moves through a pipe with splice(2), never through user space.
 #include "connection.hpp"
 
 #include "bind_check.hpp"
 
+#include <fcntl.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/write.hpp>
-#include <boost/beast/http/buffer_body.hpp>
-#include <boost/beast/http/parser.hpp>
-#include <boost/beast/http/read.hpp>
-#include <boost/beast/http/serializer.hpp>
 #include <boost/beast/http/status.hpp>
-#include <boost/beast/http/write.hpp>
+#include <cerrno>
 #include <cstring>
+#include <span>
 
 #include "dockgate/common/error_body.hpp"
 #include "dockgate/policy/ownership.hpp"
@@ -53,10 +55,9 @@ void set_no_delay(protocol::socket& s) {
   s.set_option(net::ip::tcp::no_delay(true), ignored);
 }
 
-bool is_raw_stream(const http::response_header<>& res) {
-  auto type = res[http::field::content_type];
-  return type == "application/vnd.docker.raw-stream" ||
-         type == "application/vnd.docker.multiplexed-stream";
+bool is_raw_stream(const response_head& res) {
+  return res.content_type == "application/vnd.docker.raw-stream" ||
+         res.content_type == "application/vnd.docker.multiplexed-stream";
 }
 
 std::string_view path_of(std::string_view target) { return target.substr(0, target.find('?')); }
@@ -65,7 +66,7 @@ constexpr std::string_view last_chunk = "0\r\n\r\n";
 
 // One chunk of a chunked body in the proxy's own framing, written with one gather write
 // and no allocation (Beast's chunked serializer allocates a shared_ptr per chunk).
-net::awaitable<beast::error_code> write_chunk(stream& s, std::string_view data) {
+net::awaitable<beast::error_code> write_chunk(protocol::socket& s, std::string_view data) {
   char size_line[24];
   const int len = std::snprintf(size_line, sizeof size_line, "%zx\r\n", data.size());
   const std::array<net::const_buffer, 3> chunk{net::buffer(size_line, static_cast<std::size_t>(len)),
@@ -86,15 +87,15 @@ connection::connection(proxy_context& ctx, protocol::socket socket, std::string 
       policy_(ctx.policy),
       profile_ptr_(policy_->select(identity_)),
       profile_(profile_ptr_ ? profile_ptr_ : &no_profile()),
-      in_(new char[in_capacity]),
-      body_(new char[chunk_size]) {
-  set_no_delay(client_.socket());
-  out_.reserve(4096);
+      in_block_(ctx.buffers),
+      response_(ctx.buffers) {
+  set_no_delay(client_);
   ctx_.connections.insert(this);
   ctx_.stats.connection(+1);
 }
 
 connection::~connection() {
+  ctx_.give_back_head(std::move(head_));
   ctx_.connections.erase(this);
   ctx_.stats.connection(-1);
 }
@@ -104,8 +105,20 @@ void connection::shutdown() {
 }
 
 void connection::abort() {
-  client_.close();
-  if (upstream_) upstream_->close();
+  beast::error_code ignored;
+  client_.close(ignored);
+  if (upstream_) upstream_->close(ignored);
+}
+
+void connection::check_deadline(std::chrono::steady_clock::time_point now) {
+  if (now < deadline_) return;
+  clear_deadline();
+  if (!deadline_upstream_only_) {
+    abort();
+  } else if (upstream_) {
+    beast::error_code ignored;
+    upstream_->close(ignored);
+  }
 }
 
 const policy::profile& connection::no_profile() {
@@ -125,36 +138,76 @@ bool connection::enforce(const policy::deny& d) {
 
 void connection::compact() {
   if (in_begin_ == 0) return;
-  std::memmove(in_.get(), in_.get() + in_begin_, in_end_ - in_begin_);
+  std::memmove(in_data_, in_data_ + in_begin_, in_end_ - in_begin_);
   in_end_ -= in_begin_;
   in_begin_ = 0;
+}
+
+char* connection::in_buffer() {
+  if (!in_data_) {
+    in_data_ = in_block_.get();
+    in_capacity_ = in_block_.size();
+  }
+  return in_data_;
+}
+
+// A head longer than a block (up to max_head_bytes): the rare large buffer.
+bool connection::grow_in_buffer() {
+  if (in_large_) return false;
+  compact();
+  auto large = std::make_unique<char[]>(large_in_capacity);
+  std::memcpy(large.get(), in_data_, in_end_);
+  in_block_.release();
+  in_large_ = std::move(large);
+  in_data_ = in_large_.get();
+  in_capacity_ = large_in_capacity;
+  return true;
+}
+
+void connection::release_in_buffer_if_empty() {
+  if (in_begin_ != in_end_) return;
+  in_block_.release();
+  in_large_.reset();
+  in_data_ = nullptr;
+  in_capacity_ = in_begin_ = in_end_ = 0;
 }
 
 net::awaitable<void> connection::run() {
   try {
     while (!ctx_.stopping) {
-      if (co_await serve_one() == outcome::close) break;
+      auto o = co_await serve_one();
+      if (o == outcome::relay_stream) {
+        // The request's frames are gone; what the stream needs lives in members. Client
+        // bytes pipelined behind the request (rare) keep their buffer until it ends.
+        ctx_.give_back_head(std::move(head_));
+        release_in_buffer_if_empty();
+        o = co_await relay_stream();
+      }
+      if (o == outcome::close) break;
     }
   } catch (const std::exception& e) {
     ctx_.log->error("client {}: connection failed: {}", client_id_, e.what());
   }
+  response_.release();
   // Lingering close: stop sending, then drain what the client still sends for a moment,
   // so that a refusal is not destroyed by a reset while the client is still writing.
   beast::error_code ec;
-  client_.socket().shutdown(net::socket_base::shutdown_send, ec);
+  client_.shutdown(net::socket_base::shutdown_send, ec);
   if (!ec) {
-    client_.expires_after(linger_timeout);
+    set_deadline(linger_timeout);
+    in_begin_ = in_end_ = 0;
     for (int i = 0; i < 64; ++i) {
-      auto [rec, n] = co_await client_.async_read_some(net::buffer(in_.get(), in_capacity), use_tuple);
+      auto [rec, n] = co_await client_.async_read_some(net::buffer(in_buffer(), in_capacity_), use_tuple);
       if (rec) break;
     }
   }
-  client_.close();
-  if (upstream_) upstream_->close();
+  clear_deadline();
+  client_.close(ec);
+  if (upstream_) upstream_->close(ec);
 }
 
 net::awaitable<bool> connection::read_head(std::size_t& head_size) {
-  client_.expires_after(ctx_.options.head_timeout);
+  set_deadline(ctx_.options.head_timeout);
   head_size = 0;
   for (;;) {
     std::string_view have = buffered();
@@ -163,11 +216,19 @@ net::awaitable<bool> connection::read_head(std::size_t& head_size) {
       co_return true;
     }
     if (have.size() > max_head_bytes) co_return true;  // head_size 0: too large
-    compact();
-    idle_ = in_end_ == 0;
+    idle_ = have.empty();
     if (idle_ && ctx_.stopping) co_return false;
-    auto [ec, n] = co_await client_.async_read_some(
-        net::buffer(in_.get() + in_end_, in_capacity - in_end_), use_tuple);
+    if (idle_) {
+      // Waiting for the next request: no buffer and no parsed head held meanwhile.
+      release_in_buffer_if_empty();
+      ctx_.give_back_head(std::move(head_));
+      auto [wec] = co_await client_.async_wait(net::socket_base::wait_read, use_tuple);
+      if (wec) co_return false;
+    }
+    in_buffer();
+    compact();
+    if (in_end_ == in_capacity_ && !grow_in_buffer()) co_return true;  // too large
+    auto [ec, n] = co_await client_.async_read_some(net::buffer(in_data_ + in_end_, in_capacity_ - in_end_), use_tuple);
     idle_ = false;
     in_end_ += n;
     if (ec) co_return false;  // EOF, reset, timeout or shutdown: nothing to answer
@@ -191,7 +252,7 @@ net::awaitable<void> connection::refuse(unsigned status, std::string_view rule,
   out_ += std::to_string(body.size());
   out_ += "\r\nConnection: close\r\n\r\n";
   if (!(audit_.method == "HEAD")) out_ += body;
-  client_.expires_after(refusal_write_timeout);
+  set_deadline(refusal_write_timeout);
   co_await net::async_write(client_, net::buffer(out_), use_tuple);
   finish_audit(status);
 }
@@ -200,7 +261,7 @@ void connection::finish_audit(unsigned status) {
   audit_.status = status;
   audit_.duration_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started_).count();
-  ctx_.audit->info(format_audit(audit_));
+  ctx_.audit.write(audit_);
   ctx_.stats.record(profile_ptr_ ? std::string_view(profile_->name) : std::string_view(), audit_.operation,
                     audit_.verdict == "deny", status, audit_.rule, audit_.duration_ms / 1000);
   if (audit_.rule == "upstream") ctx_.stats.upstream_error();
@@ -209,6 +270,7 @@ void connection::finish_audit(unsigned status) {
 net::awaitable<connection::outcome> connection::serve_one() {
   std::size_t head_size = 0;
   if (!co_await read_head(head_size)) co_return outcome::close;
+  if (!head_) head_ = ctx_.take_head();
   // A reloaded policy (SIGHUP) applies from the next request on; a request in flight, a
   // stream or a hijacked session keeps the policy it started with (policy_ holds it).
   if (policy_ != ctx_.policy) {
@@ -227,17 +289,17 @@ net::awaitable<connection::outcome> connection::serve_one() {
     co_await refuse(431, "framing", "dockgate: request head too large");
     co_return outcome::close;
   }
-  if (auto err = parse_request_head(buffered().substr(0, head_size), head_)) {
+  if (auto err = parse_request_head(buffered().substr(0, head_size), *head_)) {
     std::string message = "dockgate: ";
     message += head_error_text(*err);
     co_await refuse(400, "framing", message);
     co_return outcome::close;
   }
-  audit_.method = policy::method_name(head_.method);
-  path_.assign(path_of(head_.target));  // the head's bytes move once the body is read
+  audit_.method = policy::method_name(head_->method);
+  path_.assign(path_of(head_->target));  // the head's bytes move once the body is read
   audit_.path = path_;
 
-  auto routed = policy::route_request(head_.method, head_.target);
+  auto routed = policy::route_request(head_->method, head_->target);
   if (auto* err = std::get_if<policy::route_error>(&routed); err && *err == policy::route_error::unsupported_version) {
     // Answered in the daemon's words: a client reads "too new" to negotiate down.
     const std::string_view segment = std::string_view(path_).substr(2, path_.find('/', 1) - 2);
@@ -295,21 +357,21 @@ net::awaitable<connection::outcome> connection::serve_one() {
   // stream is ended cleanly (its last chunk) rather than cut.
   endless_stream_ = r.op == policy::operation::SystemEvents || r.op == policy::operation::ContainerLogs ||
                     r.op == policy::operation::ContainerStats || r.op == policy::operation::ContainerWait;
-  const bool upgrade = head_.connection_upgrade || !head_.upgrade.empty();
+  const bool upgrade = head_->connection_upgrade || !head_->upgrade.empty();
   if (upgrade && !hijack) {
     co_await refuse(400, "upgrade", "dockgate: Upgrade is allowed only on ContainerAttach and ExecStart");
     co_return outcome::close;
   }
-  if (upgrade && (!head_.connection_upgrade || !iequals(head_.upgrade, "tcp"))) {
+  if (upgrade && (!head_->connection_upgrade || !iequals(head_->upgrade, "tcp"))) {
     co_await refuse(400, "upgrade", "dockgate: only \"Connection: Upgrade\" with \"Upgrade: tcp\" is supported");
     co_return outcome::close;
   }
   const auto body = policy::operation_body(r.op);
-  if (head_.has_body()) {
+  if (head_->has_body()) {
     // dockerd's ParseForm reads a form body into the same values as the query, ahead of
     // it: a form body could override what the query check saw.
-    for (std::size_t i = 0; i < head_.field_count; ++i) {
-      const auto& f = head_.fields[i];
+    for (std::size_t i = 0; i < head_->field_count; ++i) {
+      const auto& f = head_->fields[i];
       if (!iequals(f.name, "content-type")) continue;
       const std::string_view type = f.value.substr(0, f.value.find(';'));
       if (iequals(type, "application/x-www-form-urlencoded") || iequals(type, "multipart/form-data")) {
@@ -323,7 +385,7 @@ net::awaitable<connection::outcome> connection::serve_one() {
   // passes the query review only as a pull, whose body the daemon never reads (dockerode
   // sends one); the import form, which reads it, is refused there.
   const bool drop_body =
-      (body == policy::body_kind::none || r.op == policy::operation::ImageCreate) && head_.has_body();
+      (body == policy::body_kind::none || r.op == policy::operation::ImageCreate) && head_->has_body();
   if (drop_body) dropped_ += dropped_.empty() ? "body" : ",body";
   audit_.verdict = "allow";
 
@@ -335,13 +397,13 @@ net::awaitable<connection::outcome> connection::serve_one() {
 
   // From here the head's bytes may move (the body is read into the same buffer): the head
   // is serialised first, and only values of head_ are used afterwards.
-  const bool json_body = body == policy::body_kind::json && head_.has_body();
+  const bool json_body = body == policy::body_kind::json && head_->has_body();
   if (!dropped_.empty()) audit_.dropped = dropped_;
   serialize_request_head(upgrade);
   consume(head_size);
   body_decoder_ = chunked_decoder{};
-  body_remaining_ = head_.content_length.value_or(0);
-  if (head_.expect_continue && head_.has_body()) {
+  body_remaining_ = head_->content_length.value_or(0);
+  if (head_->expect_continue && head_->has_body()) {
     static constexpr std::string_view continue_100 = "HTTP/1.1 100 Continue\r\n\r\n";
     auto [ec, n] = co_await net::async_write(client_, net::buffer(continue_100), use_tuple);
     if (ec) co_return outcome::close;
@@ -421,11 +483,11 @@ net::awaitable<connection::outcome> connection::serve_one() {
     out_ += "\r\n";
   } else if (drop_body) {
     // no body upstream
-  } else if (head_.chunked) {
+  } else if (head_->chunked) {
     out_ += "Transfer-Encoding: chunked\r\n";
-  } else if (head_.content_length) {
+  } else if (head_->content_length) {
     out_ += "Content-Length: ";
-    out_ += std::to_string(*head_.content_length);
+    out_ += std::to_string(*head_->content_length);
     out_ += "\r\n";
   }
   out_ += "\r\n";
@@ -434,7 +496,7 @@ net::awaitable<connection::outcome> connection::serve_one() {
     co_await refuse(502, "upstream", "dockgate: cannot reach the Docker daemon");
     co_return outcome::close;
   }
-  upstream_->expires_never();
+  clear_deadline();
   const std::array<net::const_buffer, 2> request{
       net::buffer(out_), net::buffer(json_body_.data(), json_body ? json_body_.size() : 0)};
   auto [ec, n] = co_await net::async_write(*upstream_, request, use_tuple);
@@ -444,16 +506,17 @@ net::awaitable<connection::outcome> connection::serve_one() {
     co_return outcome::close;
   }
   if (json_body) audit_.bytes_in = json_body_.size();
-  else if (head_.has_body() && !drop_body && !co_await forward_body()) co_return outcome::close;
+  else if (head_->has_body() && !drop_body && !co_await forward_body()) co_return outcome::close;
   co_return co_await relay_response(hijack);
 }
 
 net::awaitable<bool> connection::connect_upstream() {
-  if (upstream_ && upstream_->socket().is_open()) co_return true;
+  if (upstream_ && upstream_->is_open()) co_return true;
   upstream_.emplace(client_.get_executor());
   upstream_buffer_.clear();
-  upstream_->expires_after(upstream_connect_timeout);
+  set_deadline(upstream_connect_timeout, true);
   auto [ec] = co_await upstream_->async_connect(ctx_.upstream, use_tuple);
+  clear_deadline();
   if (ec) {
     ctx_.log->error("upstream connect failed: {}", ec.message());
     upstream_.reset();
@@ -463,21 +526,21 @@ net::awaitable<bool> connection::connect_upstream() {
     ctx_.api_version.reset();
     co_return false;
   }
-  set_no_delay(upstream_->socket());
+  set_no_delay(*upstream_);
   co_return true;
 }
 
 // Request line and the client's end-to-end headers into out_; the caller adds framing.
 void connection::serialize_request_head(bool upgrade) {
   out_.clear();
-  out_ += policy::method_name(head_.method);
+  out_ += policy::method_name(head_->method);
   out_ += ' ';
   out_ += target_;
   out_ += " HTTP/1.1\r\n";
   bool has_host = false;
-  for (std::size_t i = 0; i < head_.field_count; ++i) {
-    const auto& f = head_.fields[i];
-    if (is_hop_by_hop(f.name, head_.connection)) continue;
+  for (std::size_t i = 0; i < head_->field_count; ++i) {
+    const auto& f = head_->fields[i];
+    if (is_hop_by_hop(f.name, head_->connection)) continue;
     has_host = has_host || iequals(f.name, "host");
     out_ += f.name;
     out_ += ": ";
@@ -489,11 +552,11 @@ void connection::serialize_request_head(bool upgrade) {
 }
 
 net::awaitable<bool> connection::read_client_more() {
+  in_buffer();
   compact();
-  if (in_end_ == in_capacity) co_return false;
-  client_.expires_after(ctx_.options.body_timeout);
-  auto [ec, n] = co_await client_.async_read_some(
-      net::buffer(in_.get() + in_end_, in_capacity - in_end_), use_tuple);
+  if (in_end_ == in_capacity_) co_return false;
+  set_deadline(ctx_.options.body_timeout);
+  auto [ec, n] = co_await client_.async_read_some(net::buffer(in_data_ + in_end_, in_capacity_ - in_end_), use_tuple);
   in_end_ += n;
   co_return n > 0;
 }
@@ -503,7 +566,7 @@ net::awaitable<bool> connection::read_client_more() {
 // request-body framing, for bodies read whole and bodies streamed alike.
 net::awaitable<std::pair<connection::body_piece, std::string_view>> connection::next_body_piece() {
   for (;;) {
-    if (head_.chunked) {
+    if (head_->chunked) {
       auto res = body_decoder_.feed(buffered());
       consume(res.consumed);  // the bytes stay in place until read_client_more compacts
       switch (res.state) {
@@ -530,7 +593,7 @@ net::awaitable<std::pair<connection::body_piece, std::string_view>> connection::
 // sent upstream yet: a client that stops mid-body gets nothing forwarded.
 net::awaitable<bool> connection::read_json_body(std::size_t limit) {
   json_body_.clear();
-  if (head_.content_length.value_or(0) > limit) {
+  if (head_->content_length.value_or(0) > limit) {
     co_await refuse(413, "body", "dockgate: request body too large");
     co_return false;
   }
@@ -559,7 +622,7 @@ net::awaitable<bool> connection::forward_body() {
     auto [status, data] = co_await next_body_piece();
     beast::error_code ec;
     if (status == body_piece::data) {
-      if (head_.chunked) {
+      if (head_->chunked) {
         ec = co_await write_chunk(*upstream_, data);
       } else {
         ec = std::get<0>(co_await net::async_write(*upstream_, net::buffer(data.data(), data.size()), use_tuple));
@@ -567,7 +630,7 @@ net::awaitable<bool> connection::forward_body() {
       audit_.bytes_in += data.size();
       if (!ec) continue;
     } else if (status == body_piece::done) {
-      if (head_.chunked) ec = std::get<0>(co_await net::async_write(*upstream_, net::buffer(last_chunk), use_tuple));
+      if (head_->chunked) ec = std::get<0>(co_await net::async_write(*upstream_, net::buffer(last_chunk), use_tuple));
       if (!ec) co_return true;
     }
     // The daemon saw a partial request: that upstream connection is unusable.
@@ -578,32 +641,43 @@ net::awaitable<bool> connection::forward_body() {
 }
 
 net::awaitable<connection::outcome> connection::relay_response(bool hijack_allowed) {
-  http::response_parser<http::buffer_body> parser;
-  parser.body_limit(boost::none);  // streams are unbounded by design
-  parser.header_limit(max_head_bytes);
-  if (head_.method == policy::http_method::head) parser.skip(true);
-  upstream_->expires_never();  // wait, logs and pull answer when they answer
-  auto [ec, n] = co_await http::async_read_header(*upstream_, upstream_buffer_, parser, use_tuple);
-  if (ec) {
+  // The head (and whatever of the body came with it) in one read into a pooled block. The
+  // wait is unbounded: wait, logs and pull answer when they answer.
+  clear_deadline();
+  char* buf = response_.get();
+  response_begin_ = response_end_ = 0;
+  std::size_t head_size = 0;
+  while (head_size == 0) {
+    auto [ec, n] = co_await upstream_->async_read_some(net::buffer(buf + response_end_, response_.size() - response_end_), use_tuple);
+    response_end_ += n;
+    head_size = find_head_end({buf, response_end_});
+    if (head_size == 0 && (ec || response_end_ == response_.size())) {
+      upstream_.reset();
+      co_await refuse(502, "upstream", ec ? "dockgate: no response from the Docker daemon"
+                                          : "dockgate: the Docker daemon's response head is too large");
+      co_return outcome::close;
+    }
+  }
+  response_head res;
+  if (!parse_response_head({buf, head_size}, res) || (res.status < 200 && res.status != 101)) {
     upstream_.reset();
-    co_await refuse(502, "upstream", "dockgate: no response from the Docker daemon");
+    co_await refuse(502, "upstream", "dockgate: malformed response from the Docker daemon");
     co_return outcome::close;
   }
-  auto& res = parser.get();
-  const unsigned status = res.result_int();
+  response_begin_ = head_size;
+  const unsigned status = res.status;
+  const bool head_request = head_->method == policy::http_method::head;
 
-  if (hijack_allowed && (status == 101 || (status == 200 && !res.has_content_length() &&
-                                           !res.chunked() && is_raw_stream(res)))) {
+  if (hijack_allowed && (status == 101 || (status == 200 && !res.content_length && !res.chunked && is_raw_stream(res)))) {
     write_response_head(res, response_framing::raw, false);
-    client_.expires_never();
     auto [wec, wn] = co_await net::async_write(client_, net::buffer(out_), use_tuple);
     audit_.hijacked = true;
     if (!wec) {
-      auto leftover = upstream_buffer_.data();
       ctx_.stats.hijack(+1);
-      co_await splice({static_cast<const char*>(leftover.data()), leftover.size()});
+      co_await splice({buf + response_begin_, response_end_ - response_begin_});
       ctx_.stats.hijack(-1);
     }
+    response_.release();
     finish_audit(status);
     co_return outcome::close;
   }
@@ -611,182 +685,254 @@ net::awaitable<connection::outcome> connection::relay_response(bool hijack_allow
   // How the body goes to the client. The proxy writes its own framing: the daemon's
   // connection headers belong to the daemon's hop.
   response_framing framing = response_framing::none;
-  if (!parser.is_done()) {
-    if (res.has_content_length()) framing = response_framing::length;
-    else if (res.chunked() && head_.version_minor == 1) framing = response_framing::chunked;
+  if (res.has_body(head_request)) {
+    if (res.content_length) framing = *res.content_length ? response_framing::length : response_framing::none;
+    else if (res.chunked && head_->version_minor == 1) framing = response_framing::chunked;
     else framing = response_framing::raw;  // until the daemon closes (or HTTP/1.0 client)
   }
-  const bool upstream_keeps = parser.keep_alive();
+  upstream_keeps_ = res.keep_alive;
   const bool whole_list = filter_ == response_filter::container_list || filter_ == response_filter::networks ||
                           filter_ == response_filter::volume_list || filter_ == response_filter::data_usage;
   if (((whole_list && status == 200) || (filter_ == response_filter::create_warnings && status == 201)) &&
       framing != response_framing::none) {
     // A container list is filtered whole: only the profile's own containers go back. A
     // create answer gains the warnings of what the profile changed.
-    const bool keep = head_.keep_alive && !ctx_.stopping;
-    co_await relay_filtered_list(parser, keep);
+    const bool keep = head_->keep_alive && !ctx_.stopping;
+    const bool whole = co_await read_whole_body(res, 64 * 1024 * 1024);
+    if (whole) co_await relay_filtered_list(res, keep);
+    response_.release();
+    if (json_body_.capacity() > 1024 * 1024) json_body_.shrink_to_fit();
     finish_audit(status);
-    if (!upstream_keeps || !parser.is_done()) upstream_.reset();
-    co_return keep && parser.is_done() ? outcome::keep_alive : outcome::close;
+    if (!whole || !upstream_keeps_) upstream_.reset();
+    co_return keep && whole ? outcome::keep_alive : outcome::close;
   }
-  const bool filter_events = filter_ == response_filter::events && status == 200;
-  event_line_.clear();
-  const bool keep = head_.keep_alive && framing != response_framing::raw && !ctx_.stopping;
+  const bool keep = head_->keep_alive && framing != response_framing::raw && !ctx_.stopping;
   write_response_head(res, framing, keep);
-  client_.expires_never();
-  struct open_stream {
-    metrics* stats = nullptr;
-    ~open_stream() {
-      if (stats) stats->stream(-1);
-    }
-  } streaming;
-  if (framing == response_framing::chunked || framing == response_framing::raw) {
-    streaming.stats = &ctx_.stats;
-    ctx_.stats.stream(+1);
-  }
-
-  // Reads the next piece of the body into the fixed buffer; 0 with `done` at the end.
-  bool relay_failed = false;
-  auto read_piece = [&]() -> net::awaitable<std::size_t> {
-    for (;;) {
-      res.body().data = body_.get();
-      res.body().size = chunk_size;
-      auto [rec, rn] = co_await http::async_read_some(*upstream_, upstream_buffer_, parser, use_tuple);
-      if (rec == http::error::need_buffer) rec = {};
-      if (rec) {
-        relay_failed = true;
-        upstream_ended_ = rec != net::error::operation_aborted;  // the daemon's side, not ours
-        co_return 0;
-      }
-      const std::size_t got = chunk_size - res.body().size;
-      // A read may parse only framing (a chunk header): nothing to send yet.
-      if (got > 0 || parser.is_done()) co_return got;
-    }
-  };
+  response_status_ = status;
+  response_keep_alive_ = keep;
+  client_gone_ = relay_failed_ = false;
 
   if (framing == response_framing::none || framing == response_framing::length) {
-    // A sized response: the head goes out with the first body bytes, in one write.
+    // A sized response: the head goes out with the body bytes in hand, in one write.
+    std::uint64_t remaining = framing == response_framing::length ? *res.content_length : 0;
     std::string_view head = out_;
-    while (!relay_failed) {
-      const std::size_t got = framing == response_framing::none ? 0 : co_await read_piece();
-      const std::array<net::const_buffer, 2> pieces{net::buffer(head.data(), head.size()),
-                                                    net::buffer(body_.get(), got)};
+    const char* data = buf + response_begin_;
+    std::size_t got = static_cast<std::size_t>(std::min<std::uint64_t>(remaining, response_end_ - response_begin_));
+    for (;;) {
+      const std::array<net::const_buffer, 2> pieces{net::buffer(head.data(), head.size()), net::buffer(data, got)};
       auto [wec, wn] = co_await net::async_write(client_, pieces, use_tuple);
-      if (wec) relay_failed = true;
       audit_.bytes_out += got;
+      remaining -= got;
       head = {};
-      if (framing == response_framing::none || parser.is_done()) break;
+      if (wec) relay_failed_ = true;
+      if (wec || remaining == 0) break;
+      auto [rec, rn] = co_await upstream_->async_read_some(
+          net::buffer(buf, static_cast<std::size_t>(std::min<std::uint64_t>(remaining, response_.size()))), use_tuple);
+      if (rec) {
+        relay_failed_ = true;
+        break;
+      }
+      data = buf;
+      got = rn;
     }
-  } else {
-    // A stream: the head goes out now (a `wait` client learns it is registered), then
-    // each piece as it comes, while watching for the client to go away.
-    bool relay_done = false;
-    auto relay = [&]() -> net::awaitable<void> {
-      auto [hec, hn] = co_await net::async_write(client_, net::buffer(out_), use_tuple);
-      relay_failed = static_cast<bool>(hec);
-      while (!relay_failed && !parser.is_done()) {
-        const std::size_t got = co_await read_piece();
-        if (relay_failed || got == 0) continue;
-        std::string_view piece(body_.get(), got);
-        if (filter_events) {
-          // Events of containers the profile does not own are dropped, line by line.
-          event_line_.append(piece);
-          std::size_t keep_upto = 0;
-          std::size_t start = 0;
-          std::string owned;
-          for (std::size_t nl; (nl = event_line_.find('\n', start)) != std::string::npos; start = nl + 1) {
-            const std::string_view line(event_line_.data() + start, nl + 1 - start);
-            if (policy::event_owned(line, profile_->rules.owner)) owned.append(line);
-            keep_upto = nl + 1;
-          }
-          event_line_.erase(0, keep_upto);
-          if (event_line_.size() > 1024 * 1024) {  // one event line, not a stream
-            relay_failed = true;
-            continue;
-          }
-          if (owned.empty()) continue;
-          audit_.bytes_out += owned.size();
-          beast::error_code wec =
-              framing == response_framing::chunked
-                  ? co_await write_chunk(client_, owned)
-                  : std::get<0>(co_await net::async_write(client_, net::buffer(owned), use_tuple));
-          relay_failed = static_cast<bool>(wec);
-          continue;
-        }
-        audit_.bytes_out += got;
-        beast::error_code wec =
-            framing == response_framing::chunked
-                ? co_await write_chunk(client_, piece)
-                : std::get<0>(co_await net::async_write(client_, net::buffer(piece.data(), piece.size()), use_tuple));
-        relay_failed = static_cast<bool>(wec);
-      }
-      // A daemon that went away mid-stream (restart, crash) ends an endless stream as the
-      // daemon would have on a clean stop; the client (not gone) sees its end, not a cut.
-      const bool daemon_gone = relay_failed && !client_gone_ && endless_stream_ && upstream_ended_;
-      if ((!relay_failed || daemon_gone) && framing == response_framing::chunked) {
-        auto [lec, ln] = co_await net::async_write(client_, net::buffer(last_chunk), use_tuple);
-        relay_failed = static_cast<bool>(lec) || daemon_gone;
-      }
-      relay_done = true;
-      beast::error_code ignored;
-      client_.socket().cancel(ignored);  // ends the watcher below
-    };
-    // A client that goes away mid-stream (Ctrl-C on `docker events`) ends the stream,
-    // even when the daemon has nothing to send for a long time.
-    auto watch = [&]() -> net::awaitable<void> {
-      while (!relay_done) {
-        compact();
-        if (in_end_ == in_capacity) break;  // pipelined bytes fill the buffer: stop watching
-        auto [wec, wn] = co_await client_.socket().async_read_some(
-            net::buffer(in_.get() + in_end_, in_capacity - in_end_), use_tuple);
-        in_end_ += wn;
-        if (wec && !relay_done) {
-          client_gone_ = true;
-          beast::error_code ignored;
-          if (upstream_) upstream_->socket().cancel(ignored);
-          break;
-        }
-        if (wec) break;
-      }
-    };
-    co_await (relay() && watch());
+    response_.release();
+    finish_audit(status);
+    if (relay_failed_ || !upstream_keeps_) upstream_.reset();
+    if (relay_failed_) co_return outcome::close;
+    co_return keep ? outcome::keep_alive : outcome::close;
   }
-  finish_audit(status);
-  if (relay_failed || client_gone_ || !upstream_keeps || !parser.is_done()) upstream_.reset();
-  if (relay_failed || client_gone_) co_return outcome::close;
-  co_return keep ? outcome::keep_alive : outcome::close;
+  // Chunked or until close: relay_stream, from run().
+  framing_ = framing;
+  response_chunked_in_ = res.chunked;
+  response_head_pending_ = true;
+  stream_ended_ = upstream_ended_ = false;
+  response_decoder_ = chunked_decoder{};
+  event_line_.clear();
+  co_return outcome::relay_stream;
 }
 
-void connection::write_response_head(const http::response_header<>& res, response_framing framing,
-                                     bool keep_alive) {
+net::awaitable<connection::outcome> connection::relay_stream() {
+  struct open_stream {
+    metrics& stats;
+    explicit open_stream(metrics& s) : stats(s) { stats.stream(+1); }
+    ~open_stream() { stats.stream(-1); }
+  };
+  // What came with the head first: a body already whole (an inspect answer, which the
+  // daemon chunks) goes out with the head in one write and never waits.
+  co_await relay_buffered_stream();
+  if (!stream_ended_ && !relay_failed_) {
+    open_stream streaming(ctx_.stats);
+    // A client that goes away mid-stream (Ctrl-C on `docker events`) ends the stream,
+    // even when the daemon has nothing to send for a long time. The watch is a plain
+    // callback, not a second coroutine: a held stream costs two waiting operations.
+    stream_waiting_ = true;
+    watch_client();
+    co_await pump_stream();
+    stream_waiting_ = false;
+    beast::error_code ignored;
+    client_.cancel(ignored);
+    // The cancelled watch completes first (the executor runs handlers in order): once it
+    // has, nothing refers to this connection from outside it.
+    while (watch_pending_) co_await net::post(client_.get_executor(), net::use_awaitable);
+  }
+  response_.release();
+  finish_audit(response_status_);
+  if (relay_failed_ || client_gone_ || !upstream_keeps_ || !stream_ended_ || !response_chunked_in_) upstream_.reset();
+  if (relay_failed_ || client_gone_ || !stream_ended_) co_return outcome::close;
+  co_return response_keep_alive_ ? outcome::keep_alive : outcome::close;
+}
+
+// Relays what the response block holds, and the head if it has not gone yet, in one
+// gathered write: every complete chunk in the block becomes one chunk of the proxy's.
+net::awaitable<void> connection::relay_buffered_stream() {
+  std::string_view in(response_.get() + response_begin_, response_end_ - response_begin_);
+  response_begin_ = response_end_ = 0;
+  const bool chunked_out = framing_ == response_framing::chunked;
+  constexpr std::size_t max_pieces = 32;
+  std::array<net::const_buffer, max_pieces + 5> out;
+  std::array<std::string_view, max_pieces> pieces;
+  while (!relay_failed_ && (!in.empty() || response_head_pending_)) {
+    std::size_t count = 0;
+    while (!in.empty() && count < max_pieces && !stream_ended_) {
+      if (!response_chunked_in_) {  // until close: the bytes as they are
+        pieces[count++] = in;
+        in = {};
+        break;
+      }
+      auto r = response_decoder_.feed(in);
+      in.remove_prefix(r.consumed);
+      if (r.state == chunked_decoder::status::data) pieces[count++] = r.data;
+      else if (r.state == chunked_decoder::status::done) stream_ended_ = true;
+      else if (r.state == chunked_decoder::status::error) relay_failed_ = true;
+      if (relay_failed_) co_return;  // the daemon's framing is broken: the client's connection ends
+    }
+    if (filter_ == response_filter::events && response_status_ == 200 && count > 0) {
+      // Events of containers the profile does not own are dropped, line by line.
+      owned_events_.clear();
+      for (std::size_t i = 0; i < count; ++i) {
+        event_line_.append(pieces[i]);
+        std::size_t keep_upto = 0;
+        for (std::size_t start = 0, nl; (nl = event_line_.find('\n', start)) != std::string::npos; start = nl + 1) {
+          const std::string_view line(event_line_.data() + start, nl + 1 - start);
+          if (policy::event_owned(line, profile_->rules.owner)) owned_events_.append(line);
+          keep_upto = nl + 1;
+        }
+        event_line_.erase(0, keep_upto);
+      }
+      if (event_line_.size() > 1024 * 1024) {  // one event line, not a stream
+        relay_failed_ = true;
+        co_return;
+      }
+      count = owned_events_.empty() ? 0 : 1;
+      pieces[0] = owned_events_;
+    }
+    std::size_t total = 0;
+    for (std::size_t i = 0; i < count; ++i) total += pieces[i].size();
+    std::size_t n = 0;
+    if (response_head_pending_) out[n++] = net::buffer(out_);
+    char size_line[24];
+    if (total > 0) {
+      if (chunked_out) {
+        const int len = std::snprintf(size_line, sizeof size_line, "%zx\r\n", total);
+        out[n++] = net::buffer(size_line, static_cast<std::size_t>(len));
+      }
+      for (std::size_t i = 0; i < count; ++i) out[n++] = net::buffer(pieces[i].data(), pieces[i].size());
+      if (chunked_out) out[n++] = net::buffer("\r\n", 2);
+    }
+    if (stream_ended_ && chunked_out) out[n++] = net::buffer(last_chunk);
+    if (n > 0) {
+      response_head_pending_ = false;
+      auto [wec, wn] = co_await net::async_write(client_, std::span(out.data(), n), use_tuple);
+      audit_.bytes_out += total;
+      if (wec) relay_failed_ = true;
+    }
+    if (stream_ended_) {
+      if (!in.empty()) upstream_keeps_ = false;  // bytes past the end: that connection is not reused
+      break;
+    }
+  }
+}
+
+// The daemon's side of a stream: wait (holding no block), read what it has, relay it.
+net::awaitable<void> connection::pump_stream() {
+  while (!relay_failed_ && !stream_ended_) {
+    response_.release();
+    auto [wec] = co_await upstream_->async_wait(net::socket_base::wait_read, use_tuple);
+    beast::error_code ec = wec;
+    if (!ec) {
+      auto [rec, n] = co_await upstream_->async_read_some(net::buffer(response_.get(), response_.size()), use_tuple);
+      response_begin_ = 0;
+      response_end_ = n;
+      if (n > 0) co_await relay_buffered_stream();
+      ec = rec;
+    }
+    if (!ec) continue;
+    if (ec == net::error::eof && !response_chunked_in_) {
+      stream_ended_ = true;  // a body framed by the daemon's close has ended
+    } else if (!stream_ended_) {
+      upstream_ended_ = ec != net::error::operation_aborted;  // the daemon's side, not ours
+      relay_failed_ = true;
+    }
+  }
+  // A daemon that went away mid-stream (restart, crash) ends an endless stream as the
+  // daemon would have on a clean stop; the client (not gone) sees its end, not a cut.
+  const bool daemon_gone = relay_failed_ && !client_gone_ && endless_stream_ && upstream_ended_;
+  if (daemon_gone && framing_ == response_framing::chunked) {
+    auto [lec, ln] = co_await net::async_write(client_, net::buffer(last_chunk), use_tuple);
+    (void)lec;
+  }
+  response_.release();
+}
+
+// The client's side of a stream: readable means it went away (or pipelined a request,
+// which waits in the kernel until the stream ends).
+void connection::watch_client() {
+  watch_pending_ = true;
+  client_.async_wait(net::socket_base::wait_read, [this](beast::error_code ec) {
+    watch_pending_ = false;
+    if (!stream_waiting_) return;  // the stream ended first: this is the cancellation
+    char c;
+    const ssize_t n = ec ? -1 : ::recv(client_.native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n < 0 && !ec && (errno == EAGAIN || errno == EINTR)) return watch_client();
+    if (n > 0) return;  // a pipelined request: read when the stream is over
+    client_gone_ = true;
+    beast::error_code ignored;
+    if (upstream_) upstream_->cancel(ignored);
+  });
+}
+
+void connection::write_response_head(const response_head& res, response_framing framing, bool keep_alive,
+                                     std::optional<std::size_t> content_length) {
   out_.clear();
   out_ += "HTTP/1.1 ";
-  out_ += std::to_string(res.result_int());
+  char status[8];
+  out_.append(status, static_cast<std::size_t>(std::snprintf(status, sizeof status, "%u", res.status)));
   out_ += ' ';
-  out_ += res.reason();
+  out_ += res.reason;
   out_ += "\r\n";
-  const bool hijack = framing == response_framing::raw && !keep_alive && res.result_int() == 101;
-  for (const auto& f : res) {
-    switch (f.name()) {
-      case http::field::connection:
-      case http::field::upgrade:
-        if (!hijack) continue;  // only a 101 keeps Connection: Upgrade / Upgrade: tcp
-        break;
-      case http::field::keep_alive:
-      case http::field::proxy_connection:
-      case http::field::te:
-        continue;
-      case http::field::transfer_encoding:
-        if (framing != response_framing::chunked) continue;
-        break;
-      default:
-        break;
+  const bool hijack = framing == response_framing::raw && !keep_alive && res.status == 101;
+  for_each_field(res.fields, [&](std::string_view name, std::string_view value) {
+    if (iequals(name, "connection") || iequals(name, "upgrade")) {
+      if (!hijack) return;  // only a 101 keeps Connection: Upgrade / Upgrade: tcp
+    } else if (iequals(name, "keep-alive") || iequals(name, "proxy-connection") || iequals(name, "te") ||
+               iequals(name, "trailer")) {
+      return;
+    } else if (iequals(name, "transfer-encoding")) {
+      if (framing != response_framing::chunked) return;
+    } else if (iequals(name, "content-length")) {
+      if (content_length) return;
     }
-    out_ += f.name_string();
+    out_ += name;
     out_ += ": ";
-    out_ += f.value();
+    out_ += value;
+    out_ += "\r\n";
+  });
+  if (content_length) {
+    out_ += "Content-Length: ";
+    out_ += std::to_string(*content_length);
     out_ += "\r\n";
   }
+  if (framing == response_framing::chunked && !res.chunked) out_ += "Transfer-Encoding: chunked\r\n";
   if (!keep_alive && !hijack) out_ += "Connection: close\r\n";
   out_ += "\r\n";
 }
@@ -799,39 +945,95 @@ net::awaitable<void> connection::splice(std::string_view response_leftover) {
     if (ec) co_return;
     audit_.bytes_out += n;
   }
-  upstream_buffer_.clear();
+  response_.release();
   if (!buffered().empty()) {
     auto [ec, n] = co_await net::async_write(*upstream_, net::buffer(buffered().data(), buffered().size()), use_tuple);
     if (ec) co_return;
     audit_.bytes_in += n;
   }
   in_begin_ = in_end_ = 0;
-  client_.expires_never();
-  upstream_->expires_never();
-
-  // One direction: read until EOF, then pass the half-close on with shutdown(send).
+  release_in_buffer_if_empty();
+  clear_deadline();
   // `&&` keeps output flowing after the client has shut down its side (stdin EOF).
-  auto pump = [](stream& from, stream& to, char* buf, std::size_t cap,
-                 std::uint64_t& bytes) -> net::awaitable<void> {
-    for (;;) {
-      auto [ec, n] = co_await from.async_read_some(net::buffer(buf, cap), use_tuple);
-      if (n > 0) {
-        auto [wec, wn] = co_await net::async_write(to, net::buffer(buf, n), use_tuple);
-        bytes += wn;
-        if (wec) {
-          beast::error_code ignored;
-          from.socket().shutdown(net::socket_base::shutdown_receive, ignored);
-          co_return;
-        }
-      }
-      if (ec) break;
-    }
-    beast::error_code ignored;
-    to.socket().shutdown(net::socket_base::shutdown_send, ignored);
-  };
-  co_await (pump(client_, *upstream_, in_.get(), in_capacity, audit_.bytes_in) &&
-            pump(*upstream_, client_, body_.get(), chunk_size, audit_.bytes_out));
+  co_await (splice_one_way(client_, *upstream_, audit_.bytes_in) && splice_one_way(*upstream_, client_, audit_.bytes_out));
   upstream_.reset();
+}
+
+// One direction of a hijacked stream: socket -> pipe -> socket with splice(2), the bytes
+// never copied through the proxy. At EOF the half-close is passed on (shutdown(send)).
+net::awaitable<void> connection::splice_one_way(protocol::socket& from, protocol::socket& to, std::uint64_t& bytes) {
+  int pipe_fds[2];
+  if (::pipe2(pipe_fds, O_CLOEXEC | O_NONBLOCK) != 0) {
+    co_await copy_one_way(from, to, bytes);
+    co_return;
+  }
+  struct pipe_closer {
+    int* fds;
+    ~pipe_closer() {
+      ::close(fds[0]);
+      ::close(fds[1]);
+    }
+  } closer{pipe_fds};
+  beast::error_code ignored;
+  from.native_non_blocking(true, ignored);
+  to.native_non_blocking(true, ignored);
+  constexpr std::size_t pipe_capacity = 64 * 1024;
+  std::size_t in_pipe = 0;
+  bool eof = false, write_failed = false;
+  while (!write_failed && (!eof || in_pipe > 0)) {
+    if (!eof && in_pipe < pipe_capacity) {
+      const ssize_t n = ::splice(from.native_handle(), nullptr, pipe_fds[1], nullptr, pipe_capacity - in_pipe,
+                                 SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+      if (n > 0) {
+        in_pipe += static_cast<std::size_t>(n);
+      } else if (n == 0) {
+        eof = true;
+      } else if (errno == EINVAL && in_pipe == 0 && bytes == 0) {
+        co_await copy_one_way(from, to, bytes);  // a socket that cannot splice
+        co_return;
+      } else if (errno != EAGAIN && errno != EINTR) {
+        eof = true;  // reset: what is in the pipe still goes out
+      } else if (in_pipe == 0) {
+        auto [ec] = co_await from.async_wait(net::socket_base::wait_read, use_tuple);
+        if (ec) eof = true;
+        continue;
+      }
+    }
+    if (in_pipe > 0) {
+      const ssize_t m = ::splice(pipe_fds[0], nullptr, to.native_handle(), nullptr, in_pipe, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+      if (m > 0) {
+        in_pipe -= static_cast<std::size_t>(m);
+        bytes += static_cast<std::uint64_t>(m);
+      } else if (m < 0 && (errno == EAGAIN || errno == EINTR)) {
+        auto [ec] = co_await to.async_wait(net::socket_base::wait_write, use_tuple);
+        if (ec) write_failed = true;
+      } else {
+        write_failed = true;
+      }
+    }
+  }
+  if (write_failed) from.shutdown(net::socket_base::shutdown_receive, ignored);
+  to.shutdown(net::socket_base::shutdown_send, ignored);
+}
+
+// The same through a pooled block, where splice(2) is not available.
+net::awaitable<void> connection::copy_one_way(protocol::socket& from, protocol::socket& to, std::uint64_t& bytes) {
+  pooled_block block(ctx_.buffers);
+  for (;;) {
+    auto [ec, n] = co_await from.async_read_some(net::buffer(block.get(), block.size()), use_tuple);
+    if (n > 0) {
+      auto [wec, wn] = co_await net::async_write(to, net::buffer(block.get(), n), use_tuple);
+      bytes += wn;
+      if (wec) {
+        beast::error_code ignored;
+        from.shutdown(net::socket_base::shutdown_receive, ignored);
+        co_return;
+      }
+    }
+    if (ec) break;
+  }
+  beast::error_code ignored;
+  to.shutdown(net::socket_base::shutdown_send, ignored);
 }
 
 }  // namespace dockgate::proxy

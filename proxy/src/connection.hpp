@@ -8,15 +8,14 @@
 #include <string>
 
 #include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/http/buffer_body.hpp>
-#include <boost/beast/http/message.hpp>
-#include <boost/beast/http/parser.hpp>
 
+#include "buffer_pool.hpp"
 #include "context.hpp"
 #include "dockgate/policy/body_review.hpp"
 #include "dockgate/proxy/audit.hpp"
 #include "dockgate/proxy/chunked.hpp"
 #include "dockgate/proxy/http_head.hpp"
+#include "dockgate/proxy/response_head.hpp"
 
 namespace dockgate::proxy {
 
@@ -34,9 +33,13 @@ class connection {
   void shutdown();
   // Deadline passed: close both sockets, whatever is in flight.
   void abort();
+  // Called by the watchdog (server.cpp) about once a second: acts on a passed deadline.
+  void check_deadline(std::chrono::steady_clock::time_point now);
 
  private:
-  enum class outcome { keep_alive, close };
+  // relay_stream: the response head is known and its body goes on in relay_stream(), from
+  // run(), so that the request's larger coroutine frames are gone while a stream waits.
+  enum class outcome { keep_alive, close, relay_stream };
   // What the proxy does to a response body on its way back.
   enum class response_filter { none, container_list, events, create_warnings, networks, volume_list, data_usage };
   // How a response body is framed towards the client.
@@ -61,29 +64,56 @@ class connection {
   net::awaitable<std::optional<std::string>> owned_container_id(std::string_view reference);
   // Why a container's binds may not be mounted now (check_bind_source), if they may not.
   net::awaitable<std::optional<std::string>> binds_problem(const std::string& container);
-  net::awaitable<void> relay_filtered_list(boost::beast::http::response_parser<boost::beast::http::buffer_body>& parser, bool keep);
+  net::awaitable<void> relay_filtered_list(const response_head& res, bool keep);
+  // Reads a whole response body (after the head in the response block) into json_body_.
+  net::awaitable<bool> read_whole_body(const response_head& res, std::size_t limit);
   net::awaitable<bool> read_client_more();
   enum class body_piece { data, done, malformed, closed };
   net::awaitable<std::pair<body_piece, std::string_view>> next_body_piece();
   net::awaitable<bool> read_json_body(std::size_t limit);
   net::awaitable<bool> forward_body();
   net::awaitable<outcome> relay_response(bool hijack_allowed);
+  // The body of a chunked or until-close response: what is buffered first (with the head
+  // when it has not gone yet, in one write), then what the daemon sends, as it sends it.
+  net::awaitable<outcome> relay_stream();
+  // Relays what the response block holds (and the pending head) in one gathered write.
+  net::awaitable<void> relay_buffered_stream();
+  void watch_client();
+  net::awaitable<void> pump_stream();
   net::awaitable<void> splice(std::string_view response_leftover);
-  // Serialises the daemon's response head into out_, minus its hop-by-hop headers.
-  void write_response_head(const boost::beast::http::response_header<>& res,
-                           response_framing framing, bool keep_alive);
+  // One direction of a hijacked stream, through a pipe with splice(2).
+  net::awaitable<void> splice_one_way(protocol::socket& from, protocol::socket& to, std::uint64_t& bytes);
+  net::awaitable<void> copy_one_way(protocol::socket& from, protocol::socket& to, std::uint64_t& bytes);
+  // Serialises the daemon's response head into out_, minus its hop-by-hop headers;
+  // `content_length` replaces the daemon's when set.
+  void write_response_head(const response_head& res, response_framing framing, bool keep_alive,
+                           std::optional<std::size_t> content_length = std::nullopt);
   void finish_audit(unsigned status);
 
-  std::string_view buffered() const { return {in_.get() + in_begin_, in_end_ - in_begin_}; }
+  std::string_view buffered() const { return {in_data_ + in_begin_, in_end_ - in_begin_}; }
   void consume(std::size_t n) { in_begin_ += n; }
   void compact();
+  // The client-bytes buffer: a pooled block while the connection has bytes to work on,
+  // a larger one only for a head past the block's size, none while it waits.
+  char* in_buffer();
+  bool grow_in_buffer();
+  void release_in_buffer_if_empty();
+  void set_deadline(std::chrono::steady_clock::duration d, bool upstream_only = false) {
+    deadline_ = std::chrono::steady_clock::now() + d;
+    deadline_upstream_only_ = upstream_only;
+  }
+  void clear_deadline() { deadline_ = std::chrono::steady_clock::time_point::max(); }
   static const policy::profile& no_profile();
   // True if a policy refusal must be enforced; in audit mode records it instead.
   bool enforce(const policy::deny& d);
 
   proxy_context& ctx_;
-  stream client_;
-  std::optional<stream> upstream_;
+  protocol::socket client_;
+  std::optional<protocol::socket> upstream_;
+  // One deadline for whatever the connection waits on now, checked by the watchdog: no
+  // timer system call per request.
+  std::chrono::steady_clock::time_point deadline_ = std::chrono::steady_clock::time_point::max();
+  bool deadline_upstream_only_ = false;  // on expiry close only the daemon's side
   std::string client_id_;
   policy::client_identity identity_;
   std::shared_ptr<const policy::policy> policy_;  // the policy of the request being served
@@ -93,18 +123,37 @@ class connection {
 
   // Client bytes: the head is parsed in place, so head fields view into this buffer
   // until the head has been forwarded.
-  static constexpr std::size_t in_capacity = max_head_bytes + 16 * 1024;
-  std::unique_ptr<char[]> in_;
+  static constexpr std::size_t large_in_capacity = max_head_bytes + buffer_pool::block_size;
+  pooled_block in_block_;
+  std::unique_ptr<char[]> in_large_;
+  char* in_data_ = nullptr;
+  std::size_t in_capacity_ = 0;
   std::size_t in_begin_ = 0;
   std::size_t in_end_ = 0;
 
-  beast::flat_buffer upstream_buffer_;
+  // The daemon's response: read into a pooled block, relayed from it.
+  pooled_block response_;
+  std::size_t response_begin_ = 0;
+  std::size_t response_end_ = 0;
+  response_framing framing_ = response_framing::none;
+  bool response_head_pending_ = false;  // out_ holds the client's head, not yet written
+  bool response_chunked_in_ = false;    // the daemon chunks the body (else: until close)
+  bool stream_ended_ = false;           // the daemon's body has ended
+  bool stream_waiting_ = false;         // pump_stream runs: watch_client watches
+  bool watch_pending_ = false;          // watch_client's wait has not completed
+  std::string owned_events_;            // the owned event lines of one read
+  bool response_keep_alive_ = false;
+  bool upstream_keeps_ = false;
+  unsigned response_status_ = 0;
+  chunked_decoder response_decoder_;
+
+  beast::flat_buffer upstream_buffer_;  // ownership lookups (upstream_request) only
   std::string out_;        // serialisation buffer, reused across requests
   std::string json_body_;  // a JSON request body, read whole before it is forwarded
-  static constexpr std::size_t chunk_size = 16 * 1024;
-  std::unique_ptr<char[]> body_;  // one fixed buffer for every forwarded body chunk
 
-  request_head head_;
+  // The parsed head views into the client-bytes buffer; held from a small free list
+  // while a request is parsed and forwarded, not while the connection waits.
+  std::unique_ptr<request_head> head_;
   chunked_decoder body_decoder_;      // the request body's framing state
   std::uint64_t body_remaining_ = 0;  // Content-Length bytes still to come
   std::string path_;     // the request's path, for the audit line
@@ -125,6 +174,7 @@ class connection {
   bool endless_stream_ = false;  // events, logs, stats, wait: ended cleanly if the daemon goes
   bool upstream_ended_ = false;  // the daemon's side of a relayed body ended or failed
   bool client_gone_ = false;
+  bool relay_failed_ = false;
 };
 
 }  // namespace dockgate::proxy

@@ -14,8 +14,13 @@
 #include "dockgate/policy/policy_file.hpp"
 #include "dockgate/policy/body_review.hpp"
 #include "dockgate/policy/route.hpp"
+#include "dockgate/proxy/http_head.hpp"
 #include "dockgate/proxy/options.hpp"
+#include "audit_sink.hpp"
+#include "buffer_pool.hpp"
 #include "net.hpp"
+
+#include <boost/asio/steady_timer.hpp>
 
 namespace dockgate::proxy {
 
@@ -23,8 +28,8 @@ class connection;
 
 struct proxy_context {
   proxy_context(const serve_options& o, std::shared_ptr<const policy::policy> p, protocol::endpoint u,
-                std::shared_ptr<spdlog::logger> l, std::shared_ptr<spdlog::logger> a)
-      : options(o), policy(std::move(p)), upstream(std::move(u)), log(std::move(l)), audit(std::move(a)) {}
+                std::shared_ptr<spdlog::logger> l, audit_sink& a)
+      : options(o), policy(std::move(p)), upstream(std::move(u)), log(std::move(l)), audit(a) {}
 
   const serve_options& options;
   // The policy new requests are decided by; SIGHUP replaces it whole (a request holds the
@@ -35,7 +40,7 @@ struct proxy_context {
   std::size_t max_connections = 0;
   protocol::endpoint upstream;
   std::shared_ptr<spdlog::logger> log;
-  std::shared_ptr<spdlog::logger> audit;
+  audit_sink& audit;
   bool stopping = false;
   std::set<connection*> connections;  // live connections, for graceful shutdown
   // The API version every forwarded request is pinned to: the daemon's own (from
@@ -49,6 +54,19 @@ struct proxy_context {
   std::unordered_set<std::string> owned_containers;
   static constexpr std::size_t owned_cache_limit = 16384;
   metrics stats;  // rendered on the --metrics listener
+  net::steady_timer* watchdog = nullptr;  // looks at connection deadlines (server.cpp)
+  buffer_pool buffers;  // I/O blocks, taken when data arrives and given back before a wait
+  // Parsed request heads (~3 KB each), reused: a waiting connection holds none.
+  std::vector<std::unique_ptr<request_head>> spare_heads;
+  std::unique_ptr<request_head> take_head() {
+    if (spare_heads.empty()) return std::make_unique<request_head>();
+    auto h = std::move(spare_heads.back());
+    spare_heads.pop_back();
+    return h;
+  }
+  void give_back_head(std::unique_ptr<request_head> h) {
+    if (h && spare_heads.size() < 256) spare_heads.push_back(std::move(h));
+  }
 };
 
 }  // namespace dockgate::proxy

@@ -54,7 +54,10 @@ net::awaitable<std::pair<unsigned, std::string>> connection::upstream_request(st
     upstream_.reset();
     co_return std::pair<unsigned, std::string>{0, {}};
   }
-  if (!parser.keep_alive()) upstream_.reset();
+  // Nothing may stay behind the answer: the next response is read from the socket.
+  if (!parser.keep_alive() || upstream_buffer_.size() != 0) upstream_.reset();
+  upstream_buffer_.clear();
+  upstream_buffer_.shrink_to_fit();
   co_return std::pair<unsigned, std::string>{parser.get().result_int(), std::move(parser.get().body())};
 }
 
@@ -240,21 +243,41 @@ net::awaitable<std::optional<std::string>> connection::binds_problem(const std::
   co_return std::nullopt;
 }
 
-net::awaitable<void> connection::relay_filtered_list(http::response_parser<http::buffer_body>& parser, bool keep) {
-  auto& res = parser.get();
+net::awaitable<bool> connection::read_whole_body(const response_head& res, std::size_t limit) {
   std::string& whole = json_body_;
   whole.clear();
-  while (!parser.is_done()) {
-    res.body().data = body_.get();
-    res.body().size = chunk_size;
-    auto [ec, n] = co_await http::async_read_some(*upstream_, upstream_buffer_, parser, use_tuple);
-    if (ec == http::error::need_buffer) ec = {};
-    if (ec || whole.size() > 64 * 1024 * 1024) {
-      upstream_.reset();
-      co_return;  // the client sees the connection close without an answer
+  char* buf = response_.get();
+  std::string_view in(buf + response_begin_, response_end_ - response_begin_);
+  std::uint64_t remaining = res.content_length.value_or(0);
+  chunked_decoder decoder;
+  for (;;) {
+    if (res.chunked) {
+      while (!in.empty()) {
+        auto r = decoder.feed(in);
+        in.remove_prefix(r.consumed);
+        if (r.state == chunked_decoder::status::error) co_return false;
+        if (r.state == chunked_decoder::status::data) whole.append(r.data);
+        if (r.state == chunked_decoder::status::done) co_return in.empty();
+      }
+    } else {
+      const auto take = static_cast<std::size_t>(std::min<std::uint64_t>(remaining, in.size()));
+      whole.append(in.substr(0, take));
+      remaining -= take;
+      if (remaining == 0) co_return true;
     }
-    whole.append(body_.get(), chunk_size - res.body().size);
+    if (whole.size() > limit) co_return false;
+    // The head stays where it is (res views into it); the body goes behind it.
+    char* rest = buf + response_begin_;
+    const std::size_t room = response_.size() - response_begin_;
+    if (room < 1024) co_return false;
+    auto [ec, n] = co_await upstream_->async_read_some(net::buffer(rest, room), use_tuple);
+    if (ec) co_return false;  // the client sees the connection close without an answer
+    in = std::string_view(rest, n);
   }
+}
+
+net::awaitable<void> connection::relay_filtered_list(const response_head& res, bool keep) {
+  const std::string& whole = json_body_;
   std::optional<std::string> filtered;
   const std::string& owner = profile_->rules.owner;
   switch (filter_) {
@@ -288,10 +311,7 @@ net::awaitable<void> connection::relay_filtered_list(http::response_parser<http:
       filtered = policy::filter_container_list(whole, owner);
       if (!filtered) filtered = "[]\n";  // not a list: nothing of it is known to be owned
   }
-  res.erase(http::field::transfer_encoding);
-  res.erase(http::field::content_length);
-  res.set(http::field::content_length, std::to_string(filtered->size()));
-  write_response_head(res, response_framing::length, keep);
+  write_response_head(res, response_framing::length, keep, filtered->size());
   const std::array<net::const_buffer, 2> pieces{net::buffer(out_), net::buffer(*filtered)};
   co_await net::async_write(client_, pieces, use_tuple);
   audit_.bytes_out += filtered->size();

@@ -300,6 +300,35 @@ net::awaitable<void> shutdown_when_signalled(proxy_context& ctx, net::signal_set
     ctx.log->warn("shutdown deadline passed: closing {} connection(s)", ctx.connections.size());
     for (auto* c : std::vector<connection*>(ctx.connections.begin(), ctx.connections.end())) c->abort();
   }
+  if (ctx.watchdog) {
+    // The watchdog ends once the aborted connections are gone; let it look now.
+    while (!ctx.connections.empty()) {
+      timer.expires_after(std::chrono::milliseconds(5));
+      co_await timer.async_wait(use_tuple);
+    }
+    ctx.watchdog->cancel();
+  }
+}
+
+// The one timer of the request path: about once a second every connection's deadline is
+// looked at (a store on the request path, no timer system call per request). When the
+// proxy has gone idle after a load, the buffers it cached go back to the system.
+net::awaitable<void> watch_deadlines(proxy_context& ctx, net::steady_timer& timer) {
+  bool trimmed = true;
+  while (!(ctx.stopping && ctx.connections.empty())) {
+    timer.expires_after(std::chrono::seconds(1));
+    co_await timer.async_wait(use_tuple);
+    const auto now = std::chrono::steady_clock::now();
+    for (auto* c : std::vector<connection*>(ctx.connections.begin(), ctx.connections.end())) c->check_deadline(now);
+    if (ctx.buffers.in_use() > 0) {
+      trimmed = false;
+      ctx.buffers.return_freed_memory();
+    } else if (!trimmed) {
+      ctx.buffers.trim();
+      ctx.spare_heads.clear();
+      trimmed = true;
+    }
+  }
 }
 
 }  // namespace
@@ -346,11 +375,8 @@ int serve(const serve_options& options, policy::policy initial, const policy_loa
   auto log = spdlog::stderr_logger_st("dockgate-proxy");
   log->set_level(spdlog::level::from_str(options.log_level));
   // Audit lines go to stdout as bare JSON, one per request.
-  auto audit = spdlog::stdout_logger_st("audit");
-  audit->set_pattern("%v");
-  audit->flush_on(spdlog::level::info);
-
   net::io_context ioc{1};
+  audit_sink audit(STDOUT_FILENO, ioc.get_executor());
   proxy_context ctx(options, shared_policy, resolve(ioc, options.upstream), log, audit);
   ctx.max_connections = connection_limit(options, *log);
   ctx.stats.connection_limit(ctx.max_connections);
@@ -380,8 +406,12 @@ int serve(const serve_options& options, policy::policy initial, const policy_loa
   net::signal_set hangup(ioc, SIGHUP);
   net::co_spawn(ioc, shutdown_when_signalled(ctx, signals, hangup, listeners), net::detached);
   net::co_spawn(ioc, reload_when_signalled(ctx, hangup, reload), net::detached);
+  net::steady_timer watchdog(ioc);
+  ctx.watchdog = &watchdog;
+  net::co_spawn(ioc, watch_deadlines(ctx, watchdog), net::detached);
   ::signal(SIGPIPE, SIG_IGN);
   ioc.run();
+  audit.flush();
 
   for (const auto& l : listeners) {
     if (l.address.scheme != common::endpoint::kind::unix_socket) continue;

@@ -173,6 +173,10 @@ std::pair<int, std::chrono::milliseconds> proxy_process::terminate() {
 
 proxy_process::~proxy_process() {
   terminate();
+  // DOCKGATE_KEEP_PROXY_LOGS=DIR: the audit log and stderr of every proxy a test started
+  // are kept there, for a failure to be read afterwards.
+  if (const char* keep = std::getenv("DOCKGATE_KEEP_PROXY_LOGS"); keep && *keep)
+    run("cp -r " + shell_quote(dir_) + " " + shell_quote(keep) + "/ 2>/dev/null");
   run("rm -rf " + shell_quote(dir_));
 }
 

@@ -28,5 +28,7 @@ struct audit_record {
 
 // Formats the record as one JSON object (no newline).
 std::string format_audit(const audit_record& r);
+// The same, appended to `out`.
+void append_audit(std::string& out, const audit_record& r);
 
 }  // namespace dockgate::proxy
