@@ -35,11 +35,13 @@ int connect_tcp(const common::endpoint& ep, bool nonblocking) {
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* res = nullptr;
   if (::getaddrinfo(ep.host.c_str(), std::to_string(ep.port).c_str(), &hints, &res) != 0) return -1;
-  int fd = ::socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC | (nonblocking ? SOCK_NONBLOCK : 0), 0);
+  int fd =
+      ::socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC | (nonblocking ? SOCK_NONBLOCK : 0), 0);
   if (fd >= 0) {
     int one = 1;
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    if (::connect(fd, res->ai_addr, res->ai_addrlen) != 0 && !(nonblocking && errno == EINPROGRESS)) {
+    if (::connect(fd, res->ai_addr, res->ai_addrlen) != 0 &&
+        !(nonblocking && errno == EINPROGRESS)) {
       ::close(fd);
       fd = -1;
     }
@@ -80,8 +82,9 @@ bool skip_chunked(int fd, std::string& buf, std::size_t& pos) {
 
 int connect_to(const common::endpoint& ep, bool nonblocking, bool* would_block) {
   if (would_block) *would_block = false;
-  return ep.scheme == common::endpoint::kind::unix_socket ? connect_unix(ep.path, nonblocking, would_block)
-                                                          : connect_tcp(ep, nonblocking);
+  return ep.scheme == common::endpoint::kind::unix_socket
+             ? connect_unix(ep.path, nonblocking, would_block)
+             : connect_tcp(ep, nonblocking);
 }
 
 bool send_all(int fd, std::string_view data) {

@@ -30,7 +30,7 @@ int read_response(int fd, std::string& buf, std::string* body = nullptr);
 std::string read_head(int fd, std::string& buf);
 
 // GET/POST request text with the fields dockgate-load always sends.
-std::string request(std::string_view method, std::string_view target, std::string_view json_body = {},
-                    std::string_view extra_fields = {});
+std::string request(std::string_view method, std::string_view target,
+                    std::string_view json_body = {}, std::string_view extra_fields = {});
 
 }  // namespace dockgate::bench

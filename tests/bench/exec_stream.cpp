@@ -21,9 +21,10 @@ void set_receive_timeout(int fd, int seconds) {
   ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
 }
 
-// POST /containers/{id}/exec; returns the exec ID, or an empty string with `error` set.
-std::string create_exec(const common::endpoint& ep, const std::string& container, std::uint64_t bytes,
-                        std::string& error) {
+}  // namespace
+
+std::string create_exec(const common::endpoint& ep, const std::string& container,
+                        std::uint64_t bytes, std::string& error) {
   int fd = connect_to(ep);
   if (fd < 0) {
     error = "exec create: cannot connect";
@@ -33,9 +34,10 @@ std::string create_exec(const common::endpoint& ep, const std::string& container
   // dd writes 1 MiB at a time (busybox head copies through a small buffer, and would be
   // the bottleneck); count_bytes makes count a byte count, status=none keeps its summary
   // out of the TTY stream.
-  const std::string body = R"({"AttachStdin":false,"AttachStdout":true,"AttachStderr":true,"Tty":true,)"
-                           R"("Cmd":["dd","if=/dev/zero","bs=1048576","count=)" +
-                           std::to_string(bytes) + R"(","iflag=count_bytes","status=none"]})";
+  const std::string body =
+      R"({"AttachStdin":false,"AttachStdout":true,"AttachStderr":true,"Tty":true,)"
+      R"("Cmd":["dd","if=/dev/zero","bs=1048576","count=)" +
+      std::to_string(bytes) + R"(","iflag=count_bytes","status=none"]})";
   std::string buf, answer;
   int status = send_all(fd, request("POST", "/v1.41/containers/" + container + "/exec", body))
                    ? read_response(fd, buf, &answer)
@@ -50,9 +52,8 @@ std::string create_exec(const common::endpoint& ep, const std::string& container
   return answer.substr(at, answer.find('"', at) - at);
 }
 
-}  // namespace
-
-exec_result run_exec_stream(const common::endpoint& ep, const std::string& container, std::uint64_t bytes) {
+exec_result run_exec_stream(const common::endpoint& ep, const std::string& container,
+                            std::uint64_t bytes) {
   exec_result r;
   const std::string exec_id = create_exec(ep, container, bytes, r.error);
   if (exec_id.empty()) return r;
@@ -64,8 +65,9 @@ exec_result run_exec_stream(const common::endpoint& ep, const std::string& conta
   set_receive_timeout(fd, 60);
   const auto start = clock_type::now();
   std::string buf;
-  if (!send_all(fd, request("POST", "/v1.41/exec/" + exec_id + "/start", R"({"Detach":false,"Tty":true})",
-                            "Connection: Upgrade\r\nUpgrade: tcp\r\n"))) {
+  if (!send_all(
+          fd, request("POST", "/v1.41/exec/" + exec_id + "/start", R"({"Detach":false,"Tty":true})",
+                      "Connection: Upgrade\r\nUpgrade: tcp\r\n"))) {
     r.error = "exec start: send failed";
     ::close(fd);
     return r;
@@ -90,7 +92,8 @@ exec_result run_exec_stream(const common::endpoint& ep, const std::string& conta
   r.seconds = std::chrono::duration<double>(clock_type::now() - start).count();
   ::close(fd);
   if (r.error.empty() && r.bytes != bytes)
-    r.error = "exec stream: " + std::to_string(r.bytes) + " bytes, expected " + std::to_string(bytes);
+    r.error =
+        "exec stream: " + std::to_string(r.bytes) + " bytes, expected " + std::to_string(bytes);
   return r;
 }
 

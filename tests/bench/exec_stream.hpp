@@ -15,11 +15,19 @@ struct exec_result {
   int status = 0;           // of the start answer: 101 (upgrade), or 200 (legacy raw stream)
   std::string error;        // empty when the whole stream arrived
 
-  double mib_per_s() const { return seconds > 0 ? static_cast<double>(bytes) / (1 << 20) / seconds : 0; }
+  double mib_per_s() const {
+    return seconds > 0 ? static_cast<double>(bytes) / (1 << 20) / seconds : 0;
+  }
 };
+
+// POST /containers/{id}/exec of a TTY exec writing `bytes` zeros; returns the exec ID, or
+// an empty string with `error` set. dockerd announces it to every event stream.
+std::string create_exec(const common::endpoint& ep, const std::string& container,
+                        std::uint64_t bytes, std::string& error);
 
 // Creates the exec through `ep` (so a gate reviews its body as it would a client's) and
 // streams it; `bytes` must arrive exactly.
-exec_result run_exec_stream(const common::endpoint& ep, const std::string& container, std::uint64_t bytes);
+exec_result run_exec_stream(const common::endpoint& ep, const std::string& container,
+                            std::uint64_t bytes);
 
 }  // namespace dockgate::bench

@@ -87,7 +87,9 @@ void held_streams::hold(int count, std::chrono::milliseconds stall) {
     }
     int n = ::epoll_wait(epoll_fd_, events.data(), static_cast<int>(events.size()), 100);
     const int before = held_ + failed_;
-    for (int i = 0; i < n; ++i) on_event(events[static_cast<std::size_t>(i)].data.u64, events[static_cast<std::size_t>(i)].events);
+    for (int i = 0; i < n; ++i)
+      on_event(events[static_cast<std::size_t>(i)].data.u64,
+               events[static_cast<std::size_t>(i)].events);
     if (held_ + failed_ != before)
       last_progress = clock_type::now();
     else if (clock_type::now() - last_progress > stall)

@@ -18,8 +18,8 @@ namespace {
 using clock_type = std::chrono::steady_clock;
 
 // One connection's loop: request, whole response, repeat until `stop_at`. Latencies in µs.
-bool drive_connection(const common::endpoint& ep, const std::string& request, clock_type::time_point stop_at,
-                      std::vector<double>& latencies) {
+bool drive_connection(const common::endpoint& ep, const std::string& request,
+                      clock_type::time_point stop_at, std::vector<double>& latencies) {
   int fd = connect_to(ep);
   if (fd < 0) return false;
   std::string buf;
@@ -38,12 +38,13 @@ bool drive_connection(const common::endpoint& ep, const std::string& request, cl
 
 }  // namespace
 
-keepalive_result run_keepalive(const common::endpoint& ep, const std::string& request, int connections,
-                               double seconds) {
+keepalive_result run_keepalive(const common::endpoint& ep, const std::string& request,
+                               int connections, double seconds) {
   std::vector<std::vector<double>> latencies(static_cast<std::size_t>(connections));
   std::atomic<std::size_t> errors{0};
   const auto start = clock_type::now();
-  const auto stop_at = start + std::chrono::duration_cast<clock_type::duration>(std::chrono::duration<double>(seconds));
+  const auto stop_at = start + std::chrono::duration_cast<clock_type::duration>(
+                                   std::chrono::duration<double>(seconds));
   std::vector<std::thread> threads;
   for (auto& lat : latencies) {
     threads.emplace_back([&] {

@@ -19,7 +19,7 @@ struct keepalive_result {
   double rps() const { return seconds > 0 ? static_cast<double>(requests) / seconds : 0; }
 };
 
-keepalive_result run_keepalive(const common::endpoint& ep, const std::string& request, int connections,
-                               double seconds);
+keepalive_result run_keepalive(const common::endpoint& ep, const std::string& request,
+                               int connections, double seconds);
 
 }  // namespace dockgate::bench

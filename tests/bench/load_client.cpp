@@ -64,11 +64,12 @@ struct options {
 };
 
 [[noreturn]] void usage(const std::string& why) {
-  std::fprintf(stderr,
-               "dockgate-load: %s\nusage: dockgate-load --target NAME=URL... [--relay-pid NAME=PID]... "
-               "[--dockerd-pid PID] [--container ID] [--list] [--smoke] [--connections 1,10,50] "
-               "[--seconds S] [--rounds R] [--exec-bytes N] [--held 1000,10000] [--held-stall S]\n",
-               why.c_str());
+  std::fprintf(
+      stderr,
+      "dockgate-load: %s\nusage: dockgate-load --target NAME=URL... [--relay-pid NAME=PID]... "
+      "[--dockerd-pid PID] [--container ID] [--list] [--smoke] [--connections 1,10,50] "
+      "[--seconds S] [--rounds R] [--exec-bytes N] [--held 1000,10000] [--held-stall S]\n",
+      why.c_str());
   std::exit(2);
 }
 
@@ -138,10 +139,13 @@ options parse_options(int argc, char** argv) {
     }
   }
   if (o.targets.size() < 2) usage("give the reference target and at least one relay");
-  if (o.rounds < 1 || o.seconds <= 0 || o.exec_bytes == 0) usage("rounds, seconds and exec bytes must be positive");
+  if (o.rounds < 1 || o.seconds <= 0 || o.exec_bytes == 0)
+    usage("rounds, seconds and exec bytes must be positive");
   for (auto& [name, pid] : relay_pids) {
-    auto t = std::find_if(o.targets.begin(), o.targets.end(), [&](const target& x) { return x.name == name; });
-    if (t == o.targets.end() || t == o.targets.begin()) usage("--relay-pid for an unknown relay: " + name);
+    auto t = std::find_if(o.targets.begin(), o.targets.end(),
+                          [&](const target& x) { return x.name == name; });
+    if (t == o.targets.end() || t == o.targets.begin())
+      usage("--relay-pid for an unknown relay: " + name);
     t->relay_pid = pid;
   }
   return o;
@@ -242,24 +246,27 @@ struct cpu_total {
 };
 
 // Per-unit CPU rows (unit: request or MiB). The reference's "relay" is dockerd itself.
-void add_cpu_rows(report& rep, const std::string& label, const std::string& unit, const std::vector<target>& targets,
-                  const std::vector<cpu_total>& cpu, const std::vector<double>& units) {
+void add_cpu_rows(report& rep, const std::string& label, const std::string& unit,
+                  const std::vector<target>& targets, const std::vector<cpu_total>& cpu,
+                  const std::vector<double>& units) {
   row relay{label + ": CPU µs/" + unit + " of the relay (direct: dockerd)", {}, 1};
   row daemon{label + ": CPU µs/" + unit + " of dockerd", {}, 1};
   for (std::size_t i = 0; i < targets.size(); ++i) {
     const bool reference = i == 0;
     const bool have_relay = reference ? cpu[i].dockerd : (targets[i].relay_pid && cpu[i].relay);
     const double relay_us = reference ? cpu[i].dockerd_us : cpu[i].relay_us;
-    relay.values.push_back(have_relay && units[i] > 0 ? std::optional(relay_us / units[i]) : std::nullopt);
-    daemon.values.push_back(cpu[i].dockerd && units[i] > 0 ? std::optional(cpu[i].dockerd_us / units[i])
-                                                           : std::nullopt);
+    relay.values.push_back(have_relay && units[i] > 0 ? std::optional(relay_us / units[i])
+                                                      : std::nullopt);
+    daemon.values.push_back(cpu[i].dockerd && units[i] > 0
+                                ? std::optional(cpu[i].dockerd_us / units[i])
+                                : std::nullopt);
   }
   rep.add(std::move(relay));
   rep.add(std::move(daemon));
 }
 
-int keepalive_scenario(const options& o, report& rep, const std::string& label, const std::string& request,
-                       int connections) {
+int keepalive_scenario(const options& o, report& rep, const std::string& label,
+                       const std::string& request, int connections) {
   const std::size_t n = o.targets.size();
   std::vector<std::vector<double>> rps(n), p50(n), p99(n);
   std::vector<cpu_total> cpu(n);
@@ -271,8 +278,8 @@ int keepalive_scenario(const options& o, report& rep, const std::string& label, 
       const auto res = bench::run_keepalive(o.targets[i].ep, request, connections, o.seconds);
       cpu[i].add(before, sample_cpu(o.targets[i], o));
       if (res.errors) {
-        std::fprintf(stderr, "%s via %s: %zu connection(s) failed\n", label.c_str(), o.targets[i].name.c_str(),
-                     res.errors);
+        std::fprintf(stderr, "%s via %s: %zu connection(s) failed\n", label.c_str(),
+                     o.targets[i].name.c_str(), res.errors);
         ++failures;
       }
       rps[i].push_back(res.rps());
@@ -283,8 +290,8 @@ int keepalive_scenario(const options& o, report& rep, const std::string& label, 
   }
   row rate{label + ": req/s", {}, 0}, tail{label + ": p99 µs", {}, 0};
   for (std::size_t i = 0; i < n; ++i) {
-    std::printf("%-40s %-9s %9.0f req/s  p50 %8.1f µs  p99 %8.1f µs\n", label.c_str(), o.targets[i].name.c_str(),
-                median(rps[i]), median(p50[i]), median(p99[i]));
+    std::printf("%-40s %-9s %9.0f req/s  p50 %8.1f µs  p99 %8.1f µs\n", label.c_str(),
+                o.targets[i].name.c_str(), median(rps[i]), median(p50[i]), median(p99[i]));
     rate.values.push_back(median(rps[i]));
     tail.values.push_back(median(p99[i]));
   }
@@ -307,11 +314,12 @@ int exec_scenario(const options& o, report& rep) {
       const auto res = bench::run_exec_stream(o.targets[i].ep, o.container, o.exec_bytes);
       cpu[i].add(before, sample_cpu(o.targets[i], o));
       if (!res.error.empty()) {
-        std::fprintf(stderr, "%s via %s: %s\n", label.c_str(), o.targets[i].name.c_str(), res.error.c_str());
+        std::fprintf(stderr, "%s via %s: %s\n", label.c_str(), o.targets[i].name.c_str(),
+                     res.error.c_str());
         ++failures;
       }
-      std::printf("%-40s %-9s %9.1f MiB/s  (status %d, %.2f s)\n", label.c_str(), o.targets[i].name.c_str(),
-                  res.mib_per_s(), res.status, res.seconds);
+      std::printf("%-40s %-9s %9.1f MiB/s  (status %d, %.2f s)\n", label.c_str(),
+                  o.targets[i].name.c_str(), res.mib_per_s(), res.status, res.seconds);
       rate[i].push_back(res.mib_per_s());
       mib[i] += static_cast<double>(res.bytes) / (1 << 20);
     }
@@ -323,42 +331,92 @@ int exec_scenario(const options& o, report& rep) {
   return failures;
 }
 
+struct held_measure {
+  int held = 0, failed = 0;
+  double seconds = 0;
+  long rss_before = 0, rss_after = 0;  // KiB, before the first connection, with all held
+  long fds_before = 0, fds_left = 0;   // descriptors before, and once the clients' close settled
+};
+
+// The relay's descriptor count once it stops falling (closing thousands of connections
+// takes a loaded relay a while): unchanged for 1 s, back to `floor`, or 10 s passed.
+long settled_fds(pid_t pid, long floor) {
+  long last = bench::open_fds(pid).value_or(0);
+  int unchanged_ms = 0;
+  for (int waited_ms = 0; last > floor && unchanged_ms < 1000 && waited_ms < 10000;
+       waited_ms += 250) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    const long now = bench::open_fds(pid).value_or(0);
+    unchanged_ms = now == last ? unchanged_ms + 250 : 0;
+    last = now;
+  }
+  return last;
+}
+
+held_measure hold_and_measure(const options& o, const target& t, int count) {
+  held_measure m;
+  m.rss_before = bench::rss_kib(*t.relay_pid).value_or(0);
+  m.fds_before = bench::open_fds(*t.relay_pid).value_or(0);
+  {
+    bench::held_streams streams(t.ep, bench::request("GET", "/v1.41/events"));
+    const auto start = std::chrono::steady_clock::now();
+    streams.hold(count, std::chrono::milliseconds(static_cast<long>(o.held_stall_seconds * 1000)));
+    m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::this_thread::sleep_for(
+        std::chrono::milliseconds(500));  // let the relay settle its buffers
+    m.rss_after = bench::rss_kib(*t.relay_pid).value_or(0);
+    m.held = streams.held();
+    m.failed = streams.failed();
+  }
+  m.fds_left = settled_fds(*t.relay_pid, m.fds_before);
+  return m;
+}
+
+// A relay that notices a closed client only when it next writes to it keeps an idle event
+// stream (and its dockerd subscription) until then. One event (an exec created on the
+// reference target) makes every relay write, so the next scenario starts clean.
+void release_dead_streams(const options& o) {
+  std::string error;
+  if (!o.container.empty() && bench::create_exec(o.targets[0].ep, o.container, 1, error).empty())
+    std::fprintf(stderr, "%s\n", error.c_str());
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+}
+
 // What N held GET /events cost each relay: the growth of its VmRSS from before the first
 // connection to when every stream has its response head, divided by the streams held.
 void held_scenario(const options& o, report& rep, int count) {
-  const std::string request = bench::request("GET", "/v1.41/events");
-  row r{"held GET /events ×" + std::to_string(count) + ": KiB RSS per stream", {std::nullopt}, 1};
+  const std::string label = "held GET /events ×" + std::to_string(count);
+  row r{label + ": KiB RSS per stream", {std::nullopt}, 1};
   for (std::size_t i = 1; i < o.targets.size(); ++i) {
     const auto& t = o.targets[i];
-    const auto before = t.relay_pid ? bench::rss_kib(*t.relay_pid) : std::nullopt;
-    const auto fds_before = t.relay_pid ? bench::open_fds(*t.relay_pid) : std::nullopt;
-    if (!before) {
+    if (!t.relay_pid) {
       r.values.push_back(std::nullopt);
       continue;
     }
-    std::optional<long> after;
-    int held = 0, failed = 0;
-    {
-      bench::held_streams streams(t.ep, request);
-      const auto start = std::chrono::steady_clock::now();
-      streams.hold(count, std::chrono::milliseconds(static_cast<long>(o.held_stall_seconds * 1000)));
-      const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      std::this_thread::sleep_for(std::chrono::milliseconds(500));  // let the relay settle its buffers
-      after = bench::rss_kib(*t.relay_pid);
-      held = streams.held();
-      failed = streams.failed();
-      std::printf("%-40s %-9s held %d of %d (%d failed) in %.1f s; VmRSS %ld -> %ld KiB; %ld descriptors before\n",
-                  ("held GET /events ×" + std::to_string(count)).c_str(), t.name.c_str(), held, count, failed, took,
-                  *before, after.value_or(0), fds_before.value_or(-1));
+    const auto m = hold_and_measure(o, t, count);
+    std::printf(
+        "%-40s %-9s held %d of %d (%d failed) in %.1f s; VmRSS %ld -> %ld KiB; descriptors %ld "
+        "before, "
+        "%ld once the clients' close settled\n",
+        label.c_str(), t.name.c_str(), m.held, count, m.failed, m.seconds, m.rss_before,
+        m.rss_after, m.fds_before, m.fds_left);
+    if (m.held < count)
+      rep.note(label + " via " + t.name + ": " + std::to_string(m.held) + " of " +
+               std::to_string(count) + " streams got their head (" + std::to_string(m.failed) +
+               " failed, the rest waited in the accept queue); KiB per stream is over the " +
+               std::to_string(m.held) + " held.");
+    if (m.fds_left > m.fds_before + 2) {
+      release_dead_streams(o);
+      const long after_event = settled_fds(*t.relay_pid, m.fds_before);
+      rep.note(label + " via " + t.name + ": " + std::to_string(m.fds_left - m.fds_before) +
+               " more descriptors open than before, after the count stopped falling once the "
+               "clients closed "
+               "(closed streams kept until the relay next writes to them); after one event: " +
+               std::to_string(after_event - m.fds_before) + " more.");
     }
-    if (held < count)
-      rep.note("held ×" + std::to_string(count) + " via " + t.name + ": " + std::to_string(held) + " of " +
-               std::to_string(count) + " streams got their head (" + std::to_string(failed) +
-               " failed, the rest waited in the accept queue); KiB per stream is over the " + std::to_string(held) +
-               " held.");
-    r.values.push_back(after && held > 0 ? std::optional(static_cast<double>(*after - *before) / held)
-                                         : std::nullopt);
-    std::this_thread::sleep_for(std::chrono::seconds(1));  // the relay closes its upstream halves
+    r.values.push_back(m.held > 0
+                           ? std::optional(static_cast<double>(m.rss_after - m.rss_before) / m.held)
+                           : std::nullopt);
   }
   rep.add(std::move(r));
 }
@@ -384,7 +442,8 @@ int main(int argc, char** argv) {
   const row rss_start = relay_row(o, "VmRSS KiB at start", bench::rss_kib);
   const row fds_start = relay_row(o, "open descriptors at start", bench::open_fds);
 
-  std::printf("%d round(s) of %.1f s per target and scenario; keep-alive; targets:", o.rounds, o.seconds);
+  std::printf("%d round(s) of %.1f s per target and scenario; keep-alive; targets:", o.rounds,
+              o.seconds);
   for (auto& t : o.targets) std::printf(" %s (%s)", t.name.c_str(), t.ep.to_string().c_str());
   std::printf("\n");
 
@@ -393,11 +452,12 @@ int main(int argc, char** argv) {
   for (int c : o.connections)
     failures += keepalive_scenario(o, rep, "GET /_ping ×" + std::to_string(c) + " conn", ping, c);
   if (!o.container.empty()) {
-    failures += keepalive_scenario(o, rep, "GET /containers/{id}/json ×10 conn",
-                                   bench::request("GET", "/v1.41/containers/" + o.container + "/json"), 10);
+    failures +=
+        keepalive_scenario(o, rep, "GET /containers/{id}/json ×10 conn",
+                           bench::request("GET", "/v1.41/containers/" + o.container + "/json"), 10);
     if (o.list)
-      failures +=
-          keepalive_scenario(o, rep, "GET /containers/json ×10 conn", bench::request("GET", "/v1.41/containers/json"), 10);
+      failures += keepalive_scenario(o, rep, "GET /containers/json ×10 conn",
+                                     bench::request("GET", "/v1.41/containers/json"), 10);
     failures += exec_scenario(o, rep);
   }
   for (int n : o.held) held_scenario(o, rep, n);
