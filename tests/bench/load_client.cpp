@@ -5,14 +5,15 @@
 //                 [--target haproxy=unix:///run/hap.sock] [--relay-pid NAME=PID]...
 //                 [--dockerd-pid PID] [--container ID] [--list] [--smoke]
 //                 [--connections 1,10,50] [--seconds S] [--rounds R]
-//                 [--exec-bytes N] [--held 1000,10000] [--held-stall S]
+//                 [--exec-bytes N] [--exec-rounds R] [--held 1000,10000] [--held-stall S]
 //
 // The first target is the reference (the daemon's own socket): every ratio is a target's
 // value divided by its value. Scenarios, each run for R rounds that go through the targets
 // in turn (so the noise of a shared machine falls on all of them), medians over rounds:
 //   - keep-alive GET /_ping with each --connections count; with --container, GET
 //     /containers/ID/json and (with --list) GET /containers/json on 10 connections;
-//   - with --container, a hijacked exec streaming --exec-bytes of a TTY (MiB/s);
+//   - with --container, a hijacked exec streaming --exec-bytes of a TTY (MiB/s), for
+//     --exec-rounds rounds (default 2);
 //   - with --relay-pid, the resident memory each held GET /events costs the relay, and its
 //     resident memory and open descriptors at the start and idle after the load;
 //   - with --dockerd-pid and --relay-pid, CPU time per request of the relay process and of
@@ -58,6 +59,7 @@ struct options {
   std::vector<int> connections = {1, 10, 50};
   double seconds = 4;
   int rounds = 3;
+  int exec_rounds = 2;  // 512 MiB through a TTY takes dockerd tens of seconds on a busy machine
   std::uint64_t exec_bytes = 512ull << 20;
   std::vector<int> held = {1000, 10000};
   double held_stall_seconds = 10;
@@ -68,7 +70,8 @@ struct options {
       stderr,
       "dockgate-load: %s\nusage: dockgate-load --target NAME=URL... [--relay-pid NAME=PID]... "
       "[--dockerd-pid PID] [--container ID] [--list] [--smoke] [--connections 1,10,50] "
-      "[--seconds S] [--rounds R] [--exec-bytes N] [--held 1000,10000] [--held-stall S]\n",
+      "[--seconds S] [--rounds R] [--exec-bytes N] [--exec-rounds R] [--held 1000,10000] "
+      "[--held-stall S]\n",
       why.c_str());
   std::exit(2);
 }
@@ -102,6 +105,7 @@ options parse_options(int argc, char** argv) {
     if (a == "--smoke") {  // seconds for the whole bench, every scenario still measured
       o.seconds = 0.5;
       o.rounds = 1;
+      o.exec_rounds = 1;
       o.exec_bytes = 16ull << 20;
       o.held = {100, 500};
       o.held_stall_seconds = 3;
@@ -128,6 +132,8 @@ options parse_options(int argc, char** argv) {
       o.seconds = std::atof(v.c_str());
     } else if (a == "--rounds") {
       o.rounds = std::atoi(v.c_str());
+    } else if (a == "--exec-rounds") {
+      o.exec_rounds = std::atoi(v.c_str());
     } else if (a == "--exec-bytes") {
       o.exec_bytes = std::strtoull(v.c_str(), nullptr, 10);
     } else if (a == "--held") {
@@ -139,7 +145,7 @@ options parse_options(int argc, char** argv) {
     }
   }
   if (o.targets.size() < 2) usage("give the reference target and at least one relay");
-  if (o.rounds < 1 || o.seconds <= 0 || o.exec_bytes == 0)
+  if (o.rounds < 1 || o.exec_rounds < 1 || o.seconds <= 0 || o.exec_bytes == 0)
     usage("rounds, seconds and exec bytes must be positive");
   for (auto& [name, pid] : relay_pids) {
     auto t = std::find_if(o.targets.begin(), o.targets.end(),
@@ -165,7 +171,8 @@ void raise_descriptor_limit() {
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
+  const std::size_t mid = v.size() / 2;
+  return v.size() % 2 ? v[mid] : (v[mid - 1] + v[mid]) / 2;
 }
 
 // The final table: one row per measured quantity, one column per target, then the ratios
@@ -308,7 +315,7 @@ int exec_scenario(const options& o, report& rep) {
   std::vector<cpu_total> cpu(n);
   std::vector<double> mib(n, 0);
   int failures = 0;
-  for (int r = 0; r < o.rounds; ++r) {
+  for (int r = 0; r < o.exec_rounds; ++r) {
     for (std::size_t i = 0; i < n; ++i) {
       const auto before = sample_cpu(o.targets[i], o);
       const auto res = bench::run_exec_stream(o.targets[i].ep, o.container, o.exec_bytes);
