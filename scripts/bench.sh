@@ -1,34 +1,95 @@
 #!/usr/bin/env bash
-# End-to-end benchmark: the same requests direct to a private dockerd and through
-# dockgate-proxy (release build), in one run, alternating rounds. Needs root.
+# End-to-end benchmark: the same requests direct to a private dockerd, through
+# dockgate-proxy (release build, docker-cli profile) and through HAProxy configured as
+# Tecnativa's docker-socket-proxy (tests/bench/haproxy.cfg), in one run, alternating
+# rounds. Needs root.
 #
-#   scripts/bench.sh [dockgate-load arguments, e.g. --connections 8 --seconds 3 --rounds 5]
+#   scripts/bench.sh            the full run (a few minutes)
+#   scripts/bench.sh --smoke    every scenario, small: well under 90 s once built
+#   scripts/bench.sh [dockgate-load arguments, e.g. --rounds 5 --seconds 3 --held 1000]
+#
+# Prints the details as it goes and one markdown table at the end (tests/bench/load_client.cpp
+# says what each row is). Exit status 1 only when a request failed, never on a ratio.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
+# HAProxy is for this bench only, so it is not in install-deps.sh (which scripts/run.sh
+# also runs on a user's machine, where the package would enable a haproxy service).
+command -v haproxy >/dev/null || { apt-get update -qq && apt-get install -y -qq --no-install-recommends haproxy; }
 cmake --preset release >/dev/null
 cmake --build --preset release --target dockgate-proxy dockgate-load
 
+# Held streams take a descriptor each in the client, two in a relay, one in dockerd:
+# everything started from here inherits the limit. Raising the hard limit needs
+# CAP_SYS_RESOURCE; without it the current hard limit is used.
+if ! ulimit -Hn 65536 2>/dev/null; then
+  echo "bench.sh: cannot raise the descriptor hard limit to 65536; using $(ulimit -Hn)" >&2
+fi
+ulimit -n "$(ulimit -Hn)"
+nofile=$(ulimit -n)
+
 work=$(mktemp -d /tmp/dockgate-bench.XXXXXX)
 proxy_pid=
+haproxy_pid=
+stop_child() { # stop_child PID: TERM, wait for it
+  [[ -n $1 ]] || return 0
+  kill "$1" 2>/dev/null || true
+  wait "$1" 2>/dev/null || true
+}
 cleanup() {
-  [[ -n $proxy_pid ]] && kill "$proxy_pid" 2>/dev/null && wait "$proxy_pid" 2>/dev/null || true
+  # Removed with SIGKILL now, instead of waiting out their stop timeout in dockerd's shutdown.
+  if [[ -n ${DOCKGATE_TEST_ENGINE:-} ]]; then
+    docker -H "$DOCKGATE_TEST_ENGINE" ps -aq | xargs -r docker -H "$DOCKGATE_TEST_ENGINE" rm -f >/dev/null || true
+  fi
+  stop_child "$proxy_pid"
+  stop_child "$haproxy_pid"
   scripts/engine.sh stop "$work/engine" || true
   rm -rf "$work"
+  echo "bench.sh: done in $SECONDS s"
 }
 trap cleanup EXIT
+wait_for_socket() { # wait_for_socket PATH NAME LOG
+  for _ in $(seq 200); do [[ -S $1 ]] && return 0; sleep 0.05; done
+  echo "bench.sh: $2 did not listen on $1; its log follows" >&2
+  cat "$3" >&2
+  return 1
+}
+
 scripts/engine.sh start "$work/engine" >/dev/null
 source "$work/engine/env"
+engine_sock=${DOCKGATE_TEST_ENGINE#unix://}
+dockerd_pid=$(cat "$work/engine/dockerd.pid")
 
-build/release/proxy/dockgate-proxy --upstream "$DOCKGATE_TEST_ENGINE" \
+# The audit log (one line per request, stdout) is thrown away, as HAProxy's request log is.
+prlimit --nofile="$nofile:$nofile" build/release/proxy/dockgate-proxy --upstream "$DOCKGATE_TEST_ENGINE" \
   --listen "unix://$work/proxy.sock" --policy compose/policies/docker-cli.json \
   >/dev/null 2>"$work/proxy.err" &
 proxy_pid=$!
-for _ in $(seq 100); do [[ -S $work/proxy.sock ]] && break; sleep 0.05; done
-# The container is created through the proxy, so that the docker-cli profile owns it, and
-# addressed by its full ID (names are resolved by an inspect on every request).
-id=$(DOCKER_HOST="unix://$work/proxy.sock" docker run -d "$DOCKGATE_TEST_IMAGE" sleep 3600)
+wait_for_socket "$work/proxy.sock" dockgate-proxy "$work/proxy.err"
 
-echo "== unix socket"
-build/release/tests/bench/dockgate-load --direct "$DOCKGATE_TEST_ENGINE" \
-  --proxy "unix://$work/proxy.sock" --container "$id" "$@"
+# Tecnativa's image defaults (its Dockerfile's ENV), with CONTAINERS, EXEC and POST on.
+sed -e "s|@HAPROXY_SOCKET@|$work/haproxy.sock|" -e "s|@ENGINE_SOCKET@|$engine_sock|" \
+  tests/bench/haproxy.cfg >"$work/haproxy.cfg"
+env ALLOW_RESTARTS=0 ALLOW_START=0 ALLOW_STOP=0 AUTH=0 BUILD=0 COMMIT=0 CONFIGS=0 CONTAINERS=1 \
+  DISTRIBUTION=0 EVENTS=1 EXEC=1 GRPC=0 IMAGES=0 INFO=0 LOG_LEVEL=info NETWORKS=0 NODES=0 PING=1 \
+  PLUGINS=0 POST=1 SECRETS=0 SERVICES=0 SESSION=0 SWARM=0 SYSTEM=0 TASKS=0 VERSION=1 VOLUMES=0 \
+  haproxy -db -f "$work/haproxy.cfg" >/dev/null 2>"$work/haproxy.err" &
+haproxy_pid=$!
+wait_for_socket "$work/haproxy.sock" haproxy "$work/haproxy.err"
+
+# Containers are created through the gate, so that the docker-cli profile owns them (the
+# gate's list shows only those), and addressed by full ID (a name costs the gate an
+# inspect per request). The first is inspected and runs the exec streams; five make the list.
+id=$(DOCKER_HOST="unix://$work/proxy.sock" docker run -d "$DOCKGATE_TEST_IMAGE" sleep 3600)
+for _ in 1 2 3 4; do
+  DOCKER_HOST="unix://$work/proxy.sock" docker run -d "$DOCKGATE_TEST_IMAGE" sleep 3600 >/dev/null
+done
+
+echo "== dockgate-proxy pid $proxy_pid, haproxy $(haproxy -v | head -n1 | cut -d' ' -f3) pid $haproxy_pid," \
+  "dockerd pid $dockerd_pid, descriptor limit $nofile"
+build/release/tests/bench/dockgate-load \
+  --target "direct=$DOCKGATE_TEST_ENGINE" \
+  --target "dockgate=unix://$work/proxy.sock" --relay-pid "dockgate=$proxy_pid" \
+  --target "haproxy=unix://$work/haproxy.sock" --relay-pid "haproxy=$haproxy_pid" \
+  --dockerd-pid "$dockerd_pid" --container "$id" --list "$@"
+echo "bench.sh: $SECONDS s so far (the engine's stop follows)" >&2

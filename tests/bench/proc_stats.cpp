@@ -1,0 +1,67 @@
+#include "proc_stats.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+namespace dockgate::bench {
+
+namespace {
+
+// A /proc file is generated on read: one read of a buffer larger than the file gets it all.
+std::string read_proc(pid_t pid, const char* name) {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/%s", static_cast<int>(pid), name);
+  int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return {};
+  std::string text(8192, '\0');
+  ssize_t n = ::read(fd, text.data(), text.size());
+  ::close(fd);
+  text.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
+  return text;
+}
+
+}  // namespace
+
+std::optional<long> rss_kib(pid_t pid) {
+  const std::string status = read_proc(pid, "status");
+  auto at = status.find("\nVmRSS:");
+  if (at == std::string::npos) return std::nullopt;
+  return std::strtol(status.c_str() + at + 7, nullptr, 10);
+}
+
+std::optional<long> open_fds(pid_t pid) {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/fd", static_cast<int>(pid));
+  DIR* dir = ::opendir(path);
+  if (!dir) return std::nullopt;
+  long n = 0;
+  while (const dirent* e = ::readdir(dir))
+    if (e->d_name[0] != '.') ++n;
+  ::closedir(dir);
+  return n;
+}
+
+std::optional<double> cpu_us(pid_t pid) {
+  const std::string stat = read_proc(pid, "stat");
+  // The command name is in parentheses and may contain spaces: fields are counted from
+  // the last ')', which is followed by field 3 (state); utime and stime are 14 and 15.
+  auto close = stat.rfind(')');
+  if (close == std::string::npos) return std::nullopt;
+  const char* p = stat.c_str() + close + 1;
+  for (int field = 3; field <= 14; ++field) {  // p: the space before field 14
+    p = std::strchr(p + 1, ' ');
+    if (!p) return std::nullopt;
+  }
+  char* end = nullptr;
+  const unsigned long long utime = std::strtoull(p, &end, 10);
+  const unsigned long long stime = std::strtoull(end, nullptr, 10);
+  return static_cast<double>(utime + stime) * 1e6 / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+
+}  // namespace dockgate::bench

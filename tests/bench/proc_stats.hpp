@@ -1,0 +1,20 @@
+#pragma once
+// What the kernel says a process costs: resident memory and CPU time, read from /proc.
+
+#include <sys/types.h>
+
+#include <optional>
+
+namespace dockgate::bench {
+
+// VmRSS of /proc/PID/status, in KiB.
+std::optional<long> rss_kib(pid_t pid);
+
+// Entries of /proc/PID/fd: open descriptors (a relay's connections, each side).
+std::optional<long> open_fds(pid_t pid);
+
+// utime + stime of /proc/PID/stat (every thread of the process), in microseconds. The
+// kernel counts in clock ticks (usually 10 ms), so callers measure over whole rounds.
+std::optional<double> cpu_us(pid_t pid);
+
+}  // namespace dockgate::bench
