@@ -4,7 +4,8 @@
 # npm) that this script starts and stops, with the Node.js Docker clients of
 # scripts/node-clients.sh (dockerode and testcontainers, from npm, cached); then the
 # compose stacks (tests/stack), the Debian package (tests/package) and the first-run
-# command (tests/first_run) with the release programs.
+# command (tests/first_run) with the release programs; the benchmarks once, small, as
+# smoke tests.
 # Needs root: it installs Debian packages and starts dockerd.
 #
 #   scripts/test.sh [ctest arguments...]
@@ -54,6 +55,9 @@ if [[ $# -eq 0 ]]; then
   tests/stack/compose_stack_test.sh
   tests/package/deb_test.sh
   tests/first_run/first_run_test.sh
+  # The benchmarks as smoke tests: they complete and print their numbers (no ratio is
+  # judged here; see README, Benchmarks).
+  scripts/bench.sh --smoke
 fi
 if [[ $sanitizers == 1 ]]; then
   export DOCKGATE_BUILD_DIR=$PWD/build/asan-ubsan
