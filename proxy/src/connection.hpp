@@ -79,7 +79,6 @@ class connection {
   // Relays what the response block holds (and the pending head) in one gathered write.
   net::awaitable<void> relay_buffered_stream();
   void watch_client();
-  net::awaitable<void> pump_stream();
   net::awaitable<void> splice(std::string_view response_leftover);
   // One direction of a hijacked stream, through a pipe with splice(2).
   net::awaitable<void> splice_one_way(protocol::socket& from, protocol::socket& to, std::uint64_t& bytes);
@@ -139,7 +138,7 @@ class connection {
   bool response_head_pending_ = false;  // out_ holds the client's head, not yet written
   bool response_chunked_in_ = false;    // the daemon chunks the body (else: until close)
   bool stream_ended_ = false;           // the daemon's body has ended
-  bool stream_waiting_ = false;         // pump_stream runs: watch_client watches
+  bool stream_waiting_ = false;         // relay_stream waits on the daemon: watch_client watches
   bool watch_pending_ = false;          // watch_client's wait has not completed
   std::string owned_events_;            // the owned event lines of one read
   bool response_keep_alive_ = false;

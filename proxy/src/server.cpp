@@ -19,6 +19,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
+#include <algorithm>
 #include <stdexcept>
 
 #include "connection.hpp"
@@ -315,19 +316,27 @@ net::awaitable<void> shutdown_when_signalled(proxy_context& ctx, net::signal_set
 // proxy has gone idle after a load, the buffers it cached go back to the system.
 net::awaitable<void> watch_deadlines(proxy_context& ctx, net::steady_timer& timer) {
   bool trimmed = true;
+  std::size_t peak = 0;  // connections at most since the last trim
+  std::vector<connection*> live;
   while (!(ctx.stopping && ctx.connections.empty())) {
     timer.expires_after(std::chrono::seconds(1));
     co_await timer.async_wait(use_tuple);
     const auto now = std::chrono::steady_clock::now();
-    for (auto* c : std::vector<connection*>(ctx.connections.begin(), ctx.connections.end())) c->check_deadline(now);
+    live.assign(ctx.connections.begin(), ctx.connections.end());
+    for (auto* c : live) c->check_deadline(now);
+    const std::size_t n = ctx.connections.size();
+    peak = std::max(peak, n);
     if (ctx.buffers.in_use() > 0) {
       trimmed = false;
       ctx.buffers.return_freed_memory();
-    } else if (!trimmed) {
+    } else if (!trimmed || n * 2 + 16 < peak) {
+      // Quiet now, or most of a crowd of connections gone: their memory goes back.
       ctx.buffers.trim();
       ctx.spare_heads.clear();
       trimmed = true;
+      peak = n;
     }
+    if (live.capacity() > 4 * n + 64) live.shrink_to_fit();
   }
 }
 
