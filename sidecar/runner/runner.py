@@ -16,12 +16,22 @@
 # - The sidecar trusts none of this: it bounds every frame and stops using the runner
 #   at the first thing it does not expect.
 #
-# Requests (stdin): u32 length, then u32 argc, argc x (u32 length, bytes), u32 stdin
-# length, stdin bytes, u32 output cap (per stream). Answers (stdout): u8 kind, u32 length, payload; kinds H (hello), S (started),
-# O/E (stdout/stderr bytes), X ("<exit code> <stdout dropped> <stderr dropped>").
+# Requests (stdin): u32 length, then u8 op, u32 output cap (per stream), u32 count of
+# lists, each list u32 count of items, each item u32 length and bytes.
+#   op R, lists [argv, [stdin]]: run argv (`cat -- <artifact>`).
+#   op C, lists [argv, [code], [cell, before file, oom file, outputs dir], sweep argv]:
+#     a cell, as the sidecar's plain path runs it in two execs: the OOM-kill count and
+#     the outputs listing recorded (also to the two files, for a plain clean-up should
+#     this runner fail), the code written to `cell`, argv (`timeout ... python3 cell`)
+#     run; then the sweep (the sidecar's kill_cell_processes, as a shell script), the
+#     files removed, the count and listing taken again.
+# Answers (stdout): u8 kind, u32 length, payload; kinds H (hello), S (started), O/E
+# (stdout/stderr bytes), X ("<exit code> <stdout dropped> <stderr dropped>"), then for a
+# cell L (the clean-up's listing, in pieces) and D (done).
 import ctypes
 import os
 import selectors
+import stat
 import struct
 import subprocess
 import sys
@@ -67,11 +77,112 @@ def main():
             pos += n
             return bytes(v)
 
-        (argc,) = struct.unpack(">I", take(4))
-        argv = [take(struct.unpack(">I", take(4))[0]) for _ in range(argc)]
-        stdin_data = take(struct.unpack(">I", take(4))[0])
+        op = take(1)
         (cap,) = struct.unpack(">I", take(4))
-        run(argv, stdin_data, cap, send)
+        lists = []
+        for _ in range(struct.unpack(">I", take(4))[0]):
+            lists.append([take(struct.unpack(">I", take(4))[0]) for _ in range(struct.unpack(">I", take(4))[0])])
+        if op == b"R" and len(lists) == 2 and len(lists[1]) == 1:
+            run(lists[0], lists[1][0], cap, send)
+        elif op == b"C" and len(lists) == 4 and len(lists[1]) == 1 and len(lists[2]) == 4:
+            cell(lists[0], lists[1][0], *lists[2], lists[3], cap, send)
+        else:
+            sys.exit(4)
+
+
+# The memory cgroup's OOM-kill count, as the sidecar's oom_count script reads it (cgroup v2
+# memory.events, v1 memory.oom_control; the last "oom_kill" line wins; "0" if none).
+def oom_count():
+    count = b"0"
+    for path in ("/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control"):
+        try:
+            with open(path, "rb") as f:
+                lines = f.read().split(b"\n")
+        except OSError:
+            continue
+        for line in lines:
+            parts = line.split(None, 1)
+            if len(parts) == 2 and parts[0] == b"oom_kill":
+                count = parts[1].strip()
+    return count
+
+
+# `find <top> -type f -printf '%p\0%T@\0%s\0'`, byte for byte: regular files, symlinks
+# never followed (the top one neither), mtime as find prints it (seconds, nine digits of
+# nanoseconds and a 0), errors skipped.
+def listing(top):
+    out = []
+
+    def record(path, st):
+        if stat.S_ISREG(st.st_mode):
+            sec, ns = divmod(st.st_mtime_ns, 10**9)
+            out.append(b"%s\0%d.%09d0\0%d\0" % (path, sec, ns, st.st_size))
+
+    def walk(directory):
+        try:
+            entries = list(os.scandir(directory))
+        except OSError:
+            return
+        for e in entries:
+            path = directory + b"/" + e.name
+            try:
+                st = os.lstat(path)
+            except OSError:
+                continue
+            record(path, st)
+            if stat.S_ISDIR(st.st_mode):
+                walk(path)
+
+    try:
+        st = os.lstat(top)
+    except OSError:
+        return b""
+    record(top, st)
+    if stat.S_ISDIR(st.st_mode):
+        walk(top)
+    return b"".join(out)
+
+
+def write_file(path, data):
+    try:
+        with open(path, "wb") as f:
+            f.write(data)
+        return None
+    except OSError as e:
+        return e
+
+
+def remove(path):
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def cell(argv, code, cell_path, before_file, oom_file, outputs, sweep, cap, send):
+    oom_before = oom_count()
+    write_file(oom_file, oom_before + b"\n")
+    before = listing(outputs)
+    write_file(before_file, before)
+    failed = write_file(cell_path, code)
+    if failed is None:
+        run(argv, b"", cap, send)
+    else:
+        # The plain path's `cat > cell || exit 125`.
+        send(b"S")
+        send(b"E", ("cannot create %s: %s\n" % (os.fsdecode(cell_path), failed.strerror)).encode()[:cap])
+        send(b"X", b"125 0 0")
+    subprocess.run(sweep, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                   close_fds=True, start_new_session=True)
+    remove(cell_path)
+    oom_after = oom_count()
+    after = listing(outputs)
+    remove(before_file)
+    remove(oom_file)
+    text = oom_after + b"\n" + oom_before + b"\n" + before + b"\0" + after
+    for i in range(0, len(text), CHUNK):
+        send(b"L", text[i:i + CHUNK])
+    send(b"D")
 
 
 def run(argv, stdin_data, cap, send):

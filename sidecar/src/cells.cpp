@@ -20,6 +20,8 @@ using namespace std::chrono_literals;
 namespace {
 
 // Regular files under /workspace/outputs: path, mtime and size, each field NUL-terminated.
+// (The runner lists them itself in the same format: runner.py listing().)
+constexpr std::string_view outputs_dir = "/workspace/outputs";
 constexpr std::string_view find_outputs = "find /workspace/outputs -type f -printf '%p\\0%T@\\0%s\\0' 2>/dev/null";
 
 // The memory cgroup's OOM-kill count (cgroup v2 memory.events, v1 memory.oom_control), one line.
@@ -170,40 +172,60 @@ http_reply service::run_cell(const http_request& r, cell_events& events) {
     if (!s->runner) drop_runner("start: " + why);
   }
 
+  // Nothing the cell started outlives its answer, whatever it did to its environment,
+  // session, process group or PID: every process but the container's init and its
+  // `sleep` (and the runner) is killed (kill_cell_processes), then outputs are listed
+  // again. After a runner fault this is a plain exec, whose sweep ends the runner too.
+  auto cleanup_cmd = [&]() -> std::vector<std::string> {
+    return {"sh", "-c",
+            kill_cell_processes(false) + " rm -f " + shell_quote(cell) + "; " + std::string(oom_count) + "; cat " +
+                shell_quote(oom_file) + " 2>/dev/null; cat " + shell_quote(before_file) + " 2>/dev/null; printf '\\0'; " +
+                std::string(find_outputs) + "; rm -f " + shell_quote(before_file) + " " + shell_quote(oom_file)};
+  };
+  constexpr std::size_t listing_cap = 64 * 1024 * 1024;  // run_in's cap for the plain clean-up
+
   const auto started = std::chrono::steady_clock::now();
+  auto elapsed = std::chrono::steady_clock::duration::zero();
   client::exec_result result;
+  std::optional<std::string> listing_text;
   bool runner_lost = false;
   if (s->runner) {
-    auto ran = s->runner->run(run.cmd, run.stdin_data, run.max_stdout, run.timeout, run.on_output);
-    if (ran.state == cell_runner::outcome::done) {
-      result = std::move(ran.result);
+    // One request: the plain path's two execs, done by the runner (runner.py cell()),
+    // with the same paths and the same sweep.
+    // The cell still starts from `sh -c 'exec timeout ...'`: the shell's environment (PWD
+    // exported, its order of variables) is what the cell sees on the plain path.
+    runner_cell c{{"sh", "-c", "exec timeout --kill-after=2s " + std::string(seconds) + " python3 " + shell_quote(cell)},
+                  *code,
+                  cell,
+                  before_file,
+                  oom_file,
+                  std::string(outputs_dir),
+                  {"sh", "-c", kill_cell_processes(true)}};
+    auto ran = s->runner->run_cell(c, run.max_stdout, run.timeout, run.on_output, listing_cap, 15s);
+    elapsed = std::chrono::steady_clock::now() - started;
+    if (ran.run.state == cell_runner::outcome::done) {
+      result = std::move(ran.run.result);
+      elapsed = ran.exited - started;
+      if (ran.listing) listing_text = std::move(ran.listing);
+      else drop_runner(ran.run.why);  // the cell's answer stands; the plain clean-up follows
     } else {
-      drop_runner(ran.why);
-      if (ran.state == cell_runner::outcome::not_started) {
+      drop_runner(ran.run.why);
+      if (ran.run.state == cell_runner::outcome::not_started) {
         // The runner never acknowledged the cell, so it did not run: run it as a plain exec.
         result = docker_.exec(s->container, run);
+        elapsed = std::chrono::steady_clock::now() - started;
       } else {
         // It may have run (its output so far is kept): it is not run twice.
-        result = std::move(ran.result);
+        result = std::move(ran.run.result);
         runner_lost = true;
       }
     }
   } else {
     result = docker_.exec(s->container, run);
+    elapsed = std::chrono::steady_clock::now() - started;
   }
-  const auto elapsed = std::chrono::steady_clock::now() - started;
-  // Nothing the cell started outlives its answer, whatever it did to its environment,
-  // session, process group or PID: every process but the container's init and its
-  // `sleep` (and the runner) is killed (kill_cell_processes), then outputs are listed
-  // again. After a runner fault this is a plain exec, whose sweep ends the runner too.
-  auto cleanup_cmd = [&](bool from_runner) -> std::vector<std::string> {
-    return {"sh", "-c",
-            kill_cell_processes(from_runner) + " rm -f " + shell_quote(cell) + "; " + std::string(oom_count) + "; cat " +
-                shell_quote(oom_file) + " 2>/dev/null; cat " + shell_quote(before_file) + " 2>/dev/null; printf '\\0'; " +
-                std::string(find_outputs) + "; rm -f " + shell_quote(before_file) + " " + shell_quote(oom_file)};
-  };
-  // A command that is no user code (the clean-up, reading an artifact): through the
-  // runner while it is sound, else (or after a fault mid-way) as a plain exec.
+  // A command that is no user code (reading an artifact): through the runner while it
+  // is sound, else (or after a fault mid-way) as a plain exec.
   auto in_container = [&](std::vector<std::string> cmd, std::chrono::milliseconds timeout, std::size_t max_out) {
     if (s->runner) {
       auto ran = s->runner->run(cmd, {}, max_out, timeout, nullptr);
@@ -212,18 +234,12 @@ http_reply service::run_cell(const http_request& r, cell_events& events) {
     }
     return run_in(s->container, std::move(cmd), timeout, {}, false, {}, max_out);
   };
-  client::exec_result cleanup;
-  if (s->runner) {
-    auto ran = s->runner->run(cleanup_cmd(true), {}, 64 * 1024 * 1024, 15s, nullptr);
-    if (ran.state == cell_runner::outcome::done) cleanup = std::move(ran.result);
-    else drop_runner(ran.why);
-  }
-  if (!s->runner) cleanup = run_in(s->container, cleanup_cmd(false), 15s);
+  if (!listing_text) listing_text = run_in(s->container, cleanup_cmd(), 15s).stdout_data;
   if (!result.started && result.error.find("409") != std::string::npos) return detail(404, "session not found or not running");
   if (!result.started && result.error.find("404") != std::string::npos) return detail(404, "session not found or not running");
   if (result.started && result.exit_code == 125 && !result.timed_out)
     return detail(500, "write cell failed: " + result.stderr_data);
-  const auto listing = parse_cell_listing(cleanup.stdout_data);
+  const auto listing = parse_cell_listing(*listing_text);
   if (!result.started) return detail(500, "exec failed: " + result.error);
   std::int64_t exit_code = result.timed_out ? 124 : result.exit_code;
   const std::string kb = std::to_string(config_.max_output_bytes / 1024) + "KB";

@@ -36,6 +36,8 @@ std::optional<runner_frames::frame> runner_frames::next() {
     case 'O': type = kind::out; break;
     case 'E': type = kind::err; break;
     case 'X': type = kind::exit; break;
+    case 'L': type = kind::listing; break;
+    case 'D': type = kind::done; break;
     default: failed_ = true; return std::nullopt;
   }
   if (size > max_runner_frame - runner_frame_header) {
@@ -67,16 +69,17 @@ std::optional<runner_exit> parse_runner_exit(std::string_view payload) {
   return e;
 }
 
-std::string runner_request(const std::vector<std::string>& argv, std::string_view stdin_data, std::uint32_t cap) {
-  std::string body;
-  put_u32(body, static_cast<std::uint32_t>(argv.size()));
-  for (const auto& a : argv) {
-    put_u32(body, static_cast<std::uint32_t>(a.size()));
-    body += a;
-  }
-  put_u32(body, static_cast<std::uint32_t>(stdin_data.size()));
-  body += stdin_data;
+std::string runner_request(char op, std::uint32_t cap, const std::vector<std::vector<std::string_view>>& lists) {
+  std::string body(1, op);
   put_u32(body, cap);
+  put_u32(body, static_cast<std::uint32_t>(lists.size()));
+  for (const auto& list : lists) {
+    put_u32(body, static_cast<std::uint32_t>(list.size()));
+    for (const auto item : list) {
+      put_u32(body, static_cast<std::uint32_t>(item.size()));
+      body += item;
+    }
+  }
   std::string out;
   put_u32(out, static_cast<std::uint32_t>(body.size()));
   return out + body;
@@ -131,24 +134,29 @@ std::optional<runner_frames::frame> cell_runner::next(client::clock_type::time_p
   }
 }
 
-cell_runner::run_result cell_runner::run(const std::vector<std::string>& argv, std::string_view stdin_data,
-                                         std::size_t cap, std::chrono::milliseconds timeout,
-                                         const std::function<void(int, std::string_view)>& on_output) {
+namespace {
+
+std::uint32_t wire_cap(std::size_t cap) { return static_cast<std::uint32_t>(std::min<std::size_t>(cap, 1u << 31)); }
+
+std::vector<std::string_view> views(const std::vector<std::string>& v) { return {v.begin(), v.end()}; }
+
+}  // namespace
+
+cell_runner::run_result cell_runner::exchange(const std::string& request, std::size_t cap,
+                                              client::clock_type::time_point deadline,
+                                              const std::function<void(int, std::string_view)>& on_output) {
   run_result r;
   if (!stream_) {
     r.why = "runner closed";
     return r;
   }
-  const auto deadline = client::clock_type::now() + timeout;
   auto fail = [&](outcome state, std::string why) {
     r.state = state;
     r.why = std::move(why);
     close();
     return std::move(r);
   };
-  if (!stream_->write(runner_request(argv, stdin_data, static_cast<std::uint32_t>(std::min<std::size_t>(cap, 1u << 31))),
-                      deadline))
-    return fail(outcome::not_started, "write failed");
+  if (!stream_->write(request, deadline)) return fail(outcome::not_started, "write failed");
   std::string why;
   bool timed_out = false;
   auto ack = next(deadline, why, timed_out);
@@ -180,6 +188,43 @@ cell_runner::run_result cell_runner::run(const std::vector<std::string>& argv, s
     r.result.stderr_dropped += e->err_dropped;
     r.state = outcome::done;
     return r;
+  }
+}
+
+cell_runner::run_result cell_runner::run(const std::vector<std::string>& argv, std::string_view stdin_data,
+                                         std::size_t cap, std::chrono::milliseconds timeout,
+                                         const std::function<void(int, std::string_view)>& on_output) {
+  return exchange(runner_request('R', wire_cap(cap), {views(argv), {stdin_data}}), cap, client::clock_type::now() + timeout,
+                  on_output);
+}
+
+cell_runner::cell_result cell_runner::run_cell(const runner_cell& c, std::size_t cap, std::chrono::milliseconds timeout,
+                                               const std::function<void(int, std::string_view)>& on_output,
+                                               std::size_t listing_cap, std::chrono::milliseconds cleanup_timeout) {
+  cell_result out;
+  out.run = exchange(runner_request('C', wire_cap(cap),
+                                    {views(c.argv), {c.code}, {c.cell, c.before_file, c.oom_file, c.outputs}, views(c.sweep)}),
+                     cap, client::clock_type::now() + timeout, on_output);
+  out.exited = client::clock_type::now();
+  if (out.run.state != outcome::done) return out;
+  // The clean-up's listing: pieces up to `listing_cap` (the rest dropped, as the plain
+  // clean-up's capped output), then done.
+  const auto deadline = client::clock_type::now() + cleanup_timeout;
+  std::string listing, why;
+  bool timed_out = false;
+  for (;;) {
+    auto f = next(deadline, why, timed_out);
+    if (f && f->type == runner_frames::kind::listing) {
+      listing.append(f->payload, 0, std::min(f->payload.size(), listing_cap - std::min(listing_cap, listing.size())));
+      continue;
+    }
+    if (f && f->type == runner_frames::kind::done && f->payload.empty()) {
+      out.listing = std::move(listing);
+      return out;
+    }
+    out.run.why = f ? "unexpected frame" : why;
+    close();
+    return out;
   }
 }
 

@@ -35,7 +35,7 @@ inline constexpr std::size_t runner_frame_header = 5;
 // The runner's answer stream, cut into frames (no I/O: unit-tested).
 class runner_frames {
  public:
-  enum class kind { hello, started, out, err, exit };
+  enum class kind { hello, started, out, err, exit, listing, done };
   struct frame {
     kind type;
     std::string payload;
@@ -64,8 +64,17 @@ struct runner_exit {
 };
 std::optional<runner_exit> parse_runner_exit(std::string_view payload);
 
-// A request: the command, its stdin, the output cap per stream.
-std::string runner_request(const std::vector<std::string>& argv, std::string_view stdin_data, std::uint32_t cap);
+// A request: its op ('R' a command, 'C' a cell), the output cap per stream, and lists of
+// byte strings (runner.py says which).
+std::string runner_request(char op, std::uint32_t cap, const std::vector<std::vector<std::string_view>>& lists);
+
+// A cell as the runner runs it: what the plain path's two execs do, in one request.
+struct runner_cell {
+  std::vector<std::string> argv;  // `sh -c 'exec timeout --kill-after=2s <T>s python3 <cell>'`
+  std::string_view code;
+  std::string cell, before_file, oom_file, outputs;  // paths in the container
+  std::vector<std::string> sweep;                    // the kill sweep's command
+};
 
 class cell_runner {
  public:
@@ -90,6 +99,18 @@ class cell_runner {
   // `timeout`. After anything but `done` the runner is closed and usable() is false.
   run_result run(const std::vector<std::string>& argv, std::string_view stdin_data, std::size_t cap,
                  std::chrono::milliseconds timeout, const std::function<void(int, std::string_view)>& on_output);
+  // A cell: `run` is its outcome (as above); `listing` the clean-up's output in the plain
+  // clean-up's format (cells.cpp parse_cell_listing), nullopt if the runner failed after
+  // the cell's exit (then the plain clean-up is still to be done). `listing_cap` bounds
+  // it; `cleanup_timeout` is the clean-up's own deadline.
+  struct cell_result {
+    run_result run;
+    std::optional<std::string> listing;
+    client::clock_type::time_point exited;  // when its exit frame arrived
+  };
+  cell_result run_cell(const runner_cell& c, std::size_t cap, std::chrono::milliseconds timeout,
+                       const std::function<void(int, std::string_view)>& on_output, std::size_t listing_cap,
+                       std::chrono::milliseconds cleanup_timeout);
   bool usable() const { return stream_.has_value(); }
   // Ends the stream (the runner reads EOF and exits when idle).
   void close() { stream_.reset(); }
@@ -98,6 +119,9 @@ class cell_runner {
   explicit cell_runner(client::exec_stream s) : stream_(std::move(s)) {}
   // The next frame, read under `deadline`; nullopt with `why` set on any fault.
   std::optional<runner_frames::frame> next(client::clock_type::time_point deadline, std::string& why, bool& timed_out);
+  // Sends a request and reads its answer up to the exit frame.
+  run_result exchange(const std::string& request, std::size_t cap, client::clock_type::time_point deadline,
+                      const std::function<void(int, std::string_view)>& on_output);
 
   std::optional<client::exec_stream> stream_;
   runner_frames frames_;

@@ -9,8 +9,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <set>
 #include <thread>
 
 #include "runner.hpp"
@@ -76,11 +80,11 @@ TEST_CASE("runner exit frames are three plain decimals", "[sidecar][runner]") {
     CHECK_FALSE(parse_runner_exit(bad));
 }
 
-TEST_CASE("runner requests carry argv, stdin and the cap length-prefixed", "[sidecar][runner]") {
-  const auto r = runner_request({"sh", "-c", "x"}, std::string("a\0b", 3), 32768);
-  const std::string want = std::string("\0\0\0\x20", 4) + std::string("\0\0\0\x03", 4) + std::string("\0\0\0\x02sh", 6) +
-                           std::string("\0\0\0\x02-c", 6) + std::string("\0\0\0\x01x", 5) + std::string("\0\0\0\x03" "a\0b", 7) +
-                           std::string("\0\0\x80\0", 4);
+TEST_CASE("runner requests: op, cap, then lists of length-prefixed byte strings", "[sidecar][runner]") {
+  const auto r = runner_request('R', 32768, {{"sh", "-c", "x"}, {std::string_view("a\0b", 3)}});
+  const std::string want = std::string("\0\0\0\x29", 4) + "R" + std::string("\0\0\x80\0", 4) + std::string("\0\0\0\x02", 4) +
+                           std::string("\0\0\0\x03", 4) + std::string("\0\0\0\x02sh", 6) + std::string("\0\0\0\x02-c", 6) +
+                           std::string("\0\0\0\x01x", 5) + std::string("\0\0\0\x01", 4) + std::string("\0\0\0\x03" "a\0b", 7);
   CHECK(r == want);
 }
 
@@ -163,12 +167,15 @@ struct local_runner {
   }
   // Runs a command: the frames of its answer up to the exit frame.
   std::vector<runner_frames::frame> run(const std::vector<std::string>& argv, std::string_view in, std::uint32_t cap) {
-    const auto req = runner_request(argv, in, cap);
+    std::vector<std::string_view> args(argv.begin(), argv.end());
+    return exchange(runner_request('R', cap, {args, {in}}), runner_frames::kind::exit);
+  }
+  std::vector<runner_frames::frame> exchange(const std::string& req, runner_frames::kind last) {
     REQUIRE(::write(to, req.data(), req.size()) == static_cast<ssize_t>(req.size()));
     std::vector<runner_frames::frame> got;
     while (auto f = next()) {
       got.push_back(*f);
-      if (f->type == runner_frames::kind::exit) break;
+      if (f->type == last) break;
     }
     return got;
   }
@@ -218,6 +225,80 @@ TEST_CASE("the runner program: hello, fresh processes, caps, exit statuses, no p
   CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(3));
   CHECK(joined(left, k::out) == "gone\n");
   CHECK(left.back().payload == "0 0 0");
+
+  // A request it does not know ends it.
+  const auto bad = runner_request('Z', 0, {});
+  REQUIRE(::write(r.to, bad.data(), bad.size()) == static_cast<ssize_t>(bad.size()));
+  CHECK_FALSE(r.next());
+}
+
+TEST_CASE("the runner program: a cell, its files, and the outputs listing exactly as find prints it", "[sidecar][runner]") {
+  char tmpl[] = "/tmp/dockgate-runner-cell-XXXXXX";
+  REQUIRE(::mkdtemp(tmpl));
+  const std::string dir = tmpl;
+  const std::string outputs = dir + "/outputs";
+  auto sh = [](const std::string& cmd) { REQUIRE(std::system(cmd.c_str()) == 0); };
+  sh("mkdir -p " + outputs + "/sub/deeper && printf abc > " + outputs + "/a.txt && printf '' > " + outputs +
+     "/sub/deeper/empty && printf 12345 > '" + outputs + "/sub/odd name\\n' && ln -s /etc/passwd " + outputs +
+     "/link && mkfifo " + outputs + "/fifo && touch -d @1700000000.123456789 " + outputs + "/a.txt");
+  auto find_listing = [&] {
+    std::string out;
+    FILE* p = ::popen(("find " + outputs + " -type f -printf '%p\\0%T@\\0%s\\0' 2>/dev/null").c_str(), "r");
+    char buf[4096];
+    for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+    ::pclose(p);
+    return out;
+  };
+  // Records as a set: both walk the directory in readdir order, but only the set counts.
+  auto records = [](std::string_view text) {
+    std::set<std::string> out;
+    while (!text.empty()) {
+      std::string rec;
+      for (int i = 0; i < 3; ++i) {
+        const auto nul = text.find('\0');
+        REQUIRE(nul != std::string_view::npos);
+        rec += std::string(text.substr(0, nul + 1));
+        text.remove_prefix(nul + 1);
+      }
+      out.insert(rec);
+    }
+    return out;
+  };
+  const std::string before = find_listing();
+
+  local_runner r;
+  REQUIRE(r.next());
+  const std::string cell = dir + "/cell.py", before_file = dir + "/before", oom_file = dir + "/oom";
+  // The "sweep" here only records that it ran after the cell: this runs on the host.
+  const std::string code = "import os\nprint(open('" + before_file + "').read().count('\\0'))\nopen('" + outputs +
+                           "/new.bin', 'wb').write(b'x' * 7)\n";
+  const auto req = runner_request('C', 1024,
+                                  {{"python3", cell}, {code}, {cell, before_file, oom_file, outputs},
+                                   {"sh", "-c", "test -e " + cell + " && touch " + dir + "/swept"}});
+  auto got = r.exchange(req, runner_frames::kind::done);
+  using k = runner_frames::kind;
+  REQUIRE(got.size() >= 4);
+  CHECK(got.front().type == k::started);
+  CHECK(joined(got, k::out) == "9\n");  // three records, three fields each
+  const auto exit_at = std::find_if(got.begin(), got.end(), [](const auto& f) { return f.type == k::exit; });
+  REQUIRE(exit_at != got.end());
+  CHECK(exit_at->payload == "0 0 0");
+  CHECK(got.back().type == k::done);
+  const std::string listing = joined(got, k::listing);
+  // "<oom after>\n<oom before>\n<before>\0<after>", as the plain clean-up prints it.
+  const auto first_nl = listing.find('\n');
+  const auto second_nl = listing.find('\n', first_nl + 1);
+  REQUIRE(second_nl != std::string::npos);
+  const std::string rest = listing.substr(second_nl + 1);
+  CHECK(records(rest.substr(0, before.size())) == records(before));
+  CHECK(rest[before.size()] == '\0');
+  CHECK(records(rest.substr(before.size() + 1)) == records(find_listing()));
+  CHECK(rest.substr(before.size() + 1).find(outputs + "/new.bin") != std::string::npos);
+  CHECK(listing.find("1700000000.1234567890") != std::string::npos);
+  // The sweep ran while the cell file existed; the cell and both record files are gone.
+  CHECK(::access((dir + "/swept").c_str(), F_OK) == 0);
+  for (const auto& f : {cell, before_file, oom_file}) CHECK(::access(f.c_str(), F_OK) != 0);
+  sh("rm -rf " + dir);
 }
 
 namespace {
