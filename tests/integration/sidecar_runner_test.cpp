@@ -142,6 +142,23 @@ TEST_CASE("sidecar runner: cells over one exec stream answer exactly as plain ex
   CHECK(left.find("<runner>") != std::string::npos);
   CHECK(std::count(left.begin(), left.end(), '\n') == 3);
 
+  // Cells sent at once to one session take turns on its one runner: each answer is its own.
+  {
+    std::vector<std::string> answers(4);
+    std::vector<std::thread> threads;
+    for (int i = 0; i < 4; ++i)
+      threads.emplace_back([&, i] {
+        answers[static_cast<std::size_t>(i)] =
+            fast.exec(fast_sid, "import time\nfor k in range(3):\n  print(" + std::to_string(i) + ", k, flush=True)\n  time.sleep(0.05)");
+      });
+    for (auto& t : threads) t.join();
+    for (int i = 0; i < 4; ++i) {
+      const std::string n = std::to_string(i);
+      CHECK(field(answers[static_cast<std::size_t>(i)], "stdout") == n + " 0\n" + n + " 1\n" + n + " 2\n");
+    }
+    CHECK(processes(fast_c).find("<runner>") != std::string::npos);
+  }
+
   // The runner killed between cells: the next cell notices before anything ran, runs as
   // plain execs with the same answer, and so do the ones after (the runner is not
   // started again for this session).
