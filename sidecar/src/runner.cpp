@@ -28,17 +28,34 @@ constexpr std::size_t max_docker_payload = max_runner_frame;
 std::optional<runner_frames::frame> runner_frames::next() {
   if (failed_ || buffer_.size() < runner_frame_header) return std::nullopt;
   const auto* h = reinterpret_cast<const unsigned char*>(buffer_.data());
-  const std::size_t size = (std::size_t(h[1]) << 24) | (std::size_t(h[2]) << 16) | (std::size_t(h[3]) << 8) | h[4];
+  const std::size_t size =
+      (std::size_t(h[1]) << 24) | (std::size_t(h[2]) << 16) | (std::size_t(h[3]) << 8) | h[4];
   kind type;
   switch (h[0]) {
-    case 'H': type = kind::hello; break;
-    case 'S': type = kind::started; break;
-    case 'O': type = kind::out; break;
-    case 'E': type = kind::err; break;
-    case 'X': type = kind::exit; break;
-    case 'L': type = kind::listing; break;
-    case 'D': type = kind::done; break;
-    default: failed_ = true; return std::nullopt;
+    case 'H':
+      type = kind::hello;
+      break;
+    case 'S':
+      type = kind::started;
+      break;
+    case 'O':
+      type = kind::out;
+      break;
+    case 'E':
+      type = kind::err;
+      break;
+    case 'X':
+      type = kind::exit;
+      break;
+    case 'L':
+      type = kind::listing;
+      break;
+    case 'D':
+      type = kind::done;
+      break;
+    default:
+      failed_ = true;
+      return std::nullopt;
   }
   if (size > max_runner_frame - runner_frame_header) {
     failed_ = true;
@@ -63,13 +80,15 @@ std::optional<runner_exit> parse_runner_exit(std::string_view payload) {
     payload.remove_prefix(1);
     return true;
   };
-  if (!number(e.code, false) || !number(e.out_dropped, false) || !number(e.err_dropped, true)) return std::nullopt;
+  if (!number(e.code, false) || !number(e.out_dropped, false) || !number(e.err_dropped, true))
+    return std::nullopt;
   // An exit status is 0-255 (a signal already folded into 128 + n).
   if (e.code < 0 || e.code > 255) return std::nullopt;
   return e;
 }
 
-std::string runner_request(char op, std::uint32_t cap, const std::vector<std::vector<std::string_view>>& lists) {
+std::string runner_request(char op, std::uint32_t cap,
+                           const std::vector<std::vector<std::string_view>>& lists) {
   std::string body(1, op);
   put_u32(body, cap);
   put_u32(body, static_cast<std::uint32_t>(lists.size()));
@@ -85,27 +104,31 @@ std::string runner_request(char op, std::uint32_t cap, const std::vector<std::ve
   return out + body;
 }
 
-std::shared_ptr<cell_runner> cell_runner::start(const client::engine& docker, const std::string& container,
-                                                std::chrono::milliseconds timeout, std::string* error) {
+std::shared_ptr<cell_runner> cell_runner::start(const client::engine& docker,
+                                                const std::string& container,
+                                                std::chrono::milliseconds timeout,
+                                                std::string* error) {
   const auto deadline = client::clock_type::now() + timeout;
   // -I: no user site, no PYTHON* variables, no script directory on sys.path: nothing
   // the session's files can change is imported before the runner is in place.
-  auto stream = docker.exec_attach(container, {"python3", "-I", "-c", std::string(runner_program), "dockgate-runner"},
-                                   deadline, error);
+  auto stream = docker.exec_attach(
+      container, {"python3", "-I", "-c", std::string(runner_program), "dockgate-runner"}, deadline,
+      error);
   if (!stream) return nullptr;
   std::shared_ptr<cell_runner> runner(new cell_runner(std::move(*stream)));
   std::string why;
   bool timed_out = false;
   auto hello = runner->next(deadline, why, timed_out);
-  if (!hello || hello->type != runner_frames::kind::hello || hello->payload != "dockgate-runner 1") {
+  if (!hello || hello->type != runner_frames::kind::hello ||
+      hello->payload != "dockgate-runner 1") {
     *error = hello ? "unexpected first frame" : why;
     return nullptr;
   }
   return runner;
 }
 
-std::optional<runner_frames::frame> cell_runner::next(client::clock_type::time_point deadline, std::string& why,
-                                                       bool& timed_out) {
+std::optional<runner_frames::frame> cell_runner::next(client::clock_type::time_point deadline,
+                                                      std::string& why, bool& timed_out) {
   for (;;) {
     if (auto f = frames_.next()) return f;
     if (frames_.failed()) {
@@ -116,8 +139,8 @@ std::optional<runner_frames::frame> cell_runner::next(client::clock_type::time_p
     auto docker_frame = stream_->read(deadline, max_docker_payload, error);
     if (!docker_frame) {
       using e = client::exec_stream::read_error;
-      why = error == e::eof        ? "end of stream"
-            : error == e::deadline ? "deadline"
+      why = error == e::eof         ? "end of stream"
+            : error == e::deadline  ? "deadline"
             : error == e::oversized ? "oversized stream frame"
                                     : "malformed stream frame";
       timed_out = error == e::deadline;
@@ -136,15 +159,19 @@ std::optional<runner_frames::frame> cell_runner::next(client::clock_type::time_p
 
 namespace {
 
-std::uint32_t wire_cap(std::size_t cap) { return static_cast<std::uint32_t>(std::min<std::size_t>(cap, 1u << 31)); }
+std::uint32_t wire_cap(std::size_t cap) {
+  return static_cast<std::uint32_t>(std::min<std::size_t>(cap, 1u << 31));
+}
 
-std::vector<std::string_view> views(const std::vector<std::string>& v) { return {v.begin(), v.end()}; }
+std::vector<std::string_view> views(const std::vector<std::string>& v) {
+  return {v.begin(), v.end()};
+}
 
 }  // namespace
 
-cell_runner::run_result cell_runner::exchange(const std::string& request, std::size_t cap,
-                                              client::clock_type::time_point deadline,
-                                              const std::function<void(int, std::string_view)>& on_output) {
+cell_runner::run_result cell_runner::exchange(
+    const std::string& request, std::size_t cap, client::clock_type::time_point deadline,
+    const std::function<void(int, std::string_view)>& on_output) {
   run_result r;
   if (!stream_) {
     r.why = "runner closed";
@@ -161,7 +188,8 @@ cell_runner::run_result cell_runner::exchange(const std::string& request, std::s
   bool timed_out = false;
   auto ack = next(deadline, why, timed_out);
   if (!ack) return fail(outcome::not_started, why);
-  if (ack->type != runner_frames::kind::started || !ack->payload.empty()) return fail(outcome::lost, "unexpected frame");
+  if (ack->type != runner_frames::kind::started || !ack->payload.empty())
+    return fail(outcome::lost, "unexpected frame");
   r.result.started = true;
   for (;;) {
     auto f = next(deadline, why, timed_out);
@@ -176,7 +204,8 @@ cell_runner::run_result cell_runner::exchange(const std::string& request, std::s
       const std::size_t keep = std::min(room, f->payload.size());
       out.append(f->payload, 0, keep);
       (is_err ? r.result.stderr_dropped : r.result.stdout_dropped) += f->payload.size() - keep;
-      if (keep && on_output) on_output(is_err ? 2 : 1, std::string_view(f->payload).substr(0, keep));
+      if (keep && on_output)
+        on_output(is_err ? 2 : 1, std::string_view(f->payload).substr(0, keep));
       continue;
     }
     if (f->type != runner_frames::kind::exit) return fail(outcome::lost, "unexpected frame");
@@ -191,19 +220,24 @@ cell_runner::run_result cell_runner::exchange(const std::string& request, std::s
   }
 }
 
-cell_runner::run_result cell_runner::run(const std::vector<std::string>& argv, std::string_view stdin_data,
-                                         std::size_t cap, std::chrono::milliseconds timeout,
-                                         const std::function<void(int, std::string_view)>& on_output) {
-  return exchange(runner_request('R', wire_cap(cap), {views(argv), {stdin_data}}), cap, client::clock_type::now() + timeout,
-                  on_output);
+cell_runner::run_result cell_runner::run(
+    const std::vector<std::string>& argv, std::string_view stdin_data, std::size_t cap,
+    std::chrono::milliseconds timeout,
+    const std::function<void(int, std::string_view)>& on_output) {
+  return exchange(runner_request('R', wire_cap(cap), {views(argv), {stdin_data}}), cap,
+                  client::clock_type::now() + timeout, on_output);
 }
 
-cell_runner::cell_result cell_runner::run_cell(const runner_cell& c, std::size_t cap, std::chrono::milliseconds timeout,
-                                               const std::function<void(int, std::string_view)>& on_output,
-                                               std::size_t listing_cap, std::chrono::milliseconds cleanup_timeout) {
+cell_runner::cell_result cell_runner::run_cell(
+    const runner_cell& c, std::size_t cap, std::chrono::milliseconds timeout,
+    const std::function<void(int, std::string_view)>& on_output, std::size_t listing_cap,
+    std::chrono::milliseconds cleanup_timeout) {
   cell_result out;
   out.run = exchange(runner_request('C', wire_cap(cap),
-                                    {views(c.argv), {c.code}, {c.cell, c.before_file, c.oom_file, c.outputs}, views(c.sweep)}),
+                                    {views(c.argv),
+                                     {c.code},
+                                     {c.cell, c.before_file, c.oom_file, c.outputs},
+                                     views(c.sweep)}),
                      cap, client::clock_type::now() + timeout, on_output);
   out.exited = client::clock_type::now();
   if (out.run.state != outcome::done) return out;
@@ -215,7 +249,9 @@ cell_runner::cell_result cell_runner::run_cell(const runner_cell& c, std::size_t
   for (;;) {
     auto f = next(deadline, why, timed_out);
     if (f && f->type == runner_frames::kind::listing) {
-      listing.append(f->payload, 0, std::min(f->payload.size(), listing_cap - std::min(listing_cap, listing.size())));
+      listing.append(
+          f->payload, 0,
+          std::min(f->payload.size(), listing_cap - std::min(listing_cap, listing.size())));
       continue;
     }
     if (f && f->type == runner_frames::kind::done && f->payload.empty()) {
@@ -234,11 +270,13 @@ bool wants_event_stream(std::string_view accept) {
     std::string_view range = accept.substr(0, comma);
     accept = comma == std::string_view::npos ? std::string_view{} : accept.substr(comma + 1);
     range = range.substr(0, range.find(';'));
-    while (!range.empty() && (range.front() == ' ' || range.front() == '\t')) range.remove_prefix(1);
+    while (!range.empty() && (range.front() == ' ' || range.front() == '\t'))
+      range.remove_prefix(1);
     while (!range.empty() && (range.back() == ' ' || range.back() == '\t')) range.remove_suffix(1);
     constexpr std::string_view wanted = "text/event-stream";
     if (range.size() == wanted.size() &&
-        std::equal(range.begin(), range.end(), wanted.begin(), [](char a, char b) { return std::tolower(static_cast<unsigned char>(a)) == b; }))
+        std::equal(range.begin(), range.end(), wanted.begin(),
+                   [](char a, char b) { return std::tolower(static_cast<unsigned char>(a)) == b; }))
       return true;
   }
   return false;
@@ -260,7 +298,8 @@ void cell_events::output(int stream, std::string_view data) {
   held.append(data);
   const std::size_t whole = utf8_whole_prefix(held);
   if (whole == 0) return;
-  send(stream == 2 ? "stderr" : "stdout", valid_utf8(std::string_view(held).substr(0, whole)), false);
+  send(stream == 2 ? "stderr" : "stdout", valid_utf8(std::string_view(held).substr(0, whole)),
+       false);
   held.erase(0, whole);
 }
 
@@ -278,8 +317,10 @@ void cell_events::send(std::string_view event, std::string_view data, bool json)
   std::string e = "event: ";
   e += event;
   e += "\ndata: ";
-  if (json) e += data;
-  else client::append_json_string(e, data);
+  if (json)
+    e += data;
+  else
+    client::append_json_string(e, data);
   e += "\n\n";
   stream_->write(e);  // a client that stopped reading: the cell still runs to its end
 }

@@ -66,7 +66,8 @@ std::optional<runner_exit> parse_runner_exit(std::string_view payload);
 
 // A request: its op ('R' a command, 'C' a cell), the output cap per stream, and lists of
 // byte strings (runner.py says which).
-std::string runner_request(char op, std::uint32_t cap, const std::vector<std::vector<std::string_view>>& lists);
+std::string runner_request(char op, std::uint32_t cap,
+                           const std::vector<std::vector<std::string_view>>& lists);
 
 // A cell as the runner runs it: what the plain path's two execs do, in one request.
 struct runner_cell {
@@ -91,14 +92,16 @@ class cell_runner {
 
   // Starts the runner in `container` and waits for its hello; nullptr (with `error`) if
   // it does not answer as expected within `timeout`.
-  static std::shared_ptr<cell_runner> start(const client::engine& docker, const std::string& container,
+  static std::shared_ptr<cell_runner> start(const client::engine& docker,
+                                            const std::string& container,
                                             std::chrono::milliseconds timeout, std::string* error);
 
   // Runs `argv` with `stdin_data` on its stdin; stdout and stderr each capped at `cap`
   // bytes here (what is kept also goes to `on_output` as it arrives), all within
   // `timeout`. After anything but `done` the runner is closed and usable() is false.
   run_result run(const std::vector<std::string>& argv, std::string_view stdin_data, std::size_t cap,
-                 std::chrono::milliseconds timeout, const std::function<void(int, std::string_view)>& on_output);
+                 std::chrono::milliseconds timeout,
+                 const std::function<void(int, std::string_view)>& on_output);
   // A cell: `run` is its outcome (as above); `listing` the clean-up's output in the plain
   // clean-up's format (cells.cpp parse_cell_listing), nullopt if the runner failed after
   // the cell's exit (then the plain clean-up is still to be done). `listing_cap` bounds
@@ -109,8 +112,8 @@ class cell_runner {
     client::clock_type::time_point exited;  // when its exit frame arrived
   };
   cell_result run_cell(const runner_cell& c, std::size_t cap, std::chrono::milliseconds timeout,
-                       const std::function<void(int, std::string_view)>& on_output, std::size_t listing_cap,
-                       std::chrono::milliseconds cleanup_timeout);
+                       const std::function<void(int, std::string_view)>& on_output,
+                       std::size_t listing_cap, std::chrono::milliseconds cleanup_timeout);
   bool usable() const { return stream_.has_value(); }
   // Ends the stream (the runner reads EOF and exits when idle).
   void close() { stream_.reset(); }
@@ -118,9 +121,11 @@ class cell_runner {
  private:
   explicit cell_runner(client::exec_stream s) : stream_(std::move(s)) {}
   // The next frame, read under `deadline`; nullopt with `why` set on any fault.
-  std::optional<runner_frames::frame> next(client::clock_type::time_point deadline, std::string& why, bool& timed_out);
+  std::optional<runner_frames::frame> next(client::clock_type::time_point deadline,
+                                           std::string& why, bool& timed_out);
   // Sends a request and reads its answer up to the exit frame.
-  run_result exchange(const std::string& request, std::size_t cap, client::clock_type::time_point deadline,
+  run_result exchange(const std::string& request, std::size_t cap,
+                      client::clock_type::time_point deadline,
                       const std::function<void(int, std::string_view)>& on_output);
 
   std::optional<client::exec_stream> stream_;

@@ -13,11 +13,14 @@ using namespace std::chrono_literals;
 
 namespace {
 
-std::string now_stamp() { return run("date +%s.%N").output.substr(0, 20); }
+std::string now_stamp() {
+  return run("date +%s.%N").output.substr(0, 20);
+}
 
 // exec_create events the daemon recorded for `container` between two stamps.
 int exec_creates(const std::string& container, const std::string& since, const std::string& until) {
-  auto r = run(direct() + " events --since " + since + " --until " + until + " --filter container=" + container +
+  auto r = run(direct() + " events --since " + since + " --until " + until +
+               " --filter container=" + container +
                " --filter event=exec_create --format '{{.Action}}' | grep -c exec_create");
   return std::atoi(r.output.c_str());
 }
@@ -46,7 +49,8 @@ std::string new_session(const sidecar_process& sidecar) {
 // The processes of a container, one line each, the runner's shown as <runner>.
 std::string processes(const std::string& container) {
   return run(direct() + " exec " + container +
-             " sh -c 'for p in /proc/[0-9]*; do [ $p = /proc/$$ ] && continue; c=$(tr \"\\0\" \" \" < $p/cmdline); "
+             " sh -c 'for p in /proc/[0-9]*; do [ $p = /proc/$$ ] && continue; c=$(tr \"\\0\" \" "
+             "\" < $p/cmdline); "
              "case \"$c\" in *\" dockgate-runner \") c=\"<runner>\";; esac; echo \"$c\"; done'")
       .output;
 }
@@ -54,7 +58,8 @@ std::string processes(const std::string& container) {
 // Kills the runner from outside (root, through the engine directly).
 void kill_runner(const std::string& container) {
   run(direct() + " exec " + container +
-      " sh -c 'for p in /proc/[0-9]*; do case \"$(tr \"\\0\" \" \" < $p/cmdline)\" in *\" dockgate-runner \") kill -9 ${p#/proc/};; "
+      " sh -c 'for p in /proc/[0-9]*; do case \"$(tr \"\\0\" \" \" < $p/cmdline)\" in *\" "
+      "dockgate-runner \") kill -9 ${p#/proc/};; "
       "esac; done'");
 }
 
@@ -63,7 +68,9 @@ const std::vector<std::pair<std::string, int>> parity_cells = {
     {"print(1)", 0},
     {"import sys\nprint('out')\nsys.stderr.write('err\\n')\nsys.exit(3)", 0},
     {"print('x' * 100000)\nimport sys; sys.stderr.write('y' * 50000)", 0},
-    {"print('caf\\u00e9 \\U0001F600')\nimport sys; sys.stdout.flush(); sys.stdout.buffer.write(b'\\xff\\xfe')", 0},
+    {"print('caf\\u00e9 \\U0001F600')\nimport sys; sys.stdout.flush(); "
+     "sys.stdout.buffer.write(b'\\xff\\xfe')",
+     0},
     {"import os, signal; os.kill(os.getpid(), signal.SIGTERM)", 0},
     {"import os; os.kill(os.getpid(), 9)", 0},
     {"import sys; print(repr(sys.stdin.read()))", 0},
@@ -71,25 +78,35 @@ const std::vector<std::pair<std::string, int>> parity_cells = {
     // identity, working directory, umask, signal masks, capabilities, fds.
     {"import os\n"
      "env = {k: v for k, v in os.environ.items() if k != 'HOSTNAME'}\n"
-     "print(sorted(env.items()), os.getcwd(), os.getuid(), os.getgid(), os.getgroups(), os.umask(0o22))\n"
+     "print(sorted(env.items()), os.getcwd(), os.getuid(), os.getgid(), os.getgroups(), "
+     "os.umask(0o22))\n"
      "print([l for l in open('/proc/self/status') if l.split(':')[0] in "
      "('SigBlk', 'SigIgn', 'CapEff', 'CapBnd', 'NoNewPrivs', 'Seccomp')])\n"
-     "print(sorted(os.listdir('/proc/self/fd')), os.getpgid(0) == os.getpid(), os.getsid(0) == os.getpid())\n",
+     "print(sorted(os.listdir('/proc/self/fd')), os.getpgid(0) == os.getpid(), os.getsid(0) == "
+     "os.getpid())\n",
      0},
     {"open('/workspace/outputs/a.txt', 'w').write('artifact')\nprint('wrote')", 0},
-    {"open('/workspace/outputs/a.txt', 'w').write('changed')\nopen('/workspace/outputs/b.csv', 'w').write('1,2')", 0},
+    {"open('/workspace/outputs/a.txt', 'w').write('changed')\nopen('/workspace/outputs/b.csv', "
+     "'w').write('1,2')",
+     0},
     {"print('unchanged outputs are not returned')", 0},
     // (3 s: the interpreter must have started on a loaded machine too, on both paths.)
     {"import time\nprint('start', flush=True)\nwhile True: time.sleep(0.1)", 3000},
-    {"import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nwhile True: time.sleep(0.1)", 3000},
-    {"import subprocess, time\nsubprocess.Popen(['sleep', '1000'], start_new_session=True)\nprint('left a child')", 0},
+    {"import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nwhile True: "
+     "time.sleep(0.1)",
+     3000},
+    {"import subprocess, time\nsubprocess.Popen(['sleep', '1000'], "
+     "start_new_session=True)\nprint('left a child')",
+     0},
     {"raise ValueError('boom')", 0},
 };
 
 }  // namespace
 
-TEST_CASE("sidecar runner: cells over one exec stream answer exactly as plain execs; a killed runner falls back",
-          "[integration][sidecar][runner]") {
+TEST_CASE(
+    "sidecar runner: cells over one exec stream answer exactly as plain execs; a killed runner "
+    "falls back",
+    "[integration][sidecar][runner]") {
   proxy_process proxy("compose/policies/sandbox.json");
   sidecar_process fast(proxy);
   sidecar_process plain(proxy, {"SANDBOX_CELL_RUNNER=0", "SANDBOX_INSTANCE=plain" + fast.port()});
@@ -124,15 +141,18 @@ TEST_CASE("sidecar runner: cells over one exec stream answer exactly as plain ex
   CHECK(field(fast_answers[5], "exit_code") == "137");
   CHECK(field(fast_answers[5], "stderr") == "[sandbox] the cell was killed (SIGKILL)");
   CHECK(field(fast_answers[6], "stdout") == "''\n");
-  CHECK(field(fast_answers[7], "stdout").find("['0', '1', '2', '3'] False False") != std::string::npos);
-  CHECK(field(fast_answers[8], "files") == R"([{"name":"a.txt","mime_type":"text/plain","data_base64":"YXJ0aWZhY3Q="}])");
+  CHECK(field(fast_answers[7], "stdout").find("['0', '1', '2', '3'] False False") !=
+        std::string::npos);
+  CHECK(field(fast_answers[8], "files") ==
+        R"([{"name":"a.txt","mime_type":"text/plain","data_base64":"YXJ0aWZhY3Q="}])");
   CHECK(field(fast_answers[9], "files").find("b.csv") != std::string::npos);
   CHECK(field(fast_answers[10], "files") == "[]");
   CHECK(field(fast_answers[11], "exit_code") == "124");
   CHECK(field(fast_answers[11], "stdout") == "start\n");
   CHECK(field(fast_answers[11], "stderr") == "[sandbox] execution exceeded 3.000s and was killed");
   CHECK(field(fast_answers[12], "exit_code") == "137");
-  CHECK(field(fast_answers[12], "stderr") == "[sandbox] execution exceeded 3.000s, ignored SIGTERM and was killed");
+  CHECK(field(fast_answers[12], "stderr") ==
+        "[sandbox] execution exceeded 3.000s, ignored SIGTERM and was killed");
   CHECK(field(fast_answers[14], "exit_code") == "1");
 
   // The kill sweep after each cell: init, its sleep and the runner remain, nothing else.
@@ -149,12 +169,14 @@ TEST_CASE("sidecar runner: cells over one exec stream answer exactly as plain ex
     for (int i = 0; i < 4; ++i)
       threads.emplace_back([&, i] {
         answers[static_cast<std::size_t>(i)] =
-            fast.exec(fast_sid, "import time\nfor k in range(3):\n  print(" + std::to_string(i) + ", k, flush=True)\n  time.sleep(0.05)");
+            fast.exec(fast_sid, "import time\nfor k in range(3):\n  print(" + std::to_string(i) +
+                                    ", k, flush=True)\n  time.sleep(0.05)");
       });
     for (auto& t : threads) t.join();
     for (int i = 0; i < 4; ++i) {
       const std::string n = std::to_string(i);
-      CHECK(field(answers[static_cast<std::size_t>(i)], "stdout") == n + " 0\n" + n + " 1\n" + n + " 2\n");
+      CHECK(field(answers[static_cast<std::size_t>(i)], "stdout") ==
+            n + " 0\n" + n + " 1\n" + n + " 2\n");
     }
     CHECK(processes(fast_c).find("<runner>") != std::string::npos);
   }
@@ -180,7 +202,8 @@ TEST_CASE("sidecar runner: cells over one exec stream answer exactly as plain ex
   plain.call("DELETE", "/sessions/" + plain_sid, "");
 }
 
-TEST_CASE("sidecar runner: a cell cannot forge its answer through fd 1/2 or the runner's fds", "[integration][sidecar][runner]") {
+TEST_CASE("sidecar runner: a cell cannot forge its answer through fd 1/2 or the runner's fds",
+          "[integration][sidecar][runner]") {
   proxy_process proxy("compose/policies/sandbox.json");
   sidecar_process sidecar(proxy);
   const std::string sid = new_session(sidecar);
@@ -202,13 +225,18 @@ TEST_CASE("sidecar runner: a cell cannot forge its answer through fd 1/2 or the 
   auto a = sidecar.call("POST", "/exec", exec_body(sid, forged));
   INFO(a.body);
   CHECK(field(a.body, "exit_code") == "7");
-  CHECK(field(a.body, "stdout").starts_with(std::string("X\0\0\0\x05" "0 0 0", 10)));
+  CHECK(field(a.body, "stdout")
+            .starts_with(std::string("X\0\0\0\x05"
+                                     "0 0 0",
+                                     10)));
   CHECK(field(a.body, "stdout").size() > 20);
 
   // A flood on both: capped with the note, and the runner still serves.
-  auto flood = sidecar.call("POST", "/exec",
-                            exec_body(sid, "import os\nfor _ in range(160):\n  os.write(1, b'\\x00' * 65536)\n  "
-                                           "os.write(2, b'E\\x7f\\xff\\xff\\xff' * 10000)\nprint('done')"));
+  auto flood =
+      sidecar.call("POST", "/exec",
+                   exec_body(sid,
+                             "import os\nfor _ in range(160):\n  os.write(1, b'\\x00' * 65536)\n  "
+                             "os.write(2, b'E\\x7f\\xff\\xff\\xff' * 10000)\nprint('done')"));
   INFO(flood.body);
   CHECK(field(flood.body, "exit_code") == "0");
   CHECK(field(flood.body, "stdout").ends_with("\n... [truncated, stdout exceeded 32KB]"));
@@ -245,18 +273,20 @@ TEST_CASE("sidecar runner: a cell cannot forge its answer through fd 1/2 or the 
 
   // A cell that kills the runner (it can: same user): that cell's answer says so, and
   // the next ones run as plain execs, correctly.
-  auto killer = sidecar.call(
-      "POST", "/exec",
-      exec_body(sid, "import os, time\nprint('before', flush=True)\n"
-                     "for p in os.listdir('/proc'):\n"
-                     "  if p.isdigit() and open(f'/proc/{p}/cmdline', 'rb').read().endswith(b'\\0dockgate-runner\\0'):\n"
-                     "    os.kill(int(p), 9)\n"
-                     "time.sleep(0.5)\nprint('after')"));
+  auto killer = sidecar.call("POST", "/exec",
+                             exec_body(sid,
+                                       "import os, time\nprint('before', flush=True)\n"
+                                       "for p in os.listdir('/proc'):\n"
+                                       "  if p.isdigit() and open(f'/proc/{p}/cmdline', "
+                                       "'rb').read().endswith(b'\\0dockgate-runner\\0'):\n"
+                                       "    os.kill(int(p), 9)\n"
+                                       "time.sleep(0.5)\nprint('after')"));
   INFO(killer.body);
   CHECK(killer.status == 200);
   CHECK(field(killer.body, "stdout") == "before\n");
   CHECK(field(killer.body, "exit_code") == "-1");
-  CHECK(field(killer.body, "stderr").find("[sandbox] the cell's runner stopped answering") != std::string::npos);
+  CHECK(field(killer.body, "stderr").find("[sandbox] the cell's runner stopped answering") !=
+        std::string::npos);
   CHECK(field(sidecar.exec(sid, "print(3)"), "stdout") == "3\n");
   CHECK(field(sidecar.exec(sid, "print(4)"), "stdout") == "4\n");
   sidecar.call("DELETE", "/sessions/" + sid, "");
@@ -269,21 +299,24 @@ namespace {
 struct sse_answer {
   unsigned status = 0;
   std::string head;
-  std::vector<std::tuple<std::string, std::string, std::chrono::steady_clock::time_point>> events;  // event, data, when
+  std::vector<std::tuple<std::string, std::string, std::chrono::steady_clock::time_point>>
+      events;  // event, data, when
 };
 
 sse_answer stream_exec(const sidecar_process& sidecar, const std::string& body) {
   using namespace dockgate::client;
   sse_answer a;
-  transport t{{dockgate::common::endpoint::kind::tcp, "", "127.0.0.1", static_cast<std::uint16_t>(std::stoi(sidecar.port()))},
+  transport t{{dockgate::common::endpoint::kind::tcp, "", "127.0.0.1",
+               static_cast<std::uint16_t>(std::stoi(sidecar.port()))},
               nullptr};
   const auto deadline = clock_type::now() + 60s;
   std::string error;
   auto c = connection::open(t, deadline, &error);
   REQUIRE(c);
-  const std::string req = "POST /exec HTTP/1.1\r\nHost: sidecar\r\nAuthorization: Bearer " + api_key +
-                          "\r\nAccept: text/event-stream\r\nContent-Type: application/json\r\nContent-Length: " +
-                          std::to_string(body.size()) + "\r\n\r\n" + body;
+  const std::string req =
+      "POST /exec HTTP/1.1\r\nHost: sidecar\r\nAuthorization: Bearer " + api_key +
+      "\r\nAccept: text/event-stream\r\nContent-Type: application/json\r\nContent-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n" + body;
   REQUIRE(c->write_all(req, deadline));
   std::string buffer;
   auto head = read_response_head(*c, buffer, deadline);
@@ -323,7 +356,8 @@ sse_answer stream_exec(const sidecar_process& sidecar, const std::string& body) 
       const auto nl = e.find('\n');
       REQUIRE(e.starts_with("event: "));
       REQUIRE(e.substr(nl + 1).starts_with("data: "));
-      a.events.emplace_back(e.substr(7, nl - 7), e.substr(nl + 7), std::chrono::steady_clock::now());
+      a.events.emplace_back(e.substr(7, nl - 7), e.substr(nl + 7),
+                            std::chrono::steady_clock::now());
     }
     if (done) break;
     char chunk[4096];
@@ -340,8 +374,10 @@ std::string json_string(const std::string& data) {  // a JSON string's value
 
 }  // namespace
 
-TEST_CASE("sidecar: Accept text/event-stream streams a cell's output as it is printed, then the same result",
-          "[integration][sidecar][runner][sse]") {
+TEST_CASE(
+    "sidecar: Accept text/event-stream streams a cell's output as it is printed, then the same "
+    "result",
+    "[integration][sidecar][runner][sse]") {
   proxy_process proxy("compose/policies/sandbox.json");
   sidecar_process fast(proxy);
   sidecar_process plain(proxy, {"SANDBOX_CELL_RUNNER=0", "SANDBOX_INSTANCE=plain" + fast.port()});
@@ -378,11 +414,13 @@ TEST_CASE("sidecar: Accept text/event-stream streams a cell's output as it is pr
     CHECK(result == plain_answer.body);
 
     // Timeouts and caps are those of a plain answer too.
-    const std::string loud = "import time\nprint('x' * 100000, flush=True)\nwhile True: time.sleep(0.1)";
+    const std::string loud =
+        "import time\nprint('x' * 100000, flush=True)\nwhile True: time.sleep(0.1)";
     auto t = stream_exec(*sidecar, exec_body(sid, loud, 3000));
     REQUIRE(!t.events.empty());
     CHECK(std::get<0>(t.events.back()) == "result");
-    CHECK(std::get<1>(t.events.back()) == sidecar->call("POST", "/exec", exec_body(sid, loud, 3000)).body);
+    CHECK(std::get<1>(t.events.back()) ==
+          sidecar->call("POST", "/exec", exec_body(sid, loud, 3000)).body);
     std::string streamed;
     for (const auto& [event, data, when] : t.events)
       if (event == "stdout") streamed += json_string(data);
@@ -391,7 +429,8 @@ TEST_CASE("sidecar: Accept text/event-stream streams a cell's output as it is pr
     // An error before any output is a plain error answer.
     auto missing = stream_exec(*sidecar, exec_body(std::string(32, 'a'), "print(1)"));
     CHECK(missing.status == 404);
-    CHECK(std::get<1>(missing.events.front()) == R"({"detail":"session not found or not running"})");
+    CHECK(std::get<1>(missing.events.front()) ==
+          R"({"detail":"session not found or not running"})");
     sidecar->call("DELETE", "/sessions/" + sid, "");
   }
 }

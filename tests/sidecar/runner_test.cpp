@@ -1,7 +1,8 @@
 // The cell runner's framing and parsing (everything the sidecar reads from it is
 // untrusted), the embedded runner program itself (run here with the host's python3),
 // and the event stream's pieces.
-#include <catch2/catch.hpp>
+#include "runner.hpp"
+
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -11,13 +12,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <set>
 #include <thread>
-
-#include "runner.hpp"
 
 using namespace dockgate::sidecar;
 
@@ -35,9 +35,11 @@ std::string frame(char kind, std::string_view payload) {
 
 }  // namespace
 
-TEST_CASE("runner frames: whole frames only, split anywhere, unknown kinds and oversized headers fail", "[sidecar][runner]") {
-  const std::string stream = frame('H', "dockgate-runner 1") + frame('S', "") + frame('O', "out") + frame('E', "err") +
-                             frame('X', "0 0 0");
+TEST_CASE(
+    "runner frames: whole frames only, split anywhere, unknown kinds and oversized headers fail",
+    "[sidecar][runner]") {
+  const std::string stream = frame('H', "dockgate-runner 1") + frame('S', "") + frame('O', "out") +
+                             frame('E', "err") + frame('X', "0 0 0");
   // Fed one byte at a time, the same frames come out.
   runner_frames bytewise;
   std::vector<runner_frames::frame> got;
@@ -46,8 +48,11 @@ TEST_CASE("runner frames: whole frames only, split anywhere, unknown kinds and o
     while (auto f = bytewise.next()) got.push_back(*f);
   }
   using k = runner_frames::kind;
-  CHECK(got == std::vector<runner_frames::frame>{{k::hello, "dockgate-runner 1"}, {k::started, ""}, {k::out, "out"},
-                                                 {k::err, "err"}, {k::exit, "0 0 0"}});
+  CHECK(got == std::vector<runner_frames::frame>{{k::hello, "dockgate-runner 1"},
+                                                 {k::started, ""},
+                                                 {k::out, "out"},
+                                                 {k::err, "err"},
+                                                 {k::exit, "0 0 0"}});
   CHECK_FALSE(bytewise.failed());
 
   runner_frames unknown;
@@ -75,16 +80,23 @@ TEST_CASE("runner frames: whole frames only, split anywhere, unknown kinds and o
 TEST_CASE("runner exit frames are three plain decimals", "[sidecar][runner]") {
   CHECK(parse_runner_exit("0 0 0") == runner_exit{0, 0, 0});
   CHECK(parse_runner_exit("137 12 100000") == runner_exit{137, 12, 100000});
-  for (auto bad : {"", "0", "0 0", "0 0 0 ", " 0 0 0", "0  0 0", "-1 0 0", "256 0 0", "01 0 0", "+1 0 0", "0 -1 0",
-                   "0 0 0\n", "a 0 0", "0 0 99999999999999999999999", "0x1 0 0"})
+  for (auto bad :
+       {"", "0", "0 0", "0 0 0 ", " 0 0 0", "0  0 0", "-1 0 0", "256 0 0", "01 0 0", "+1 0 0",
+        "0 -1 0", "0 0 0\n", "a 0 0", "0 0 99999999999999999999999", "0x1 0 0"})
     CHECK_FALSE(parse_runner_exit(bad));
 }
 
-TEST_CASE("runner requests: op, cap, then lists of length-prefixed byte strings", "[sidecar][runner]") {
+TEST_CASE("runner requests: op, cap, then lists of length-prefixed byte strings",
+          "[sidecar][runner]") {
   const auto r = runner_request('R', 32768, {{"sh", "-c", "x"}, {std::string_view("a\0b", 3)}});
-  const std::string want = std::string("\0\0\0\x29", 4) + "R" + std::string("\0\0\x80\0", 4) + std::string("\0\0\0\x02", 4) +
-                           std::string("\0\0\0\x03", 4) + std::string("\0\0\0\x02sh", 6) + std::string("\0\0\0\x02-c", 6) +
-                           std::string("\0\0\0\x01x", 5) + std::string("\0\0\0\x01", 4) + std::string("\0\0\0\x03" "a\0b", 7);
+  const std::string want = std::string("\0\0\0\x29", 4) + "R" + std::string("\0\0\x80\0", 4) +
+                           std::string("\0\0\0\x02", 4) + std::string("\0\0\0\x03", 4) +
+                           std::string("\0\0\0\x02sh", 6) + std::string("\0\0\0\x02-c", 6) +
+                           std::string("\0\0\0\x01x", 5) + std::string("\0\0\0\x01", 4) +
+                           std::string(
+                               "\0\0\0\x03"
+                               "a\0b",
+                               7);
   CHECK(r == want);
 }
 
@@ -166,7 +178,8 @@ struct local_runner {
     }
   }
   // Runs a command: the frames of its answer up to the exit frame.
-  std::vector<runner_frames::frame> run(const std::vector<std::string>& argv, std::string_view in, std::uint32_t cap) {
+  std::vector<runner_frames::frame> run(const std::vector<std::string>& argv, std::string_view in,
+                                        std::uint32_t cap) {
     std::vector<std::string_view> args(argv.begin(), argv.end());
     return exchange(runner_request('R', cap, {args, {in}}), runner_frames::kind::exit);
   }
@@ -190,8 +203,10 @@ std::string joined(const std::vector<runner_frames::frame>& frames, runner_frame
 
 }  // namespace
 
-TEST_CASE("the runner program: hello, fresh processes, caps, exit statuses, no protocol fd for the command",
-          "[sidecar][runner]") {
+TEST_CASE(
+    "the runner program: hello, fresh processes, caps, exit statuses, no protocol fd for the "
+    "command",
+    "[sidecar][runner]") {
   local_runner r;
   auto hello = r.next();
   REQUIRE(hello);
@@ -232,18 +247,22 @@ TEST_CASE("the runner program: hello, fresh processes, caps, exit statuses, no p
   CHECK_FALSE(r.next());
 }
 
-TEST_CASE("the runner program: a cell, its files, and the outputs listing exactly as find prints it", "[sidecar][runner]") {
+TEST_CASE(
+    "the runner program: a cell, its files, and the outputs listing exactly as find prints it",
+    "[sidecar][runner]") {
   char tmpl[] = "/tmp/dockgate-runner-cell-XXXXXX";
   REQUIRE(::mkdtemp(tmpl));
   const std::string dir = tmpl;
   const std::string outputs = dir + "/outputs";
   auto sh = [](const std::string& cmd) { REQUIRE(std::system(cmd.c_str()) == 0); };
-  sh("mkdir -p " + outputs + "/sub/deeper && printf abc > " + outputs + "/a.txt && printf '' > " + outputs +
-     "/sub/deeper/empty && printf 12345 > '" + outputs + "/sub/odd name\\n' && ln -s /etc/passwd " + outputs +
-     "/link && mkfifo " + outputs + "/fifo && touch -d @1700000000.123456789 " + outputs + "/a.txt");
+  sh("mkdir -p " + outputs + "/sub/deeper && printf abc > " + outputs + "/a.txt && printf '' > " +
+     outputs + "/sub/deeper/empty && printf 12345 > '" + outputs +
+     "/sub/odd name\\n' && ln -s /etc/passwd " + outputs + "/link && mkfifo " + outputs +
+     "/fifo && touch -d @1700000000.123456789 " + outputs + "/a.txt");
   auto find_listing = [&] {
     std::string out;
-    FILE* p = ::popen(("find " + outputs + " -type f -printf '%p\\0%T@\\0%s\\0' 2>/dev/null").c_str(), "r");
+    FILE* p = ::popen(
+        ("find " + outputs + " -type f -printf '%p\\0%T@\\0%s\\0' 2>/dev/null").c_str(), "r");
     char buf[4096];
     for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
     ::pclose(p);
@@ -270,17 +289,22 @@ TEST_CASE("the runner program: a cell, its files, and the outputs listing exactl
   REQUIRE(r.next());
   const std::string cell = dir + "/cell.py", before_file = dir + "/before", oom_file = dir + "/oom";
   // The "sweep" here only records that it ran after the cell: this runs on the host.
-  const std::string code = "import os\nprint(open('" + before_file + "').read().count('\\0'))\nopen('" + outputs +
+  const std::string code = "import os\nprint(open('" + before_file +
+                           "').read().count('\\0'))\nopen('" + outputs +
                            "/new.bin', 'wb').write(b'x' * 7)\n";
-  const auto req = runner_request('C', 1024,
-                                  {{"python3", cell}, {code}, {cell, before_file, oom_file, outputs},
-                                   {"sh", "-c", "test -e " + cell + " && touch " + dir + "/swept"}});
+  const auto req =
+      runner_request('C', 1024,
+                     {{"python3", cell},
+                      {code},
+                      {cell, before_file, oom_file, outputs},
+                      {"sh", "-c", "test -e " + cell + " && touch " + dir + "/swept"}});
   auto got = r.exchange(req, runner_frames::kind::done);
   using k = runner_frames::kind;
   REQUIRE(got.size() >= 4);
   CHECK(got.front().type == k::started);
   CHECK(joined(got, k::out) == "9\n");  // three records, three fields each
-  const auto exit_at = std::find_if(got.begin(), got.end(), [](const auto& f) { return f.type == k::exit; });
+  const auto exit_at =
+      std::find_if(got.begin(), got.end(), [](const auto& f) { return f.type == k::exit; });
   REQUIRE(exit_at != got.end());
   CHECK(exit_at->payload == "0 0 0");
   CHECK(got.back().type == k::done);
@@ -315,7 +339,8 @@ struct fake_engine {
   std::thread thread;
   std::atomic<bool> stop{false};
 
-  explicit fake_engine(std::string s, bool hold_open = false) : script(std::move(s)), hold(hold_open) {
+  explicit fake_engine(std::string s, bool hold_open = false)
+      : script(std::move(s)), hold(hold_open) {
     char dir[] = "/tmp/dockgate-runner-test-XXXXXX";
     REQUIRE(::mkdtemp(dir));
     path = std::string(dir) + "/engine.sock";
@@ -349,12 +374,15 @@ struct fake_engine {
       }
       std::string out;
       if (in.find("/start ") != std::string::npos) {
-        out = "HTTP/1.1 101 UPGRADED\r\nContent-Type: application/vnd.docker.raw-stream\r\nConnection: Upgrade\r\n"
-              "Upgrade: tcp\r\n\r\n" + script;
+        out =
+            "HTTP/1.1 101 UPGRADED\r\nContent-Type: "
+            "application/vnd.docker.raw-stream\r\nConnection: Upgrade\r\n"
+            "Upgrade: tcp\r\n\r\n" +
+            script;
       } else {
         const std::string body = R"({"Id":"fake-exec"})";
-        out = "HTTP/1.1 201 Created\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
-              "\r\n\r\n" + body;
+        out = "HTTP/1.1 201 Created\r\nContent-Type: application/json\r\nContent-Length: " +
+              std::to_string(body.size()) + "\r\n\r\n" + body;
       }
       (void)!::write(fd, out.data(), out.size());
       if (in.find("/start ") == std::string::npos) {
@@ -367,8 +395,8 @@ struct fake_engine {
     for (int fd : held) ::close(fd);
   }
   dockgate::client::engine engine() const {
-    return dockgate::client::engine(
-        dockgate::client::engine_config{{{dockgate::common::endpoint::kind::unix_socket, path, "", 0}, nullptr}});
+    return dockgate::client::engine(dockgate::client::engine_config{
+        {{dockgate::common::endpoint::kind::unix_socket, path, "", 0}, nullptr}});
   }
 };
 
@@ -396,16 +424,20 @@ const std::string hello = frame('H', "dockgate-runner 1");
 
 }  // namespace
 
-TEST_CASE("a runner that breaks the protocol is dropped; what it sends is capped and never trusted", "[sidecar][runner]") {
+TEST_CASE("a runner that breaks the protocol is dropped; what it sends is capped and never trusted",
+          "[sidecar][runner]") {
   using o = cell_runner::outcome;
   std::string error;
-  auto start = [&](const fake_engine& fake) { return cell_runner::start(fake.engine(), "c", std::chrono::seconds(5), &error); };
+  auto start = [&](const fake_engine& fake) {
+    return cell_runner::start(fake.engine(), "c", std::chrono::seconds(5), &error);
+  };
   auto run = [](cell_runner& r, std::size_t cap = 1024) {
     return r.run({"true"}, {}, cap, std::chrono::seconds(5), nullptr);
   };
 
   SECTION("a whole answer") {
-    fake_engine fake(on_stdout(hello + frame('S', "") + frame('O', "hi") + frame('E', "ho") + frame('X', "7 0 3")));
+    fake_engine fake(on_stdout(hello + frame('S', "") + frame('O', "hi") + frame('E', "ho") +
+                               frame('X', "7 0 3")));
     auto r = start(fake);
     REQUIRE(r);
     auto got = run(*r);
@@ -417,19 +449,21 @@ TEST_CASE("a runner that breaks the protocol is dropped; what it sends is capped
     CHECK(r->usable());
   }
   SECTION("output past the cap is dropped here, whatever the runner claims") {
-    fake_engine fake(on_stdout(hello + frame('S', "") + frame('O', std::string(60000, 'a')) + frame('O', std::string(60000, 'b')) +
-                               frame('X', "0 0 0")));
+    fake_engine fake(on_stdout(hello + frame('S', "") + frame('O', std::string(60000, 'a')) +
+                               frame('O', std::string(60000, 'b')) + frame('X', "0 0 0")));
     auto r = start(fake);
     REQUIRE(r);
     std::string streamed;
-    auto got = r->run({"true"}, {}, 1000, std::chrono::seconds(5), [&](int, std::string_view d) { streamed += d; });
+    auto got = r->run({"true"}, {}, 1000, std::chrono::seconds(5),
+                      [&](int, std::string_view d) { streamed += d; });
     CHECK(got.state == o::done);
     CHECK(got.result.stdout_data == std::string(1000, 'a'));
     CHECK(streamed == got.result.stdout_data);
     CHECK(got.result.stdout_dropped == 119000);
   }
   SECTION("a frame over the bound") {
-    std::string header = frame('O', "").substr(0, 1) + std::string("\x00\x20\x00\x00", 4);  // 2 MiB announced
+    std::string header =
+        frame('O', "").substr(0, 1) + std::string("\x00\x20\x00\x00", 4);  // 2 MiB announced
     fake_engine fake(on_stdout(hello + frame('S', "") + header + std::string(100000, 'x')), true);
     auto r = start(fake);
     REQUIRE(r);
@@ -440,7 +474,8 @@ TEST_CASE("a runner that breaks the protocol is dropped; what it sends is capped
     CHECK(run(*r).state == o::not_started);  // closed for good, nothing sent
   }
   SECTION("a Docker frame over the bound, or not Docker's") {
-    for (std::string bad : {std::string("\x01\x00\x00\x00\x01\x00\x00\x01", 8), std::string("\x01\x01\x00\x00\x00\x00\x00\x01x", 9),
+    for (std::string bad : {std::string("\x01\x00\x00\x00\x01\x00\x00\x01", 8),
+                            std::string("\x01\x01\x00\x00\x00\x00\x00\x01x", 9),
                             std::string("\x07\x00\x00\x00\x00\x00\x00\x01x", 9)}) {
       fake_engine fake(on_stdout(hello + frame('S', "")) + bad, true);
       auto r = start(fake);
@@ -489,8 +524,10 @@ TEST_CASE("a runner that breaks the protocol is dropped; what it sends is capped
     CHECK(got.result.timed_out);
   }
   SECTION("no hello, or another program's") {
-    for (std::string first : {frame('S', ""), frame('H', "dockgate-runner 2"), docker_frame(2, "x")}) {
-      fake_engine fake(first.starts_with('S') || first.starts_with('H') ? on_stdout(first) : first, true);
+    for (std::string first :
+         {frame('S', ""), frame('H', "dockgate-runner 2"), docker_frame(2, "x")}) {
+      fake_engine fake(first.starts_with('S') || first.starts_with('H') ? on_stdout(first) : first,
+                       true);
       CHECK_FALSE(start(fake));
     }
   }
