@@ -54,6 +54,85 @@ http_response engine::call(std::string_view method, std::string_view path, std::
   return http_request(config_.where, method, target, body, timeout);
 }
 
+std::optional<exec_stream> engine::start_exec(std::string_view container, const std::string& create_body,
+                                              clock_type::time_point deadline, std::string* error) const {
+  auto created = call("POST", "/containers/" + std::string(container) + "/exec", create_body, std::chrono::seconds(20));
+  if (created.status != 201) {
+    *error = "exec create: " + (created.status ? std::to_string(created.status) + " " + created.body : created.error);
+    return std::nullopt;
+  }
+  std::string exec_id;
+  {
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc;
+    std::string_view id;
+    if (parser.parse(created.body).get(doc) != simdjson::SUCCESS || doc["Id"].get_string().get(id) != simdjson::SUCCESS) {
+      *error = "exec create: no Id in the answer";
+      return std::nullopt;
+    }
+    exec_id = std::string(id);
+  }
+
+  auto c = connection::open(config_.where, deadline, error);
+  if (!c) return std::nullopt;
+  const std::string start_body = R"({"Detach":false,"Tty":false})";
+  std::string request = "POST /v" + config_.api_version + "/exec/" + exec_id +
+                        "/start HTTP/1.1\r\nHost: docker\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n"
+                        "Content-Type: application/json\r\nContent-Length: " +
+                        std::to_string(start_body.size()) + "\r\n\r\n" + start_body;
+  if (!c->write_all(request, deadline)) {
+    *error = "exec start: write failed";
+    return std::nullopt;
+  }
+  std::string buffer;
+  auto head = read_response_head(*c, buffer, deadline);
+  if (!head || (head->status != 101 && head->status != 200)) {
+    *error = "exec start: " + (head ? std::to_string(head->status) : std::string("no answer"));
+    return std::nullopt;
+  }
+  return exec_stream(std::move(*c), std::move(buffer), std::move(exec_id));
+}
+
+std::optional<exec_stream> engine::exec_attach(std::string_view container, const std::vector<std::string>& cmd,
+                                               clock_type::time_point deadline, std::string* error) const {
+  return start_exec(container,
+                    "{\"AttachStdin\":true,\"AttachStdout\":true,\"AttachStderr\":true,\"Tty\":false,\"Cmd\":" +
+                        json_string_array(cmd) + "}",
+                    deadline, error);
+}
+
+std::optional<exec_stream::frame> exec_stream::read(clock_type::time_point deadline, std::size_t max_payload,
+                                                    read_error& error) {
+  error = read_error::none;
+  for (;;) {
+    if (buffer_.size() >= 8) {
+      const auto* h = reinterpret_cast<const unsigned char*>(buffer_.data());
+      // Docker's header: stream (0 stdin, 1 stdout, 2 stderr), three zero bytes, size.
+      if (h[0] > 2 || h[1] || h[2] || h[3]) {
+        error = read_error::malformed;
+        return std::nullopt;
+      }
+      const std::size_t size = (std::size_t(h[4]) << 24) | (std::size_t(h[5]) << 16) | (std::size_t(h[6]) << 8) | h[7];
+      if (size > max_payload) {
+        error = read_error::oversized;
+        return std::nullopt;
+      }
+      if (buffer_.size() >= 8 + size) {
+        frame f{h[0] == 2 ? 2 : 1, buffer_.substr(8, size)};
+        buffer_.erase(0, 8 + size);
+        return f;
+      }
+    }
+    char chunk[65536];
+    const long n = connection_.read_some(chunk, sizeof chunk, deadline);
+    if (n <= 0) {
+      error = n == 0 ? read_error::eof : read_error::deadline;
+      return std::nullopt;
+    }
+    buffer_.append(chunk, static_cast<std::size_t>(n));
+  }
+}
+
 exec_result engine::exec(std::string_view container, const exec_options& options) const {
   exec_result result;
   const auto deadline = clock_type::now() + options.timeout;
@@ -63,40 +142,11 @@ exec_result engine::exec(std::string_view container, const exec_options& options
   create += json_string_array(options.cmd);
   if (!options.env.empty()) create += ",\"Env\":" + json_string_array(options.env);
   create += '}';
-  auto created = call("POST", "/containers/" + std::string(container) + "/exec", create, std::chrono::seconds(20));
-  if (created.status != 201) {
-    result.error = "exec create: " + (created.status ? std::to_string(created.status) + " " + created.body : created.error);
-    return result;
-  }
-  std::string exec_id;
-  {
-    simdjson::dom::parser parser;
-    simdjson::dom::element doc;
-    std::string_view id;
-    if (parser.parse(created.body).get(doc) != simdjson::SUCCESS || doc["Id"].get_string().get(id) != simdjson::SUCCESS) {
-      result.error = "exec create: no Id in the answer";
-      return result;
-    }
-    exec_id = std::string(id);
-  }
-
-  auto c = connection::open(config_.where, deadline, &result.error);
-  if (!c) return result;
-  const std::string start_body = R"({"Detach":false,"Tty":false})";
-  std::string request = "POST /v" + config_.api_version + "/exec/" + exec_id +
-                        "/start HTTP/1.1\r\nHost: docker\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n"
-                        "Content-Type: application/json\r\nContent-Length: " +
-                        std::to_string(start_body.size()) + "\r\n\r\n" + start_body;
-  if (!c->write_all(request, deadline)) {
-    result.error = "exec start: write failed";
-    return result;
-  }
-  std::string buffer;
-  auto head = read_response_head(*c, buffer, deadline);
-  if (!head || (head->status != 101 && head->status != 200)) {
-    result.error = "exec start: " + (head ? std::to_string(head->status) : std::string("no answer"));
-    return result;
-  }
+  auto started = start_exec(container, create, deadline, &result.error);
+  if (!started) return result;
+  auto* c = &started->connection_;
+  std::string& buffer = started->buffer_;
+  const std::string& exec_id = started->id_;
   result.started = true;
   if (options.attach_stdin) {
     if (!options.stdin_data.empty() && !c->write_all(options.stdin_data, deadline)) result.timed_out = true;
@@ -118,6 +168,7 @@ exec_result engine::exec(std::string_view container, const exec_options& options
       const std::size_t room = out.size() < cap ? cap - out.size() : 0;
       const std::size_t keep = std::min(room, size);
       out.append(buffer, 8, keep);
+      if (keep && options.on_output) options.on_output(is_err ? 2 : 1, std::string_view(buffer).substr(8, keep));
       (is_err ? result.stderr_dropped : result.stdout_dropped) += size - keep;
       buffer.erase(0, 8 + size);
     }

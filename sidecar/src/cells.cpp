@@ -11,6 +11,7 @@
 
 #include "dockgate/sidecar/archive.hpp"
 #include "request.hpp"
+#include "runner.hpp"
 
 namespace dockgate::sidecar {
 
@@ -19,6 +20,8 @@ using namespace std::chrono_literals;
 namespace {
 
 // Regular files under /workspace/outputs: path, mtime and size, each field NUL-terminated.
+// (The runner lists them itself in the same format: runner.py listing().)
+constexpr std::string_view outputs_dir = "/workspace/outputs";
 constexpr std::string_view find_outputs = "find /workspace/outputs -type f -printf '%p\\0%T@\\0%s\\0' 2>/dev/null";
 
 // The memory cgroup's OOM-kill count (cgroup v2 memory.events, v1 memory.oom_control), one line.
@@ -32,12 +35,22 @@ constexpr std::string_view oom_count =
 // once (kill(-1) walks the process table in the kernel, and a stopped process cannot fork
 // or change its PID), then each killed, then the sleep resumed; repeated until a pass
 // finds nothing. Builtins only (dash): the sweep itself adds nothing to the table.
-constexpr std::string_view kill_cell_processes =
+// Run by the cell runner, the sweep spares its shell's parent too: that is the runner
+// (a plain exec's shell has no parent in the container's PID namespace: $PPID is 0).
+constexpr std::string_view kill_sweep_head =
     "keep=; kt=; for d in /proc/[0-9]*; do read -r st < $d/stat 2>/dev/null || continue; set -- ${st##*) }; "
     "[ \"$2\" = 1 ] || continue; shift 19; if [ -z \"$kt\" ] || [ \"$1\" -lt \"$kt\" ]; then keep=${d#/proc/}; kt=$1; fi; done; "
     "for pass in 1 2 3 4 5 6 7 8; do kill -STOP -1 2>/dev/null; found=0; "
-    "for d in /proc/[0-9]*; do p=${d#/proc/}; [ \"$p\" = 1 ] || [ \"$p\" = $$ ] || [ \"$p\" = \"$keep\" ] && continue; "
+    "for d in /proc/[0-9]*; do p=${d#/proc/}; [ \"$p\" = 1 ] || [ \"$p\" = $$ ] || [ \"$p\" = \"$keep\" ] ";
+constexpr std::string_view kill_sweep_spare_runner = "|| [ \"$p\" = \"$PPID\" ] ";
+constexpr std::string_view kill_sweep_tail =
+    "&& continue; "
     "kill -9 \"$p\" 2>/dev/null && found=1; done; kill -CONT -1 2>/dev/null; [ $found = 0 ] && break; done;";
+
+std::string kill_cell_processes(bool from_runner) {
+  return std::string(kill_sweep_head) + (from_runner ? std::string(kill_sweep_spare_runner) : std::string()) +
+         std::string(kill_sweep_tail);
+}
 
 struct cell_listing {
   std::int64_t oom_before = 0;
@@ -82,6 +95,18 @@ cell_listing parse_cell_listing(std::string_view text) {
 }  // namespace
 
 http_reply service::exec(const http_request& r) {
+  // With `Accept: text/event-stream` the answer is a stream of events: the cell's output
+  // as it comes, then the same result object as a plain answer. An error before any
+  // output is still a plain error answer (its status and body).
+  cell_events events(r.stream && wants_event_stream(r.accept) ? r.stream : nullptr);
+  auto reply = run_cell(r, events);
+  if (!events.active() || (reply.status != 200 && !events.opened())) return reply;
+  events.flush();
+  events.send(reply.status == 200 ? "result" : "error", reply.body, true);
+  return {200, {}, true};
+}
+
+http_reply service::run_cell(const http_request& r, cell_events& events) {
   body_fields f(r.body);
   if (f.error) return *f.error;
   std::optional<http_reply> err;
@@ -98,6 +123,7 @@ http_reply service::exec(const http_request& r) {
                                                    1000, config_.exec_timeout_cap_ms);
   auto s = find(*sid);
   if (!s || s->terminating) return detail(404, "session not found or not running");
+  // One cell at a time per session: the lock also guards the session's runner.
   std::unique_lock lock(s->lock, std::defer_lock);
   if (!lock.try_lock_for(std::chrono::seconds(config_.queue_timeout_seconds))) return detail(429, "session is busy");
   if (config_.max_concurrent_execs > 0 && !exec_slots_.try_acquire_for(std::chrono::seconds(config_.queue_timeout_seconds)))
@@ -110,10 +136,11 @@ http_reply service::exec(const http_request& r) {
   } slot{config_.max_concurrent_execs > 0 ? &exec_slots_ : nullptr};
   if (s->terminating) return detail(404, "session not found or not running");
 
-  // Two execs around the cell (each exec is three Engine API calls): the first records
-  // the memory cgroup's OOM-kill count, snapshots /workspace/outputs, writes the cell from
-  // stdin and becomes `timeout ... python3`; the second kills whatever the cell left
-  // behind, removes it and snapshots outputs again.
+  // Two commands around the cell: the first records the memory cgroup's OOM-kill count,
+  // snapshots /workspace/outputs, writes the cell from stdin and becomes `timeout ...
+  // python3`; the second kills whatever the cell left behind, removes it and snapshots
+  // outputs again. Each is a request to the session's runner, or (no runner, or after
+  // its first fault) a Docker exec of its own: three Engine API calls.
   const std::string token = random_hex(16);
   const std::string cell = "/tmp/dockgate-cell-" + token + ".py";
   const std::string before_file = "/tmp/dockgate-before-" + token;
@@ -129,24 +156,90 @@ http_reply service::exec(const http_request& r) {
   run.attach_stdin = true;
   run.max_stdout = run.max_stderr = static_cast<std::size_t>(config_.max_output_bytes);
   run.timeout = std::chrono::milliseconds(ms) + 15s;  // the host-side wall clock
-  const auto started = std::chrono::steady_clock::now();
-  auto result = docker_.exec(s->container, run);
-  const auto elapsed = std::chrono::steady_clock::now() - started;
+  if (events.active()) run.on_output = [&events](int stream, std::string_view data) { events.output(stream, data); };
+
+  // The runner: started by the session's first cell; dropped for good at its first fault.
+  auto drop_runner = [&](std::string_view why) {
+    std::cerr << "dockgate-sidecar: session " << s->id << ": cell runner dropped (" << why << "), plain execs from now on"
+              << std::endl;
+    if (s->runner) s->runner->close();
+    s->runner.reset();
+    s->runner_refused = true;
+  };
+  if (config_.cell_runner && !s->runner && !s->runner_refused) {
+    std::string why;
+    s->runner = cell_runner::start(docker_, s->container, 20s, &why);
+    if (!s->runner) drop_runner("start: " + why);
+  }
+
   // Nothing the cell started outlives its answer, whatever it did to its environment,
   // session, process group or PID: every process but the container's init and its
-  // `sleep` is killed (kill_cell_processes), then outputs are listed again.
-  auto cleanup = run_in(s->container,
-                        {"sh", "-c",
-                         std::string(kill_cell_processes) + " rm -f " + shell_quote(cell) + "; " + std::string(oom_count) +
-                             "; cat " + shell_quote(oom_file) + " 2>/dev/null; cat " + shell_quote(before_file) +
-                             " 2>/dev/null; printf '\\0'; " + std::string(find_outputs) + "; rm -f " + shell_quote(before_file) +
-                             " " + shell_quote(oom_file)},
-                        15s);
+  // `sleep` (and the runner) is killed (kill_cell_processes), then outputs are listed
+  // again. After a runner fault this is a plain exec, whose sweep ends the runner too.
+  auto cleanup_cmd = [&]() -> std::vector<std::string> {
+    return {"sh", "-c",
+            kill_cell_processes(false) + " rm -f " + shell_quote(cell) + "; " + std::string(oom_count) + "; cat " +
+                shell_quote(oom_file) + " 2>/dev/null; cat " + shell_quote(before_file) + " 2>/dev/null; printf '\\0'; " +
+                std::string(find_outputs) + "; rm -f " + shell_quote(before_file) + " " + shell_quote(oom_file)};
+  };
+  constexpr std::size_t listing_cap = 64 * 1024 * 1024;  // run_in's cap for the plain clean-up
+
+  const auto started = std::chrono::steady_clock::now();
+  auto elapsed = std::chrono::steady_clock::duration::zero();
+  client::exec_result result;
+  std::optional<std::string> listing_text;
+  bool runner_lost = false;
+  if (s->runner) {
+    // One request: the plain path's two execs, done by the runner (runner.py cell()),
+    // with the same paths and the same sweep.
+    // The cell still starts from `sh -c 'exec timeout ...'`: the shell's environment (PWD
+    // exported, its order of variables) is what the cell sees on the plain path.
+    runner_cell c{{"sh", "-c", "exec timeout --kill-after=2s " + std::string(seconds) + " python3 " + shell_quote(cell)},
+                  *code,
+                  cell,
+                  before_file,
+                  oom_file,
+                  std::string(outputs_dir),
+                  {"sh", "-c", kill_cell_processes(true)}};
+    auto ran = s->runner->run_cell(c, run.max_stdout, run.timeout, run.on_output, listing_cap, 15s);
+    elapsed = std::chrono::steady_clock::now() - started;
+    if (ran.run.state == cell_runner::outcome::done) {
+      result = std::move(ran.run.result);
+      elapsed = ran.exited - started;
+      if (ran.listing) listing_text = std::move(ran.listing);
+      else drop_runner(ran.run.why);  // the cell's answer stands; the plain clean-up follows
+    } else {
+      drop_runner(ran.run.why);
+      if (ran.run.state == cell_runner::outcome::not_started) {
+        // The runner never acknowledged the cell, so it did not run: run it as a plain exec.
+        result = docker_.exec(s->container, run);
+        elapsed = std::chrono::steady_clock::now() - started;
+      } else {
+        // It may have run (its output so far is kept): it is not run twice.
+        result = std::move(ran.run.result);
+        runner_lost = true;
+      }
+    }
+  } else {
+    result = docker_.exec(s->container, run);
+    elapsed = std::chrono::steady_clock::now() - started;
+  }
+  // A command that is no user code (reading an artifact): through the runner while it
+  // is sound, else (or after a fault mid-way) as a plain exec.
+  auto in_container = [&](std::vector<std::string> cmd, std::chrono::milliseconds timeout, std::size_t max_out) {
+    if (s->runner) {
+      auto ran = s->runner->run(cmd, {}, max_out, timeout, nullptr);
+      if (ran.state == cell_runner::outcome::done) return std::move(ran.result);
+      drop_runner(ran.why);
+    }
+    return run_in(s->container, std::move(cmd), timeout, {}, false, {}, max_out);
+  };
+  if (!listing_text) listing_text = run_in(s->container, cleanup_cmd(), 15s).stdout_data;
   if (!result.started && result.error.find("409") != std::string::npos) return detail(404, "session not found or not running");
   if (!result.started && result.error.find("404") != std::string::npos) return detail(404, "session not found or not running");
   if (result.started && result.exit_code == 125 && !result.timed_out)
     return detail(500, "write cell failed: " + result.stderr_data);
-  const auto listing = parse_cell_listing(cleanup.stdout_data);
+  const auto listing = parse_cell_listing(*listing_text);
   if (!result.started) return detail(500, "exec failed: " + result.error);
   std::int64_t exit_code = result.timed_out ? 124 : result.exit_code;
   const std::string kb = std::to_string(config_.max_output_bytes / 1024) + "KB";
@@ -155,6 +248,8 @@ http_reply service::exec(const http_request& r) {
   if (result.stdout_dropped) out += "\n... [truncated, stdout exceeded " + kb + "]";
   if (result.stderr_dropped) errs += "\n... [truncated, stderr exceeded " + kb + "]";
   if (exit_code == 124) errs += std::string("\n[sandbox] execution exceeded ") + seconds + " and was killed";
+  if (runner_lost && !result.timed_out)
+    errs += "\n[sandbox] the cell's runner stopped answering while the cell ran (was it killed?); its exit status is unknown";
   // A SIGKILL nobody asked for: the memory limit (tmpfs files count against it too), or
   // the timeout's second signal for a cell that ignored SIGTERM.
   if (exit_code == 137) {
@@ -190,8 +285,8 @@ http_reply service::exec(const http_request& r) {
       ++skipped;
       continue;
     }
-    auto data = run_in(s->container, {"cat", "--", path}, std::chrono::seconds(config_.collect_file_timeout_s), {}, false,
-                       {}, static_cast<std::size_t>(config_.max_artifact_bytes));
+    auto data = in_container({"cat", "--", path}, std::chrono::seconds(config_.collect_file_timeout_s),
+                             static_cast<std::size_t>(config_.max_artifact_bytes));
     if (!data.started || data.exit_code != 0 || data.stdout_dropped ||
         total + static_cast<std::int64_t>(data.stdout_data.size()) > config_.max_total_artifact_bytes) {
       ++skipped;

@@ -136,6 +136,7 @@ config_result load_config(const std::map<std::string, std::string>& env) {
   text("SANDBOX_DISK_SIZE", c.disk_size);
   text("SANDBOX_SECCOMP_PROFILE", c.seccomp_profile);
   integer("SANDBOX_MAX_OUTPUT_BYTES", c.max_output_bytes, 1);
+  flag_not_off("SANDBOX_CELL_RUNNER", c.cell_runner);
   integer("SANDBOX_MAX_ARTIFACT_BYTES", c.max_artifact_bytes, 0);
   integer("SANDBOX_MAX_FILES_PER_EXEC", c.max_files_per_exec, 0);
   integer("SANDBOX_MAX_TOTAL_ARTIFACT_BYTES", c.max_total_artifact_bytes, 0);

@@ -9,6 +9,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <sys/time.h>
+
+#include <cstdio>
 #include <cstring>
 #include <stdexcept>
 #include <thread>
@@ -55,6 +58,55 @@ bool send_reply(int fd, const http_reply& r, bool keep_alive) {
   out += r.body;
   return send_all(fd, out);
 }
+
+// A chunked reply on the connection's socket. Writes are bounded by SO_SNDTIMEO (set
+// only once the stream is opened: a plain reply keeps the socket as it was).
+class chunked_reply final : public reply_stream {
+ public:
+  chunked_reply(int fd, bool keep_alive, std::chrono::milliseconds send_timeout)
+      : fd_(fd), keep_alive_(keep_alive), send_timeout_(send_timeout) {}
+  bool open(unsigned status, std::string_view content_type) override {
+    if (opened_) return false;
+    opened_ = true;
+    timeval tv{};
+    tv.tv_sec = static_cast<time_t>(send_timeout_.count() / 1000);
+    tv.tv_usec = static_cast<suseconds_t>((send_timeout_.count() % 1000) * 1000);
+    ::setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    std::string head = "HTTP/1.1 " + std::to_string(status) + " " + reason(status) + "\r\ncontent-type: ";
+    head += content_type;
+    head += "\r\ncache-control: no-cache\r\ntransfer-encoding: chunked\r\n";
+    head += keep_alive_ ? "\r\n" : "connection: close\r\n\r\n";
+    failed_ = !send_all(fd_, head);
+    return !failed_;
+  }
+  bool write(std::string_view data) override {
+    if (!opened_ || failed_) return false;
+    if (data.empty()) return true;  // an empty chunk would end the body
+    char size[32];
+    const int n = std::snprintf(size, sizeof size, "%zx\r\n", data.size());
+    std::string chunk(size, static_cast<std::size_t>(n));
+    chunk += data;
+    chunk += "\r\n";
+    failed_ = !send_all(fd_, chunk);
+    return !failed_;
+  }
+  bool opened() const override { return opened_; }
+  // The last chunk; false if the connection cannot be used again.
+  bool finish() {
+    if (!opened_ || failed_) return false;
+    failed_ = !send_all(fd_, "0\r\n\r\n");
+    timeval none{};
+    ::setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &none, sizeof none);
+    return !failed_;
+  }
+
+ private:
+  int fd_;
+  bool keep_alive_;
+  std::chrono::milliseconds send_timeout_;
+  bool opened_ = false;
+  bool failed_ = false;
+};
 
 }  // namespace
 
@@ -215,8 +267,10 @@ void http_server::serve_connection(int fd) {
     http_request req;
     req.method = std::string(policy::method_name(head.method));
     req.path = std::string(head.target.substr(0, head.target.find('?')));
-    for (std::size_t i = 0; i < head.field_count; ++i)
+    for (std::size_t i = 0; i < head.field_count; ++i) {
       if (proxy::iequals(head.fields[i].name, "authorization")) req.authorization = std::string(head.fields[i].value);
+      if (proxy::iequals(head.fields[i].name, "accept")) req.accept = std::string(head.fields[i].value);
+    }
     const bool keep = head.keep_alive;
     buffer.erase(0, head_size);
     // Body limits are answered before the body is read (the seed's middleware, which also
@@ -250,11 +304,18 @@ void http_server::serve_connection(int fd) {
       req.body = buffer.substr(0, length);
       buffer.erase(0, length);
     }
+    chunked_reply stream(fd, keep, limits_.stream_send_timeout);
+    req.stream = &stream;
     http_reply reply;
     try {
       reply = handler_(req);
     } catch (const std::exception& e) {
       reply = {500, "{\"detail\":\"internal error\"}"};
+    }
+    if (stream.opened()) {
+      // A handler that opened the stream answers through it only.
+      if (!reply.streamed || !stream.finish() || !keep) return;
+      continue;
     }
     if (!send_reply(fd, reply, keep) || !keep) return;
   }

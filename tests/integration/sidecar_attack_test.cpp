@@ -21,9 +21,13 @@ std::string exec_body(const std::string& sid, const std::string& code, int timeo
   }
   return body + "\"}";
 }
-// The container's processes, as the daemon sees them: one command line per line.
+// The container's processes, as the daemon sees them: one command line per line; the
+// session's cell runner (`python3 -I -c <runner.py> dockgate-runner`) as <runner>.
 std::string processes(const std::string& container) {
-  return run(direct() + " top " + container + " -o pid,args | awk 'NR > 1 { $1 = \"\"; sub(/^ /, \"\"); print }'").output;
+  return run(direct() + " top " + container +
+             " -o pid,args | awk 'NR > 1 { $1 = \"\"; sub(/^ /, \"\"); "
+             "if (index($0, \"python3 -I -c \") == 1 && $NF == \"dockgate-runner\") $0 = \"<runner>\"; print }'")
+      .output;
 }
 }  // namespace
 
@@ -54,10 +58,10 @@ print('spawned')
     auto ran = sidecar.call("POST", "/exec", exec_body(sid, escape));
     INFO(ran.body);
     REQUIRE(field(ran.body, "stdout") == "spawned\n");
-    // Only the container's init and its sleep are left.
+    // Only the container's init, its sleep and the cell runner are left.
     const std::string left = processes(container);
     INFO(left);
-    CHECK(left == "/sbin/docker-init -- sleep infinity\nsleep infinity\n");
+    CHECK(left == "/sbin/docker-init -- sleep infinity\nsleep infinity\n<runner>\n");
   }
   // The session still works.
   CHECK(field(sidecar.call("POST", "/exec", exec_body(sid, "print(1)")).body, "stdout") == "1\n");

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,6 +32,8 @@ struct exec_options {
   std::size_t max_stdout = 64 * 1024 * 1024;
   std::size_t max_stderr = 64 * 1024 * 1024;
   std::chrono::milliseconds timeout{30000};
+  // Called with what is kept of each piece of output as it arrives (1: stdout, 2: stderr).
+  std::function<void(int stream, std::string_view data)> on_output;
 };
 
 struct exec_result {
@@ -44,6 +47,35 @@ struct exec_result {
   std::int64_t exit_code = -1;
 };
 
+// A started exec whose stdin and output stay open: the caller writes to the process's
+// stdin and reads its output frame by frame (Tty false: Docker's 8-byte multiplexing
+// header before each frame). Closing it (or destroying it) ends the stream; the process
+// sees EOF on its stdin.
+class exec_stream {
+ public:
+  enum class read_error { none, eof, deadline, malformed, oversized };
+  struct frame {
+    int stream = 0;  // 1 stdout, 2 stderr
+    std::string data;
+  };
+  exec_stream(connection c, std::string buffer, std::string id)
+      : connection_(std::move(c)), buffer_(std::move(buffer)), id_(std::move(id)) {}
+
+  bool write(std::string_view data, clock_type::time_point deadline) { return connection_.write_all(data, deadline); }
+  // The next frame; nullopt with `error` set at EOF, at the deadline, or for a header
+  // that is not Docker's (stream other than 0-2, non-zero padding) or a payload over
+  // `max_payload`. The stream is not usable after an error.
+  std::optional<frame> read(clock_type::time_point deadline, std::size_t max_payload, read_error& error);
+  void shutdown_write() { connection_.shutdown_write(); }
+  const std::string& id() const { return id_; }
+
+ private:
+  friend class engine;
+  connection connection_;
+  std::string buffer_;
+  std::string id_;
+};
+
 class engine {
  public:
   explicit engine(engine_config config) : config_(std::move(config)) {}
@@ -54,9 +86,18 @@ class engine {
 
   exec_result exec(std::string_view container, const exec_options& options) const;
 
+  // Creates and starts an exec of `cmd` with stdin, stdout and stderr attached and
+  // returns its open stream (nullopt with `error` set).
+  std::optional<exec_stream> exec_attach(std::string_view container, const std::vector<std::string>& cmd,
+                                         clock_type::time_point deadline, std::string* error) const;
+
   const engine_config& config() const { return config_; }
 
  private:
+  // POST /containers/{id}/exec with `create_body`, then /exec/{id}/start upgraded to a
+  // raw stream: the stream, or nullopt with `error` ("exec create: ...", "exec start: ...").
+  std::optional<exec_stream> start_exec(std::string_view container, const std::string& create_body,
+                                        clock_type::time_point deadline, std::string* error) const;
   engine_config config_;
 };
 

@@ -61,6 +61,9 @@ struct config {
   std::string disk_size;
   std::string seccomp_profile;
   std::int64_t max_output_bytes = 32768;
+  // SANDBOX_CELL_RUNNER: cells run through the in-container runner (one exec stream per
+  // session) instead of Docker execs each; 0 keeps the plain execs.
+  bool cell_runner = true;
   std::int64_t max_artifact_bytes = 20971520;
   std::int64_t max_files_per_exec = 20;
   std::int64_t max_total_artifact_bytes = 52428800;

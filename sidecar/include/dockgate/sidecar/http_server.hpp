@@ -9,21 +9,37 @@
 #include <mutex>
 #include <functional>
 #include <string>
+#include <string_view>
 
 #include "dockgate/common/endpoint.hpp"
 
 namespace dockgate::sidecar {
 
+// A reply written while it is produced (Transfer-Encoding: chunked). The handler opens
+// it, writes, and returns an http_reply with `streamed` set; the server ends it. A write
+// that cannot complete within the server's send timeout (a client that stopped reading)
+// fails, and every later write fails at once: the handler finishes its work regardless.
+class reply_stream {
+ public:
+  virtual ~reply_stream() = default;
+  virtual bool open(unsigned status, std::string_view content_type) = 0;
+  virtual bool write(std::string_view data) = 0;
+  virtual bool opened() const = 0;
+};
+
 struct http_request {
   std::string method;
   std::string path;   // without the query
   std::string authorization;
+  std::string accept;  // the Accept field, as sent
   std::string body;
+  reply_stream* stream = nullptr;  // for a handler that answers as it goes
 };
 
 struct http_reply {
   unsigned status = 200;
   std::string body;  // JSON
+  bool streamed = false;  // written through http_request::stream
 };
 
 struct server_limits {
@@ -36,6 +52,8 @@ struct server_limits {
   std::chrono::milliseconds body_timeout{120'000};
   // Connections one peer address may hold at once.
   std::size_t max_per_peer = 16;
+  // A streamed reply's write must complete within this, or the stream is dropped.
+  std::chrono::milliseconds stream_send_timeout{30'000};
 };
 
 class http_server {

@@ -22,6 +22,9 @@
 
 namespace dockgate::sidecar {
 
+class cell_runner;  // runner.hpp
+class cell_events;  // runner.hpp
+
 // Labels of session containers (the gate adds its own owner label). What a restarted
 // sidecar needs to archive an adopted session where it belongs is kept here, never a
 // secret: the storage's place (not its credentials), the TTL, the restore's outcome.
@@ -85,6 +88,11 @@ class service {
     std::optional<std::string> restored_generation;
     std::atomic<bool> terminating{false};
     bool fuse = false;  // /workspace is its own FUSE mount (dockgate-mount), bound by the gate
+    // The in-container cell runner (cells.cpp, runner.hpp), started by the session's first
+    // cell; after its first fault it is dropped and never started again (runner_refused).
+    // Both under `lock`.
+    std::shared_ptr<cell_runner> runner;
+    bool runner_refused = false;
   };
 
   // An archive fetched and filtered before its session's container exists.
@@ -98,6 +106,7 @@ class service {
   http_reply create_session(const http_request& r);
   http_reply delete_session(std::string_view id, const std::string& body);
   http_reply exec(const http_request& r);
+  http_reply run_cell(const http_request& r, cell_events& events);
   http_reply put_file(const http_request& r);
   http_reply get_file(const http_request& r);
   http_reply list_files(const http_request& r);

@@ -1,0 +1,281 @@
+# dockgate-sidecar's cell runner: started once per session inside the session container
+# (`python3 -I -c <this> dockgate-runner`, one hijacked exec through the gate), it runs
+# each command the sidecar sends as a fresh process, as `docker exec` would, and answers
+# over the same stream. It holds no policy: the commands (the cell's `timeout ... python3`,
+# the kill sweep, the outputs listing) are the sidecar's, byte for byte those of its plain
+# exec path.
+#
+# Invariants it keeps:
+# - Its protocol fds are private: fds 0, 1 and 2 become /dev/null, the request and answer
+#   pipes move to non-inheritable fds, and every child gets its own pipes with
+#   close_fds, so user code never holds the answer stream.
+# - It is not dumpable (prctl PR_SET_DUMPABLE 0): /proc/<pid>/fd, /proc/<pid>/mem and
+#   ptrace of it need CAP_SYS_PTRACE, which the session's user lacks; a cell cannot
+#   reach its pipes through /proc either. If that cannot be set, it exits and the
+#   sidecar uses plain execs.
+# - The sidecar trusts none of this: it bounds every frame and stops using the runner
+#   at the first thing it does not expect.
+#
+# Requests (stdin): u32 length, then u8 op, u32 output cap (per stream), u32 count of
+# lists, each list u32 count of items, each item u32 length and bytes.
+#   op R, lists [argv, [stdin]]: run argv (`cat -- <artifact>`).
+#   op C, lists [argv, [code], [cell, before file, oom file, outputs dir], sweep argv]:
+#     a cell, as the sidecar's plain path runs it in two execs: the OOM-kill count and
+#     the outputs listing recorded (also to the two files, for a plain clean-up should
+#     this runner fail), the code written to `cell`, argv (`timeout ... python3 cell`)
+#     run; then the sweep (the sidecar's kill_cell_processes, as a shell script), the
+#     files removed, the count and listing taken again.
+# Answers (stdout): u8 kind, u32 length, payload; kinds H (hello), S (started), O/E
+# (stdout/stderr bytes), X ("<exit code> <stdout dropped> <stderr dropped>"), then for a
+# cell L (the clean-up's listing, in pieces) and D (done).
+import ctypes
+import os
+import selectors
+import stat
+import struct
+import subprocess
+import sys
+
+CHUNK = 65536
+
+
+def main():
+    if ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0) != 0:  # PR_SET_DUMPABLE
+        sys.exit(3)
+    requests = os.dup(0)
+    answers = os.dup(1)
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.close(null)
+
+    def send(kind, payload=b""):
+        data = kind + struct.pack(">I", len(payload)) + payload
+        while data:
+            data = data[os.write(answers, data):]
+
+    def read_exact(n):
+        out = b""
+        while len(out) < n:
+            got = os.read(requests, n - len(out))
+            if not got:
+                sys.exit(0)  # the sidecar closed the stream
+            out += got
+        return out
+
+    send(b"H", b"dockgate-runner 1")
+    while True:
+        (size,) = struct.unpack(">I", read_exact(4))
+        body = memoryview(read_exact(size))
+        pos = 0
+
+        def take(n):
+            nonlocal pos
+            v = body[pos:pos + n]
+            if len(v) != n:
+                sys.exit(4)
+            pos += n
+            return bytes(v)
+
+        op = take(1)
+        (cap,) = struct.unpack(">I", take(4))
+        lists = []
+        for _ in range(struct.unpack(">I", take(4))[0]):
+            lists.append([take(struct.unpack(">I", take(4))[0]) for _ in range(struct.unpack(">I", take(4))[0])])
+        if op == b"R" and len(lists) == 2 and len(lists[1]) == 1:
+            run(lists[0], lists[1][0], cap, send)
+        elif op == b"C" and len(lists) == 4 and len(lists[1]) == 1 and len(lists[2]) == 4:
+            cell(lists[0], lists[1][0], *lists[2], lists[3], cap, send)
+        else:
+            sys.exit(4)
+
+
+# The memory cgroup's OOM-kill count, as the sidecar's oom_count script reads it (cgroup v2
+# memory.events, v1 memory.oom_control; the last "oom_kill" line wins; "0" if none).
+def oom_count():
+    count = b"0"
+    for path in ("/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control"):
+        try:
+            with open(path, "rb") as f:
+                lines = f.read().split(b"\n")
+        except OSError:
+            continue
+        for line in lines:
+            parts = line.split(None, 1)
+            if len(parts) == 2 and parts[0] == b"oom_kill":
+                count = parts[1].strip()
+    return count
+
+
+# `find <top> -type f -printf '%p\0%T@\0%s\0'`, byte for byte: regular files, symlinks
+# never followed (the top one neither), mtime as find prints it (seconds, nine digits of
+# nanoseconds and a 0), errors skipped.
+def listing(top):
+    out = []
+
+    def record(path, st):
+        if stat.S_ISREG(st.st_mode):
+            sec, ns = divmod(st.st_mtime_ns, 10**9)
+            out.append(b"%s\0%d.%09d0\0%d\0" % (path, sec, ns, st.st_size))
+
+    def walk(directory):
+        try:
+            entries = list(os.scandir(directory))
+        except OSError:
+            return
+        for e in entries:
+            path = directory + b"/" + e.name
+            try:
+                st = os.lstat(path)
+            except OSError:
+                continue
+            record(path, st)
+            if stat.S_ISDIR(st.st_mode):
+                walk(path)
+
+    try:
+        st = os.lstat(top)
+    except OSError:
+        return b""
+    record(top, st)
+    if stat.S_ISDIR(st.st_mode):
+        walk(top)
+    return b"".join(out)
+
+
+def write_file(path, data):
+    try:
+        with open(path, "wb") as f:
+            f.write(data)
+        return None
+    except OSError as e:
+        return e
+
+
+def remove(path):
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def cell(argv, code, cell_path, before_file, oom_file, outputs, sweep, cap, send):
+    oom_before = oom_count()
+    write_file(oom_file, oom_before + b"\n")
+    before = listing(outputs)
+    write_file(before_file, before)
+    failed = write_file(cell_path, code)
+    if failed is None:
+        run(argv, b"", cap, send)
+    else:
+        # The plain path's `cat > cell || exit 125`.
+        send(b"S")
+        send(b"E", ("cannot create %s: %s\n" % (os.fsdecode(cell_path), failed.strerror)).encode()[:cap])
+        send(b"X", b"125 0 0")
+    subprocess.run(sweep, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                   close_fds=True, start_new_session=True)
+    remove(cell_path)
+    oom_after = oom_count()
+    after = listing(outputs)
+    remove(before_file)
+    remove(oom_file)
+    text = oom_after + b"\n" + oom_before + b"\n" + before + b"\0" + after
+    for i in range(0, len(text), CHUNK):
+        send(b"L", text[i:i + CHUNK])
+    send(b"D")
+
+
+def run(argv, stdin_data, cap, send):
+    try:
+        # A session of its own, as each docker exec's process has.
+        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                close_fds=True, start_new_session=True)
+    except OSError:
+        # docker exec answers 126/127 through the shell; without one, "cannot run" is 127.
+        send(b"S")
+        send(b"X", b"127 0 0")
+        return
+    send(b"S")
+    out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
+    kept = {out_fd: 0, err_fd: 0}
+    dropped = {out_fd: 0, err_fd: 0}
+    kinds = {out_fd: b"O", err_fd: b"E"}
+    sel = selectors.DefaultSelector()
+    for fd in kinds:
+        os.set_blocking(fd, False)
+        sel.register(fd, selectors.EVENT_READ)
+    stdin_fd = proc.stdin.fileno()
+    os.set_blocking(stdin_fd, False)
+    pending = memoryview(stdin_data)
+    if pending:
+        sel.register(stdin_fd, selectors.EVENT_WRITE)
+    else:
+        proc.stdin.close()
+    # The process's exit ends the answer even while a child it left holds its pipes
+    # (as docker exec ends when its process exits).
+    exited = os.pidfd_open(proc.pid)
+    sel.register(exited, selectors.EVENT_READ)
+
+    def take_output(fd, data):
+        room = max(0, cap - kept[fd])
+        keep = data[:room]
+        dropped[fd] += len(data) - len(keep)
+        if not keep:
+            return
+        kept[fd] += len(keep)
+        send(kinds[fd], keep)
+
+    open_fds = set(kinds)
+    done = False
+    while open_fds and not done:
+        for key, _ in sel.select():
+            fd = key.fd
+            if fd == exited:
+                done = True
+            elif fd == stdin_fd:
+                try:
+                    n = os.write(fd, pending[:CHUNK])
+                    pending = pending[n:]
+                except BlockingIOError:
+                    continue
+                except OSError:
+                    pending = pending[:0]
+                if not pending:
+                    sel.unregister(fd)
+                    proc.stdin.close()
+            else:
+                try:
+                    data = os.read(fd, CHUNK)
+                except BlockingIOError:
+                    continue
+                if data:
+                    take_output(fd, data)
+                else:
+                    sel.unregister(fd)
+                    open_fds.discard(fd)
+    # What is already in the pipes still belongs to the answer; nothing after.
+    for fd in list(open_fds):
+        for _ in range(64):
+            try:
+                data = os.read(fd, CHUNK)
+            except BlockingIOError:
+                break
+            if not data:
+                break
+            take_output(fd, data)
+    sel.close()
+    os.close(exited)
+    if not proc.stdin.closed:
+        try:
+            proc.stdin.close()
+        except OSError:
+            pass
+    code = proc.wait()
+    proc.stdout.close()
+    proc.stderr.close()
+    if code < 0:
+        code = 128 - code  # killed by a signal: 128 + n, as docker reports it
+    send(b"X", b"%d %d %d" % (code, dropped[out_fd], dropped[err_fd]))
+
+
+main()

@@ -1,0 +1,534 @@
+// The cell runner's framing and parsing (everything the sidecar reads from it is
+// untrusted), the embedded runner program itself (run here with the host's python3),
+// and the event stream's pieces.
+#include "runner.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <set>
+#include <thread>
+
+using namespace dockgate::sidecar;
+
+namespace {
+
+std::string frame(char kind, std::string_view payload) {
+  std::string f(1, kind);
+  const auto n = static_cast<std::uint32_t>(payload.size());
+  f += static_cast<char>(n >> 24);
+  f += static_cast<char>((n >> 16) & 0xff);
+  f += static_cast<char>((n >> 8) & 0xff);
+  f += static_cast<char>(n & 0xff);
+  return f + std::string(payload);
+}
+
+}  // namespace
+
+TEST_CASE(
+    "runner frames: whole frames only, split anywhere, unknown kinds and oversized headers fail",
+    "[sidecar][runner]") {
+  const std::string stream = frame('H', "dockgate-runner 1") + frame('S', "") + frame('O', "out") +
+                             frame('E', "err") + frame('X', "0 0 0");
+  // Fed one byte at a time, the same frames come out.
+  runner_frames bytewise;
+  std::vector<runner_frames::frame> got;
+  for (char c : stream) {
+    bytewise.feed(std::string_view(&c, 1));
+    while (auto f = bytewise.next()) got.push_back(*f);
+  }
+  using k = runner_frames::kind;
+  CHECK(got == std::vector<runner_frames::frame>{{k::hello, "dockgate-runner 1"},
+                                                 {k::started, ""},
+                                                 {k::out, "out"},
+                                                 {k::err, "err"},
+                                                 {k::exit, "0 0 0"}});
+  CHECK_FALSE(bytewise.failed());
+
+  runner_frames unknown;
+  unknown.feed(frame('Z', "x"));
+  CHECK_FALSE(unknown.next());
+  CHECK(unknown.failed());
+
+  // A header announcing more than the bound fails as soon as it is whole: nothing waits
+  // for (or buffers) the payload.
+  runner_frames huge;
+  huge.feed(frame('O', "").substr(0, 1) + std::string("\x00\x10\x00\x00", 4));
+  CHECK_FALSE(huge.next());
+  CHECK(huge.failed());
+  runner_frames at_bound;
+  at_bound.feed(frame('O', std::string(max_runner_frame - runner_frame_header, 'x')));
+  auto f = at_bound.next();
+  REQUIRE(f);
+  CHECK(f->payload.size() == max_runner_frame - runner_frame_header);
+  runner_frames over_bound;
+  over_bound.feed(frame('O', std::string(max_runner_frame - runner_frame_header + 1, 'x')));
+  CHECK_FALSE(over_bound.next());
+  CHECK(over_bound.failed());
+}
+
+TEST_CASE("runner exit frames are three plain decimals", "[sidecar][runner]") {
+  CHECK(parse_runner_exit("0 0 0") == runner_exit{0, 0, 0});
+  CHECK(parse_runner_exit("137 12 100000") == runner_exit{137, 12, 100000});
+  for (auto bad :
+       {"", "0", "0 0", "0 0 0 ", " 0 0 0", "0  0 0", "-1 0 0", "256 0 0", "01 0 0", "+1 0 0",
+        "0 -1 0", "0 0 0\n", "a 0 0", "0 0 99999999999999999999999", "0x1 0 0"})
+    CHECK_FALSE(parse_runner_exit(bad));
+}
+
+TEST_CASE("runner requests: op, cap, then lists of length-prefixed byte strings",
+          "[sidecar][runner]") {
+  const auto r = runner_request('R', 32768, {{"sh", "-c", "x"}, {std::string_view("a\0b", 3)}});
+  const std::string want = std::string("\0\0\0\x29", 4) + "R" + std::string("\0\0\x80\0", 4) +
+                           std::string("\0\0\0\x02", 4) + std::string("\0\0\0\x03", 4) +
+                           std::string("\0\0\0\x02sh", 6) + std::string("\0\0\0\x02-c", 6) +
+                           std::string("\0\0\0\x01x", 5) + std::string("\0\0\0\x01", 4) +
+                           std::string(
+                               "\0\0\0\x03"
+                               "a\0b",
+                               7);
+  CHECK(r == want);
+}
+
+TEST_CASE("event streams: Accept, UTF-8 held back whole", "[sidecar][runner]") {
+  CHECK(wants_event_stream("text/event-stream"));
+  CHECK(wants_event_stream("application/json, Text/Event-Stream;q=0.9"));
+  CHECK_FALSE(wants_event_stream(""));
+  CHECK_FALSE(wants_event_stream("application/json"));
+  CHECK_FALSE(wants_event_stream("text/event-streams"));
+  CHECK(utf8_whole_prefix("abc") == 3);
+  CHECK(utf8_whole_prefix("ab\xc3") == 2);
+  CHECK(utf8_whole_prefix("ab\xc3\xa9") == 4);
+  CHECK(utf8_whole_prefix("a\xe2\x82") == 1);
+  CHECK(utf8_whole_prefix("a\xe2\x82\xac") == 4);
+  CHECK(utf8_whole_prefix("\xf0\x9f\x98") == 0);
+  CHECK(utf8_whole_prefix("\xf0\x9f\x98\x80") == 4);
+
+  struct recording final : reply_stream {
+    std::string text;
+    bool is_open = false;
+    bool open(unsigned, std::string_view) override { return is_open = true; }
+    bool write(std::string_view d) override {
+      text += d;
+      return true;
+    }
+    bool opened() const override { return is_open; }
+  } out;
+  cell_events events(&out);
+  events.output(1, "caf\xc3");
+  events.output(1, "\xa9!");
+  events.output(2, "\xe2\x82");
+  events.flush();
+  events.send("result", R"({"exit_code":0})", true);
+  CHECK(out.text ==
+        "event: stdout\ndata: \"caf\"\n\n"
+        "event: stdout\ndata: \"\xc3\xa9!\"\n\n"
+        "event: stderr\ndata: \"\xef\xbf\xbd\xef\xbf\xbd\"\n\n"
+        "event: result\ndata: {\"exit_code\":0}\n\n");
+}
+
+namespace {
+
+// The embedded runner program under the host's python3, driven like the sidecar does.
+struct local_runner {
+  pid_t pid = -1;
+  int to = -1, from = -1;
+  local_runner() {
+    int in[2], out[2];
+    REQUIRE(::pipe2(in, O_CLOEXEC) == 0);
+    REQUIRE(::pipe2(out, O_CLOEXEC) == 0);
+    const std::string program(runner_program);
+    pid = ::fork();
+    if (pid == 0) {
+      ::dup2(in[0], 0);
+      ::dup2(out[1], 1);
+      ::execlp("python3", "python3", "-I", "-c", program.c_str(), "dockgate-runner", nullptr);
+      ::_exit(127);
+    }
+    ::close(in[0]);
+    ::close(out[1]);
+    to = in[1];
+    from = out[0];
+  }
+  ~local_runner() {
+    ::close(to);
+    ::close(from);
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+  }
+  runner_frames frames;
+  std::optional<runner_frames::frame> next() {
+    for (;;) {
+      if (auto f = frames.next()) return f;
+      if (frames.failed()) return std::nullopt;
+      char buf[65536];
+      const ssize_t n = ::read(from, buf, sizeof buf);
+      if (n <= 0) return std::nullopt;
+      frames.feed(std::string_view(buf, static_cast<std::size_t>(n)));
+    }
+  }
+  // Runs a command: the frames of its answer up to the exit frame.
+  std::vector<runner_frames::frame> run(const std::vector<std::string>& argv, std::string_view in,
+                                        std::uint32_t cap) {
+    std::vector<std::string_view> args(argv.begin(), argv.end());
+    return exchange(runner_request('R', cap, {args, {in}}), runner_frames::kind::exit);
+  }
+  std::vector<runner_frames::frame> exchange(const std::string& req, runner_frames::kind last) {
+    REQUIRE(::write(to, req.data(), req.size()) == static_cast<ssize_t>(req.size()));
+    std::vector<runner_frames::frame> got;
+    while (auto f = next()) {
+      got.push_back(*f);
+      if (f->type == last) break;
+    }
+    return got;
+  }
+};
+
+std::string joined(const std::vector<runner_frames::frame>& frames, runner_frames::kind k) {
+  std::string out;
+  for (const auto& f : frames)
+    if (f.type == k) out += f.payload;
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "the runner program: hello, fresh processes, caps, exit statuses, no protocol fd for the "
+    "command",
+    "[sidecar][runner]") {
+  local_runner r;
+  auto hello = r.next();
+  REQUIRE(hello);
+  CHECK(hello->type == runner_frames::kind::hello);
+  CHECK(hello->payload == "dockgate-runner 1");
+  using k = runner_frames::kind;
+
+  auto echo = r.run({"sh", "-c", "cat; echo err >&2; exit 3"}, "from stdin\n", 1024);
+  REQUIRE(echo.size() >= 3);
+  CHECK(echo.front().type == k::started);
+  CHECK(joined(echo, k::out) == "from stdin\n");
+  CHECK(joined(echo, k::err) == "err\n");
+  CHECK(echo.back().payload == "3 0 0");
+
+  // Over the cap: the rest is counted, not sent.
+  auto loud = r.run({"sh", "-c", "head -c 100000 /dev/zero"}, {}, 1000);
+  CHECK(joined(loud, k::out).size() == 1000);
+  CHECK(loud.back().payload == "0 99000 0");
+
+  // Killed by a signal: 128 + n, as docker reports it.
+  CHECK(r.run({"sh", "-c", "kill -9 $$"}, {}, 1024).back().payload == "137 0 0");
+  CHECK(r.run({"/nonexistent/program"}, {}, 1024).back().payload == "127 0 0");
+
+  // The command holds its own pipes and nothing else: no fd of the runner's stream.
+  auto fds = r.run({"sh", "-c", "ls /proc/$$/fd"}, {}, 1024);
+  CHECK(joined(fds, k::out) == "0\n1\n2\n");
+
+  // The answer ends when the command exits, even while a child it left holds its pipes.
+  const auto start = std::chrono::steady_clock::now();
+  auto left = r.run({"sh", "-c", "sleep 5 & echo gone"}, {}, 1024);
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(3));
+  CHECK(joined(left, k::out) == "gone\n");
+  CHECK(left.back().payload == "0 0 0");
+
+  // A request it does not know ends it.
+  const auto bad = runner_request('Z', 0, {});
+  REQUIRE(::write(r.to, bad.data(), bad.size()) == static_cast<ssize_t>(bad.size()));
+  CHECK_FALSE(r.next());
+}
+
+TEST_CASE(
+    "the runner program: a cell, its files, and the outputs listing exactly as find prints it",
+    "[sidecar][runner]") {
+  char tmpl[] = "/tmp/dockgate-runner-cell-XXXXXX";
+  REQUIRE(::mkdtemp(tmpl));
+  const std::string dir = tmpl;
+  const std::string outputs = dir + "/outputs";
+  auto sh = [](const std::string& cmd) { REQUIRE(std::system(cmd.c_str()) == 0); };
+  sh("mkdir -p " + outputs + "/sub/deeper && printf abc > " + outputs + "/a.txt && printf '' > " +
+     outputs + "/sub/deeper/empty && printf 12345 > '" + outputs +
+     "/sub/odd name\\n' && ln -s /etc/passwd " + outputs + "/link && mkfifo " + outputs +
+     "/fifo && touch -d @1700000000.123456789 " + outputs + "/a.txt");
+  auto find_listing = [&] {
+    std::string out;
+    FILE* p = ::popen(
+        ("find " + outputs + " -type f -printf '%p\\0%T@\\0%s\\0' 2>/dev/null").c_str(), "r");
+    char buf[4096];
+    for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+    ::pclose(p);
+    return out;
+  };
+  // Records as a set: both walk the directory in readdir order, but only the set counts.
+  auto records = [](std::string_view text) {
+    std::set<std::string> out;
+    while (!text.empty()) {
+      std::string rec;
+      for (int i = 0; i < 3; ++i) {
+        const auto nul = text.find('\0');
+        REQUIRE(nul != std::string_view::npos);
+        rec += std::string(text.substr(0, nul + 1));
+        text.remove_prefix(nul + 1);
+      }
+      out.insert(rec);
+    }
+    return out;
+  };
+  const std::string before = find_listing();
+
+  local_runner r;
+  REQUIRE(r.next());
+  const std::string cell = dir + "/cell.py", before_file = dir + "/before", oom_file = dir + "/oom";
+  // The "sweep" here only records that it ran after the cell: this runs on the host.
+  const std::string code = "import os\nprint(open('" + before_file +
+                           "').read().count('\\0'))\nopen('" + outputs +
+                           "/new.bin', 'wb').write(b'x' * 7)\n";
+  const auto req =
+      runner_request('C', 1024,
+                     {{"python3", cell},
+                      {code},
+                      {cell, before_file, oom_file, outputs},
+                      {"sh", "-c", "test -e " + cell + " && touch " + dir + "/swept"}});
+  auto got = r.exchange(req, runner_frames::kind::done);
+  using k = runner_frames::kind;
+  REQUIRE(got.size() >= 4);
+  CHECK(got.front().type == k::started);
+  CHECK(joined(got, k::out) == "9\n");  // three records, three fields each
+  const auto exit_at =
+      std::find_if(got.begin(), got.end(), [](const auto& f) { return f.type == k::exit; });
+  REQUIRE(exit_at != got.end());
+  CHECK(exit_at->payload == "0 0 0");
+  CHECK(got.back().type == k::done);
+  const std::string listing = joined(got, k::listing);
+  // "<oom after>\n<oom before>\n<before>\0<after>", as the plain clean-up prints it.
+  const auto first_nl = listing.find('\n');
+  const auto second_nl = listing.find('\n', first_nl + 1);
+  REQUIRE(second_nl != std::string::npos);
+  const std::string rest = listing.substr(second_nl + 1);
+  CHECK(records(rest.substr(0, before.size())) == records(before));
+  CHECK(rest[before.size()] == '\0');
+  CHECK(records(rest.substr(before.size() + 1)) == records(find_listing()));
+  CHECK(rest.substr(before.size() + 1).find(outputs + "/new.bin") != std::string::npos);
+  CHECK(listing.find("1700000000.1234567890") != std::string::npos);
+  // The sweep ran while the cell file existed; the cell and both record files are gone.
+  CHECK(::access((dir + "/swept").c_str(), F_OK) == 0);
+  for (const auto& f : {cell, before_file, oom_file}) CHECK(::access(f.c_str(), F_OK) != 0);
+  sh("rm -rf " + dir);
+}
+
+namespace {
+
+// A fake Engine API on a unix socket: exec create answers an Id, exec start upgrades and
+// then sends `script` (bytes of the hijacked stream, Docker's multiplexing included) and
+// ends its output (as the daemon does when the process's output ends: stdin may still
+// be written), or holds the stream open if `hold`.
+struct fake_engine {
+  std::string path;
+  int listen_fd = -1;
+  std::string script;
+  bool hold = false;
+  std::thread thread;
+  std::atomic<bool> stop{false};
+
+  explicit fake_engine(std::string s, bool hold_open = false)
+      : script(std::move(s)), hold(hold_open) {
+    char dir[] = "/tmp/dockgate-runner-test-XXXXXX";
+    REQUIRE(::mkdtemp(dir));
+    path = std::string(dir) + "/engine.sock";
+    listen_fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
+    REQUIRE(::bind(listen_fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    REQUIRE(::listen(listen_fd, 8) == 0);
+    thread = std::thread([this] { serve(); });
+  }
+  ~fake_engine() {
+    stop = true;
+    ::shutdown(listen_fd, SHUT_RDWR);
+    thread.join();
+    ::close(listen_fd);
+    ::unlink(path.c_str());
+    ::rmdir(path.substr(0, path.rfind('/')).c_str());
+  }
+  void serve() {
+    std::vector<int> held;
+    while (!stop) {
+      const int fd = ::accept(listen_fd, nullptr, nullptr);
+      if (fd < 0) break;
+      std::string in;
+      char buf[4096];
+      while (in.find("\r\n\r\n") == std::string::npos) {
+        const ssize_t n = ::read(fd, buf, sizeof buf);
+        if (n <= 0) break;
+        in.append(buf, static_cast<std::size_t>(n));
+      }
+      std::string out;
+      if (in.find("/start ") != std::string::npos) {
+        out =
+            "HTTP/1.1 101 UPGRADED\r\nContent-Type: "
+            "application/vnd.docker.raw-stream\r\nConnection: Upgrade\r\n"
+            "Upgrade: tcp\r\n\r\n" +
+            script;
+      } else {
+        const std::string body = R"({"Id":"fake-exec"})";
+        out = "HTTP/1.1 201 Created\r\nContent-Type: application/json\r\nContent-Length: " +
+              std::to_string(body.size()) + "\r\n\r\n" + body;
+      }
+      (void)!::write(fd, out.data(), out.size());
+      if (in.find("/start ") == std::string::npos) {
+        ::close(fd);
+        continue;
+      }
+      if (!hold) ::shutdown(fd, SHUT_WR);
+      held.push_back(fd);
+    }
+    for (int fd : held) ::close(fd);
+  }
+  dockgate::client::engine engine() const {
+    return dockgate::client::engine(dockgate::client::engine_config{
+        {{dockgate::common::endpoint::kind::unix_socket, path, "", 0}, nullptr}});
+  }
+};
+
+// Docker's multiplexing header around `data` on `stream`.
+std::string docker_frame(int stream, std::string_view data) {
+  std::string f(4, '\0');
+  f[0] = static_cast<char>(stream);
+  const auto n = static_cast<std::uint32_t>(data.size());
+  f += static_cast<char>(n >> 24);
+  f += static_cast<char>((n >> 16) & 0xff);
+  f += static_cast<char>((n >> 8) & 0xff);
+  f += static_cast<char>(n & 0xff);
+  return f + std::string(data);
+}
+
+// Runner frames carried on stdout, cut into Docker frames of at most 32 KiB.
+std::string on_stdout(const std::string& runner_bytes) {
+  std::string out;
+  for (std::size_t i = 0; i < runner_bytes.size(); i += 32768)
+    out += docker_frame(1, std::string_view(runner_bytes).substr(i, 32768));
+  return out;
+}
+
+const std::string hello = frame('H', "dockgate-runner 1");
+
+}  // namespace
+
+TEST_CASE("a runner that breaks the protocol is dropped; what it sends is capped and never trusted",
+          "[sidecar][runner]") {
+  using o = cell_runner::outcome;
+  std::string error;
+  auto start = [&](const fake_engine& fake) {
+    return cell_runner::start(fake.engine(), "c", std::chrono::seconds(5), &error);
+  };
+  auto run = [](cell_runner& r, std::size_t cap = 1024) {
+    return r.run({"true"}, {}, cap, std::chrono::seconds(5), nullptr);
+  };
+
+  SECTION("a whole answer") {
+    fake_engine fake(on_stdout(hello + frame('S', "") + frame('O', "hi") + frame('E', "ho") +
+                               frame('X', "7 0 3")));
+    auto r = start(fake);
+    REQUIRE(r);
+    auto got = run(*r);
+    CHECK(got.state == o::done);
+    CHECK(got.result.stdout_data == "hi");
+    CHECK(got.result.stderr_data == "ho");
+    CHECK(got.result.exit_code == 7);
+    CHECK(got.result.stderr_dropped == 3);
+    CHECK(r->usable());
+  }
+  SECTION("output past the cap is dropped here, whatever the runner claims") {
+    fake_engine fake(on_stdout(hello + frame('S', "") + frame('O', std::string(60000, 'a')) +
+                               frame('O', std::string(60000, 'b')) + frame('X', "0 0 0")));
+    auto r = start(fake);
+    REQUIRE(r);
+    std::string streamed;
+    auto got = r->run({"true"}, {}, 1000, std::chrono::seconds(5),
+                      [&](int, std::string_view d) { streamed += d; });
+    CHECK(got.state == o::done);
+    CHECK(got.result.stdout_data == std::string(1000, 'a'));
+    CHECK(streamed == got.result.stdout_data);
+    CHECK(got.result.stdout_dropped == 119000);
+  }
+  SECTION("a frame over the bound") {
+    std::string header =
+        frame('O', "").substr(0, 1) + std::string("\x00\x20\x00\x00", 4);  // 2 MiB announced
+    fake_engine fake(on_stdout(hello + frame('S', "") + header + std::string(100000, 'x')), true);
+    auto r = start(fake);
+    REQUIRE(r);
+    auto got = run(*r);
+    CHECK(got.state == o::lost);
+    CHECK(got.result.stdout_data.empty());
+    CHECK_FALSE(r->usable());
+    CHECK(run(*r).state == o::not_started);  // closed for good, nothing sent
+  }
+  SECTION("a Docker frame over the bound, or not Docker's") {
+    for (std::string bad : {std::string("\x01\x00\x00\x00\x01\x00\x00\x01", 8),
+                            std::string("\x01\x01\x00\x00\x00\x00\x00\x01x", 9),
+                            std::string("\x07\x00\x00\x00\x00\x00\x00\x01x", 9)}) {
+      fake_engine fake(on_stdout(hello + frame('S', "")) + bad, true);
+      auto r = start(fake);
+      REQUIRE(r);
+      CHECK(run(*r).state == o::lost);
+      CHECK_FALSE(r->usable());
+    }
+  }
+  SECTION("anything on the runner's stderr") {
+    fake_engine fake(on_stdout(hello + frame('S', "")) + docker_frame(2, "Traceback"), true);
+    auto r = start(fake);
+    REQUIRE(r);
+    CHECK(run(*r).state == o::lost);
+  }
+  SECTION("a malformed exit frame, an unknown kind, a second hello") {
+    for (std::string bad : {frame('X', "0 0 0 "), frame('X', "-9 0 0"), frame('Q', ""), hello}) {
+      fake_engine fake(on_stdout(hello + frame('S', "") + frame('O', "partial") + bad), true);
+      auto r = start(fake);
+      REQUIRE(r);
+      auto got = run(*r);
+      CHECK(got.state == o::lost);
+      CHECK(got.result.stdout_data == "partial");
+      CHECK_FALSE(r->usable());
+    }
+  }
+  SECTION("the end of the stream before the command was acknowledged: it did not run") {
+    fake_engine fake(on_stdout(hello));
+    auto r = start(fake);
+    REQUIRE(r);
+    auto got = run(*r);
+    CHECK(got.state == o::not_started);
+    CHECK_FALSE(got.result.started);
+  }
+  SECTION("the end of the stream after it: lost") {
+    fake_engine fake(on_stdout(hello + frame('S', "") + frame('O', "a")));
+    auto r = start(fake);
+    REQUIRE(r);
+    CHECK(run(*r).state == o::lost);
+  }
+  SECTION("the host's deadline") {
+    fake_engine fake(on_stdout(hello + frame('S', "")), true);
+    auto r = start(fake);
+    REQUIRE(r);
+    auto got = r->run({"true"}, {}, 1024, std::chrono::milliseconds(300), nullptr);
+    CHECK(got.state == o::lost);
+    CHECK(got.result.timed_out);
+  }
+  SECTION("no hello, or another program's") {
+    for (std::string first :
+         {frame('S', ""), frame('H', "dockgate-runner 2"), docker_frame(2, "x")}) {
+      fake_engine fake(first.starts_with('S') || first.starts_with('H') ? on_stdout(first) : first,
+                       true);
+      CHECK_FALSE(start(fake));
+    }
+  }
+}
