@@ -2,7 +2,6 @@
 
 #include <unistd.h>
 
-#include <boost/asio/post.hpp>
 #include <cerrno>
 
 namespace dockgate::proxy {
@@ -10,16 +9,10 @@ namespace dockgate::proxy {
 void audit_sink::write(const audit_record& r) {
   append_audit(pending_, r);
   pending_ += '\n';
-  if (pending_.size() >= flush_at) {
-    flush();
-  } else if (!flush_posted_) {
-    flush_posted_ = true;
-    net::post(executor_, [this] { flush(); });
-  }
+  if (pending_.size() >= flush_at) flush();
 }
 
 void audit_sink::flush() {
-  flush_posted_ = false;
   std::size_t done = 0;
   while (done < pending_.size() && !failed_) {
     const ssize_t n = ::write(fd_, pending_.data() + done, pending_.size() - done);

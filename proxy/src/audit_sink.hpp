@@ -1,23 +1,21 @@
 #pragma once
 // Where audit lines go: one JSON line per request on a file descriptor (stdout).
 //
-// Lines are batched: a line is appended to a buffer and the buffer is written when the
-// event loop has run every handler that was ready (a post), or at once past 64 KiB. Under
-// load one write(2) carries many lines; an idle proxy writes a line within the same loop
-// turn that finished its request, with no added delay. flush() writes what is left; the
-// proxy calls it when it stops, after its last connection has ended, so a clean shutdown
-// loses no line. A crash can lose the lines of the loop turn it happens in.
+// Lines are batched: a line is appended to a buffer, and the buffer is written once a
+// second (the proxy's watchdog tick calls flush()), at once past 64 KiB, and when the
+// proxy stops cleanly, after its last connection has ended: a clean shutdown loses no
+// line, and no request pays a write(2) of its own. A line reaches its destination at
+// most about a second after its response went out; a crash can lose that last second.
 
 #include <string>
 
 #include "dockgate/proxy/audit.hpp"
-#include "net.hpp"
 
 namespace dockgate::proxy {
 
 class audit_sink {
  public:
-  audit_sink(int fd, net::any_io_executor executor) : fd_(fd), executor_(std::move(executor)) {}
+  explicit audit_sink(int fd) : fd_(fd) {}
   audit_sink(const audit_sink&) = delete;
   audit_sink& operator=(const audit_sink&) = delete;
   ~audit_sink() { flush(); }
@@ -28,9 +26,7 @@ class audit_sink {
  private:
   static constexpr std::size_t flush_at = 64 * 1024;
   int fd_;
-  net::any_io_executor executor_;
   std::string pending_;
-  bool flush_posted_ = false;
   bool failed_ = false;
 };
 

@@ -312,7 +312,8 @@ net::awaitable<void> shutdown_when_signalled(proxy_context& ctx, net::signal_set
 }
 
 // The one timer of the request path: about once a second every connection's deadline is
-// looked at (a store on the request path, no timer system call per request). When the
+// looked at (a store on the request path, no timer system call per request) and the
+// audit lines of that second are written. When the
 // proxy has gone idle after a load, the buffers it cached go back to the system.
 net::awaitable<void> watch_deadlines(proxy_context& ctx, net::steady_timer& timer) {
   bool trimmed = true;
@@ -322,6 +323,7 @@ net::awaitable<void> watch_deadlines(proxy_context& ctx, net::steady_timer& time
     timer.expires_after(std::chrono::seconds(1));
     co_await timer.async_wait(use_tuple);
     const auto now = std::chrono::steady_clock::now();
+    ctx.audit.flush();
     live.assign(ctx.connections.begin(), ctx.connections.end());
     for (auto* c : live) c->check_deadline(now);
     const std::size_t n = ctx.connections.size();
@@ -385,7 +387,7 @@ int serve(const serve_options& options, policy::policy initial, const policy_loa
   log->set_level(spdlog::level::from_str(options.log_level));
   // Audit lines go to stdout as bare JSON, one per request.
   net::io_context ioc{1};
-  audit_sink audit(STDOUT_FILENO, ioc.get_executor());
+  audit_sink audit(STDOUT_FILENO);
   proxy_context ctx(options, shared_policy, resolve(ioc, options.upstream), log, audit);
   ctx.max_connections = connection_limit(options, *log);
   ctx.stats.connection_limit(ctx.max_connections);
