@@ -24,6 +24,7 @@ std::optional<pooled_container> warm_pool::claim(std::chrono::milliseconds wait)
   {
     const auto deadline = std::chrono::steady_clock::now() + wait;
     std::unique_lock lock(mutex_);
+    const auto fills_before = fills_;
     for (;;) {
       // A container of an image replaced since the last check is not handed out.
       while (!ready_.empty() && !out) {
@@ -31,7 +32,9 @@ std::optional<pooled_container> warm_pool::claim(std::chrono::milliseconds wait)
         else jobs_.push_back([this, id = ready_.front().id] { hooks_.remove(id); });
         ready_.pop_front();
       }
-      if (out || !filling_ || stopping_ || std::chrono::steady_clock::now() >= deadline) break;
+      // Only the fill in flight when the claim began is waited for: it is as far along as
+      // a create of the caller's own would be, and later ones are not.
+      if (out || !filling_ || fills_ != fills_before || stopping_ || std::chrono::steady_clock::now() >= deadline) break;
       wake_.wait_until(lock, deadline);
     }
   }
@@ -93,6 +96,7 @@ void warm_pool::run() {
       auto made = hooks_.create(error, full);
       lock.lock();
       filling_ = false;
+      ++fills_;
       wake_.notify_all();  // a claim waiting for this fill
       if (made) {
         failures_ = 0;

@@ -16,6 +16,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <mutex>
@@ -58,7 +59,7 @@ class warm_pool {
 
   void start();
   // A ready container, gone from the pool; nullopt when it is empty (after waiting up to
-  // `wait`, and only while a container is being made).
+  // `wait` for the container being made when the claim began, if one is).
   std::optional<pooled_container> claim(std::chrono::milliseconds wait = {});
   // Runs `job` on the pool's thread, before any further fill (or in stop()).
   void post(std::function<void()> job);
@@ -84,6 +85,7 @@ class warm_pool {
   std::string image_id_;  // the image's ID at the last check or fill
   bool stopping_ = false;
   bool filling_ = false;  // a create is in flight
+  std::uint64_t fills_ = 0;  // creates finished (made or not)
   bool full_ = false;  // SANDBOX_MAX_SESSIONS reached: no fill until wake() or the next check
   unsigned failures_ = 0;
   std::chrono::steady_clock::time_point retry_at_{}, next_check_{};

@@ -112,9 +112,10 @@ http_reply service::create_session(const http_request& r) {
     ~release() { s.release(); }
   } slot{create_slots_};
 
-  // A warm container when the pool has one ready: created, started and its workspace
-  // made already; it left the pool for this request alone.
-  std::optional<pooled_container> warm = claim_warm(0ms);
+  // A warm container when the pool has one ready (or one nearly: the one being made now,
+  // as far along as a create of this request's own would be): created, started and its
+  // workspace made already; it left the pool for this request alone.
+  std::optional<pooled_container> warm = claim_warm(std::chrono::seconds(config_.docker_call_timeout_s));
   if (!warm && !image_ready_) {
     if (docker_.call("GET", "/images/" + config_.image + "/json", {}, 10s).status != 200)
       return detail(503, "sandbox image not available yet: " + config_.image);

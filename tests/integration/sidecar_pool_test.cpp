@@ -43,8 +43,11 @@ std::vector<std::string> wait_for_pool(const std::string& instance, std::size_t 
   return warm;
 }
 
+// `docker inspect -f FORMAT`, without the trailing newline.
 std::string inspect(const std::string& name, const std::string& format) {
-  return run(direct() + " inspect -f '" + format + "' " + name).output;
+  std::string out = run(direct() + " inspect -f '" + format + "' " + name).output;
+  while (!out.empty() && out.back() == '\n') out.pop_back();
+  return out;
 }
 
 std::string id_of(const std::string& name) { return inspect(name, "{{.Id}}"); }
@@ -77,7 +80,7 @@ TEST_CASE("sidecar pool: fills to N, a claim takes one and it refills, delete re
     INFO(sidecar.log());
     REQUIRE(warm.size() == 3);
     // A warm container carries no request's data: no archive key, storage or restore.
-    CHECK(inspect(warm[0], "{{index .Config.Labels \"sandbox.archive_key\"}}") == "<no value>");
+    CHECK(inspect(warm[0], "{{index .Config.Labels \"sandbox.archive_key\"}}").empty());
     CHECK(inspect(warm[0], "{{.State.Running}}") == "true");
 
     sid = sid_of(sidecar.create());
@@ -158,8 +161,9 @@ TEST_CASE("sidecar pool: a warm container is hardened exactly as a cold session 
   const std::string warm_sid = sid_of(warm.create());
   const std::string cold_sid = sid_of(cold.create());
   const std::string warm_name = "dockgate-sbx-" + warm_sid, cold_name = "dockgate-sbx-" + cold_sid;
+  INFO(warm.log());
   CHECK(inspect(warm_name, "{{index .Config.Labels \"sandbox.pool\"}}") == "1");
-  CHECK(inspect(cold_name, "{{index .Config.Labels \"sandbox.pool\"}}") == "<no value>");
+  CHECK(inspect(cold_name, "{{index .Config.Labels \"sandbox.pool\"}}").empty());
   CHECK(containers_with(cold_instance, "sandbox.pool", true).empty());  // SANDBOX_WARM_POOL=0: none made
   for (const char* format : {"{{json .HostConfig}}", "{{json .Config.Image}}", "{{json .Config.Cmd}}", "{{.Config.User}}",
                              "{{.Config.WorkingDir}}", "{{json .Config.Env}}", "{{index .Config.Labels \"dockgate.owner\"}}"}) {

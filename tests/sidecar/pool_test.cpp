@@ -24,11 +24,13 @@ struct fake_engine {
   int next = 0;
   int fail_next = 0;
   std::size_t limit = 1000;
+  std::chrono::milliseconds delay{0};  // how long a create takes
   std::vector<std::chrono::steady_clock::time_point> attempts;
 
   warm_pool::hooks hooks() {
     warm_pool::hooks h;
     h.create = [this](std::string& error, bool& full) -> std::optional<pooled_container> {
+      std::this_thread::sleep_for(delay);
       std::lock_guard g(m);
       attempts.push_back(std::chrono::steady_clock::now());
       if (fail_next > 0) {
@@ -92,6 +94,27 @@ TEST_CASE("warm pool: fills to its size, a claim leaves it once and it refills",
   CHECK(pool.stop() == 3);
   CHECK(engine.live == std::set<std::string>{c->id});
   CHECK(pool.stop() == 0);
+}
+
+TEST_CASE("warm pool: a claim waits for the container being made, not for later ones", "[unit][sidecar][pool]") {
+  fake_engine engine;
+  engine.delay = 150ms;
+  warm_pool pool(1, engine.hooks());
+  pool.start();
+  std::this_thread::sleep_for(20ms);  // the first create is in flight
+  const auto t0 = std::chrono::steady_clock::now();
+  auto c = pool.claim(5s);
+  REQUIRE(c);
+  CHECK(std::chrono::steady_clock::now() - t0 < 1s);
+  // The refill begins after the claim; a claimer arriving meanwhile waits for it.
+  std::this_thread::sleep_for(20ms);
+  const auto t1 = std::chrono::steady_clock::now();
+  auto second = pool.claim(5s);
+  CHECK(second);
+  CHECK(std::chrono::steady_clock::now() - t1 < 1s);
+  // With none in flight (just after the claim, before the thread starts the next fill: a
+  // claim that does not wait) there is nothing to have.
+  CHECK_FALSE(pool.claim(0ms));
 }
 
 TEST_CASE("warm pool: concurrent claims never get the same container", "[unit][sidecar][pool]") {
