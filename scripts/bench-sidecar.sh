@@ -37,7 +37,8 @@ bin=build/$preset
 work=$(mktemp -d /tmp/dockgate-bench-sidecar.XXXXXX)
 pids=()
 cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
+  # Sidecars before the gate they reach Docker through (the last started first).
+  for ((i = ${#pids[@]} - 1; i >= 0; i--)); do kill "${pids[i]}" 2>/dev/null || true; wait "${pids[i]}" 2>/dev/null || true; done
   scripts/engine.sh stop "$work/engine" || true
   rm -rf "$work"
 }
@@ -49,20 +50,21 @@ source "$work/engine/env"
 pids+=($!)
 for _ in $(seq 100); do [[ -S $work/proxy.sock ]] && break; sleep 0.05; done
 
-# sidecar NAME WARM_POOL: a sidecar of its own instance on a free port; prints PORT PID.
+# sidecar NAME WARM_POOL: a sidecar of its own instance on a free port (sets port, pid).
 sidecar() {
-  local port
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
   DOCKER_HOST=unix://$work/proxy.sock SANDBOX_LISTEN=127.0.0.1:$port SANDBOX_API_KEY=bench \
     SANDBOX_IMAGE=$DOCKGATE_TEST_RUNTIME_IMAGE SANDBOX_INSTANCE=$1 SANDBOX_WARM_POOL=$2 \
     SANDBOX_MAX_SESSIONS=$((scale + 8)) SANDBOX_MAX_CONCURRENT_EXECS=$((scale + 8)) \
     SANDBOX_MAX_CONCURRENT_CREATES=8 "$bin/sidecar/dockgate-sidecar" >"$work/sidecar-$1.log" 2>&1 &
-  pids+=($!)
+  pid=$!
+  pids+=("$pid")
   for _ in $(seq 100); do curl -fs "http://127.0.0.1:$port/healthz" >/dev/null && break; sleep 0.1; done
-  echo "$port $!"
 }
-read -r warm_port warm_pid < <(sidecar warm "$pool")
-read -r cold_port _ < <(sidecar cold 0)
+sidecar warm "$pool"
+warm_port=$port warm_pid=$pid
+sidecar cold 0
+cold_port=$port
 
 python3 - "$DOCKGATE_TEST_ENGINE" "$DOCKGATE_TEST_RUNTIME_IMAGE" "$rounds" "$scale" "$pool" \
   "$warm_port" "$warm_pid" "$cold_port" <<'PY'
@@ -105,6 +107,7 @@ def wait_for_pool(live_sessions=0, timeout=60):
     deadline = time.monotonic() + timeout
     while warm_containers() < pool + live_sessions and time.monotonic() < deadline:
         time.sleep(0.05)
+    time.sleep(0.5)  # running is not ready yet: its workspace is made next
 
 
 # Hardening as the gate's sandbox profile forces it, so the daemon does the same work.
