@@ -117,15 +117,18 @@ PLAIN_RUN = ["run", "-d", "--network", "none", "--read-only", "--tmpfs", "/tmp",
 
 
 def plain_first(name):
-    """docker run + the first docker exec: the plain equivalent of a new session's first cell."""
-    docker(*PLAIN_RUN, "--name", name, image, "sleep", "infinity")
-    return docker("exec", name, "python3", "-c", "print(1)")
+    """docker run + the first docker exec: the plain equivalent of a new session's first
+    cell. Returns the time of the run alone."""
+    run_time = timed(docker, *PLAIN_RUN, "--name", name, image, "sleep", "infinity")[0]
+    docker("exec", name, "python3", "-c", "print(1)")
+    return run_time
 
 
 def session_first(port):
-    sid = call(port, "POST", "/sessions")["session_id"]
-    run_cell(port, sid)
-    return sid
+    """A new session and its first cell. Returns the session and the time of the create alone."""
+    create_time, created = timed(call, port, "POST", "/sessions")
+    run_cell(port, created["session_id"])
+    return created["session_id"], create_time
 
 
 ms = lambda xs: statistics.median(xs) * 1000
@@ -133,30 +136,32 @@ p99 = lambda xs: sorted(xs)[min(len(xs) - 1, int(len(xs) * 0.99))] * 1000
 
 # 1. New session -> first answer; a live session's print(1).
 hit, miss, plain, side_rt, plain_rt = [], [], [], [], []
+hit_create, miss_create, plain_run = [], [], []
 for i in range(rounds):
     wait_for_pool()
-    t, sid = timed(session_first, warm_port)
+    t, (sid, create_time) = timed(session_first, warm_port)
     hit.append(t)
+    hit_create.append(create_time)
     side_rt.append(timed(run_cell, warm_port, sid)[0])
     call(warm_port, "DELETE", f"/sessions/{sid}")
 
-    t, sid = timed(session_first, cold_port)
+    t, (sid, create_time) = timed(session_first, cold_port)
     miss.append(t)
+    miss_create.append(create_time)
     call(cold_port, "DELETE", f"/sessions/{sid}")
 
     name = f"bench-plain-{i}"
-    plain.append(timed(plain_first, name)[0])
+    t, run_time = timed(plain_first, name)
+    plain.append(t)
+    plain_run.append(run_time)
     plain_rt.append(timed(docker, "exec", name, "python3", "-c", "print(1)")[0])
     docker("rm", "-f", name)
 
 # 2. Scale: `scale` sessions, one cell each, all at once (the warm sidecar; pool drained).
 def proc_status(pid):
-    fields = {}
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            key, _, value = line.partition(":")
-            fields[key] = value.split()[0]
-    return int(fields["Threads"]), int(fields["VmRSS"]) // 1024
+    """The process's thread count and resident memory (MiB)."""
+    fields = dict(line.split(":", 1) for line in open(f"/proc/{pid}/status"))
+    return int(fields["Threads"]), int(fields["VmRSS"].split()[0]) // 1024
 
 
 def concurrently(fn, items):
@@ -201,10 +206,12 @@ stats = docker("stats", "--no-stream", "--format", "{{.MemUsage}}",
                *docker("ps", "-q", "--filter", "label=sandbox.pool", "--filter", "label=sandbox.instance=warm").split())
 
 print(f"{rounds} round(s), medians (ms); warm pool {pool}; load average {open('/proc/loadavg').read().split()[0]}")
-print(f"{'':40}{'sidecar':>10}{'docker CLI':>12}{'ratio':>8}")
+print(f"{'':40}{'sidecar':>10}{'docker CLI':>12}{'ratio':>8}   (POST /sessions alone vs docker run -d)")
 row = lambda label, a, b: print(f"{label:40}{a:10.0f}{b:12.0f}{a / b:8.2f}")
 row("POST /sessions -> first /exec, pool hit", ms(hit), ms(plain))
 row("POST /sessions -> first /exec, pool miss", ms(miss), ms(plain))
+row("  of which POST /sessions, pool hit", ms(hit_create), ms(plain_run))
+row("  of which POST /sessions, pool miss", ms(miss_create), ms(plain_run))
 row("print(1) round trip", ms(side_rt), ms(plain_rt))
 print(f"scale: {scale} sessions, one cell each at once")
 print(f"{'  cells/s':40}{scale / side_wall:10.1f}{scale / plain_wall:12.1f}{(scale / side_wall) / (scale / plain_wall):8.2f}")
