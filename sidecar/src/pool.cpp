@@ -8,9 +8,12 @@
 
 namespace dockgate::sidecar {
 
-warm_pool::warm_pool(std::size_t target, hooks h, timing t) : target_(target), hooks_(std::move(h)), timing_(t) {}
+warm_pool::warm_pool(std::size_t target, hooks h, timing t)
+    : target_(target), hooks_(std::move(h)), timing_(t) {}
 
-warm_pool::~warm_pool() { stop(); }
+warm_pool::~warm_pool() {
+  stop();
+}
 
 void warm_pool::start() {
   std::lock_guard g(mutex_);
@@ -28,13 +31,17 @@ std::optional<pooled_container> warm_pool::claim(std::chrono::milliseconds wait)
     for (;;) {
       // A container of an image replaced since the last check is not handed out.
       while (!ready_.empty() && !out) {
-        if (ready_.front().image_id == image_id_) out = std::move(ready_.front());
-        else jobs_.push_back([this, id = ready_.front().id] { hooks_.remove(id); });
+        if (ready_.front().image_id == image_id_)
+          out = std::move(ready_.front());
+        else
+          jobs_.push_back([this, id = ready_.front().id] { hooks_.remove(id); });
         ready_.pop_front();
       }
       // Only the fill in flight when the claim began is waited for: it is as far along as
       // a create of the caller's own would be, and later ones are not.
-      if (out || !filling_ || fills_ != fills_before || stopping_ || std::chrono::steady_clock::now() >= deadline) break;
+      if (out || !filling_ || fills_ != fills_before || stopping_ ||
+          std::chrono::steady_clock::now() >= deadline)
+        break;
       wake_.wait_until(lock, deadline);
     }
   }
@@ -112,7 +119,8 @@ void warm_pool::run() {
       } else {
         ++failures_;
         retry_at_ = std::chrono::steady_clock::now() + backoff();
-        std::cerr << "dockgate-sidecar: warm pool: " << error << " (retry in " << backoff().count() << " ms)" << std::endl;
+        std::cerr << "dockgate-sidecar: warm pool: " << error << " (retry in " << backoff().count()
+                  << " ms)" << std::endl;
       }
       continue;
     }

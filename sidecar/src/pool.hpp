@@ -84,9 +84,9 @@ class warm_pool {
   std::deque<std::function<void()>> jobs_;
   std::string image_id_;  // the image's ID at the last check or fill
   bool stopping_ = false;
-  bool filling_ = false;  // a create is in flight
+  bool filling_ = false;     // a create is in flight
   std::uint64_t fills_ = 0;  // creates finished (made or not)
-  bool full_ = false;  // SANDBOX_MAX_SESSIONS reached: no fill until wake() or the next check
+  bool full_ = false;        // SANDBOX_MAX_SESSIONS reached: no fill until wake() or the next check
   unsigned failures_ = 0;
   std::chrono::steady_clock::time_point retry_at_{}, next_check_{};
   std::thread thread_;

@@ -22,8 +22,9 @@ using namespace std::chrono_literals;
 void service::start_pool() {
   if (config_.warm_pool <= 0 || pool_) return;
   if (config_.workspace_mode != "tmpfs") {
-    std::cerr << "dockgate-sidecar: SANDBOX_WARM_POOL is not used with SANDBOX_WORKSPACE_MODE=" << config_.workspace_mode
-              << " (a FUSE workspace is bound per session at create)" << std::endl;
+    std::cerr << "dockgate-sidecar: SANDBOX_WARM_POOL is not used with SANDBOX_WORKSPACE_MODE="
+              << config_.workspace_mode << " (a FUSE workspace is bound per session at create)"
+              << std::endl;
     return;
   }
   warm_pool::hooks h;
@@ -42,14 +43,17 @@ void service::start_pool() {
   pool_->start();
 }
 
-std::size_t service::stop_pool() { return pool_ ? pool_->stop() : 0; }
+std::size_t service::stop_pool() {
+  return pool_ ? pool_->stop() : 0;
+}
 
 std::string service::image_id() {
   auto r = docker_.call("GET", "/images/" + config_.image + "/json", {}, 10s);
   simdjson::dom::parser p;
   simdjson::dom::element doc;
   std::string_view id;
-  if (r.status != 200 || p.parse(r.body).get(doc) != simdjson::SUCCESS || doc["Id"].get_string().get(id) != simdjson::SUCCESS)
+  if (r.status != 200 || p.parse(r.body).get(doc) != simdjson::SUCCESS ||
+      doc["Id"].get_string().get(id) != simdjson::SUCCESS)
     return {};
   return std::string(id);
 }
@@ -84,7 +88,8 @@ std::optional<pooled_container> service::pool_create(std::string& error, bool& f
     ~reservation() { --n; }
   } reserved{pool_reserved_};
   session blank;  // no request yet: create_body writes none of a session's labels
-  auto created = docker_.call("POST", "/containers/create?name=" + name, create_body(c.sid, blank, body_kind::pool), 60s);
+  auto created = docker_.call("POST", "/containers/create?name=" + name,
+                              create_body(c.sid, blank, body_kind::pool), 60s);
   if (created.status != 201) {
     error = "create failed: " + (created.status ? created.body : created.error);
     return std::nullopt;
@@ -93,7 +98,8 @@ std::optional<pooled_container> service::pool_create(std::string& error, bool& f
     simdjson::dom::parser p;
     simdjson::dom::element doc;
     std::string_view id;
-    if (p.parse(created.body).get(doc) != simdjson::SUCCESS || doc["Id"].get_string().get(id) != simdjson::SUCCESS) {
+    if (p.parse(created.body).get(doc) != simdjson::SUCCESS ||
+        doc["Id"].get_string().get(id) != simdjson::SUCCESS) {
       remove_container(name);
       error = "create answered without an Id";
       return std::nullopt;
@@ -107,7 +113,8 @@ std::optional<pooled_container> service::pool_create(std::string& error, bool& f
     return std::nullopt;
   }
   // The workspace a new session starts with (create_session makes it for a cold one).
-  auto mk = run_in(c.id, {"mkdir", "-p", "/workspace/uploads", "/workspace/outputs", "/workspace/skills"}, 20s);
+  auto mk = run_in(
+      c.id, {"mkdir", "-p", "/workspace/uploads", "/workspace/outputs", "/workspace/skills"}, 20s);
   if (!mk.started || mk.exit_code != 0) {
     remove_container(c.id);
     error = "workspace init failed: " + (mk.error.empty() ? mk.stderr_data : mk.error);
@@ -123,7 +130,8 @@ std::optional<pooled_container> service::claim_warm(std::chrono::milliseconds wa
   if (!pool_) return std::nullopt;
   const auto deadline = std::chrono::steady_clock::now() + wait;
   while (auto c = pool_->claim(std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::max(deadline - std::chrono::steady_clock::now(), std::chrono::steady_clock::duration::zero())))) {
+             std::max(deadline - std::chrono::steady_clock::now(),
+                      std::chrono::steady_clock::duration::zero())))) {
     if (running(c->id)) return c;
     remove_container(c->id);
   }

@@ -25,13 +25,15 @@ std::vector<std::string> lines(const std::string& text) {
 
 // Full IDs of the running containers of `instance` that carry `label` (and all of them if
 // `all`).
-std::vector<std::string> containers_with(const std::string& instance, const std::string& label, bool all = false) {
-  return lines(run(direct() + " ps -q --no-trunc " + (all ? "-a " : "") + "--filter label=sandbox.instance=" + instance +
-                   " --filter label=" + label)
+std::vector<std::string> containers_with(const std::string& instance, const std::string& label,
+                                         bool all = false) {
+  return lines(run(direct() + " ps -q --no-trunc " + (all ? "-a " : "") +
+                   "--filter label=sandbox.instance=" + instance + " --filter label=" + label)
                    .output);
 }
 
-std::vector<std::string> wait_for_pool(const std::string& instance, std::size_t n, const std::set<std::string>& claimed = {}) {
+std::vector<std::string> wait_for_pool(const std::string& instance, std::size_t n,
+                                       const std::set<std::string>& claimed = {}) {
   std::vector<std::string> warm;
   for (int i = 0; i < 300; ++i) {
     warm.clear();
@@ -50,7 +52,9 @@ std::string inspect(const std::string& name, const std::string& format) {
   return out;
 }
 
-std::string id_of(const std::string& name) { return inspect(name, "{{.Id}}"); }
+std::string id_of(const std::string& name) {
+  return inspect(name, "{{.Id}}");
+}
 
 bool wait_exists(const std::string& name, bool exists = true) {
   for (int i = 0; i < 100; ++i) {
@@ -68,8 +72,9 @@ std::string sid_of(const dockgate::client::http_response& created) {
 
 }  // namespace
 
-TEST_CASE("sidecar pool: fills to N, a claim takes one and it refills, delete removes, stop cleans up",
-          "[integration][sidecar][pool]") {
+TEST_CASE(
+    "sidecar pool: fills to N, a claim takes one and it refills, delete removes, stop cleans up",
+    "[integration][sidecar][pool]") {
   proxy_process proxy("compose/policies/sandbox.json");
   const std::string instance = unique_name("pool").substr(0, 30);
   std::string sid, claimed_id;
@@ -89,7 +94,8 @@ TEST_CASE("sidecar pool: fills to N, a claim takes one and it refills, delete re
     CHECK(field(sidecar.exec(sid, "print(6*7)"), "stdout") == "42\n");
     // The claim is recorded beside it; the pool is back to 3 without the claimed one.
     REQUIRE(wait_exists("dockgate-sbx-" + sid + "-claim"));
-    CHECK(inspect("dockgate-sbx-" + sid + "-claim", "{{index .Config.Labels \"sandbox.claim\"}}") == claimed_id);
+    CHECK(inspect("dockgate-sbx-" + sid + "-claim", "{{index .Config.Labels \"sandbox.claim\"}}") ==
+          claimed_id);
     CHECK(inspect("dockgate-sbx-" + sid + "-claim", "{{.State.Status}}") == "created");
     auto refilled = wait_for_pool(instance, 3, {claimed_id});
     CHECK(refilled.size() == 3);
@@ -106,12 +112,14 @@ TEST_CASE("sidecar pool: fills to N, a claim takes one and it refills, delete re
   CHECK(containers_with(instance, "sandbox.session_id", true).empty());
 }
 
-TEST_CASE("sidecar pool: concurrent creates never share a container, SANDBOX_MAX_SESSIONS counts warm ones",
-          "[integration][sidecar][pool]") {
+TEST_CASE(
+    "sidecar pool: concurrent creates never share a container, SANDBOX_MAX_SESSIONS counts warm "
+    "ones",
+    "[integration][sidecar][pool]") {
   proxy_process proxy("compose/policies/sandbox.json");
   const std::string instance = unique_name("poolmax").substr(0, 30);
-  sidecar_process sidecar(proxy, {"SANDBOX_INSTANCE=" + instance, "SANDBOX_WARM_POOL=2", "SANDBOX_MAX_SESSIONS=3",
-                                  "SANDBOX_MAX_CONCURRENT_CREATES=8"});
+  sidecar_process sidecar(proxy, {"SANDBOX_INSTANCE=" + instance, "SANDBOX_WARM_POOL=2",
+                                  "SANDBOX_MAX_SESSIONS=3", "SANDBOX_MAX_CONCURRENT_CREATES=8"});
   // Two warm containers hold two of the three places; the pool stops there.
   REQUIRE(wait_for_pool(instance, 2).size() == 2);
   std::this_thread::sleep_for(1s);
@@ -151,7 +159,8 @@ TEST_CASE("sidecar pool: concurrent creates never share a container, SANDBOX_MAX
   CHECK(wait_for_pool(instance, 1, still).size() == 1);
 }
 
-TEST_CASE("sidecar pool: a warm container is hardened exactly as a cold session container", "[integration][sidecar][pool]") {
+TEST_CASE("sidecar pool: a warm container is hardened exactly as a cold session container",
+          "[integration][sidecar][pool]") {
   proxy_process proxy("compose/policies/sandbox.json");
   const std::string warm_instance = unique_name("poolw").substr(0, 30);
   const std::string cold_instance = unique_name("poolc").substr(0, 30);
@@ -164,34 +173,42 @@ TEST_CASE("sidecar pool: a warm container is hardened exactly as a cold session 
   INFO(warm.log());
   CHECK(inspect(warm_name, "{{index .Config.Labels \"sandbox.pool\"}}") == "1");
   CHECK(inspect(cold_name, "{{index .Config.Labels \"sandbox.pool\"}}").empty());
-  CHECK(containers_with(cold_instance, "sandbox.pool", true).empty());  // SANDBOX_WARM_POOL=0: none made
-  for (const char* format : {"{{json .HostConfig}}", "{{json .Config.Image}}", "{{json .Config.Cmd}}", "{{.Config.User}}",
-                             "{{.Config.WorkingDir}}", "{{json .Config.Env}}", "{{index .Config.Labels \"dockgate.owner\"}}"}) {
+  CHECK(containers_with(cold_instance, "sandbox.pool", true)
+            .empty());  // SANDBOX_WARM_POOL=0: none made
+  for (const char* format :
+       {"{{json .HostConfig}}", "{{json .Config.Image}}", "{{json .Config.Cmd}}",
+        "{{.Config.User}}", "{{.Config.WorkingDir}}", "{{json .Config.Env}}",
+        "{{index .Config.Labels \"dockgate.owner\"}}"}) {
     INFO(format);
     const std::string w = inspect(warm_name, format);
     CHECK(w == inspect(cold_name, format));
     CHECK(w.size() > 2);
   }
-  CHECK(inspect(warm_name, "{{.HostConfig.NetworkMode}} {{.HostConfig.ReadonlyRootfs}} {{json .HostConfig.CapDrop}}") ==
-        R"(none true ["ALL"])");
+  CHECK(inspect(warm_name,
+                "{{.HostConfig.NetworkMode}} {{.HostConfig.ReadonlyRootfs}} {{json "
+                ".HostConfig.CapDrop}}") == R"(none true ["ALL"])");
 }
 
-TEST_CASE("sidecar pool: the archive is restored into the claimed container (s3rver)", "[integration][sidecar][pool][s3]") {
+TEST_CASE("sidecar pool: the archive is restored into the claimed container (s3rver)",
+          "[integration][sidecar][pool][s3]") {
   const char* endpoint = std::getenv("DOCKGATE_TEST_S3_ENDPOINT");
   REQUIRE(endpoint);  // scripts/test.sh starts s3rver
   proxy_process proxy("compose/policies/sandbox.json");
   const std::string instance = unique_name("pools3").substr(0, 30);
   sidecar_process sidecar(proxy, {"SANDBOX_INSTANCE=" + instance, "SANDBOX_WARM_POOL=1"});
   const std::string storage = std::string(R"({"provider":"s3","prefix":"pool/","s3_bucket":")") +
-                              std::getenv("DOCKGATE_TEST_S3_BUCKET") + R"(","s3_endpoint":")" + endpoint +
-                              R"(","s3_region":"us-east-1","s3_access_key":")" + std::getenv("DOCKGATE_TEST_S3_ACCESS_KEY") +
-                              R"(","s3_secret_key":")" + std::getenv("DOCKGATE_TEST_S3_SECRET_KEY") + R"("})";
+                              std::getenv("DOCKGATE_TEST_S3_BUCKET") + R"(","s3_endpoint":")" +
+                              endpoint + R"(","s3_region":"us-east-1","s3_access_key":")" +
+                              std::getenv("DOCKGATE_TEST_S3_ACCESS_KEY") +
+                              R"(","s3_secret_key":")" +
+                              std::getenv("DOCKGATE_TEST_S3_SECRET_KEY") + R"("})";
   const std::string key = unique_name("warm").substr(0, 20);
   const std::string create = "{\"archive_key\":\"" + key + "\",\"storage\":" + storage + "}";
   REQUIRE(wait_for_pool(instance, 1).size() == 1);
   const std::string first = sid_of(sidecar.create(create));
   CHECK(inspect("dockgate-sbx-" + first, "{{index .Config.Labels \"sandbox.pool\"}}") == "1");
-  CHECK(field(sidecar.exec(first, "open('/workspace/kept.txt','w').write('from the bucket')"), "exit_code") == "0");
+  CHECK(field(sidecar.exec(first, "open('/workspace/kept.txt','w').write('from the bucket')"),
+              "exit_code") == "0");
   auto removed = sidecar.call("DELETE", "/sessions/" + first, "{}");
   INFO(removed.body << sidecar.log());
   REQUIRE(field(removed.body, "archive").find("\"written\"") != std::string::npos);
@@ -201,18 +218,23 @@ TEST_CASE("sidecar pool: the archive is restored into the claimed container (s3r
   const std::string second = sid_of(created);
   CHECK(field(field(created.body, "restore"), "status") == "restored");
   CHECK(inspect("dockgate-sbx-" + second, "{{index .Config.Labels \"sandbox.pool\"}}") == "1");
-  CHECK(field(sidecar.exec(second, "print(open('/workspace/kept.txt').read())"), "stdout") == "from the bucket\n");
+  CHECK(field(sidecar.exec(second, "print(open('/workspace/kept.txt').read())"), "stdout") ==
+        "from the bucket\n");
   // Inputs are emptied, outputs kept: the workspace a cold session would have had.
-  CHECK(field(sidecar.exec(second, "import os; print(sorted(os.listdir('/workspace')))"), "stdout") ==
-        "['kept.txt', 'outputs', 'skills', 'uploads']\n");
+  CHECK(field(sidecar.exec(second, "import os; print(sorted(os.listdir('/workspace')))"),
+              "stdout") == "['kept.txt', 'outputs', 'skills', 'uploads']\n");
   // The claim record says where the workspace belongs, for a restarted sidecar.
   REQUIRE(wait_exists("dockgate-sbx-" + second + "-claim"));
-  CHECK(inspect("dockgate-sbx-" + second + "-claim", "{{index .Config.Labels \"sandbox.archive_key\"}}") == key);
-  CHECK(inspect("dockgate-sbx-" + second + "-claim", "{{index .Config.Labels \"sandbox.restore\"}}") == "restored");
+  CHECK(inspect("dockgate-sbx-" + second + "-claim",
+                "{{index .Config.Labels \"sandbox.archive_key\"}}") == key);
+  CHECK(inspect("dockgate-sbx-" + second + "-claim",
+                "{{index .Config.Labels \"sandbox.restore\"}}") == "restored");
 }
 
-TEST_CASE("sidecar pool: a restarted sidecar adopts a claimed warm container and removes the unclaimed ones",
-          "[integration][sidecar][pool][archive]") {
+TEST_CASE(
+    "sidecar pool: a restarted sidecar adopts a claimed warm container and removes the unclaimed "
+    "ones",
+    "[integration][sidecar][pool][archive]") {
   proxy_process proxy("compose/policies/sandbox.json");
   const std::string store = proxy.dir() + "/archives";
   run("mkdir -p " + store);
@@ -220,16 +242,20 @@ TEST_CASE("sidecar pool: a restarted sidecar adopts a claimed warm container and
   std::string sid;
   std::vector<std::string> unclaimed;
   {
-    sidecar_process sidecar(proxy, {"SANDBOX_INSTANCE=" + instance, "SANDBOX_WARM_POOL=2", "SANDBOX_LOCAL_STORAGE_DIR=" + store});
+    sidecar_process sidecar(proxy, {"SANDBOX_INSTANCE=" + instance, "SANDBOX_WARM_POOL=2",
+                                    "SANDBOX_LOCAL_STORAGE_DIR=" + store});
     REQUIRE(wait_for_pool(instance, 2).size() == 2);
-    sid = sid_of(sidecar.create(R"({"archive_key":"adopted","storage":{"provider":"local"},"idle_ttl_sec":600})"));
-    CHECK(field(sidecar.exec(sid, "open('/workspace/w.txt','w').write('kept')"), "exit_code") == "0");
+    sid = sid_of(sidecar.create(
+        R"({"archive_key":"adopted","storage":{"provider":"local"},"idle_ttl_sec":600})"));
+    CHECK(field(sidecar.exec(sid, "open('/workspace/w.txt','w').write('kept')"), "exit_code") ==
+          "0");
     REQUIRE(wait_exists("dockgate-sbx-" + sid + "-claim"));
     unclaimed = wait_for_pool(instance, 2, {id_of("dockgate-sbx-" + sid)});
     REQUIRE(unclaimed.size() == 2);
     sidecar.stop(SIGKILL);  // no clean-up
   }
-  sidecar_process restarted(proxy, {"SANDBOX_INSTANCE=" + instance, "SANDBOX_WARM_POOL=0", "SANDBOX_LOCAL_STORAGE_DIR=" + store});
+  sidecar_process restarted(proxy, {"SANDBOX_INSTANCE=" + instance, "SANDBOX_WARM_POOL=0",
+                                    "SANDBOX_LOCAL_STORAGE_DIR=" + store});
   INFO(restarted.log());
   for (const auto& id : unclaimed) CHECK_FALSE(container_exists(id));
   CHECK(field(restarted.exec(sid, "print(open('/workspace/w.txt').read())"), "stdout") == "kept\n");

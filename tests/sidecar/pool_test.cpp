@@ -1,13 +1,13 @@
 // The warm pool's bookkeeping (sidecar/src/pool.hpp) with in-memory containers: the
 // Engine API side is covered by tests/integration/sidecar_pool_test.cpp.
-#include <catch2/catch.hpp>
+#include "../../sidecar/src/pool.hpp"
 
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <mutex>
 #include <set>
 #include <thread>
 
-#include "../../sidecar/src/pool.hpp"
 #include "dockgate/sidecar/config.hpp"
 
 using namespace dockgate::sidecar;
@@ -79,7 +79,8 @@ bool eventually(F f) {
 
 }  // namespace
 
-TEST_CASE("warm pool: fills to its size, a claim leaves it once and it refills", "[unit][sidecar][pool]") {
+TEST_CASE("warm pool: fills to its size, a claim leaves it once and it refills",
+          "[unit][sidecar][pool]") {
   fake_engine engine;
   warm_pool pool(3, engine.hooks());
   CHECK_FALSE(pool.claim());  // not started: empty
@@ -96,7 +97,8 @@ TEST_CASE("warm pool: fills to its size, a claim leaves it once and it refills",
   CHECK(pool.stop() == 0);
 }
 
-TEST_CASE("warm pool: a claim waits for the container being made, not for later ones", "[unit][sidecar][pool]") {
+TEST_CASE("warm pool: a claim waits for the container being made, not for later ones",
+          "[unit][sidecar][pool]") {
   fake_engine engine;
   engine.delay = 150ms;
   warm_pool pool(1, engine.hooks());
@@ -177,7 +179,8 @@ TEST_CASE("warm pool: errors back off, a full engine waits for wake()", "[unit][
   CHECK(eventually([&] { return pool.size() == 1; }));
 }
 
-TEST_CASE("warm pool: a re-tagged image retires the warm containers of the old one", "[unit][sidecar][pool]") {
+TEST_CASE("warm pool: a re-tagged image retires the warm containers of the old one",
+          "[unit][sidecar][pool]") {
   fake_engine engine;
   warm_pool pool(2, engine.hooks(), {50ms, 10ms, 100ms});
   pool.start();
