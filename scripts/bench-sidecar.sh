@@ -1,65 +1,222 @@
 #!/usr/bin/env bash
-# Sidecar latency in one run: POST /sessions to the first /exec answer and the round trip
-# of print(1), through dockgate-sidecar -> dockgate-proxy -> a private dockerd, against the
-# same work with plain `docker run` + `docker exec` on the same engine. Needs root.
+# Sidecar latency and scale in one run, through dockgate-sidecar -> dockgate-proxy -> a
+# private dockerd, against the same work with plain `docker run` + `docker exec` on the
+# same engine (the docker CLI, as an application without the sidecar would do it):
 #
-#   scripts/bench-sidecar.sh [ROUNDS]   (default 5)
+# - POST /sessions -> first /exec answer, on a warm pool hit (SANDBOX_WARM_POOL) and on a
+#   miss (a second sidecar with SANDBOX_WARM_POOL=0), vs `docker run -d` + `docker exec`;
+# - the round trip of print(1) in a live session vs `docker exec`;
+# - scale: SCALE sessions each running one cell at once: cells/s, p50 and p99, the
+#   sidecar's threads and RSS (/proc/PID/status; peak while the cells ran), vs SCALE
+#   concurrent `docker exec` in SCALE plain containers;
+# - the memory of an idle warm container (its cgroup's memory.current, via docker stats).
+#
+# Rounds alternate sidecar and plain work, so load from elsewhere hits both alike; the
+# figures are medians over rounds and every ratio is of numbers from this run. Needs root.
+#
+#   scripts/bench-sidecar.sh [ROUNDS]   (default 5; SCALE=50, POOL=2 in the environment)
+#   scripts/bench-sidecar.sh --smoke    (1 round, SCALE=5: finishes well within 90 s; never
+#                                        fails on a ratio)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-rounds=${1:-5}
-scripts/install-deps.sh
-cmake --preset release >/dev/null
-cmake --build --preset release --target dockgate-proxy dockgate-sidecar >/dev/null
+rounds=5
+scale=${SCALE:-50}
+pool=${POOL:-2}
+preset=${PRESET:-release}
+if [[ ${1:-} == --smoke ]]; then
+  rounds=1
+  scale=${SCALE:-5}
+elif [[ -n ${1:-} ]]; then
+  rounds=$1
+fi
+[[ ${SKIP_DEPS:-0} == 1 ]] || scripts/install-deps.sh
+cmake --preset "$preset" >/dev/null
+cmake --build --preset "$preset" --target dockgate-proxy dockgate-sidecar >/dev/null
+bin=build/$preset
 
 work=$(mktemp -d /tmp/dockgate-bench-sidecar.XXXXXX)
 pids=()
 cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
+  # Sidecars before the gate they reach Docker through (the last started first).
+  for ((i = ${#pids[@]} - 1; i >= 0; i--)); do kill "${pids[i]}" 2>/dev/null || true; wait "${pids[i]}" 2>/dev/null || true; done
   scripts/engine.sh stop "$work/engine" || true
   rm -rf "$work"
 }
 trap cleanup EXIT
 scripts/engine.sh start "$work/engine" >/dev/null
 source "$work/engine/env"
-build/release/proxy/dockgate-proxy --upstream "$DOCKGATE_TEST_ENGINE" --listen "unix://$work/proxy.sock" \
-  --policy compose/policies/sandbox.json >/dev/null 2>&1 &
+"$bin/proxy/dockgate-proxy" --upstream "$DOCKGATE_TEST_ENGINE" --listen "unix://$work/proxy.sock" \
+  --policy compose/policies/sandbox.json >"$work/proxy.log" 2>&1 &
 pids+=($!)
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 for _ in $(seq 100); do [[ -S $work/proxy.sock ]] && break; sleep 0.05; done
-DOCKER_HOST=unix://$work/proxy.sock SANDBOX_LISTEN=127.0.0.1:$port SANDBOX_API_KEY=bench \
-  SANDBOX_IMAGE=$DOCKGATE_TEST_RUNTIME_IMAGE build/release/sidecar/dockgate-sidecar >"$work/sidecar.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 100); do curl -fs "http://127.0.0.1:$port/healthz" >/dev/null && break; sleep 0.1; done
 
-python3 - "$port" "$DOCKGATE_TEST_ENGINE" "$DOCKGATE_TEST_RUNTIME_IMAGE" "$rounds" <<'PY'
-import json, statistics, subprocess, sys, time, urllib.request
-port, engine, image, rounds = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
-def call(method, path, body):
-    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=json.dumps(body).encode(), method=method,
+# sidecar NAME WARM_POOL: a sidecar of its own instance on a free port (sets port, pid).
+sidecar() {
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  DOCKER_HOST=unix://$work/proxy.sock SANDBOX_LISTEN=127.0.0.1:$port SANDBOX_API_KEY=bench \
+    SANDBOX_IMAGE=$DOCKGATE_TEST_RUNTIME_IMAGE SANDBOX_INSTANCE=$1 SANDBOX_WARM_POOL=$2 \
+    SANDBOX_MAX_SESSIONS=$((scale + 8)) SANDBOX_MAX_CONCURRENT_EXECS=$((scale + 8)) \
+    SANDBOX_MAX_CONCURRENT_CREATES=8 "$bin/sidecar/dockgate-sidecar" >"$work/sidecar-$1.log" 2>&1 &
+  pid=$!
+  pids+=("$pid")
+  for _ in $(seq 100); do curl -fs "http://127.0.0.1:$port/healthz" >/dev/null && break; sleep 0.1; done
+}
+sidecar warm "$pool"
+warm_port=$port warm_pid=$pid
+sidecar cold 0
+cold_port=$port
+
+python3 - "$DOCKGATE_TEST_ENGINE" "$DOCKGATE_TEST_RUNTIME_IMAGE" "$rounds" "$scale" "$pool" \
+  "$warm_port" "$warm_pid" "$cold_port" <<'PY'
+import json, statistics, subprocess, sys, threading, time, urllib.request
+from concurrent.futures import ThreadPoolExecutor
+
+engine, image = sys.argv[1], sys.argv[2]
+rounds, scale, pool = int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+warm_port, warm_pid, cold_port = sys.argv[6], int(sys.argv[7]), sys.argv[8]
+
+
+def call(port, method, path, body=None):
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=json.dumps(body or {}).encode(), method=method,
                                  headers={"Authorization": "Bearer bench", "Content-Type": "application/json"})
-    return json.loads(urllib.request.urlopen(req, timeout=120).read() or b"{}")
-def docker(*args):
-    subprocess.run(["docker", "-H", engine, *args], check=True, capture_output=True)
-side_first, side_exec, plain_first, plain_exec = [], [], [], []
-for i in range(rounds):
-    t0 = time.perf_counter()
-    sid = call("POST", "/sessions", {})["session_id"]
-    out = call("POST", "/exec", {"session_id": sid, "code": "print(1)"})
-    side_first.append(time.perf_counter() - t0)
+    return json.loads(urllib.request.urlopen(req, timeout=300).read() or b"{}")
+
+
+def run_cell(port, sid, code="print(1)"):
+    out = call(port, "POST", "/exec", {"session_id": sid, "code": code})
     assert out["stdout"] == "1\n", out
-    t0 = time.perf_counter(); call("POST", "/exec", {"session_id": sid, "code": "print(1)"}); side_exec.append(time.perf_counter() - t0)
-    call("DELETE", f"/sessions/{sid}", {})
-    name = f"bench-plain-{i}"
+    return out
+
+
+def docker(*args):
+    return subprocess.run(["docker", "-H", engine, *args], check=True, capture_output=True, text=True).stdout
+
+
+def timed(fn, *args):
     t0 = time.perf_counter()
-    docker("run", "-d", "--name", name, "--network", "none", "--read-only", "--tmpfs", "/tmp", "--user", "1000:1000",
-           "--cap-drop", "ALL", "--security-opt", "no-new-privileges", image, "sleep", "infinity")
+    result = fn(*args)
+    return time.perf_counter() - t0, result
+
+
+def warm_containers():
+    """Running containers of the warm sidecar: its warm pool plus its live sessions."""
+    return len(docker("ps", "-q", "--filter", "label=sandbox.instance=warm").split())
+
+
+def wait_for_pool(live_sessions=0, timeout=60):
+    deadline = time.monotonic() + timeout
+    while warm_containers() < pool + live_sessions and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.5)  # running is not ready yet: its workspace is made next
+
+
+# Hardening as the gate's sandbox profile forces it, so the daemon does the same work.
+PLAIN_RUN = ["run", "-d", "--network", "none", "--read-only", "--tmpfs", "/tmp", "--tmpfs", "/workspace",
+             "--user", "1000:1000", "--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--init",
+             "--memory", "2g", "--pids-limit", "256"]
+
+
+def plain_first(name):
+    """docker run + the first docker exec: the plain equivalent of a new session's first
+    cell. Returns the time of the run alone."""
+    run_time = timed(docker, *PLAIN_RUN, "--name", name, image, "sleep", "infinity")[0]
     docker("exec", name, "python3", "-c", "print(1)")
-    plain_first.append(time.perf_counter() - t0)
-    t0 = time.perf_counter(); docker("exec", name, "python3", "-c", "print(1)"); plain_exec.append(time.perf_counter() - t0)
+    return run_time
+
+
+def session_first(port):
+    """A new session and its first cell. Returns the session and the time of the create alone."""
+    create_time, created = timed(call, port, "POST", "/sessions")
+    run_cell(port, created["session_id"])
+    return created["session_id"], create_time
+
+
+ms = lambda xs: statistics.median(xs) * 1000
+p99 = lambda xs: sorted(xs)[min(len(xs) - 1, int(len(xs) * 0.99))] * 1000
+
+# 1. New session -> first answer; a live session's print(1).
+hit, miss, plain, side_rt, plain_rt = [], [], [], [], []
+hit_create, miss_create, plain_run = [], [], []
+for i in range(rounds):
+    wait_for_pool()
+    t, (sid, create_time) = timed(session_first, warm_port)
+    hit.append(t)
+    hit_create.append(create_time)
+    side_rt.append(timed(run_cell, warm_port, sid)[0])
+    call(warm_port, "DELETE", f"/sessions/{sid}")
+
+    t, (sid, create_time) = timed(session_first, cold_port)
+    miss.append(t)
+    miss_create.append(create_time)
+    call(cold_port, "DELETE", f"/sessions/{sid}")
+
+    name = f"bench-plain-{i}"
+    t, run_time = timed(plain_first, name)
+    plain.append(t)
+    plain_run.append(run_time)
+    plain_rt.append(timed(docker, "exec", name, "python3", "-c", "print(1)")[0])
     docker("rm", "-f", name)
-m = lambda xs: statistics.median(xs) * 1000
-print(f"{rounds} rounds, medians (ms)")
-print(f"{'':34}{'sidecar':>10}{'docker CLI':>12}{'ratio':>8}")
-print(f"{'POST /sessions -> first /exec':34}{m(side_first):10.0f}{m(plain_first):12.0f}{m(side_first)/m(plain_first):8.2f}")
-print(f"{'print(1) round trip':34}{m(side_exec):10.0f}{m(plain_exec):12.0f}{m(side_exec)/m(plain_exec):8.2f}")
+
+# 2. Scale: `scale` sessions, one cell each, all at once (the warm sidecar; pool drained).
+def proc_status(pid):
+    """The process's thread count and resident memory (MiB)."""
+    fields = dict(line.split(":", 1) for line in open(f"/proc/{pid}/status"))
+    return int(fields["Threads"]), int(fields["VmRSS"].split()[0]) // 1024
+
+
+def concurrently(fn, items):
+    """Runs fn(item) for every item at once; per-item latencies and the wall time."""
+    with ThreadPoolExecutor(max_workers=len(items)) as ex:
+        t0 = time.perf_counter()
+        latencies = list(ex.map(lambda item: timed(fn, item)[0], items))
+        return latencies, time.perf_counter() - t0
+
+
+with ThreadPoolExecutor(max_workers=8) as ex:
+    sids = list(ex.map(lambda _: call(warm_port, "POST", "/sessions")["session_id"], range(scale)))
+idle_threads, idle_rss = proc_status(warm_pid)
+peak = {"threads": idle_threads, "rss": idle_rss}
+sampling = True
+
+
+def sample():
+    while sampling:
+        threads, rss = proc_status(warm_pid)
+        peak["threads"], peak["rss"] = max(peak["threads"], threads), max(peak["rss"], rss)
+        time.sleep(0.01)
+
+
+sampler = threading.Thread(target=sample)
+sampler.start()
+side_lat, side_wall = concurrently(lambda sid: run_cell(warm_port, sid), sids)
+sampling = False
+sampler.join()
+with ThreadPoolExecutor(max_workers=8) as ex:
+    list(ex.map(lambda sid: call(warm_port, "DELETE", f"/sessions/{sid}"), sids))
+
+names = [f"bench-scale-{i}" for i in range(scale)]
+with ThreadPoolExecutor(max_workers=8) as ex:
+    list(ex.map(lambda n: docker(*PLAIN_RUN, "--name", n, image, "sleep", "infinity"), names))
+plain_lat, plain_wall = concurrently(lambda n: docker("exec", n, "python3", "-c", "print(1)"), names)
+docker("rm", "-f", *names)
+
+# 3. An idle warm container's memory (its limit is reserved as a cgroup limit only).
+wait_for_pool()
+stats = docker("stats", "--no-stream", "--format", "{{.MemUsage}}",
+               *docker("ps", "-q", "--filter", "label=sandbox.pool", "--filter", "label=sandbox.instance=warm").split())
+
+print(f"{rounds} round(s), medians (ms); warm pool {pool}; load average {open('/proc/loadavg').read().split()[0]}")
+print(f"{'':40}{'sidecar':>10}{'docker CLI':>12}{'ratio':>8}   (POST /sessions alone vs docker run -d)")
+row = lambda label, a, b: print(f"{label:40}{a:10.0f}{b:12.0f}{a / b:8.2f}")
+row("POST /sessions -> first /exec, pool hit", ms(hit), ms(plain))
+row("POST /sessions -> first /exec, pool miss", ms(miss), ms(plain))
+row("  of which POST /sessions, pool hit", ms(hit_create), ms(plain_run))
+row("  of which POST /sessions, pool miss", ms(miss_create), ms(plain_run))
+row("print(1) round trip", ms(side_rt), ms(plain_rt))
+print(f"scale: {scale} sessions, one cell each at once")
+print(f"{'  cells/s':40}{scale / side_wall:10.1f}{scale / plain_wall:12.1f}{(scale / side_wall) / (scale / plain_wall):8.2f}")
+row("  p50 latency", ms(side_lat), ms(plain_lat))
+row("  p99 latency", p99(side_lat), p99(plain_lat))
+print(f"  sidecar threads {idle_threads} idle, {peak['threads']} peak; RSS {idle_rss} MiB idle, {peak['rss']} MiB peak")
+print(f"idle warm container memory (docker stats): {', '.join(stats.split(chr(10))[:pool]) or 'n/a'}")
 PY

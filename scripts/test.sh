@@ -58,6 +58,7 @@ if [[ $# -eq 0 ]]; then
   # The benchmarks as smoke tests: they complete and print their numbers (no ratio is
   # judged here; see README, Benchmarks).
   scripts/bench.sh --smoke
+  scripts/bench-sidecar.sh --smoke
 fi
 if [[ $sanitizers == 1 ]]; then
   export DOCKGATE_BUILD_DIR=$PWD/build/asan-ubsan

@@ -52,6 +52,7 @@ int main(int argc, char** argv) {
             loaded.value->local_storage_dir, std::max<std::int64_t>(3600, 2 * loaded.value->archive_timeout_s)))
       std::cerr << "dockgate-sidecar: removed " << n << " stale temporary archive file(s)" << std::endl;
     svc.start_reaper();
+    svc.start_pool();  // after reconcile(): it removed the pool containers of an earlier run
     sidecar::server_limits limits;
     limits.max_body = [&svc](std::string_view path) { return svc.max_body(path); };
     limits.max_connections = static_cast<std::size_t>(loaded.value->max_connections);
@@ -67,6 +68,9 @@ int main(int argc, char** argv) {
               << "), docker at " << engine_config->where.endpoint.to_string() << (engine_config->where.tls ? " (TLS)" : "") << ", image " << loaded.value->image << std::endl;
     server.run();
     running_server = nullptr;
+    // The warm pool first: no container is made while the sessions end.
+    if (const auto removed = svc.stop_pool())
+      std::cerr << "dockgate-sidecar: removed " << removed << " warm pool container(s)" << std::endl;
     // Stopped (SIGTERM: docker stop, compose down): no session container outlives its
     // sidecar unless asked (SANDBOX_KEEP_SESSIONS_ON_STOP=1: a restart adopts them).
     if (!loaded.value->keep_sessions_on_stop) {

@@ -107,6 +107,8 @@ config_result load_config(const std::map<std::string, std::string>& env) {
   integer("SANDBOX_IDLE_TTL_CAP_SECONDS", c.idle_ttl_cap_seconds, 1);
   integer("SANDBOX_IDLE_REAPER_SWEEP_INTERVAL", c.idle_reaper_sweep_interval, 1);
   integer("SANDBOX_MAX_SESSIONS", c.max_sessions, 0);
+  integer("SANDBOX_WARM_POOL", c.warm_pool, 0);
+  if (c.warm_pool > 64) r.errors.push_back("SANDBOX_WARM_POOL: at most 64");
   integer("SANDBOX_MAX_CONCURRENT_EXECS", c.max_concurrent_execs, 0);
   integer("SANDBOX_MAX_CONCURRENT_CREATES", c.max_concurrent_creates, 0);
   integer("SANDBOX_QUEUE_TIMEOUT_SECONDS", c.queue_timeout_seconds, 0);

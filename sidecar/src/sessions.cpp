@@ -8,18 +8,23 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <set>
 
 #include "dockgate/common/workspace_id.hpp"
 #include "dockgate/sidecar/archive.hpp"
+#include "pool.hpp"
 #include "request.hpp"
 
 namespace dockgate::sidecar {
 
 using namespace std::chrono_literals;
 
-std::string service::create_body(const std::string& sid, const session& s) const {
+std::string service::create_body(const std::string& sid, const session& s, body_kind kind,
+                                 const std::string& claim_of) const {
   // The hardened host config of the seed (§1.10). The gate's sandbox profile forces all
   // of it anyway; asking for it too keeps the sidecar honest against a looser profile.
+  // A warm pool container gets exactly this body (the host config is the same whatever
+  // `kind` is); only its labels differ: none of a request's, since none is known yet.
   std::string b = "{\"Image\":";
   client::append_json_string(b, config_.image);
   b += R"(,"Cmd":["sleep","infinity"],"User":"1000:1000","WorkingDir":"/workspace","Labels":{)";
@@ -29,17 +34,21 @@ std::string service::create_body(const std::string& sid, const session& s) const
     b += ':';
     client::append_json_string(b, value);
   };
-  label(archive_label, s.archive_key);
   label(created_label, std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
                                           std::chrono::system_clock::now().time_since_epoch())
                                           .count()));
   label(session_label, sid);
   label(instance_label, config_.instance);
-  if (s.storage) label(storage_label, s.storage->label());
-  if (s.ttl_seconds > 0) label(ttl_label, std::to_string(s.ttl_seconds));
-  label(restore_label, s.restore_status);
-  if (s.restored_generation) label(generation_label, *s.restored_generation);
-  if (s.fuse) label(common::workspace_label, sid);  // the gate binds <root>/<sid> at /workspace
+  if (kind == body_kind::pool) label(pool_label, "1");
+  if (kind == body_kind::claim) label(claim_label, claim_of);
+  if (kind != body_kind::pool) {
+    label(archive_label, s.archive_key);
+    if (s.storage) label(storage_label, s.storage->label());
+    if (s.ttl_seconds > 0) label(ttl_label, std::to_string(s.ttl_seconds));
+    label(restore_label, s.restore_status);
+    if (s.restored_generation) label(generation_label, *s.restored_generation);
+    if (s.fuse) label(common::workspace_label, sid);  // the gate binds <root>/<sid> at /workspace
+  }
   b += "},\"HostConfig\":{\"NetworkMode\":\"none\",\"Memory\":" + std::to_string(config_.memory_bytes) +
        ",\"MemorySwap\":" + std::to_string(config_.memory_bytes) + ",\"NanoCpus\":" + std::to_string(config_.nano_cpus) +
        ",\"PidsLimit\":" + std::to_string(config_.pids_limit) + ",\"Ulimits\":[{\"Name\":\"nofile\",\"Soft\":" +
@@ -103,12 +112,16 @@ http_reply service::create_session(const http_request& r) {
     ~release() { s.release(); }
   } slot{create_slots_};
 
-  if (!image_ready_) {
+  // A warm container when the pool has one ready (or one nearly: the one being made now,
+  // as far along as a create of this request's own would be): created, started and its
+  // workspace made already; it left the pool for this request alone.
+  std::optional<pooled_container> warm = claim_warm(std::chrono::seconds(config_.docker_call_timeout_s));
+  if (!warm && !image_ready_) {
     if (docker_.call("GET", "/images/" + config_.image + "/json", {}, 10s).status != 200)
       return detail(503, "sandbox image not available yet: " + config_.image);
     image_ready_ = true;
   }
-  const std::string sid = random_hex(16);
+  const std::string sid = warm ? warm->sid : random_hex(16);
   const std::string name = std::string(container_prefix) + sid;
   auto s = std::make_shared<session>();
   s->id = sid;
@@ -132,7 +145,8 @@ http_reply service::create_session(const http_request& r) {
     mounted.armed = true;
   }
   // The archive is fetched and checked before the container exists, so that the
-  // container's labels record where the workspace came from (for a restarted sidecar).
+  // container's labels (or a pool container's claim record) record where the workspace
+  // came from (for a restarted sidecar).
   prepared_restore restore;
   if (s->storage) {
     restore = prepare_restore(*s->storage, s->archive_key);
@@ -142,57 +156,104 @@ http_reply service::create_session(const http_request& r) {
   }
   s->restore_status = restore.report.status;
   std::string container_id = name;  // replaced by the full ID once created
-  {
-    std::lock_guard g(create_mutex_);
-    if (config_.max_sessions > 0) {
-      // Running containers of this instance on the daemon (the gate confines the list to
-      // its profile's own; the instance label to this sidecar's).
-      std::int64_t live = 0;
-      if (auto mine = own_containers(false)) {
-        live = static_cast<std::int64_t>(mine->size());
-      } else {
-        std::lock_guard t(table_mutex_);
-        live = static_cast<std::int64_t>(sessions_.size());
-      }
-      if (live >= config_.max_sessions) return detail(429, "too many active sessions");
-    }
-    auto created = docker_.call("POST", "/containers/create?name=" + name, create_body(sid, *s), 60s);
-    if (created.status != 201)
-      return detail(500, "docker run failed: " + (created.status ? created.body : created.error));
+  if (!warm) {
+    bool at_limit = false;
     {
-      simdjson::dom::parser p;
-      simdjson::dom::element doc;
-      std::string_view id;
-      if (p.parse(created.body).get(doc) == simdjson::SUCCESS && doc["Id"].get_string().get(id) == simdjson::SUCCESS)
-        container_id = std::string(id);
+      std::lock_guard g(create_mutex_);
+      if (config_.max_sessions > 0) {
+        // Running containers of this instance on the daemon (the gate confines the list to
+        // its profile's own; the instance label to this sidecar's), warm ones included, and
+        // the warm ones being made.
+        std::int64_t live = 0;
+        if (auto mine = own_containers(false)) {
+          live = static_cast<std::int64_t>(mine->size());
+        } else {
+          std::lock_guard t(table_mutex_);
+          live = static_cast<std::int64_t>(sessions_.size());
+        }
+        at_limit = live + pool_reserved_.load() >= config_.max_sessions;
+      }
+      if (!at_limit) {
+        auto created = docker_.call("POST", "/containers/create?name=" + name, create_body(sid, *s), 60s);
+        if (created.status != 201)
+          return detail(500, "docker run failed: " + (created.status ? created.body : created.error));
+        {
+          simdjson::dom::parser p;
+          simdjson::dom::element doc;
+          std::string_view id;
+          if (p.parse(created.body).get(doc) == simdjson::SUCCESS && doc["Id"].get_string().get(id) == simdjson::SUCCESS)
+            container_id = std::string(id);
+        }
+        auto started = docker_.call("POST", "/containers/" + container_id + "/start", {}, 60s);
+        if (started.status != 204 && started.status != 304) {
+          remove_container(container_id);
+          return detail(500, "docker run failed: " + (started.status ? started.body : started.error));
+        }
+      }
     }
-    auto started = docker_.call("POST", "/containers/" + container_id + "/start", {}, 60s);
-    if (started.status != 204 && started.status != 304) {
-      remove_container(container_id);
-      return detail(500, "docker run failed: " + (started.status ? started.body : started.error));
+    if (at_limit) {
+      // The room left may be held by warm containers (ready, or being made since this
+      // request looked): one of those serves it; otherwise the limit is reached.
+      warm = claim_warm(std::chrono::seconds(config_.docker_call_timeout_s));
+      if (!warm) return detail(429, "too many active sessions");
+      // Its session ID is the one its name and labels carry: the request's is not used
+      // yet (nothing was created or mounted under it: the pool serves tmpfs mode only).
+      s->id = warm->sid;
+      if (!(key && valid_archive_key(*key))) {
+        // Without an archive key the workspace's key is the session ID: looked up again.
+        s->archive_key = warm->sid;
+        if (s->storage) {
+          restore = prepare_restore(*s->storage, s->archive_key);
+          s->restored_generation = restore.generation;
+          s->restore_status = restore.report.status;
+        }
+      }
     }
   }
+  if (warm) container_id = warm->id;
   s->container = container_id;
-  auto mk = run_in(container_id, {"mkdir", "-p", "/workspace/uploads", "/workspace/outputs", "/workspace/skills"}, 20s);
-  if (!mk.started || mk.exit_code != 0) {
-    remove_container(container_id);
-    return detail(500, "workspace init failed: " + (mk.error.empty() ? mk.stderr_data : mk.error));
+  s->pooled = warm.has_value();
+  if (warm) s->runner = std::move(warm->runner);  // under no lock yet: nobody else has s
+  if (!warm) {
+    auto mk = run_in(container_id, {"mkdir", "-p", "/workspace/uploads", "/workspace/outputs", "/workspace/skills"}, 20s);
+    if (!mk.started || mk.exit_code != 0) {
+      remove_container(container_id);
+      return detail(500, "workspace init failed: " + (mk.error.empty() ? mk.stderr_data : mk.error));
+    }
   }
+  // Inputs are staged afresh for every run: emptied again only where an archive may have
+  // brought some back (a new workspace has just made them, empty).
+  const bool unpacking = restore.plan.members > 0 && (restore.report.status == "restored" || restore.report.status == "partial");
   unpack_restore(container_id, restore);
   s->restore_status = restore.report.status;
-  auto reset = run_in(container_id, {"sh", "-c", std::string(reset_inputs_script)}, 30s);
-  if (!reset.started || reset.exit_code != 0) {
-    remove_container(container_id);
-    return detail(500, "reset inputs failed: " + reset.stderr_data);
+  if (unpacking) {
+    auto reset = run_in(container_id, {"sh", "-c", std::string(reset_inputs_script)}, 30s);
+    if (!reset.started || reset.exit_code != 0) {
+      remove_container(container_id);
+      return detail(500, "reset inputs failed: " + reset.stderr_data);
+    }
   }
   s->last_used = std::chrono::steady_clock::now();
   {
     std::lock_guard g(table_mutex_);
-    sessions_[sid] = s;
+    sessions_[s->id] = s;
   }
   mounted.armed = false;
+  if (warm) {
+    // The claim record, off the request's path: until it exists, a sidecar killed now
+    // would remove this container at its next start (as a create cut short by a kill).
+    pool_->post([this, id = s->id, record = create_body(s->id, *s, body_kind::claim, container_id)] {
+      const std::string record_name = std::string(container_prefix) + id + std::string(claim_suffix);
+      auto made = docker_.call("POST", "/containers/create?name=" + record_name, record, 60s);
+      if (made.status != 201)
+        std::cerr << "dockgate-sidecar: claim record of session " << id << " not written: "
+                  << (made.status ? made.body : made.error) << std::endl;
+      // A session that ended meanwhile (it is forgotten before its record is removed).
+      if (!find(id)) remove_container(record_name);
+    });
+  }
   std::string body = "{\"session_id\":";
-  client::append_json_string(body, sid);
+  client::append_json_string(body, s->id);
   return {200, body + ",\"restore\":" + restore.report.to_json() + "}"};
 }
 
@@ -228,9 +289,7 @@ http_reply service::delete_session(std::string_view id, const std::string& body)
     } else if (s->storage) {
       outcome = archive_workspace(*s);
     }
-    remove_container(s->container);
-    if (s->fuse) unmount_workspace(s->id);
-    forget(s->id);
+    remove_session_containers(*s);
   } else {
     if (discard && key && valid_archive_key(*key) && storage.spec) outcome = discard_archives(*storage.spec, *key);
     // Idempotent, also for a session a restart forgot — but never another instance's.
@@ -241,7 +300,10 @@ http_reply service::delete_session(std::string_view id, const std::string& body)
     std::string_view instance = "default";
     if (inspect.status == 200 && p.parse(inspect.body).get(doc) == simdjson::SUCCESS) {
       if (doc["Config"]["Labels"][instance_label].get_string().get(instance) != simdjson::SUCCESS) instance = "default";
-      if (instance == config_.instance) remove_container(name);
+      if (instance == config_.instance) {
+        remove_container(name);
+        remove_container(name + std::string(claim_suffix));  // if it came from the warm pool
+      }
     }
     if (config_.workspace_mode == "fuse" && (inspect.status == 404 || instance == config_.instance)) unmount_workspace(std::string(id));
   }
@@ -250,16 +312,51 @@ http_reply service::delete_session(std::string_view id, const std::string& body)
   return {200, reply + "}"};
 }
 
+// A session's end on the engine: its container removed (a warm one is never returned to
+// the pool), its FUSE mount cleaned, the session forgotten, then its claim record removed
+// (after: a record still being written sees the session gone and removes itself).
+void service::remove_session_containers(const session& s) {
+  remove_container(s.container);
+  if (s.fuse) unmount_workspace(s.id);
+  forget(s.id);
+  if (s.pooled) remove_container(std::string(container_prefix) + s.id + std::string(claim_suffix));
+  if (pool_) pool_->wake();  // SANDBOX_MAX_SESSIONS has room again
+}
+
 void service::reconcile() {
   auto mine = own_containers(true);
   if (!mine) return;
+  auto label_of = [](const session_container& c, std::string_view name) -> const std::string* {
+    auto it = c.labels.find(std::string(name));
+    return it == c.labels.end() ? nullptr : &it->second;
+  };
+  // Claim records (never started), by the session they name.
+  std::map<std::string, const session_container*> records;
   for (const auto& c : *mine) {
-    auto label = [&c](std::string_view name) -> const std::string* {
-      auto it = c.labels.find(std::string(name));
-      return it == c.labels.end() ? nullptr : &it->second;
-    };
-    const std::string* sid = label(session_label);
+    const std::string* sid = label_of(c, session_label);
+    if (label_of(c, claim_label) && sid) records[*sid] = &c;
+  }
+  std::set<std::string> adopted_records;
+  for (const auto& c : *mine) {
+    if (label_of(c, claim_label)) continue;
+    const std::string* sid = label_of(c, session_label);
     if (!sid || !valid_session_id(*sid)) continue;
+    // A warm pool container's labels are not a session's; its claim record's are.
+    const session_container* labelled = &c;
+    const bool pooled = label_of(c, pool_label) != nullptr;
+    if (pooled) {
+      auto record = records.find(*sid);
+      const std::string* claimed = record == records.end() ? nullptr : label_of(*record->second, claim_label);
+      if (c.state != "running" || !claimed || *claimed != c.id) {
+        // Never claimed, or claimed by a request that a kill cut short before its record
+        // was written (as a create cut short): nothing of a session's is lost with it.
+        remove_container(c.id);
+        continue;
+      }
+      labelled = record->second;
+      adopted_records.insert(*sid);
+    }
+    auto label = [&](std::string_view name) { return label_of(*labelled, name); };
     const bool fuse = label(common::workspace_label) != nullptr;
     if (c.state != "running") {
       // A stopped session container of an earlier run: its tmpfs workspace went with it.
@@ -288,11 +385,14 @@ void service::reconcile() {
     if (const std::string* generation = label(generation_label)) s->restored_generation = *generation;
     else if (!label(instance_label)) s->restored_generation = std::nullopt;  // unknown: never overwrite
     s->fuse = fuse;
+    s->pooled = pooled;
     if (fuse) s->storage.reset();  // the bucket is its storage
     s->last_used = std::chrono::steady_clock::now();  // the TTL restarts at boot
     std::lock_guard g(table_mutex_);
     sessions_[s->id] = s;
   }
+  for (const auto& [sid, record] : records)
+    if (!adopted_records.contains(sid)) remove_container(record->id);
 }
 
 void service::reap_once() {
@@ -318,9 +418,7 @@ void service::reap_once() {
         continue;
       }
     }
-    remove_container(s->container);
-    if (s->fuse) unmount_workspace(s->id);
-    forget(s->id);
+    remove_session_containers(*s);
   }
 }
 
@@ -344,9 +442,7 @@ std::size_t service::end_all_sessions() {
         continue;
       }
     }
-    remove_container(s->container);
-    if (s->fuse) unmount_workspace(s->id);
-    forget(s->id);
+    remove_session_containers(*s);
   }
   return kept;
 }

@@ -193,7 +193,9 @@ TEST_CASE("archives: a DELETE archives where the session was created, unusable s
   proxy_process proxy("compose/policies/sandbox.json");
   const std::string store = proxy.dir() + "/archives";
   run("mkdir -p " + store);
-  sidecar_process sidecar(proxy, {"SANDBOX_LOCAL_STORAGE_DIR=" + store});
+  // No warm pool: the engine's container count is this test's measure of "nothing made",
+  // and a pool refilling in the background would change it.
+  sidecar_process sidecar(proxy, {"SANDBOX_LOCAL_STORAGE_DIR=" + store, "SANDBOX_WARM_POOL=0"});
   const std::string prefix = unique_name("del").substr(0, 24) + "/";
   const std::string key = prefix + "workspaces/conv.tgz";
   const std::string sid = sid_of(sidecar.create("{\"archive_key\":\"conv\",\"storage\":" + s3_storage(prefix) + "}"));

@@ -132,6 +132,10 @@ TEST_CASE("sidecar: SANDBOX_MAX_SESSIONS gives 429, a restarted sidecar adopts i
     auto second = sidecar.call("POST", "/sessions", "{}");
     CHECK(second.status == 429);
     CHECK(second.body == R"({"detail":"too many active sessions"})");
+    // A session from the warm pool is adoptable once its claim record is written (just
+    // after the answer: docs/sidecar.md, Warm pool).
+    if (run(direct() + " inspect -f '{{index .Config.Labels \"sandbox.pool\"}}' dockgate-sbx-" + sid).output == "1\n")
+      for (int i = 0; i < 200 && !container_exists("dockgate-sbx-" + sid + "-claim"); ++i) std::this_thread::sleep_for(50ms);
     sidecar.stop(SIGKILL);  // kill -9: no clean-up
   }
   // A stopped labelled container of an earlier run is removed at start-up.

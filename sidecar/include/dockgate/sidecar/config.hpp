@@ -44,6 +44,10 @@ struct config {
   std::int64_t idle_ttl_cap_seconds = 86400;
   std::int64_t idle_reaper_sweep_interval = 300;
   std::int64_t max_sessions = 16;
+  // SANDBOX_WARM_POOL: session containers created and started ahead (0: none). They count
+  // against SANDBOX_MAX_SESSIONS. Only in the tmpfs workspace mode (a FUSE workspace is
+  // mounted and bound per session, before its container exists).
+  std::int64_t warm_pool = 2;
   std::int64_t max_concurrent_execs = 4;
   std::int64_t max_concurrent_creates = 2;
   std::int64_t queue_timeout_seconds = 150;

@@ -37,6 +37,18 @@ inline constexpr std::string_view ttl_label = "sandbox.idle_ttl";
 inline constexpr std::string_view restore_label = "sandbox.restore";
 inline constexpr std::string_view generation_label = "sandbox.archive_generation";
 inline constexpr std::string_view container_prefix = "dockgate-sbx-";
+// The warm pool (SANDBOX_WARM_POOL). A pool container is made before its request, so its
+// labels carry no request's data: the session ID it will serve, the instance and
+// `sandbox.pool`. Labels cannot change after create, so a claim is recorded in a claim
+// record: a container that is created and never started, named `<pool container>-claim`,
+// with the session's labels and `sandbox.claim` (the pool container's ID). A restarted
+// sidecar adopts a pool container with a record and removes one without.
+inline constexpr std::string_view pool_label = "sandbox.pool";
+inline constexpr std::string_view claim_label = "sandbox.claim";
+inline constexpr std::string_view claim_suffix = "-claim";
+
+class warm_pool;
+struct pooled_container;
 
 // What a session's restore did (answered by POST /sessions as "restore").
 struct restore_report {
@@ -71,6 +83,10 @@ class service {
   // container removed, as a DELETE would; one whose archive cannot be written now keeps
   // its container for the next start to adopt. Returns how many were kept.
   std::size_t end_all_sessions();
+  // The warm pool (SANDBOX_WARM_POOL): start after reconcile(); stop before
+  // end_all_sessions() (its unclaimed containers are removed; returns how many).
+  void start_pool();
+  std::size_t stop_pool();
   std::size_t max_body(std::string_view path) const;
 
  private:
@@ -93,6 +109,7 @@ class service {
     // Both under `lock`.
     std::shared_ptr<cell_runner> runner;
     bool runner_refused = false;
+    bool pooled = false;  // its container came from the warm pool: a claim record goes with it
   };
 
   // An archive fetched and filtered before its session's container exists.
@@ -125,7 +142,16 @@ class service {
   client::exec_result run_in(const std::string& container, std::vector<std::string> cmd,
                              std::chrono::milliseconds timeout, std::string stdin_data = {}, bool attach_stdin = false,
                              std::vector<std::string> env = {}, std::size_t max_out = 64 * 1024 * 1024);
-  std::string create_body(const std::string& sid, const session& s) const;
+  // The body of a session's container create. `pool`: a warm pool container's (no
+  // request's labels); `claim_of`: the claim record of that pool container for `s`.
+  enum class body_kind { session, pool, claim };
+  std::string create_body(const std::string& sid, const session& s, body_kind kind = body_kind::session,
+                          const std::string& claim_of = {}) const;
+  // A session's containers removed (its own, and its claim record if it came from the pool).
+  void remove_session_containers(const session& s);
+  std::optional<pooled_container> pool_create(std::string& error, bool& full);
+  std::optional<pooled_container> claim_warm(std::chrono::milliseconds wait);
+  std::string image_id();
   // The session containers of this instance (running only, or all); nullopt if the
   // engine could not be asked.
   struct session_container {
@@ -165,6 +191,10 @@ class service {
   bool stopping_ = false;
   std::mutex key_locks_mutex_;
   std::map<std::string, std::weak_ptr<std::mutex>> key_locks_;
+  // Pool containers being created, not yet running: counted against SANDBOX_MAX_SESSIONS.
+  std::atomic<std::int64_t> pool_reserved_{0};
+  // Last: stopped (its containers removed through docker_) before the rest goes.
+  std::shared_ptr<warm_pool> pool_;
 };
 
 // Helpers with a contract of their own (unit-tested).

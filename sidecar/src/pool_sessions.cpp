@@ -1,0 +1,148 @@
+// The service's side of the warm pool (SANDBOX_WARM_POOL): how a pool container is made
+// and claimed. Invariants kept here:
+// - A pool container is created through the gate with the body of a session's container
+//   (create_body: the same image, command, user and host config; the gate's sandbox
+//   profile forces the same hardening on it), with no request's data in its labels.
+// - It counts against SANDBOX_MAX_SESSIONS from the moment its create is decided (the
+//   count and the reservation are made under create_mutex_, as a session's create is).
+// - Only the tmpfs workspace mode is served: a FUSE workspace is mounted for its session
+//   and bound by the gate at create, from a label naming the session.
+#include <simdjson.h>
+
+#include <iostream>
+
+#include "dockgate/sidecar/service.hpp"
+#include "pool.hpp"
+#include "runner.hpp"
+#include "request.hpp"
+
+namespace dockgate::sidecar {
+
+using namespace std::chrono_literals;
+
+void service::start_pool() {
+  if (config_.warm_pool <= 0 || pool_) return;
+  if (config_.workspace_mode != "tmpfs") {
+    std::cerr << "dockgate-sidecar: SANDBOX_WARM_POOL is not used with SANDBOX_WORKSPACE_MODE="
+              << config_.workspace_mode << " (a FUSE workspace is bound per session at create)"
+              << std::endl;
+    return;
+  }
+  warm_pool::hooks h;
+  h.create = [this](std::string& error, bool& full) { return pool_create(error, full); };
+  h.remove = [this](const std::string& id) { remove_container(id); };
+  h.image_id = [this] { return image_id(); };
+  h.running = [this]() -> std::optional<std::set<std::string>> {
+    auto mine = own_containers(false);
+    if (!mine) return std::nullopt;
+    std::set<std::string> ids;
+    for (const auto& c : *mine)
+      if (c.labels.contains(std::string(pool_label))) ids.insert(c.id);
+    return ids;
+  };
+  pool_ = std::make_shared<warm_pool>(static_cast<std::size_t>(config_.warm_pool), std::move(h));
+  pool_->start();
+}
+
+std::size_t service::stop_pool() {
+  return pool_ ? pool_->stop() : 0;
+}
+
+std::string service::image_id() {
+  auto r = docker_.call("GET", "/images/" + config_.image + "/json", {}, 10s);
+  simdjson::dom::parser p;
+  simdjson::dom::element doc;
+  std::string_view id;
+  if (r.status != 200 || p.parse(r.body).get(doc) != simdjson::SUCCESS ||
+      doc["Id"].get_string().get(id) != simdjson::SUCCESS)
+    return {};
+  return std::string(id);
+}
+
+std::optional<pooled_container> service::pool_create(std::string& error, bool& full) {
+  pooled_container c;
+  c.image_id = image_id();
+  if (c.image_id.empty()) {
+    error = "sandbox image not available: " + config_.image;
+    return std::nullopt;
+  }
+  c.sid = random_hex(16);
+  const std::string name = std::string(container_prefix) + c.sid;
+  {
+    std::lock_guard g(create_mutex_);
+    if (config_.max_sessions > 0) {
+      auto mine = own_containers(false);
+      if (!mine) {
+        error = "the engine did not list the session containers";
+        return std::nullopt;
+      }
+      if (static_cast<std::int64_t>(mine->size()) + pool_reserved_.load() >= config_.max_sessions) {
+        full = true;
+        return std::nullopt;
+      }
+    }
+    ++pool_reserved_;
+  }
+  // Held until the container runs (then the engine's list counts it) or is gone.
+  struct reservation {
+    std::atomic<std::int64_t>& n;
+    ~reservation() { --n; }
+  } reserved{pool_reserved_};
+  session blank;  // no request yet: create_body writes none of a session's labels
+  auto created = docker_.call("POST", "/containers/create?name=" + name,
+                              create_body(c.sid, blank, body_kind::pool), 60s);
+  if (created.status != 201) {
+    error = "create failed: " + (created.status ? created.body : created.error);
+    return std::nullopt;
+  }
+  {
+    simdjson::dom::parser p;
+    simdjson::dom::element doc;
+    std::string_view id;
+    if (p.parse(created.body).get(doc) != simdjson::SUCCESS ||
+        doc["Id"].get_string().get(id) != simdjson::SUCCESS) {
+      remove_container(name);
+      error = "create answered without an Id";
+      return std::nullopt;
+    }
+    c.id = std::string(id);
+  }
+  auto started = docker_.call("POST", "/containers/" + c.id + "/start", {}, 60s);
+  if (started.status != 204 && started.status != 304) {
+    remove_container(c.id);
+    error = "start failed: " + (started.status ? started.body : started.error);
+    return std::nullopt;
+  }
+  // The workspace a new session starts with (create_session makes it for a cold one).
+  auto mk = run_in(
+      c.id, {"mkdir", "-p", "/workspace/uploads", "/workspace/outputs", "/workspace/skills"}, 20s);
+  if (!mk.started || mk.exit_code != 0) {
+    remove_container(c.id);
+    error = "workspace init failed: " + (mk.error.empty() ? mk.stderr_data : mk.error);
+    return std::nullopt;
+  }
+  // The cell runner too, so that a claimed container's first cell is as fast as its next.
+  if (config_.cell_runner) {
+    std::string why;
+    c.runner = cell_runner::start(docker_, c.id, 20s, &why);
+    if (!c.runner) std::cerr << "dockgate-sidecar: warm container " << c.id.substr(0, 12) << ": cell runner not started (" << why << "); its first cell will start one" << std::endl;
+  }
+  return c;
+}
+
+// A warm container for a request, checked to be running (one that died in the pool is
+// removed and the next is tried); nullopt when the pool has none within `wait` (it waits
+// only while a container is being made).
+std::optional<pooled_container> service::claim_warm(std::chrono::milliseconds wait) {
+  if (!pool_) return std::nullopt;
+  const auto deadline = std::chrono::steady_clock::now() + wait;
+  while (auto c = pool_->claim(std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::max(deadline - std::chrono::steady_clock::now(),
+                      std::chrono::steady_clock::duration::zero())))) {
+    if (running(c->id)) return c;
+    remove_container(c->id);
+  }
+  return std::nullopt;
+}
+
+}  // namespace dockgate::sidecar

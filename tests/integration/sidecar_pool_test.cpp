@@ -1,0 +1,270 @@
+// The sidecar's warm pool (SANDBOX_WARM_POOL), end to end: sidecar -> dockgate-proxy
+// (sandbox.json) -> the real daemon. Judged by what the daemon holds (containers by
+// label, their inspected configuration), not by the sidecar's word.
+#include <algorithm>
+#include <set>
+
+#include "sidecar_harness.hpp"
+
+using namespace dockgate::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::vector<std::string> lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    auto nl = text.find('\n', start);
+    if (nl == std::string::npos) nl = text.size();
+    if (nl > start) out.push_back(text.substr(start, nl - start));
+    start = nl + 1;
+  }
+  return out;
+}
+
+// Full IDs of the running containers of `instance` that carry `label` (and all of them if
+// `all`).
+std::vector<std::string> containers_with(const std::string& instance, const std::string& label,
+                                         bool all = false) {
+  return lines(run(direct() + " ps -q --no-trunc " + (all ? "-a " : "") +
+                   "--filter label=sandbox.instance=" + instance + " --filter label=" + label)
+                   .output);
+}
+
+std::vector<std::string> wait_for_pool(const std::string& instance, std::size_t n,
+                                       const std::set<std::string>& claimed = {}) {
+  std::vector<std::string> warm;
+  for (int i = 0; i < 300; ++i) {
+    warm.clear();
+    for (auto& id : containers_with(instance, "sandbox.pool"))
+      if (!claimed.contains(id)) warm.push_back(id);
+    if (warm.size() == n) break;
+    std::this_thread::sleep_for(100ms);
+  }
+  return warm;
+}
+
+// `docker inspect -f FORMAT`, without the trailing newline.
+std::string inspect(const std::string& name, const std::string& format) {
+  std::string out = run(direct() + " inspect -f '" + format + "' " + name).output;
+  while (!out.empty() && out.back() == '\n') out.pop_back();
+  return out;
+}
+
+std::string id_of(const std::string& name) {
+  return inspect(name, "{{.Id}}");
+}
+
+bool wait_exists(const std::string& name, bool exists = true) {
+  for (int i = 0; i < 100; ++i) {
+    if (container_exists(name) == exists) return true;
+    std::this_thread::sleep_for(100ms);
+  }
+  return false;
+}
+
+std::string sid_of(const dockgate::client::http_response& created) {
+  INFO(created.body);
+  REQUIRE(created.status == 200);
+  return field(created.body, "session_id");
+}
+
+}  // namespace
+
+TEST_CASE(
+    "sidecar pool: fills to N, a claim takes one and it refills, delete removes, stop cleans up",
+    "[integration][sidecar][pool]") {
+  proxy_process proxy("compose/policies/sandbox.json");
+  const std::string instance = unique_name("pool").substr(0, 30);
+  std::string sid, claimed_id;
+  std::vector<std::string> warm;
+  {
+    sidecar_process sidecar(proxy, {"SANDBOX_INSTANCE=" + instance, "SANDBOX_WARM_POOL=3"});
+    warm = wait_for_pool(instance, 3);
+    INFO(sidecar.log());
+    REQUIRE(warm.size() == 3);
+    // A warm container carries no request's data: no archive key, storage or restore.
+    CHECK(inspect(warm[0], "{{index .Config.Labels \"sandbox.archive_key\"}}").empty());
+    CHECK(inspect(warm[0], "{{.State.Running}}") == "true");
+
+    sid = sid_of(sidecar.create());
+    claimed_id = id_of("dockgate-sbx-" + sid);
+    CHECK(std::find(warm.begin(), warm.end(), claimed_id) != warm.end());
+    CHECK(field(sidecar.exec(sid, "print(6*7)"), "stdout") == "42\n");
+    // The claim is recorded beside it; the pool is back to 3 without the claimed one.
+    REQUIRE(wait_exists("dockgate-sbx-" + sid + "-claim"));
+    CHECK(inspect("dockgate-sbx-" + sid + "-claim", "{{index .Config.Labels \"sandbox.claim\"}}") ==
+          claimed_id);
+    CHECK(inspect("dockgate-sbx-" + sid + "-claim", "{{.State.Status}}") == "created");
+    auto refilled = wait_for_pool(instance, 3, {claimed_id});
+    CHECK(refilled.size() == 3);
+    CHECK(std::find(refilled.begin(), refilled.end(), claimed_id) == refilled.end());
+
+    // Delete: the container and its record are removed, never returned to the pool.
+    CHECK(sidecar.call("DELETE", "/sessions/" + sid, "{}").status == 200);
+    CHECK_FALSE(container_exists("dockgate-sbx-" + sid));
+    CHECK_FALSE(container_exists("dockgate-sbx-" + sid + "-claim"));
+    CHECK(wait_for_pool(instance, 3).size() == 3);
+    sidecar.stop(SIGTERM);
+  }
+  // Stopped: no container of this instance is left, warm or not.
+  CHECK(containers_with(instance, "sandbox.session_id", true).empty());
+}
+
+TEST_CASE(
+    "sidecar pool: concurrent creates never share a container, SANDBOX_MAX_SESSIONS counts warm "
+    "ones",
+    "[integration][sidecar][pool]") {
+  proxy_process proxy("compose/policies/sandbox.json");
+  const std::string instance = unique_name("poolmax").substr(0, 30);
+  sidecar_process sidecar(proxy, {"SANDBOX_INSTANCE=" + instance, "SANDBOX_WARM_POOL=2",
+                                  "SANDBOX_MAX_SESSIONS=3", "SANDBOX_MAX_CONCURRENT_CREATES=8"});
+  // Two warm containers hold two of the three places; the pool stops there.
+  REQUIRE(wait_for_pool(instance, 2).size() == 2);
+  std::this_thread::sleep_for(1s);
+  CHECK(containers_with(instance, "sandbox.session_id").size() == 2);
+
+  std::vector<dockgate::client::http_response> answers(5);
+  std::vector<std::thread> threads;
+  for (auto& a : answers) threads.emplace_back([&a, &sidecar] { a = sidecar.create(); });
+  for (auto& t : threads) t.join();
+  std::set<std::string> sids, ids;
+  int refused = 0;
+  for (const auto& a : answers) {
+    INFO(a.body);
+    if (a.status == 429) {
+      CHECK(a.body == R"({"detail":"too many active sessions"})");
+      ++refused;
+      continue;
+    }
+    REQUIRE(a.status == 200);
+    const std::string sid = field(a.body, "session_id");
+    sids.insert(sid);
+    ids.insert(id_of("dockgate-sbx-" + sid));
+  }
+  CHECK(refused == 2);
+  CHECK(sids.size() == 3);
+  CHECK(ids.size() == 3);  // three sessions, three containers
+  // Each runs in its own container.
+  for (const auto& sid : sids) CHECK(field(sidecar.exec(sid, "print('own')"), "stdout") == "own\n");
+  // The limit holds with the pool: three running containers of this instance, no fourth.
+  std::this_thread::sleep_for(1s);
+  CHECK(containers_with(instance, "sandbox.session_id").size() == 3);
+  // A session ends: the pool takes the place again.
+  CHECK(sidecar.call("DELETE", "/sessions/" + *sids.begin(), "{}").status == 200);
+  std::set<std::string> still;
+  for (const auto& sid : sids)
+    if (sid != *sids.begin()) still.insert(id_of("dockgate-sbx-" + sid));
+  CHECK(wait_for_pool(instance, 1, still).size() == 1);
+}
+
+TEST_CASE("sidecar pool: a warm container is hardened exactly as a cold session container",
+          "[integration][sidecar][pool]") {
+  proxy_process proxy("compose/policies/sandbox.json");
+  const std::string warm_instance = unique_name("poolw").substr(0, 30);
+  const std::string cold_instance = unique_name("poolc").substr(0, 30);
+  sidecar_process warm(proxy, {"SANDBOX_INSTANCE=" + warm_instance, "SANDBOX_WARM_POOL=1"});
+  sidecar_process cold(proxy, {"SANDBOX_INSTANCE=" + cold_instance, "SANDBOX_WARM_POOL=0"});
+  REQUIRE(wait_for_pool(warm_instance, 1).size() == 1);
+  const std::string warm_sid = sid_of(warm.create());
+  const std::string cold_sid = sid_of(cold.create());
+  const std::string warm_name = "dockgate-sbx-" + warm_sid, cold_name = "dockgate-sbx-" + cold_sid;
+  INFO(warm.log());
+  CHECK(inspect(warm_name, "{{index .Config.Labels \"sandbox.pool\"}}") == "1");
+  CHECK(inspect(cold_name, "{{index .Config.Labels \"sandbox.pool\"}}").empty());
+  CHECK(containers_with(cold_instance, "sandbox.pool", true)
+            .empty());  // SANDBOX_WARM_POOL=0: none made
+  for (const char* format :
+       {"{{json .HostConfig}}", "{{json .Config.Image}}", "{{json .Config.Cmd}}",
+        "{{.Config.User}}", "{{.Config.WorkingDir}}", "{{json .Config.Env}}",
+        "{{index .Config.Labels \"dockgate.owner\"}}"}) {
+    INFO(format);
+    const std::string w = inspect(warm_name, format);
+    CHECK(w == inspect(cold_name, format));
+    CHECK(w.size() > 2);
+  }
+  CHECK(inspect(warm_name,
+                "{{.HostConfig.NetworkMode}} {{.HostConfig.ReadonlyRootfs}} {{json "
+                ".HostConfig.CapDrop}}") == R"(none true ["ALL"])");
+}
+
+TEST_CASE("sidecar pool: the archive is restored into the claimed container (s3rver)",
+          "[integration][sidecar][pool][s3]") {
+  const char* endpoint = std::getenv("DOCKGATE_TEST_S3_ENDPOINT");
+  REQUIRE(endpoint);  // scripts/test.sh starts s3rver
+  proxy_process proxy("compose/policies/sandbox.json");
+  const std::string instance = unique_name("pools3").substr(0, 30);
+  sidecar_process sidecar(proxy, {"SANDBOX_INSTANCE=" + instance, "SANDBOX_WARM_POOL=1"});
+  const std::string storage = std::string(R"({"provider":"s3","prefix":"pool/","s3_bucket":")") +
+                              std::getenv("DOCKGATE_TEST_S3_BUCKET") + R"(","s3_endpoint":")" +
+                              endpoint + R"(","s3_region":"us-east-1","s3_access_key":")" +
+                              std::getenv("DOCKGATE_TEST_S3_ACCESS_KEY") +
+                              R"(","s3_secret_key":")" +
+                              std::getenv("DOCKGATE_TEST_S3_SECRET_KEY") + R"("})";
+  const std::string key = unique_name("warm").substr(0, 20);
+  const std::string create = "{\"archive_key\":\"" + key + "\",\"storage\":" + storage + "}";
+  REQUIRE(wait_for_pool(instance, 1).size() == 1);
+  const std::string first = sid_of(sidecar.create(create));
+  CHECK(inspect("dockgate-sbx-" + first, "{{index .Config.Labels \"sandbox.pool\"}}") == "1");
+  CHECK(field(sidecar.exec(first, "open('/workspace/kept.txt','w').write('from the bucket')"),
+              "exit_code") == "0");
+  auto removed = sidecar.call("DELETE", "/sessions/" + first, "{}");
+  INFO(removed.body << sidecar.log());
+  REQUIRE(field(removed.body, "archive").find("\"written\"") != std::string::npos);
+
+  REQUIRE(wait_for_pool(instance, 1).size() == 1);
+  auto created = sidecar.create(create);
+  const std::string second = sid_of(created);
+  CHECK(field(field(created.body, "restore"), "status") == "restored");
+  CHECK(inspect("dockgate-sbx-" + second, "{{index .Config.Labels \"sandbox.pool\"}}") == "1");
+  CHECK(field(sidecar.exec(second, "print(open('/workspace/kept.txt').read())"), "stdout") ==
+        "from the bucket\n");
+  // Inputs are emptied, outputs kept: the workspace a cold session would have had.
+  CHECK(field(sidecar.exec(second, "import os; print(sorted(os.listdir('/workspace')))"),
+              "stdout") == "['kept.txt', 'outputs', 'skills', 'uploads']\n");
+  // The claim record says where the workspace belongs, for a restarted sidecar.
+  REQUIRE(wait_exists("dockgate-sbx-" + second + "-claim"));
+  CHECK(inspect("dockgate-sbx-" + second + "-claim",
+                "{{index .Config.Labels \"sandbox.archive_key\"}}") == key);
+  CHECK(inspect("dockgate-sbx-" + second + "-claim",
+                "{{index .Config.Labels \"sandbox.restore\"}}") == "restored");
+}
+
+TEST_CASE(
+    "sidecar pool: a restarted sidecar adopts a claimed warm container and removes the unclaimed "
+    "ones",
+    "[integration][sidecar][pool][archive]") {
+  proxy_process proxy("compose/policies/sandbox.json");
+  const std::string store = proxy.dir() + "/archives";
+  run("mkdir -p " + store);
+  const std::string instance = unique_name("poolrs").substr(0, 30);
+  std::string sid;
+  std::vector<std::string> unclaimed;
+  {
+    sidecar_process sidecar(proxy, {"SANDBOX_INSTANCE=" + instance, "SANDBOX_WARM_POOL=2",
+                                    "SANDBOX_LOCAL_STORAGE_DIR=" + store});
+    REQUIRE(wait_for_pool(instance, 2).size() == 2);
+    sid = sid_of(sidecar.create(
+        R"({"archive_key":"adopted","storage":{"provider":"local"},"idle_ttl_sec":600})"));
+    CHECK(field(sidecar.exec(sid, "open('/workspace/w.txt','w').write('kept')"), "exit_code") ==
+          "0");
+    REQUIRE(wait_exists("dockgate-sbx-" + sid + "-claim"));
+    unclaimed = wait_for_pool(instance, 2, {id_of("dockgate-sbx-" + sid)});
+    REQUIRE(unclaimed.size() == 2);
+    sidecar.stop(SIGKILL);  // no clean-up
+  }
+  sidecar_process restarted(proxy, {"SANDBOX_INSTANCE=" + instance, "SANDBOX_WARM_POOL=0",
+                                    "SANDBOX_LOCAL_STORAGE_DIR=" + store});
+  INFO(restarted.log());
+  for (const auto& id : unclaimed) CHECK_FALSE(container_exists(id));
+  CHECK(field(restarted.exec(sid, "print(open('/workspace/w.txt').read())"), "stdout") == "kept\n");
+  // Archived where the claim record says, not under the session ID.
+  auto removed = restarted.call("DELETE", "/sessions/" + sid, "");
+  INFO(removed.body);
+  CHECK(field(field(removed.body, "archive"), "status") == "written");
+  CHECK(field(field(removed.body, "archive"), "key").ends_with("workspaces/adopted.tgz"));
+  CHECK(run("tar -xzOf " + store + "/workspaces/workspaces/adopted.tgz ./w.txt").output == "kept");
+  CHECK_FALSE(container_exists("dockgate-sbx-" + sid));
+  CHECK_FALSE(container_exists("dockgate-sbx-" + sid + "-claim"));
+}
