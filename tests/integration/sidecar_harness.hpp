@@ -130,5 +130,16 @@ class sidecar_process {
 
 inline std::string direct() { return docker_cli() + " -H " + engine_host(); }
 
+// A time stamp for `docker events --since/--until`.
+inline std::string now_stamp() { return run("date +%s.%N").output.substr(0, 20); }
+
+// exec_create events the daemon recorded for `container` between two stamps: which path a
+// cell took (the cell runner makes none).
+inline int exec_creates(const std::string& container, const std::string& since, const std::string& until) {
+  auto r = run(direct() + " events --since " + since + " --until " + until + " --filter container=" + container +
+               " --filter event=exec_create --format '{{.Action}}' | grep -c exec_create");
+  return std::atoi(r.output.c_str());
+}
+
 
 }  // namespace dockgate::test

@@ -91,7 +91,10 @@ TEST_CASE(
     sid = sid_of(sidecar.create());
     claimed_id = id_of("dockgate-sbx-" + sid);
     CHECK(std::find(warm.begin(), warm.end(), claimed_id) != warm.end());
+    // Its cell runner was started while it waited: the first cell makes no exec.
+    const std::string t0 = now_stamp();
     CHECK(field(sidecar.exec(sid, "print(6*7)"), "stdout") == "42\n");
+    CHECK(exec_creates(claimed_id, t0, now_stamp()) == 0);
     // The claim is recorded beside it; the pool is back to 3 without the claimed one.
     REQUIRE(wait_exists("dockgate-sbx-" + sid + "-claim"));
     CHECK(inspect("dockgate-sbx-" + sid + "-claim", "{{index .Config.Labels \"sandbox.claim\"}}") ==

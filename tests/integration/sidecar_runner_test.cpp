@@ -13,18 +13,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-std::string now_stamp() {
-  return run("date +%s.%N").output.substr(0, 20);
-}
-
-// exec_create events the daemon recorded for `container` between two stamps.
-int exec_creates(const std::string& container, const std::string& since, const std::string& until) {
-  auto r = run(direct() + " events --since " + since + " --until " + until +
-               " --filter container=" + container +
-               " --filter event=exec_create --format '{{.Action}}' | grep -c exec_create");
-  return std::atoi(r.output.c_str());
-}
-
 std::string exec_body(const std::string& sid, const std::string& code, int timeout_ms = 0) {
   return "{\"session_id\":\"" + sid + "\",\"code\":" + quoted(code) +
          (timeout_ms ? ",\"timeout_ms\":" + std::to_string(timeout_ms) : std::string()) + "}";

@@ -42,7 +42,7 @@ struct fake_engine {
         full = true;
         return std::nullopt;
       }
-      pooled_container c{"sid" + std::to_string(next), "id" + std::to_string(next), image};
+      pooled_container c{"sid" + std::to_string(next), "id" + std::to_string(next), image, nullptr};
       ++next;
       live.insert(c.id);
       return c;
