@@ -792,7 +792,6 @@ net::awaitable<connection::outcome> connection::relay_stream() {
     // daemon would have on a clean stop; the client (not gone) sees its end, not a cut.
     if (relay_failed_ && !client_gone_ && endless_stream_ && upstream_ended_ && framing_ == response_framing::chunked)
       co_await net::async_write(client_, net::buffer(last_chunk), use_tuple);
-    response_.release();
     stream_waiting_ = false;
     beast::error_code ignored;
     client_.cancel(ignored);
@@ -926,7 +925,6 @@ void connection::write_response_head(const response_head& res, response_framing 
     out_ += std::to_string(*content_length);
     out_ += "\r\n";
   }
-  if (framing == response_framing::chunked && !res.chunked) out_ += "Transfer-Encoding: chunked\r\n";
   if (!keep_alive && !hijack) out_ += "Connection: close\r\n";
   out_ += "\r\n";
 }

@@ -114,11 +114,9 @@ std::optional<pooled_container> service::pool_create(std::string& error, bool& f
     return std::nullopt;
   }
   // The workspace a new session starts with (create_session makes it for a cold one).
-  auto mk = run_in(
-      c.id, {"mkdir", "-p", "/workspace/uploads", "/workspace/outputs", "/workspace/skills"}, 20s);
-  if (!mk.started || mk.exit_code != 0) {
+  error = make_workspace(c.id);
+  if (!error.empty()) {
     remove_container(c.id);
-    error = "workspace init failed: " + (mk.error.empty() ? mk.stderr_data : mk.error);
     return std::nullopt;
   }
   // The cell runner too, so that a claimed container's first cell is as fast as its next.

@@ -214,11 +214,10 @@ http_reply service::create_session(const http_request& r) {
   s->container = container_id;
   s->pooled = warm.has_value();
   if (warm) s->runner = std::move(warm->runner);  // under no lock yet: nobody else has s
-  if (!warm) {
-    auto mk = run_in(container_id, {"mkdir", "-p", "/workspace/uploads", "/workspace/outputs", "/workspace/skills"}, 20s);
-    if (!mk.started || mk.exit_code != 0) {
+  if (!warm) {  // (a warm one was given its workspace in the pool)
+    if (auto error = make_workspace(container_id); !error.empty()) {
       remove_container(container_id);
-      return detail(500, "workspace init failed: " + (mk.error.empty() ? mk.stderr_data : mk.error));
+      return detail(500, error);
     }
   }
   // Inputs are staged afresh for every run: emptied again only where an archive may have
@@ -460,5 +459,11 @@ void service::start_reaper() {
   });
 }
 
+
+std::string service::make_workspace(const std::string& container) {
+  auto mk = run_in(container, {"mkdir", "-p", "/workspace/uploads", "/workspace/outputs", "/workspace/skills"}, 20s);
+  if (mk.started && mk.exit_code == 0) return {};
+  return "workspace init failed: " + (mk.error.empty() ? mk.stderr_data : mk.error);
+}
 
 }  // namespace dockgate::sidecar

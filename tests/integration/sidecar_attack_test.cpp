@@ -8,36 +8,12 @@
 using namespace dockgate::test;
 using namespace std::chrono_literals;
 
-namespace {
-std::string exec_body(const std::string& sid, const std::string& code, int timeout_ms = 10000) {
-  std::string body = "{\"session_id\":\"" + sid + "\",\"timeout_ms\":" + std::to_string(timeout_ms) + ",\"code\":\"";
-  for (char c : code) {
-    if (c == '"' || c == '\\') body += '\\';
-    if (c == '\n') {
-      body += "\\n";
-      continue;
-    }
-    body += c;
-  }
-  return body + "\"}";
-}
-// The container's processes, as the daemon sees them: one command line per line; the
-// session's cell runner (`python3 -I -c <runner.py> dockgate-runner`) as <runner>.
-std::string processes(const std::string& container) {
-  return run(direct() + " top " + container +
-             " -o pid,args | awk 'NR > 1 { $1 = \"\"; sub(/^ /, \"\"); "
-             "if (index($0, \"python3 -I -c \") == 1 && $NF == \"dockgate-runner\") $0 = \"<runner>\"; print }'")
-      .output;
-}
-}  // namespace
 
 TEST_CASE("cells: nothing a cell starts outlives its answer, whatever it did to its environment or PID",
           "[integration][sidecar][cells]") {
   proxy_process proxy("compose/policies/sandbox.json");
   sidecar_process sidecar(proxy);
-  auto created = sidecar.call("POST", "/sessions", "{}");
-  REQUIRE(created.status == 200);
-  const std::string sid = field(created.body, "session_id");
+  const std::string sid = new_session(sidecar);
   const std::string container = "dockgate-sbx-" + sid;
   // A daemon that leaves the cell's session and process group, empties its environment
   // and re-execs, and a child that changes its PID all the time (fork, parent exits).
@@ -55,7 +31,7 @@ time.sleep(0.5)
 print('spawned')
 )";
   for (int round = 0; round < 3; ++round) {
-    auto ran = sidecar.call("POST", "/exec", exec_body(sid, escape));
+    auto ran = sidecar.call("POST", "/exec", exec_body(sid, escape, 10000));
     INFO(ran.body);
     REQUIRE(field(ran.body, "stdout") == "spawned\n");
     // Only the container's init, its sleep and the cell runner are left.
@@ -64,15 +40,13 @@ print('spawned')
     CHECK(left == "/sbin/docker-init -- sleep infinity\nsleep infinity\n<runner>\n");
   }
   // The session still works.
-  CHECK(field(sidecar.call("POST", "/exec", exec_body(sid, "print(1)")).body, "stdout") == "1\n");
+  CHECK(field(sidecar.call("POST", "/exec", exec_body(sid, "print(1)", 10000)).body, "stdout") == "1\n");
 }
 
 TEST_CASE("cells: artifact names cannot forge the listing, limits hold whatever it says", "[integration][sidecar][cells]") {
   proxy_process proxy("compose/policies/sandbox.json");
   sidecar_process sidecar(proxy, {"SANDBOX_MAX_ARTIFACT_BYTES=1000"});
-  auto created = sidecar.call("POST", "/sessions", "{}");
-  REQUIRE(created.status == 200);
-  const std::string sid = field(created.body, "session_id");
+  const std::string sid = new_session(sidecar);
   // File names that carry the old text listing's separators: a forged record for
   // /etc/passwd with a small size, and one that understates a large file.
   const std::string forge = R"(import os
@@ -82,7 +56,7 @@ open(d + 'a\n/etc/passwd\t1.0\t10', 'w').write('innocent')
 open(d + 'big\t1.0\t5', 'w').write('x' * 5000)
 print('ok')
 )";
-  auto ran = sidecar.call("POST", "/exec", exec_body(sid, forge));
+  auto ran = sidecar.call("POST", "/exec", exec_body(sid, forge, 10000));
   INFO(ran.body);
   REQUIRE(field(ran.body, "stdout") == "ok\n");
   const std::string files = field(ran.body, "files");
@@ -95,15 +69,13 @@ print('ok')
 TEST_CASE("cells: a kill is explained (a timeout past SIGTERM, the memory limit)", "[integration][sidecar][cells]") {
   proxy_process proxy("compose/policies/sandbox.json");
   sidecar_process sidecar(proxy, {"SANDBOX_MEMORY=256m", "SANDBOX_TMPFS_SIZE=16m", "SANDBOX_WORKSPACE_SIZE=64m"});
-  auto created = sidecar.call("POST", "/sessions", "{}");
-  REQUIRE(created.status == 200);
-  const std::string sid = field(created.body, "session_id");
+  const std::string sid = new_session(sidecar);
   auto stubborn = sidecar.call(
       "POST", "/exec", exec_body(sid, "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\ntime.sleep(60)", 1000));
   INFO(stubborn.body);
   CHECK(field(stubborn.body, "exit_code") == "137");
   CHECK(field(stubborn.body, "stderr").find("ignored SIGTERM and was killed") != std::string::npos);
-  auto hungry = sidecar.call("POST", "/exec", exec_body(sid, "x = bytearray(1024 * 1024 * 1024)\nprint(len(x))"));
+  auto hungry = sidecar.call("POST", "/exec", exec_body(sid, "x = bytearray(1024 * 1024 * 1024)\nprint(len(x))", 10000));
   INFO(hungry.body);
   CHECK(field(hungry.body, "exit_code") == "137");
   CHECK(field(hungry.body, "stderr").find("out of memory") != std::string::npos);
@@ -153,9 +125,7 @@ TEST_CASE("files: opened once beneath /workspace, never through a symlink, never
           "[integration][sidecar][files]") {
   proxy_process proxy("compose/policies/sandbox.json");
   sidecar_process sidecar(proxy, {"SANDBOX_MAX_BODY_BYTES=1048576"});
-  auto created = sidecar.call("POST", "/sessions", "{}");
-  REQUIRE(created.status == 200);
-  const std::string sid = field(created.body, "session_id");
+  const std::string sid = new_session(sidecar);
   auto setup = sidecar.call("POST", "/exec", exec_body(sid, R"(import os
 os.symlink('/etc', '/workspace/etc')
 os.symlink('/etc/passwd', '/workspace/passwd')
@@ -165,7 +135,7 @@ os.symlink('/workspace/d/real.txt', '/workspace/inside-link')
 os.mkfifo('/workspace/fifo')
 with open('/workspace/sparse', 'wb') as f: f.truncate(4 << 30)
 print('ready')
-)"));
+)", 10000));
   REQUIRE(field(setup.body, "stdout") == "ready\n");
   auto get = [&](const std::string& path) {
     return sidecar.call("POST", "/files/get", R"({"session_id":")" + sid + R"(","path":")" + path + R"("})");

@@ -51,6 +51,12 @@ inline std::string quoted(const std::string& s) {
   return out + "\"";
 }
 
+// A POST /exec body; timeout_ms 0 leaves the sidecar's default.
+inline std::string exec_body(const std::string& sid, const std::string& code, int timeout_ms = 0) {
+  return "{\"session_id\":\"" + sid + "\",\"code\":" + quoted(code) +
+         (timeout_ms ? ",\"timeout_ms\":" + std::to_string(timeout_ms) : std::string()) + "}";
+}
+
 // A dockgate-sidecar process talking to `proxy`. Its SANDBOX_INSTANCE is the proxy's
 // (unless the test names one), so that sidecars of other tests on the shared engine are
 // never counted, adopted or reaped, and a restarted sidecar on the same proxy adopts.
@@ -119,7 +125,7 @@ class sidecar_process {
   dockgate::client::http_response create(const std::string& body = "{}") const { return call("POST", "/sessions", body); }
   // Runs `code` in session `sid`: the answer's body.
   std::string exec(const std::string& sid, const std::string& code) const {
-    return call("POST", "/exec", "{\"session_id\":\"" + sid + "\",\"code\":" + quoted(code) + "}").body;
+    return call("POST", "/exec", exec_body(sid, code)).body;
   }
 
  private:
@@ -129,6 +135,23 @@ class sidecar_process {
 };
 
 inline std::string direct() { return docker_cli() + " -H " + engine_host(); }
+
+// A new session of `sidecar` (REQUIREd to be created); its ID.
+inline std::string new_session(const sidecar_process& sidecar) {
+  auto created = sidecar.create();
+  INFO(created.body << sidecar.log());
+  REQUIRE(created.status == 200);
+  return field(created.body, "session_id");
+}
+
+// The container's processes as the daemon sees them (docker top): one command line per
+// line; the session's cell runner (`python3 -I -c <runner.py> dockgate-runner`) as <runner>.
+inline std::string processes(const std::string& container) {
+  return run(direct() + " top " + container +
+             " -o pid,args | awk 'NR > 1 { $1 = \"\"; sub(/^ /, \"\"); "
+             "if (index($0, \"python3 -I -c \") == 1 && $NF == \"dockgate-runner\") $0 = \"<runner>\"; print }'")
+      .output;
+}
 
 // A time stamp for `docker events --since/--until`.
 inline std::string now_stamp() { return run("date +%s.%N").output.substr(0, 20); }

@@ -13,11 +13,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-std::string exec_body(const std::string& sid, const std::string& code, int timeout_ms = 0) {
-  return "{\"session_id\":\"" + sid + "\",\"code\":" + quoted(code) +
-         (timeout_ms ? ",\"timeout_ms\":" + std::to_string(timeout_ms) : std::string()) + "}";
-}
-
 // An answer with the cell file's random name (in tracebacks) made constant.
 std::string same_cell_name(std::string body) {
   for (std::size_t at = 0; (at = body.find("dockgate-cell-", at)) != std::string::npos;) {
@@ -25,22 +20,6 @@ std::string same_cell_name(std::string body) {
     if (body.size() >= at + 32) body.replace(at, 32, 32, '0');
   }
   return body;
-}
-
-std::string new_session(const sidecar_process& sidecar) {
-  auto created = sidecar.create();
-  INFO(created.body << sidecar.log());
-  REQUIRE(created.status == 200);
-  return field(created.body, "session_id");
-}
-
-// The processes of a container, one line each, the runner's shown as <runner>.
-std::string processes(const std::string& container) {
-  return run(direct() + " exec " + container +
-             " sh -c 'for p in /proc/[0-9]*; do [ $p = /proc/$$ ] && continue; c=$(tr \"\\0\" \" "
-             "\" < $p/cmdline); "
-             "case \"$c\" in *\" dockgate-runner \") c=\"<runner>\";; esac; echo \"$c\"; done'")
-      .output;
 }
 
 // Kills the runner from outside (root, through the engine directly).

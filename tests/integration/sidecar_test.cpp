@@ -85,9 +85,7 @@ TEST_CASE("sidecar: auth, health, a session that runs python, files, artifacts",
 TEST_CASE("sidecar: timeouts kill every process of the cell, output is capped", "[integration][sidecar]") {
   proxy_process proxy("compose/policies/sandbox.json");
   sidecar_process sidecar(proxy);
-  auto created = sidecar.call("POST", "/sessions", "{}");
-  REQUIRE(created.status == 200);
-  const std::string sid = field(created.body, "session_id");
+  const std::string sid = new_session(sidecar);
   const std::string container = "dockgate-sbx-" + sid;
 
   // A cell that starts a detached child and then loops forever.
@@ -271,9 +269,7 @@ TEST_CASE("sidecar: DOCKER_TLS_VERIFY reaches the gate over TLS with a client ce
 TEST_CASE("sidecar: artifact limits skip files with a warning", "[integration][sidecar]") {
   proxy_process proxy("compose/policies/sandbox.json");
   sidecar_process sidecar(proxy, {"SANDBOX_MAX_FILES_PER_EXEC=2", "SANDBOX_MAX_ARTIFACT_BYTES=1000"});
-  auto created = sidecar.call("POST", "/sessions", "{}");
-  REQUIRE(created.status == 200);
-  const std::string sid = field(created.body, "session_id");
+  const std::string sid = new_session(sidecar);
   // Four new files: a.txt, b.txt (kept), big.bin (over the per-file cap), d.txt (over the count).
   const std::string code =
       "import os\n"

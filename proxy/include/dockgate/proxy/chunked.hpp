@@ -1,5 +1,6 @@
 #pragma once
-// Strict decoder for chunked request bodies.
+// Strict decoder for chunked bodies: the client's requests, and the daemon's answers on
+// their way back (Go writes neither extensions nor trailers).
 //
 // Invariant: chunk sizes are bare hex (no extensions, no whitespace, at most 15 digits),
 // every chunk ends in CRLF, and the last chunk is followed directly by CRLF (no trailers).

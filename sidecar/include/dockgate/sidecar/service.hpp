@@ -142,6 +142,9 @@ class service {
   client::exec_result run_in(const std::string& container, std::vector<std::string> cmd,
                              std::chrono::milliseconds timeout, std::string stdin_data = {}, bool attach_stdin = false,
                              std::vector<std::string> env = {}, std::size_t max_out = 64 * 1024 * 1024);
+  // The workspace a new session starts with (uploads, outputs, skills), made in a
+  // started container; the error ("" when made).
+  std::string make_workspace(const std::string& container);
   // The body of a session's container create. `pool`: a warm pool container's (no
   // request's labels); `claim_of`: the claim record of that pool container for `s`.
   enum class body_kind { session, pool, claim };
