@@ -17,6 +17,7 @@
 // - A response whose end is already in hand is relayed with one gathered write; a
 //   hijacked stream moves through a pipe with splice(2), never through user space.
 #include "connection.hpp"
+#include "socket_io.hpp"
 
 #include "bind_check.hpp"
 
@@ -72,7 +73,7 @@ net::awaitable<beast::error_code> write_chunk(protocol::socket& s, std::string_v
   const std::array<net::const_buffer, 3> chunk{net::buffer(size_line, static_cast<std::size_t>(len)),
                                                net::buffer(data.data(), data.size()),
                                                net::buffer("\r\n", 2)};
-  auto [ec, n] = co_await net::async_write(s, chunk, use_tuple);
+  auto [ec, n] = co_await write_all(s, chunk);
   co_return ec;
 }
 
@@ -228,7 +229,8 @@ net::awaitable<bool> connection::read_head(std::size_t& head_size) {
     in_buffer();
     compact();
     if (in_end_ == in_capacity_ && !grow_in_buffer()) co_return true;  // too large
-    auto [ec, n] = co_await client_.async_read_some(net::buffer(in_data_ + in_end_, in_capacity_ - in_end_), use_tuple);
+    const net::mutable_buffer room(in_data_ + in_end_, in_capacity_ - in_end_);
+    auto [ec, n] = idle_ ? co_await read_now(client_, room) : co_await client_.async_read_some(room, use_tuple);
     idle_ = false;
     in_end_ += n;
     if (ec) co_return false;  // EOF, reset, timeout or shutdown: nothing to answer
@@ -253,7 +255,7 @@ net::awaitable<void> connection::refuse(unsigned status, std::string_view rule,
   out_ += "\r\nConnection: close\r\n\r\n";
   if (!(audit_.method == "HEAD")) out_ += body;
   set_deadline(refusal_write_timeout);
-  co_await net::async_write(client_, net::buffer(out_), use_tuple);
+  co_await write_all(client_, net::buffer(out_));
   finish_audit(status);
 }
 
@@ -405,7 +407,7 @@ net::awaitable<connection::outcome> connection::serve_one() {
   body_remaining_ = head_->content_length.value_or(0);
   if (head_->expect_continue && head_->has_body()) {
     static constexpr std::string_view continue_100 = "HTTP/1.1 100 Continue\r\n\r\n";
-    auto [ec, n] = co_await net::async_write(client_, net::buffer(continue_100), use_tuple);
+    auto [ec, n] = co_await write_all(client_, net::buffer(continue_100));
     if (ec) co_return outcome::close;
   }
   if (drop_body) {
@@ -499,7 +501,7 @@ net::awaitable<connection::outcome> connection::serve_one() {
   clear_deadline();
   const std::array<net::const_buffer, 2> request{
       net::buffer(out_), net::buffer(json_body_.data(), json_body ? json_body_.size() : 0)};
-  auto [ec, n] = co_await net::async_write(*upstream_, request, use_tuple);
+  auto [ec, n] = co_await write_all(*upstream_, request);
   if (ec) {
     upstream_.reset();
     co_await refuse(502, "upstream", "dockgate: lost the connection to the Docker daemon");
@@ -625,12 +627,12 @@ net::awaitable<bool> connection::forward_body() {
       if (head_->chunked) {
         ec = co_await write_chunk(*upstream_, data);
       } else {
-        ec = std::get<0>(co_await net::async_write(*upstream_, net::buffer(data.data(), data.size()), use_tuple));
+        ec = std::get<0>(co_await write_all(*upstream_, net::buffer(data.data(), data.size())));
       }
       audit_.bytes_in += data.size();
       if (!ec) continue;
     } else if (status == body_piece::done) {
-      if (head_->chunked) ec = std::get<0>(co_await net::async_write(*upstream_, net::buffer(last_chunk), use_tuple));
+      if (head_->chunked) ec = std::get<0>(co_await write_all(*upstream_, net::buffer(last_chunk)));
       if (!ec) co_return true;
     }
     // The daemon saw a partial request: that upstream connection is unusable.
@@ -670,7 +672,7 @@ net::awaitable<connection::outcome> connection::relay_response(bool hijack_allow
 
   if (hijack_allowed && (status == 101 || (status == 200 && !res.content_length && !res.chunked && is_raw_stream(res)))) {
     write_response_head(res, response_framing::raw, false);
-    auto [wec, wn] = co_await net::async_write(client_, net::buffer(out_), use_tuple);
+    auto [wec, wn] = co_await write_all(client_, net::buffer(out_));
     audit_.hijacked = true;
     if (!wec) {
       ctx_.stats.hijack(+1);
@@ -720,7 +722,7 @@ net::awaitable<connection::outcome> connection::relay_response(bool hijack_allow
     std::size_t got = static_cast<std::size_t>(std::min<std::uint64_t>(remaining, response_end_ - response_begin_));
     for (;;) {
       const std::array<net::const_buffer, 2> pieces{net::buffer(head.data(), head.size()), net::buffer(data, got)};
-      auto [wec, wn] = co_await net::async_write(client_, pieces, use_tuple);
+      auto [wec, wn] = co_await write_all(client_, pieces);
       audit_.bytes_out += got;
       remaining -= got;
       head = {};
@@ -767,6 +769,8 @@ net::awaitable<connection::outcome> connection::relay_stream() {
     // callback, not a second coroutine: a held stream costs two waiting operations.
     stream_waiting_ = true;
     watch_client();
+    // The head has gone out: its serialisation buffer is not kept for the stream's life.
+    if (!response_head_pending_) std::string().swap(out_);
     // The daemon's side: wait (holding no block), read what it has, relay it. (Here, not
     // in a function of its own: one coroutine frame less per held stream.)
     while (!relay_failed_ && !stream_ended_) {
@@ -791,7 +795,7 @@ net::awaitable<connection::outcome> connection::relay_stream() {
     // A daemon that went away mid-stream (restart, crash) ends an endless stream as the
     // daemon would have on a clean stop; the client (not gone) sees its end, not a cut.
     if (relay_failed_ && !client_gone_ && endless_stream_ && upstream_ended_ && framing_ == response_framing::chunked)
-      co_await net::async_write(client_, net::buffer(last_chunk), use_tuple);
+      co_await write_all(client_, net::buffer(last_chunk));
     stream_waiting_ = false;
     beast::error_code ignored;
     client_.cancel(ignored);
@@ -866,7 +870,7 @@ net::awaitable<void> connection::relay_buffered_stream() {
     if (stream_ended_ && chunked_out) out[n++] = net::buffer(last_chunk);
     if (n > 0) {
       response_head_pending_ = false;
-      auto [wec, wn] = co_await net::async_write(client_, std::span(out.data(), n), use_tuple);
+      auto [wec, wn] = co_await write_all(client_, std::span(out.data(), n));
       audit_.bytes_out += total;
       if (wec) relay_failed_ = true;
     }
@@ -933,13 +937,13 @@ net::awaitable<void> connection::splice(std::string_view response_leftover) {
   // Bytes the daemon sent right behind its 101, and bytes the client sent right behind
   // its request (stdin typed early): both belong to the stream.
   if (!response_leftover.empty()) {
-    auto [ec, n] = co_await net::async_write(client_, net::buffer(response_leftover.data(), response_leftover.size()), use_tuple);
+    auto [ec, n] = co_await write_all(client_, net::buffer(response_leftover.data(), response_leftover.size()));
     if (ec) co_return;
     audit_.bytes_out += n;
   }
   response_.release();
   if (!buffered().empty()) {
-    auto [ec, n] = co_await net::async_write(*upstream_, net::buffer(buffered().data(), buffered().size()), use_tuple);
+    auto [ec, n] = co_await write_all(*upstream_, net::buffer(buffered().data(), buffered().size()));
     if (ec) co_return;
     audit_.bytes_in += n;
   }

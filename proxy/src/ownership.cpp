@@ -14,6 +14,7 @@
 #include "bind_check.hpp"
 #include "dockgate/common/error_body.hpp"
 #include "connection.hpp"
+#include "socket_io.hpp"
 #include "dockgate/policy/owned_objects.hpp"
 #include "dockgate/policy/ownership.hpp"
 #include "dockgate/policy/responses.hpp"
@@ -41,7 +42,7 @@ net::awaitable<std::pair<unsigned, std::string>> connection::upstream_request(st
   }
   request += "\r\n";
   request += json;
-  auto [wec, wn] = co_await net::async_write(*upstream_, net::buffer(request), use_tuple);
+  auto [wec, wn] = co_await write_all(*upstream_, net::buffer(request));
   if (wec) {
     upstream_.reset();
     co_return std::pair<unsigned, std::string>{0, {}};
@@ -313,7 +314,7 @@ net::awaitable<void> connection::relay_filtered_list(const response_head& res, b
   }
   write_response_head(res, response_framing::length, keep, filtered->size());
   const std::array<net::const_buffer, 2> pieces{net::buffer(out_), net::buffer(*filtered)};
-  co_await net::async_write(client_, pieces, use_tuple);
+  co_await write_all(client_, pieces);
   audit_.bytes_out += filtered->size();
 }
 
