@@ -12,7 +12,8 @@
 #
 # The suite runs twice: the dev build, then the asan-ubsan build (AddressSanitizer and
 # UBSan in every test and in the proxy the integration tests start; the malloc-counting
-# test is left out there, its LD_PRELOAD shim does not mix with ASan).
+# test and the memory-returned test are left out there: the LD_PRELOAD shim does not mix
+# with ASan, and ASan's allocator keeps freed memory on purpose).
 # DOCKGATE_SANITIZERS=0 skips the second run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -62,5 +63,5 @@ if [[ $# -eq 0 ]]; then
 fi
 if [[ $sanitizers == 1 ]]; then
   export DOCKGATE_BUILD_DIR=$PWD/build/asan-ubsan
-  ctest --preset asan-ubsan --output-on-failure -E "allocation per chunk" "$@"
+  ctest --preset asan-ubsan --output-on-failure -E "allocation per chunk|memory of held streams" "$@"
 fi

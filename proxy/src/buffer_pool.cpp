@@ -10,6 +10,7 @@ buffer_pool::~buffer_pool() {
 
 char* buffer_pool::acquire() {
   ++in_use_;
+  ++acquired_;
   if (free_.empty()) return new char[block_size];
   char* b = free_.back();
   free_.pop_back();
@@ -18,7 +19,7 @@ char* buffer_pool::acquire() {
 
 void buffer_pool::release(char* block) {
   --in_use_;
-  if (free_.size() >= keep) {
+  if (free_.size() >= keep || free_.size() >= in_use_ + spare) {
     delete[] block;
     freed_since_trim_ += block_size;
     return;

@@ -30,14 +30,25 @@ class buffer_pool {
   void return_freed_memory();
   std::size_t in_use() const { return in_use_; }
   std::size_t cached() const { return free_.size(); }
+  // True when no block was taken since the last call: the proxy moved no bytes between
+  // two looks (a second apart, from the watchdog).
+  bool untouched_since_last_look() {
+    const bool untouched = acquired_ == looked_at_;
+    looked_at_ = acquired_;
+    return untouched;
+  }
 
  private:
   std::vector<char*> free_;
   std::size_t in_use_ = 0;
+  std::size_t acquired_ = 0, looked_at_ = 0;  // blocks taken ever, and at the last look
   std::size_t freed_since_trim_ = 0;  // bytes
-  static constexpr std::size_t trim_after = 4 * 1024 * 1024;
-  // Blocks kept for reuse beyond what is in use: enough for a burst without going back
-  // to malloc, little enough to stay small after one.
+  static constexpr std::size_t trim_after = 1024 * 1024;
+  // Blocks kept for reuse: as many as are in use now plus `spare`, at most `keep`. A
+  // steady load finds its blocks here; after a burst (1000 streams answered, now waiting
+  // with no block) the rest are freed at once and the heap trimmed at the next
+  // watchdog tick, not kept for the next burst.
+  static constexpr std::size_t spare = 16;
   static constexpr std::size_t keep = 256;
 };
 

@@ -316,7 +316,6 @@ net::awaitable<void> shutdown_when_signalled(proxy_context& ctx, net::signal_set
 // audit lines of that second are written. When the
 // proxy has gone idle after a load, the buffers it cached go back to the system.
 net::awaitable<void> watch_deadlines(proxy_context& ctx, net::steady_timer& timer) {
-  bool trimmed = true;
   std::size_t peak = 0;  // connections at most since the last trim
   std::vector<connection*> live;
   while (!(ctx.stopping && ctx.connections.empty())) {
@@ -328,14 +327,16 @@ net::awaitable<void> watch_deadlines(proxy_context& ctx, net::steady_timer& time
     for (auto* c : live) c->check_deadline(now);
     const std::size_t n = ctx.connections.size();
     peak = std::max(peak, n);
-    if (ctx.buffers.in_use() > 0) {
-      trimmed = false;
+    // Quiet for a second (no block taken, none held: idle keep-alive connections and
+    // held streams alike hold none) with blocks or heads cached, or most of a crowd of
+    // connections gone: their memory goes back. (A burst between two looks, such as
+    // 1000 streams opened in 0.4 s, counts: the pool counts what was taken.)
+    const bool untouched = ctx.buffers.untouched_since_last_look();
+    if (ctx.buffers.in_use() > 0 || !untouched) {
       ctx.buffers.return_freed_memory();
-    } else if (!trimmed || n * 2 + 16 < peak) {
-      // Quiet now, or most of a crowd of connections gone: their memory goes back.
+    } else if (ctx.buffers.cached() > 0 || !ctx.spare_heads.empty() || n * 2 + 16 < peak) {
       ctx.buffers.trim();
       ctx.spare_heads.clear();
-      trimmed = true;
       peak = n;
     }
     if (live.capacity() > 4 * n + 64) live.shrink_to_fit();

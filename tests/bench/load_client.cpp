@@ -369,8 +369,9 @@ held_measure hold_and_measure(const options& o, const target& t, int count) {
     const auto start = std::chrono::steady_clock::now();
     streams.hold(count, std::chrono::milliseconds(static_cast<long>(o.held_stall_seconds * 1000)));
     m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::this_thread::sleep_for(
-        std::chrono::milliseconds(500));  // let the relay settle its buffers
+    // Let the relay settle its buffers: dockgate gives the blocks of the opening burst
+    // back at its next quiet watchdog tick (within 2 s); HAProxy keeps its pools.
+    std::this_thread::sleep_for(std::chrono::milliseconds(2500));
     m.rss_after = bench::rss_kib(*t.relay_pid).value_or(0);
     m.held = streams.held();
     m.failed = streams.failed();
