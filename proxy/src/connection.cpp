@@ -173,7 +173,12 @@ void connection::release_in_buffer_if_empty() {
   in_capacity_ = in_begin_ = in_end_ = 0;
 }
 
-net::awaitable<void> connection::run() {
+net::awaitable<void> connection::start(std::unique_ptr<connection> self) {
+  connection& c = *self;
+  if (co_await c.run() == ended::held) self.release();  // the held stream's callbacks own it now
+}
+
+net::awaitable<connection::ended> connection::run() {
   try {
     while (!ctx_.stopping) {
       auto o = co_await serve_one();
@@ -184,11 +189,17 @@ net::awaitable<void> connection::run() {
         release_in_buffer_if_empty();
         o = co_await relay_stream();
       }
+      if (o == outcome::held) co_return ended::held;
       if (o == outcome::close) break;
     }
   } catch (const std::exception& e) {
     ctx_.log->error("client {}: connection failed: {}", client_id_, e.what());
   }
+  co_await close_gracefully();
+  co_return ended::closed;
+}
+
+net::awaitable<void> connection::close_gracefully() {
   response_.release();
   // Lingering close: stop sending, then drain what the client still sends for a moment,
   // so that a refusal is not destroyed by a reset while the client is still writing.
@@ -754,55 +765,119 @@ net::awaitable<connection::outcome> connection::relay_response(bool hijack_allow
 }
 
 net::awaitable<connection::outcome> connection::relay_stream() {
-  struct open_stream {
-    metrics& stats;
-    explicit open_stream(metrics& s) : stats(s) { stats.stream(+1); }
-    ~open_stream() { stats.stream(-1); }
-  };
   // What came with the head first: a body already whole (an inspect answer, which the
   // daemon chunks) goes out with the head in one write and never waits.
   co_await relay_buffered_stream();
-  if (!stream_ended_ && !relay_failed_) {
-    open_stream streaming(ctx_.stats);
-    // A client that goes away mid-stream (Ctrl-C on `docker events`) ends the stream,
-    // even when the daemon has nothing to send for a long time. The watch is a plain
-    // callback, not a second coroutine: a held stream costs two waiting operations.
-    stream_waiting_ = true;
-    watch_client();
-    // The head has gone out: its serialisation buffer is not kept for the stream's life.
-    if (!response_head_pending_) std::string().swap(out_);
-    // The daemon's side: wait (holding no block), read what it has, relay it. (Here, not
-    // in a function of its own: one coroutine frame less per held stream.)
-    while (!relay_failed_ && !stream_ended_) {
-      response_.release();
-      auto [wec] = co_await upstream_->async_wait(net::socket_base::wait_read, use_tuple);
-      beast::error_code ec = wec;
-      if (!ec) {
-        auto [rec, n] = co_await upstream_->async_read_some(net::buffer(response_.get(), response_.size()), use_tuple);
-        response_begin_ = 0;
-        response_end_ = n;
-        if (n > 0) co_await relay_buffered_stream();
-        ec = rec;
+  if (stream_ended_ || relay_failed_) co_return co_await end_stream();
+  // A stream that goes on (events, logs, wait): no coroutine waits for it. Two plain
+  // callbacks do, on the daemon's side and on the client's, and the connection object is
+  // all a held stream costs; bytes from the daemon start a short coroutine that relays
+  // them and goes back to waiting (see hold()).
+  ctx_.stats.stream(+1);
+  stream_waiting_ = true;
+  if (!response_head_pending_) std::string().swap(out_);  // the head has gone out
+  response_.release();
+  watch_client();
+  wait_upstream();
+  co_return outcome::held;
+}
+
+// The daemon's side of a held stream: readable (relay what it has), or failed.
+void connection::wait_upstream() {
+  upstream_active_ = true;
+  upstream_->async_wait(net::socket_base::wait_read, [this](beast::error_code ec) {
+    if (!ec && !client_gone_) {
+      net::co_spawn(client_.get_executor(), relay_available(), net::detached);
+      return;
+    }
+    upstream_failed(ec);
+  });
+}
+
+void connection::upstream_failed(beast::error_code ec) {
+  if (ec == net::error::eof && !response_chunked_in_) {
+    stream_ended_ = true;  // a body framed by the daemon's close has ended
+  } else if (!stream_ended_) {
+    upstream_ended_ = ec && ec != net::error::operation_aborted;  // the daemon's side, not ours
+    relay_failed_ = true;
+  }
+  upstream_done();
+}
+
+// What the daemon has now, relayed as it comes; when it has nothing more, back to
+// waiting with no block held.
+net::awaitable<void> connection::relay_available() {
+  try {
+    while (!relay_failed_ && !stream_ended_ && !client_gone_) {
+      auto [ec, n] = co_await read_now(*upstream_, net::buffer(response_.get(), response_.size()));
+      if (ec) {
+        response_.release();
+        upstream_failed(ec);
+        co_return;
       }
-      if (!ec) continue;
-      if (ec == net::error::eof && !response_chunked_in_) {
-        stream_ended_ = true;  // a body framed by the daemon's close has ended
-      } else if (!stream_ended_) {
-        upstream_ended_ = ec != net::error::operation_aborted;  // the daemon's side, not ours
-        relay_failed_ = true;
+      response_begin_ = 0;
+      response_end_ = n;
+      co_await relay_buffered_stream();
+      response_.release();
+      if (!relay_failed_ && !stream_ended_ && !client_gone_ && !upstream_readable()) {
+        wait_upstream();
+        co_return;
       }
     }
-    // A daemon that went away mid-stream (restart, crash) ends an endless stream as the
-    // daemon would have on a clean stop; the client (not gone) sees its end, not a cut.
-    if (relay_failed_ && !client_gone_ && endless_stream_ && upstream_ended_ && framing_ == response_framing::chunked)
-      co_await write_all(client_, net::buffer(last_chunk));
-    stream_waiting_ = false;
-    beast::error_code ignored;
-    client_.cancel(ignored);
-    // The cancelled watch completes first (the executor runs handlers in order): once it
-    // has, nothing refers to this connection from outside it.
-    while (watch_pending_) co_await net::post(client_.get_executor(), net::use_awaitable);
+  } catch (const std::exception& e) {
+    ctx_.log->error("client {}: stream failed: {}", client_id_, e.what());
+    response_.release();
+    relay_failed_ = true;
   }
+  upstream_done();
+}
+
+bool connection::upstream_readable() {
+  char c;
+  const ssize_t n = ::recv(upstream_->native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
+  return n > 0 || (n == 0) || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+}
+
+// The daemon's side is over (ended, failed, or cancelled because the client went): the
+// client's watch is cancelled, and once neither callback is pending the stream ends.
+void connection::upstream_done() {
+  upstream_active_ = false;
+  stream_waiting_ = false;
+  if (watch_pending_) {
+    beast::error_code ignored;
+    client_.cancel(ignored);  // its handler calls stream_over()
+    return;
+  }
+  stream_over();
+}
+
+// Neither callback pending: a coroutine takes the connection back (it owns it again), ends
+// the stream and serves the next request or closes.
+void connection::stream_over() {
+  if (upstream_active_ || watch_pending_) return;
+  net::co_spawn(client_.get_executor(), resume(std::unique_ptr<connection>(this)), net::detached);
+}
+
+net::awaitable<void> connection::resume(std::unique_ptr<connection> self) {
+  connection& c = *self;
+  ended e = ended::closed;
+  try {
+    c.ctx_.stats.stream(-1);
+    if (co_await c.end_stream() == outcome::keep_alive) e = co_await c.run();
+    else co_await c.close_gracefully();
+  } catch (const std::exception& ex) {
+    c.ctx_.log->error("client {}: connection failed: {}", c.client_id_, ex.what());
+  }
+  if (e == ended::held) self.release();
+}
+
+// The end of a relayed stream, held or not: the daemon's end passed on, the audit line,
+// whether the connections go on.
+net::awaitable<connection::outcome> connection::end_stream() {
+  // A daemon that went away mid-stream (restart, crash) ends an endless stream as the
+  // daemon would have on a clean stop; the client (not gone) sees its end, not a cut.
+  if (relay_failed_ && !client_gone_ && endless_stream_ && upstream_ended_ && framing_ == response_framing::chunked)
+    co_await write_all(client_, net::buffer(last_chunk));
   response_.release();
   finish_audit(response_status_);
   if (relay_failed_ || client_gone_ || !upstream_keeps_ || !stream_ended_ || !response_chunked_in_) upstream_.reset();
@@ -887,14 +962,14 @@ void connection::watch_client() {
   watch_pending_ = true;
   client_.async_wait(net::socket_base::wait_read, [this](beast::error_code ec) {
     watch_pending_ = false;
-    if (!stream_waiting_) return;  // the stream ended first: this is the cancellation
+    if (!stream_waiting_) return stream_over();  // the stream ended first: this is the cancellation
     char c;
     const ssize_t n = ec ? -1 : ::recv(client_.native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
     if (n < 0 && !ec && (errno == EAGAIN || errno == EINTR)) return watch_client();
     if (n > 0) return;  // a pipelined request: read when the stream is over
     client_gone_ = true;
     beast::error_code ignored;
-    if (upstream_) upstream_->cancel(ignored);
+    if (upstream_) upstream_->cancel(ignored);  // the daemon's side ends, then the stream
   });
 }
 

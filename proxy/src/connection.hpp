@@ -27,7 +27,9 @@ class connection {
   connection(const connection&) = delete;
   connection& operator=(const connection&) = delete;
 
-  net::awaitable<void> run();
+  // Serves the connection: owned by the coroutine while it runs, by its own callbacks
+  // while a stream is held (see relay_stream), and again by a coroutine after.
+  static net::awaitable<void> start(std::unique_ptr<connection> self);
 
   // Graceful shutdown: an idle connection closes now, a busy one after its response.
   void shutdown();
@@ -39,12 +41,16 @@ class connection {
  private:
   // relay_stream: the response head is known and its body goes on in relay_stream(), from
   // run(), so that the request's larger coroutine frames are gone while a stream waits.
-  enum class outcome { keep_alive, close, relay_stream };
+  // held: the stream waits on callbacks, which own the connection now.
+  enum class outcome { keep_alive, close, relay_stream, held };
+  enum class ended { closed, held };
   // What the proxy does to a response body on its way back.
   enum class response_filter { none, container_list, events, create_warnings, networks, volume_list, data_usage };
   // How a response body is framed towards the client.
   enum class response_framing { none, length, chunked, raw };
 
+  net::awaitable<ended> run();
+  net::awaitable<void> close_gracefully();
   net::awaitable<outcome> serve_one();
   net::awaitable<bool> read_head(std::size_t& head_size);
   net::awaitable<void> refuse(unsigned status, std::string_view rule, std::string_view message);
@@ -78,6 +84,17 @@ class connection {
   net::awaitable<outcome> relay_stream();
   // Relays what the response block holds (and the pending head) in one gathered write.
   net::awaitable<void> relay_buffered_stream();
+  // A held stream: the daemon's side waits in a callback; readable bytes are relayed by
+  // relay_available(); upstream_done() and the client's watch end it; stream_over() hands
+  // the connection to resume(), which ends the stream (end_stream) and goes on.
+  void wait_upstream();
+  net::awaitable<void> relay_available();
+  bool upstream_readable();
+  void upstream_failed(beast::error_code ec);
+  void upstream_done();
+  void stream_over();
+  static net::awaitable<void> resume(std::unique_ptr<connection> self);
+  net::awaitable<outcome> end_stream();
   void watch_client();
   net::awaitable<void> splice(std::string_view response_leftover);
   // One direction of a hijacked stream, through a pipe with splice(2).
@@ -140,6 +157,7 @@ class connection {
   bool stream_ended_ = false;           // the daemon's body has ended
   bool stream_waiting_ = false;         // relay_stream waits on the daemon: watch_client watches
   bool watch_pending_ = false;          // watch_client's wait has not completed
+  bool upstream_active_ = false;        // a held stream's daemon side: waiting or relaying
   std::string owned_events_;            // the owned event lines of one read
   bool response_keep_alive_ = false;
   bool upstream_keeps_ = false;

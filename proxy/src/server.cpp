@@ -215,7 +215,7 @@ net::awaitable<void> accept_loop(proxy_context& ctx, listener& l) {
     std::string client = peer_identity(socket, is_unix, identity);
     auto c = std::make_unique<connection>(ctx, std::move(socket), std::move(client), identity);
     net::co_spawn(
-        l.socket.get_executor(), [c = std::move(c)]() -> net::awaitable<void> { co_await c->run(); },
+        l.socket.get_executor(), connection::start(std::move(c)),
         net::detached);
   }
 }

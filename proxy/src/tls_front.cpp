@@ -89,7 +89,7 @@ net::awaitable<void> serve_tls(proxy_context& ctx, net::ssl::context& tls, proto
   net::local::stream_protocol::socket inner(executor), outer(executor);
   net::local::connect_pair(inner, outer);
   auto c = std::make_unique<connection>(ctx, protocol::socket(std::move(inner)), client, identity);
-  net::co_spawn(executor, [c = std::move(c)]() -> net::awaitable<void> { co_await c->run(); }, net::detached);
+  net::co_spawn(executor, connection::start(std::move(c)), net::detached);
 
   auto buffers = std::make_unique<char[]>(2 * 16384);
   auto from_client = [&]() -> net::awaitable<void> {
