@@ -37,9 +37,15 @@ constexpr std::string_view oom_count =
 // finds nothing. Builtins only (dash): the sweep itself adds nothing to the table.
 // Run by the cell runner, the sweep spares its shell's parent too: that is the runner
 // (a plain exec's shell has no parent in the container's PID namespace: $PPID is 0).
+// A stat line is the cell's to shape through its comm (up to 15 bytes, a newline or `) `
+// or `*` included: /proc/self/comm is writable): fields are split with globbing off, and a
+// line that is not a whole stat line (20 fields after the comm, a decimal start time) is
+// no candidate. Without that a comm such as "x) 1 1\n" made `shift 19` fail, which ends a
+// non-interactive dash, sweep and all, and "x) 1 /*/*" made a cell's process the one kept.
 constexpr std::string_view kill_sweep_head =
-    "keep=; kt=; for d in /proc/[0-9]*; do read -r st < $d/stat 2>/dev/null || continue; set -- ${st##*) }; "
-    "[ \"$2\" = 1 ] || continue; shift 19; if [ -z \"$kt\" ] || [ \"$1\" -lt \"$kt\" ]; then keep=${d#/proc/}; kt=$1; fi; done; "
+    "keep=; kt=; for d in /proc/[0-9]*; do read -r st < $d/stat 2>/dev/null || continue; set -f; set -- ${st##*) }; set +f; "
+    "[ \"$2\" = 1 ] && [ $# -ge 20 ] || continue; shift 19; case $1 in ''|*[!0-9]*) continue;; esac; "
+    "if [ -z \"$kt\" ] || [ \"$1\" -lt \"$kt\" ]; then keep=${d#/proc/}; kt=$1; fi; done; "
     "for pass in 1 2 3 4 5 6 7 8; do kill -STOP -1 2>/dev/null; found=0; "
     "for d in /proc/[0-9]*; do p=${d#/proc/}; [ \"$p\" = 1 ] || [ \"$p\" = $$ ] || [ \"$p\" = \"$keep\" ] ";
 constexpr std::string_view kill_sweep_spare_runner = "|| [ \"$p\" = \"$PPID\" ] ";
