@@ -164,7 +164,8 @@ http_reply service::run_cell(const http_request& r, cell_events& events) {
   run.timeout = std::chrono::milliseconds(ms) + 15s;  // the host-side wall clock
   if (events.active()) run.on_output = [&events](int stream, std::string_view data) { events.output(stream, data); };
 
-  // The runner: started by the session's first cell; dropped for good at its first fault.
+  // The runner: started with the session's container (make_workspace), else by its first
+  // cell; dropped for good at its first fault.
   auto drop_runner = [&](std::string_view why) {
     std::cerr << "dockgate-sidecar: session " << s->id << ": cell runner dropped (" << why << "), plain execs from now on"
               << std::endl;
