@@ -126,14 +126,15 @@ std::optional<pooled_container> service::pool_create(std::string& error, bool& f
 
 // A warm container for a request, checked to be running (one that died in the pool is
 // removed and the next is tried); nullopt when the pool has none within `wait` (it waits
-// only while a container is being made).
+// only while a container is being made). Its idle runner says it runs without a Docker
+// round trip (runner.hpp idle()); without one, or when unsure, the engine is asked.
 std::optional<pooled_container> service::claim_warm(std::chrono::milliseconds wait) {
   if (!pool_) return std::nullopt;
   const auto deadline = std::chrono::steady_clock::now() + wait;
   while (auto c = pool_->claim(std::chrono::duration_cast<std::chrono::milliseconds>(
              std::max(deadline - std::chrono::steady_clock::now(),
                       std::chrono::steady_clock::duration::zero())))) {
-    if (running(c->id)) return c;
+    if ((c->runner && c->runner->idle()) || running(c->id)) return c;
     remove_container(c->id);
   }
   return std::nullopt;
