@@ -35,8 +35,8 @@ constexpr std::string_view oom_count =
 // once (kill(-1) walks the process table in the kernel, and a stopped process cannot fork
 // or change its PID), then each killed, then the sleep resumed; repeated until a pass
 // finds nothing. Builtins only (dash): the sweep itself adds nothing to the table.
-// Run by the cell runner, the sweep spares its shell's parent too: that is the runner
-// (a plain exec's shell has no parent in the container's PID namespace: $PPID is 0).
+// The cell runner does this sweep itself, step for step (runner.py kill_sweep()), sparing
+// itself where the shell spares its own PID.
 // A stat line is the cell's to shape through its comm (up to 15 bytes, a newline or `) `
 // or `*` included: /proc/self/comm is writable): fields are split with globbing off, and a
 // line that is not a whole stat line (20 fields after the comm, a decimal start time) is
@@ -48,14 +48,12 @@ constexpr std::string_view kill_sweep_head =
     "if [ -z \"$kt\" ] || [ \"$1\" -lt \"$kt\" ]; then keep=${d#/proc/}; kt=$1; fi; done; "
     "for pass in 1 2 3 4 5 6 7 8; do kill -STOP -1 2>/dev/null; found=0; "
     "for d in /proc/[0-9]*; do p=${d#/proc/}; [ \"$p\" = 1 ] || [ \"$p\" = $$ ] || [ \"$p\" = \"$keep\" ] ";
-constexpr std::string_view kill_sweep_spare_runner = "|| [ \"$p\" = \"$PPID\" ] ";
 constexpr std::string_view kill_sweep_tail =
     "&& continue; "
     "kill -9 \"$p\" 2>/dev/null && found=1; done; kill -CONT -1 2>/dev/null; [ $found = 0 ] && break; done;";
 
-std::string kill_cell_processes(bool from_runner) {
-  return std::string(kill_sweep_head) + (from_runner ? std::string(kill_sweep_spare_runner) : std::string()) +
-         std::string(kill_sweep_tail);
+std::string kill_cell_processes() {
+  return std::string(kill_sweep_head) + std::string(kill_sweep_tail);
 }
 
 struct cell_listing {
@@ -185,7 +183,7 @@ http_reply service::run_cell(const http_request& r, cell_events& events) {
   // again. After a runner fault this is a plain exec, whose sweep ends the runner too.
   auto cleanup_cmd = [&]() -> std::vector<std::string> {
     return {"sh", "-c",
-            kill_cell_processes(false) + " rm -f " + shell_quote(cell) + "; " + std::string(oom_count) + "; cat " +
+            kill_cell_processes() + " rm -f " + shell_quote(cell) + "; " + std::string(oom_count) + "; cat " +
                 shell_quote(oom_file) + " 2>/dev/null; cat " + shell_quote(before_file) + " 2>/dev/null; printf '\\0'; " +
                 std::string(find_outputs) + "; rm -f " + shell_quote(before_file) + " " + shell_quote(oom_file)};
   };
@@ -207,7 +205,7 @@ http_reply service::run_cell(const http_request& r, cell_events& events) {
                   before_file,
                   oom_file,
                   std::string(outputs_dir),
-                  {"sh", "-c", kill_cell_processes(true)}};
+                  {}};  // the sweep: the runner's own (kill_sweep), no shell to start
     auto ran = s->runner->run_cell(c, run.max_stdout, run.timeout, run.on_output, listing_cap, 15s);
     elapsed = std::chrono::steady_clock::now() - started;
     if (ran.run.state == cell_runner::outcome::done) {

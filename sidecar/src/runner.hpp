@@ -74,7 +74,7 @@ struct runner_cell {
   std::vector<std::string> argv;  // `sh -c 'exec timeout --kill-after=2s <T>s python3 <cell>'`
   std::string_view code;
   std::string cell, before_file, oom_file, outputs;  // paths in the container
-  std::vector<std::string> sweep;                    // the kill sweep's command
+  std::vector<std::string> sweep;  // the kill sweep's command; empty: the runner's own (kill_sweep)
 };
 
 class cell_runner {
