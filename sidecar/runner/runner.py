@@ -2,8 +2,9 @@
 # (`python3 -I -c <this> dockgate-runner`, one hijacked exec through the gate), it runs
 # each command the sidecar sends as a fresh process, as `docker exec` would, and answers
 # over the same stream. It holds no policy: the commands (the cell's `timeout ... python3`,
-# the kill sweep, the outputs listing) are the sidecar's, byte for byte those of its plain
-# exec path.
+# `cat` of an artifact) are the sidecar's, byte for byte those of its plain exec path; the
+# kill sweep, the OOM count and the outputs listing are that path's scripts done here,
+# step for step.
 #
 # Invariants it keeps:
 # - Its protocol fds are private: fds 0, 1 and 2 become /dev/null, the request and answer
