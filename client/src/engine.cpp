@@ -2,6 +2,8 @@
 
 #include <simdjson.h>
 
+#include <poll.h>
+
 #include <cstdlib>
 
 #include "dockgate/common/error_body.hpp"
@@ -131,6 +133,12 @@ std::optional<exec_stream::frame> exec_stream::read(clock_type::time_point deadl
     }
     buffer_.append(chunk, static_cast<std::size_t>(n));
   }
+}
+
+bool exec_stream::quiet() const {
+  if (!buffer_.empty() || connection_.tls() || connection_.fd() < 0) return false;
+  pollfd p{connection_.fd(), POLLIN | POLLRDHUP, 0};
+  return ::poll(&p, 1, 0) == 0;
 }
 
 exec_result engine::exec(std::string_view container, const exec_options& options) const {

@@ -2,8 +2,9 @@
 # (`python3 -I -c <this> dockgate-runner`, one hijacked exec through the gate), it runs
 # each command the sidecar sends as a fresh process, as `docker exec` would, and answers
 # over the same stream. It holds no policy: the commands (the cell's `timeout ... python3`,
-# the kill sweep, the outputs listing) are the sidecar's, byte for byte those of its plain
-# exec path.
+# `cat` of an artifact) are the sidecar's, byte for byte those of its plain exec path; the
+# kill sweep, the OOM count and the outputs listing are that path's scripts done here,
+# step for step.
 #
 # Invariants it keeps:
 # - Its protocol fds are private: fds 0, 1 and 2 become /dev/null, the request and answer
@@ -23,14 +24,17 @@
 #     a cell, as the sidecar's plain path runs it in two execs: the OOM-kill count and
 #     the outputs listing recorded (also to the two files, for a plain clean-up should
 #     this runner fail), the code written to `cell`, argv (`timeout ... python3 cell`)
-#     run; then the sweep (the sidecar's kill_cell_processes, as a shell script), the
-#     files removed, the count and listing taken again.
+#     run; then the kill sweep, the files removed, the count and listing taken again.
+#     The sweep is the runner's own (kill_sweep(): the sidecar's kill_cell_processes,
+#     step for step, without a shell to start) when the sweep list is empty, as the
+#     sidecar sends it; otherwise that command is run (the unit tests' harmless stand-in).
 # Answers (stdout): u8 kind, u32 length, payload; kinds H (hello), S (started), O/E
 # (stdout/stderr bytes), X ("<exit code> <stdout dropped> <stderr dropped>"), then for a
 # cell L (the clean-up's listing, in pieces) and D (done).
 import ctypes
 import os
 import selectors
+import signal
 import stat
 import struct
 import subprocess
@@ -143,6 +147,62 @@ def listing(top):
     return b"".join(out)
 
 
+# The sidecar's kill sweep (cells.cpp kill_cell_processes), done in this process: every
+# process of the container but its init (PID 1), its `sleep` and this runner is killed.
+# The `sleep` is the child of PID 1 with the earliest start time, judged only from a whole
+# stat line (its first line, as `read` takes it: a cell may put a newline, `) ` or `*` in
+# its comm): fields after the last ") " split on space, tab and newline, at least 20 of
+# them, the parent "1", a decimal start time; the first of equals in the order of
+# /proc/[0-9]* (bytes). Then up to 8 passes: all stopped at once (kill(-1) spares the
+# caller and PID 1), each other PID killed, all continued; a pass that killed nothing
+# ends it. The shell's own PID, which it spares, does not exist here; the runner (its
+# parent, which it spares) is the caller.
+def kill_sweep():
+    def pids():
+        return sorted(n for n in os.listdir(b"/proc") if n[:1].isdigit())
+
+    keep, kept_start = None, None
+    for pid in pids():
+        try:
+            with open(b"/proc/" + pid + b"/stat", "rb") as f:
+                line = f.readline()
+        except OSError:
+            continue
+        if not line.endswith(b"\n"):
+            continue  # `read` fails at EOF without a newline
+        rest = line[:-1]
+        cut = rest.rfind(b") ")
+        if cut >= 0:
+            rest = rest[cut + 2:]
+        fields = [f for f in rest.replace(b"\t", b" ").replace(b"\n", b" ").split(b" ") if f]
+        if len(fields) < 20 or fields[1] != b"1" or not fields[19].isdigit():
+            continue
+        start = int(fields[19])
+        if kept_start is None or start < kept_start:
+            keep, kept_start = pid, start
+    me = str(os.getpid()).encode()
+    for _ in range(8):
+        try:
+            os.kill(-1, signal.SIGSTOP)
+        except OSError:
+            pass
+        found = False
+        for pid in pids():
+            if pid in (b"1", me, keep):
+                continue
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+                found = True
+            except OSError:
+                pass
+        try:
+            os.kill(-1, signal.SIGCONT)
+        except OSError:
+            pass
+        if not found:
+            break
+
+
 def write_file(path, data):
     try:
         with open(path, "wb") as f:
@@ -172,8 +232,11 @@ def cell(argv, code, cell_path, before_file, oom_file, outputs, sweep, cap, send
         send(b"S")
         send(b"E", ("cannot create %s: %s\n" % (os.fsdecode(cell_path), failed.strerror)).encode()[:cap])
         send(b"X", b"125 0 0")
-    subprocess.run(sweep, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                   close_fds=True, start_new_session=True)
+    if sweep:
+        subprocess.run(sweep, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                       close_fds=True, start_new_session=True)
+    else:
+        kill_sweep()
     remove(cell_path)
     oom_after = oom_count()
     after = listing(outputs)

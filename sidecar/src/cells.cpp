@@ -35,21 +35,25 @@ constexpr std::string_view oom_count =
 // once (kill(-1) walks the process table in the kernel, and a stopped process cannot fork
 // or change its PID), then each killed, then the sleep resumed; repeated until a pass
 // finds nothing. Builtins only (dash): the sweep itself adds nothing to the table.
-// Run by the cell runner, the sweep spares its shell's parent too: that is the runner
-// (a plain exec's shell has no parent in the container's PID namespace: $PPID is 0).
+// The cell runner does this sweep itself, step for step (runner.py kill_sweep()), sparing
+// itself where the shell spares its own PID.
+// A stat line is the cell's to shape through its comm (up to 15 bytes, a newline or `) `
+// or `*` included: /proc/self/comm is writable): fields are split with globbing off, and a
+// line that is not a whole stat line (20 fields after the comm, a decimal start time) is
+// no candidate. Without that a comm such as "x) 1 1\n" made `shift 19` fail, which ends a
+// non-interactive dash, sweep and all, and "x) 1 /*/*" made a cell's process the one kept.
 constexpr std::string_view kill_sweep_head =
-    "keep=; kt=; for d in /proc/[0-9]*; do read -r st < $d/stat 2>/dev/null || continue; set -- ${st##*) }; "
-    "[ \"$2\" = 1 ] || continue; shift 19; if [ -z \"$kt\" ] || [ \"$1\" -lt \"$kt\" ]; then keep=${d#/proc/}; kt=$1; fi; done; "
+    "keep=; kt=; for d in /proc/[0-9]*; do read -r st < $d/stat 2>/dev/null || continue; set -f; set -- ${st##*) }; set +f; "
+    "[ \"$2\" = 1 ] && [ $# -ge 20 ] || continue; shift 19; case $1 in ''|*[!0-9]*) continue;; esac; "
+    "if [ -z \"$kt\" ] || [ \"$1\" -lt \"$kt\" ]; then keep=${d#/proc/}; kt=$1; fi; done; "
     "for pass in 1 2 3 4 5 6 7 8; do kill -STOP -1 2>/dev/null; found=0; "
     "for d in /proc/[0-9]*; do p=${d#/proc/}; [ \"$p\" = 1 ] || [ \"$p\" = $$ ] || [ \"$p\" = \"$keep\" ] ";
-constexpr std::string_view kill_sweep_spare_runner = "|| [ \"$p\" = \"$PPID\" ] ";
 constexpr std::string_view kill_sweep_tail =
     "&& continue; "
     "kill -9 \"$p\" 2>/dev/null && found=1; done; kill -CONT -1 2>/dev/null; [ $found = 0 ] && break; done;";
 
-std::string kill_cell_processes(bool from_runner) {
-  return std::string(kill_sweep_head) + (from_runner ? std::string(kill_sweep_spare_runner) : std::string()) +
-         std::string(kill_sweep_tail);
+std::string kill_cell_processes() {
+  return std::string(kill_sweep_head) + std::string(kill_sweep_tail);
 }
 
 struct cell_listing {
@@ -158,7 +162,8 @@ http_reply service::run_cell(const http_request& r, cell_events& events) {
   run.timeout = std::chrono::milliseconds(ms) + 15s;  // the host-side wall clock
   if (events.active()) run.on_output = [&events](int stream, std::string_view data) { events.output(stream, data); };
 
-  // The runner: started by the session's first cell; dropped for good at its first fault.
+  // The runner: started with the session's container (make_workspace), else by its first
+  // cell; dropped for good at its first fault.
   auto drop_runner = [&](std::string_view why) {
     std::cerr << "dockgate-sidecar: session " << s->id << ": cell runner dropped (" << why << "), plain execs from now on"
               << std::endl;
@@ -178,7 +183,7 @@ http_reply service::run_cell(const http_request& r, cell_events& events) {
   // again. After a runner fault this is a plain exec, whose sweep ends the runner too.
   auto cleanup_cmd = [&]() -> std::vector<std::string> {
     return {"sh", "-c",
-            kill_cell_processes(false) + " rm -f " + shell_quote(cell) + "; " + std::string(oom_count) + "; cat " +
+            kill_cell_processes() + " rm -f " + shell_quote(cell) + "; " + std::string(oom_count) + "; cat " +
                 shell_quote(oom_file) + " 2>/dev/null; cat " + shell_quote(before_file) + " 2>/dev/null; printf '\\0'; " +
                 std::string(find_outputs) + "; rm -f " + shell_quote(before_file) + " " + shell_quote(oom_file)};
   };
@@ -200,7 +205,7 @@ http_reply service::run_cell(const http_request& r, cell_events& events) {
                   before_file,
                   oom_file,
                   std::string(outputs_dir),
-                  {"sh", "-c", kill_cell_processes(true)}};
+                  {}};  // the sweep: the runner's own (kill_sweep), no shell to start
     auto ran = s->runner->run_cell(c, run.max_stdout, run.timeout, run.on_output, listing_cap, 15s);
     elapsed = std::chrono::steady_clock::now() - started;
     if (ran.run.state == cell_runner::outcome::done) {

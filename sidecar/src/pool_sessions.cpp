@@ -113,31 +113,28 @@ std::optional<pooled_container> service::pool_create(std::string& error, bool& f
     error = "start failed: " + (started.status ? started.body : started.error);
     return std::nullopt;
   }
-  // The workspace a new session starts with (create_session makes it for a cold one).
-  error = make_workspace(c.id);
+  // The workspace a new session starts with, and the cell runner (it makes the workspace),
+  // so that a claimed container's first cell is as fast as its next (create_session does
+  // the same for a cold one).
+  error = make_workspace(c.id, &c.runner);
   if (!error.empty()) {
     remove_container(c.id);
     return std::nullopt;
-  }
-  // The cell runner too, so that a claimed container's first cell is as fast as its next.
-  if (config_.cell_runner) {
-    std::string why;
-    c.runner = cell_runner::start(docker_, c.id, 20s, &why);
-    if (!c.runner) std::cerr << "dockgate-sidecar: warm container " << c.id.substr(0, 12) << ": cell runner not started (" << why << "); its first cell will start one" << std::endl;
   }
   return c;
 }
 
 // A warm container for a request, checked to be running (one that died in the pool is
 // removed and the next is tried); nullopt when the pool has none within `wait` (it waits
-// only while a container is being made).
+// only while a container is being made). Its idle runner says it runs without a Docker
+// round trip (runner.hpp idle()); without one, or when unsure, the engine is asked.
 std::optional<pooled_container> service::claim_warm(std::chrono::milliseconds wait) {
   if (!pool_) return std::nullopt;
   const auto deadline = std::chrono::steady_clock::now() + wait;
   while (auto c = pool_->claim(std::chrono::duration_cast<std::chrono::milliseconds>(
              std::max(deadline - std::chrono::steady_clock::now(),
                       std::chrono::steady_clock::duration::zero())))) {
-    if (running(c->id)) return c;
+    if ((c->runner && c->runner->idle()) || running(c->id)) return c;
     remove_container(c->id);
   }
   return std::nullopt;

@@ -74,7 +74,7 @@ struct runner_cell {
   std::vector<std::string> argv;  // `sh -c 'exec timeout --kill-after=2s <T>s python3 <cell>'`
   std::string_view code;
   std::string cell, before_file, oom_file, outputs;  // paths in the container
-  std::vector<std::string> sweep;                    // the kill sweep's command
+  std::vector<std::string> sweep;  // the kill sweep's command; empty: the runner's own (kill_sweep)
 };
 
 class cell_runner {
@@ -115,6 +115,10 @@ class cell_runner {
                        const std::function<void(int, std::string_view)>& on_output,
                        std::size_t listing_cap, std::chrono::milliseconds cleanup_timeout);
   bool usable() const { return stream_.has_value(); }
+  // Open, and nothing came from the runner since its last answer, not even EOF (asked
+  // without waiting; false whenever unsure, e.g. over TLS). The runner is a process of its
+  // container, and a stopped container's exec streams end: an idle runner's container runs.
+  bool idle() const { return stream_ && frames_.buffered() == 0 && stream_->quiet(); }
   // Ends the stream (the runner reads EOF and exits when idle).
   void close() { stream_.reset(); }
 

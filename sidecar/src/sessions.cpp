@@ -14,6 +14,7 @@
 #include "dockgate/sidecar/archive.hpp"
 #include "pool.hpp"
 #include "request.hpp"
+#include "runner.hpp"
 
 namespace dockgate::sidecar {
 
@@ -214,8 +215,10 @@ http_reply service::create_session(const http_request& r) {
   s->container = container_id;
   s->pooled = warm.has_value();
   if (warm) s->runner = std::move(warm->runner);  // under no lock yet: nobody else has s
-  if (!warm) {  // (a warm one was given its workspace in the pool)
-    if (auto error = make_workspace(container_id); !error.empty()) {
+  if (!warm) {  // (a warm one was given its workspace, and its runner, in the pool)
+    // The runner the first cell would start is started now and makes the folders: the
+    // session's first answer waits for one exec, not two.
+    if (auto error = make_workspace(container_id, &s->runner); !error.empty()) {
       remove_container(container_id);
       return detail(500, error);
     }
@@ -460,8 +463,26 @@ void service::start_reaper() {
 }
 
 
-std::string service::make_workspace(const std::string& container) {
-  auto mk = run_in(container, {"mkdir", "-p", "/workspace/uploads", "/workspace/outputs", "/workspace/skills"}, 20s);
+std::string service::make_workspace(const std::string& container, std::shared_ptr<cell_runner>* runner) {
+  // Before the answer that names the session: no request can touch the folders earlier.
+  const std::vector<std::string> mkdir = {"mkdir", "-p", "/workspace/uploads", "/workspace/outputs", "/workspace/skills"};
+  if (runner && config_.cell_runner) {
+    // The same command through the runner (its own process, as the session user, like the
+    // exec's); a runner that fails here is closed and the exec below says why, if anything.
+    std::string why;
+    if (auto started = cell_runner::start(docker_, container, 20s, &why)) {
+      auto made = started->run(mkdir, {}, 64 * 1024, 20s, nullptr);
+      if (made.state == cell_runner::outcome::done && made.result.exit_code == 0) {
+        *runner = std::move(started);
+        return {};
+      }
+      started->close();
+      why = made.state == cell_runner::outcome::done ? "mkdir exit " + std::to_string(made.result.exit_code) : made.why;
+    }
+    std::cerr << "dockgate-sidecar: container " << container.substr(0, 12) << ": cell runner not started (" << why
+              << "); its first cell will start one" << std::endl;
+  }
+  auto mk = run_in(container, mkdir, 20s);
   if (mk.started && mk.exit_code == 0) return {};
   return "workspace init failed: " + (mk.error.empty() ? mk.stderr_data : mk.error);
 }

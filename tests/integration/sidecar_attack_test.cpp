@@ -43,6 +43,42 @@ print('spawned')
   CHECK(field(sidecar.call("POST", "/exec", exec_body(sid, "print(1)", 10000)).body, "stdout") == "1\n");
 }
 
+TEST_CASE("cells: a process cannot hide from the kill sweep behind a forged comm (both paths)",
+          "[integration][sidecar][cells]") {
+  proxy_process proxy("compose/policies/sandbox.json");
+  sidecar_process fast(proxy);
+  sidecar_process plain(proxy, {"SANDBOX_CELL_RUNNER=0", "SANDBOX_INSTANCE=plain" + fast.port()});
+  // Left-behind children of PID 1 whose comm (/proc/self/comm, up to 15 bytes) cuts their
+  // stat line short: "x) 1 1\n" once made the sweep's `shift 19` end its shell before it
+  // killed anything; "x) 1 /*/*\n" expanded to a glob and could be taken for the kept sleep.
+  const std::string hide = R"(import os, time
+for comm in ('x) 1 1\n', 'x) 1 /*/*\n', 'x) 1 /*/*/*\n'):
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            open('/proc/self/comm', 'w').write(comm)
+            time.sleep(1000)
+        os._exit(0)
+time.sleep(0.3)
+print('hidden')
+)";
+  for (const auto* sidecar : {&fast, &plain}) {
+    const std::string sid = new_session(*sidecar);
+    const std::string container = "dockgate-sbx-" + sid;
+    for (int round = 0; round < 2; ++round) {
+      auto ran = sidecar->call("POST", "/exec", exec_body(sid, hide, 10000));
+      INFO(ran.body);
+      REQUIRE(field(ran.body, "stdout") == "hidden\n");
+      const std::string left = processes(container);
+      INFO(left);
+      CHECK(left == std::string("/sbin/docker-init -- sleep infinity\nsleep infinity\n") +
+                        (sidecar == &fast ? "<runner>\n" : ""));
+    }
+    CHECK(field(sidecar->call("POST", "/exec", exec_body(sid, "print(1)", 10000)).body, "stdout") == "1\n");
+    sidecar->call("DELETE", "/sessions/" + sid, "");
+  }
+}
+
 TEST_CASE("cells: artifact names cannot forge the listing, limits hold whatever it says", "[integration][sidecar][cells]") {
   proxy_process proxy("compose/policies/sandbox.json");
   sidecar_process sidecar(proxy, {"SANDBOX_MAX_ARTIFACT_BYTES=1000"});

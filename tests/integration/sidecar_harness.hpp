@@ -165,4 +165,24 @@ inline int exec_creates(const std::string& container, const std::string& since, 
 }
 
 
+// The exec_create events between two stamps whose command is `mkdir` (the workspace's
+// folders made by an exec of their own).
+inline int mkdir_execs(const std::string& container, const std::string& since, const std::string& until) {
+  auto r = run(direct() + " events --since " + since + " --until " + until + " --filter container=" + container +
+               " --filter event=exec_create --format '{{.Action}}' | grep -c '^exec_create: mkdir '");
+  return std::atoi(r.output.c_str());
+}
+
+// The session's workspace folders as the daemon's own exec (the session user) sees them:
+// "<path> <uid>:<gid> <mode> <type>" a line.
+inline std::string workspace_folders(const std::string& container) {
+  return run(direct() + " exec " + container +
+             " stat -c '%n %u:%g %a %F' /workspace/uploads /workspace/outputs /workspace/skills 2>&1")
+      .output;
+}
+
+inline const std::string made_folders =
+    "/workspace/uploads 1000:1000 755 directory\n/workspace/outputs 1000:1000 755 directory\n"
+    "/workspace/skills 1000:1000 755 directory\n";
+
 }  // namespace dockgate::test

@@ -162,6 +162,38 @@ TEST_CASE(
   CHECK(wait_for_pool(instance, 1, still).size() == 1);
 }
 
+TEST_CASE("sidecar pool: a claim asks the engine nothing about a warm container whose runner is idle; a dead one is never handed out",
+          "[integration][sidecar][pool]") {
+  proxy_process proxy("compose/policies/sandbox.json");
+  const std::string instance = unique_name("poolchk").substr(0, 30);
+  sidecar_process sidecar(proxy, {"SANDBOX_INSTANCE=" + instance, "SANDBOX_WARM_POOL=1"});
+  auto warm = wait_for_pool(instance, 1);
+  REQUIRE(warm.size() == 1);
+  std::this_thread::sleep_for(1s);  // its runner is started after it runs
+  // A hit: its runner is open and quiet, so the container runs: no inspect of it.
+  const std::string sid = sid_of(sidecar.create());
+  CHECK(id_of("dockgate-sbx-" + sid) == warm[0]);
+  CHECK(field(sidecar.exec(sid, "print(1)"), "stdout") == "1\n");
+  std::this_thread::sleep_for(1500ms);  // the gate writes its audit lines every second
+  const std::string audit = proxy.audit_log();
+  CHECK(audit.find("/containers/" + warm[0] + "/exec") != std::string::npos);  // (its runner's)
+  CHECK(audit.find("/containers/" + warm[0] + "/json") == std::string::npos);
+  CHECK(audit.find("/containers/dockgate-sbx-" + sid + "/json") == std::string::npos);
+
+  // A warm container that stopped in the pool (its runner's stream ended with it): the
+  // engine is asked, and the request gets a live container of its own.
+  auto next = wait_for_pool(instance, 1, {warm[0]});
+  REQUIRE(next.size() == 1);
+  std::this_thread::sleep_for(1s);
+  run(direct() + " kill " + next[0]);
+  const std::string sid2 = sid_of(sidecar.create());
+  CHECK(id_of("dockgate-sbx-" + sid2) != next[0]);
+  CHECK(proxy.audit_contains("/containers/" + next[0] + "/json"));
+  CHECK(field(sidecar.exec(sid2, "print(2)"), "stdout") == "2\n");
+  sidecar.call("DELETE", "/sessions/" + sid, "");
+  sidecar.call("DELETE", "/sessions/" + sid2, "");
+}
+
 TEST_CASE("sidecar pool: a warm container is hardened exactly as a cold session container",
           "[integration][sidecar][pool]") {
   proxy_process proxy("compose/policies/sandbox.json");

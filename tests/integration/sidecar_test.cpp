@@ -82,6 +82,51 @@ TEST_CASE("sidecar: auth, health, a session that runs python, files, artifacts",
   CHECK(sidecar.call("POST", "/exec", "{\"session_id\":\"" + sid + "\",\"code\":\"print(1)\"}").status == 404);
 }
 
+TEST_CASE("sidecar: a new session's workspace folders exist when it is answered; a cold one makes no exec for them",
+          "[integration][sidecar][workspace]") {
+  proxy_process proxy("compose/policies/sandbox.json");
+  sidecar_process cold(proxy, {"SANDBOX_WARM_POOL=0"});
+  sidecar_process plain(proxy, {"SANDBOX_WARM_POOL=0", "SANDBOX_CELL_RUNNER=0", "SANDBOX_INSTANCE=plain" + cold.port()});
+  sidecar_process warm(proxy, {"SANDBOX_WARM_POOL=1", "SANDBOX_INSTANCE=warm" + cold.port()});
+
+  // A cold session: its runner is started with it and makes the folders; the first answer
+  // waited for that one exec, none for mkdir, and the first cell ran on that runner.
+  const std::string t0 = now_stamp();
+  const std::string sid = new_session(cold);
+  const std::string container = "dockgate-sbx-" + sid;
+  const std::string t1 = now_stamp();
+  CHECK(workspace_folders(container) == made_folders);  // before any cell
+  CHECK(processes(container) == "/sbin/docker-init -- sleep infinity\nsleep infinity\n<runner>\n");
+  const std::string t2 = now_stamp();
+  CHECK(field(cold.exec(sid, "import os\nprint(sorted(os.listdir('/workspace')))"), "stdout") ==
+        "['outputs', 'skills', 'uploads']\n");
+  const std::string t3 = now_stamp();
+  CHECK(exec_creates(container, t0, t1) == 1);
+  CHECK(mkdir_execs(container, t0, t3) == 0);
+  CHECK(exec_creates(container, t2, t3) == 0);
+  // A file upload right after create lands in them.
+  const std::string sid2 = new_session(cold);
+  CHECK(cold.call("POST", "/files", "{\"session_id\":\"" + sid2 + "\",\"path\":\"uploads/a.txt\",\"data_base64\":\"YQ==\"}")
+            .status == 200);
+  CHECK(workspace_folders("dockgate-sbx-" + sid2) == made_folders);
+
+  // Without the runner the folders are one exec of their own, made the same.
+  const std::string t4 = now_stamp();
+  const std::string plain_sid = new_session(plain);
+  CHECK(mkdir_execs("dockgate-sbx-" + plain_sid, t4, now_stamp()) == 1);
+  CHECK(workspace_folders("dockgate-sbx-" + plain_sid) == made_folders);
+
+  // A warm container's, made while it waited, are the same.
+  for (int i = 0; i < 100 && run(direct() + " ps -q --filter label=sandbox.instance=warm" + cold.port()).output.empty(); ++i)
+    std::this_thread::sleep_for(100ms);
+  std::this_thread::sleep_for(1s);
+  const std::string warm_sid = new_session(warm);
+  CHECK(workspace_folders("dockgate-sbx-" + warm_sid) == made_folders);
+
+  for (const auto& [sc, id] : {std::pair{&cold, sid}, {&cold, sid2}, {&plain, plain_sid}, {&warm, warm_sid}})
+    sc->call("DELETE", "/sessions/" + id, "");
+}
+
 TEST_CASE("sidecar: timeouts kill every process of the cell, output is capped", "[integration][sidecar]") {
   proxy_process proxy("compose/policies/sandbox.json");
   sidecar_process sidecar(proxy);

@@ -61,11 +61,18 @@ TEST_CASE("FUSE workspaces: the AIStor contract through the sidecar and the gate
   proxy_process proxy(fs.policy);
   sidecar_process sidecar(proxy, fs.env());
 
+  const std::string t0 = now_stamp();
   auto created = sidecar.create(R"({"archive_key":"conv-a"})");
+  const std::string t1 = now_stamp();
   INFO(created.body << sidecar.log());
   REQUIRE(created.status == 200);
   const std::string sid = field(created.body, "session_id");
   const std::string mountpoint = fs.root + "/" + sid;
+  // The workspace's folders are there when the session is answered, the session user's,
+  // made by its cell runner (started with it): one exec, none for mkdir.
+  CHECK(exec_creates("dockgate-sbx-" + sid, t0, t1) == 1);
+  CHECK(mkdir_execs("dockgate-sbx-" + sid, t0, t1) == 0);
+  CHECK(workspace_folders("dockgate-sbx-" + sid) == made_folders);
   // The daemon's record: /workspace is the bind of this session's mount, nothing else.
   CHECK(run(direct() + " inspect --format '{{range .Mounts}}{{.Type}} {{.Source}} {{.Destination}};{{end}}' dockgate-sbx-" + sid)
             .output == "bind " + mountpoint + " /workspace;\n");

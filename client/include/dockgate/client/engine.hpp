@@ -67,6 +67,10 @@ class exec_stream {
   // `max_payload`. The stream is not usable after an error.
   std::optional<frame> read(clock_type::time_point deadline, std::size_t max_payload, read_error& error);
   void shutdown_write() { connection_.shutdown_write(); }
+  // Nothing came from the other side since the last read, and it has not closed: no byte
+  // buffered or readable, no EOF (asked without waiting). False whenever unsure: under TLS
+  // a readable record may hold no data, so a TLS stream is never said to be quiet.
+  bool quiet() const;
   const std::string& id() const { return id_; }
 
  private:

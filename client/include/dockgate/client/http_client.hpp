@@ -64,6 +64,7 @@ class connection {
   // End of our side: stdin EOF for a hijacked exec (close_notify under TLS).
   void shutdown_write();
   int fd() const { return fd_; }
+  bool tls() const { return ssl_ != nullptr; }
 
  private:
   explicit connection(int fd) : fd_(fd) {}

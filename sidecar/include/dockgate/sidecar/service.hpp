@@ -104,8 +104,8 @@ class service {
     std::optional<std::string> restored_generation;
     std::atomic<bool> terminating{false};
     bool fuse = false;  // /workspace is its own FUSE mount (dockgate-mount), bound by the gate
-    // The in-container cell runner (cells.cpp, runner.hpp), started by the session's first
-    // cell; after its first fault it is dropped and never started again (runner_refused).
+    // The in-container cell runner (cells.cpp, runner.hpp), started with the session's
+    // container (make_workspace), else by its first cell; after its first fault it is dropped and never started again (runner_refused).
     // Both under `lock`.
     std::shared_ptr<cell_runner> runner;
     bool runner_refused = false;
@@ -143,8 +143,11 @@ class service {
                              std::chrono::milliseconds timeout, std::string stdin_data = {}, bool attach_stdin = false,
                              std::vector<std::string> env = {}, std::size_t max_out = 64 * 1024 * 1024);
   // The workspace a new session starts with (uploads, outputs, skills), made in a
-  // started container; the error ("" when made).
-  std::string make_workspace(const std::string& container);
+  // started container as the session user; the error ("" when made). With `runner` (and
+  // SANDBOX_CELL_RUNNER on) the container's cell runner is started now and makes them:
+  // no exec of their own; it is left in *runner. Otherwise (or if the runner does not come
+  // up) one exec makes them.
+  std::string make_workspace(const std::string& container, std::shared_ptr<cell_runner>* runner = nullptr);
   // The body of a session's container create. `pool`: a warm pool container's (no
   // request's labels); `claim_of`: the claim record of that pool container for `s`.
   enum class body_kind { session, pool, claim };
