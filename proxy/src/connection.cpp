@@ -772,7 +772,7 @@ net::awaitable<connection::outcome> connection::relay_stream() {
   // A stream that goes on (events, logs, wait): no coroutine waits for it. Two plain
   // callbacks do, on the daemon's side and on the client's, and the connection object is
   // all a held stream costs; bytes from the daemon start a short coroutine that relays
-  // them and goes back to waiting (see hold()).
+  // them and goes back to waiting (wait_upstream, relay_available).
   ctx_.stats.stream(+1);
   stream_waiting_ = true;
   if (!response_head_pending_) std::string().swap(out_);  // the head has gone out
@@ -804,38 +804,34 @@ void connection::upstream_failed(beast::error_code ec) {
   upstream_done();
 }
 
-// What the daemon has now, relayed as it comes; when it has nothing more, back to
-// waiting with no block held.
+// What the daemon has now, relayed as it comes (one recv(2) per read, never waiting);
+// when it has nothing more, back to waiting in a callback with no block held.
 net::awaitable<void> connection::relay_available() {
   try {
     while (!relay_failed_ && !stream_ended_ && !client_gone_) {
-      auto [ec, n] = co_await read_now(*upstream_, net::buffer(response_.get(), response_.size()));
-      if (ec) {
+      const ssize_t n = ::recv(upstream_->native_handle(), response_.get(), response_.size(), MSG_DONTWAIT);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
         response_.release();
-        upstream_failed(ec);
-        co_return;
-      }
-      response_begin_ = 0;
-      response_end_ = n;
-      co_await relay_buffered_stream();
-      response_.release();
-      if (!relay_failed_ && !stream_ended_ && !client_gone_ && !upstream_readable()) {
         wait_upstream();
         co_return;
       }
+      if (n <= 0) {
+        response_.release();
+        upstream_failed(n == 0 ? beast::error_code(net::error::eof)
+                               : beast::error_code(errno, boost::system::system_category()));
+        co_return;
+      }
+      response_begin_ = 0;
+      response_end_ = static_cast<std::size_t>(n);
+      co_await relay_buffered_stream();
     }
   } catch (const std::exception& e) {
     ctx_.log->error("client {}: stream failed: {}", client_id_, e.what());
-    response_.release();
     relay_failed_ = true;
   }
+  response_.release();
   upstream_done();
-}
-
-bool connection::upstream_readable() {
-  char c;
-  const ssize_t n = ::recv(upstream_->native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
-  return n > 0 || (n == 0) || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
 }
 
 // The daemon's side is over (ended, failed, or cancelled because the client went): the

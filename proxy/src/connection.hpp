@@ -89,7 +89,6 @@ class connection {
   // the connection to resume(), which ends the stream (end_stream) and goes on.
   void wait_upstream();
   net::awaitable<void> relay_available();
-  bool upstream_readable();
   void upstream_failed(beast::error_code ec);
   void upstream_done();
   void stream_over();
