@@ -87,8 +87,9 @@ TEST_CASE("the memory of held streams goes back to the system once they close", 
                          << " after they closed");
   REQUIRE(before > 0);
   REQUIRE(holding - before > streams);  // each stream costs something while held
-  // Without the descriptor slab (proxy/descriptor_slab.cpp), asio's per-socket states pin
-  // the heap pages of the crowd and ~70% of the growth stays; with it, what stays is asio's
-  // 2 states per socket (~350 B) and a little heap.
-  CHECK(after - before < (holding - before) / 3);
+  // What stays is asio's 2 states per socket (~350 B, kept for reuse) and a little heap:
+  // ~1.1-1.3 KiB per stream in the dev build. Without the descriptor slab
+  // (proxy/descriptor_slab.cpp) those states pin the heap pages of the crowd and 2.8-3.6
+  // KiB per stream stay.
+  CHECK(after - before < 2 * streams);
 }
