@@ -775,7 +775,11 @@ net::awaitable<connection::outcome> connection::relay_stream() {
   // them and goes back to waiting (wait_upstream, relay_available).
   ctx_.stats.stream(+1);
   stream_waiting_ = true;
-  if (!response_head_pending_) std::string().swap(out_);  // the head has gone out
+  // What only built the request that has gone (its head, target and query: the events
+  // filter a profile adds makes them ~120 bytes each) is not kept for the stream's life.
+  if (!response_head_pending_) std::string().swap(out_);
+  std::string().swap(target_);
+  std::string().swap(query_);
   response_.release();
   watch_client();
   wait_upstream();
