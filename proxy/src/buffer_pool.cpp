@@ -3,6 +3,7 @@
 #include <malloc.h>
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <new>
 
 namespace dockgate::proxy {
@@ -30,6 +31,7 @@ buffer_pool::~buffer_pool() {
 char* buffer_pool::acquire() {
   ++in_use_;
   ++acquired_;
+  high_water_ = std::max(high_water_, in_use_);
   if (free_.empty()) return new_block();
   char* b = free_.back();
   free_.pop_back();
@@ -38,12 +40,20 @@ char* buffer_pool::acquire() {
 
 void buffer_pool::release(char* block) {
   --in_use_;
-  if (free_.size() >= keep || free_.size() >= in_use_ + spare) {
-    free_block(block);
-    freed_since_trim_ += block_size;
-    return;
-  }
+  if (free_.size() >= keep) return free_block(block);
   free_.push_back(block);
+}
+
+bool buffer_pool::settle() {
+  const std::size_t wanted = high_water_ + spare > in_use_ ? high_water_ + spare - in_use_ : 0;
+  bool freed = false;
+  while (free_.size() > wanted) {
+    free_block(free_.back());
+    free_.pop_back();
+    freed = true;
+  }
+  high_water_ = in_use_;
+  return freed;
 }
 
 void buffer_pool::trim() {
@@ -51,13 +61,6 @@ void buffer_pool::trim() {
   free_.clear();
   free_.shrink_to_fit();
   ::malloc_trim(0);
-  freed_since_trim_ = 0;
-}
-
-void buffer_pool::return_freed_memory() {
-  if (freed_since_trim_ < trim_after) return;
-  ::malloc_trim(0);  // what the burst's connections freed besides the blocks
-  freed_since_trim_ = 0;
 }
 
 }  // namespace dockgate::proxy

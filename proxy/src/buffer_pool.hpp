@@ -22,12 +22,14 @@ class buffer_pool {
 
   char* acquire();
   void release(char* block);
-  // Frees the blocks nobody holds and returns the heap's free memory to the system (when
-  // the proxy goes idle after a load).
+  // Once a second (the watchdog): cached blocks beyond what the last second needed at
+  // most (plus `spare`) go back to the system; a steady load keeps its blocks, and the
+  // blocks of a burst are gone a second or two after it. True when blocks were freed
+  // (the heap is worth trimming too: the burst's connections freed memory there).
+  bool settle();
+  // Frees every cached block and returns the heap's free memory to the system (when
+  // the proxy has gone idle).
   void trim();
-  // After a burst that freed blocks beyond the cache (1000 streams answered at once, now
-  // waiting with no block), the heap's free pages go back to the system.
-  void return_freed_memory();
   std::size_t in_use() const { return in_use_; }
   std::size_t cached() const { return free_.size(); }
   // True when no block was taken since the last call: the proxy moved no bytes between
@@ -41,14 +43,10 @@ class buffer_pool {
  private:
   std::vector<char*> free_;
   std::size_t in_use_ = 0;
+  std::size_t high_water_ = 0;                // blocks in use at most since the last settle()
   std::size_t acquired_ = 0, looked_at_ = 0;  // blocks taken ever, and at the last look
-  std::size_t freed_since_trim_ = 0;  // bytes
-  static constexpr std::size_t trim_after = 1024 * 1024;
-  // Blocks kept for reuse: as many as are in use now plus `spare`, at most `keep`. A
-  // steady load finds its blocks here; after a burst (1000 streams answered, now waiting
-  // with no block) the rest are freed at once and the heap trimmed at the next
-  // watchdog tick, not kept for the next burst.
   static constexpr std::size_t spare = 16;
+  // Blocks cached at most, whatever the load.
   static constexpr std::size_t keep = 256;
 };
 

@@ -1,6 +1,7 @@
 // Listeners, signals and graceful shutdown.
 #include "dockgate/proxy/server.hpp"
 
+#include <malloc.h>
 #include <netdb.h>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
@@ -333,7 +334,7 @@ net::awaitable<void> watch_deadlines(proxy_context& ctx, net::steady_timer& time
     // 1000 streams opened in 0.4 s, counts: the pool counts what was taken.)
     const bool untouched = ctx.buffers.untouched_since_last_look();
     if (ctx.buffers.in_use() > 0 || !untouched) {
-      ctx.buffers.return_freed_memory();
+      if (ctx.buffers.settle()) ::malloc_trim(0);  // a burst has passed
     } else if (ctx.buffers.cached() > 0 || !ctx.spare_heads.empty() || n * 2 + 16 < peak) {
       ctx.buffers.trim();
       ctx.spare_heads.clear();
