@@ -30,7 +30,6 @@ buffer_pool::~buffer_pool() {
 
 char* buffer_pool::acquire() {
   ++in_use_;
-  ++acquired_;
   high_water_ = std::max(high_water_, in_use_);
   if (free_.empty()) return new_block();
   char* b = free_.back();

@@ -32,19 +32,13 @@ class buffer_pool {
   void trim();
   std::size_t in_use() const { return in_use_; }
   std::size_t cached() const { return free_.size(); }
-  // True when no block was taken since the last call: the proxy moved no bytes between
-  // two looks (a second apart, from the watchdog).
-  bool untouched_since_last_look() {
-    const bool untouched = acquired_ == looked_at_;
-    looked_at_ = acquired_;
-    return untouched;
-  }
+  // No block was in use at any time since the last settle(): the proxy moved no bytes.
+  bool quiet() const { return high_water_ == 0; }
 
  private:
   std::vector<char*> free_;
   std::size_t in_use_ = 0;
-  std::size_t high_water_ = 0;                // blocks in use at most since the last settle()
-  std::size_t acquired_ = 0, looked_at_ = 0;  // blocks taken ever, and at the last look
+  std::size_t high_water_ = 0;  // blocks in use at most since the last settle()
   static constexpr std::size_t spare = 16;
   // Blocks cached at most, whatever the load.
   static constexpr std::size_t keep = 256;

@@ -860,15 +860,15 @@ void connection::stream_over() {
 
 net::awaitable<void> connection::resume(std::unique_ptr<connection> self) {
   connection& c = *self;
-  ended e = ended::closed;
+  c.ctx_.stats.stream(-1);
+  bool keep_alive = false;
   try {
-    c.ctx_.stats.stream(-1);
-    if (co_await c.end_stream() == outcome::keep_alive) e = co_await c.run();
-    else co_await c.close_gracefully();
+    keep_alive = co_await c.end_stream() == outcome::keep_alive;
   } catch (const std::exception& ex) {
     c.ctx_.log->error("client {}: connection failed: {}", c.client_id_, ex.what());
   }
-  if (e == ended::held) self.release();
+  if (keep_alive) co_await start(std::move(self));  // the next request, as any connection's
+  else co_await c.close_gracefully();
 }
 
 // The end of a relayed stream, held or not: the daemon's end passed on, the audit line,

@@ -313,9 +313,8 @@ net::awaitable<void> shutdown_when_signalled(proxy_context& ctx, net::signal_set
 }
 
 // The one timer of the request path: about once a second every connection's deadline is
-// looked at (a store on the request path, no timer system call per request) and the
-// audit lines of that second are written. When the
-// proxy has gone idle after a load, the buffers it cached go back to the system.
+// looked at (a store on the request path, no timer system call per request), the audit
+// lines of that second are written, and memory a load left behind goes back to the system.
 net::awaitable<void> watch_deadlines(proxy_context& ctx, net::steady_timer& timer) {
   std::size_t peak = 0;  // connections at most since the last trim
   std::vector<connection*> live;
@@ -328,12 +327,12 @@ net::awaitable<void> watch_deadlines(proxy_context& ctx, net::steady_timer& time
     for (auto* c : live) c->check_deadline(now);
     const std::size_t n = ctx.connections.size();
     peak = std::max(peak, n);
-    // Quiet for a second (no block taken, none held: idle keep-alive connections and
-    // held streams alike hold none) with blocks or heads cached, or most of a crowd of
-    // connections gone: their memory goes back. (A burst between two looks, such as
-    // 1000 streams opened in 0.4 s, counts: the pool counts what was taken.)
-    const bool untouched = ctx.buffers.untouched_since_last_look();
-    if (ctx.buffers.in_use() > 0 || !untouched) {
+    // Busy: the pool keeps what the last second needed. Quiet for a second (no block in
+    // use at any time: idle keep-alive connections and held streams alike hold none) with
+    // blocks or heads cached, or most of a crowd of connections gone: their memory goes
+    // back. (A burst between two looks, such as 1000 streams opened in 0.4 s, is seen:
+    // the pool keeps its high-water mark.)
+    if (!ctx.buffers.quiet()) {
       if (ctx.buffers.settle()) ::malloc_trim(0);  // a burst has passed
     } else if (ctx.buffers.cached() > 0 || !ctx.spare_heads.empty() || n * 2 + 16 < peak) {
       ctx.buffers.trim();

@@ -29,8 +29,10 @@ TEST_CASE("buffer pool: a burst's blocks go back within two settles", "[pool]") 
   for (char* b : taken) pool.release(b);
   CHECK(pool.in_use() == 0);
   CHECK(pool.cached() == 200);
-  pool.settle();  // the burst's second: its peak is still wanted
+  CHECK_FALSE(pool.quiet());  // the burst came and went between two looks: it is seen
+  pool.settle();              // the burst's second: its peak is still wanted
   CHECK(pool.cached() == 200);
+  CHECK(pool.quiet());
   CHECK(pool.settle());  // a second with nothing in use: only the spare stays
   CHECK(pool.cached() == 16);
   CHECK_FALSE(pool.settle());
