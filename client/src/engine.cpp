@@ -96,11 +96,16 @@ std::optional<exec_stream> engine::start_exec(std::string_view container, const 
 }
 
 std::optional<exec_stream> engine::exec_attach(std::string_view container, const std::vector<std::string>& cmd,
-                                               clock_type::time_point deadline, std::string* error) const {
-  return start_exec(container,
-                    "{\"AttachStdin\":true,\"AttachStdout\":true,\"AttachStderr\":true,\"Tty\":false,\"Cmd\":" +
-                        json_string_array(cmd) + "}",
-                    deadline, error);
+                                               std::string_view user, clock_type::time_point deadline,
+                                               std::string* error) const {
+  std::string create = "{\"AttachStdin\":true,\"AttachStdout\":true,\"AttachStderr\":true,\"Tty\":false,\"Cmd\":";
+  create += json_string_array(cmd);
+  if (!user.empty()) {
+    create += ",\"User\":";
+    append_json_string(create, user);
+  }
+  create += '}';
+  return start_exec(container, create, deadline, error);
 }
 
 std::optional<exec_stream::frame> exec_stream::read(clock_type::time_point deadline, std::size_t max_payload,
@@ -149,6 +154,10 @@ exec_result engine::exec(std::string_view container, const exec_options& options
   create += ",\"AttachStdout\":true,\"AttachStderr\":true,\"Tty\":false,\"Cmd\":";
   create += json_string_array(options.cmd);
   if (!options.env.empty()) create += ",\"Env\":" + json_string_array(options.env);
+  if (!options.user.empty()) {
+    create += ",\"User\":";
+    append_json_string(create, options.user);
+  }
   create += '}';
   auto started = start_exec(container, create, deadline, &result.error);
   if (!started) return result;

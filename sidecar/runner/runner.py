@@ -10,10 +10,14 @@
 # - Its protocol fds are private: fds 0, 1 and 2 become /dev/null, the request and answer
 #   pipes move to non-inheritable fds, and every child gets its own pipes with
 #   close_fds, so user code never holds the answer stream.
-# - It is not dumpable (prctl PR_SET_DUMPABLE 0): /proc/<pid>/fd, /proc/<pid>/mem and
-#   ptrace of it need CAP_SYS_PTRACE, which the session's user lacks; a cell cannot
-#   reach its pipes through /proc either. If that cannot be set, it exits and the
-#   sidecar uses plain execs.
+# - It is not dumpable (prctl PR_SET_DUMPABLE 0), first thing: /proc/<pid>/fd,
+#   /proc/<pid>/mem and ptrace of it need CAP_SYS_PTRACE, which the session's user lacks;
+#   a cell cannot reach its pipes through /proc either. If that cannot be set, it exits
+#   and the sidecar uses plain execs. Before that line no process of the session user
+#   is alive in the container: a runner starts in a new container, or after the sidecar's
+#   plain kill sweep (cells.cpp).
+# - A cell can still signal it (same uid): stopped or killed, it answers nothing more, and
+#   the sidecar gives it up and starts another; it never answers for a cell it did not run.
 # - The sidecar trusts none of this: it bounds every frame and stops using the runner
 #   at the first thing it does not expect.
 #
@@ -28,24 +32,28 @@
 #     The sweep is the runner's own (kill_sweep(): the sidecar's kill_cell_processes,
 #     step for step, without a shell to start) when the sweep list is empty, as the
 #     sidecar sends it; otherwise that command is run (the unit tests' harmless stand-in).
-# Answers (stdout): u8 kind, u32 length, payload; kinds H (hello), S (started), O/E
+# Answers (stdout): u8 kind, u32 length, payload; kinds H (hello: "dockgate-runner 2 <PID>",
+# its PID in the container, which the sidecar looks at when it stops answering), S (started), O/E
 # (stdout/stderr bytes), X ("<exit code> <stdout dropped> <stderr dropped>"), then for a
 # cell L (the clean-up's listing, in pieces) and D (done).
 import ctypes
-import os
-import selectors
-import signal
-import stat
-import struct
-import subprocess
 import sys
+
+# Not dumpable before anything else is imported or read (see the invariants above).
+if ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0) != 0:  # PR_SET_DUMPABLE
+    sys.exit(3)
+
+import os  # noqa: E402
+import selectors  # noqa: E402
+import signal  # noqa: E402
+import stat  # noqa: E402
+import struct  # noqa: E402
+import subprocess  # noqa: E402
 
 CHUNK = 65536
 
 
 def main():
-    if ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0) != 0:  # PR_SET_DUMPABLE
-        sys.exit(3)
     requests = os.dup(0)
     answers = os.dup(1)
     null = os.open(os.devnull, os.O_RDWR)
@@ -67,7 +75,7 @@ def main():
             out += got
         return out
 
-    send(b"H", b"dockgate-runner 1")
+    send(b"H", b"dockgate-runner 2 %d" % os.getpid())
     while True:
         (size,) = struct.unpack(">I", read_exact(4))
         body = memoryview(read_exact(size))

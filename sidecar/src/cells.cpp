@@ -98,6 +98,10 @@ cell_listing parse_cell_listing(std::string_view text) {
 
 }  // namespace
 
+void service::sweep_cell_processes(const std::string& container) {
+  run_in(container, {"sh", "-c", kill_cell_processes()}, 15s);
+}
+
 http_reply service::exec(const http_request& r) {
   // With `Accept: text/event-stream` the answer is a stream of events: the cell's output
   // as it comes, then the same result object as a plain answer. An error before any
@@ -158,24 +162,49 @@ http_reply service::run_cell(const http_request& r, cell_events& events) {
                  seconds + " python3 " + shell_quote(cell)};
   run.stdin_data = *code;
   run.attach_stdin = true;
+  run.user = session_user;
   run.max_stdout = run.max_stderr = static_cast<std::size_t>(config_.max_output_bytes);
   run.timeout = std::chrono::milliseconds(ms) + 15s;  // the host-side wall clock
   if (events.active()) run.on_output = [&events](int stream, std::string_view data) { events.output(stream, data); };
 
-  // The runner: started with the session's container (make_workspace), else by its first
-  // cell; dropped for good at its first fault.
+  // The runner: started with the session's container (make_workspace), else by a cell.
+  // A runner that faults is dropped (its process ends in the plain clean-up's sweep) and
+  // the next cell starts another; one that cannot start leaves the session to plain
+  // execs for good. A runner is started only where no process of the session user is
+  // alive (runner.py's window before it makes itself undumpable): in a new container, or
+  // after a plain sweep (an adopted session, a dropped runner).
   auto drop_runner = [&](std::string_view why) {
-    std::cerr << "dockgate-sidecar: session " << s->id << ": cell runner dropped (" << why << "), plain execs from now on"
-              << std::endl;
+    std::cerr << "dockgate-sidecar: session " << s->id << ": cell runner dropped (" << why
+              << "); the next cell starts another" << std::endl;
     if (s->runner) s->runner->close();
     s->runner.reset();
-    s->runner_refused = true;
+    s->sweep_before_runner = true;
+  };
+  auto plain_sweep = [&] {
+    sweep_cell_processes(s->container);
+    s->sweep_before_runner = false;
   };
   if (config_.cell_runner && !s->runner && !s->runner_refused) {
+    if (s->sweep_before_runner) plain_sweep();
     std::string why;
     s->runner = cell_runner::start(docker_, s->container, 20s, &why);
-    if (!s->runner) drop_runner("start: " + why);
+    if (!s->runner) {
+      std::cerr << "dockgate-sidecar: session " << s->id << ": cell runner did not start (" << why
+                << "), plain execs from now on" << std::endl;
+      s->runner_refused = true;
+    }
   }
+  // The runner's process, looked at when it has not answered by the time a sound one
+  // would have: a plain exec reads its stat line (the state after the comm is the
+  // kernel's; no such file: it is gone).
+  const runner_probe probe = [this, &s](int pid) {
+    auto st = run_in(s->container, {"cat", "/proc/" + std::to_string(pid) + "/stat"}, 10s, {}, false, {}, 4096);
+    if (!st.started) return runner_state::unknown;
+    if (st.exit_code != 0) return runner_state::gone;
+    return parse_runner_stat(st.stdout_data);
+  };
+  constexpr auto kill_grace = 2s;  // timeout's --kill-after, below
+  constexpr auto answer_margin = 1s;
 
   // Nothing the cell started outlives its answer, whatever it did to its environment,
   // session, process group or PID: every process but the container's init and its
@@ -193,7 +222,7 @@ http_reply service::run_cell(const http_request& r, cell_events& events) {
   auto elapsed = std::chrono::steady_clock::duration::zero();
   client::exec_result result;
   std::optional<std::string> listing_text;
-  bool runner_lost = false;
+  bool runner_lost = false, runner_stopped = false;
   if (s->runner) {
     // One request: the plain path's two execs, done by the runner (runner.py cell()),
     // with the same paths and the same sweep.
@@ -206,7 +235,12 @@ http_reply service::run_cell(const http_request& r, cell_events& events) {
                   oom_file,
                   std::string(outputs_dir),
                   {}};  // the sweep: the runner's own (kill_sweep), no shell to start
-    auto ran = s->runner->run_cell(c, run.max_stdout, run.timeout, run.on_output, listing_cap, 15s);
+    // A sound runner answers by the cell's timeout plus the kill grace; after that, only
+    // a runner found running is waited for (up to the host's wall clock).
+    const cell_runner::patience cell_wait{
+        std::chrono::milliseconds(ms) + kill_grace + answer_margin, run.timeout, probe};
+    auto ran = s->runner->run_cell(c, run.max_stdout, cell_wait, run.on_output, listing_cap,
+                                   {3s, 15s, probe});
     elapsed = std::chrono::steady_clock::now() - started;
     if (ran.run.state == cell_runner::outcome::done) {
       result = std::move(ran.run.result);
@@ -216,13 +250,17 @@ http_reply service::run_cell(const http_request& r, cell_events& events) {
     } else {
       drop_runner(ran.run.why);
       if (ran.run.state == cell_runner::outcome::not_started) {
-        // The runner never acknowledged the cell, so it did not run: run it as a plain exec.
+        // The runner never acknowledged the cell, so it did not run: run it as a plain
+        // exec, once the runner's process is gone (a stopped one, continued, would run it
+        // a second time).
+        plain_sweep();
         result = docker_.exec(s->container, run);
         elapsed = std::chrono::steady_clock::now() - started;
       } else {
         // It may have run (its output so far is kept): it is not run twice.
         result = std::move(ran.run.result);
         runner_lost = true;
+        runner_stopped = ran.run.found == runner_state::stopped;
       }
     }
   } else {
@@ -233,13 +271,18 @@ http_reply service::run_cell(const http_request& r, cell_events& events) {
   // is sound, else (or after a fault mid-way) as a plain exec.
   auto in_container = [&](std::vector<std::string> cmd, std::chrono::milliseconds timeout, std::size_t max_out) {
     if (s->runner) {
-      auto ran = s->runner->run(cmd, {}, max_out, timeout, nullptr);
+      auto ran = s->runner->run(cmd, {}, max_out,
+                                {std::min<std::chrono::milliseconds>(timeout, 3s), timeout, probe},
+                                nullptr);
       if (ran.state == cell_runner::outcome::done) return std::move(ran.result);
       drop_runner(ran.why);
     }
     return run_in(s->container, std::move(cmd), timeout, {}, false, {}, max_out);
   };
-  if (!listing_text) listing_text = run_in(s->container, cleanup_cmd(), 15s).stdout_data;
+  if (!listing_text) {
+    listing_text = run_in(s->container, cleanup_cmd(), 15s).stdout_data;
+    s->sweep_before_runner = false;  // the clean-up's sweep ended every process of the session user
+  }
   if (!result.started && result.error.find("409") != std::string::npos) return detail(404, "session not found or not running");
   if (!result.started && result.error.find("404") != std::string::npos) return detail(404, "session not found or not running");
   if (result.started && result.exit_code == 125 && !result.timed_out)
@@ -253,7 +296,10 @@ http_reply service::run_cell(const http_request& r, cell_events& events) {
   if (result.stdout_dropped) out += "\n... [truncated, stdout exceeded " + kb + "]";
   if (result.stderr_dropped) errs += "\n... [truncated, stderr exceeded " + kb + "]";
   if (exit_code == 124) errs += std::string("\n[sandbox] execution exceeded ") + seconds + " and was killed";
-  if (runner_lost && !result.timed_out)
+  if (runner_stopped)
+    errs += "\n[sandbox] the cell's runner was stopped (SIGSTOP) while the cell ran: its output ends here and its exit "
+            "status is unknown; the next cell gets a new runner";
+  else if (runner_lost && !result.timed_out)
     errs += "\n[sandbox] the cell's runner stopped answering while the cell ran (was it killed?); its exit status is unknown";
   // A SIGKILL nobody asked for: the memory limit (tmpfs files count against it too), or
   // the timeout's second signal for a cell that ignored SIGTERM.

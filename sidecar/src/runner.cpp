@@ -87,6 +87,40 @@ std::optional<runner_exit> parse_runner_exit(std::string_view payload) {
   return e;
 }
 
+std::optional<int> parse_runner_hello(std::string_view payload) {
+  constexpr std::string_view prefix = "dockgate-runner 2 ";
+  if (!payload.starts_with(prefix)) return std::nullopt;
+  payload.remove_prefix(prefix.size());
+  int pid = 0;
+  const char* end = payload.data() + payload.size();
+  auto [ptr, ec] = std::from_chars(payload.data(), end, pid);
+  if (payload.empty() || payload.front() < '1' || payload.front() > '9' || ec != std::errc{} ||
+      ptr != end)
+    return std::nullopt;
+  return pid;
+}
+
+runner_state parse_runner_stat(std::string_view line) {
+  // "<pid> (<comm>) <state> ...": the comm may hold ") " itself, the fields after it not.
+  const auto cut = line.rfind(") ");
+  if (cut == std::string_view::npos || cut + 2 >= line.size()) return runner_state::unknown;
+  switch (line[cut + 2]) {
+    case 'R':
+    case 'S':
+    case 'D':
+    case 'I':
+      return runner_state::running;
+    case 'T':  // stopped by a signal
+    case 't':  // stopped under a tracer
+      return runner_state::stopped;
+    case 'Z':
+    case 'X':
+      return runner_state::gone;
+    default:
+      return runner_state::unknown;
+  }
+}
+
 std::string runner_request(char op, std::uint32_t cap,
                            const std::vector<std::vector<std::string_view>>& lists) {
   std::string body(1, op);
@@ -112,18 +146,20 @@ std::shared_ptr<cell_runner> cell_runner::start(const client::engine& docker,
   // -I: no user site, no PYTHON* variables, no script directory on sys.path: nothing
   // the session's files can change is imported before the runner is in place.
   auto stream = docker.exec_attach(
-      container, {"python3", "-I", "-c", std::string(runner_program), "dockgate-runner"}, deadline,
-      error);
+      container, {"python3", "-I", "-c", std::string(runner_program), "dockgate-runner"},
+      session_user, deadline, error);
   if (!stream) return nullptr;
   std::shared_ptr<cell_runner> runner(new cell_runner(std::move(*stream)));
   std::string why;
   bool timed_out = false;
   auto hello = runner->next(deadline, why, timed_out);
+  std::optional<int> pid;
   if (!hello || hello->type != runner_frames::kind::hello ||
-      hello->payload != "dockgate-runner 1") {
+      !(pid = parse_runner_hello(hello->payload))) {
     *error = hello ? "unexpected first frame" : why;
     return nullptr;
   }
+  runner->pid_ = *pid;
   return runner;
 }
 
@@ -157,6 +193,29 @@ std::optional<runner_frames::frame> cell_runner::next(client::clock_type::time_p
   }
 }
 
+cell_runner::waiting cell_runner::from_now(const patience& p) const {
+  const auto now = client::clock_type::now();
+  return {now + std::min(p.answer_by, p.hard), now + p.hard, p.probe ? &p.probe : nullptr};
+}
+
+std::optional<runner_frames::frame> cell_runner::next(waiting& w, std::string& why, bool& timed_out,
+                                                      runner_state& found) {
+  if (w.looked || !w.probe) return next(w.hard, why, timed_out);
+  if (auto f = next(w.answer_by, why, timed_out)) return f;
+  if (!timed_out || client::clock_type::now() >= w.hard) return std::nullopt;
+  // A sound runner would have answered by now: look at its process. Only one found
+  // running is waited for further; a read cut by a deadline leaves the stream whole.
+  w.looked = true;
+  found = (*w.probe)(pid_);
+  if (found == runner_state::stopped || found == runner_state::gone) {
+    why = found == runner_state::stopped ? "the runner was stopped" : "the runner had ended";
+    timed_out = false;  // not the command's time: the runner's fault
+    return std::nullopt;
+  }
+  timed_out = false;
+  return next(w.hard, why, timed_out);
+}
+
 namespace {
 
 std::uint32_t wire_cap(std::size_t cap) {
@@ -170,7 +229,7 @@ std::vector<std::string_view> views(const std::vector<std::string>& v) {
 }  // namespace
 
 cell_runner::run_result cell_runner::exchange(
-    const std::string& request, std::size_t cap, client::clock_type::time_point deadline,
+    const std::string& request, std::size_t cap, const patience& wait,
     const std::function<void(int, std::string_view)>& on_output) {
   run_result r;
   if (!stream_) {
@@ -183,16 +242,20 @@ cell_runner::run_result cell_runner::exchange(
     close();
     return std::move(r);
   };
-  if (!stream_->write(request, deadline)) return fail(outcome::not_started, "write failed");
+  // The acknowledgement comes as soon as the command's process exists; the rest by the
+  // command's own limits (the caller's patience).
+  waiting ack_wait = from_now({std::chrono::seconds(5), wait.hard, wait.probe});
+  waiting w = from_now(wait);
+  if (!stream_->write(request, w.hard)) return fail(outcome::not_started, "write failed");
   std::string why;
   bool timed_out = false;
-  auto ack = next(deadline, why, timed_out);
+  auto ack = next(ack_wait, why, timed_out, r.found);
   if (!ack) return fail(outcome::not_started, why);
   if (ack->type != runner_frames::kind::started || !ack->payload.empty())
     return fail(outcome::lost, "unexpected frame");
   r.result.started = true;
   for (;;) {
-    auto f = next(deadline, why, timed_out);
+    auto f = next(w, why, timed_out, r.found);
     if (!f) {
       r.result.timed_out = timed_out;
       return fail(outcome::lost, why);
@@ -222,32 +285,31 @@ cell_runner::run_result cell_runner::exchange(
 
 cell_runner::run_result cell_runner::run(
     const std::vector<std::string>& argv, std::string_view stdin_data, std::size_t cap,
-    std::chrono::milliseconds timeout,
-    const std::function<void(int, std::string_view)>& on_output) {
-  return exchange(runner_request('R', wire_cap(cap), {views(argv), {stdin_data}}), cap,
-                  client::clock_type::now() + timeout, on_output);
+    const patience& wait, const std::function<void(int, std::string_view)>& on_output) {
+  return exchange(runner_request('R', wire_cap(cap), {views(argv), {stdin_data}}), cap, wait,
+                  on_output);
 }
 
 cell_runner::cell_result cell_runner::run_cell(
-    const runner_cell& c, std::size_t cap, std::chrono::milliseconds timeout,
+    const runner_cell& c, std::size_t cap, const patience& wait,
     const std::function<void(int, std::string_view)>& on_output, std::size_t listing_cap,
-    std::chrono::milliseconds cleanup_timeout) {
+    const patience& cleanup) {
   cell_result out;
   out.run = exchange(runner_request('C', wire_cap(cap),
                                     {views(c.argv),
                                      {c.code},
                                      {c.cell, c.before_file, c.oom_file, c.outputs},
                                      views(c.sweep)}),
-                     cap, client::clock_type::now() + timeout, on_output);
+                     cap, wait, on_output);
   out.exited = client::clock_type::now();
   if (out.run.state != outcome::done) return out;
   // The clean-up's listing: pieces up to `listing_cap` (the rest dropped, as the plain
   // clean-up's capped output), then done.
-  const auto deadline = client::clock_type::now() + cleanup_timeout;
+  waiting w = from_now(cleanup);
   std::string listing, why;
   bool timed_out = false;
   for (;;) {
-    auto f = next(deadline, why, timed_out);
+    auto f = next(w, why, timed_out, out.cleanup_found);
     if (f && f->type == runner_frames::kind::listing) {
       listing.append(
           f->payload, 0,

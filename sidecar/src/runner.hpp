@@ -7,9 +7,13 @@
 // Invariant: nothing that comes back is trusted. Every frame is bounded
 // (max_runner_frame), every field parsed strictly, output capped here whatever the
 // runner reports; the first fault (a malformed or oversized frame, an unexpected kind, a
-// byte on its stderr, EOF, the deadline) ends the runner for good: its stream is closed
-// and the session's cells go back to plain execs (cells.cpp), whose kill sweep then ends
-// the runner's process too.
+// byte on its stderr, EOF, the deadline) ends this runner: its stream is closed, the
+// plain clean-up's kill sweep ends its process (cells.cpp), and the session's next cell
+// starts a new one.
+// A runner runs as the session user, so a cell can stop or kill it (a signal needs no
+// more than the same uid): a runner that has not answered by the time a sound one would
+// have (answer_by) is looked at (runner_probe: its process's state), and one found
+// stopped or gone is given up at once instead of at the hard deadline.
 
 #include <chrono>
 #include <cstdint>
@@ -64,6 +68,18 @@ struct runner_exit {
 };
 std::optional<runner_exit> parse_runner_exit(std::string_view payload);
 
+// The hello: "dockgate-runner 2 <its PID in the container>"; the PID, or nullopt for
+// anything else (another program, another version, a PID that is no plain decimal).
+std::optional<int> parse_runner_hello(std::string_view payload);
+
+// What a runner's process is doing, from its /proc/<pid>/stat line (the state after the
+// last ") ": the comm before it is the process's to choose). `gone`: no such process, or
+// a zombie.
+enum class runner_state { running, stopped, gone, unknown };
+runner_state parse_runner_stat(std::string_view stat_line);
+// Looks at the runner's process in its container (cells.cpp: a plain exec).
+using runner_probe = std::function<runner_state(int pid)>;
+
 // A request: its op ('R' a command, 'C' a cell), the output cap per stream, and lists of
 // byte strings (runner.py says which).
 std::string runner_request(char op, std::uint32_t cap,
@@ -88,32 +104,46 @@ class cell_runner {
     outcome state = outcome::not_started;
     client::exec_result result;  // as engine::exec fills it; timed_out: the host deadline passed
     std::string why;             // not done: what went wrong
+    // Not done after the probe: what the runner's process was found doing (stopped: it
+    // was frozen, by a signal or otherwise; gone: it had ended). unknown: not looked at.
+    runner_state found = runner_state::unknown;
+  };
+  // When a sound runner has answered, and how to look at one that has not. The answer
+  // is awaited up to the hard deadline only while the probe finds the runner running.
+  struct patience {
+    std::chrono::milliseconds answer_by;
+    std::chrono::milliseconds hard;
+    runner_probe probe;  // empty: wait for the hard deadline
   };
 
   // Starts the runner in `container` and waits for its hello; nullptr (with `error`) if
   // it does not answer as expected within `timeout`.
+  // It runs as the session user (session_user), as cells do.
   static std::shared_ptr<cell_runner> start(const client::engine& docker,
                                             const std::string& container,
                                             std::chrono::milliseconds timeout, std::string* error);
+  // Its PID in the container, as its hello said.
+  int pid() const { return pid_; }
 
   // Runs `argv` with `stdin_data` on its stdin; stdout and stderr each capped at `cap`
   // bytes here (what is kept also goes to `on_output` as it arrives), all within
   // `timeout`. After anything but `done` the runner is closed and usable() is false.
   run_result run(const std::vector<std::string>& argv, std::string_view stdin_data, std::size_t cap,
-                 std::chrono::milliseconds timeout,
-                 const std::function<void(int, std::string_view)>& on_output);
+                 const patience& wait, const std::function<void(int, std::string_view)>& on_output);
   // A cell: `run` is its outcome (as above); `listing` the clean-up's output in the plain
   // clean-up's format (cells.cpp parse_cell_listing), nullopt if the runner failed after
-  // the cell's exit (then the plain clean-up is still to be done). `listing_cap` bounds
-  // it; `cleanup_timeout` is the clean-up's own deadline.
+  // the cell's exit (then the plain clean-up is still to be done; `cleanup_found` says
+  // what the probe found if it was looked at). `listing_cap` bounds it; `cleanup` is the
+  // clean-up's own patience.
   struct cell_result {
     run_result run;
     std::optional<std::string> listing;
+    runner_state cleanup_found = runner_state::unknown;
     client::clock_type::time_point exited;  // when its exit frame arrived
   };
-  cell_result run_cell(const runner_cell& c, std::size_t cap, std::chrono::milliseconds timeout,
+  cell_result run_cell(const runner_cell& c, std::size_t cap, const patience& wait,
                        const std::function<void(int, std::string_view)>& on_output,
-                       std::size_t listing_cap, std::chrono::milliseconds cleanup_timeout);
+                       std::size_t listing_cap, const patience& cleanup);
   bool usable() const { return stream_.has_value(); }
   // Open, and nothing came from the runner since its last answer, not even EOF (asked
   // without waiting; false whenever unsure, e.g. over TLS). The runner is a process of its
@@ -127,13 +157,23 @@ class cell_runner {
   // The next frame, read under `deadline`; nullopt with `why` set on any fault.
   std::optional<runner_frames::frame> next(client::clock_type::time_point deadline,
                                            std::string& why, bool& timed_out);
+  // The same, awaited with patience: past `answer_by` only while the probe finds the
+  // runner running (what it found in `found`).
+  struct waiting {
+    client::clock_type::time_point answer_by, hard;
+    const runner_probe* probe;
+    bool looked = false;
+  };
+  std::optional<runner_frames::frame> next(waiting& w, std::string& why, bool& timed_out,
+                                           runner_state& found);
+  waiting from_now(const patience& p) const;
   // Sends a request and reads its answer up to the exit frame.
-  run_result exchange(const std::string& request, std::size_t cap,
-                      client::clock_type::time_point deadline,
+  run_result exchange(const std::string& request, std::size_t cap, const patience& wait,
                       const std::function<void(int, std::string_view)>& on_output);
 
   std::optional<client::exec_stream> stream_;
   runner_frames frames_;
+  int pid_ = 0;
 };
 
 // Streamed output (POST /exec with Accept: text/event-stream): `event: stdout` and

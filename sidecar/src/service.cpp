@@ -147,6 +147,7 @@ client::exec_result service::run_in(const std::string& container, std::vector<st
   client::exec_options o;
   o.cmd = std::move(cmd);
   o.env = std::move(env);
+  o.user = session_user;
   o.stdin_data = std::move(stdin_data);
   o.attach_stdin = attach_stdin;
   o.timeout = timeout;

@@ -28,7 +28,9 @@ std::string service::create_body(const std::string& sid, const session& s, body_
   // `kind` is); only its labels differ: none of a request's, since none is known yet.
   std::string b = "{\"Image\":";
   client::append_json_string(b, config_.image);
-  b += R"(,"Cmd":["sleep","infinity"],"User":"1000:1000","WorkingDir":"/workspace","Labels":{)";
+  b += R"(,"Cmd":["sleep","infinity"],"User":)";
+  client::append_json_string(b, keepalive_user);
+  b += R"(,"WorkingDir":"/workspace","Labels":{)";
   auto label = [&b](std::string_view name, std::string_view value) {
     if (b.back() != '{') b += ',';
     client::append_json_string(b, name);
@@ -388,6 +390,12 @@ void service::reconcile() {
     else if (!label(instance_label)) s->restored_generation = std::nullopt;  // unknown: never overwrite
     s->fuse = fuse;
     s->pooled = pooled;
+    // The last run may have died mid-cell, its runner with it: the cell's processes may
+    // be alive. They end now (nothing a cell starts outlives its answer, and none may
+    // meet the session's next runner: cells.cpp); should this sweep fail, the next cell
+    // sweeps before it starts a runner.
+    sweep_cell_processes(c.id);
+    s->sweep_before_runner = true;
     if (fuse) s->storage.reset();  // the bucket is its storage
     s->last_used = std::chrono::steady_clock::now();  // the TTL restarts at boot
     std::lock_guard g(table_mutex_);
@@ -471,7 +479,7 @@ std::string service::make_workspace(const std::string& container, std::shared_pt
     // exec's); a runner that fails here is closed and the exec below says why, if anything.
     std::string why;
     if (auto started = cell_runner::start(docker_, container, 20s, &why)) {
-      auto made = started->run(mkdir, {}, 64 * 1024, 20s, nullptr);
+      auto made = started->run(mkdir, {}, 64 * 1024, {20s, 20s, {}}, nullptr);
       if (made.state == cell_runner::outcome::done && made.result.exit_code == 0) {
         *runner = std::move(started);
         return {};

@@ -44,7 +44,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   auto decoded = decode_body(rw->body, schema::container_create);
   require(decoded.value.has_value());
   const json_value& root = *decoded.value;
-  require(*at(root, "User") == json_value("1000:1000"));
+  require(*at(root, "User") == json_value("65534:65534"));
   require(*at(root, "HostConfig.Privileged") == json_value(false));
   require(*at(root, "HostConfig.ReadonlyRootfs") == json_value(true));
   require(*at(root, "HostConfig.NetworkMode") == json_value("none"));

@@ -125,7 +125,8 @@ std::vector<std::string> sandbox_violations(const std::string& inspect_json) {
       expect(str(at(m, "Type")) == "bind" && str(at(m, "Destination")) == "/workspace" &&
                  str(at(m, "Source")).starts_with(workspace_root + "/") && str(at(m, "Source")).find("..") == std::string::npos,
              "mount " + json(m));
-  expect(str(at(cfg, "User")) == "1000:1000", "User " + str(at(cfg, "User")));
+  // The container's own processes (init, keep-alive) as a uid no exec can take.
+  expect(str(at(cfg, "User")) == "65534:65534", "User " + str(at(cfg, "User")));
   expect(str(at(at(cfg, "Labels"), "dockgate.owner")) == "sandbox", "owner label");
   return v;
 }
@@ -223,8 +224,10 @@ TEST_CASE("a sandbox container runs as its rules say", "[integration][policy][sa
   REQUIRE(created.status() == 201);
   CHECK(proxy.audit_contains("\"changes\":\"User:forced"));
   REQUIRE(run(direct() + " start " + name).status == 0);
+  // The container's own user (a direct exec takes it): the keep-alive's, not root's.
+  // Execs through the gate run as the session user (below).
   auto id = run(direct() + " exec " + name + " id -u");
-  CHECK(id.output == "1000\n");
+  CHECK(id.output == "65534\n");
   auto write_root = run(direct() + " exec " + name + " touch /etc/x");
   CHECK(write_root.status != 0);  // read-only root
   auto write_tmp = run(direct() + " exec " + name + " sh -c 'echo ok > /tmp/x && cat /tmp/x'");
@@ -238,9 +241,11 @@ TEST_CASE("a sandbox container runs as its rules say", "[integration][policy][sa
   CHECK(status.output.find("NoNewPrivs:\t1") != std::string::npos);
   CHECK(status.output.find("Seccomp:\t2") != std::string::npos);
 
-  // Exec through the proxy: privileged and root are not to be had.
+  // Exec through the proxy: privileged, root and the keep-alive's uid are not to be had.
   for (const std::string exec_body : {R"({"Cmd":["id","-u"],"AttachStdout":true,"User":"root","Privileged":true})",
-                                      R"({"Cmd":["id","-u"],"AttachStdout":true,"user":"0"})"}) {
+                                      R"({"Cmd":["id","-u"],"AttachStdout":true,"user":"0"})",
+                                      R"({"Cmd":["id","-u"],"AttachStdout":true,"User":"65534:65534"})",
+                                      R"({"Cmd":["id","-u"],"AttachStdout":true})"}) {
     auto ex = raw_exchange(proxy.socket_path(), post_json("/v1.41/containers/" + name + "/exec", exec_body));
     INFO(ex.bytes);
     REQUIRE(ex.status() == 201);

@@ -176,7 +176,7 @@ inline int mkdir_execs(const std::string& container, const std::string& since, c
 // The session's workspace folders as the daemon's own exec (the session user) sees them:
 // "<path> <uid>:<gid> <mode> <type>" a line.
 inline std::string workspace_folders(const std::string& container) {
-  return run(direct() + " exec " + container +
+  return run(direct() + " exec -u 1000:1000 " + container +
              " stat -c '%n %u:%g %a %F' /workspace/uploads /workspace/outputs /workspace/skills 2>&1")
       .output;
 }

@@ -31,7 +31,7 @@ TEST_CASE("sidecar: auth, health, a session that runs python, files, artifacts",
                      "'{{.Config.User}} {{.HostConfig.ReadonlyRootfs}} {{.HostConfig.NetworkMode}} {{json .HostConfig.CapDrop}} "
                      "{{json .HostConfig.SecurityOpt}} {{.HostConfig.PidsLimit}} {{.HostConfig.Privileged}} "
                      "{{index .Config.Labels \"dockgate.owner\"}}' " + container);
-  CHECK(inspect.output == "1000:1000 true none [\"ALL\"] [\"no-new-privileges\"] 256 false sandbox\n");
+  CHECK(inspect.output == "65534:65534 true none [\"ALL\"] [\"no-new-privileges\"] 256 false sandbox\n");
 
   // Python that prints and writes a PNG into outputs: the artifact comes back.
   const std::string code =

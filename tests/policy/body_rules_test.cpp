@@ -105,7 +105,7 @@ TEST_CASE("sandbox forces its settings whatever the client sent", "[body_rules]"
   INFO(out);
   REQUIRE_FALSE(out.starts_with("DENY"));
   const std::pair<std::string_view, std::string_view> expected[] = {
-      {"User", R"("1000:1000")"},
+      {"User", R"("65534:65534")"},
       {"HostConfig.Privileged", "false"},
       {"HostConfig.ReadonlyRootfs", "true"},
       {"HostConfig.NetworkMode", R"("none")"},
@@ -382,6 +382,11 @@ TEST_CASE("exec-create: privileged refused, user forced in the sandbox", "[body_
     return std::get<rewrite>(d).body;
   };
   CHECK(exec(sandbox(), R"({"Cmd":["id"],"User":"root","Privileged":true})") ==
+        R"({"User":"1000:1000","Privileged":false,"Cmd":["id"]})");
+  // The container's own processes run as 65534 (container_create): no exec is them.
+  CHECK(exec(sandbox(), R"({"Cmd":["id"],"User":"65534:65534"})") ==
+        R"({"User":"1000:1000","Privileged":false,"Cmd":["id"]})");
+  CHECK(exec(sandbox(), R"({"Cmd":["id"]})") ==
         R"({"User":"1000:1000","Privileged":false,"Cmd":["id"]})");
   CHECK_THAT(exec(cli(), R"({"Cmd":["id"],"Privileged":true})"), Catch::Contains("Privileged is not allowed"));
   CHECK_THAT(exec(cli(), R"({"Cmd":["id"],"privileged":false,"Privileged":true})"), Catch::Contains("given twice"));

@@ -38,8 +38,8 @@ std::string frame(char kind, std::string_view payload) {
 TEST_CASE(
     "runner frames: whole frames only, split anywhere, unknown kinds and oversized headers fail",
     "[sidecar][runner]") {
-  const std::string stream = frame('H', "dockgate-runner 1") + frame('S', "") + frame('O', "out") +
-                             frame('E', "err") + frame('X', "0 0 0");
+  const std::string stream = frame('H', "dockgate-runner 2 42") + frame('S', "") +
+                             frame('O', "out") + frame('E', "err") + frame('X', "0 0 0");
   // Fed one byte at a time, the same frames come out.
   runner_frames bytewise;
   std::vector<runner_frames::frame> got;
@@ -48,7 +48,7 @@ TEST_CASE(
     while (auto f = bytewise.next()) got.push_back(*f);
   }
   using k = runner_frames::kind;
-  CHECK(got == std::vector<runner_frames::frame>{{k::hello, "dockgate-runner 1"},
+  CHECK(got == std::vector<runner_frames::frame>{{k::hello, "dockgate-runner 2 42"},
                                                  {k::started, ""},
                                                  {k::out, "out"},
                                                  {k::err, "err"},
@@ -75,6 +75,29 @@ TEST_CASE(
   over_bound.feed(frame('O', std::string(max_runner_frame - runner_frame_header + 1, 'x')));
   CHECK_FALSE(over_bound.next());
   CHECK(over_bound.failed());
+}
+
+TEST_CASE("runner hellos name a PID; stat lines say whether the runner runs, stopped or ended",
+          "[sidecar][runner]") {
+  CHECK(parse_runner_hello("dockgate-runner 2 1") == 1);
+  CHECK(parse_runner_hello("dockgate-runner 2 4194304") == 4194304);
+  for (std::string_view bad :
+       {"dockgate-runner 1", "dockgate-runner 2", "dockgate-runner 2 ", "dockgate-runner 2 0",
+        "dockgate-runner 2 07", "dockgate-runner 2 -1", "dockgate-runner 2 1 ",
+        "dockgate-runner 2 +1", "dockgate-runner 2 99999999999", "dockgate-runner 2 1x"})
+    CHECK_FALSE(parse_runner_hello(bad));
+  using st = runner_state;
+  CHECK(parse_runner_stat("12 (python3) S 1 12 12 0 -1") == st::running);
+  CHECK(parse_runner_stat("12 (python3) R 1 12") == st::running);
+  CHECK(parse_runner_stat("12 (python3) T 1 12") == st::stopped);
+  CHECK(parse_runner_stat("12 (python3) t 1 12") == st::stopped);
+  CHECK(parse_runner_stat("12 (python3) Z 1 12") == st::gone);
+  // The comm is the process's to choose: only what follows the last ") " counts.
+  CHECK(parse_runner_stat("12 (x) T 1) S 1 12") == st::running);
+  CHECK(parse_runner_stat("12 (x) S 1) T 1 12") == st::stopped);
+  CHECK(parse_runner_stat("") == st::unknown);
+  CHECK(parse_runner_stat("12 (python3)") == st::unknown);
+  CHECK(parse_runner_stat("12 (python3) ") == st::unknown);
 }
 
 TEST_CASE("runner exit frames are three plain decimals", "[sidecar][runner]") {
@@ -211,7 +234,8 @@ TEST_CASE(
   auto hello = r.next();
   REQUIRE(hello);
   CHECK(hello->type == runner_frames::kind::hello);
-  CHECK(hello->payload == "dockgate-runner 1");
+  // Its PID, as the host sees it here (no PID namespace of its own).
+  CHECK(parse_runner_hello(hello->payload) == r.pid);
   using k = runner_frames::kind;
 
   auto echo = r.run({"sh", "-c", "cat; echo err >&2; exit 3"}, "from stdin\n", 1024);
@@ -335,6 +359,7 @@ struct fake_engine {
   std::string path;
   int listen_fd = -1;
   std::string script;
+  std::string later;  // sent 300 ms after `script` (the stream held open)
   bool hold = false;
   std::thread thread;
   std::atomic<bool> stop{false};
@@ -389,6 +414,10 @@ struct fake_engine {
         ::close(fd);
         continue;
       }
+      if (!later.empty()) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        (void)!::write(fd, later.data(), later.size());
+      }
       if (!hold) ::shutdown(fd, SHUT_WR);
       held.push_back(fd);
     }
@@ -420,7 +449,7 @@ std::string on_stdout(const std::string& runner_bytes) {
   return out;
 }
 
-const std::string hello = frame('H', "dockgate-runner 1");
+const std::string hello = frame('H', "dockgate-runner 2 42");
 
 }  // namespace
 
@@ -432,7 +461,8 @@ TEST_CASE("a runner that breaks the protocol is dropped; what it sends is capped
     return cell_runner::start(fake.engine(), "c", std::chrono::seconds(5), &error);
   };
   auto run = [](cell_runner& r, std::size_t cap = 1024) {
-    return r.run({"true"}, {}, cap, std::chrono::seconds(5), nullptr);
+    return r.run({"true"}, {}, cap, {std::chrono::seconds(5), std::chrono::seconds(5), {}},
+                 nullptr);
   };
 
   SECTION("a whole answer") {
@@ -454,7 +484,7 @@ TEST_CASE("a runner that breaks the protocol is dropped; what it sends is capped
     auto r = start(fake);
     REQUIRE(r);
     std::string streamed;
-    auto got = r->run({"true"}, {}, 1000, std::chrono::seconds(5),
+    auto got = r->run({"true"}, {}, 1000, {std::chrono::seconds(5), std::chrono::seconds(5), {}},
                       [&](int, std::string_view d) { streamed += d; });
     CHECK(got.state == o::done);
     CHECK(got.result.stdout_data == std::string(1000, 'a'));
@@ -519,13 +549,56 @@ TEST_CASE("a runner that breaks the protocol is dropped; what it sends is capped
     fake_engine fake(on_stdout(hello + frame('S', "")), true);
     auto r = start(fake);
     REQUIRE(r);
-    auto got = r->run({"true"}, {}, 1024, std::chrono::milliseconds(300), nullptr);
+    auto got =
+        r->run({"true"}, {}, 1024,
+               {std::chrono::milliseconds(300), std::chrono::milliseconds(300), {}}, nullptr);
     CHECK(got.state == o::lost);
     CHECK(got.result.timed_out);
   }
+  SECTION(
+      "past the time a sound runner answers by, the probe decides: stopped or gone ends it there") {
+    for (auto state : {runner_state::stopped, runner_state::gone}) {
+      // Silent after the acknowledgement, the stream held open: only the probe ends it
+      // before the hard deadline (a minute, which the test would otherwise wait out).
+      fake_engine fake(on_stdout(hello + frame('S', "") + frame('O', "partial")), true);
+      auto r = start(fake);
+      REQUIRE(r);
+      int asked = 0;
+      cell_runner::patience wait{std::chrono::milliseconds(200), std::chrono::minutes(1),
+                                 [&](int pid) {
+                                   asked = pid;
+                                   return state;
+                                 }};
+      auto got = r->run({"true"}, {}, 1024, wait, nullptr);
+      CHECK(asked == 42);  // the PID its hello named
+      CHECK(got.state == o::lost);
+      CHECK(got.found == state);
+      CHECK_FALSE(got.result.timed_out);  // the runner's fault, not the command's time
+      CHECK(got.result.stdout_data == "partial");
+      CHECK_FALSE(r->usable());
+    }
+  }
+  SECTION("a runner found running is waited for up to the hard deadline, and its answer taken") {
+    // The answer comes 300 ms after the acknowledgement; the probe is asked at 50 ms.
+    fake_engine fake(on_stdout(hello + frame('S', "")), true);
+    fake.later = on_stdout(frame('O', "late") + frame('X', "0 0 0"));
+    auto r = start(fake);
+    REQUIRE(r);
+    int probes = 0;
+    cell_runner::patience wait{std::chrono::milliseconds(50), std::chrono::minutes(1), [&](int) {
+                                 ++probes;
+                                 return runner_state::running;
+                               }};
+    auto got = r->run({"true"}, {}, 1024, wait, nullptr);
+    CHECK(probes == 1);
+    CHECK(got.state == o::done);
+    CHECK(got.result.stdout_data == "late");
+    CHECK(r->usable());
+  }
   SECTION("no hello, or another program's") {
     for (std::string first :
-         {frame('S', ""), frame('H', "dockgate-runner 2"), docker_frame(2, "x")}) {
+         {frame('S', ""), frame('H', "dockgate-runner 1"), frame('H', "dockgate-runner 2 "),
+          frame('H', "dockgate-runner 2 012"), docker_frame(2, "x")}) {
       fake_engine fake(first.starts_with('S') || first.starts_with('H') ? on_stdout(first) : first,
                        true);
       CHECK_FALSE(start(fake));

@@ -27,6 +27,7 @@ std::optional<engine_config> engine_config_from_env(std::string* error);
 struct exec_options {
   std::vector<std::string> cmd;
   std::vector<std::string> env;
+  std::string user;  // the exec's "User" ("uid:gid"); empty: the container's own
   std::string stdin_data;
   bool attach_stdin = false;
   std::size_t max_stdout = 64 * 1024 * 1024;
@@ -90,10 +91,12 @@ class engine {
 
   exec_result exec(std::string_view container, const exec_options& options) const;
 
-  // Creates and starts an exec of `cmd` with stdin, stdout and stderr attached and
-  // returns its open stream (nullopt with `error` set).
+  // Creates and starts an exec of `cmd` (as `user`, "uid:gid"; empty: the container's
+  // own) with stdin, stdout and stderr attached and returns its open stream (nullopt
+  // with `error` set).
   std::optional<exec_stream> exec_attach(std::string_view container, const std::vector<std::string>& cmd,
-                                         clock_type::time_point deadline, std::string* error) const;
+                                         std::string_view user, clock_type::time_point deadline,
+                                         std::string* error) const;
 
   const engine_config& config() const { return config_; }
 

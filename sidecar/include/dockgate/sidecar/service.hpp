@@ -37,6 +37,15 @@ inline constexpr std::string_view ttl_label = "sandbox.idle_ttl";
 inline constexpr std::string_view restore_label = "sandbox.restore";
 inline constexpr std::string_view generation_label = "sandbox.archive_generation";
 inline constexpr std::string_view container_prefix = "dockgate-sbx-";
+// Who runs what in a session container. Cells, the cell runner and every command of the
+// sidecar run as the session user (every exec names it; the gate's sandbox profile forces
+// it). The container's own processes, its init and the `sleep` that keeps it alive, the
+// only ones that outlive every cell, run as a uid of their own that no exec can take: the
+// kernel lets no process of the session user trace them, open their memory or
+// descriptors, or signal them, from their first instruction on (docs/security.md, "What a
+// cell can do to its own container").
+inline constexpr std::string_view session_user = "1000:1000";
+inline constexpr std::string_view keepalive_user = "65534:65534";
 // The warm pool (SANDBOX_WARM_POOL). A pool container is made before its request, so its
 // labels carry no request's data: the session ID it will serve, the instance and
 // `sandbox.pool`. Labels cannot change after create, so a claim is recorded in a claim
@@ -105,10 +114,14 @@ class service {
     std::atomic<bool> terminating{false};
     bool fuse = false;  // /workspace is its own FUSE mount (dockgate-mount), bound by the gate
     // The in-container cell runner (cells.cpp, runner.hpp), started with the session's
-    // container (make_workspace), else by its first cell; after its first fault it is dropped and never started again (runner_refused).
-    // Both under `lock`.
+    // container (make_workspace), else by a cell; one that faults is dropped and the next
+    // cell starts another; one that cannot start is never tried again (runner_refused).
+    // sweep_before_runner: a process of the session user may be alive in the container
+    // (an adopted session, a dropped runner): a plain sweep goes before the next runner.
+    // All under `lock`.
     std::shared_ptr<cell_runner> runner;
     bool runner_refused = false;
+    bool sweep_before_runner = false;
     bool pooled = false;  // its container came from the warm pool: a claim record goes with it
   };
 
@@ -143,6 +156,9 @@ class service {
                              std::chrono::milliseconds timeout, std::string stdin_data = {}, bool attach_stdin = false,
                              std::vector<std::string> env = {}, std::size_t max_out = 64 * 1024 * 1024);
   // The workspace a new session starts with (uploads, outputs, skills), made in a
+  // The plain kill sweep (cells.cpp): every process of the session user in `container`
+  // killed but the container's init and its `sleep`.
+  void sweep_cell_processes(const std::string& container);
   // started container as the session user; the error ("" when made). With `runner` (and
   // SANDBOX_CELL_RUNNER on) the container's cell runner is started now and makes them:
   // no exec of their own; it is left in *runner. Otherwise (or if the runner does not come

@@ -1,0 +1,239 @@
+// What a cell can do to its own container (issue 18, docs/security.md): the processes that
+// outlive every cell (the container's init, its keep-alive `sleep`, the cell runner) cannot
+// be traced, rewritten, opened through /proc or signalled into running other code; a
+// runner a cell stops or kills costs that cell alone; no process a cell left meets the
+// next runner. Judged by the daemon's process table (`docker top`), files in the container
+// read from outside, and the answers' bytes.
+#include <thread>
+
+#include "sidecar_harness.hpp"
+
+using namespace dockgate::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+// A cell that tries every way in to the processes it did not start: ptrace (attach, then
+// an execve written at the keep-alive's instruction pointer, x86-64), its memory and
+// descriptors through /proc, and a signal. Prints one line per try.
+const std::string take_over = R"(import ctypes, os, struct, signal
+libc = ctypes.CDLL(None, use_errno=True)
+libc.ptrace.restype = ctypes.c_long
+libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+class Regs(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_ulonglong) for n in ("r15 r14 r13 r12 rbp rbx r11 r10 r9 r8 rax rcx rdx rsi rdi "
+                "orig_rax rip cs eflags rsp ss fs_base gs_base ds es fs gs").split()]
+def comm(p):
+    try:
+        return open('/proc/%d/comm' % p).read().strip()
+    except OSError:
+        return ''
+def stat_field(p, i):
+    return open('/proc/%d/stat' % p).read().rsplit(') ', 1)[1].split()[i]
+def hijack(pid, script):
+    if libc.ptrace(16, pid, None, None) != 0:  # PTRACE_ATTACH
+        return 'attach refused'
+    os.waitpid(pid, 0)
+    r = Regs()
+    libc.ptrace(12, pid, None, ctypes.byref(r))  # PTRACE_GETREGS
+    base = (r.rsp - 8192) & ~15
+    strings = b'/bin/sh\0-c\0' + script.encode() + b'\0'
+    pad = -len(strings) % 8
+    argv = struct.pack('<QQQQ', base, base + 8, base + 11, 0)
+    code = (b'\x48\xbf' + struct.pack('<Q', base) + b'\x48\xbe' + struct.pack('<Q', base + len(strings) + pad) +
+            b'\x31\xd2\xb8\x3b\x00\x00\x00\x0f\x05')  # execve(base, argv, NULL)
+    def poke(at, data):
+        data += b'\0' * (-len(data) % 8)
+        for i in range(0, len(data), 8):
+            libc.ptrace(5, pid, ctypes.c_void_p(at + i), ctypes.c_void_p(struct.unpack('<Q', data[i:i + 8])[0]))
+    poke(base, strings + b'\0' * pad + argv)
+    poke(r.rip, code)
+    r.orig_rax = 0xffffffffffffffff  # no syscall restart
+    libc.ptrace(13, pid, None, ctypes.byref(r))  # PTRACE_SETREGS
+    libc.ptrace(17, pid, None, None)  # PTRACE_DETACH
+    return 'taken'
+me = os.getpid()
+mine = {me, os.getppid()}
+targets = {}
+for name in os.listdir('/proc'):
+    if name.isdigit() and int(name) not in mine:
+        p = int(name)
+        targets[p] = 'init' if p == 1 else comm(p) or '?'
+runner = int(stat_field(os.getppid(), 1))  # the cell's parent is timeout, the runner's child
+if runner in targets:
+    targets[runner] = 'runner'
+for p, what in sorted(targets.items()):
+    tries = []
+    try:
+        open('/proc/%d/mem' % p, 'r+b').close(); tries.append('mem opened')
+    except OSError as e:
+        tries.append('mem %d' % e.errno)
+    try:
+        os.listdir('/proc/%d/fd' % p); tries.append('fds listed')
+    except OSError as e:
+        tries.append('fd %d' % e.errno)
+    if what in ('sleep', 'init'):
+        try:
+            os.kill(p, signal.SIGCONT); tries.append('signalled')
+        except OSError as e:
+            tries.append('kill %d' % e.errno)
+    if what == 'sleep':
+        tries.append(hijack(p, 'while :; do date +%s%N > /tmp/still-here; sleep 0.1; done'))
+    print(what, ' '.join(tries))
+)";
+
+}  // namespace
+
+TEST_CASE(
+    "walls: a cell cannot trace, open, signal or take over the container's own processes (both "
+    "paths)",
+    "[integration][sidecar][cells][walls]") {
+  proxy_process proxy("compose/policies/sandbox.json");
+  sidecar_process fast(proxy);
+  sidecar_process plain(proxy, {"SANDBOX_CELL_RUNNER=0", "SANDBOX_INSTANCE=plain" + fast.port()});
+  for (const auto* sidecar : {&fast, &plain}) {
+    const std::string sid = new_session(*sidecar);
+    const std::string container = "dockgate-sbx-" + sid;
+    auto ran = sidecar->call("POST", "/exec", exec_body(sid, take_over, 20000));
+    INFO(ran.body);
+    REQUIRE(ran.status == 200);
+    const std::string out = field(ran.body, "stdout");
+    // EACCES (13) for memory and descriptors, EPERM (1) for signals and ptrace: the
+    // kernel's answer to a uid that is not theirs (init, sleep) or to an undumpable
+    // process (the runner).
+    CHECK(out.find("init mem 13 fd 13 kill 1\n") != std::string::npos);
+    CHECK(out.find("sleep mem 13 fd 13 kill 1 attach refused\n") != std::string::npos);
+    if (sidecar == &fast) CHECK(out.find("runner mem 13 fd 13\n") != std::string::npos);
+    CHECK(out.find("opened") == std::string::npos);
+    CHECK(out.find("listed") == std::string::npos);
+    CHECK(out.find("taken") == std::string::npos);
+    // Nothing of the cell's runs on: the keep-alive is still `sleep infinity` and wrote
+    // nothing (read from outside, a second later).
+    std::this_thread::sleep_for(1s);
+    const std::string left = processes(container);
+    INFO(left);
+    CHECK(left == std::string("/sbin/docker-init -- sleep infinity\nsleep infinity\n") +
+                      (sidecar == &fast ? "<runner>\n" : ""));
+    CHECK(run(direct() + " exec " + container + " test -e /tmp/still-here").status != 0);
+    // The container's own processes run as the keep-alive's uid, every exec as the
+    // session user (the daemon's record).
+    CHECK(run(direct() + " inspect --format '{{.Config.User}}' " + container).output ==
+          "65534:65534\n");
+    CHECK(field(sidecar
+                    ->call("POST", "/exec",
+                           exec_body(sid, "import os; print(os.getuid(), os.getgid())", 10000))
+                    .body,
+                "stdout") == "1000 1000\n");
+    sidecar->call("DELETE", "/sessions/" + sid, "");
+  }
+}
+
+TEST_CASE(
+    "walls: a cell that stops its runner answers at its timeout plus the kill grace, said as such; "
+    "the next cell "
+    "gets a new runner",
+    "[integration][sidecar][runner][walls]") {
+  proxy_process proxy("compose/policies/sandbox.json");
+  sidecar_process sidecar(proxy);
+  const std::string sid = new_session(sidecar);
+  const std::string container = "dockgate-sbx-" + sid;
+  REQUIRE(field(sidecar.exec(sid, "print(0)"), "stdout") == "0\n");
+  // The cell's parent is `timeout`; its parent is the runner.
+  const std::string stop_runner =
+      "import os, signal\n"
+      "runner = int(open('/proc/%d/stat' % os.getppid()).read().rsplit(') ', 1)[1].split()[1])\n"
+      "os.kill(runner, signal.SIGSTOP)\n";
+  for (int round = 0; round < 2; ++round) {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto ran = sidecar.call("POST", "/exec", exec_body(sid, stop_runner, 2000));
+    const auto took = std::chrono::steady_clock::now() - t0;
+    INFO(ran.body << "\n" << sidecar.log());
+    REQUIRE(ran.status == 200);
+    // Said as what happened, not as a timeout (124, "execution exceeded").
+    CHECK(field(ran.body, "stderr").find("the cell's runner was stopped (SIGSTOP)") !=
+          std::string::npos);
+    CHECK(field(ran.body, "exit_code") == "-1");
+    // The timeout (2 s), the kill grace (2 s) and a margin (1 s), not the host's wall
+    // clock behind them (the timeout + 15 s): a bound with room for a loaded machine.
+    CHECK(took < 14s);
+    // The stopped runner is gone with the cell's sweep; the next cell gets a new one and
+    // answers as any cell does.
+    CHECK(processes(container) == "/sbin/docker-init -- sleep infinity\nsleep infinity\n");
+    const std::string t1 = now_stamp();
+    const auto t2 = std::chrono::steady_clock::now();
+    auto next = sidecar.call("POST", "/exec", exec_body(sid, "print(1)", 2000));
+    const auto next_took = std::chrono::steady_clock::now() - t2;
+    CHECK(field(next.body, "stdout") == "1\n");
+    CHECK(field(next.body, "stderr").empty());
+    CHECK(next_took < 5s);
+    CHECK(exec_creates(container, t1, now_stamp()) == 1);  // the new runner, nothing else
+    CHECK(processes(container) ==
+          "/sbin/docker-init -- sleep infinity\nsleep infinity\n<runner>\n");
+  }
+  // Killed outright by its cell: the same, said as an end.
+  auto killed = sidecar.call("POST", "/exec",
+                             exec_body(sid,
+                                       "import os, signal\n"
+                                       "os.kill(int(open('/proc/%d/stat' % "
+                                       "os.getppid()).read().rsplit(') ', 1)[1].split()[1]), 9)\n",
+                                       2000));
+  INFO(killed.body);
+  CHECK(field(killed.body, "stderr").find("the cell's runner stopped answering") !=
+        std::string::npos);
+  CHECK(field(sidecar.exec(sid, "print(2)"), "stdout") == "2\n");
+  CHECK(processes(container) == "/sbin/docker-init -- sleep infinity\nsleep infinity\n<runner>\n");
+}
+
+TEST_CASE(
+    "walls: a sidecar killed mid-cell: nothing the cell left alive meets the next run's runner",
+    "[integration][sidecar][runner][walls]") {
+  proxy_process proxy("compose/policies/sandbox.json");
+  auto first = std::make_unique<sidecar_process>(proxy);
+  const std::string sid = new_session(*first);
+  const std::string container = "dockgate-sbx-" + sid;
+  // A process that leaves the cell's session and records, every few milliseconds, each
+  // runner it sees alive; the cell then waits to be cut short.
+  const std::string watcher = R"(import os, subprocess, time
+subprocess.Popen(['python3', '-c', '''
+import os, time
+seen = set()  # (the name is cut in two so that this process's own command line is not one)
+while True:
+    for p in os.listdir("/proc"):
+        try:
+            if p.isdigit() and b"dockgate-" b"runner" in open("/proc/%s/cmdline" % p, "rb").read() and p not in seen:
+                seen.add(p)
+                open("/workspace/runners-seen", "a").write(p + "\\n")
+        except OSError:
+            pass
+    time.sleep(0.003)
+'''], start_new_session=True)
+time.sleep(1)
+print('watching', flush=True)
+time.sleep(60)
+)";
+  std::thread cell([&] { first->call("POST", "/exec", exec_body(sid, watcher, 90000)); });
+  for (int i = 0;
+       i < 200 &&
+       run(direct() + " exec " + container + " test -s /workspace/runners-seen").status != 0;
+       ++i)
+    std::this_thread::sleep_for(50ms);
+  std::this_thread::sleep_for(500ms);
+  first->stop(SIGKILL);
+  cell.join();
+  first.reset();
+  REQUIRE(run(direct() + " exec " + container + " cat /workspace/runners-seen").output.size() > 1);
+
+  sidecar_process second(proxy);
+  // Adopted, the session's container was swept before the sidecar answered anything:
+  // the cut-short cell's processes, its watcher and the first run's runner are gone.
+  CHECK(processes(container) == "/sbin/docker-init -- sleep infinity\nsleep infinity\n");
+  auto ran = second.call("POST", "/exec", exec_body(sid, "print('after')", 10000));
+  INFO(ran.body << second.log());
+  REQUIRE(field(ran.body, "stdout") == "after\n");
+  // The watcher saw the first run's runner only: it was gone before the second started.
+  const std::string seen =
+      run(direct() + " exec " + container + " cat /workspace/runners-seen").output;
+  INFO(seen);
+  CHECK(std::count(seen.begin(), seen.end(), '\n') == 1);
+  CHECK(processes(container) == "/sbin/docker-init -- sleep infinity\nsleep infinity\n<runner>\n");
+}
