@@ -19,7 +19,7 @@ COPY . .
 RUN cmake --preset release -DDOCKGATE_BUILD_TESTS=OFF -DDOCKGATE_BUILD_BENCH=OFF >/dev/null \
  && cmake --build --preset release --target dockgate-proxy \
  && scripts/image-rootfs.sh /rootfs build/release/proxy/dockgate-proxy \
- && mkdir -p /rootfs/etc/dockgate && cp compose/policies/*.json /rootfs/etc/dockgate/
+ && install -d -m 0755 /rootfs/etc/dockgate && install -m 0644 compose/policies/*.json /rootfs/etc/dockgate/
 
 FROM ${BINARIES} AS binaries
 

@@ -5,6 +5,7 @@
 
 #include "dockgate/client/healthcheck.hpp"
 #include "dockgate/common/environment.hpp"
+#include "dockgate/common/host_path.hpp"
 #include "dockgate/policy/policy_file.hpp"
 #include "dockgate/policy/tecnativa.hpp"
 #include "dockgate/proxy/explain.hpp"
@@ -13,7 +14,8 @@
 
 namespace {
 
-// The policy file, or, without one, the Tecnativa docker-socket-proxy variables of the
+// The policy file (read only if root controls it: a user who could replace it could
+// choose the gate's profile), or, without one, the Tecnativa docker-socket-proxy variables of the
 // environment (CONTAINERS=1, POST=0, ...) as an equivalent profile.
 std::optional<dockgate::policy::policy> load_policy(const std::string& path) {
   if (path.empty()) {
@@ -21,14 +23,13 @@ std::optional<dockgate::policy::policy> load_policy(const std::string& path) {
     for (const auto& e : result.errors) std::cerr << "dockgate-proxy: " << e << '\n';
     return std::move(result.value);
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    std::cerr << path << ": cannot read policy file\n";
+  // Only a file no one but root (or the gate's own user) can change (host_path.hpp).
+  auto text = dockgate::common::read_root_controlled_file(path);
+  if (!text) {
+    std::cerr << "dockgate-proxy: --policy: refused: " << text.error << '\n';
     return std::nullopt;
   }
-  std::ostringstream text;
-  text << in.rdbuf();
-  auto result = dockgate::policy::parse_policy(text.str());
+  auto result = dockgate::policy::parse_policy(text.bytes);
   for (const auto& e : result.errors) std::cerr << path << ": " << e << '\n';
   return std::move(result.value);
 }

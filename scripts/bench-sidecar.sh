@@ -45,8 +45,10 @@ cleanup() {
 trap cleanup EXIT
 scripts/engine.sh start "$work/engine" >/dev/null
 source "$work/engine/env"
+# The gate reads only files root controls; the checkout may be its user's.
+install -m 0644 compose/policies/sandbox.json "$work/sandbox.json"
 "$bin/proxy/dockgate-proxy" --upstream "$DOCKGATE_TEST_ENGINE" --listen "unix://$work/proxy.sock" \
-  --policy compose/policies/sandbox.json >"$work/proxy.log" 2>&1 &
+  --policy "$work/sandbox.json" >"$work/proxy.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 100); do [[ -S $work/proxy.sock ]] && break; sleep 0.05; done
 

@@ -61,8 +61,10 @@ engine_sock=${DOCKGATE_TEST_ENGINE#unix://}
 dockerd_pid=$(cat "$work/engine/dockerd.pid")
 
 # The audit log (one line per request, stdout) is thrown away, as HAProxy's request log is.
+# The gate reads only files root controls; the checkout may be its user's.
+install -m 0644 compose/policies/docker-cli.json "$work/docker-cli.json"
 prlimit --nofile="$nofile:$nofile" build/release/proxy/dockgate-proxy --upstream "$DOCKGATE_TEST_ENGINE" \
-  --listen "unix://$work/proxy.sock" --policy compose/policies/docker-cli.json \
+  --listen "unix://$work/proxy.sock" --policy "$work/docker-cli.json" \
   >/dev/null 2>"$work/proxy.err" &
 proxy_pid=$!
 wait_for_socket "$work/proxy.sock" dockgate-proxy "$work/proxy.err"

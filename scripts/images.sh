@@ -23,7 +23,7 @@ for role in proxy sidecar; do
     trap 'rm -rf "$staging"' EXIT
     scripts/image-rootfs.sh "$staging/rootfs" "$build_dir/$role/dockgate-$role"
     if [[ $role == proxy ]]; then
-      mkdir -p "$staging/rootfs/etc/dockgate" && cp compose/policies/*.json "$staging/rootfs/etc/dockgate/"
+      install -d -m 0755 "$staging/rootfs/etc/dockgate" && install -m 0644 compose/policies/*.json "$staging/rootfs/etc/dockgate/"
     fi
     tar -C "$staging" -c rootfs | "$docker" -H "$host" import - "dockgate/$role-binaries:local" >/dev/null
     rm -rf "$staging"

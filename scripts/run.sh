@@ -69,8 +69,10 @@ stop_pid "$state/sidecar.pid"
 stop_pid "$state/proxy.pid"
 [[ -s $state/api-key ]] || (umask 077 && openssl rand -hex 24 >"$state/api-key")
 mkdir -p "$state/archives"
+# The gate reads only files root controls; the checkout may be its user's.
+install -m 0644 compose/policies/sandbox.json "$state/sandbox.json"
 setsid build/release/proxy/dockgate-proxy serve --upstream "$engine" --listen "unix://$gate_socket" \
-  --metrics "tcp://$metrics" --policy compose/policies/sandbox.json \
+  --metrics "tcp://$metrics" --policy "$state/sandbox.json" \
   >>"$state/proxy-audit.log" 2>>"$state/proxy.log" </dev/null &
 echo $! >"$state/proxy.pid"
 for _ in $(seq 50); do build/release/proxy/dockgate-proxy healthcheck "tcp://$metrics" 2>/dev/null && break; sleep 0.2; done

@@ -364,15 +364,17 @@ std::size_t connection_limit(const serve_options& options, spdlog::logger& log) 
   return limit;
 }
 
-// SIGHUP: the policy read again; a valid one applies to new requests, an invalid one is
-// refused (its errors logged) and the current one stays.
+// SIGHUP: the policy read again; a valid one applies to new requests, an invalid one, or
+// one a user other than root could have changed (host_path.hpp), is refused (the reason
+// logged) and the current one stays.
 net::awaitable<void> reload_when_signalled(proxy_context& ctx, net::signal_set& signals, const policy_loader& load) {
   for (;;) {
     auto [ec, signo] = co_await signals.async_wait(use_tuple);
     if (ec || ctx.stopping) co_return;
     auto fresh = load();
     if (!fresh) {
-      ctx.log->error("SIGHUP: the policy has errors (above); keeping the current one");
+      ctx.log->error(
+          "SIGHUP: the policy was not loaded (the reason above); keeping the current one");
       continue;
     }
     ctx.policy = std::make_shared<const policy::policy>(std::move(*fresh));

@@ -1,12 +1,14 @@
 // TLS termination in front of the request path.
 //
 // Invariant: a client's TLS identity is the subject of a certificate the configured CA
-// verified during this handshake; without a client CA, no subject is ever reported.
+// verified during this handshake; without a client CA, no subject is ever reported. The
+// key, certificate and CA come from files only root (or the gate's user) can change.
 #include "tls_front.hpp"
 
+#include <netdb.h>
+#include <openssl/crypto.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
-#include <netdb.h>
 
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/local/connect_pair.hpp>
@@ -16,6 +18,7 @@
 #include <stdexcept>
 
 #include "connection.hpp"
+#include "dockgate/common/host_path.hpp"
 
 namespace dockgate::proxy {
 
@@ -45,21 +48,36 @@ std::string subject_rfc2253(SSL* ssl) {
 std::unique_ptr<net::ssl::context> make_tls_context(const serve_options& options) {
   auto tls = std::make_unique<net::ssl::context>(net::ssl::context::tls_server);
   tls->set_options(net::ssl::context::default_workarounds | net::ssl::context::no_sslv2 |
-                   net::ssl::context::no_sslv3 | net::ssl::context::no_tlsv1 | net::ssl::context::no_tlsv1_1);
+                   net::ssl::context::no_sslv3 | net::ssl::context::no_tlsv1 |
+                   net::ssl::context::no_tlsv1_1);
+  // The key, the certificate and the CA are read only if root controls them (a user who
+  // could replace the CA could choose who is a client; host_path.hpp), from the
+  // descriptor that was checked.
+  auto read = [](std::string_view flag, const std::string& path) {
+    auto file = common::read_root_controlled_file(path);
+    if (!file) throw std::runtime_error(std::string(flag) + ": refused: " + file.error);
+    return std::move(file.bytes);
+  };
   beast::error_code ec;
-  tls->use_certificate_chain_file(options.tls_cert, ec);
+  const std::string cert = read("--tls-cert", options.tls_cert);
+  tls->use_certificate_chain(net::buffer(cert), ec);
   if (ec) throw std::runtime_error("--tls-cert " + options.tls_cert + ": " + ec.message());
-  tls->use_private_key_file(options.tls_key, net::ssl::context::pem, ec);
+  std::string key = read("--tls-key", options.tls_key);
+  tls->use_private_key(net::buffer(key), net::ssl::context::pem, ec);
+  OPENSSL_cleanse(key.data(), key.size());
   if (ec) throw std::runtime_error("--tls-key " + options.tls_key + ": " + ec.message());
   if (!options.tls_client_ca.empty()) {
-    tls->load_verify_file(options.tls_client_ca, ec);
-    if (ec) throw std::runtime_error("--tls-client-ca " + options.tls_client_ca + ": " + ec.message());
+    const std::string ca = read("--tls-client-ca", options.tls_client_ca);
+    tls->add_certificate_authority(net::buffer(ca), ec);
+    if (ec)
+      throw std::runtime_error("--tls-client-ca " + options.tls_client_ca + ": " + ec.message());
     tls->set_verify_mode(net::ssl::verify_peer | net::ssl::verify_fail_if_no_peer_cert);
   }
   return tls;
 }
 
-net::awaitable<void> serve_tls(proxy_context& ctx, net::ssl::context& tls, protocol::socket socket) {
+net::awaitable<void> serve_tls(proxy_context& ctx, net::ssl::context& tls,
+                               protocol::socket socket) {
   policy::client_identity identity;
   std::string peer = "unknown";
   {
@@ -67,8 +85,8 @@ net::awaitable<void> serve_tls(proxy_context& ctx, net::ssl::context& tls, proto
     auto ep = socket.remote_endpoint(ec);
     char host[NI_MAXHOST];
     char port[NI_MAXSERV];
-    if (!ec && ::getnameinfo(ep.data(), static_cast<socklen_t>(ep.size()), host, sizeof host, port, sizeof port,
-                             NI_NUMERICHOST | NI_NUMERICSERV) == 0) {
+    if (!ec && ::getnameinfo(ep.data(), static_cast<socklen_t>(ep.size()), host, sizeof host, port,
+                             sizeof port, NI_NUMERICHOST | NI_NUMERICSERV) == 0) {
       identity.address = host;
       peer = std::string(host) + ":" + port;
     }

@@ -107,8 +107,13 @@ proxy_process::proxy_process(const std::string& policy, std::vector<std::string>
   if (!policy.empty() && policy.front() == '{') {
     policy_path = dir_ + "/policy.json";
     std::ofstream(policy_path) << policy;
-  } else {
-    policy_path = repo_root() + "/" + policy;
+  } else if (!policy.empty()) {
+    // A copy in this root-owned directory: the gate reads only files root controls, and
+    // a checkout may belong to the user who made it.
+    policy_path = dir_ + "/policy.json";
+    std::ifstream in(repo_root() + "/" + policy, std::ios::binary);
+    if (!in) throw std::runtime_error("cannot read " + policy);
+    std::ofstream(policy_path, std::ios::binary) << in.rdbuf();
   }
   std::vector<std::string> args = {DOCKGATE_PROXY_BIN, "--upstream", upstream.empty() ? engine_host() : upstream, "--listen",
                                    "unix://" + socket_};
@@ -336,6 +341,17 @@ std::string make_pki() {
       "cp client.pem cert.pem && cp client.key key.pem";
   if (run(script).status != 0) throw std::runtime_error("openssl failed making test certificates");
   return dir;
+}
+
+std::string root_owned_copy(const std::string& repo_path) {
+  char tmpl[] = "/tmp/dockgate-policy.XXXXXX";
+  if (!::mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
+  const std::string copy =
+      std::string(tmpl) + "/" + repo_path.substr(repo_path.find_last_of('/') + 1);
+  std::ifstream in(repo_root() + "/" + repo_path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read " + repo_path);
+  std::ofstream(copy, std::ios::binary) << in.rdbuf();
+  return copy;
 }
 
 bool container_exists(const std::string& name) {

@@ -33,7 +33,8 @@ command_result run(const std::string& command);
 // A dockgate-proxy process; stopped with SIGTERM (then SIGKILL) when destroyed.
 class proxy_process {
  public:
-  // `policy_file` is a path (relative to the repository root) or JSON text; empty: no
+  // `policy_file` is a path (relative to the repository root; the gate reads a copy in
+  // its root-owned directory) or JSON text; empty: no
   // --policy (the proxy reads Tecnativa's variables from `env`).
   // `env` holds NAME=VALUE pairs added to the proxy's environment.
   // `upstream` defaults to the test engine.
@@ -99,6 +100,10 @@ class background {
 // certificate CN=ci-runner,O=dockgate (client.pem/key, also as cert.pem/key.pem for
 // DOCKER_CERT_PATH), made with openssl in a new temporary directory.
 std::string make_pki();
+
+// A copy of a file of the repository (a policy) in a new root-owned directory under /tmp:
+// the gate reads only files root controls, and a checkout may belong to its user.
+std::string root_owned_copy(const std::string& repo_path);
 
 // Daemon's view: does a container with this name exist? (asked directly, not via proxy)
 bool container_exists(const std::string& name);

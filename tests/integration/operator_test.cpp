@@ -102,9 +102,10 @@ TEST_CASE("systemd socket activation: the listener systemd opened is used, and l
   const std::string sock = dir + "/activated.sock";
   // systemd-socket-activate listens, then execs the proxy with LISTEN_FDS=1 on the first
   // connection, as systemd does for dockgate-proxy.socket.
-  background activated("systemd-socket-activate -l " + sock + " " + std::string(DOCKGATE_PROXY_BIN) + " --upstream " +
-                       engine_host() + " --listen unix://" + sock + " --policy " + repo_root() +
-                       "/compose/policies/read-only.json");
+  background activated("systemd-socket-activate -l " + sock + " " +
+                       std::string(DOCKGATE_PROXY_BIN) + " --upstream " + engine_host() +
+                       " --listen unix://" + sock + " --policy " +
+                       root_owned_copy("compose/policies/read-only.json"));
   for (int i = 0; i < 100 && run("test -S " + sock).status != 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   auto ping = raw_exchange(sock, "GET /_ping HTTP/1.1\r\nHost: d\r\nConnection: close\r\n\r\n");
   CHECK(ping.status() == 200);
@@ -154,8 +155,9 @@ TEST_CASE("descriptors: the soft limit is raised, every held stream is served, a
   const std::string sock = dir + "/gate.sock";
   std::ofstream(dir + "/hold.py") << hold_events;
   // Started as with the default soft limit of many hosts (here 256), under a hard limit of 4096.
-  background gate("prlimit --nofile=256:4096 " + std::string(DOCKGATE_PROXY_BIN) + " --upstream " + engine_host() +
-                  " --listen unix://" + sock + " --policy " + repo_root() + "/compose/policies/read-only.json 2>" + dir + "/err");
+  background gate("prlimit --nofile=256:4096 " + std::string(DOCKGATE_PROXY_BIN) + " --upstream " +
+                  engine_host() + " --listen unix://" + sock + " --policy " +
+                  root_owned_copy("compose/policies/read-only.json") + " 2>" + dir + "/err");
   for (int i = 0; i < 200 && run("test -S " + sock).status != 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   // (the proxy itself: prlimit execs it; the shell that started prlimit is not it)
   const std::string pid = run("pgrep -f '^" + std::string(DOCKGATE_PROXY_BIN) + " .*listen unix://" + sock + "' | head -n 1").output;
@@ -272,4 +274,84 @@ while True:
   CHECK(run("grep -c 'daemon API version' " + proxy.dir() + "/proxy.err").output == "2\n");
   relay.reset();
   run("rm -rf " + dir);
+}
+
+// The gate reads only files root controls (issue 18): a policy a user other than root
+// could change, or reach through a symlink, is refused at start (the gate does not run)
+// and at SIGHUP (the policy in force stays). Judged by what a request gets.
+TEST_CASE(
+    "a policy file a user could change is refused at start and at SIGHUP; the one in force stays",
+    "[integration][operator][signals][trust]") {
+  const std::string in_force =
+      R"({"default_profile":"p","profiles":{"p":{"confine_to_owned":false,"allow":["SystemPing","ContainerList"]}}})";
+  // What a user would make of it: one more operation.
+  const std::string wider =
+      R"({"default_profile":"p","profiles":{"p":{"confine_to_owned":false,"allow":["SystemPing","ContainerList","SystemInfo"]}}})";
+  proxy_process proxy(in_force);
+  const std::string policy = proxy.dir() + "/policy.json";
+  auto info = [&] {
+    return raw_exchange(proxy.socket_path(),
+                        "GET /v1.41/info HTTP/1.1\r\nHost: d\r\nConnection: close\r\n\r\n")
+        .status();
+  };
+  auto count = [&](const std::string& text) {
+    return std::stoi(run("grep -c '" + text + "' " + proxy.dir() + "/proxy.err").output);
+  };
+  // SIGHUP, then (bounded) until the gate has said what it made of it.
+  auto hangup = [&](const std::string& outcome) {
+    const int before = count(outcome);
+    ::kill(proxy.pid(), SIGHUP);
+    for (int i = 0; i < 250 && count(outcome) == before; ++i) std::this_thread::sleep_for(20ms);
+    return count(outcome) > before;
+  };
+  const std::string kept = "keeping the current one";
+  REQUIRE(info() == 403);
+
+  // (a) The path swapped for a symlink to a file in a user's directory, owned by the user.
+  const std::string home = proxy.dir() + "/home";
+  REQUIRE(run("mkdir -m 0755 " + home + " && chown 1000:1000 " + home).status == 0);
+  std::ofstream(home + "/policy.json") << wider;
+  REQUIRE(run("chown 1000:1000 " + home + "/policy.json && ln -s " + home + "/policy.json " +
+              policy + ".new && mv -T " + policy + ".new " + policy)
+              .status == 0);
+  CHECK(hangup(kept));
+  CHECK(info() == 403);
+  CHECK(run("grep -c 'home\" (a directory above it) is owned by uid 1000' " + proxy.dir() +
+            "/proxy.err")
+            .output == "1\n");
+
+  // (b) The file itself chowned to the user and made writable by anyone.
+  REQUIRE(run("rm " + policy).status == 0);
+  std::ofstream(policy) << wider;
+  REQUIRE(run("chown 1000:1000 " + policy + " && chmod 0666 " + policy).status == 0);
+  CHECK(hangup(kept));
+  CHECK(info() == 403);
+  CHECK(run("grep -c 'policy.json\" is owned by uid 1000' " + proxy.dir() + "/proxy.err").output ==
+        "1\n");
+  // ... or root's but writable by anyone.
+  REQUIRE(run("chown 0:0 " + policy).status == 0);
+  CHECK(hangup(kept));
+  CHECK(info() == 403);
+  CHECK(run("grep -c 'is writable by group or others (mode 0666)' " + proxy.dir() + "/proxy.err")
+            .output == "1\n");
+
+  // The same file, once root controls it again, is loaded: the refusals were the rule's.
+  REQUIRE(run("chmod 0644 " + policy).status == 0);
+  CHECK(hangup("policy reloaded"));
+  CHECK(info() == 200);
+  CHECK(::kill(proxy.pid(), 0) == 0);
+
+  // (c) At start: the gate does not run, and says which file and why.
+  REQUIRE(run("chown 1000:1000 " + policy).status == 0);
+  CHECK_THROWS_WITH(
+      proxy_process("", {"--policy", policy}),
+      Catch::Contains("--policy: refused: \"" + policy + "\" is owned by uid 1000, not root"));
+  REQUIRE(run("chown 0:0 " + policy + " && ln -s " + home + "/policy.json " + proxy.dir() +
+              "/link.json")
+              .status == 0);
+  CHECK_THROWS_WITH(proxy_process("", {"--policy", proxy.dir() + "/link.json"}),
+                    Catch::Contains("(a directory above it) is owned by uid 1000"));
+  // A symlink root made, in directories only root can write, to a file root controls: read.
+  REQUIRE(run("ln -s policy.json " + proxy.dir() + "/root-link.json").status == 0);
+  CHECK_NOTHROW(proxy_process("", {"--policy", proxy.dir() + "/root-link.json"}));
 }

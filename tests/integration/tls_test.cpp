@@ -34,3 +34,38 @@ TEST_CASE("a TLS client certificate's subject selects the profile", "[integratio
   CHECK(plain.output.find("dockgate: SystemVersion is not allowed by profile ping-only") != std::string::npos);
   run("rm -rf " + pki);
 }
+
+// The gate reads only files root controls (issue 18): a key another user owns, or could
+// read-modify as its group or others, is refused at start, naming the flag and the file.
+TEST_CASE("a TLS key, certificate or CA a user could change is refused at start",
+          "[integration][tls][trust]") {
+  const std::string pki = make_pki();
+  const std::string port = free_tcp_port();
+  const std::string policy = R"({"default_profile":"p","profiles":{"p":{"allow":["SystemPing"]}}})";
+  auto start = [&] {
+    proxy_process proxy(policy,
+                        {"--listen", "tls://127.0.0.1:" + port, "--tls-cert", pki + "/server.pem",
+                         "--tls-key", pki + "/server.key", "--tls-client-ca", pki + "/ca.pem"});
+  };
+  CHECK_NOTHROW(start());  // as made: root's
+  REQUIRE(
+      run("chown 1000:1000 " + pki + "/server.key && chmod 0644 " + pki + "/server.key").status ==
+      0);
+  CHECK_THROWS_WITH(start(), Catch::Contains("--tls-key: refused: \"" + pki +
+                                             "/server.key\" is owned by uid 1000, not root"));
+  REQUIRE(run("chown 0:0 " + pki + "/server.key && chmod 0600 " + pki + "/server.key").status == 0);
+  REQUIRE(run("chmod 0664 " + pki + "/server.pem").status == 0);
+  CHECK_THROWS_WITH(start(), Catch::Contains("--tls-cert: refused: \"" + pki +
+                                             "/server.pem\" is writable by group or others"));
+  REQUIRE(run("chmod 0644 " + pki + "/server.pem && chown 1000 " + pki).status == 0);
+  CHECK_THROWS_WITH(start(),
+                    Catch::Contains("--tls-cert: refused:"));  // the directory is the user's
+  REQUIRE(run("chown 0 " + pki + " && mkdir -m 0755 " + pki + "/user && chown 1000 " + pki +
+              "/user && cp " + pki + "/ca.pem " + pki + "/user/ca.pem && ln -sf user/ca.pem " +
+              pki + "/ca.pem")
+              .status == 0);
+  CHECK_THROWS_WITH(
+      start(),
+      Catch::Contains("--tls-client-ca: refused:"));  // through a symlink into the user's directory
+  run("rm -rf " + pki);
+}

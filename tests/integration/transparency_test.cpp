@@ -92,6 +92,53 @@ TEST_CASE("transparency: what the daemon ignores is left out, not refused", "[in
   CHECK_FALSE(container_exists(name));
 }
 
+// docker logs --details prints each line's attributes (the labels and environment the
+// container's log options name) before it, and a space even without any: a gate that
+// dropped `details` (the specification omits it for ContainerLogs) gave the bare lines.
+TEST_CASE("transparency: logs with details are the same bytes through docker-cli as straight",
+          "[integration][transparency][logs]") {
+  proxy_process proxy(cli_policy);
+  const std::string probe = unique_name("dg-owner-probe");
+  REQUIRE(run(proxy.docker() + " create --name " + probe + " " + test_image() + " true").status ==
+          0);
+  const std::string owner =
+      run(direct() + " inspect --format '{{index .Config.Labels \"dockgate.owner\"}}' " + probe)
+          .output;
+  run(direct() + " rm -f " + probe);
+  REQUIRE(owner.size() > 1);
+  // Made straight (the profile forces its own log options), labelled as the gate labels
+  // what the profile owns, so the gate serves its logs.
+  const std::string name = unique_name("dg-details");
+  REQUIRE(run(direct() + " run --name " + name +
+              " --label dockgate.owner=" + owner.substr(0, owner.size() - 1) +
+              " --label team=blue --env STAGE=canary --log-driver json-file --log-opt labels=team "
+              "--log-opt env=STAGE " +
+              test_image() + " sh -c 'echo one; echo two >&2; echo three'")
+              .status == 0);
+
+  const std::string query =
+      "/v1.41/containers/" + name + "/logs?details=1&stdout=1&stderr=1&timestamps=0";
+  auto body = [&](const std::string& socket) {
+    return run("curl -sf --unix-socket " + socket + " 'http://docker" + query + "' | od -An -c");
+  };
+  const auto straight = body(engine_socket());
+  const auto gated = body(proxy.socket_path());
+  INFO("straight:\n" << straight.output << "\ngated:\n" << gated.output);
+  REQUIRE(straight.status == 0);
+  CHECK(straight.output.find("S   T   A   G   E   =   c   a   n   a   r   y") != std::string::npos);
+  CHECK(gated.status == 0);
+  CHECK(gated.output == straight.output);
+
+  // The docker CLI's own rendering, both streams.
+  const auto cli_straight = run(direct() + " logs --details " + name + " 2>&1");
+  const auto cli_gated = run(proxy.docker() + " logs --details " + name + " 2>&1");
+  INFO("cli straight:\n" << cli_straight.output << "\ncli gated:\n" << cli_gated.output);
+  CHECK(cli_straight.output.find("STAGE=canary,team=blue one\n") != std::string::npos);
+  CHECK(cli_gated.status == 0);
+  CHECK(cli_gated.output == cli_straight.output);
+  run(direct() + " rm -f " + name);
+}
+
 TEST_CASE("transparency: a create answer says what the profile changed", "[integration][transparency]") {
   proxy_process proxy(cli_policy);
   const std::string name = unique_name("dg-warned");

@@ -1,11 +1,21 @@
 #pragma once
-// Host directory paths opened without following a symlink anywhere in them: the one
-// walker behind the gate's bind-source checks and dockgate-mount's mountpoints.
+// Host paths walked one component at a time from "/": the one walker behind the gate's
+// bind-source checks, dockgate-mount's mountpoints and the files the gate trusts (its
+// policy, its TLS key, certificate and CA).
 //
-// Kernel behaviour relied on: openat(O_PATH|O_DIRECTORY|O_NOFOLLOW) refuses a symlink as
-// the last component (ELOOP) and a non-directory (ENOTDIR); walking one component at a
-// time from "/" makes that true of every component. What was checked is what is open.
+// Kernel behaviour relied on: openat(O_PATH|O_NOFOLLOW) opens a symlink itself instead of
+// its target, and O_DIRECTORY refuses a non-directory (ENOTDIR); walking one component at
+// a time from "/" makes every component something this process looked at. What was
+// checked is what is open, and what is read is read from that descriptor.
+//
+// Who can replace a component (the one rule, `only_owner_replaceable`): the owner of its
+// directory, and anyone who may write that directory unless it is sticky and the
+// component belongs to root (or us) — /tmp's case: rename(2) and unlink(2) in a sticky
+// directory need the entry's or the directory's owner. Group write counts as anyone's:
+// which users a group holds is not the kernel's to say here (NSS, LDAP), as OpenSSH's
+// StrictModes and sudo decide.
 
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -39,6 +49,23 @@ struct walk_options {
 
 // Opens the directory `path` (absolute, no empty, "." or ".." component) as O_PATH,
 // every component a real directory. nullopt with the reason otherwise.
-std::optional<fd_handle> open_directory_nofollow(std::string_view path, std::string& error, walk_options options = {});
+std::optional<fd_handle> open_directory_nofollow(std::string_view path, std::string& error,
+                                                 walk_options options = {});
+
+// A file the gate's configuration comes from, read whole, or why not.
+struct file_contents {
+  std::string bytes;
+  std::string error;  // empty: read
+  explicit operator bool() const { return error.empty(); }
+};
+
+// Reads the regular file `path` (relative: to the working directory) when no one but root
+// (or this process's user, who holds the daemon's socket already) can change what it
+// holds: every directory from / down and every symlink on the way (followed as the
+// kernel follows them, at most 40) only_owner_replaceable, the file itself owned by root
+// (or us) and writable by no group and no other user. A file that changes hands between
+// two SIGHUPs is refused at the second.
+file_contents read_root_controlled_file(std::string_view path,
+                                        std::size_t max_bytes = std::size_t{16} << 20);
 
 }  // namespace dockgate::common
