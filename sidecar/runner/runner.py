@@ -18,6 +18,9 @@
 #   plain kill sweep (cells.cpp).
 # - A cell can still signal it (same uid): stopped or killed, it answers nothing more, and
 #   the sidecar gives it up and starts another; it never answers for a cell it did not run.
+#   A cell can also lower its limits or its scheduling (same uid, no trace needed), which
+#   every later cell would inherit: after each cell the runner compares them with those it
+#   started with and ends if they differ.
 # - The sidecar trusts none of this: it bounds every frame and stops using the runner
 #   at the first thing it does not expect.
 #
@@ -44,6 +47,7 @@ if ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0) != 0:  # PR_SET_DUMPAB
     sys.exit(3)
 
 import os  # noqa: E402
+import resource  # noqa: E402
 import selectors  # noqa: E402
 import signal  # noqa: E402
 import stat  # noqa: E402
@@ -53,7 +57,24 @@ import subprocess  # noqa: E402
 CHUNK = 65536
 
 
+# What a process of the same uid may change in this one without being able to trace it
+# (prlimit(2), setpriority(2), sched_setaffinity(2), sched_setscheduler(2) check only the
+# uid) and what every later cell would inherit from it: its limits and its scheduling.
+def inherited_state():
+    state = []
+    for name in sorted(n for n in dir(resource) if n.startswith("RLIMIT_")):
+        try:
+            state.append((name, resource.getrlimit(getattr(resource, name))))
+        except (ValueError, OSError):
+            pass
+    state.append(("nice", os.getpriority(os.PRIO_PROCESS, 0)))
+    state.append(("affinity", sorted(os.sched_getaffinity(0))))
+    state.append(("policy", os.sched_getscheduler(0)))
+    return state
+
+
 def main():
+    started_with = inherited_state()
     requests = os.dup(0)
     answers = os.dup(1)
     null = os.open(os.devnull, os.O_RDWR)
@@ -98,6 +119,11 @@ def main():
             run(lists[0], lists[1][0], cap, send)
         elif op == b"C" and len(lists) == 4 and len(lists[1]) == 1 and len(lists[2]) == 4:
             cell(lists[0], lists[1][0], *lists[2], lists[3], cap, send)
+            # A cell changed what the next one would inherit from this runner: its answer
+            # is whole; the runner ends (after its sweep, no process of the cell is left
+            # to meet the next one) and the sidecar starts another.
+            if inherited_state() != started_with:
+                sys.exit(5)
         else:
             sys.exit(4)
 

@@ -98,8 +98,32 @@ cell_listing parse_cell_listing(std::string_view text) {
 
 }  // namespace
 
-void service::sweep_cell_processes(const std::string& container) {
+service::sweep_outcome service::sweep_cell_processes(const std::string& container) {
   run_in(container, {"sh", "-c", kill_cell_processes()}, 15s);
+  return only_own_processes(container);
+}
+
+service::sweep_outcome service::only_own_processes(const std::string& container) {
+  // `ps -o pid,uid,stat` on the host, limited by the daemon to the container's processes:
+  // what a process in the container cannot shape (numeric uids, the kernel's states).
+  auto top = docker_.call("GET", "/containers/" + container + "/top?ps_args=-o%20pid%2Cuid%2Cstat", {}, 20s);
+  simdjson::dom::parser p;
+  simdjson::dom::element doc;
+  simdjson::dom::array rows, titles;
+  if (top.status != 200 || p.parse(top.body).get(doc) != simdjson::SUCCESS ||
+      doc["Processes"].get_array().get(rows) != simdjson::SUCCESS || doc["Titles"].get_array().get(titles) != simdjson::SUCCESS ||
+      titles.size() != 3)
+    return sweep_outcome::unknown;
+  const std::string_view own_uid = keepalive_user.substr(0, keepalive_user.find(':'));
+  for (simdjson::dom::element row : rows) {
+    std::string_view uid, stat;
+    simdjson::dom::array cols;
+    if (row.get_array().get(cols) != simdjson::SUCCESS || cols.size() != 3 || cols.at(1).get_string().get(uid) != simdjson::SUCCESS ||
+        cols.at(2).get_string().get(stat) != simdjson::SUCCESS)
+      return sweep_outcome::unknown;
+    if (uid != own_uid && !stat.starts_with('Z')) return sweep_outcome::tainted;
+  }
+  return sweep_outcome::clean;
 }
 
 http_reply service::exec(const http_request& r) {
@@ -180,18 +204,35 @@ http_reply service::run_cell(const http_request& r, cell_events& events) {
     s->runner.reset();
     s->sweep_before_runner = true;
   };
+  // A process that resisted the sweep may have stopped or traced every exec since, and
+  // would meet the next runner before it is undumpable: the session's container ends
+  // with it (its files are the cell's to lose, never a neighbour's).
+  auto end_tainted = [&] {
+    std::cerr << "dockgate-sidecar: session " << s->id
+              << ": a process left by a cell outlived the kill sweep; the session's container is ended" << std::endl;
+    s->terminating = true;
+    if (s->runner) s->runner->close();
+    s->runner.reset();
+    remove_session_containers(*s);
+    return detail(500, "session ended: a process left by a cell outlived the clean-up");
+  };
   auto plain_sweep = [&] {
-    sweep_cell_processes(s->container);
-    s->sweep_before_runner = false;
+    const auto outcome = sweep_cell_processes(s->container);
+    s->sweep_before_runner = outcome != sweep_outcome::clean;
+    return outcome;
   };
   if (config_.cell_runner && !s->runner && !s->runner_refused) {
-    if (s->sweep_before_runner) plain_sweep();
-    std::string why;
-    s->runner = cell_runner::start(docker_, s->container, 20s, &why);
-    if (!s->runner) {
-      std::cerr << "dockgate-sidecar: session " << s->id << ": cell runner did not start (" << why
-                << "), plain execs from now on" << std::endl;
-      s->runner_refused = true;
+    // Only where the host sees no process of the session user (an unknown answer: no
+    // runner this time, a plain exec instead).
+    if (s->sweep_before_runner && plain_sweep() == sweep_outcome::tainted) return end_tainted();
+    if (!s->sweep_before_runner) {
+      std::string why;
+      s->runner = cell_runner::start(docker_, s->container, 20s, &why);
+      if (!s->runner) {
+        std::cerr << "dockgate-sidecar: session " << s->id << ": cell runner did not start (" << why
+                  << "), plain execs from now on" << std::endl;
+        s->runner_refused = true;
+      }
     }
   }
   // The runner's process, looked at when it has not answered by the time a sound one
@@ -253,7 +294,7 @@ http_reply service::run_cell(const http_request& r, cell_events& events) {
         // The runner never acknowledged the cell, so it did not run: run it as a plain
         // exec, once the runner's process is gone (a stopped one, continued, would run it
         // a second time).
-        plain_sweep();
+        if (plain_sweep() == sweep_outcome::tainted) return end_tainted();
         result = docker_.exec(s->container, run);
         elapsed = std::chrono::steady_clock::now() - started;
       } else {
@@ -280,8 +321,12 @@ http_reply service::run_cell(const http_request& r, cell_events& events) {
     return run_in(s->container, std::move(cmd), timeout, {}, false, {}, max_out);
   };
   if (!listing_text) {
+    // The plain clean-up (the runner failed, or there is none): its sweep is judged from
+    // the host before the answer; what it listed is only the cell's own files.
     listing_text = run_in(s->container, cleanup_cmd(), 15s).stdout_data;
-    s->sweep_before_runner = false;  // the clean-up's sweep ended every process of the session user
+    const auto outcome = only_own_processes(s->container);
+    if (outcome == sweep_outcome::tainted) return end_tainted();
+    s->sweep_before_runner = outcome != sweep_outcome::clean;
   }
   if (!result.started && result.error.find("409") != std::string::npos) return detail(404, "session not found or not running");
   if (!result.started && result.error.find("404") != std::string::npos) return detail(404, "session not found or not running");

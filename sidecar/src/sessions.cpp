@@ -392,10 +392,18 @@ void service::reconcile() {
     s->pooled = pooled;
     // The last run may have died mid-cell, its runner with it: the cell's processes may
     // be alive. They end now (nothing a cell starts outlives its answer, and none may
-    // meet the session's next runner: cells.cpp); should this sweep fail, the next cell
-    // sweeps before it starts a runner.
-    sweep_cell_processes(c.id);
-    s->sweep_before_runner = true;
+    // meet the session's next runner: cells.cpp). One the sweep could not end ends the
+    // container; when the host could not say, the next cell sweeps again first.
+    const auto swept = sweep_cell_processes(c.id);
+    if (swept == sweep_outcome::tainted) {
+      std::cerr << "dockgate-sidecar: session " << s->id
+                << ": a process left by a cell outlived the kill sweep; its container is removed" << std::endl;
+      remove_container(c.id);
+      if (pooled) remove_container(std::string(container_prefix) + *sid + std::string(claim_suffix));
+      if (fuse) unmount_workspace(*sid);
+      continue;
+    }
+    s->sweep_before_runner = swept != sweep_outcome::clean;
     if (fuse) s->storage.reset();  // the bucket is its storage
     s->last_used = std::chrono::steady_clock::now();  // the TTL restarts at boot
     std::lock_guard g(table_mutex_);

@@ -146,10 +146,14 @@ inline std::string new_session(const sidecar_process& sidecar) {
 
 // The container's processes as the daemon sees them (docker top): one command line per
 // line; the session's cell runner (`python3 -I -c <runner.py> dockgate-runner`) as <runner>.
+// In a fixed order (init, its sleep, the runner, the rest as top lists them): PIDs wrap on
+// a busy test machine, so top's order (by PID) is not the order they started in.
 inline std::string processes(const std::string& container) {
   return run(direct() + " top " + container +
              " -o pid,args | awk 'NR > 1 { $1 = \"\"; sub(/^ /, \"\"); "
-             "if (index($0, \"python3 -I -c \") == 1 && $NF == \"dockgate-runner\") $0 = \"<runner>\"; print }'")
+             "if (index($0, \"python3 -I -c \") == 1 && $NF == \"dockgate-runner\") $0 = \"<runner>\"; "
+             "r = 3; if (index($0, \"/sbin/docker-init \") == 1) r = 0; else if ($0 == \"sleep infinity\") r = 1; "
+             "else if ($0 == \"<runner>\") r = 2; print r \" \" $0 }' | sort -s -n -k1,1 | cut -d' ' -f2-")
       .output;
 }
 

@@ -82,7 +82,138 @@ for p, what in sorted(targets.items()):
     print(what, ' '.join(tries))
 )";
 
+// A cell that leaves a process which stops the runner, then every new process of the
+// session user (the plain clean-up's shell among them), and catches the next runner in its
+// first milliseconds, still dumpable: it opens its fds 0 and 1 and answers in its name.
+const std::string resist_and_impersonate = R"(import os, sys, time, signal, struct
+def ppid(p):
+    s = open('/proc/%d/stat' % p).read(); return int(s[s.rfind(')') + 2:].split()[1])
+runner = ppid(os.getppid())
+if os.fork():
+    time.sleep(0.5); print('left one'); sys.exit(0)
+os.setsid()
+if os.fork(): os._exit(0)
+for s in (signal.SIGHUP, signal.SIGTERM, signal.SIGPIPE): signal.signal(s, signal.SIG_IGN)
+null = os.open('/dev/null', os.O_RDWR)
+for fd in (0, 1, 2): os.dup2(null, fd)
+os.kill(runner, signal.SIGSTOP)
+def uid(p):
+    try:
+        for l in open('/proc/%d/status' % p):
+            if l.startswith('Uid:'): return int(l.split()[1])
+    except OSError: return None
+def cmd(p):
+    try: return open('/proc/%d/cmdline' % p, 'rb').read()
+    except OSError: return b''
+seen = {int(p) for p in os.listdir('/proc') if p.isdigit()}
+def serve(rfd, wfd):
+    def send(k, pl=b''): os.write(wfd, k + struct.pack('>I', len(pl)) + pl)
+    def rd(n):
+        b = b''
+        while len(b) < n:
+            g = os.read(rfd, n - len(b))
+            if not g: raise SystemExit
+            b += g
+        return b
+    send(b'H', b'dockgate-runner 2 %d' % os.getpid())
+    while True:
+        (n,) = struct.unpack('>I', rd(4)); body = rd(n)
+        send(b'S')
+        if body[:1] == b'C':
+            send(b'O', b'FORGED\n'); send(b'X', b'0 0 0'); send(b'L', b'0\n0\n\0'); send(b'D')
+        else:
+            send(b'X', b'0 0 0')
+while True:
+    for p in os.listdir('/proc'):
+        if not p.isdigit() or int(p) in seen: continue
+        p = int(p)
+        u = uid(p)
+        if u is None: seen.add(p); continue
+        if u != 1000: continue
+        c = cmd(p)
+        if c == b'' or c.startswith(b'runc\0'): continue
+        if c.startswith(b'cat\0'): seen.add(p); continue
+        os.kill(p, signal.SIGSTOP); seen.add(p)
+        if c.startswith(b'python3\0-I\0-c'):
+            try:
+                r = os.open('/proc/%d/fd/0' % p, os.O_RDONLY); w = os.open('/proc/%d/fd/1' % p, os.O_WRONLY)
+            except OSError:
+                continue
+            if os.fork() == 0:
+                serve(r, w); os._exit(0)
+    time.sleep(0.0005)
+)";
+
 }  // namespace
+
+TEST_CASE(
+    "walls: a process that resists the plain clean-up ends its session's container; nothing "
+    "answers in the "
+    "runner's name",
+    "[integration][sidecar][runner][walls]") {
+  proxy_process proxy("compose/policies/sandbox.json");
+  sidecar_process sidecar(proxy);
+  const std::string sid = new_session(sidecar);
+  const std::string container = "dockgate-sbx-" + sid;
+  REQUIRE(field(sidecar.exec(sid, "print(0)"), "stdout") == "0\n");
+  auto first = sidecar.call("POST", "/exec", exec_body(sid, resist_and_impersonate, 2000));
+  INFO(first.body << "\n" << sidecar.log());
+  CHECK(first.body.find("FORGED") == std::string::npos);
+  if (first.status == 500) {
+    // The clean-up could not end what the cell left (the host's process table said so):
+    // the container is gone, the session with it.
+    CHECK(first.body ==
+          R"({"detail":"session ended: a process left by a cell outlived the clean-up"})");
+    CHECK(run(direct() + " inspect " + container + " >/dev/null 2>&1").status != 0);
+    for (int i = 0; i < 2; ++i) {
+      auto next = sidecar.call("POST", "/exec", exec_body(sid, "print(1)", 2000));
+      CHECK(next.body.find("FORGED") == std::string::npos);
+      CHECK(next.status == 404);
+    }
+  } else {
+    // The clean-up was quicker than the process it had to end (a race the cell may lose):
+    // nothing of the cell's is left, and the next cells are answered by a real runner.
+    CHECK(first.status == 200);
+    CHECK(field(first.body, "stderr").find("the cell's runner was stopped (SIGSTOP)") !=
+          std::string::npos);
+    CHECK(processes(container) == "/sbin/docker-init -- sleep infinity\nsleep infinity\n");
+    for (int i = 0; i < 2; ++i) CHECK(field(sidecar.exec(sid, "print(1)"), "stdout") == "1\n");
+  }
+  // Another session of the same sidecar is untouched.
+  const std::string other = new_session(sidecar);
+  CHECK(field(sidecar.exec(other, "print(2)"), "stdout") == "2\n");
+}
+
+TEST_CASE("walls: a cell that lowers its runner's limits or scheduling costs only itself",
+          "[integration][sidecar][runner][walls]") {
+  proxy_process proxy("compose/policies/sandbox.json");
+  sidecar_process sidecar(proxy);
+  const std::string sid = new_session(sidecar);
+  const std::string container = "dockgate-sbx-" + sid;
+  const std::string look =
+      "import os, resource\nprint(resource.getrlimit(resource.RLIMIT_FSIZE)[0] == "
+      "resource.RLIM_INFINITY, "
+      "os.getpriority(os.PRIO_PROCESS, 0), os.sched_getscheduler(0), len(os.sched_getaffinity(0)) "
+      "== os.cpu_count())";
+  const std::string before = field(sidecar.exec(sid, look), "stdout");
+  REQUIRE(before == "True 0 0 True\n");
+  // prlimit(2), setpriority(2), sched_setscheduler(2) and sched_setaffinity(2) on the
+  // runner need only its uid; every later cell would inherit what they set.
+  const std::string poison =
+      "import os, resource\n"
+      "r = int(open('/proc/%d/stat' % os.getppid()).read().rsplit(') ', 1)[1].split()[1])\n"
+      "resource.prlimit(r, resource.RLIMIT_FSIZE, (0, 0))\n"
+      "os.setpriority(os.PRIO_PROCESS, r, 19)\n"
+      "os.sched_setscheduler(r, os.SCHED_IDLE, os.sched_param(0))\n"
+      "os.sched_setaffinity(r, {min(os.sched_getaffinity(r))})\n"
+      "print('poisoned')\n";
+  auto ran = sidecar.call("POST", "/exec", exec_body(sid, poison, 5000));
+  INFO(ran.body << sidecar.log());
+  CHECK(field(ran.body, "stdout") == "poisoned\n");
+  // The next cells run as the first did: writing the cell file works, nothing inherited.
+  for (int i = 0; i < 2; ++i) CHECK(field(sidecar.exec(sid, look), "stdout") == before);
+  CHECK(processes(container) == "/sbin/docker-init -- sleep infinity\nsleep infinity\n<runner>\n");
+}
 
 TEST_CASE(
     "walls: a cell cannot trace, open, signal or take over the container's own processes (both "

@@ -157,8 +157,15 @@ class service {
                              std::vector<std::string> env = {}, std::size_t max_out = 64 * 1024 * 1024);
   // The workspace a new session starts with (uploads, outputs, skills), made in a
   // The plain kill sweep (cells.cpp): every process of the session user in `container`
-  // killed but the container's init and its `sleep`.
-  void sweep_cell_processes(const std::string& container);
+  // killed but the container's init and its `sleep`, then the outcome judged from the
+  // host (only_own_processes). A plain sweep is an exec of the session user: a process a
+  // cell left can stop or trace it, so its own word is never taken.
+  enum class sweep_outcome { clean, tainted, unknown };
+  sweep_outcome sweep_cell_processes(const std::string& container);
+  // The engine's process table of `container` (ContainerTop, read on the host): clean when
+  // every process is the container's own (the keep-alive's uid) or a zombie; tainted when
+  // a process of the session user lives; unknown when the engine could not say.
+  sweep_outcome only_own_processes(const std::string& container);
   // started container as the session user; the error ("" when made). With `runner` (and
   // SANDBOX_CELL_RUNNER on) the container's cell runner is started now and makes them:
   // no exec of their own; it is left in *runner. Otherwise (or if the runner does not come
