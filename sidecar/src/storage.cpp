@@ -382,15 +382,10 @@ storage_choice choose_storage(std::string_view json, const config& c) {
     std::error_code ec;
     return !c.local_storage_dir.empty() && std::filesystem::is_directory(c.local_storage_dir, ec);
   };
-  if (json.empty() || json == "null") {
-    // No block: the operator's directory when there is one (the seed's default provider).
-    if (local_dir_ok()) {
-      storage_spec s;
-      s.base = "workspaces";
-      out.spec = s;
-    }
-    return out;
-  }
+  // No block: no storage, as the seed's (its storage is "not effective": nothing archived,
+  // restored or collected). SANDBOX_LOCAL_STORAGE_DIR serves `provider: local` blocks only:
+  // an archive nobody asked for would be read by nobody and collected by nobody.
+  if (json.empty() || json == "null") return out;
   simdjson::dom::parser parser;
   simdjson::dom::element doc;
   simdjson::dom::object obj;

@@ -136,9 +136,14 @@ TEST_CASE("storage blocks: what the seed's app sends is understood", "[storage]"
   auto none = choose_storage("", config{});
   CHECK_FALSE(none.spec);
   CHECK_FALSE(none.error);
-  auto fallback = choose_storage("", c);
-  REQUIRE(fallback.spec);
-  CHECK(fallback.spec->archive_key("conv") == "workspaces/workspaces/conv.tgz");  // the seed's default layout
+  // No block is no storage, as the seed's, even with SANDBOX_LOCAL_STORAGE_DIR set.
+  auto no_block = choose_storage("", c);
+  CHECK_FALSE(no_block.spec);
+  CHECK_FALSE(no_block.error);
+  CHECK_FALSE(choose_storage("null", c).spec);
+  auto plain_local = choose_storage(R"({"provider":"local"})", c);
+  REQUIRE(plain_local.spec);
+  CHECK(plain_local.spec->archive_key("conv") == "workspaces/workspaces/conv.tgz");  // the seed's default layout
 
   auto local = choose_storage(R"({"provider":"local","prefix":"tenant/"})", c);
   REQUIRE(local.spec);
@@ -216,7 +221,7 @@ TEST_CASE("the local object store: atomic, generations, copies, listings, contai
   const auto dir = std::filesystem::temp_directory_path() / ("dg-store-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const config c = with_dir(dir.string());
-  auto spec = choose_storage("", c).spec;
+  auto spec = choose_storage(R"({"provider":"local"})", c).spec;
   REQUIRE(spec);
   auto store = open_store(*spec, c);
   std::string error;
