@@ -163,6 +163,7 @@ config_result load_config(const std::map<std::string, std::string>& env) {
   integer("SANDBOX_S3_READ_TIMEOUT_S", c.s3_read_timeout_s, 1);
   integer("SANDBOX_OSS_CONNECT_TIMEOUT_S", c.oss_connect_timeout_s, 1);
   text("SANDBOX_INSTANCE", c.instance);
+  integer("SANDBOX_INSTANCE_LEASE_S", c.instance_lease_s, 5);
   if (c.instance.empty() || c.instance.size() > 63 ||
       !std::all_of(c.instance.begin(), c.instance.end(), [](char ch) {
         return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-' || ch == '_' || ch == '.';

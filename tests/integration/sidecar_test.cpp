@@ -181,8 +181,8 @@ TEST_CASE("sidecar: SANDBOX_MAX_SESSIONS gives 429, a restarted sidecar adopts i
       for (int i = 0; i < 200 && !container_exists("dockgate-sbx-" + sid + "-claim"); ++i) std::this_thread::sleep_for(50ms);
     sidecar.stop(SIGKILL);  // kill -9: no clean-up
   }
-  // A stopped labelled container of an earlier run is removed at start-up.
-  auto stale = sidecar_process(proxy);  // (constructed and destroyed: creates nothing)
+  // (A second sidecar of the same instance started here, as this test once did by
+  // mistake, now refuses to start while it lives: the instance lease.)
   sidecar_process restarted(proxy, {"SANDBOX_MAX_SESSIONS=1"});
   auto ran = restarted.call("POST", "/exec", "{\"session_id\":\"" + sid + "\",\"code\":\"print('still here')\"}");
   INFO(ran.body << restarted.log());
