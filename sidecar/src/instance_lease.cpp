@@ -246,10 +246,13 @@ std::unique_ptr<instance_lease> instance_lease::acquire(const client::engine& do
       std::unique_ptr<instance_lease> lease(new instance_lease(docker, c, self, std::string(id)));
       auto started = docker.call("POST", "/containers/" + lease->id_ + "/start", {}, 60s);
       std::string why;
+      if (started.status == 404) continue;  // another start found it not running yet and removed it
       if (started.status != 204 && started.status != 304)
         why = "start: " + (started.status ? started.body : started.error);
-      else if (lease->beat(why) == beat_result::renewed)
+      else if (const auto first = lease->beat(why); first == beat_result::renewed)
         return lease;
+      else if (first == beat_result::lost)
+        continue;  // likewise, between its start and its first heartbeat
       error = "the instance lease " + name + " could not be made live (" + why + ")";
       return nullptr;  // its destructor removes the container
     }
