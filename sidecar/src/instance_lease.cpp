@@ -80,6 +80,7 @@ std::string lease_body(const config& c, const lease_holder& h) {
 struct seen_lease {
   std::string id;
   bool running = false;
+  bool created = false;  // made and not started yet: its holder is starting it
   lease_holder holder;
 };
 
@@ -98,6 +99,9 @@ std::optional<seen_lease> inspect_lease(const client::engine& docker, const std:
   seen_lease s;
   s.id = std::string(id);
   if (doc["State"]["Running"].get_bool().get(s.running) != simdjson::SUCCESS) s.running = false;
+  std::string_view state;
+  s.created =
+      doc["State"]["Status"].get_string().get(state) == simdjson::SUCCESS && state == "created";
   std::map<std::string, std::string> labels;
   simdjson::dom::object obj;
   if (doc["Config"]["Labels"].get_object().get(obj) == simdjson::SUCCESS)
@@ -246,7 +250,8 @@ std::unique_ptr<instance_lease> instance_lease::acquire(const client::engine& do
       std::unique_ptr<instance_lease> lease(new instance_lease(docker, c, self, std::string(id)));
       auto started = docker.call("POST", "/containers/" + lease->id_ + "/start", {}, 60s);
       std::string why;
-      if (started.status == 404) continue;  // another start found it not running yet and removed it
+      // Removed before it ran (another start took it for a dead one): tried again.
+      if (started.status == 404 || started.status == 409) continue;
       if (started.status != 204 && started.status != 304)
         why = "start: " + (started.status ? started.body : started.error);
       else if (const auto first = lease->beat(why); first == beat_result::renewed)
@@ -271,6 +276,13 @@ std::unique_ptr<instance_lease> instance_lease::acquire(const client::engine& do
               std::to_string(status) + "): is it another profile's container?";
       return nullptr;
     }
+    // Made and not started yet: its holder is between its create and its start. Given a
+    // lease to start it; still not started then, it is a dead holder's.
+    for (int i = 0; seen && seen->created && i < 4 * ttl; ++i) {
+      std::this_thread::sleep_for(250ms);
+      seen = inspect_lease(docker, name, status);
+    }
+    if (!seen) continue;
     const std::string who = seen->holder.describe();
     if (!seen->running) {
       std::cerr << "dockgate-sidecar: the lease of instance " << c.instance << " (" << who

@@ -127,6 +127,34 @@ TEST_CASE("sidecar lease: a second sidecar with the same instance refuses while 
   CHECK_FALSE(exited(first.pid()));
 }
 
+TEST_CASE("sidecar lease: two sidecars started at once with one instance: one runs, one refuses",
+          "[integration][sidecar][lease]") {
+  proxy_process proxy("compose/policies/sandbox.json");
+  const std::string instance = unique_name("lease");
+  const std::vector<std::string> env = {"SANDBOX_INSTANCE=" + instance,
+                                        "SANDBOX_INSTANCE_LEASE_S=6", "SANDBOX_WARM_POOL=0"};
+  auto a = start_sidecar(proxy, env);
+  auto b = start_sidecar(proxy, env);
+  // Bounded: one becomes healthy, the other exits; both settle within a lease and a bit.
+  for (int i = 0;
+       i < 1200 && !((healthy(a->port) && exited(b->pid)) || (healthy(b->port) && exited(a->pid)));
+       ++i)
+    std::this_thread::sleep_for(50ms);
+  const bool a_runs = !exited(a->pid), b_runs = !exited(b->pid);
+  INFO(a->log_text() << "----\n" << b->log_text());
+  CHECK(a_runs != b_runs);
+  auto& runner = a_runs ? a : b;
+  auto& refused = a_runs ? b : a;
+  CHECK(wait_exit(refused->pid, 5s) == 1);
+  CHECK(refused->log_text().find("is held by a live sidecar: holder ") != std::string::npos);
+  // The lease is the running one's.
+  CHECK(runner->log_text().find("holding the lease of instance " + instance + " (holder " +
+                                lease_label(instance, "sandbox.lease.holder").substr(0, 32)) !=
+        std::string::npos);
+  ::kill(runner->pid, SIGTERM);
+  CHECK(wait_exit(runner->pid, 60s) == 0);
+}
+
 TEST_CASE("sidecar lease: after a SIGKILL the restart takes the lease over and adopts the session",
           "[integration][sidecar][lease]") {
   proxy_process proxy("compose/policies/sandbox.json");

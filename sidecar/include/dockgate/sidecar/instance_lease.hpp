@@ -24,9 +24,10 @@
 //     watches, the holder is alive and the start is refused (exit 1, the holder named);
 //     not renewed for a whole lease, or its container stopped, it has expired and is
 //     removed by its container ID (never by name: a lease another starter made meanwhile
-//     is never removed), and the create is tried again. A holder that is provably gone —
-//     same kernel and PID namespace as the starter, and no process with its PID and start
-//     tick — is taken over at once;
+//     is never removed), and the create is tried again. A lease created and not started
+//     yet is another starter's in progress: it is given a lease to start. A holder that
+//     is provably gone — same kernel and PID namespace as the starter, and no process
+//     with its PID and start tick — is taken over at once;
 //   - a holder whose renewal finds its lease container gone or stopped has lost the
 //     lease (another sidecar may hold its sessions now): it exits at once, touching
 //     nothing, as a SIGKILL would.
