@@ -49,13 +49,13 @@ std::vector<std::string> words(const std::string& s) {
 }
 
 // The lease container: the smallest container the sandbox profile makes (the gate forces
-// its hardening as for a session's), a shell that writes the first heartbeat and becomes
-// `sleep`. Its labels name the holder; it has none of a session's.
+// its hardening, and its user, as for a session's), running `sleep`. The heartbeat file is
+// made by the holder's exec (the exec user, which need not be the container's) at once
+// after the start. Its labels name the holder; it has none of a session's.
 std::string lease_body(const config& c, const lease_holder& h) {
   std::string b = "{\"Image\":";
   client::append_json_string(b, c.image);
-  b +=
-      R"(,"Cmd":["sh","-c","echo 0 > /tmp/lease-beat && exec sleep infinity"],"User":"1000:1000",)";
+  b += R"(,"Cmd":["sleep","infinity"],"User":"1000:1000",)";
   b += R"("WorkingDir":"/tmp","Labels":{)";
   bool first = true;
   auto label = [&](std::string_view name, std::string_view value) {
