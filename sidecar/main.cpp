@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 
 #include "dockgate/client/engine.hpp"
@@ -10,6 +11,7 @@
 #include "dockgate/common/environment.hpp"
 #include "dockgate/sidecar/config.hpp"
 #include "dockgate/sidecar/http_server.hpp"
+#include "dockgate/sidecar/instance_lease.hpp"
 #include "dockgate/sidecar/service.hpp"
 #include "dockgate/sidecar/storage.hpp"
 
@@ -44,6 +46,22 @@ int main(int argc, char** argv) {
     std::cerr << "dockgate-sidecar: " << error << '\n';
     return 1;
   }
+  // The instance's lease first: nothing of the instance is adopted or removed without it
+  // (instance_lease.hpp). Another live sidecar holding it is a refusal, the holder named.
+  auto lease = sidecar::instance_lease::acquire(client::engine(*engine_config), *loaded.value, error);
+  if (!lease) {
+    std::cerr << "dockgate-sidecar: " << error << std::endl;
+    return 1;
+  }
+  std::cerr << "dockgate-sidecar: holding the lease of instance " << loaded.value->instance << " ("
+            << lease->holder().describe() << ")" << std::endl;
+  lease->start_renewal([](const std::string& why) {
+    // Another sidecar may hold this instance's sessions now: stop at once and touch
+    // nothing (no session ended, no pool container removed), as a SIGKILL would.
+    std::cerr << "dockgate-sidecar: the instance lease was lost (" << why
+              << "): stopping at once, the sessions left to the sidecar that holds it" << std::endl;
+    std::_Exit(1);
+  });
   try {
     sidecar::service svc(*loaded.value, client::engine(*engine_config));
     svc.reconcile();
@@ -79,7 +97,8 @@ int main(int argc, char** argv) {
     }
   } catch (const std::exception& e) {
     std::cerr << "dockgate-sidecar: " << e.what() << '\n';
-    return 1;
+    return 1;  // the lease is released (its destructor): the next start need not wait
   }
+  lease->release();  // last: the sessions were ended or left for the next start
   return 0;
 }

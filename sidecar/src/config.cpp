@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "dockgate/sidecar/storage_endpoint.hpp"
 
 namespace dockgate::sidecar {
 
@@ -123,7 +124,12 @@ config_result load_config(const std::map<std::string, std::string>& env) {
       const auto comma = rest.find(',');
       std::string item = trim_lower(std::string(rest.substr(0, comma)));
       while (item.ends_with('/')) item.pop_back();
-      if (!item.empty()) c.storage_endpoints.push_back(item);
+      // storage_endpoint.hpp: what an entry may be; anything else is refused at start.
+      if (!item.empty() && !parse_allowed_endpoint(item))
+        r.errors.push_back("SANDBOX_STORAGE_ENDPOINTS: not an endpoint: \"" + item +
+                           "\" (scheme://host[:port], host[:port] or *.suffix[:port])");
+      else if (!item.empty())
+        c.storage_endpoints.push_back(item);
       rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
     }
   }
@@ -157,6 +163,7 @@ config_result load_config(const std::map<std::string, std::string>& env) {
   integer("SANDBOX_S3_READ_TIMEOUT_S", c.s3_read_timeout_s, 1);
   integer("SANDBOX_OSS_CONNECT_TIMEOUT_S", c.oss_connect_timeout_s, 1);
   text("SANDBOX_INSTANCE", c.instance);
+  integer("SANDBOX_INSTANCE_LEASE_S", c.instance_lease_s, 5);
   if (c.instance.empty() || c.instance.size() > 63 ||
       !std::all_of(c.instance.begin(), c.instance.end(), [](char ch) {
         return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-' || ch == '_' || ch == '.';

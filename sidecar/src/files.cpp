@@ -23,8 +23,17 @@ namespace {
 // to the one before (a symlink anywhere is refused, never followed), the file itself with
 // O_NOFOLLOW|O_NONBLOCK and checked with fstat to be a regular file before a byte is read
 // or written (a FIFO neither blocks nor is touched), a read stopped at the limit (a large
-// sparse file never crosses the daemon). Exit status: 2 not found, 3 not a regular file,
-// 4 larger than the limit, 5 a symlink or a directory where a file was named.
+// sparse file never crosses the daemon).
+// When the open fails, the answer is the seed's (§1.6: realpath, then `test -f`), found
+// with lstat and realpath afterwards — only to choose the answer, never to reach a file:
+//   2 not found (also: a parent missing or not a directory, for a read; a symlink that
+//     resolves inside /workspace to something that is not a regular file)
+//   3 not a regular file (a directory, a FIFO, a socket, a device)
+//   4 larger than the limit
+//   5 a symlink on the path that resolves outside /workspace
+//   6 a parent is not a directory (a write: the seed's `mkdir -p` fails)
+//   7 a symlink on the path that resolves to a regular file inside /workspace (the seed
+//     would follow it; this never does)
 //   python3 -I -c <this> read|write RELATIVE_PATH LIMIT   (write: the bytes on stdin)
 constexpr std::string_view workspace_file = R"py(
 import errno, os, stat, sys
@@ -33,6 +42,21 @@ def end(code, why):
     sys.stderr.write(why); sys.exit(code)
 parts = rel.split('/')
 if not rel or any(p in ('', '.', '..') for p in parts): end(5, 'bad path')
+def classify():
+    # Why the open failed, in the seed's terms; nothing found here is opened.
+    for i in range(len(parts)):
+        p = '/workspace/' + '/'.join(parts[:i + 1])
+        try: st = os.lstat(p)
+        except OSError: end(2, 'not found')
+        if stat.S_ISLNK(st.st_mode):
+            real = os.path.realpath('/workspace/' + rel)
+            if real != '/workspace' and not real.startswith('/workspace/'): end(5, 'resolves outside')
+            if mode == 'read' and not os.path.isfile(real): end(2, 'not found')
+            end(7, 'through a symlink')
+        if i < len(parts) - 1 and not stat.S_ISDIR(st.st_mode):
+            end(2 if mode == 'read' else 6, 'a parent is not a directory')
+        if i == len(parts) - 1 and not stat.S_ISREG(st.st_mode): end(3, 'not a regular file')
+    end(1, 'open failed')
 try:
     d = os.open('/workspace', os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     for p in parts[:-1]:
@@ -45,7 +69,6 @@ try:
     if mode == 'read': f = os.open(parts[-1], os.O_RDONLY | flags, dir_fd=d)
     else: f = os.open(parts[-1], os.O_WRONLY | os.O_CREAT | flags, 0o644, dir_fd=d)
     st = os.fstat(f)
-    if stat.S_ISDIR(st.st_mode): end(5, 'a directory')
     if not stat.S_ISREG(st.st_mode): end(3, 'not a regular file')
     if mode == 'read':
         if st.st_size > limit: end(4, 'too large')
@@ -61,10 +84,9 @@ try:
         if len(data) > limit: end(4, 'too large')
         view = memoryview(data)
         while view: view = view[os.write(f, view):]
-except FileNotFoundError: end(2, 'not found')
+except FileNotFoundError: classify() if mode == 'write' else end(2, 'not found')
 except OSError as e:
-    if e.errno in (errno.ELOOP, errno.ENOTDIR, errno.EISDIR): end(5, 'symlink or not a directory')
-    if e.errno == errno.ENXIO: end(3, 'not a regular file')
+    if e.errno in (errno.ELOOP, errno.ENOTDIR, errno.EISDIR, errno.ENXIO): classify()
     end(1, str(e))
 )py";
 
@@ -94,7 +116,9 @@ http_reply service::put_file(const http_request& r) {
                         std::move(*bytes), true);
   if (!written.started) return detail(500, "write failed: " + written.error);
   if (written.exit_code == 5) return detail(400, "path resolves outside /workspace");
+  if (written.exit_code == 7) return detail(400, "path resolves through a symlink");
   if (written.exit_code == 3) return detail(400, "not a regular file");
+  if (written.exit_code == 6) return detail(500, "mkdir failed: a parent of " + *target + " is not a directory");
   if (written.exit_code != 0) return detail(500, "write failed: " + written.stderr_data);
   s->last_used = std::chrono::steady_clock::now();
   return {200, R"({"ok":true})"};
@@ -118,9 +142,11 @@ http_reply service::get_file(const http_request& r) {
   auto data = run_in(s->container, {"python3", "-I", "-c", std::string(workspace_file), "read", target->substr(11), std::to_string(cap)},
                      120s, {}, false, {}, cap + 1);
   if (!data.started) return detail(500, "read failed: " + data.error);
+  // The seed's `test -f`: missing, or not a regular file (a directory too: it is inside).
   if (data.exit_code == 2 || data.exit_code == 3) return detail(404, "file not found");
   if (data.exit_code == 4 || data.stdout_dropped) return detail(413, "file too large");
   if (data.exit_code == 5) return detail(400, "path resolves outside /workspace");
+  if (data.exit_code == 7) return detail(400, "path resolves through a symlink");
   if (data.exit_code != 0) return detail(500, "read failed: " + data.stderr_data);
   s->last_used = std::chrono::steady_clock::now();
   return {200, "{\"data_base64\":\"" + base64_encode(data.stdout_data) + "\"}"};

@@ -382,7 +382,7 @@ void service::reconcile() {
                   << std::endl;
     } else if (!label(instance_label)) {
       // A container of a sidecar before storage labels: the operator's directory, as then.
-      s->storage = choose_storage({}, config_).spec;
+      s->storage = choose_storage(R"({"provider":"local"})", config_).spec;
     }
     if (const std::string* ttl = label(ttl_label)) s->ttl_seconds = std::clamp<std::int64_t>(std::strtoll(ttl->c_str(), nullptr, 10), 0, config_.idle_ttl_cap_seconds);
     if (const std::string* status = label(restore_label)) s->restore_status = *status;

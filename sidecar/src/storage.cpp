@@ -15,6 +15,7 @@
 
 #include "dockgate/client/engine.hpp"
 #include "dockgate/sidecar/archive.hpp"
+#include "dockgate/sidecar/storage_endpoint.hpp"
 
 namespace dockgate::sidecar {
 
@@ -381,15 +382,10 @@ storage_choice choose_storage(std::string_view json, const config& c) {
     std::error_code ec;
     return !c.local_storage_dir.empty() && std::filesystem::is_directory(c.local_storage_dir, ec);
   };
-  if (json.empty() || json == "null") {
-    // No block: the operator's directory when there is one (the seed's default provider).
-    if (local_dir_ok()) {
-      storage_spec s;
-      s.base = "workspaces";
-      out.spec = s;
-    }
-    return out;
-  }
+  // No block: no storage, as the seed's (its storage is "not effective": nothing archived,
+  // restored or collected). SANDBOX_LOCAL_STORAGE_DIR serves `provider: local` blocks only:
+  // an archive nobody asked for would be read by nobody and collected by nobody.
+  if (json.empty() || json == "null") return out;
   simdjson::dom::parser parser;
   simdjson::dom::element doc;
   simdjson::dom::object obj;
@@ -470,35 +466,7 @@ storage_choice choose_storage(std::string_view json, const config& c) {
 }
 
 bool storage_endpoint_allowed(std::string_view endpoint, const config& c) {
-  std::string e(endpoint);
-  for (auto& ch : e) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  while (e.ends_with('/')) e.pop_back();
-  const auto scheme_end = e.find("://");
-  if (scheme_end == std::string::npos) return false;
-  const std::string scheme = e.substr(0, scheme_end);
-  std::string host = e.substr(scheme_end + 3);
-  const std::string hostport = host;
-  if (host.starts_with('[')) host = host.substr(0, host.find(']') + 1);
-  else if (const auto colon = host.find(':'); colon != std::string::npos) host = host.substr(0, colon);
-  const bool default_port = hostport == host;
-  // The providers' public endpoints, over https on the default port.
-  auto label_ok = [](std::string_view region) {
-    return !region.empty() && region.size() <= 32 &&
-           region.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-") == std::string_view::npos;
-  };
-  if (scheme == "https" && default_port) {
-    if (host.starts_with("s3.") && host.ends_with(".amazonaws.com") && label_ok(host.substr(3, host.size() - 3 - 14)))
-      return true;
-    if (host.starts_with("s3.oss-") && host.ends_with(".aliyuncs.com") && label_ok(host.substr(7, host.size() - 7 - 13)))
-      return true;
-  }
-  for (const auto& allowed : c.storage_endpoints) {
-    if (allowed == e) return true;                                        // scheme://host[:port]
-    if (allowed == host || allowed == hostport) return scheme == "https";  // a bare name: https only
-    if (allowed.starts_with("*.") && host.size() > allowed.size() - 1 && host.ends_with(allowed.substr(1)))
-      return scheme == "https";
-  }
-  return false;
+  return endpoint_allowed(endpoint, c.storage_endpoints);  // storage_endpoint.hpp
 }
 
 std::optional<storage_spec> storage_from_label(std::string_view label, const config& c) {

@@ -58,7 +58,7 @@ TEST_CASE("archives: a symlink anywhere in the workspace no longer loses it", "[
   const std::string archive = store + "/workspaces/workspaces/k.tgz";
 
   // 1. A cell writes the user's work, a second one a symlink out of the workspace.
-  auto first = sidecar.create(R"({"archive_key":"k"})");
+  auto first = sidecar.create(R"({"archive_key":"k","storage":{"provider":"local"}})");
   const std::string sid = sid_of(first);
   CHECK(restore_of(first) == R"({"status":"none","key":"workspaces/workspaces/k.tgz","skipped":[]})");
   CHECK(field(sidecar.exec(sid, "open('/workspace/outputs/important.txt','w').write('my work')"), "exit_code") == "0");
@@ -67,7 +67,7 @@ TEST_CASE("archives: a symlink anywhere in the workspace no longer loses it", "[
   CHECK(remove(sidecar, sid) == R"({"ok":true,"archive":{"status":"written","key":"workspaces/workspaces/k.tgz"}})");
   CHECK(members(archive) == "./outputs/\n./outputs/important.txt\n./pw\n");
   // 3. The next session gets both back, completely (no "Cannot utime" on the archive's root).
-  auto second = sidecar.create(R"({"archive_key":"k"})");
+  auto second = sidecar.create(R"({"archive_key":"k","storage":{"provider":"local"}})");
   const std::string sid2 = sid_of(second);
   CHECK(restore_of(second) == R"({"status":"restored","key":"workspaces/workspaces/k.tgz","skipped":[]})");
   auto seen = sidecar.exec(sid2, "import os; print(open('/workspace/outputs/important.txt').read(), os.readlink('/workspace/pw'))");
@@ -113,7 +113,7 @@ TEST_CASE("archives: unusual members restore, unsafe ones are left out one by on
   REQUIRE(made.status == 0);
   const std::string original = sha256_of(dir + "/odd.tgz");
   sidecar_process sidecar(proxy, {"SANDBOX_LOCAL_STORAGE_DIR=" + store});
-  auto created = sidecar.create(R"({"archive_key":"odd"})");
+  auto created = sidecar.create(R"({"archive_key":"odd","storage":{"provider":"local"}})");
   const std::string sid = sid_of(created);
   CHECK(restore_of(created) ==
         R"({"status":"partial","key":"workspaces/workspaces/odd.tgz","skipped":[)"
@@ -139,7 +139,7 @@ TEST_CASE("archives: unusual members restore, unsafe ones are left out one by on
   CHECK(sha256_of(dir + "/odd.tgz") == original);
   CHECK(members(dir + "/odd.conflict-" + sid + ".tgz").find("./last.txt") != std::string::npos);
   // The next session is told about it.
-  auto again = sidecar.create(R"({"archive_key":"odd"})");
+  auto again = sidecar.create(R"({"archive_key":"odd","storage":{"provider":"local"}})");
   CHECK(field(restore_of(again), "conflicts") == "[\"workspaces/workspaces/odd.conflict-" + sid + ".tgz\"]");
   // discard removes the archive, its previous generation and its conflicts.
   CHECK(remove(sidecar, sid_of(again), R"({"discard":true})") ==
@@ -157,7 +157,7 @@ TEST_CASE("archives: an archive in the older session format restores completely"
       " && echo result > " + old + "/outputs/r.csv && echo idea > " + old + "/notes/n.md && tar --owner=1000 --group=1000 -C " +
       old + " -czf " + store + "/workspaces/workspaces/legacy.tgz .");
   sidecar_process sidecar(proxy, {"SANDBOX_LOCAL_STORAGE_DIR=" + store});
-  auto created = sidecar.create(R"({"archive_key":"legacy"})");
+  auto created = sidecar.create(R"({"archive_key":"legacy","storage":{"provider":"local"}})");
   const std::string sid = sid_of(created);
   CHECK(field(restore_of(created), "status") == "restored");
   auto seen = sidecar.exec(sid, "print(open('/workspace/outputs/r.csv').read() + open('/workspace/notes/n.md').read())");
@@ -170,15 +170,15 @@ TEST_CASE("archives: two live sessions with one key, the later is kept beside an
   const std::string store = proxy.dir() + "/archives";
   run("mkdir -p " + store);
   sidecar_process sidecar(proxy, {"SANDBOX_LOCAL_STORAGE_DIR=" + store});
-  const std::string a = sid_of(sidecar.create(R"({"archive_key":"shared"})"));
-  const std::string b = sid_of(sidecar.create(R"({"archive_key":"shared"})"));
+  const std::string a = sid_of(sidecar.create(R"({"archive_key":"shared","storage":{"provider":"local"}})"));
+  const std::string b = sid_of(sidecar.create(R"({"archive_key":"shared","storage":{"provider":"local"}})"));
   sidecar.exec(a, "open('/workspace/a.txt','w').write('from a')");
   sidecar.exec(b, "open('/workspace/b.txt','w').write('from b')");
   CHECK(field(remove(sidecar, a), "archive") == R"({"status":"written","key":"workspaces/workspaces/shared.tgz"})");
   CHECK(field(remove(sidecar, b), "archive") ==
         R"({"status":"conflict","key":"workspaces/workspaces/shared.conflict-)" + b +
             R"(.tgz","reason":"another session wrote the archive after this one was restored"})");
-  auto next = sidecar.create(R"({"archive_key":"shared"})");
+  auto next = sidecar.create(R"({"archive_key":"shared","storage":{"provider":"local"}})");
   const std::string c = sid_of(next);
   CHECK(field(restore_of(next), "conflicts") == "[\"workspaces/workspaces/shared.conflict-" + b + ".tgz\"]");
   CHECK(field(sidecar.exec(c, "import os; print(sorted(os.listdir('/workspace')))"), "stdout") ==
@@ -242,11 +242,11 @@ TEST_CASE("archives: over SANDBOX_MAX_ARCHIVE_BYTES the answer and the log say s
   run("mkdir -p " + store);
   sidecar_process sidecar(proxy, {"SANDBOX_LOCAL_STORAGE_DIR=" + store, "SANDBOX_MAX_ARCHIVE_BYTES=200000"});
   const std::string archive = store + "/workspaces/workspaces/capped.tgz";
-  const std::string a = sid_of(sidecar.create(R"({"archive_key":"capped"})"));
+  const std::string a = sid_of(sidecar.create(R"({"archive_key":"capped","storage":{"provider":"local"}})"));
   sidecar.exec(a, "open('/workspace/small.txt','w').write('small')");
   remove(sidecar, a);
   const std::string kept = sha256_of(archive);
-  const std::string b = sid_of(sidecar.create(R"({"archive_key":"capped"})"));
+  const std::string b = sid_of(sidecar.create(R"({"archive_key":"capped","storage":{"provider":"local"}})"));
   sidecar.exec(b, "import os; open('/workspace/big.bin','wb').write(os.urandom(1 << 20))");
   CHECK(remove(sidecar, b) ==
         R"x({"ok":true,"archive":{"status":"not_written","reason":"the workspace archive is larger than SANDBOX_MAX_ARCHIVE_BYTES (200000 bytes)"}})x");
@@ -265,7 +265,7 @@ TEST_CASE("archives: a restarted sidecar archives adopted sessions where they be
     sidecar_process sidecar(proxy, {"SANDBOX_LOCAL_STORAGE_DIR=" + store});
     local_sid = sid_of(sidecar.create(R"({"archive_key":"loc","storage":{"provider":"local","prefix":"tenant-x/"}})"));
     s3_sid = sid_of(sidecar.create("{\"archive_key\":\"rem\",\"storage\":" + s3_storage(prefix) + "}"));
-    ttl_sid = sid_of(sidecar.create(R"({"archive_key":"ttl","idle_ttl_sec":1})"));
+    ttl_sid = sid_of(sidecar.create(R"({"archive_key":"ttl","storage":{"provider":"local"},"idle_ttl_sec":1})"));
     for (const auto& s : {local_sid, s3_sid, ttl_sid}) sidecar.exec(s, "open('/workspace/w.txt','w').write('kept')");
     sidecar.stop(SIGKILL);
   }
@@ -291,10 +291,10 @@ TEST_CASE("archives: SIGKILL of the sidecar during an archive leaves the previou
   std::string sid;
   {
     sidecar_process sidecar(proxy, {"SANDBOX_LOCAL_STORAGE_DIR=" + store});
-    const std::string a = sid_of(sidecar.create(R"({"archive_key":"killed"})"));
+    const std::string a = sid_of(sidecar.create(R"({"archive_key":"killed","storage":{"provider":"local"}})"));
     sidecar.exec(a, "open('/workspace/first.txt','w').write('first')");
     remove(sidecar, a);
-    sid = sid_of(sidecar.create(R"({"archive_key":"killed"})"));
+    sid = sid_of(sidecar.create(R"({"archive_key":"killed","storage":{"provider":"local"}})"));
     // Enough incompressible data that the archive takes a while.
     sidecar.exec(sid, "import os\nfor i in range(6): open(f'/workspace/r{i}.bin','wb').write(os.urandom(24 << 20))");
     const std::string before = sha256_of(archive);
@@ -461,4 +461,53 @@ TEST_CASE("archives and storage API on Aliyun OSS through its S3-compatible API 
   CHECK(url.starts_with("http://" + host + ":" + port + "/" + prefix + "/k.txt?X-Amz-Algorithm=AWS4-HMAC-SHA256"));
   CHECK(url.find("%2Fcn-test%2Fs3%2Faws4_request") != std::string::npos);  // signed for the OSS region
   CHECK(run("curl -sf --resolve " + host + ":" + port + ":127.0.0.1 '" + url + "'").output == "oss");
+}
+
+TEST_CASE("archives: a session without a storage block leaves nothing on disk, as the seed's",
+          "[integration][sidecar][archive]") {
+  // The seed's storage without a block is "not effective": nothing archived, restored or
+  // collected. SANDBOX_LOCAL_STORAGE_DIR serves `provider: local` blocks only.
+  proxy_process proxy("compose/policies/sandbox.json");
+  const std::string store = proxy.dir() + "/archives";
+  run("mkdir -p " + store);
+  auto on_disk = [&] { return run("find " + store + " -mindepth 1 | sort").output; };
+  const std::string write = "open('/workspace/work.txt','w').write('work')";
+  std::string reaped;
+  {
+    sidecar_process sidecar(proxy, {"SANDBOX_LOCAL_STORAGE_DIR=" + store, "SANDBOX_IDLE_REAPER_SWEEP_INTERVAL=1"});
+    // Ended by DELETE: the seed's answer, byte for byte.
+    auto deleted = sidecar.create(R"({"archive_key":"no_block"})");
+    CHECK(field(restore_of(deleted), "status") == "none");
+    const std::string a = sid_of(deleted);
+    CHECK(field(sidecar.exec(a, write), "exit_code") == "0");
+    CHECK(remove(sidecar, a) == R"({"ok":true})");
+    // Ended by the idle reaper.
+    reaped = sid_of(sidecar.create(R"({"archive_key":"no_block_reaped","idle_ttl_sec":1})"));
+    CHECK(field(sidecar.exec(reaped, write), "exit_code") == "0");
+    for (int i = 0; i < 100 && container_exists("dockgate-sbx-" + reaped); ++i) std::this_thread::sleep_for(100ms);
+    CHECK_FALSE(container_exists("dockgate-sbx-" + reaped));
+    // Ended by the sidecar's stop (SIGTERM).
+    const std::string c = sid_of(sidecar.create());
+    CHECK(field(sidecar.exec(c, write), "exit_code") == "0");
+    // The storage API without a block: as the seed's, nothing to write to or collect.
+    CHECK(sidecar.call("POST", "/storage/put", R"({"key":"x.txt","data_base64":"aGk="})").body ==
+          R"({"detail":"storage backend not configured"})");
+    CHECK(sidecar.call("POST", "/storage/gc", R"({"max_age_seconds":1})").body ==
+          R"({"deleted":0,"scanned":0,"freed_bytes":0})");
+    sidecar.stop(SIGTERM);
+  }
+  CHECK(on_disk() == "");
+  sidecar_process sidecar(proxy, {"SANDBOX_LOCAL_STORAGE_DIR=" + store});
+  // The next session with the key starts empty, as the seed's.
+  auto again = sidecar.create(R"({"archive_key":"no_block"})");
+  CHECK(field(restore_of(again), "status") == "none");
+  const std::string b = sid_of(again);
+  CHECK(field(sidecar.call("POST", "/files/list", R"({"session_id":")" + b + R"("})").body, "files") == "[]");
+  CHECK(remove(sidecar, b) == R"({"ok":true})");
+  // With a local block the directory is used.
+  const std::string d = sid_of(sidecar.create(R"({"archive_key":"with_block","storage":{"provider":"local"}})"));
+  CHECK(field(sidecar.exec(d, write), "exit_code") == "0");
+  CHECK(field(remove(sidecar, d), "archive") == R"({"status":"written","key":"workspaces/workspaces/with_block.tgz"})");
+  CHECK(on_disk() == store + "/workspaces\n" + store + "/workspaces/workspaces\n" + store +
+                         "/workspaces/workspaces/with_block.tgz\n");
 }

@@ -93,8 +93,13 @@ class sidecar_process {
       ::execve(argv[0], argv, envp.data());
       ::_exit(127);
     }
-    for (int i = 0; i < 200; ++i) {
+    // Up to 30 s: a start takes the instance lease first (a container created and started
+    // through the gate), which a loaded machine or a sanitizer build makes slow.
+    for (int i = 0; i < 1200; ++i) {
       if (call("GET", "/healthz", "", "").status != 0) return;
+      siginfo_t info{};
+      if (::waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid_)
+        break;  // it exited (a refusal): no use waiting
       std::this_thread::sleep_for(25ms);
     }
     FAIL("dockgate-sidecar did not start: " + run("cat " + log_).output);

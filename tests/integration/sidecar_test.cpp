@@ -181,8 +181,8 @@ TEST_CASE("sidecar: SANDBOX_MAX_SESSIONS gives 429, a restarted sidecar adopts i
       for (int i = 0; i < 200 && !container_exists("dockgate-sbx-" + sid + "-claim"); ++i) std::this_thread::sleep_for(50ms);
     sidecar.stop(SIGKILL);  // kill -9: no clean-up
   }
-  // A stopped labelled container of an earlier run is removed at start-up.
-  auto stale = sidecar_process(proxy);  // (constructed and destroyed: creates nothing)
+  // (A second sidecar of the same instance started here, as this test once did by
+  // mistake, now refuses to start while it lives: the instance lease.)
   sidecar_process restarted(proxy, {"SANDBOX_MAX_SESSIONS=1"});
   auto ran = restarted.call("POST", "/exec", "{\"session_id\":\"" + sid + "\",\"code\":\"print('still here')\"}");
   INFO(ran.body << restarted.log());
@@ -259,7 +259,7 @@ TEST_CASE("sidecar: a reaped session workspace comes back under the same archive
   run("mkdir -p " + evil_dir + "/x && echo pwned > " + proxy.dir() + "/evil.txt && echo fine > " + evil_dir +
       "/ok.txt && tar -C " + evil_dir + " -czf " + store +
       "/workspaces/workspaces/conv_evil.tgz --absolute-names x/../../evil.txt ok.txt");
-  auto third = sidecar.call("POST", "/sessions", R"({"archive_key":"conv_evil"})");
+  auto third = sidecar.call("POST", "/sessions", R"({"archive_key":"conv_evil","storage":{"provider":"local"}})");
   REQUIRE(third.status == 200);
   CHECK(field(third.body, "restore") ==
         R"({"status":"partial","key":"workspaces/workspaces/conv_evil.tgz","skipped":[{"path":"x/../../evil.txt","reason":"path climbs out with .."}]})");
@@ -278,11 +278,11 @@ TEST_CASE("sidecar: at start-up a stopped session container is removed and its l
   {
     sidecar_process sidecar(proxy, {"SANDBOX_LOCAL_STORAGE_DIR=" + store});
     // A first session archived under the key, then a second one with the same key.
-    auto first = sidecar.call("POST", "/sessions", R"({"archive_key":"conv_stop"})");
+    auto first = sidecar.call("POST", "/sessions", R"({"archive_key":"conv_stop","storage":{"provider":"local"}})");
     const std::string sid1 = field(first.body, "session_id");
     sidecar.call("POST", "/exec", "{\"session_id\":\"" + sid1 + "\",\"code\":\"open('/workspace/w.txt','w').write('x')\"}");
     sidecar.call("DELETE", "/sessions/" + sid1, "{}");
-    auto second = sidecar.call("POST", "/sessions", R"({"archive_key":"conv_stop"})");
+    auto second = sidecar.call("POST", "/sessions", R"({"archive_key":"conv_stop","storage":{"provider":"local"}})");
     REQUIRE(second.status == 200);
     sid = field(second.body, "session_id");
     sidecar.stop(SIGKILL);

@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "dockgate/sidecar/storage.hpp"
+#include "dockgate/sidecar/storage_endpoint.hpp"
 
 using namespace dockgate::sidecar;
 
@@ -41,6 +42,92 @@ TEST_CASE("storage endpoints: the providers' public ones and the operator's list
   CHECK_FALSE(region.spec);
 }
 
+TEST_CASE("storage endpoints: an allowed endpoint means exactly the origin written", "[storage]") {
+  // A bare name or *.suffix is https on 443 only; a port must be written to be allowed;
+  // `:443` written out is the same origin as none; case and a trailing root dot do not
+  // make another host; userinfo, a second colon, an odd port or an IPv6 zone is no origin.
+  config c;
+  c.storage_endpoints = {"minio.corp.example",         "*.objects.example", "http://127.0.0.1:9000",
+                         "https://store.example:8443", "http://[::1]:9000", "Minio.UPPER.example."};
+  struct row {
+    const char* endpoint;
+    bool allowed;
+  };
+  const row table[] = {
+      {"https://minio.corp.example", true},
+      {"https://minio.corp.example:443", true},
+      {"https://minio.corp.example/", true},
+      {"https://MINIO.corp.example", true},
+      {"https://minio.corp.example.", true},
+      {"https://minio.corp.example:9000", false},  // a bare name is not every port of its host
+      {"https://minio.corp.example:22", false},
+      {"https://minio.corp.example.:9000", false},
+      {"http://minio.corp.example", false},  // a bare name is https
+      {"http://minio.corp.example:443", false},
+      {"https://user@minio.corp.example", false},
+      {"https://minio.corp.example@evil.example", false},
+      {"https://minio.corp.example:443:80", false},
+      {"https://minio.corp.example:", false},
+      {"https://minio.corp.example:0", false},
+      {"https://minio.corp.example:+443", false},
+      {"https://minio.corp.example:65979", false},
+      {"https://minio.corp.example:70000", false},
+      {"https://minio..corp.example", false},
+      {"https://minio.corp.example%2f", false},
+      {"ftp://minio.corp.example", false},
+      {"minio.corp.example", false},  // a request's endpoint names its scheme
+      {"https://a.objects.example", true},
+      {"https://a.b.objects.example:443", true},
+      {"https://a.objects.example:8080", false},  // nor is a wildcard
+      {"http://a.objects.example", false},
+      {"https://objects.example", false},
+      {"https://evilobjects.example", false},
+      {"https://a.objects.example.evil", false},
+      {"http://127.0.0.1:9000", true},
+      {"http://127.0.0.1:9000/", true},
+      {"http://127.0.0.1:09000", true},  // the same port (the connector reads it so too)
+      {"http://127.0.0.1", false},
+      {"http://127.0.0.1:9001", false},
+      {"https://127.0.0.1:9000", false},
+      {"https://store.example:8443", true},
+      {"https://store.example", false},
+      {"http://store.example:8443", false},
+      {"http://[::1]:9000", true},
+      {"http://[0:0:0:0:0:0:0:1]:9000", true},
+      {"http://[::1]:9001", false},
+      {"http://[::1]", false},
+      {"http://[::1%25lo]:9000", false},
+      {"http://::1:9000", false},
+      {"https://minio.upper.example",
+       true},  // the operator's case and root dot are not a host of their own
+      {"https://minio.upper.example:8443", false},
+      {"https://s3.eu-west-1.amazonaws.com:443", true},
+      {"https://s3.eu-west-1.amazonaws.com:8443", false},
+      {"https://s3.oss-cn-hangzhou.aliyuncs.com:9000", false},
+      {"http://s3.eu-west-1.amazonaws.com:443", false},
+  };
+  for (const auto& r : table) {
+    CAPTURE(r.endpoint);
+    CHECK(storage_endpoint_allowed(r.endpoint, c) == r.allowed);
+  }
+  // What an operator may write; the rest is a start-up error, never an entry that means
+  // something else.
+  for (const char* ok :
+       {"minio.corp", "minio.corp:9000", "*.objects.example", "*.objects.example:9443",
+        "http://10.1.2.3:9000", "HTTPS://Minio.Corp/", "http://[fd00::1]:9000"})
+    CHECK(parse_allowed_endpoint(ok));
+  for (const char* bad :
+       {"user@minio.corp", "minio.corp:99999", "minio.corp:", "ftp://minio.corp", "minio.corp/path",
+        "*.", "*", "minio.corp:80:81", "[fe80::1%eth0]:9000", "http://"})
+    CHECK_FALSE(parse_allowed_endpoint(bad));
+  auto loaded = load_config(
+      {{"SANDBOX_API_KEY", "k"}, {"SANDBOX_STORAGE_ENDPOINTS", "minio.corp, user@evil:9000"}});
+  CHECK_FALSE(loaded.value);
+  REQUIRE(loaded.errors.size() == 1);
+  CHECK(loaded.errors[0].find("SANDBOX_STORAGE_ENDPOINTS: not an endpoint: \"user@evil:9000\"") ==
+        0);
+}
+
 TEST_CASE("storage blocks: what the seed's app sends is understood", "[storage]") {
   const auto dir = std::filesystem::temp_directory_path() / ("dg-storage-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
@@ -49,9 +136,14 @@ TEST_CASE("storage blocks: what the seed's app sends is understood", "[storage]"
   auto none = choose_storage("", config{});
   CHECK_FALSE(none.spec);
   CHECK_FALSE(none.error);
-  auto fallback = choose_storage("", c);
-  REQUIRE(fallback.spec);
-  CHECK(fallback.spec->archive_key("conv") == "workspaces/workspaces/conv.tgz");  // the seed's default layout
+  // No block is no storage, as the seed's, even with SANDBOX_LOCAL_STORAGE_DIR set.
+  auto no_block = choose_storage("", c);
+  CHECK_FALSE(no_block.spec);
+  CHECK_FALSE(no_block.error);
+  CHECK_FALSE(choose_storage("null", c).spec);
+  auto plain_local = choose_storage(R"({"provider":"local"})", c);
+  REQUIRE(plain_local.spec);
+  CHECK(plain_local.spec->archive_key("conv") == "workspaces/workspaces/conv.tgz");  // the seed's default layout
 
   auto local = choose_storage(R"({"provider":"local","prefix":"tenant/"})", c);
   REQUIRE(local.spec);
@@ -129,7 +221,7 @@ TEST_CASE("the local object store: atomic, generations, copies, listings, contai
   const auto dir = std::filesystem::temp_directory_path() / ("dg-store-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const config c = with_dir(dir.string());
-  auto spec = choose_storage("", c).spec;
+  auto spec = choose_storage(R"({"provider":"local"})", c).spec;
   REQUIRE(spec);
   auto store = open_store(*spec, c);
   std::string error;

@@ -27,6 +27,9 @@ struct config {
   // SANDBOX_INSTANCE: this sidecar's name on the engine. Sessions carry it in a label; a
   // sidecar counts, adopts and reaps only its own, so several can share one engine.
   std::string instance = "default";
+  // SANDBOX_INSTANCE_LEASE_S: the instance's lease on the engine (instance_lease.hpp)
+  // expires this long after its holder's last renewal (every third of it). At least 5.
+  std::int64_t instance_lease_s = 15;
   std::string image = "aivory-sandbox:latest";
   std::string memory = "2g";
   std::int64_t memory_bytes = 2LL << 30;

@@ -1,0 +1,262 @@
+// Two live sidecars never share an instance (instance_lease.hpp): a second start with the
+// same SANDBOX_INSTANCE on the same engine refuses while the first lives, a restart after
+// a crash takes the lease over and adopts the sessions, and a holder that lost its lease
+// stops. Judged by real /exec answers, the lease container's labels as the daemon keeps
+// them, and whether the processes are alive.
+#include <sys/wait.h>
+
+#include "sidecar_harness.hpp"
+
+using namespace dockgate::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+// A sidecar started by hand: sidecar_process must answer within seconds, and a start
+// that waits for a lease to expire, or refuses, does not.
+struct started_sidecar {
+  pid_t pid = -1;
+  std::string port, log;
+  ~started_sidecar() {
+    if (pid <= 0) return;
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+  }
+  std::string log_text() const { return run("cat " + log).output; }
+};
+
+std::unique_ptr<started_sidecar> start_sidecar(const proxy_process& proxy,
+                                               const std::vector<std::string>& env) {
+  auto s = std::make_unique<started_sidecar>();
+  s->port = free_tcp_port();
+  s->log = proxy.dir() + "/started-" + s->port + ".log";
+  std::vector<std::string> full = env;
+  for (std::string d : {"DOCKER_HOST=" + proxy.host(), "SANDBOX_LISTEN=127.0.0.1:" + s->port,
+                        "SANDBOX_API_KEY=" + api_key, "SANDBOX_IMAGE=" + runtime_image(),
+                        std::string("PATH=/usr/bin:/bin")})
+    full.push_back(d);
+  s->pid = ::fork();
+  if (s->pid == 0) {
+    int out = ::open(s->log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    ::dup2(out, 1);
+    ::dup2(out, 2);
+    std::vector<char*> envp;
+    for (auto& e : full) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    char* argv[] = {const_cast<char*>(DOCKGATE_SIDECAR_BIN), nullptr};
+    ::execve(argv[0], argv, envp.data());
+    ::_exit(127);
+  }
+  return s;
+}
+
+// The exit status of `pid` once it has exited (reaped), or -1 if it still runs after
+// `limit` (bounded polling, no timing judged).
+int wait_exit(pid_t& pid, std::chrono::seconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  int status = 0;
+  while (::waitpid(pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) return -1;
+    std::this_thread::sleep_for(50ms);
+  }
+  pid = -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// Whether `pid` (a child) has exited, without reaping it.
+bool exited(pid_t pid) {
+  siginfo_t info{};
+  return ::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+         info.si_pid == pid;
+}
+
+bool healthy(const std::string& port) {
+  dockgate::client::transport ep{{dockgate::common::endpoint::kind::tcp, "", "127.0.0.1",
+                                  static_cast<std::uint16_t>(std::stoi(port))},
+                                 nullptr};
+  return dockgate::client::http_request(ep, "GET", "/healthz", "", 5s, 1 << 20, "").status == 200;
+}
+
+std::string lease_label(const std::string& instance, const std::string& label) {
+  return run(direct() + " inspect -f '{{index .Config.Labels \"" + label +
+             "\"}}' dockgate-instance-" + instance + " 2>/dev/null")
+      .output;
+}
+
+std::string read_back(const dockgate::client::http_response& r) {
+  return field(r.body, "data_base64");
+}
+
+}  // namespace
+
+// The sessions here are cold (SANDBOX_WARM_POOL=0): what is judged is the lease, not
+// whether a warm container's claim record was written before a SIGKILL.
+
+TEST_CASE("sidecar lease: a second sidecar with the same instance refuses while the first lives",
+          "[integration][sidecar][lease]") {
+  proxy_process proxy("compose/policies/sandbox.json");
+  const std::string instance = unique_name("lease");
+  const std::vector<std::string> env = {"SANDBOX_INSTANCE=" + instance,
+                                        "SANDBOX_INSTANCE_LEASE_S=6", "SANDBOX_WARM_POOL=0"};
+  sidecar_process first(proxy, env);
+  const std::string sid = new_session(first);
+  REQUIRE(field(first.exec(sid, "open('/workspace/w.txt','w').write('kept')"), "exit_code") == "0");
+  const std::string holder = lease_label(instance, "sandbox.lease.holder");
+  INFO(first.log());
+  CHECK(holder.size() == 33);  // 32 hex digits and the newline
+
+  auto second = start_sidecar(proxy, env);
+  int status = wait_exit(second->pid, 90s);
+  if (status ==
+      -1) {  // it did not refuse: stop it as an operator would (SIGTERM ends its sessions)
+    ::kill(second->pid, SIGTERM);
+    status = wait_exit(second->pid, 60s);
+    CHECK(status == 1);  // (recorded as the failure it is)
+  }
+  const std::string said = second->log_text();
+  INFO(said);
+  CHECK(status == 1);
+  CHECK(said.find("instance \"" + instance + "\" is held by a live sidecar: holder " +
+                  holder.substr(0, 32) + " on host ") != std::string::npos);
+  CHECK(said.find(", pid " + std::to_string(first.pid()) + ", since ") != std::string::npos);
+  // The first one's session answers as before, its files in place; the lease is still its own.
+  auto ran = first.call("POST", "/exec", exec_body(sid, "print(open('/workspace/w.txt').read())"));
+  CHECK(ran.status == 200);
+  CHECK(field(ran.body, "stdout") == "kept\n");
+  CHECK(lease_label(instance, "sandbox.lease.holder") == holder);
+  CHECK_FALSE(exited(first.pid()));
+}
+
+TEST_CASE("sidecar lease: two sidecars started at once with one instance: one runs, one refuses",
+          "[integration][sidecar][lease]") {
+  proxy_process proxy("compose/policies/sandbox.json");
+  const std::string instance = unique_name("lease");
+  const std::vector<std::string> env = {"SANDBOX_INSTANCE=" + instance,
+                                        "SANDBOX_INSTANCE_LEASE_S=6", "SANDBOX_WARM_POOL=0"};
+  auto a = start_sidecar(proxy, env);
+  auto b = start_sidecar(proxy, env);
+  // Bounded: one becomes healthy, the other exits; both settle within a lease and a bit.
+  for (int i = 0;
+       i < 1200 && !((healthy(a->port) && exited(b->pid)) || (healthy(b->port) && exited(a->pid)));
+       ++i)
+    std::this_thread::sleep_for(50ms);
+  const bool a_runs = !exited(a->pid), b_runs = !exited(b->pid);
+  INFO(a->log_text() << "----\n" << b->log_text());
+  CHECK(a_runs != b_runs);
+  auto& runner = a_runs ? a : b;
+  auto& refused = a_runs ? b : a;
+  CHECK(wait_exit(refused->pid, 5s) == 1);
+  CHECK(refused->log_text().find("is held by a live sidecar: holder ") != std::string::npos);
+  // The lease is the running one's.
+  CHECK(runner->log_text().find("holding the lease of instance " + instance + " (holder " +
+                                lease_label(instance, "sandbox.lease.holder").substr(0, 32)) !=
+        std::string::npos);
+  ::kill(runner->pid, SIGTERM);
+  CHECK(wait_exit(runner->pid, 60s) == 0);
+}
+
+TEST_CASE("sidecar lease: after a SIGKILL the restart takes the lease over and adopts the session",
+          "[integration][sidecar][lease]") {
+  proxy_process proxy("compose/policies/sandbox.json");
+  const std::string instance = unique_name("lease");
+  const std::vector<std::string> env = {"SANDBOX_INSTANCE=" + instance,
+                                        "SANDBOX_INSTANCE_LEASE_S=6", "SANDBOX_WARM_POOL=0"};
+  std::string sid, old_holder;
+  {
+    sidecar_process first(proxy, env);
+    sid = new_session(first);
+    REQUIRE(field(first.exec(sid, "open('/workspace/w.txt','w').write('kept')"), "exit_code") ==
+            "0");
+    old_holder = lease_label(instance, "sandbox.lease.holder");
+    first.stop(SIGKILL);
+  }
+  // Same host, same PID namespace, its PID gone: provably gone, taken over at once.
+  sidecar_process restarted(proxy, env);
+  INFO(restarted.log());
+  CHECK(restarted.log().find("is taken over: no such process runs on this host any more") !=
+        std::string::npos);
+  const std::string new_holder = lease_label(instance, "sandbox.lease.holder");
+  CHECK(new_holder.size() == 33);
+  CHECK(new_holder != old_holder);
+  auto ran =
+      restarted.call("POST", "/exec", exec_body(sid, "print(open('/workspace/w.txt').read())"));
+  CHECK(ran.status == 200);
+  CHECK(field(ran.body, "stdout") == "kept\n");
+  CHECK(read_back(restarted.call("POST", "/files/get",
+                                 R"({"session_id":")" + sid + R"(","path":"w.txt"})")) ==
+        "a2VwdA==");
+  // A clean stop gives the lease back.
+  restarted.stop(SIGTERM);
+  CHECK_FALSE(container_exists("dockgate-instance-" + instance));
+}
+
+TEST_CASE(
+    "sidecar lease: a holder that cannot be proved gone is waited for until its lease expires",
+    "[integration][sidecar][lease]") {
+  proxy_process proxy("compose/policies/sandbox.json");
+  const std::string instance = unique_name("lease");
+  const std::vector<std::string> env = {"SANDBOX_INSTANCE=" + instance,
+                                        "SANDBOX_INSTANCE_LEASE_S=6", "SANDBOX_WARM_POOL=0"};
+  std::string sid;
+  {
+    sidecar_process first(proxy, env);
+    sid = new_session(first);
+    REQUIRE(field(first.exec(sid, "open('/workspace/w.txt','w').write('kept')"), "exit_code") ==
+            "0");
+    first.stop(SIGKILL);
+  }
+  // Its lease as a sidecar on another host would have left it: nothing here can tell
+  // whether that holder lives, only its heartbeat can (written now, never renewed).
+  const std::string lease = "dockgate-instance-" + instance;
+  run(direct() + " rm -f " + lease);
+  auto made = run(direct() + " run -d --name " + lease +
+                  " --label dockgate.owner=sandbox --label sandbox.lease=" + instance +
+                  " --label sandbox.lease.holder=feedfacefeedfacefeedfacefeedface" +
+                  " --label sandbox.lease.host=elsewhere --label sandbox.lease.pid=4242" +
+                  " --label 'sandbox.lease.process=another-boot pid:[1] 1' --user 1000:1000 "
+                  "--read-only --tmpfs /tmp " +
+                  runtime_image() + " sh -c 'echo 0 > /tmp/lease-beat && exec sleep infinity'");
+  REQUIRE(made.status == 0);
+  auto restarted = start_sidecar(proxy, env);
+  bool up = false;
+  for (int i = 0; i < 1200 && !(up = healthy(restarted->port)) && !exited(restarted->pid); ++i)
+    std::this_thread::sleep_for(50ms);
+  const std::string said = restarted->log_text();
+  INFO(said);
+  REQUIRE(up);
+  CHECK(said.find(
+            "has a lease (holder feedfacefeedfacefeedfacefeedface on host elsewhere, pid 4242") !=
+        std::string::npos);
+  CHECK(said.find("has expired: not renewed for 6 s; taking it over") != std::string::npos);
+  CHECK(lease_label(instance, "sandbox.lease.holder").substr(0, 32) !=
+        "feedfacefeedfacefeedfacefeedface");
+  dockgate::client::transport ep{{dockgate::common::endpoint::kind::tcp, "", "127.0.0.1",
+                                  static_cast<std::uint16_t>(std::stoi(restarted->port))},
+                                 nullptr};
+  auto ran = dockgate::client::http_request(
+      ep, "POST", "/exec", exec_body(sid, "print(open('/workspace/w.txt').read())"), 60s, 1 << 20,
+      "Authorization: Bearer " + api_key + "\r\n");
+  CHECK(field(ran.body, "stdout") == "kept\n");
+  ::kill(restarted->pid, SIGTERM);
+  CHECK(wait_exit(restarted->pid, 60s) == 0);
+  CHECK_FALSE(container_exists(lease));
+}
+
+TEST_CASE("sidecar lease: a holder whose lease is gone stops at once and leaves the sessions",
+          "[integration][sidecar][lease]") {
+  proxy_process proxy("compose/policies/sandbox.json");
+  const std::string instance = unique_name("lease");
+  sidecar_process holder(
+      proxy, {"SANDBOX_INSTANCE=" + instance, "SANDBOX_INSTANCE_LEASE_S=6", "SANDBOX_WARM_POOL=0"});
+  const std::string sid = new_session(holder);
+  // Another sidecar took it over (as after a stall longer than the lease): the lease
+  // container this one made is removed.
+  run(direct() + " rm -f dockgate-instance-" + instance);
+  for (int i = 0; i < 600 && !exited(holder.pid()); ++i) std::this_thread::sleep_for(50ms);
+  INFO(holder.log());
+  CHECK(exited(holder.pid()));
+  CHECK(holder.log().find("the instance lease was lost (") != std::string::npos);
+  // It touched nothing on its way out: the session's container still runs.
+  CHECK(run(direct() + " inspect -f '{{.State.Running}}' dockgate-sbx-" + sid).output == "true\n");
+  run(direct() + " rm -f dockgate-sbx-" + sid);
+}

@@ -1,0 +1,68 @@
+#include "dockgate/sidecar/instance_lease.hpp"
+
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+
+using namespace dockgate::sidecar;
+
+TEST_CASE("instance lease: a holder is provably gone only on this kernel and PID namespace",
+          "[lease]") {
+  lease_holder self;
+  self.pid = 100;
+  self.process = "boot-a pid:[4026531836] 5000";
+  auto holder = [](std::int64_t pid, std::string process) {
+    lease_holder h;
+    h.pid = pid;
+    h.process = std::move(process);
+    return h;
+  };
+  // What /proc says here: PID 42 runs, started at tick 7000; no other PID runs.
+  auto here = [](std::int64_t pid) -> std::optional<std::string> {
+    if (pid == 42) return "7000";
+    if (pid == 100) return "5000";
+    return std::nullopt;
+  };
+  struct row {
+    lease_holder h;
+    bool gone;
+  };
+  const row table[] = {
+      {holder(43, "boot-a pid:[4026531836] 6000"), true},   // no such PID
+      {holder(42, "boot-a pid:[4026531836] 6000"), true},   // the PID is another process's
+      {holder(42, "boot-a pid:[4026531836] 7000"), false},  // it runs
+      {holder(43, "boot-b pid:[4026531836] 6000"), false},  // another kernel (or a reboot: unknown)
+      {holder(43, "boot-a pid:[4026532000] 6000"), false},  // another PID namespace
+      {holder(100, "boot-a pid:[4026531836] 5000"), false},  // this very process
+      {holder(43, ""), false},                               // unreadable labels
+      {holder(0, "boot-a pid:[4026531836] 6000"), false},
+      {holder(43, "boot-a pid:[4026531836]"), false},
+  };
+  for (const auto& r : table) {
+    CAPTURE(r.h.pid, r.h.process);
+    CHECK(holder_provably_gone(r.h, self, here) == r.gone);
+  }
+  // Unknown about ourselves (a /proc of another namespace): never provably gone.
+  lease_holder blind = self;
+  blind.process.clear();
+  CHECK_FALSE(holder_provably_gone(holder(43, "boot-a pid:[4026531836] 6000"), blind, here));
+}
+
+TEST_CASE("instance lease: this process names itself, and its labels name it back", "[lease]") {
+  const auto me = lease_holder::of_this_process();
+  CHECK(me.id.size() == 32);
+  CHECK(me.pid == ::getpid());
+  CHECK(lease_holder::of_this_process().id != me.id);  // random per holder
+  REQUIRE_FALSE(me.process.empty());                   // this test's /proc is its own
+  // Alive: its own PID with its own start tick.
+  CHECK(start_tick_of_pid(me.pid).has_value());
+  CHECK_FALSE(holder_provably_gone(me, lease_holder::of_this_process(), start_tick_of_pid));
+  const auto back = lease_holder::from_labels({{"sandbox.lease.holder", me.id},
+                                               {"sandbox.lease.host", "h"},
+                                               {"sandbox.lease.pid", "42"},
+                                               {"sandbox.lease.started_at", "0"},
+                                               {"sandbox.lease.process", me.process}});
+  CHECK(back.id == me.id);
+  CHECK(back.pid == 42);
+  CHECK(back.describe() == "holder " + me.id + " on host h, pid 42, since (unknown)");
+}
