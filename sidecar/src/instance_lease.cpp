@@ -1,6 +1,7 @@
 // The instance lease. See instance_lease.hpp for the invariant kept and why it is made
 // this way.
 #include "dockgate/sidecar/instance_lease.hpp"
+#include "dockgate/sidecar/service.hpp"  // session_user
 
 #include <simdjson.h>
 #include <unistd.h>
@@ -127,6 +128,7 @@ std::optional<heartbeat> read_heartbeat(const client::engine& docker, const std:
            "2>/dev/null"};
   o.timeout = 20s;
   o.max_stdout = 4096;
+  o.user = session_user;
   auto r = docker.exec(id, o);
   if (!r.started || r.exit_code != 0) return std::nullopt;  // gone or stopped: looked at again
   auto lines = words(r.stdout_data);
@@ -350,7 +352,7 @@ instance_lease::beat_result instance_lease::beat(std::string& why) {
     auto attached = docker_.exec_attach(
         id_,
         {"sh", "-c", "while read -r n; do echo \"$n\" > /tmp/lease-beat || exit 1; echo ok; done"},
-        deadline, &err);
+        session_user, deadline, &err);
     if (attached) st.stream.emplace(std::move(*attached));
     if (!st.stream) {
       why = err;
