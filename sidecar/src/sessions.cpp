@@ -314,7 +314,8 @@ http_reply service::delete_session(std::string_view id, const std::string& body)
 
 // A session's end on the engine: its container removed (a warm one is never returned to
 // the pool), its FUSE mount cleaned, the session forgotten, then its claim record removed
-// (after: a record still being written sees the session gone and removes itself).
+// (after the container: a kill between the two leaves a record without its container,
+// which the next start removes).
 void service::remove_session_containers(const session& s) {
   remove_container(s.container);
   if (s.fuse) unmount_workspace(s.id);

@@ -461,3 +461,52 @@ TEST_CASE(
     CHECK_FALSE(container_exists("dockgate-sbx-" + sid + "-claim"));
   }
 }
+
+TEST_CASE("sidecar pool: a SIGKILL while POST /sessions claims leaves a session or nothing",
+          "[integration][sidecar][pool]") {
+  proxy_process proxy("compose/policies/sandbox.json");
+  const std::string instance = unique_name("poolmid").substr(0, 30);
+  const std::vector<std::string> env = {"SANDBOX_INSTANCE=" + instance, "SANDBOX_WARM_POOL=2"};
+  auto sidecar = std::make_unique<sidecar_process>(proxy, env);
+  std::set<std::string> sessions;  // containers of adopted sessions, not the pool's
+  for (int delay : {0, 3, 6, 10, 15, 20, 30}) {
+    INFO("killed " << delay << " ms into the request");
+    auto warm = wait_for_pool(instance, 2, sessions);
+    REQUIRE(warm.size() == 2);
+    dockgate::client::http_response answer;
+    std::thread creating([&] { answer = sidecar->create(); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(delay));
+    sidecar->stop(SIGKILL);
+    creating.join();
+    sidecar = std::make_unique<sidecar_process>(proxy, env);
+    INFO(sidecar->log());
+    // Each container that was warm is now a session the restart adopted (its record names
+    // it, and it runs cells) or gone; never a container left without one or the other.
+    for (const auto& id : warm) {
+      if (!container_exists(id)) continue;
+      const std::string name = inspect(id, "{{.Name}}").substr(1);
+      INFO(name);
+      REQUIRE(container_exists(name + "-claim"));
+      CHECK(inspect(name + "-claim", "{{index .Config.Labels \"sandbox.claim\"}}") == id);
+      const std::string sid = name.substr(std::string("dockgate-sbx-").size());
+      CHECK(field(sidecar->exec(sid, "print('adopted')"), "stdout") == "adopted\n");
+      sessions.insert(id);
+    }
+    // An answer that came names a session that is there.
+    if (answer.status == 200)
+      CHECK(sessions.contains(id_of("dockgate-sbx-" + field(answer.body, "session_id"))));
+    // No record without its container.
+    for (const auto& record :
+         lines(run(direct() + " ps -aq --no-trunc --filter label=sandbox.instance=" + instance +
+                   " --filter label=sandbox.claim")
+                   .output))
+      CHECK(container_exists(inspect(record, "{{index .Config.Labels \"sandbox.claim\"}}")));
+  }
+  for (const auto& id : sessions) {
+    const std::string name = inspect(id, "{{.Name}}").substr(1);
+    CHECK(
+        sidecar
+            ->call("DELETE", "/sessions/" + name.substr(std::string("dockgate-sbx-").size()), "{}")
+            .status == 200);
+  }
+}
