@@ -72,7 +72,8 @@ void service::start_pool() {
   // starts one): the engine's State, Running and neither Paused nor Restarting.
   h.ready = [this](pooled_container& c) {
     if (c.runner) {
-      auto r = c.runner->run({"true"}, {}, 64, {warm_check_timeout, warm_check_timeout, {}}, nullptr);
+      auto r =
+          c.runner->run({"true"}, {}, 64, {warm_check_timeout, warm_check_timeout, {}}, nullptr);
       return r.state == cell_runner::outcome::done && r.result.exit_code == 0;
     }
     auto r = docker_.call("GET", "/containers/" + c.id + "/json", {}, 10s);
