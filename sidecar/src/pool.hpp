@@ -5,7 +5,9 @@
 // Invariants it keeps:
 // - A container leaves the pool exactly once: claim() pops it under the pool's mutex, so
 //   two concurrent creates never get the same one, and nothing ever puts it back (a
-//   session's container is removed when the session ends, never returned).
+//   session's container is removed when the session ends, never returned). The check
+//   holds one container at a time out of the pool while it asks `ready`, under the same
+//   mutex, so a claim never meets it half-checked.
 // - A container is handed out only when it can run a cell now: claim() asks the `ready`
 //   hook (a round trip through the container's runner, bounded to tens of ms) of the one
 //   it took, outside the lock; one that fails is removed on the pool's thread and the next

@@ -7,7 +7,7 @@
 //   count and the reservation are made under create_mutex_, as a session's create is).
 // - Only the tmpfs workspace mode is served: a FUSE workspace is mounted for its session
 //   and bound by the gate at create, from a label naming the session.
-// - A warm container is handed out only when it can run a cell now (warm_ready below): a
+// - A warm container is handed out only when it can run a cell now (the `ready` hook): a
 //   paused (cgroup freezer), stopped or runner-less one is removed and replaced, so that a
 //   session's first cell never waits on a container that cannot answer.
 #include <simdjson.h>
