@@ -125,6 +125,7 @@ void warm_pool::run() {
       ++fills_;
       wake_.notify_all();  // a claim waiting for this fill
       if (made) {
+        made_.insert(made->id);
         failures_ = 0;
         if (image_id_.empty()) image_id_ = made->image_id;
         if (made->image_id != image_id_ || stopping_) {
@@ -171,6 +172,19 @@ void warm_pool::check() {
     }
   }
   for (const auto& id : retired) hooks_.remove(id);
+  if (hooks_.sweep) {
+    // No fill is in flight (fills run on this thread): every container this pool made is
+    // in `made`.
+    std::set<std::string> made;
+    {
+      std::lock_guard g(mutex_);
+      made = made_;
+    }
+    if (auto existing = hooks_.sweep(made)) {
+      std::lock_guard g(mutex_);
+      std::erase_if(made_, [&](const std::string& id) { return !existing->contains(id); });
+    }
+  }
   if (!hooks_.ready) return;
   // One at a time out of the pool while it is checked, so that a claim meanwhile takes
   // another (or this one, before or after) and never shares it.

@@ -66,6 +66,12 @@ class warm_pool {
     // Whether the container can run a cell now, decided within a short bound (none: every
     // container can). Called outside the pool's lock with a container no one else holds.
     std::function<bool(pooled_container&)> ready;
+    // At every check, on the pool's thread: removes what a sidecar killed mid-call left
+    // on the engine after the start's clean-up (its creates still in flight through the
+    // gate landed later): a pool container this pool did not make (`made`: those it made
+    // that may still exist) and no session holds, a claim record whose container is gone.
+    // Returns which of `made` still exist (nullopt: the engine could not say).
+    std::function<std::optional<std::set<std::string>>(const std::set<std::string>& made)> sweep;
   };
   struct timing {
     std::chrono::milliseconds check_interval{15'000};  // image and liveness check of the pool
@@ -107,6 +113,7 @@ class warm_pool {
   std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<pooled_container> ready_;
+  std::set<std::string> made_;  // containers this pool created that may still exist
   std::deque<std::function<void()>> jobs_;
   std::string image_id_;  // the image's ID at the last check or fill
   bool stopping_ = false;

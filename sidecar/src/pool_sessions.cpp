@@ -79,6 +79,29 @@ void service::start_pool() {
     auto r = docker_.call("GET", "/containers/" + c.id + "/json", {}, 10s);
     return r.status == 200 && inspect_runs_now(r.body);
   };
+  h.sweep = [this](const std::set<std::string>& made) -> std::optional<std::set<std::string>> {
+    auto mine = own_containers(true);
+    if (!mine) return std::nullopt;
+    std::set<std::string> ids, existing;
+    for (const auto& c : *mine) ids.insert(c.id);
+    for (const auto& c : *mine) {
+      const auto claim = c.labels.find(std::string(claim_label));
+      if (claim != c.labels.end()) {
+        if (!ids.contains(claim->second)) remove_container(c.id);  // its container is gone
+        continue;
+      }
+      if (!c.labels.contains(std::string(pool_label))) continue;
+      if (made.contains(c.id)) {
+        existing.insert(c.id);
+        continue;
+      }
+      // Not this pool's: a session adopted at start, or left by an earlier run.
+      const auto sid = c.labels.find(std::string(session_label));
+      auto s = sid == c.labels.end() ? nullptr : find(sid->second);
+      if (!s || s->container != c.id) remove_container(c.id);
+    }
+    return existing;
+  };
   pool_ = std::make_shared<warm_pool>(static_cast<std::size_t>(config_.warm_pool), std::move(h));
   pool_->start();
 }

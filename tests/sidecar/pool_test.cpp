@@ -281,6 +281,42 @@ TEST_CASE("warm pool: the check removes containers that cannot run a cell now",
   CHECK(claimed == std::set<std::string>{"id0", "id2"});
 }
 
+TEST_CASE("warm pool: the check's sweep is told every container the pool made that may still exist",
+          "[unit][sidecar][pool]") {
+  fake_engine engine;
+  std::mutex m;
+  std::vector<std::set<std::string>> told;
+  auto hooks = engine.hooks();
+  hooks.sweep = [&](const std::set<std::string>& made) -> std::optional<std::set<std::string>> {
+    std::lock_guard g(m);
+    told.push_back(made);
+    std::lock_guard e(engine.m);
+    std::set<std::string> existing;
+    for (const auto& id : made)
+      if (engine.live.contains(id)) existing.insert(id);
+    return existing;
+  };
+  warm_pool pool(2, hooks, {50ms, 10ms, 100ms});
+  pool.start();
+  REQUIRE(eventually([&] { return pool.size() == 2; }));
+  auto c = pool.claim();
+  REQUIRE(c);
+  REQUIRE(eventually([&] { return pool.size() == 2; }));
+  // The claimed one is still the pool's own while it exists (a session's), then forgotten.
+  REQUIRE(eventually([&] {
+    std::lock_guard g(m);
+    return !told.empty() && told.back() == std::set<std::string>{"id0", "id1", "id2"};
+  }));
+  {
+    std::lock_guard g(engine.m);
+    engine.live.erase(c->id);  // the session ended
+  }
+  CHECK(eventually([&] {
+    std::lock_guard g(m);
+    return told.back() == std::set<std::string>{"id1", "id2"};
+  }));
+}
+
 TEST_CASE(
     "warm pool: an inspect says a container runs now only when running, not paused or restarting",
     "[unit][sidecar][pool]") {
