@@ -23,9 +23,18 @@ void warm_pool::start() {
 }
 
 std::optional<pooled_container> warm_pool::claim(std::chrono::milliseconds wait) {
+  const auto deadline = std::chrono::steady_clock::now() + wait;
+  while (auto c = take(deadline)) {
+    // Outside the lock: the check is a round trip (bounded), and the container is ours.
+    if (!hooks_.ready || hooks_.ready(*c)) return c;
+    discard(c->id);
+  }
+  return std::nullopt;
+}
+
+std::optional<pooled_container> warm_pool::take(std::chrono::steady_clock::time_point deadline) {
   std::optional<pooled_container> out;
   {
-    const auto deadline = std::chrono::steady_clock::now() + wait;
     std::unique_lock lock(mutex_);
     const auto fills_before = fills_;
     for (;;) {
@@ -38,8 +47,10 @@ std::optional<pooled_container> warm_pool::claim(std::chrono::milliseconds wait)
         ready_.pop_front();
       }
       // Only the fill in flight when the claim began is waited for: it is as far along as
-      // a create of the caller's own would be, and later ones are not.
-      if (out || !filling_ || fills_ != fills_before || stopping_ ||
+      // a create of the caller's own would be, and later ones are not; and a container
+      // being checked, which comes back in a moment.
+      const bool fill_awaited = filling_ && fills_ == fills_before;
+      if (out || (!fill_awaited && !checking_) || stopping_ ||
           std::chrono::steady_clock::now() >= deadline)
         break;
       wake_.wait_until(lock, deadline);
@@ -47,6 +58,14 @@ std::optional<pooled_container> warm_pool::claim(std::chrono::milliseconds wait)
   }
   wake_.notify_all();  // refill
   return out;
+}
+
+// Removed on the pool's thread, off the request's path; a refill follows.
+void warm_pool::discard(const std::string& id) {
+  std::cerr << "dockgate-sidecar: warm pool: container " << id.substr(0, 12)
+            << " cannot run a cell now (paused, stopped or without its runner): removed"
+            << std::endl;
+  post([this, id] { hooks_.remove(id); });
 }
 
 void warm_pool::post(std::function<void()> job) {
@@ -106,6 +125,7 @@ void warm_pool::run() {
       ++fills_;
       wake_.notify_all();  // a claim waiting for this fill
       if (made) {
+        made_.insert(made->id);
         failures_ = 0;
         if (image_id_.empty()) image_id_ = made->image_id;
         if (made->image_id != image_id_ || stopping_) {
@@ -131,12 +151,12 @@ void warm_pool::run() {
 }
 
 // Every check_interval: a re-tagged image retires the pool's containers; one that no
-// longer runs (killed, the engine restarted) leaves the pool; SANDBOX_MAX_SESSIONS is
-// counted again.
+// longer runs (killed, paused, the engine restarted) or is not ready (hooks::ready: its
+// runner gone or frozen) leaves the pool; SANDBOX_MAX_SESSIONS is counted again.
 void warm_pool::check() {
   const std::string image = hooks_.image_id();
   const auto running = hooks_.running();
-  std::vector<std::string> retired;
+  std::vector<std::string> retired, kept;
   {
     std::lock_guard g(mutex_);
     full_ = false;
@@ -146,11 +166,53 @@ void warm_pool::check() {
         retired.push_back(it->id);
         it = ready_.erase(it);
       } else {
+        kept.push_back(it->id);
         ++it;
       }
     }
   }
   for (const auto& id : retired) hooks_.remove(id);
+  if (hooks_.sweep) {
+    // No fill is in flight (fills run on this thread): every container this pool made is
+    // in `made`.
+    std::set<std::string> made;
+    {
+      std::lock_guard g(mutex_);
+      made = made_;
+    }
+    if (auto existing = hooks_.sweep(made)) {
+      std::lock_guard g(mutex_);
+      std::erase_if(made_, [&](const std::string& id) { return !existing->contains(id); });
+    }
+  }
+  if (!hooks_.ready) return;
+  // One at a time out of the pool while it is checked, so that a claim meanwhile takes
+  // another (or this one, before or after) and never shares it.
+  for (const auto& id : kept) {
+    std::optional<pooled_container> c;
+    {
+      std::lock_guard g(mutex_);
+      auto it =
+          std::find_if(ready_.begin(), ready_.end(), [&](const auto& r) { return r.id == id; });
+      if (it == ready_.end()) continue;  // claimed meanwhile
+      c = std::move(*it);
+      ready_.erase(it);
+      checking_ = true;
+    }
+    const bool ok = hooks_.ready(*c);
+    {
+      std::lock_guard g(mutex_);
+      checking_ = false;
+      if (ok) ready_.push_back(std::move(*c));
+    }
+    wake_.notify_all();  // a claim waiting for it
+    if (!ok) {
+      std::cerr << "dockgate-sidecar: warm pool: container " << id.substr(0, 12)
+                << " cannot run a cell now (paused, stopped or without its runner): removed"
+                << std::endl;
+      hooks_.remove(id);
+    }
+  }
 }
 
 std::size_t warm_pool::stop() {

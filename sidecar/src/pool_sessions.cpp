@@ -7,6 +7,9 @@
 //   count and the reservation are made under create_mutex_, as a session's create is).
 // - Only the tmpfs workspace mode is served: a FUSE workspace is mounted for its session
 //   and bound by the gate at create, from a label naming the session.
+// - A warm container is handed out only when it can run a cell now (the `ready` hook): a
+//   paused (cgroup freezer), stopped or runner-less one is removed and replaced, so that a
+//   session's first cell never waits on a container that cannot answer.
 #include <simdjson.h>
 
 #include <iostream>
@@ -19,6 +22,25 @@
 namespace dockgate::sidecar {
 
 using namespace std::chrono_literals;
+
+namespace {
+
+// How long a warm container's runner has to answer the claim's round trip: a few ms when
+// it runs (a fork and exec of `true` in the container), never when it is frozen.
+constexpr auto warm_check_timeout = 100ms;
+
+}  // namespace
+
+bool inspect_runs_now(std::string_view body) {
+  simdjson::dom::parser p;
+  simdjson::dom::element doc;
+  bool running = false, paused = true, restarting = true;
+  return p.parse(body).get(doc) == simdjson::SUCCESS &&
+         doc["State"]["Running"].get_bool().get(running) == simdjson::SUCCESS &&
+         doc["State"]["Paused"].get_bool().get(paused) == simdjson::SUCCESS &&
+         doc["State"]["Restarting"].get_bool().get(restarting) == simdjson::SUCCESS && running &&
+         !paused && !restarting;
+}
 
 void service::start_pool() {
   if (config_.warm_pool <= 0 || pool_) return;
@@ -36,9 +58,49 @@ void service::start_pool() {
     auto mine = own_containers(false);
     if (!mine) return std::nullopt;
     std::set<std::string> ids;
+    // The list has paused containers too (State "paused"): they are not running here.
     for (const auto& c : *mine)
-      if (c.labels.contains(std::string(pool_label))) ids.insert(c.id);
+      if (c.labels.contains(std::string(pool_label)) && c.state == "running") ids.insert(c.id);
     return ids;
+  };
+  // Whether a warm container can run a cell now. With its runner: a round trip through it
+  // (`true` run and answered within warm_check_timeout), which only a running, unfrozen
+  // container whose runner lives can make. It proves more than the engine's State: a
+  // paused container's runner stream is open and quiet, a killed or stopped runner leaves
+  // the container running, and a freezer set outside Docker is not in State. Without one
+  // (SANDBOX_CELL_RUNNER=0, or its start failed in the pool; the session's first cell
+  // starts one): the engine's State, Running and neither Paused nor Restarting.
+  h.ready = [this](pooled_container& c) {
+    if (c.runner) {
+      auto r =
+          c.runner->run({"true"}, {}, 64, {warm_check_timeout, warm_check_timeout, {}}, nullptr);
+      return r.state == cell_runner::outcome::done && r.result.exit_code == 0;
+    }
+    auto r = docker_.call("GET", "/containers/" + c.id + "/json", {}, 10s);
+    return r.status == 200 && inspect_runs_now(r.body);
+  };
+  h.sweep = [this](const std::set<std::string>& made) -> std::optional<std::set<std::string>> {
+    auto mine = own_containers(true);
+    if (!mine) return std::nullopt;
+    std::set<std::string> ids, existing;
+    for (const auto& c : *mine) ids.insert(c.id);
+    for (const auto& c : *mine) {
+      const auto claim = c.labels.find(std::string(claim_label));
+      if (claim != c.labels.end()) {
+        if (!ids.contains(claim->second)) remove_container(c.id);  // its container is gone
+        continue;
+      }
+      if (!c.labels.contains(std::string(pool_label))) continue;
+      if (made.contains(c.id)) {
+        existing.insert(c.id);
+        continue;
+      }
+      // Not this pool's: a session adopted at start, or left by an earlier run.
+      const auto sid = c.labels.find(std::string(session_label));
+      auto s = sid == c.labels.end() ? nullptr : find(sid->second);
+      if (!s || s->container != c.id) remove_container(c.id);
+    }
+    return existing;
   };
   pool_ = std::make_shared<warm_pool>(static_cast<std::size_t>(config_.warm_pool), std::move(h));
   pool_->start();
@@ -124,20 +186,28 @@ std::optional<pooled_container> service::pool_create(std::string& error, bool& f
   return c;
 }
 
-// A warm container for a request, checked to be running (one that died in the pool is
-// removed and the next is tried); nullopt when the pool has none within `wait` (it waits
-// only while a container is being made). Its idle runner says it runs without a Docker
-// round trip (runner.hpp idle()); without one, or when unsure, the engine is asked.
+// A warm container for a request, checked to run a cell now (the pool's `ready` hook);
+// nullopt when the pool has none within `wait` (it waits only while a container is being
+// made or checked).
 std::optional<pooled_container> service::claim_warm(std::chrono::milliseconds wait) {
   if (!pool_) return std::nullopt;
-  const auto deadline = std::chrono::steady_clock::now() + wait;
-  while (auto c = pool_->claim(std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::max(deadline - std::chrono::steady_clock::now(),
-                      std::chrono::steady_clock::duration::zero())))) {
-    if ((c->runner && c->runner->idle()) || running(c->id)) return c;
-    remove_container(c->id);
-  }
-  return std::nullopt;
+  return pool_->claim(wait);
+}
+
+// The record that makes a claimed pool container a session for a restarted sidecar
+// (reconcile): labels cannot change after create, so it is a container of its own,
+// created and never started, with the session's labels and `sandbox.claim` naming the
+// container. Written synchronously before the answer, so that no kill after the answer
+// loses the session (the create costs 10-100 ms; the engine, not the sidecar's disk,
+// keeps it, so it outlives a sidecar redeployed elsewhere). A record whose create
+// answered with an error may still have been made: the caller removes it by name.
+std::string service::write_claim_record(const session& s) {
+  const std::string name = std::string(container_prefix) + s.id + std::string(claim_suffix);
+  auto made = docker_.call("POST", "/containers/create?name=" + name,
+                           create_body(s.id, s, body_kind::claim, s.container),
+                           std::chrono::seconds(config_.docker_call_timeout_s));
+  if (made.status == 201) return {};
+  return "claim record not written: " + (made.status ? made.body : made.error);
 }
 
 }  // namespace dockgate::sidecar

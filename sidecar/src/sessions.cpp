@@ -237,25 +237,21 @@ http_reply service::create_session(const http_request& r) {
       return detail(500, "reset inputs failed: " + reset.stderr_data);
     }
   }
+  if (warm) {
+    // The claim record, before the answer: once the client knows the session, a restarted
+    // sidecar adopts it (a kill before this point removes the container at the next
+    // start: no answer named it, and its workspace is the archive it came from).
+    if (auto error = write_claim_record(*s); !error.empty()) {
+      remove_session_containers(*s);
+      return detail(500, error);
+    }
+  }
   s->last_used = std::chrono::steady_clock::now();
   {
     std::lock_guard g(table_mutex_);
     sessions_[s->id] = s;
   }
   mounted.armed = false;
-  if (warm) {
-    // The claim record, off the request's path: until it exists, a sidecar killed now
-    // would remove this container at its next start (as a create cut short by a kill).
-    pool_->post([this, id = s->id, record = create_body(s->id, *s, body_kind::claim, container_id)] {
-      const std::string record_name = std::string(container_prefix) + id + std::string(claim_suffix);
-      auto made = docker_.call("POST", "/containers/create?name=" + record_name, record, 60s);
-      if (made.status != 201)
-        std::cerr << "dockgate-sidecar: claim record of session " << id << " not written: "
-                  << (made.status ? made.body : made.error) << std::endl;
-      // A session that ended meanwhile (it is forgotten before its record is removed).
-      if (!find(id)) remove_container(record_name);
-    });
-  }
   std::string body = "{\"session_id\":";
   client::append_json_string(body, s->id);
   return {200, body + ",\"restore\":" + restore.report.to_json() + "}"};
@@ -318,7 +314,8 @@ http_reply service::delete_session(std::string_view id, const std::string& body)
 
 // A session's end on the engine: its container removed (a warm one is never returned to
 // the pool), its FUSE mount cleaned, the session forgotten, then its claim record removed
-// (after: a record still being written sees the session gone and removes itself).
+// (after the container: a kill between the two leaves a record without its container,
+// which the next start removes).
 void service::remove_session_containers(const session& s) {
   remove_container(s.container);
   if (s.fuse) unmount_workspace(s.id);

@@ -162,15 +162,17 @@ TEST_CASE(
   CHECK(wait_for_pool(instance, 1, still).size() == 1);
 }
 
-TEST_CASE("sidecar pool: a claim asks the engine nothing about a warm container whose runner is idle; a dead one is never handed out",
-          "[integration][sidecar][pool]") {
+TEST_CASE(
+    "sidecar pool: a claim asks the engine nothing about a warm container whose runner answers; a "
+    "dead one is never handed out",
+    "[integration][sidecar][pool]") {
   proxy_process proxy("compose/policies/sandbox.json");
   const std::string instance = unique_name("poolchk").substr(0, 30);
   sidecar_process sidecar(proxy, {"SANDBOX_INSTANCE=" + instance, "SANDBOX_WARM_POOL=1"});
   auto warm = wait_for_pool(instance, 1);
   REQUIRE(warm.size() == 1);
   std::this_thread::sleep_for(1s);  // its runner is started after it runs
-  // A hit: its runner is open and quiet, so the container runs: no inspect of it.
+  // A hit: its runner answers a round trip, so the container runs: no inspect of it.
   const std::string sid = sid_of(sidecar.create());
   CHECK(id_of("dockgate-sbx-" + sid) == warm[0]);
   CHECK(field(sidecar.exec(sid, "print(1)"), "stdout") == "1\n");
@@ -181,14 +183,15 @@ TEST_CASE("sidecar pool: a claim asks the engine nothing about a warm container 
   CHECK(audit.find("/containers/dockgate-sbx-" + sid + "/json") == std::string::npos);
 
   // A warm container that stopped in the pool (its runner's stream ended with it): the
-  // engine is asked, and the request gets a live container of its own.
+  // claim's round trip through the runner fails, the container is removed, and the
+  // request gets a live container of its own.
   auto next = wait_for_pool(instance, 1, {warm[0]});
   REQUIRE(next.size() == 1);
   std::this_thread::sleep_for(1s);
   run(direct() + " kill " + next[0]);
   const std::string sid2 = sid_of(sidecar.create());
   CHECK(id_of("dockgate-sbx-" + sid2) != next[0]);
-  CHECK(proxy.audit_contains("/containers/" + next[0] + "/json"));
+  CHECK(wait_exists(next[0], false));
   CHECK(field(sidecar.exec(sid2, "print(2)"), "stdout") == "2\n");
   sidecar.call("DELETE", "/sessions/" + sid, "");
   sidecar.call("DELETE", "/sessions/" + sid2, "");
@@ -302,4 +305,242 @@ TEST_CASE(
   CHECK(run("tar -xzOf " + store + "/workspaces/workspaces/adopted.tgz ./w.txt").output == "kept");
   CHECK_FALSE(container_exists("dockgate-sbx-" + sid));
   CHECK_FALSE(container_exists("dockgate-sbx-" + sid + "-claim"));
+}
+
+namespace {
+
+// Sends `signo` to the cell runner of `container` (the process whose last argument is
+// "dockgate-runner") from an exec of the daemon's own, not through the gate, as the
+// session user: the container's root has no CAP_KILL (CapDrop ALL), and no-new-privileges
+// refuses a privileged exec.
+void signal_runner(const std::string& container, int signo) {
+  run(direct() + " exec -u 1000:1000 " + container + " python3 -c '" +
+      "import os\nfor p in os.listdir(\"/proc\"):\n"
+      "  try: a = open(\"/proc/%s/cmdline\" % p, \"rb\").read().split(b\"\\0\")\n"
+      "  except OSError: continue\n"
+      "  if len(a) > 1 and a[-2] == b\"dockgate-runner\": os.kill(int(p), " +
+      std::to_string(signo) + ")'");
+}
+
+// A warm container of `instance` (none of `claimed`) whose cell runner runs.
+std::string warm_with_runner(const std::string& instance, const std::set<std::string>& claimed) {
+  for (int i = 0; i < 100; ++i) {
+    auto warm = wait_for_pool(instance, 1, claimed);
+    if (warm.size() == 1 && processes(warm[0]).find("<runner>") != std::string::npos)
+      return warm[0];
+    std::this_thread::sleep_for(100ms);
+  }
+  return {};
+}
+
+}  // namespace
+
+TEST_CASE(
+    "sidecar pool: a paused, stopped or runner-less warm container is never handed out; it is "
+    "removed and replaced",
+    "[integration][sidecar][pool]") {
+  proxy_process proxy("compose/policies/sandbox.json");
+  const std::string instance = unique_name("poolbad").substr(0, 30);
+  sidecar_process sidecar(proxy, {"SANDBOX_INSTANCE=" + instance, "SANDBOX_WARM_POOL=1"});
+  std::set<std::string> seen;
+  // Each done to the one warm container with the engine directly, behind the sidecar's back.
+  const std::vector<std::pair<std::string, std::function<void(const std::string&)>>> spoils = {
+      {"paused (cgroup freezer)", [](const std::string& id) { run(direct() + " pause " + id); }},
+      {"its runner killed", [](const std::string& id) { signal_runner(id, SIGKILL); }},
+      {"its runner stopped", [](const std::string& id) { signal_runner(id, SIGSTOP); }},
+      {"stopped", [](const std::string& id) { run(direct() + " stop -t 0 " + id); }},
+  };
+  for (const auto& [what, spoil] : spoils) {
+    INFO(what);
+    const std::string warm = warm_with_runner(instance, seen);
+    REQUIRE(!warm.empty());
+    seen.insert(warm);
+    spoil(warm);
+    const std::string sid = sid_of(sidecar.create());
+    const std::string given = id_of("dockgate-sbx-" + sid);
+    seen.insert(given);
+    INFO(sidecar.log());
+    CHECK(given != warm);
+    // The session's first cell runs, and answers as it should.
+    auto first = sidecar.call("POST", "/exec", exec_body(sid, "print('runs', 6*7)"));
+    CHECK(first.status == 200);
+    CHECK(field(first.body, "stdout") == "runs 42\n");
+    // The spoiled container is gone from the daemon (removed, not merely passed over).
+    CHECK(wait_exists(warm, false));
+    CHECK(sidecar.call("DELETE", "/sessions/" + sid, "{}").status == 200);
+  }
+}
+
+TEST_CASE(
+    "sidecar pool: the pool's check removes paused and runner-less warm containers, and what a "
+    "killed run left",
+    "[integration][sidecar][pool]") {
+  proxy_process proxy("compose/policies/sandbox.json");
+  const std::string instance = unique_name("poolchk2").substr(0, 30);
+  sidecar_process sidecar(proxy, {"SANDBOX_INSTANCE=" + instance, "SANDBOX_WARM_POOL=2"});
+  const std::string paused = warm_with_runner(instance, {});
+  REQUIRE(!paused.empty());
+  const std::string runnerless = warm_with_runner(instance, {paused});
+  REQUIRE(!runnerless.empty());
+  run(direct() + " pause " + paused);
+  signal_runner(runnerless, SIGKILL);
+  // What a sidecar killed mid-call leaves when its creates land after the restart's
+  // clean-up, made here with the engine directly: a running pool container of this
+  // instance the pool never made, and a claim record whose container is gone.
+  // (dockgate.owner: the gate's own label on what it creates; the sidecar sees only those.)
+  const std::string labels =
+      " --label dockgate.owner=sandbox --label sandbox.instance=" + instance +
+      " --label sandbox.session_id=" + std::string(32, 'a');
+  const std::string stray = lines(run(direct() + " run -d" + labels + " --label sandbox.pool=1 " +
+                                      runtime_image() + " sleep infinity")
+                                      .output)
+                                .at(0);
+  const std::string record =
+      lines(run(direct() + " create" + labels + " --label sandbox.claim=" + std::string(64, 'f') +
+                " " + runtime_image() + " sleep infinity")
+                .output)
+          .at(0);
+  // No request: the check (every 15 s) removes them all, and the pool refills with others.
+  bool gone = false;
+  for (int i = 0; i < 300 && !gone; ++i) {
+    gone = !container_exists(paused) && !container_exists(runnerless) && !container_exists(stray) &&
+           !container_exists(record);
+    if (!gone) std::this_thread::sleep_for(100ms);
+  }
+  CHECK_FALSE(container_exists(stray));
+  CHECK_FALSE(container_exists(record));
+  INFO(sidecar.log());
+  CHECK(gone);
+  auto refilled = wait_for_pool(instance, 2, {paused, runnerless});
+  CHECK(refilled.size() == 2);
+  for (const auto& id : refilled) CHECK(inspect(id, "{{.State.Status}}") == "running");
+}
+
+TEST_CASE(
+    "sidecar pool: a session from the warm pool survives a SIGKILL at any moment after its answer",
+    "[integration][sidecar][pool][archive]") {
+  proxy_process proxy("compose/policies/sandbox.json");
+  const std::string store = proxy.dir() + "/archives";
+  run("mkdir -p " + store);
+  const std::string instance = unique_name("poolkill").substr(0, 30);
+  const std::vector<std::string> env = {"SANDBOX_INSTANCE=" + instance, "SANDBOX_WARM_POOL=2",
+                                        "SANDBOX_LOCAL_STORAGE_DIR=" + store};
+  auto sidecar = std::make_unique<sidecar_process>(proxy, env);
+  // Kill points after the answer: at once; after a file is written (a /files upload, or a
+  // cell), then after growing delays: while the pool refills behind the claim.
+  const std::vector<int> delays_ms = {-1, 0, 0, 20, 50, 100, 200, 400};
+  for (std::size_t point = 0; point < delays_ms.size(); ++point) {
+    const int delay = delays_ms[point];
+    INFO("kill point " << point << " (" << delay << " ms after the file)");
+    REQUIRE(wait_for_pool(instance, 2).size() == 2);
+    // The issue's recipe: a session ends, the next one is created from the pool, which
+    // is refilling as the claim is made.
+    const std::string before = sid_of(sidecar->create());
+    REQUIRE(sidecar->call("DELETE", "/sessions/" + before, "{}").status == 200);
+    const std::string key = "kill-" + std::to_string(point);
+    const std::string sid = sid_of(sidecar->create(
+        R"({"archive_key":")" + key + R"(","storage":{"provider":"local"},"idle_ttl_sec":600})"));
+    const std::string container = id_of("dockgate-sbx-" + sid);
+    const std::string text = "written before the kill " + std::to_string(point);
+    if (delay >= 0) {
+      if (point % 2 == 0) {
+        const std::string b64 = run("printf %s '" + text + "' | base64 -w0").output;
+        auto put = sidecar->call(
+            "POST", "/files",
+            R"({"session_id":")" + sid + R"(","path":"kept.txt","data_base64":")" + b64 + "\"}");
+        REQUIRE(put.status == 200);
+      } else {
+        REQUIRE(field(sidecar->exec(sid, "open('/workspace/kept.txt','w').write('" + text + "')"),
+                      "exit_code") == "0");
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(delay));
+    }
+    sidecar->stop(SIGKILL);
+    sidecar = std::make_unique<sidecar_process>(proxy, env);
+    INFO(sidecar->log());
+    // The session is there after the restart, in the container it was given.
+    CHECK(id_of("dockgate-sbx-" + sid) == container);
+    auto ran = sidecar->call("POST", "/exec",
+                             exec_body(sid, "import os; print(sorted(os.listdir('/workspace')))"));
+    CHECK(ran.status == 200);
+    auto listed = sidecar->call("POST", "/files/list", R"({"session_id":")" + sid + "\"}");
+    CHECK(listed.status == 200);
+    if (delay >= 0) {
+      CHECK(field(ran.body, "stdout") == "['kept.txt', 'outputs', 'skills', 'uploads']\n");
+      auto got = sidecar->call("POST", "/files/get",
+                               R"({"session_id":")" + sid + R"(","path":"kept.txt"})");
+      CHECK(got.status == 200);
+      CHECK(run("printf %s '" + field(got.body, "data_base64") + "' | base64 -d").output == text);
+    } else {
+      CHECK(field(ran.body, "stdout") == "['outputs', 'skills', 'uploads']\n");
+    }
+    // And it ends as a session does: archived where its request said.
+    auto removed = sidecar->call("DELETE", "/sessions/" + sid, "{}");
+    CHECK(field(removed.body, "archive") ==
+          R"({"status":"written","key":"workspaces/workspaces/)" + key + R"(.tgz"})");
+    CHECK_FALSE(container_exists(container));
+    CHECK_FALSE(container_exists("dockgate-sbx-" + sid + "-claim"));
+  }
+}
+
+TEST_CASE("sidecar pool: a SIGKILL while POST /sessions claims leaves a session or nothing",
+          "[integration][sidecar][pool]") {
+  proxy_process proxy("compose/policies/sandbox.json");
+  const std::string instance = unique_name("poolmid").substr(0, 30);
+  const std::vector<std::string> env = {"SANDBOX_INSTANCE=" + instance, "SANDBOX_WARM_POOL=2"};
+  auto sidecar = std::make_unique<sidecar_process>(proxy, env);
+  std::set<std::string> sessions;  // containers of adopted sessions, not the pool's
+  for (int delay : {0, 3, 6, 10, 15, 20, 30}) {
+    INFO("killed " << delay << " ms into the request");
+    auto warm = wait_for_pool(instance, 2, sessions);
+    REQUIRE(warm.size() == 2);
+    dockgate::client::http_response answer;
+    std::thread creating([&] { answer = sidecar->create(); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(delay));
+    sidecar->stop(SIGKILL);
+    creating.join();
+    sidecar = std::make_unique<sidecar_process>(proxy, env);
+    INFO(sidecar->log());
+    // Each container that was warm is now a session the restart adopted (its record names
+    // it, and it runs cells) or gone; never a container left without one or the other.
+    for (const auto& id : warm) {
+      if (!container_exists(id)) continue;
+      const std::string name = inspect(id, "{{.Name}}").substr(1);
+      INFO(name);
+      REQUIRE(container_exists(name + "-claim"));
+      CHECK(inspect(name + "-claim", "{{index .Config.Labels \"sandbox.claim\"}}") == id);
+      const std::string sid = name.substr(std::string("dockgate-sbx-").size());
+      CHECK(field(sidecar->exec(sid, "print('adopted')"), "stdout") == "adopted\n");
+      sessions.insert(id);
+    }
+    // An answer that came names a session that is there.
+    if (answer.status == 200)
+      CHECK(sessions.contains(id_of("dockgate-sbx-" + field(answer.body, "session_id"))));
+    // No record without its container: none, or not for long (a record's create still in
+    // flight through the gate when the sidecar died may land after the restart's clean-up;
+    // the pool's next check, within 15 s, removes it).
+    for (const auto& record :
+         lines(run(direct() + " ps -aq --no-trunc --filter label=sandbox.instance=" + instance +
+                   " --filter label=sandbox.claim")
+                   .output)) {
+      const std::string of = inspect(record, "{{index .Config.Labels \"sandbox.claim\"}}");
+      if (container_exists(of)) continue;
+      bool removed = false;
+      for (int i = 0; i < 250 && !(removed = !container_exists(record)); ++i)
+        std::this_thread::sleep_for(100ms);
+      CHECK(removed);
+    }
+  }
+  for (const auto& id : sessions) {
+    const std::string name = inspect(id, "{{.Name}}").substr(1);
+    CHECK(
+        sidecar
+            ->call("DELETE", "/sessions/" + name.substr(std::string("dockgate-sbx-").size()), "{}")
+            .status == 200);
+  }
+  // What the last kill may have left in flight lands after this sidecar's clean-up; its
+  // check would remove it in 15 s, the test does not wait for that.
+  sidecar.reset();
+  run(direct() + " ps -aq --filter label=sandbox.instance=" + instance + " | xargs -r " + direct() +
+      " rm -f");
 }

@@ -25,6 +25,8 @@ struct fake_engine {
   int fail_next = 0;
   std::size_t limit = 1000;
   std::chrono::milliseconds delay{0};  // how long a create takes
+  std::set<std::string> frozen;        // containers that cannot run a cell (hooks::ready)
+  std::vector<std::string> readied;    // the containers hooks::ready was asked about
   std::vector<std::chrono::steady_clock::time_point> attempts;
 
   warm_pool::hooks hooks() {
@@ -59,6 +61,11 @@ struct fake_engine {
     h.running = [this]() -> std::optional<std::set<std::string>> {
       std::lock_guard g(m);
       return live;
+    };
+    h.ready = [this](pooled_container& c) {
+      std::lock_guard g(m);
+      readied.push_back(c.id);
+      return !frozen.contains(c.id);
     };
     return h;
   }
@@ -215,6 +222,112 @@ TEST_CASE("warm pool: a container that stopped running leaves the pool", "[unit]
   }));
   REQUIRE(eventually([&] { return pool.size() == 1; }));
   CHECK(pool.claim()->id == "id1");
+}
+
+TEST_CASE(
+    "warm pool: a claim never hands out a container that cannot run a cell now; it is removed",
+    "[unit][sidecar][pool]") {
+  fake_engine engine;
+  warm_pool pool(2, engine.hooks());
+  pool.start();
+  REQUIRE(eventually([&] { return pool.size() == 2; }));
+  {
+    std::lock_guard g(engine.m);
+    engine.frozen.insert("id0");  // e.g. paused in the pool
+  }
+  auto c = pool.claim();
+  REQUIRE(c);
+  CHECK(c->id == "id1");
+  REQUIRE(eventually([&] {
+    std::lock_guard g(engine.m);
+    return engine.removed.contains("id0");
+  }));
+  {
+    std::lock_guard g(engine.m);
+    CHECK(engine.readied == std::vector<std::string>{"id0", "id1"});  // each asked, in order
+  }
+  REQUIRE(eventually([&] { return pool.size() == 2; }));  // id2, id3
+  {
+    std::lock_guard g(engine.m);
+    engine.frozen = {"id2", "id3"};
+  }
+  // Both are passed over and removed; what comes, if anything, is a later one.
+  auto later = pool.claim(5s);
+  if (later) CHECK((later->id != "id2" && later->id != "id3"));
+  REQUIRE(eventually([&] {
+    std::lock_guard g(engine.m);
+    return engine.removed.contains("id2") && engine.removed.contains("id3");
+  }));
+}
+
+TEST_CASE("warm pool: the check removes containers that cannot run a cell now",
+          "[unit][sidecar][pool]") {
+  fake_engine engine;
+  warm_pool pool(2, engine.hooks(), {50ms, 10ms, 100ms});
+  pool.start();
+  REQUIRE(eventually([&] { return pool.size() == 2; }));
+  {
+    std::lock_guard g(engine.m);
+    engine.frozen.insert("id1");  // its runner killed, or the container paused
+  }
+  // No claim: the check alone removes it, and the pool refills with a ready one.
+  REQUIRE(eventually([&] {
+    std::lock_guard g(engine.m);
+    return engine.removed == std::set<std::string>{"id1"} && engine.live.contains("id2");
+  }));
+  REQUIRE(eventually([&] { return pool.size() == 2; }));
+  std::set<std::string> claimed;
+  for (int i = 0; i < 2; ++i) claimed.insert(pool.claim()->id);
+  CHECK(claimed == std::set<std::string>{"id0", "id2"});
+}
+
+TEST_CASE("warm pool: the check's sweep is told every container the pool made that may still exist",
+          "[unit][sidecar][pool]") {
+  fake_engine engine;
+  std::mutex m;
+  std::vector<std::set<std::string>> told;
+  auto hooks = engine.hooks();
+  hooks.sweep = [&](const std::set<std::string>& made) -> std::optional<std::set<std::string>> {
+    std::lock_guard g(m);
+    told.push_back(made);
+    std::lock_guard e(engine.m);
+    std::set<std::string> existing;
+    for (const auto& id : made)
+      if (engine.live.contains(id)) existing.insert(id);
+    return existing;
+  };
+  warm_pool pool(2, hooks, {50ms, 10ms, 100ms});
+  pool.start();
+  REQUIRE(eventually([&] { return pool.size() == 2; }));
+  auto c = pool.claim();
+  REQUIRE(c);
+  REQUIRE(eventually([&] { return pool.size() == 2; }));
+  // The claimed one is still the pool's own while it exists (a session's), then forgotten.
+  REQUIRE(eventually([&] {
+    std::lock_guard g(m);
+    return !told.empty() && told.back() == std::set<std::string>{"id0", "id1", "id2"};
+  }));
+  {
+    std::lock_guard g(engine.m);
+    engine.live.erase(c->id);  // the session ended
+  }
+  CHECK(eventually([&] {
+    std::lock_guard g(m);
+    return told.back() == std::set<std::string>{"id1", "id2"};
+  }));
+}
+
+TEST_CASE(
+    "warm pool: an inspect says a container runs now only when running, not paused or restarting",
+    "[unit][sidecar][pool]") {
+  CHECK(inspect_runs_now(R"({"State":{"Running":true,"Paused":false,"Restarting":false}})"));
+  CHECK_FALSE(inspect_runs_now(R"({"State":{"Running":true,"Paused":true,"Restarting":false}})"));
+  CHECK_FALSE(inspect_runs_now(R"({"State":{"Running":true,"Paused":false,"Restarting":true}})"));
+  CHECK_FALSE(inspect_runs_now(R"({"State":{"Running":false,"Paused":false,"Restarting":false}})"));
+  CHECK_FALSE(inspect_runs_now(R"({"State":{"Running":true}})"));  // unsure: no
+  CHECK_FALSE(
+      inspect_runs_now(R"({"State":{"Running":"true","Paused":false,"Restarting":false}})"));
+  CHECK_FALSE(inspect_runs_now("not json"));
 }
 
 TEST_CASE("warm pool: posted jobs run on its thread, and at stop", "[unit][sidecar][pool]") {

@@ -180,6 +180,9 @@ class service {
   void remove_session_containers(const session& s);
   std::optional<pooled_container> pool_create(std::string& error, bool& full);
   std::optional<pooled_container> claim_warm(std::chrono::milliseconds wait);
+  // The claim record of a session on a warm container, written before its answer; "" or
+  // why not.
+  std::string write_claim_record(const session& s);
   std::string image_id();
   // The session containers of this instance (running only, or all); nullopt if the
   // engine could not be asked.
