@@ -189,7 +189,7 @@ TEST_CASE("descriptors: at the connection limit the gate stops accepting instead
   CHECK(run("grep -c 'connection limit 5 reached' " + proxy.dir() + "/proxy.err").output != "0\n");
 }
 
-TEST_CASE("SIGHUP reloads the policy for new requests; a bad one is refused and the old one stays",
+TEST_CASE("SIGHUP reloads the policy for new requests, a bad one is refused and the old one stays",
           "[integration][operator][signals]") {
   const std::string allow_list = R"({"default_profile":"p","profiles":{"p":{"confine_to_owned":false,"allow":["SystemPing","SystemEvents","ContainerList"]}}})";
   proxy_process proxy(allow_list);
@@ -279,8 +279,7 @@ while True:
 // The gate reads only files root controls (issue 18): a policy a user other than root
 // could change, or reach through a symlink, is refused at start (the gate does not run)
 // and at SIGHUP (the policy in force stays). Judged by what a request gets.
-TEST_CASE(
-    "a policy file a user could change is refused at start and at SIGHUP; the one in force stays",
+TEST_CASE("a policy file a user could change is refused at start and at SIGHUP, the one in force stays",
     "[integration][operator][signals][trust]") {
   const std::string in_force =
       R"({"default_profile":"p","profiles":{"p":{"confine_to_owned":false,"allow":["SystemPing","ContainerList"]}}})";

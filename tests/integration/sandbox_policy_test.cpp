@@ -349,7 +349,7 @@ TEST_CASE("workspace: the gate binds the live FUSE mount the label names, and no
   std::filesystem::remove_all(backing);
 }
 
-TEST_CASE("a profile holds every container to a named runtime; a client cannot choose another",
+TEST_CASE("a profile holds every container to a named runtime, a client cannot choose another",
           "[integration][policy][runtime]") {
   // The private engine registers Debian's crun as a second runtime (scripts/engine.sh),
   // standing in for gVisor's runsc or Kata. (crun cannot start containers on this host's

@@ -71,9 +71,7 @@ const std::vector<std::pair<std::string, int>> parity_cells = {
 
 }  // namespace
 
-TEST_CASE(
-    "sidecar runner: cells over one exec stream answer exactly as plain execs; a killed runner "
-    "is replaced",
+TEST_CASE("sidecar runner: cells over one exec stream answer exactly as plain execs, a killed runner is replaced",
     "[integration][sidecar][runner]") {
   proxy_process proxy("compose/policies/sandbox.json");
   sidecar_process fast(proxy);

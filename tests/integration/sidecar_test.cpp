@@ -82,7 +82,7 @@ TEST_CASE("sidecar: auth, health, a session that runs python, files, artifacts",
   CHECK(sidecar.call("POST", "/exec", "{\"session_id\":\"" + sid + "\",\"code\":\"print(1)\"}").status == 404);
 }
 
-TEST_CASE("sidecar: a new session's workspace folders exist when it is answered; a cold one makes no exec for them",
+TEST_CASE("sidecar: a new session's workspace folders exist when it is answered, a cold one makes no exec for them",
           "[integration][sidecar][workspace]") {
   proxy_process proxy("compose/policies/sandbox.json");
   sidecar_process cold(proxy, {"SANDBOX_WARM_POOL=0"});

@@ -146,10 +146,7 @@ while True:
 
 }  // namespace
 
-TEST_CASE(
-    "walls: a process that resists the plain clean-up ends its session's container; nothing "
-    "answers in the "
-    "runner's name",
+TEST_CASE("walls: a process that resists the plain clean-up ends its session's container, nothing answers in the runner's name",
     "[integration][sidecar][runner][walls]") {
   proxy_process proxy("compose/policies/sandbox.json");
   sidecar_process sidecar(proxy);
@@ -259,10 +256,7 @@ TEST_CASE(
   }
 }
 
-TEST_CASE(
-    "walls: a cell that stops its runner answers at its timeout plus the kill grace, said as such; "
-    "the next cell "
-    "gets a new runner",
+TEST_CASE("walls: a cell that stops its runner answers at its timeout plus the kill grace, said as such, the next cell gets a new runner",
     "[integration][sidecar][runner][walls]") {
   proxy_process proxy("compose/policies/sandbox.json");
   sidecar_process sidecar(proxy);

@@ -77,7 +77,7 @@ TEST_CASE(
   CHECK(over_bound.failed());
 }
 
-TEST_CASE("runner hellos name a PID; stat lines say whether the runner runs, stopped or ended",
+TEST_CASE("runner hellos name a PID, stat lines say whether the runner runs, stopped or ended",
           "[sidecar][runner]") {
   CHECK(parse_runner_hello("dockgate-runner 2 1") == 1);
   CHECK(parse_runner_hello("dockgate-runner 2 4194304") == 4194304);
@@ -453,7 +453,7 @@ const std::string hello = frame('H', "dockgate-runner 2 42");
 
 }  // namespace
 
-TEST_CASE("a runner that breaks the protocol is dropped; what it sends is capped and never trusted",
+TEST_CASE("a runner that breaks the protocol is dropped, what it sends is capped and never trusted",
           "[sidecar][runner]") {
   using o = cell_runner::outcome;
   std::string error;
