@@ -290,7 +290,7 @@ TEST_CASE("walls: a cell that stops its runner answers at its timeout plus the k
     const auto next_took = std::chrono::steady_clock::now() - t2;
     CHECK(field(next.body, "stdout") == "1\n");
     CHECK(field(next.body, "stderr").empty());
-    CHECK(next_took < 5s);
+    CHECK(next_took < 10s);  // normal speed, with room for a loaded machine
     CHECK(exec_creates(container, t1, now_stamp()) == 1);  // the new runner, nothing else
     CHECK(processes(container) ==
           "/sbin/docker-init -- sleep infinity\nsleep infinity\n<runner>\n");
