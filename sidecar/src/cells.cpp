@@ -106,22 +106,24 @@ service::sweep_outcome service::sweep_cell_processes(const std::string& containe
 service::sweep_outcome service::only_own_processes(const std::string& container) {
   // `ps -o pid,uid,stat` on the host, limited by the daemon to the container's processes:
   // what a process in the container cannot shape (numeric uids, the kernel's states).
-  auto top = docker_.call("GET", "/containers/" + container + "/top?ps_args=-o%20pid%2Cuid%2Cstat", {}, 20s);
+  // A zombie counts as gone only with no thread left: a thread-group leader that exited
+  // while its other threads run shows as "Zl", alive.
+  auto top = docker_.call("GET", "/containers/" + container + "/top?ps_args=-o%20pid%2Cuid%2Cstat%2Cnlwp", {}, 20s);
   simdjson::dom::parser p;
   simdjson::dom::element doc;
   simdjson::dom::array rows, titles;
   if (top.status != 200 || p.parse(top.body).get(doc) != simdjson::SUCCESS ||
       doc["Processes"].get_array().get(rows) != simdjson::SUCCESS || doc["Titles"].get_array().get(titles) != simdjson::SUCCESS ||
-      titles.size() != 3)
+      titles.size() != 4)
     return sweep_outcome::unknown;
   const std::string_view own_uid = keepalive_user.substr(0, keepalive_user.find(':'));
   for (simdjson::dom::element row : rows) {
-    std::string_view uid, stat;
+    std::string_view uid, stat, threads;
     simdjson::dom::array cols;
-    if (row.get_array().get(cols) != simdjson::SUCCESS || cols.size() != 3 || cols.at(1).get_string().get(uid) != simdjson::SUCCESS ||
-        cols.at(2).get_string().get(stat) != simdjson::SUCCESS)
+    if (row.get_array().get(cols) != simdjson::SUCCESS || cols.size() != 4 || cols.at(1).get_string().get(uid) != simdjson::SUCCESS ||
+        cols.at(2).get_string().get(stat) != simdjson::SUCCESS || cols.at(3).get_string().get(threads) != simdjson::SUCCESS)
       return sweep_outcome::unknown;
-    if (uid != own_uid && !stat.starts_with('Z')) return sweep_outcome::tainted;
+    if (uid != own_uid && !(stat.starts_with('Z') && threads == "1")) return sweep_outcome::tainted;
   }
   return sweep_outcome::clean;
 }

@@ -163,7 +163,8 @@ class service {
   enum class sweep_outcome { clean, tainted, unknown };
   sweep_outcome sweep_cell_processes(const std::string& container);
   // The engine's process table of `container` (ContainerTop, read on the host): clean when
-  // every process is the container's own (the keep-alive's uid) or a zombie; tainted when
+  // every process is the container's own (the keep-alive's uid) or a zombie with no live
+  // thread; tainted when
   // a process of the session user lives; unknown when the engine could not say.
   sweep_outcome only_own_processes(const std::string& container);
   // started container as the session user; the error ("" when made). With `runner` (and
