@@ -57,6 +57,27 @@ inline std::string exec_body(const std::string& sid, const std::string& code, in
          (timeout_ms ? ",\"timeout_ms\":" + std::to_string(timeout_ms) : std::string()) + "}";
 }
 
+// Starts dockgate-sidecar with exactly `env`, its stdout and stderr to `log`; its PID (the
+// caller waits for it). `hosts_file`: it runs in a mount namespace of its own where that
+// file is /etc/hosts.
+inline pid_t spawn_sidecar(std::vector<std::string> env, const std::string& log, const std::string& hosts_file = {}) {
+  const pid_t pid = ::fork();
+  if (pid != 0) return pid;
+  if (!hosts_file.empty() &&
+      (::unshare(CLONE_NEWNS) != 0 || ::mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+       ::mount(hosts_file.c_str(), "/etc/hosts", nullptr, MS_BIND, nullptr) != 0))
+    ::_exit(126);
+  int out = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  ::dup2(out, 1);
+  ::dup2(out, 2);
+  std::vector<char*> envp;
+  for (auto& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  char* argv[] = {const_cast<char*>(DOCKGATE_SIDECAR_BIN), nullptr};
+  ::execve(argv[0], argv, envp.data());
+  ::_exit(127);
+}
+
 // A dockgate-sidecar process talking to `proxy`. Its SANDBOX_INSTANCE is the proxy's
 // (unless the test names one), so that sidecars of other tests on the shared engine are
 // never counted, adopted or reaped, and a restarted sidecar on the same proxy adopts.
@@ -77,22 +98,7 @@ class sidecar_process {
                           std::string("PATH=/usr/bin:/bin")})
       full.push_back(d);
     log_ = proxy.dir() + "/sidecar-" + port_ + ".log";
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      if (!hosts_file.empty() &&
-          (::unshare(CLONE_NEWNS) != 0 || ::mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
-           ::mount(hosts_file.c_str(), "/etc/hosts", nullptr, MS_BIND, nullptr) != 0))
-        ::_exit(126);
-      int out = ::open(log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-      ::dup2(out, 1);
-      ::dup2(out, 2);
-      std::vector<char*> envp;
-      for (auto& e : full) envp.push_back(e.data());
-      envp.push_back(nullptr);
-      char* argv[] = {const_cast<char*>(DOCKGATE_SIDECAR_BIN), nullptr};
-      ::execve(argv[0], argv, envp.data());
-      ::_exit(127);
-    }
+    pid_ = spawn_sidecar(std::move(full), log_, hosts_file);
     // Up to 30 s: a start takes the instance lease first (a container created and started
     // through the gate), which a loaded machine or a sanitizer build makes slow.
     for (int i = 0; i < 1200; ++i) {

@@ -35,18 +35,7 @@ std::unique_ptr<started_sidecar> start_sidecar(const proxy_process& proxy,
                         "SANDBOX_API_KEY=" + api_key, "SANDBOX_IMAGE=" + runtime_image(),
                         std::string("PATH=/usr/bin:/bin")})
     full.push_back(d);
-  s->pid = ::fork();
-  if (s->pid == 0) {
-    int out = ::open(s->log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    ::dup2(out, 1);
-    ::dup2(out, 2);
-    std::vector<char*> envp;
-    for (auto& e : full) envp.push_back(e.data());
-    envp.push_back(nullptr);
-    char* argv[] = {const_cast<char*>(DOCKGATE_SIDECAR_BIN), nullptr};
-    ::execve(argv[0], argv, envp.data());
-    ::_exit(127);
-  }
+  s->pid = spawn_sidecar(std::move(full), s->log);
   return s;
 }
 
