@@ -1,15 +1,15 @@
 #pragma once
 // dockgate-sidecar end-to-end helpers: a sidecar process talking to a dockgate-proxy
 // (harness.hpp) in front of the test engine, and small JSON helpers for its answers.
-#include <catch2/catch.hpp>
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
-#include <sys/mount.h>
 #include <simdjson.h>
+#include <sys/mount.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <functional>
 #include <thread>
 
@@ -60,11 +60,13 @@ inline std::string exec_body(const std::string& sid, const std::string& code, in
 // Starts dockgate-sidecar with exactly `env`, its stdout and stderr to `log`; its PID (the
 // caller waits for it). `hosts_file`: it runs in a mount namespace of its own where that
 // file is /etc/hosts.
-inline pid_t spawn_sidecar(std::vector<std::string> env, const std::string& log, const std::string& hosts_file = {}) {
+inline pid_t spawn_sidecar(std::vector<std::string> env, const std::string& log,
+                           const std::string& hosts_file = {}) {
   const pid_t pid = ::fork();
   if (pid != 0) return pid;
   if (!hosts_file.empty() &&
-      (::unshare(CLONE_NEWNS) != 0 || ::mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+      (::unshare(CLONE_NEWNS) != 0 ||
+       ::mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
        ::mount(hosts_file.c_str(), "/etc/hosts", nullptr, MS_BIND, nullptr) != 0))
     ::_exit(126);
   int out = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
@@ -85,17 +87,20 @@ inline pid_t spawn_sidecar(std::vector<std::string> env, const std::string& log,
 // /etc/hosts (names for virtual-hosted object storage on 127.0.0.1).
 class sidecar_process {
  public:
-  sidecar_process(const proxy_process& proxy, std::vector<std::string> env = {}, std::string hosts_file = {}) {
+  sidecar_process(const proxy_process& proxy, std::vector<std::string> env = {},
+                  std::string hosts_file = {}) {
     port_ = free_tcp_port();
     // The test's variables come first: getenv returns the first of a name.
     std::vector<std::string> full = env;
     // The test's S3 endpoint (s3rver) is one the operator allows.
     const char* s3 = std::getenv("DOCKGATE_TEST_S3_ENDPOINT");
     full.push_back("SANDBOX_STORAGE_ENDPOINTS=" + std::string(s3 ? s3 : ""));
-    for (std::string d : {"DOCKER_HOST=" + proxy.host(), "SANDBOX_LISTEN=127.0.0.1:" + port_, "SANDBOX_API_KEY=" + api_key,
-                          "SANDBOX_IMAGE=" + runtime_image(), std::string("SANDBOX_QUEUE_TIMEOUT_SECONDS=5"),
-                          "SANDBOX_INSTANCE=t" + std::to_string(std::hash<std::string>{}(proxy.dir()) % 1000000007),
-                          std::string("PATH=/usr/bin:/bin")})
+    for (std::string d :
+         {"DOCKER_HOST=" + proxy.host(), "SANDBOX_LISTEN=127.0.0.1:" + port_,
+          "SANDBOX_API_KEY=" + api_key, "SANDBOX_IMAGE=" + runtime_image(),
+          std::string("SANDBOX_QUEUE_TIMEOUT_SECONDS=5"),
+          "SANDBOX_INSTANCE=t" + std::to_string(std::hash<std::string>{}(proxy.dir()) % 1000000007),
+          std::string("PATH=/usr/bin:/bin")})
       full.push_back(d);
     log_ = proxy.dir() + "/sidecar-" + port_ + ".log";
     pid_ = spawn_sidecar(std::move(full), log_, hosts_file);
@@ -104,7 +109,8 @@ class sidecar_process {
     for (int i = 0; i < 1200; ++i) {
       if (call("GET", "/healthz", "", "").status != 0) return;
       siginfo_t info{};
-      if (::waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid_)
+      if (::waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+          info.si_pid == pid_)
         break;  // it exited (a refusal): no use waiting
       std::this_thread::sleep_for(25ms);
     }
@@ -116,12 +122,14 @@ class sidecar_process {
     if (pid_ <= 0) return;
     ::kill(pid_, signo);
     int status = 0;
-    for (int i = 0; i < 400 && ::waitpid(pid_, &status, WNOHANG) == 0; ++i) std::this_thread::sleep_for(25ms);
+    for (int i = 0; i < 400 && ::waitpid(pid_, &status, WNOHANG) == 0; ++i)
+      std::this_thread::sleep_for(25ms);
     ::kill(pid_, SIGKILL);
     ::waitpid(pid_, &status, 0);
     pid_ = -1;
   }
-  dockgate::client::http_response call(const std::string& method, const std::string& path, const std::string& body,
+  dockgate::client::http_response call(const std::string& method, const std::string& path,
+                                       const std::string& body,
                                        const std::string& key = api_key) const {
     dockgate::client::transport ep{{dockgate::common::endpoint::kind::tcp, "", "127.0.0.1",
                                     static_cast<std::uint16_t>(std::stoi(port_))},
@@ -133,7 +141,9 @@ class sidecar_process {
   pid_t pid() const { return pid_; }
 
   // POST /sessions with `body`: the whole answer (status checked by the caller).
-  dockgate::client::http_response create(const std::string& body = "{}") const { return call("POST", "/sessions", body); }
+  dockgate::client::http_response create(const std::string& body = "{}") const {
+    return call("POST", "/sessions", body);
+  }
   // Runs `code` in session `sid`: the answer's body.
   std::string exec(const std::string& sid, const std::string& code) const {
     return call("POST", "/exec", exec_body(sid, code)).body;
@@ -145,7 +155,9 @@ class sidecar_process {
   std::string log_;
 };
 
-inline std::string direct() { return docker_cli() + " -H " + engine_host(); }
+inline std::string direct() {
+  return docker_cli() + " -H " + engine_host();
+}
 
 // A new session of `sidecar` (REQUIREd to be created); its ID.
 inline std::string new_session(const sidecar_process& sidecar) {
@@ -162,29 +174,38 @@ inline std::string new_session(const sidecar_process& sidecar) {
 inline std::string processes(const std::string& container) {
   return run(direct() + " top " + container +
              " -o pid,args | awk 'NR > 1 { $1 = \"\"; sub(/^ /, \"\"); "
-             "if (index($0, \"python3 -I -c \") == 1 && $NF == \"dockgate-runner\") $0 = \"<runner>\"; "
-             "r = 3; if (index($0, \"/sbin/docker-init \") == 1) r = 0; else if ($0 == \"sleep infinity\") r = 1; "
-             "else if ($0 == \"<runner>\") r = 2; print r \" \" $0 }' | sort -s -n -k1,1 | cut -d' ' -f2-")
+             "if (index($0, \"python3 -I -c \") == 1 && $NF == \"dockgate-runner\") $0 = "
+             "\"<runner>\"; "
+             "r = 3; if (index($0, \"/sbin/docker-init \") == 1) r = 0; else if ($0 == \"sleep "
+             "infinity\") r = 1; "
+             "else if ($0 == \"<runner>\") r = 2; print r \" \" $0 }' | sort -s -n -k1,1 | cut -d' "
+             "' -f2-")
       .output;
 }
 
 // A time stamp for `docker events --since/--until`.
-inline std::string now_stamp() { return run("date +%s.%N").output.substr(0, 20); }
+inline std::string now_stamp() {
+  return run("date +%s.%N").output.substr(0, 20);
+}
 
 // exec_create events the daemon recorded for `container` between two stamps: which path a
 // cell took (the cell runner makes none).
-inline int exec_creates(const std::string& container, const std::string& since, const std::string& until) {
-  auto r = run(direct() + " events --since " + since + " --until " + until + " --filter container=" + container +
+inline int exec_creates(const std::string& container, const std::string& since,
+                        const std::string& until) {
+  auto r = run(direct() + " events --since " + since + " --until " + until +
+               " --filter container=" + container +
                " --filter event=exec_create --format '{{.Action}}' | grep -c exec_create");
   return std::atoi(r.output.c_str());
 }
 
-
 // The exec_create events between two stamps whose command is `mkdir` (the workspace's
 // folders made by an exec of their own).
-inline int mkdir_execs(const std::string& container, const std::string& since, const std::string& until) {
-  auto r = run(direct() + " events --since " + since + " --until " + until + " --filter container=" + container +
-               " --filter event=exec_create --format '{{.Action}}' | grep -c '^exec_create: mkdir '");
+inline int mkdir_execs(const std::string& container, const std::string& since,
+                       const std::string& until) {
+  auto r =
+      run(direct() + " events --since " + since + " --until " + until +
+          " --filter container=" + container +
+          " --filter event=exec_create --format '{{.Action}}' | grep -c '^exec_create: mkdir '");
   return std::atoi(r.output.c_str());
 }
 
@@ -192,7 +213,8 @@ inline int mkdir_execs(const std::string& container, const std::string& since, c
 // "<path> <uid>:<gid> <mode> <type>" a line.
 inline std::string workspace_folders(const std::string& container) {
   return run(direct() + " exec -u 1000:1000 " + container +
-             " stat -c '%n %u:%g %a %F' /workspace/uploads /workspace/outputs /workspace/skills 2>&1")
+             " stat -c '%n %u:%g %a %F' /workspace/uploads /workspace/outputs /workspace/skills "
+             "2>&1")
       .output;
 }
 

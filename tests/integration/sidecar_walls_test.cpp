@@ -92,7 +92,8 @@ def ppid(p):
     s = open('/proc/%d/stat' % p).read(); return int(s[s.rfind(')') + 2:].split()[1])
 runner = ppid(os.getppid())
 if os.fork():
-    )") + std::string(parent) + R"(
+    )") + std::string(parent) +
+         R"(
 os.setsid()
 if os.fork(): os._exit(0)
 for s in (signal.SIGHUP, signal.SIGTERM, signal.SIGPIPE): signal.signal(s, signal.SIG_IGN)
@@ -134,7 +135,8 @@ def serve(rfd, wfd):
 // A cell that leaves a process which stops the runner, then every new process of the
 // session user (the plain clean-up's shell among them), and catches the next runner in its
 // first milliseconds, still dumpable: it opens its fds 0 and 1 and answers in its name.
-const std::string resist_and_impersonate = left_behind("time.sleep(0.5); print('left one'); sys.exit(0)", R"(os.kill(runner, signal.SIGSTOP)
+const std::string resist_and_impersonate = left_behind(
+    "time.sleep(0.5); print('left one'); sys.exit(0)", R"(os.kill(runner, signal.SIGSTOP)
 seen = {int(p) for p in os.listdir('/proc') if p.isdigit()}
 while True:
     for p in os.listdir('/proc'):
@@ -157,7 +159,8 @@ while True:
 // The same, killing instead of stopping (the runner first, then each new process but the
 // next runner: nothing stopped is left to see), hidden as a zombie: its leader exits while
 // a thread of it goes on, which ps shows as "Zl" (from the second red-team pass).
-const std::string resist_as_zombie = left_behind("print('left one', flush=True); time.sleep(5); sys.exit(0)", R"(me = os.getpid()
+const std::string resist_as_zombie =
+    left_behind("print('left one', flush=True); time.sleep(5); sys.exit(0)", R"(me = os.getpid()
 held = set()
 def loop():
     try:
