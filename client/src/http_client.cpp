@@ -15,7 +15,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "dockgate/proxy/chunked.hpp"
+#include "dockgate/http/chunked.hpp"
 
 namespace dockgate::client {
 
@@ -286,13 +286,13 @@ http_response http_request(const transport& t, std::string_view method, std::str
   if (method == "HEAD") {
     // No body, whatever Content-Length says (it is the size of the object).
   } else if (head->chunked) {
-    proxy::chunked_decoder decoder;
+    http::chunked_decoder decoder;
     for (;;) {
       auto res = decoder.feed(buffer);
-      if (res.state == proxy::chunked_decoder::status::data) r.body.append(res.data);
+      if (res.state == http::chunked_decoder::status::data) r.body.append(res.data);
       buffer.erase(0, res.consumed);
-      if (res.state == proxy::chunked_decoder::status::done) break;
-      if (res.state == proxy::chunked_decoder::status::error) {
+      if (res.state == http::chunked_decoder::status::done) break;
+      if (res.state == http::chunked_decoder::status::error) {
         r.error = "malformed chunked response";
         return r;
       }
@@ -300,7 +300,7 @@ http_response http_request(const transport& t, std::string_view method, std::str
         r.error = "response too large";
         return r;
       }
-      if (res.state == proxy::chunked_decoder::status::need_more && fill() <= 0) {
+      if (res.state == http::chunked_decoder::status::need_more && fill() <= 0) {
         r.error = "response cut short (or timed out)";
         return r;
       }

@@ -28,7 +28,7 @@ constexpr std::array<operation_info, operation_count> operations{{
 }};
 
 constexpr route_template route_specs[] = {
-#define DOCKGATE_ROUTE(method, path, name) {http_method::method, path, operation::name},
+#define DOCKGATE_ROUTE(verb, path, name) {http::method::verb, path, operation::name},
 #define delete delete_
 #include "dockgate/policy/routes.inc"
 #undef delete
@@ -39,7 +39,7 @@ constexpr std::size_t max_segments = 32;
 
 // A template split into segments once, at start-up.
 struct compiled_route {
-  http_method method;
+  http::method method;
   operation op;
   std::vector<std::string_view> segments;  // literal segments, with "" at the parameter
   int param = -1;                          // index of the parameter segment, -1 if none
@@ -167,26 +167,6 @@ bool operation_hijacks(operation op) { return operations[static_cast<std::size_t
 
 body_kind operation_body(operation op) { return operations[static_cast<std::size_t>(op)].body; }
 
-std::optional<http_method> parse_method(std::string_view token) {
-  if (token == "GET") return http_method::get;
-  if (token == "HEAD") return http_method::head;
-  if (token == "POST") return http_method::post;
-  if (token == "PUT") return http_method::put;
-  if (token == "DELETE") return http_method::delete_;
-  return std::nullopt;
-}
-
-std::string_view method_name(http_method m) {
-  switch (m) {
-    case http_method::get: return "GET";
-    case http_method::head: return "HEAD";
-    case http_method::post: return "POST";
-    case http_method::put: return "PUT";
-    case http_method::delete_: return "DELETE";
-  }
-  return "?";
-}
-
 std::string_view route_error_text(route_error e) {
   switch (e) {
     case route_error::not_origin_form: return "request target must be an absolute path";
@@ -214,7 +194,7 @@ unsigned route_error_status(route_error e) {
   }
 }
 
-route_result route_request(http_method method, std::string_view target) {
+route_result route_request(http::method method, std::string_view target) {
   if (target.empty() || target.front() != '/') return route_error::not_origin_form;
   std::string_view path = target;
   std::string_view query;

@@ -53,7 +53,7 @@ policy_load_result tecnativa_policy(const std::map<std::string, std::string>& en
   p.rules.owner = "tecnativa";
   p.rules.images.patterns = {"*"};
   for (const auto& route : route_templates()) {
-    const bool reads = route.method == http_method::get || route.method == http_method::head;
+    const bool reads = route.method == http::method::get || route.method == http::method::head;
     if (!reads && !on["POST"]) continue;  // haproxy: deny unless METH_GET || POST
     std::string_view path = route.path_template.substr(1);
     const std::string_view first = path.substr(0, path.find('/'));

@@ -37,12 +37,12 @@
 #include "dockgate/policy/ownership.hpp"
 #include "dockgate/policy/query.hpp"
 #include "dockgate/policy/responses.hpp"
-#include "dockgate/proxy/chunked.hpp"
+#include "dockgate/http/chunked.hpp"
 
 
 namespace dockgate::proxy {
 
-namespace http = beast::http;
+namespace beast_http = beast::http;
 using namespace net::experimental::awaitable_operators;
 
 namespace {
@@ -56,7 +56,7 @@ void set_no_delay(protocol::socket& s) {
   s.set_option(net::ip::tcp::no_delay(true), ignored);
 }
 
-bool is_raw_stream(const response_head& res) {
+bool is_raw_stream(const http::response_head& res) {
   return res.content_type == "application/vnd.docker.raw-stream" ||
          res.content_type == "application/vnd.docker.multiplexed-stream";
 }
@@ -223,11 +223,11 @@ net::awaitable<bool> connection::read_head(std::size_t& head_size) {
   head_size = 0;
   for (;;) {
     std::string_view have = buffered();
-    if (std::size_t end = find_head_end(have.substr(0, max_head_bytes + 4)); end != 0) {
+    if (std::size_t end = http::find_head_end(have.substr(0, http::max_head_bytes + 4)); end != 0) {
       head_size = end;
       co_return true;
     }
-    if (have.size() > max_head_bytes) co_return true;  // head_size 0: too large
+    if (have.size() > http::max_head_bytes) co_return true;  // head_size 0: too large
     idle_ = have.empty();
     if (idle_ && ctx_.stopping) co_return false;
     if (idle_) {
@@ -260,7 +260,7 @@ net::awaitable<void> connection::refuse(unsigned status, std::string_view rule,
   out_ += "HTTP/1.1 ";
   out_ += std::to_string(status);
   out_ += ' ';
-  out_ += http::obsolete_reason(http::int_to_status(status));
+  out_ += beast_http::obsolete_reason(beast_http::int_to_status(status));
   out_ += "\r\nContent-Type: application/json\r\nContent-Length: ";
   out_ += std::to_string(body.size());
   out_ += "\r\nConnection: close\r\n\r\n";
@@ -302,13 +302,13 @@ net::awaitable<connection::outcome> connection::serve_one() {
     co_await refuse(431, "framing", "dockgate: request head too large");
     co_return outcome::close;
   }
-  if (auto err = parse_request_head(buffered().substr(0, head_size), *head_)) {
+  if (auto err = http::parse_request_head(buffered().substr(0, head_size), *head_)) {
     std::string message = "dockgate: ";
-    message += head_error_text(*err);
+    message += http::head_error_text(*err);
     co_await refuse(400, "framing", message);
     co_return outcome::close;
   }
-  audit_.method = policy::method_name(head_->method);
+  audit_.method = http::method_name(head_->method);
   path_.assign(path_of(head_->target));  // the head's bytes move once the body is read
   audit_.path = path_;
 
@@ -375,7 +375,7 @@ net::awaitable<connection::outcome> connection::serve_one() {
     co_await refuse(400, "upgrade", "dockgate: Upgrade is allowed only on ContainerAttach and ExecStart");
     co_return outcome::close;
   }
-  if (upgrade && (!head_->connection_upgrade || !iequals(head_->upgrade, "tcp"))) {
+  if (upgrade && (!head_->connection_upgrade || !http::iequals(head_->upgrade, "tcp"))) {
     co_await refuse(400, "upgrade", "dockgate: only \"Connection: Upgrade\" with \"Upgrade: tcp\" is supported");
     co_return outcome::close;
   }
@@ -385,9 +385,9 @@ net::awaitable<connection::outcome> connection::serve_one() {
     // it: a form body could override what the query check saw.
     for (std::size_t i = 0; i < head_->field_count; ++i) {
       const auto& f = head_->fields[i];
-      if (!iequals(f.name, "content-type")) continue;
+      if (!http::iequals(f.name, "content-type")) continue;
       const std::string_view type = f.value.substr(0, f.value.find(';'));
-      if (iequals(type, "application/x-www-form-urlencoded") || iequals(type, "multipart/form-data")) {
+      if (http::iequals(type, "application/x-www-form-urlencoded") || http::iequals(type, "multipart/form-data")) {
         co_await refuse(400, "body", "dockgate: form bodies are not accepted");
         co_return outcome::close;
       }
@@ -414,7 +414,7 @@ net::awaitable<connection::outcome> connection::serve_one() {
   if (!dropped_.empty()) audit_.dropped = dropped_;
   serialize_request_head(upgrade);
   consume(head_size);
-  body_decoder_ = chunked_decoder{};
+  body_decoder_ = http::chunked_decoder{};
   body_remaining_ = head_->content_length.value_or(0);
   if (head_->expect_continue && head_->has_body()) {
     static constexpr std::string_view continue_100 = "HTTP/1.1 100 Continue\r\n\r\n";
@@ -546,15 +546,15 @@ net::awaitable<bool> connection::connect_upstream() {
 // Request line and the client's end-to-end headers into out_; the caller adds framing.
 void connection::serialize_request_head(bool upgrade) {
   out_.clear();
-  out_ += policy::method_name(head_->method);
+  out_ += http::method_name(head_->method);
   out_ += ' ';
   out_ += target_;
   out_ += " HTTP/1.1\r\n";
   bool has_host = false;
   for (std::size_t i = 0; i < head_->field_count; ++i) {
     const auto& f = head_->fields[i];
-    if (is_hop_by_hop(f.name, head_->connection)) continue;
-    has_host = has_host || iequals(f.name, "host");
+    if (http::is_hop_by_hop(f.name, head_->connection)) continue;
+    has_host = has_host || http::iequals(f.name, "host");
     out_ += f.name;
     out_ += ": ";
     out_ += f.value;
@@ -583,10 +583,10 @@ net::awaitable<std::pair<connection::body_piece, std::string_view>> connection::
       auto res = body_decoder_.feed(buffered());
       consume(res.consumed);  // the bytes stay in place until read_client_more compacts
       switch (res.state) {
-        case chunked_decoder::status::data: co_return std::pair{body_piece::data, res.data};
-        case chunked_decoder::status::done: co_return std::pair{body_piece::done, std::string_view{}};
-        case chunked_decoder::status::error: co_return std::pair{body_piece::malformed, std::string_view{}};
-        case chunked_decoder::status::need_more: break;
+        case http::chunked_decoder::status::data: co_return std::pair{body_piece::data, res.data};
+        case http::chunked_decoder::status::done: co_return std::pair{body_piece::done, std::string_view{}};
+        case http::chunked_decoder::status::error: co_return std::pair{body_piece::malformed, std::string_view{}};
+        case http::chunked_decoder::status::need_more: break;
       }
     } else {
       if (body_remaining_ == 0) co_return std::pair{body_piece::done, std::string_view{}};
@@ -663,7 +663,7 @@ net::awaitable<connection::outcome> connection::relay_response(bool hijack_allow
   while (head_size == 0) {
     auto [ec, n] = co_await upstream_->async_read_some(net::buffer(buf + response_end_, response_.size() - response_end_), use_tuple);
     response_end_ += n;
-    head_size = find_head_end({buf, response_end_});
+    head_size = http::find_head_end({buf, response_end_});
     if (head_size == 0 && (ec || response_end_ == response_.size())) {
       upstream_.reset();
       co_await refuse(502, "upstream", ec ? "dockgate: no response from the Docker daemon"
@@ -671,15 +671,15 @@ net::awaitable<connection::outcome> connection::relay_response(bool hijack_allow
       co_return outcome::close;
     }
   }
-  response_head res;
-  if (!parse_response_head({buf, head_size}, res) || (res.status < 200 && res.status != 101)) {
+  http::response_head res;
+  if (!http::parse_response_head({buf, head_size}, res) || (res.status < 200 && res.status != 101)) {
     upstream_.reset();
     co_await refuse(502, "upstream", "dockgate: malformed response from the Docker daemon");
     co_return outcome::close;
   }
   response_begin_ = head_size;
   const unsigned status = res.status;
-  const bool head_request = head_->method == policy::http_method::head;
+  const bool head_request = head_->method == http::method::head;
 
   if (hijack_allowed && (status == 101 || (status == 200 && !res.content_length && !res.chunked && is_raw_stream(res)))) {
     write_response_head(res, response_framing::raw, false);
@@ -759,7 +759,7 @@ net::awaitable<connection::outcome> connection::relay_response(bool hijack_allow
   response_chunked_in_ = res.chunked;
   response_head_pending_ = true;
   stream_ended_ = upstream_ended_ = false;
-  response_decoder_ = chunked_decoder{};
+  response_decoder_ = http::chunked_decoder{};
   event_line_.clear();
   co_return outcome::relay_stream;
 }
@@ -904,9 +904,9 @@ net::awaitable<void> connection::relay_buffered_stream() {
       }
       auto r = response_decoder_.feed(in);
       in.remove_prefix(r.consumed);
-      if (r.state == chunked_decoder::status::data) pieces[count++] = r.data;
-      else if (r.state == chunked_decoder::status::done) stream_ended_ = true;
-      else if (r.state == chunked_decoder::status::error) relay_failed_ = true;
+      if (r.state == http::chunked_decoder::status::data) pieces[count++] = r.data;
+      else if (r.state == http::chunked_decoder::status::done) stream_ended_ = true;
+      else if (r.state == http::chunked_decoder::status::error) relay_failed_ = true;
       if (relay_failed_) co_return;  // the daemon's framing is broken: the client's connection ends
     }
     if (filter_ == response_filter::events && response_status_ == 200 && count > 0) {
@@ -973,7 +973,7 @@ void connection::watch_client() {
   });
 }
 
-void connection::write_response_head(const response_head& res, response_framing framing, bool keep_alive,
+void connection::write_response_head(const http::response_head& res, response_framing framing, bool keep_alive,
                                      std::optional<std::size_t> content_length) {
   out_.clear();
   out_ += "HTTP/1.1 ";
@@ -983,15 +983,15 @@ void connection::write_response_head(const response_head& res, response_framing 
   out_ += res.reason;
   out_ += "\r\n";
   const bool hijack = framing == response_framing::raw && !keep_alive && res.status == 101;
-  for_each_field(res.fields, [&](std::string_view name, std::string_view value) {
-    if (iequals(name, "connection") || iequals(name, "upgrade")) {
+  http::for_each_field(res.fields, [&](std::string_view name, std::string_view value) {
+    if (http::iequals(name, "connection") || http::iequals(name, "upgrade")) {
       if (!hijack) return;  // only a 101 keeps Connection: Upgrade / Upgrade: tcp
-    } else if (iequals(name, "keep-alive") || iequals(name, "proxy-connection") || iequals(name, "te") ||
-               iequals(name, "trailer")) {
+    } else if (http::iequals(name, "keep-alive") || http::iequals(name, "proxy-connection") || http::iequals(name, "te") ||
+               http::iequals(name, "trailer")) {
       return;
-    } else if (iequals(name, "transfer-encoding")) {
+    } else if (http::iequals(name, "transfer-encoding")) {
       if (framing != response_framing::chunked) return;
-    } else if (iequals(name, "content-length")) {
+    } else if (http::iequals(name, "content-length")) {
       if (content_length) return;
     }
     out_ += name;

@@ -13,9 +13,9 @@
 #include "context.hpp"
 #include "dockgate/policy/body_review.hpp"
 #include "dockgate/proxy/audit.hpp"
-#include "dockgate/proxy/chunked.hpp"
-#include "dockgate/proxy/http_head.hpp"
-#include "dockgate/proxy/response_head.hpp"
+#include "dockgate/http/chunked.hpp"
+#include "dockgate/http/request_head.hpp"
+#include "dockgate/http/response_head.hpp"
 
 namespace dockgate::proxy {
 
@@ -70,9 +70,9 @@ class connection {
   net::awaitable<std::optional<std::string>> owned_container_id(std::string_view reference);
   // Why a container's binds may not be mounted now (check_bind_source), if they may not.
   net::awaitable<std::optional<std::string>> binds_problem(const std::string& container);
-  net::awaitable<void> relay_filtered_list(const response_head& res, bool keep);
+  net::awaitable<void> relay_filtered_list(const http::response_head& res, bool keep);
   // Reads a whole response body (after the head in the response block) into json_body_.
-  net::awaitable<bool> read_whole_body(const response_head& res, std::size_t limit);
+  net::awaitable<bool> read_whole_body(const http::response_head& res, std::size_t limit);
   net::awaitable<bool> read_client_more();
   enum class body_piece { data, done, malformed, closed };
   net::awaitable<std::pair<body_piece, std::string_view>> next_body_piece();
@@ -101,7 +101,7 @@ class connection {
   net::awaitable<void> copy_one_way(protocol::socket& from, protocol::socket& to, std::uint64_t& bytes);
   // Serialises the daemon's response head into out_, minus its hop-by-hop headers;
   // `content_length` replaces the daemon's when set.
-  void write_response_head(const response_head& res, response_framing framing, bool keep_alive,
+  void write_response_head(const http::response_head& res, response_framing framing, bool keep_alive,
                            std::optional<std::size_t> content_length = std::nullopt);
   void finish_audit(unsigned status);
 
@@ -138,7 +138,7 @@ class connection {
 
   // Client bytes: the head is parsed in place, so head fields view into this buffer
   // until the head has been forwarded.
-  static constexpr std::size_t large_in_capacity = max_head_bytes + buffer_pool::block_size;
+  static constexpr std::size_t large_in_capacity = http::max_head_bytes + buffer_pool::block_size;
   pooled_block in_block_;
   std::unique_ptr<char[]> in_large_;
   char* in_data_ = nullptr;
@@ -161,7 +161,7 @@ class connection {
   bool response_keep_alive_ = false;
   bool upstream_keeps_ = false;
   unsigned response_status_ = 0;
-  chunked_decoder response_decoder_;
+  http::chunked_decoder response_decoder_;
 
   beast::flat_buffer upstream_buffer_;  // ownership lookups (upstream_request) only
   std::string out_;        // serialisation buffer, reused across requests
@@ -169,8 +169,8 @@ class connection {
 
   // The parsed head views into the client-bytes buffer; held from a small free list
   // while a request is parsed and forwarded, not while the connection waits.
-  std::unique_ptr<request_head> head_;
-  chunked_decoder body_decoder_;      // the request body's framing state
+  std::unique_ptr<http::request_head> head_;
+  http::chunked_decoder body_decoder_;      // the request body's framing state
   std::uint64_t body_remaining_ = 0;  // Content-Length bytes still to come
   std::string path_;     // the request's path, for the audit line
   std::string changes_;  // what the profile forced or clamped, for the audit line

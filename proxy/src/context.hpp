@@ -14,7 +14,7 @@
 #include "dockgate/policy/policy_file.hpp"
 #include "dockgate/policy/body_review.hpp"
 #include "dockgate/policy/route.hpp"
-#include "dockgate/proxy/http_head.hpp"
+#include "dockgate/http/request_head.hpp"
 #include "dockgate/proxy/options.hpp"
 #include "audit_sink.hpp"
 #include "buffer_pool.hpp"
@@ -57,14 +57,14 @@ struct proxy_context {
   net::steady_timer* watchdog = nullptr;  // looks at connection deadlines (server.cpp)
   buffer_pool buffers;  // I/O blocks, taken when data arrives and given back before a wait
   // Parsed request heads (~3 KB each), reused: a waiting connection holds none.
-  std::vector<std::unique_ptr<request_head>> spare_heads;
-  std::unique_ptr<request_head> take_head() {
-    if (spare_heads.empty()) return std::make_unique<request_head>();
+  std::vector<std::unique_ptr<http::request_head>> spare_heads;
+  std::unique_ptr<http::request_head> take_head() {
+    if (spare_heads.empty()) return std::make_unique<http::request_head>();
     auto h = std::move(spare_heads.back());
     spare_heads.pop_back();
     return h;
   }
-  void give_back_head(std::unique_ptr<request_head> h) {
+  void give_back_head(std::unique_ptr<http::request_head> h) {
     if (h && spare_heads.size() < 256) spare_heads.push_back(std::move(h));
   }
 };

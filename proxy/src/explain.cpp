@@ -16,7 +16,7 @@ explanation explain_request(const policy::profile& profile, std::string_view met
     return e;
   };
   e.text = "profile:   " + profile.name + (profile.mode == policy::profile::mode_kind::audit ? " (audit mode)" : "") + "\n";
-  auto m = policy::parse_method(method);
+  auto m = http::parse_method(method);
   if (!m) return refused(400, "framing", "dockgate: method not supported");
   auto routed = policy::route_request(*m, target);
   if (auto* err = std::get_if<policy::route_error>(&routed))

@@ -21,7 +21,7 @@
 
 namespace dockgate::proxy {
 
-namespace http = beast::http;
+namespace beast_http = beast::http;
 using namespace std::chrono_literals;
 
 net::awaitable<std::pair<unsigned, std::string>> connection::upstream_get(std::string_view target) {
@@ -47,10 +47,10 @@ net::awaitable<std::pair<unsigned, std::string>> connection::upstream_request(st
     upstream_.reset();
     co_return std::pair<unsigned, std::string>{0, {}};
   }
-  http::response_parser<http::string_body> parser;
+  beast_http::response_parser<beast_http::string_body> parser;
   parser.body_limit(8 * 1024 * 1024);
-  parser.header_limit(max_head_bytes);
-  auto [rec, rn] = co_await http::async_read(*upstream_, upstream_buffer_, parser, use_tuple);
+  parser.header_limit(http::max_head_bytes);
+  auto [rec, rn] = co_await beast_http::async_read(*upstream_, upstream_buffer_, parser, use_tuple);
   if (rec) {
     upstream_.reset();
     co_return std::pair<unsigned, std::string>{0, {}};
@@ -244,21 +244,21 @@ net::awaitable<std::optional<std::string>> connection::binds_problem(const std::
   co_return std::nullopt;
 }
 
-net::awaitable<bool> connection::read_whole_body(const response_head& res, std::size_t limit) {
+net::awaitable<bool> connection::read_whole_body(const http::response_head& res, std::size_t limit) {
   std::string& whole = json_body_;
   whole.clear();
   char* buf = response_.get();
   std::string_view in(buf + response_begin_, response_end_ - response_begin_);
   std::uint64_t remaining = res.content_length.value_or(0);
-  chunked_decoder decoder;
+  http::chunked_decoder decoder;
   for (;;) {
     if (res.chunked) {
       while (!in.empty()) {
         auto r = decoder.feed(in);
         in.remove_prefix(r.consumed);
-        if (r.state == chunked_decoder::status::error) co_return false;
-        if (r.state == chunked_decoder::status::data) whole.append(r.data);
-        if (r.state == chunked_decoder::status::done) co_return in.empty();
+        if (r.state == http::chunked_decoder::status::error) co_return false;
+        if (r.state == http::chunked_decoder::status::data) whole.append(r.data);
+        if (r.state == http::chunked_decoder::status::done) co_return in.empty();
       }
     } else {
       const auto take = static_cast<std::size_t>(std::min<std::uint64_t>(remaining, in.size()));
@@ -277,7 +277,7 @@ net::awaitable<bool> connection::read_whole_body(const response_head& res, std::
   }
 }
 
-net::awaitable<void> connection::relay_filtered_list(const response_head& res, bool keep) {
+net::awaitable<void> connection::relay_filtered_list(const http::response_head& res, bool keep) {
   const std::string& whole = json_body_;
   std::optional<std::string> filtered;
   const std::string& owner = profile_->rules.owner;

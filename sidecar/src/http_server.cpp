@@ -16,8 +16,8 @@
 #include <stdexcept>
 #include <thread>
 
-#include "dockgate/proxy/chunked.hpp"
-#include "dockgate/proxy/http_head.hpp"
+#include "dockgate/http/chunked.hpp"
+#include "dockgate/http/request_head.hpp"
 
 namespace dockgate::sidecar {
 
@@ -250,26 +250,26 @@ void http_server::serve_connection(int fd) {
     set_phase(fd, true);
     deadline = clock::now() + limits_.head_timeout;
     std::size_t head_size;
-    while ((head_size = proxy::find_head_end(buffer)) == 0) {
-      if (buffer.size() > proxy::max_head_bytes) {
+    while ((head_size = http::find_head_end(buffer)) == 0) {
+      if (buffer.size() > http::max_head_bytes) {
         send_reply(fd, {400, R"({"error":"request head too large"})"}, false);
         return;
       }
       if (!fill()) return;
     }
-    proxy::request_head head;
-    if (auto err = proxy::parse_request_head(std::string_view(buffer).substr(0, head_size), head)) {
+    http::request_head head;
+    if (auto err = http::parse_request_head(std::string_view(buffer).substr(0, head_size), head)) {
       send_reply(fd, {400, R"({"error":"malformed request"})"}, false);
       return;
     }
     set_phase(fd, false);
     deadline = clock::now() + limits_.body_timeout;
     http_request req;
-    req.method = std::string(policy::method_name(head.method));
+    req.method = std::string(http::method_name(head.method));
     req.path = std::string(head.target.substr(0, head.target.find('?')));
     for (std::size_t i = 0; i < head.field_count; ++i) {
-      if (proxy::iequals(head.fields[i].name, "authorization")) req.authorization = std::string(head.fields[i].value);
-      if (proxy::iequals(head.fields[i].name, "accept")) req.accept = std::string(head.fields[i].value);
+      if (http::iequals(head.fields[i].name, "authorization")) req.authorization = std::string(head.fields[i].value);
+      if (http::iequals(head.fields[i].name, "accept")) req.accept = std::string(head.fields[i].value);
     }
     const bool keep = head.keep_alive;
     buffer.erase(0, head_size);
@@ -281,21 +281,21 @@ void http_server::serve_connection(int fd) {
       return;
     }
     if (head.chunked) {
-      proxy::chunked_decoder decoder;
+      http::chunked_decoder decoder;
       for (;;) {
         auto res = decoder.feed(buffer);
-        if (res.state == proxy::chunked_decoder::status::data) req.body.append(res.data);
+        if (res.state == http::chunked_decoder::status::data) req.body.append(res.data);
         buffer.erase(0, res.consumed);
         if (req.body.size() > limit) {
           send_reply(fd, {413, "{\"error\":\"request body exceeds " + std::to_string(limit) + " bytes\"}"}, false);
           return;
         }
-        if (res.state == proxy::chunked_decoder::status::done) break;
-        if (res.state == proxy::chunked_decoder::status::error) {
+        if (res.state == http::chunked_decoder::status::done) break;
+        if (res.state == http::chunked_decoder::status::error) {
           send_reply(fd, {400, R"({"error":"invalid chunked body"})"}, false);
           return;
         }
-        if (res.state == proxy::chunked_decoder::status::need_more && !fill()) return;
+        if (res.state == http::chunked_decoder::status::need_more && !fill()) return;
       }
     } else {
       const std::size_t length = static_cast<std::size_t>(head.content_length.value_or(0));

@@ -5,9 +5,9 @@
 #include <string>
 #include <string_view>
 
-#include "dockgate/proxy/chunked.hpp"
+#include "dockgate/http/chunked.hpp"
 
-using namespace dockgate::proxy;
+using namespace dockgate::http;
 
 namespace {
 // Returns the decoded body and whether decoding ended in done (true) or error/need_more.

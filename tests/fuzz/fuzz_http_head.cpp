@@ -4,9 +4,9 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "dockgate/proxy/http_head.hpp"
+#include "dockgate/http/request_head.hpp"
 
-using namespace dockgate::proxy;
+using namespace dockgate::http;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);

@@ -8,12 +8,13 @@
 #include "dockgate/policy/route.hpp"
 
 using namespace dockgate::policy;
+namespace http = dockgate::http;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size < 1) return 0;
-  static constexpr http_method methods[] = {http_method::get, http_method::head, http_method::post,
-                                            http_method::put, http_method::delete_};
-  const http_method method = methods[data[0] % 5];
+  static constexpr http::method methods[] = {http::method::get, http::method::head, http::method::post,
+                                            http::method::put, http::method::delete_};
+  const http::method method = methods[data[0] % 5];
   const std::string_view target(reinterpret_cast<const char*>(data + 1), size - 1);
   auto result = route_request(method, target);
   const auto* r = std::get_if<route>(&result);

@@ -8,6 +8,7 @@
 #include <fstream>
 
 using namespace dockgate::policy;
+namespace http = dockgate::http;
 
 TEST_CASE("a valid policy loads", "[policy_file]") {
   auto r = parse_policy(R"({
@@ -65,9 +66,9 @@ TEST_CASE("decide denies by default with Docker's message", "[decision]") {
   auto pol = parse_policy(R"({"profiles": {"ro": {"allow": ["SystemPing"]}}})");
   REQUIRE(pol.value);
   const auto& p = pol.value->default_();
-  auto ping = std::get<route>(route_request(http_method::get, "/v1.41/_ping"));
+  auto ping = std::get<route>(route_request(http::method::get, "/v1.41/_ping"));
   CHECK(decide(p, ping) == decision{allow{}});
-  auto create = std::get<route>(route_request(http_method::post, "/v1.41/containers/create"));
+  auto create = std::get<route>(route_request(http::method::post, "/v1.41/containers/create"));
   CHECK(decide(p, create) ==
         decision{deny{403, "operation", "dockgate: ContainerCreate is not allowed by profile ro"}});
 }
@@ -172,7 +173,7 @@ TEST_CASE("the read-only and dashboard profiles allow no operation that changes 
     for (const auto& route : route_templates()) {
       if (!p.allows(route.op)) continue;
       CAPTURE(operation_name(route.op));
-      CHECK((route.method == http_method::get || route.method == http_method::head));
+      CHECK((route.method == http::method::get || route.method == http::method::head));
     }
     // Nothing that reaches into a container.
     for (auto op : {operation::ContainerExec, operation::ExecStart, operation::ContainerAttach, operation::ContainerArchive,

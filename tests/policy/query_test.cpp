@@ -7,6 +7,7 @@
 #include "dockgate/policy/query.hpp"
 
 using namespace dockgate::policy;
+namespace http = dockgate::http;
 
 namespace {
 const policy& cli() {
@@ -17,7 +18,7 @@ const policy& cli() {
   return p;
 }
 // "allow <forwarded query> [dropped: a,b]" or "<status> <reason>".
-std::string verdict(http_method m, std::string_view target) {
+std::string verdict(http::method m, std::string_view target) {
   auto r = std::get<route>(route_request(m, target));
   auto d = decide(cli().default_(), r);
   if (auto* x = std::get_if<deny>(&d)) return std::to_string(x->status) + " " + x->reason;
@@ -36,50 +37,50 @@ std::string verdict(http_method m, std::string_view target) {
 
 TEST_CASE("query parameters: what the daemon reads goes up, what it ignores is left out", "[query]") {
   struct c {
-    http_method m;
+    http::method m;
     std::string_view target;
     std::string_view expect;  // the whole verdict
   };
   const c cases[] = {
-      {http_method::get, "/v1.41/containers/json?all=1&limit=5&size=false", "allow all=1&limit=5&size=false"},
-      {http_method::get, "/v1.41/containers/json?filters=%7B%22label%22%3A%5B%22a%22%5D%7D",
+      {http::method::get, "/v1.41/containers/json?all=1&limit=5&size=false", "allow all=1&limit=5&size=false"},
+      {http::method::get, "/v1.41/containers/json?filters=%7B%22label%22%3A%5B%22a%22%5D%7D",
        "allow filters=%7B%22label%22%3A%5B%22a%22%5D%7D"},
       // Parameters the operation does not take are dropped (the SDKs send such), however often.
-      {http_method::get, "/v1.41/containers/json?bogus=1&all=1&bogus=2", "allow all=1 [dropped: bogus]"},
-      {http_method::post, "/v1.41/containers/x/stop?t=0&signal=", "allow t=0&signal="},
+      {http::method::get, "/v1.41/containers/json?bogus=1&all=1&bogus=2", "allow all=1 [dropped: bogus]"},
+      {http::method::post, "/v1.41/containers/x/stop?t=0&signal=", "allow t=0&signal="},
       // Values the gate does not decide on pass as written: the daemon answers for them.
-      {http_method::get, "/v1.41/containers/json?all=True&limit=1e3", "allow all=True&limit=1e3"},
-      {http_method::post, "/v1.41/containers/x/wait?condition=whenever", "allow condition=whenever"},
-      {http_method::get, "/v1.41/events?since=1700000000.123456789&until=1700000100.5&filters=%7B%7D",
+      {http::method::get, "/v1.41/containers/json?all=True&limit=1e3", "allow all=True&limit=1e3"},
+      {http::method::post, "/v1.41/containers/x/wait?condition=whenever", "allow condition=whenever"},
+      {http::method::get, "/v1.41/events?since=1700000000.123456789&until=1700000100.5&filters=%7B%7D",
        "allow since=1700000000.123456789&until=1700000100.5&filters=%7B%7D"},
       // A parameter the daemon reads, given twice, has two readings: refused.
-      {http_method::get, "/v1.41/containers/json?all=1&all=0", "400 dockgate: query parameter \"all\" given twice"},
-      {http_method::get, "/v1.41/containers/json?all=1&%61ll=0", "400 dockgate: query parameter \"all\" given twice"},
+      {http::method::get, "/v1.41/containers/json?all=1&all=0", "400 dockgate: query parameter \"all\" given twice"},
+      {http::method::get, "/v1.41/containers/json?all=1&%61ll=0", "400 dockgate: query parameter \"all\" given twice"},
       // Refused for what they do, and only for the values that do it (dockerd's BoolValue).
-      {http_method::delete_, "/v1.41/containers/x?force=1&v=1&link=false", "allow force=1&v=1&link=false"},
-      {http_method::delete_, "/v1.41/containers/x?link=0", "allow link=0"},
-      {http_method::delete_, "/v1.41/containers/x?link=", "allow link="},
-      {http_method::delete_, "/v1.41/containers/x?link=1", "403 dockgate: query parameter \"link=1\" is not allowed"},
-      {http_method::delete_, "/v1.41/containers/x?link=yes", "403 dockgate: query parameter \"link=yes\""},
-      {http_method::delete_, "/v1.41/containers/x?link=TRUE", "403 dockgate: query parameter \"link=TRUE\""},
-      {http_method::post, "/v1.41/containers/x/attach?stream=1&logs=1", "403 dockgate: query parameter \"logs=1\""},
-      {http_method::post, "/v1.41/containers/x/attach?stream=1&logs=0&stdin=1", "allow stream=1&logs=0&stdin=1"},
+      {http::method::delete_, "/v1.41/containers/x?force=1&v=1&link=false", "allow force=1&v=1&link=false"},
+      {http::method::delete_, "/v1.41/containers/x?link=0", "allow link=0"},
+      {http::method::delete_, "/v1.41/containers/x?link=", "allow link="},
+      {http::method::delete_, "/v1.41/containers/x?link=1", "403 dockgate: query parameter \"link=1\" is not allowed"},
+      {http::method::delete_, "/v1.41/containers/x?link=yes", "403 dockgate: query parameter \"link=yes\""},
+      {http::method::delete_, "/v1.41/containers/x?link=TRUE", "403 dockgate: query parameter \"link=TRUE\""},
+      {http::method::post, "/v1.41/containers/x/attach?stream=1&logs=1", "403 dockgate: query parameter \"logs=1\""},
+      {http::method::post, "/v1.41/containers/x/attach?stream=1&logs=0&stdin=1", "allow stream=1&logs=0&stdin=1"},
       // ImageCreate: the pull form only, and the effective reference in the allowlist
-      {http_method::post, "/v1.41/images/create?fromImage=busybox&tag=1.36", "allow fromImage=busybox&tag=1.36"},
-      {http_method::post, "/v1.41/images/create?fromImage=busybox&tag=latest&platform=linux%2Famd64",
+      {http::method::post, "/v1.41/images/create?fromImage=busybox&tag=1.36", "allow fromImage=busybox&tag=1.36"},
+      {http::method::post, "/v1.41/images/create?fromImage=busybox&tag=latest&platform=linux%2Famd64",
        "allow fromImage=busybox&tag=latest&platform=linux%2Famd64"},
-      {http_method::post, "/v1.41/images/create?fromImage=127.0.0.1%3A5000%2Fdockgate%2Ftest-busybox&tag=latest",
+      {http::method::post, "/v1.41/images/create?fromImage=127.0.0.1%3A5000%2Fdockgate%2Ftest-busybox&tag=latest",
        "allow fromImage=127.0.0.1%3A5000%2Fdockgate%2Ftest-busybox&tag=latest"},
       // On a pull the daemon ignores the import parameters: dropped.
-      {http_method::post, "/v1.41/images/create?fromImage=busybox&tag=1&repo=x&fromSrc=-",
+      {http::method::post, "/v1.41/images/create?fromImage=busybox&tag=1&repo=x&fromSrc=-",
        "allow fromImage=busybox&tag=1 [dropped: repo fromSrc]"},
-      {http_method::post, "/v1.41/images/create?fromImage=busybox", "400 dockgate: cannot pull \"busybox\": no tag"},
-      {http_method::post, "/v1.41/images/create?fromImage=alpine&tag=latest", "403 dockgate: Image \"docker.io/library/alpine:latest\""},
-      {http_method::post, "/v1.41/images/create?fromImage=busybox%3Alatest&tag=x%2F..", "400"},
-      {http_method::post, "/v1.41/images/create?fromSrc=-&repo=busybox", "403 dockgate: ImageCreate is allowed only as a pull"},
-      {http_method::post, "/v1.41/images/create?fromImage=&fromSrc=-", "403 dockgate: ImageCreate is allowed only as a pull"},
-      {http_method::post, "/v1.41/images/create?fromImage=busybox&tag=1&fromImage=alpine", "400 dockgate: query parameter \"fromImage\" given twice"},
-      {http_method::post, "/v1.41/images/create?tag=latest", "403 dockgate: ImageCreate is allowed only as a pull"},
+      {http::method::post, "/v1.41/images/create?fromImage=busybox", "400 dockgate: cannot pull \"busybox\": no tag"},
+      {http::method::post, "/v1.41/images/create?fromImage=alpine&tag=latest", "403 dockgate: Image \"docker.io/library/alpine:latest\""},
+      {http::method::post, "/v1.41/images/create?fromImage=busybox%3Alatest&tag=x%2F..", "400"},
+      {http::method::post, "/v1.41/images/create?fromSrc=-&repo=busybox", "403 dockgate: ImageCreate is allowed only as a pull"},
+      {http::method::post, "/v1.41/images/create?fromImage=&fromSrc=-", "403 dockgate: ImageCreate is allowed only as a pull"},
+      {http::method::post, "/v1.41/images/create?fromImage=busybox&tag=1&fromImage=alpine", "400 dockgate: query parameter \"fromImage\" given twice"},
+      {http::method::post, "/v1.41/images/create?tag=latest", "403 dockgate: ImageCreate is allowed only as a pull"},
   };
   for (const auto& x : cases) {
     CAPTURE(x.target);
@@ -124,42 +125,42 @@ TEST_CASE("list and event queries get the owner label filter, other parameters k
 // swarm/helpers.go, at the 20.10 engine the tests run and at the newest) must go up.
 TEST_CASE("every query parameter dockerd's handler reads is forwarded", "[query][transparency]") {
   struct c {
-    http_method m;
+    http::method m;
     std::string_view path;  // without the query
     operation op;
     std::vector<std::string_view> reads;
   };
   const c cases[] = {
-      {http_method::get,
+      {http::method::get,
        "/v1.41/containers/x/logs",
        operation::ContainerLogs,
        {"follow", "stdout", "stderr", "since", "until", "timestamps", "tail", "details"}},
-      {http_method::get,
+      {http::method::get,
        "/v1.41/services/x/logs",
        operation::ServiceLogs,
        {"follow", "stdout", "stderr", "since", "timestamps", "tail", "details"}},
-      {http_method::get,
+      {http::method::get,
        "/v1.41/tasks/x/logs",
        operation::TaskLogs,
        {"follow", "stdout", "stderr", "since", "timestamps", "tail", "details"}},
-      {http_method::get, "/v1.41/events", operation::SystemEvents, {"since", "until", "filters"}},
-      {http_method::get,
+      {http::method::get, "/v1.41/events", operation::SystemEvents, {"since", "until", "filters"}},
+      {http::method::get,
        "/v1.41/containers/x/stats",
        operation::ContainerStats,
        {"stream", "one-shot"}},
-      {http_method::get, "/v1.41/containers/x/top", operation::ContainerTop, {"ps_args"}},
-      {http_method::post,
+      {http::method::get, "/v1.41/containers/x/top", operation::ContainerTop, {"ps_args"}},
+      {http::method::post,
        "/v1.41/containers/x/attach",
        operation::ContainerAttach,
        {"detachKeys", "stdin", "stdout", "stderr", "logs", "stream"}},
-      {http_method::get,
+      {http::method::get,
        "/v1.41/containers/x/attach/ws",
        operation::ContainerAttachWebsocket,
        {"detachKeys", "logs", "stream"}},
-      {http_method::post, "/v1.41/containers/x/wait", operation::ContainerWait, {"condition"}},
-      {http_method::get, "/v1.41/containers/x/archive", operation::ContainerArchive, {"path"}},
-      {http_method::head, "/v1.41/containers/x/archive", operation::ContainerArchiveInfo, {"path"}},
-      {http_method::put,
+      {http::method::post, "/v1.41/containers/x/wait", operation::ContainerWait, {"condition"}},
+      {http::method::get, "/v1.41/containers/x/archive", operation::ContainerArchive, {"path"}},
+      {http::method::head, "/v1.41/containers/x/archive", operation::ContainerArchiveInfo, {"path"}},
+      {http::method::put,
        "/v1.41/containers/x/archive",
        operation::PutContainerArchive,
        {"path", "noOverwriteDirNonDir", "copyUIDGID"}},

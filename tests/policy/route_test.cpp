@@ -3,17 +3,18 @@
 #include "dockgate/policy/route.hpp"
 
 using namespace dockgate::policy;
+namespace http = dockgate::http;
 
 namespace {
 struct routed_case {
-  http_method method;
+  http::method method;
   std::string_view target;
   operation op;
   std::string_view param;
 };
 
 struct refused_case {
-  http_method method;
+  http::method method;
   std::string_view target;
   route_error error;
 };
@@ -21,40 +22,40 @@ struct refused_case {
 
 TEST_CASE("canonical targets route to their operation", "[router]") {
   const routed_case cases[] = {
-      {http_method::get, "/_ping", operation::SystemPing, ""},
-      {http_method::head, "/_ping", operation::SystemPingHead, ""},
-      {http_method::get, "/v1.41/_ping", operation::SystemPing, ""},
-      {http_method::get, "/v1.24/version", operation::SystemVersion, ""},
-      {http_method::get, "/v1.41/containers/json?all=1&filters=%7B%22label%22%3A%5B%5D%7D",
+      {http::method::get, "/_ping", operation::SystemPing, ""},
+      {http::method::head, "/_ping", operation::SystemPingHead, ""},
+      {http::method::get, "/v1.41/_ping", operation::SystemPing, ""},
+      {http::method::get, "/v1.24/version", operation::SystemVersion, ""},
+      {http::method::get, "/v1.41/containers/json?all=1&filters=%7B%22label%22%3A%5B%5D%7D",
        operation::ContainerList, ""},
-      {http_method::post, "/v1.41/containers/create?name=web", operation::ContainerCreate, ""},
-      {http_method::get, "/v1.41/containers/abc123/json", operation::ContainerInspect, "abc123"},
-      {http_method::post, "/v1.41/containers/my_app.1-x/attach?stream=1&stdin=1",
+      {http::method::post, "/v1.41/containers/create?name=web", operation::ContainerCreate, ""},
+      {http::method::get, "/v1.41/containers/abc123/json", operation::ContainerInspect, "abc123"},
+      {http::method::post, "/v1.41/containers/my_app.1-x/attach?stream=1&stdin=1",
        operation::ContainerAttach, "my_app.1-x"},
-      {http_method::post, "/v1.41/exec/deadbeef/start", operation::ExecStart, "deadbeef"},
-      {http_method::get, "/v1.41/exec/deadbeef/json", operation::ExecInspect, "deadbeef"},
-      {http_method::delete_, "/v1.41/containers/abc?force=1", operation::ContainerDelete, "abc"},
-      {http_method::post, "/v1.41/images/create?fromImage=busybox&tag=latest",
+      {http::method::post, "/v1.41/exec/deadbeef/start", operation::ExecStart, "deadbeef"},
+      {http::method::get, "/v1.41/exec/deadbeef/json", operation::ExecInspect, "deadbeef"},
+      {http::method::delete_, "/v1.41/containers/abc?force=1", operation::ContainerDelete, "abc"},
+      {http::method::post, "/v1.41/images/create?fromImage=busybox&tag=latest",
        operation::ImageCreate, ""},
-      {http_method::get, "/v1.41/images/127.0.0.1:5000/library/busybox:latest/json",
+      {http::method::get, "/v1.41/images/127.0.0.1:5000/library/busybox:latest/json",
        operation::ImageInspect, "127.0.0.1:5000/library/busybox:latest"},
-      {http_method::get, "/images/busybox@sha256:abcd/json", operation::ImageInspect,
+      {http::method::get, "/images/busybox@sha256:abcd/json", operation::ImageInspect,
        "busybox@sha256:abcd"},
-      {http_method::delete_, "/v1.41/images/a/b/c", operation::ImageDelete, "a/b/c"},
-      {http_method::get, "/v1.41/images/json", operation::ImageList, ""},
-      {http_method::get, "/v1.41/images/get?names=a", operation::ImageGetAll, ""},
-      {http_method::get, "/v1.41/images/x/get", operation::ImageGet, "x"},
-      {http_method::get, "/v1.41/events?since=1&until=2", operation::SystemEvents, ""},
-      {http_method::post, "/v1.41/plugins/vieux/sshfs:latest/enable", operation::PluginEnable,
+      {http::method::delete_, "/v1.41/images/a/b/c", operation::ImageDelete, "a/b/c"},
+      {http::method::get, "/v1.41/images/json", operation::ImageList, ""},
+      {http::method::get, "/v1.41/images/get?names=a", operation::ImageGetAll, ""},
+      {http::method::get, "/v1.41/images/x/get", operation::ImageGet, "x"},
+      {http::method::get, "/v1.41/events?since=1&until=2", operation::SystemEvents, ""},
+      {http::method::post, "/v1.41/plugins/vieux/sshfs:latest/enable", operation::PluginEnable,
        "vieux/sshfs:latest"},
-      {http_method::get, "/v1.41/distribution/docker.io/library/busybox/json",
+      {http::method::get, "/v1.41/distribution/docker.io/library/busybox/json",
        operation::DistributionInspect, "docker.io/library/busybox"},
-      {http_method::post, "/v1.41/containers/c1/wait?condition=next-exit",
+      {http::method::post, "/v1.41/containers/c1/wait?condition=next-exit",
        operation::ContainerWait, "c1"},
-      {http_method::get, "/v1.41/containers/c1/logs?follow=1&stdout=1", operation::ContainerLogs,
+      {http::method::get, "/v1.41/containers/c1/logs?follow=1&stdout=1", operation::ContainerLogs,
        "c1"},
-      {http_method::post, "/session", operation::Session, ""},
-      {http_method::get, "/v1.56/info", operation::SystemInfo, ""},
+      {http::method::post, "/session", operation::Session, ""},
+      {http::method::get, "/v1.56/info", operation::SystemInfo, ""},
   };
   for (const auto& c : cases) {
     CAPTURE(c.target);
@@ -69,64 +70,64 @@ TEST_CASE("canonical targets route to their operation", "[router]") {
 TEST_CASE("non-canonical and unknown targets are refused, never repaired", "[router]") {
   const refused_case cases[] = {
       // absolute-form, authority-form, asterisk-form
-      {http_method::get, "http://localhost/v1.41/_ping", route_error::not_origin_form},
-      {http_method::get, "localhost:2375", route_error::not_origin_form},
-      {http_method::get, "*", route_error::not_origin_form},
-      {http_method::get, "", route_error::not_origin_form},
+      {http::method::get, "http://localhost/v1.41/_ping", route_error::not_origin_form},
+      {http::method::get, "localhost:2375", route_error::not_origin_form},
+      {http::method::get, "*", route_error::not_origin_form},
+      {http::method::get, "", route_error::not_origin_form},
       // percent-encoding of letters and of separators
-      {http_method::post, "/v1.41/containers/%63reate", route_error::percent_encoded},
-      {http_method::post, "/v1.41%2Fcontainers/create", route_error::percent_encoded},
-      {http_method::get, "/v1.41/containers/a%2Fb/json", route_error::percent_encoded},
-      {http_method::get, "/%761.41/_ping", route_error::percent_encoded},
-      {http_method::get, "/v1.41/containers/abc%00/json", route_error::percent_encoded},
+      {http::method::post, "/v1.41/containers/%63reate", route_error::percent_encoded},
+      {http::method::post, "/v1.41%2Fcontainers/create", route_error::percent_encoded},
+      {http::method::get, "/v1.41/containers/a%2Fb/json", route_error::percent_encoded},
+      {http::method::get, "/%761.41/_ping", route_error::percent_encoded},
+      {http::method::get, "/v1.41/containers/abc%00/json", route_error::percent_encoded},
       // dot segments and doubled slashes
-      {http_method::get, "/v1.41/containers/../images/json", route_error::dot_segment},
-      {http_method::get, "/v1.41/./_ping", route_error::dot_segment},
-      {http_method::get, "/v1.41/containers/..", route_error::dot_segment},
-      {http_method::get, "//v1.41/_ping", route_error::empty_segment},
-      {http_method::post, "/v1.41//containers/create", route_error::empty_segment},
-      {http_method::get, "/v1.41/containers//json", route_error::empty_segment},
+      {http::method::get, "/v1.41/containers/../images/json", route_error::dot_segment},
+      {http::method::get, "/v1.41/./_ping", route_error::dot_segment},
+      {http::method::get, "/v1.41/containers/..", route_error::dot_segment},
+      {http::method::get, "//v1.41/_ping", route_error::empty_segment},
+      {http::method::post, "/v1.41//containers/create", route_error::empty_segment},
+      {http::method::get, "/v1.41/containers//json", route_error::empty_segment},
       // trailing slash
-      {http_method::get, "/v1.41/_ping/", route_error::trailing_slash},
-      {http_method::post, "/v1.41/containers/create/", route_error::trailing_slash},
+      {http::method::get, "/v1.41/_ping/", route_error::trailing_slash},
+      {http::method::post, "/v1.41/containers/create/", route_error::trailing_slash},
       // version prefixes: every spelling but v<major>.<minor>, and out of range
-      {http_method::get, "/v1.041/_ping", route_error::bad_version},
-      {http_method::get, "/v01.41/_ping", route_error::bad_version},
-      {http_method::get, "/v1..41/_ping", route_error::bad_version},
-      {http_method::get, "/v1.4.1/_ping", route_error::bad_version},
-      {http_method::get, "/v1/_ping", route_error::bad_version},
-      {http_method::get, "/v./_ping", route_error::bad_version},
-      {http_method::get, "/v.41/_ping", route_error::bad_version},
-      {http_method::get, "/v1./_ping", route_error::bad_version},
-      {http_method::get, "/v1.12/_ping", route_error::unsupported_version},
-      {http_method::get, "/v1.23/containers/json", route_error::unsupported_version},
-      {http_method::get, "/v2.0/_ping", route_error::unsupported_version},
-      {http_method::get, "/v1.99/_ping", route_error::unsupported_version},
-      {http_method::get, "/v1.41/v1.41/_ping", route_error::not_found},
+      {http::method::get, "/v1.041/_ping", route_error::bad_version},
+      {http::method::get, "/v01.41/_ping", route_error::bad_version},
+      {http::method::get, "/v1..41/_ping", route_error::bad_version},
+      {http::method::get, "/v1.4.1/_ping", route_error::bad_version},
+      {http::method::get, "/v1/_ping", route_error::bad_version},
+      {http::method::get, "/v./_ping", route_error::bad_version},
+      {http::method::get, "/v.41/_ping", route_error::bad_version},
+      {http::method::get, "/v1./_ping", route_error::bad_version},
+      {http::method::get, "/v1.12/_ping", route_error::unsupported_version},
+      {http::method::get, "/v1.23/containers/json", route_error::unsupported_version},
+      {http::method::get, "/v2.0/_ping", route_error::unsupported_version},
+      {http::method::get, "/v1.99/_ping", route_error::unsupported_version},
+      {http::method::get, "/v1.41/v1.41/_ping", route_error::not_found},
       // forbidden bytes
-      {http_method::get, "/v1.41/_ping#x", route_error::bad_character},
-      {http_method::get, "/v1.41/containers/a b/json", route_error::bad_character},
-      {http_method::get, "/v1.41/containers/a\\b/json", route_error::bad_character},
-      {http_method::get, "/v1.41/containers/json?all=1#x", route_error::bad_character},
-      {http_method::get, "/v1.41/containers/\xc3\xa9/json", route_error::bad_character},
+      {http::method::get, "/v1.41/_ping#x", route_error::bad_character},
+      {http::method::get, "/v1.41/containers/a b/json", route_error::bad_character},
+      {http::method::get, "/v1.41/containers/a\\b/json", route_error::bad_character},
+      {http::method::get, "/v1.41/containers/json?all=1#x", route_error::bad_character},
+      {http::method::get, "/v1.41/containers/\xc3\xa9/json", route_error::bad_character},
       // query grammar
-      {http_method::get, "/v1.41/containers/json?all=%zz", route_error::bad_query},
-      {http_method::get, "/v1.41/containers/json?all=%4", route_error::bad_query},
-      {http_method::get, "/v1.41/containers/json?all=1;size=1", route_error::bad_query},
-      {http_method::get, "/v1.41/containers/json?=1", route_error::bad_query},
-      {http_method::get, "/v1.41/containers/json?all=1&&size=1", route_error::bad_query},
-      {http_method::get, "/v1.41/containers/json?all=1&", route_error::bad_query},
+      {http::method::get, "/v1.41/containers/json?all=%zz", route_error::bad_query},
+      {http::method::get, "/v1.41/containers/json?all=%4", route_error::bad_query},
+      {http::method::get, "/v1.41/containers/json?all=1;size=1", route_error::bad_query},
+      {http::method::get, "/v1.41/containers/json?=1", route_error::bad_query},
+      {http::method::get, "/v1.41/containers/json?all=1&&size=1", route_error::bad_query},
+      {http::method::get, "/v1.41/containers/json?all=1&", route_error::bad_query},
       // a `/` in a one-segment parameter: legacy link alias
-      {http_method::get, "/v1.41/containers/parent/alias/json", route_error::bad_parameter},
-      {http_method::post, "/v1.41/exec/a/b/start", route_error::bad_parameter},
+      {http::method::get, "/v1.41/containers/parent/alias/json", route_error::bad_parameter},
+      {http::method::post, "/v1.41/exec/a/b/start", route_error::bad_parameter},
       // unknown operations and wrong methods
-      {http_method::get, "/v1.41/libpod/containers/json", route_error::not_found},
-      {http_method::get, "/", route_error::not_found},
-      {http_method::get, "/v1.41", route_error::not_found},
-      {http_method::get, "/v1.41/containers", route_error::not_found},
-      {http_method::get, "/v1.41/containers/create", route_error::method_not_allowed},
-      {http_method::put, "/v1.41/_ping", route_error::method_not_allowed},
-      {http_method::post, "/v1.41/images/json", route_error::method_not_allowed},
+      {http::method::get, "/v1.41/libpod/containers/json", route_error::not_found},
+      {http::method::get, "/", route_error::not_found},
+      {http::method::get, "/v1.41", route_error::not_found},
+      {http::method::get, "/v1.41/containers", route_error::not_found},
+      {http::method::get, "/v1.41/containers/create", route_error::method_not_allowed},
+      {http::method::put, "/v1.41/_ping", route_error::method_not_allowed},
+      {http::method::post, "/v1.41/images/json", route_error::method_not_allowed},
   };
   for (const auto& c : cases) {
     CAPTURE(c.target);
@@ -137,7 +138,7 @@ TEST_CASE("non-canonical and unknown targets are refused, never repaired", "[rou
 }
 
 TEST_CASE("the route keeps the version, path and raw query", "[router]") {
-  auto result = route_request(http_method::get, "/v1.41/containers/json?filters=%7B%7D");
+  auto result = route_request(http::method::get, "/v1.41/containers/json?filters=%7B%7D");
   REQUIRE(std::holds_alternative<route>(result));
   const auto& r = std::get<route>(result);
   REQUIRE(r.version);
@@ -148,10 +149,10 @@ TEST_CASE("the route keeps the version, path and raw query", "[router]") {
 }
 
 TEST_CASE("methods are exact upper-case tokens", "[router]") {
-  CHECK(parse_method("GET") == http_method::get);
-  CHECK(parse_method("DELETE") == http_method::delete_);
+  CHECK(http::parse_method("GET") == http::method::get);
+  CHECK(http::parse_method("DELETE") == http::method::delete_);
   for (auto bad : {"get", "Get", "CONNECT", "OPTIONS", "TRACE", "PATCH", "GET ", "", "G\0T"})
-    CHECK_FALSE(parse_method(bad));
+    CHECK_FALSE(http::parse_method(bad));
 }
 
 TEST_CASE("operation names round-trip and hijacking operations are known", "[router]") {

@@ -13,15 +13,10 @@
 #include <string_view>
 #include <variant>
 
+#include "dockgate/http/method.hpp"
 #include "dockgate/policy/operation.hpp"
 
 namespace dockgate::policy {
-
-enum class http_method : std::uint8_t { get, head, post, put, delete_ };
-
-// Only the exact, upper-case methods the Engine API uses; anything else is refused.
-std::optional<http_method> parse_method(std::string_view token);
-std::string_view method_name(http_method m);
 
 struct api_version {
   std::uint16_t major = 0;
@@ -70,11 +65,11 @@ unsigned route_error_status(route_error e);
 using route_result = std::variant<route, route_error>;
 
 // Routes a request. `target` is the request-target exactly as received.
-route_result route_request(http_method method, std::string_view target);
+route_result route_request(http::method method, std::string_view target);
 
 // The route table itself: every (method, path template, operation), from the specification.
 struct route_template {
-  http_method method;
+  http::method method;
   std::string_view path_template;  // "/containers/{id}/start"
   operation op;
 };

@@ -1,9 +1,9 @@
 #include <catch2/catch.hpp>
 #include <string>
 
-#include "dockgate/proxy/chunked.hpp"
+#include "dockgate/http/chunked.hpp"
 
-using namespace dockgate::proxy;
+using namespace dockgate::http;
 
 namespace {
 // Feeds `in` in pieces of `step` bytes; returns the decoded body, or "<error>".

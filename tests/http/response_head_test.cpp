@@ -2,9 +2,9 @@
 #include <string>
 #include <vector>
 
-#include "dockgate/proxy/response_head.hpp"
+#include "dockgate/http/response_head.hpp"
 
-using namespace dockgate::proxy;
+using namespace dockgate::http;
 
 namespace {
 constexpr std::string_view go_inspect_head =

@@ -10,7 +10,7 @@
 #include <optional>
 #include <string_view>
 
-namespace dockgate::proxy {
+namespace dockgate::http {
 
 struct response_head {
   unsigned status = 0;
@@ -47,4 +47,4 @@ void for_each_field(std::string_view fields, F&& f) {
   }
 }
 
-}  // namespace dockgate::proxy
+}  // namespace dockgate::http

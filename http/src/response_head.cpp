@@ -1,9 +1,9 @@
 // Response heads from the daemon. See response_head.hpp for what is refused.
-#include "dockgate/proxy/response_head.hpp"
+#include "dockgate/http/response_head.hpp"
 
-#include "dockgate/proxy/http_head.hpp"
+#include "dockgate/http/request_head.hpp"
 
-namespace dockgate::proxy {
+namespace dockgate::http {
 
 namespace {
 
@@ -78,4 +78,4 @@ bool parse_response_head(std::string_view data, response_head& out) {
   return ok;
 }
 
-}  // namespace dockgate::proxy
+}  // namespace dockgate::http

@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <string_view>
 
-namespace dockgate::proxy {
+namespace dockgate::http {
 
 class chunked_decoder {
  public:
@@ -33,4 +33,4 @@ class chunked_decoder {
   unsigned digits_ = 0;
 };
 
-}  // namespace dockgate::proxy
+}  // namespace dockgate::http

@@ -1,9 +1,9 @@
 #include <catch2/catch.hpp>
 #include <string>
 
-#include "dockgate/proxy/http_head.hpp"
+#include "dockgate/http/request_head.hpp"
 
-using namespace dockgate::proxy;
+using namespace dockgate::http;
 
 namespace {
 std::optional<head_error> parse(std::string_view head) {
@@ -22,7 +22,7 @@ TEST_CASE("well-formed heads parse", "[http_head]") {
       "Content-Length: 42\r\n"
       "\r\n";
   REQUIRE_FALSE(parse_request_head(text, h));
-  CHECK(h.method == dockgate::policy::http_method::post);
+  CHECK(h.method == dockgate::http::method::post);
   CHECK(h.target == "/v1.41/containers/create?name=x");
   CHECK(h.content_length == 42u);
   CHECK_FALSE(h.chunked);

@@ -1,8 +1,8 @@
-#include "dockgate/proxy/chunked.hpp"
+#include "dockgate/http/chunked.hpp"
 
 #include <algorithm>
 
-namespace dockgate::proxy {
+namespace dockgate::http {
 
 chunked_decoder::result chunked_decoder::feed(std::string_view in) {
   std::size_t i = 0;
@@ -66,4 +66,4 @@ chunked_decoder::result chunked_decoder::feed(std::string_view in) {
   return {status::need_more, i, {}};
 }
 
-}  // namespace dockgate::proxy
+}  // namespace dockgate::http

@@ -1,9 +1,9 @@
 // Strict request-head parsing. See http_head.hpp for the invariant kept here.
-#include "dockgate/proxy/http_head.hpp"
+#include "dockgate/http/request_head.hpp"
 
 #include <algorithm>
 
-namespace dockgate::proxy {
+namespace dockgate::http {
 
 namespace {
 
@@ -108,7 +108,7 @@ std::optional<head_error> parse_request_head(std::string_view data, request_head
     if (!is_tchar(c)) return head_error::bad_request_line;
   for (unsigned char c : target)
     if (c <= 0x20 || c >= 0x7f) return head_error::bad_request_line;
-  auto m = policy::parse_method(method);
+  auto m = http::parse_method(method);
   if (!m) return head_error::unknown_method;
   if (version == "HTTP/1.1") out.version_minor = 1;
   else if (version == "HTTP/1.0") out.version_minor = 0;
@@ -180,4 +180,4 @@ bool is_hop_by_hop(std::string_view name, std::string_view connection_value) {
   return listed;
 }
 
-}  // namespace dockgate::proxy
+}  // namespace dockgate::http

@@ -1,5 +1,5 @@
 #pragma once
-// Strict HTTP/1.1 request-head parsing for the proxy.
+// Strict HTTP/1.1 request-head parsing (the gate's clients, and the sidecar's).
 //
 // Invariant: a head is accepted only if every HTTP implementation on the path (the
 // client, this proxy, Go's net/http in dockerd) frames it the same way. Everything with
@@ -13,9 +13,9 @@
 #include <optional>
 #include <string_view>
 
-#include "dockgate/policy/route.hpp"
+#include "dockgate/http/method.hpp"
 
-namespace dockgate::proxy {
+namespace dockgate::http {
 
 inline constexpr std::size_t max_head_bytes = 64 * 1024;
 inline constexpr std::size_t max_header_count = 100;
@@ -43,7 +43,7 @@ struct header_field {
 };
 
 struct request_head {
-  policy::http_method method{};
+  http::method method{};
   std::string_view target;
   unsigned version_minor = 1;  // HTTP/1.<minor>
   std::optional<std::uint64_t> content_length;
@@ -78,4 +78,4 @@ bool is_hop_by_hop(std::string_view name, std::string_view connection_value);
 
 bool iequals(std::string_view a, std::string_view b);
 
-}  // namespace dockgate::proxy
+}  // namespace dockgate::http
