@@ -12,15 +12,10 @@ namespace dockgate::policy {
 
 namespace {
 
-std::string upper(std::string_view s) {
-  std::string out(s);
-  for (auto& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return out;
-}
-
 // dockerd accepts `CAP_SYS_ADMIN`, `sys_admin`, `Sys_Admin`: compare in one spelling.
 std::string capability_name(std::string_view s) {
-  std::string u = upper(s);
+  std::string u(s);
+  for (auto& c : u) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   if (u.starts_with("CAP_")) u.erase(0, 4);
   return u;
 }
