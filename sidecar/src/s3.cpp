@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "dockgate/client/http_client.hpp"
+#include "dockgate/common/percent.hpp"
 
 namespace dockgate::sidecar {
 
@@ -140,20 +141,8 @@ std::string sha256_hex(std::string_view data) {
 }
 
 std::string s3_uri_encode(std::string_view text, bool keep_slash) {
-  static constexpr char digits[] = "0123456789ABCDEF";
-  std::string out;
-  out.reserve(text.size());
-  for (unsigned char c : text) {
-    if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_' ||
-        c == '.' || c == '~' || (c == '/' && keep_slash)) {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += digits[c >> 4];
-      out += digits[c & 15];
-    }
-  }
-  return out;
+  return common::percent_encode(text, keep_slash ? common::percent_keep::unreserved_and_slash
+                                                 : common::percent_keep::unreserved);
 }
 
 std::string sigv4_scope(std::string_view amz_date, std::string_view region) {

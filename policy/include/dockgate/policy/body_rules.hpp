@@ -3,7 +3,8 @@
 // daemon through a profile may be, whatever the client wrote.
 //
 // Invariant: deny by default, per field. A field that can widen what a container can do
-// (the table in body_rules.cpp) passes only at its safe value, unless the profile has a
+// (the tables `create_widening_fields` and `exec_widening_fields` in
+// policy/src/widening_fields.hpp) passes only at its safe value, unless the profile has a
 // rule for it: force (set, whatever was sent), clamp (`max`: the smaller of request and
 // cap; "unlimited" values become the cap), allow (a list of values), or deny.
 

@@ -11,9 +11,10 @@
 #include <cstdint>
 #include <optional>
 #include <string>
-#include <vector>
 #include <string_view>
+#include <vector>
 
+#include "dockgate/common/percent.hpp"
 #include "dockgate/policy/operation.hpp"
 
 namespace dockgate::policy {
@@ -55,10 +56,15 @@ std::optional<std::string> filter_container_list(std::string_view json, std::str
 // Whether one event (a JSON line of SystemEvents) concerns a container owned by `owner`.
 bool event_owned(std::string_view json_line, std::string_view owner);
 
-// Percent-decoding and -encoding of query values (application/x-www-form-urlencoded: `+`
-// is a space).
-std::optional<std::string> query_unescape(std::string_view s);
-std::string query_escape(std::string_view s);
+// Query keys and values of a Docker request: decoded as dockerd reads them (`+` is a space)
+// and encoded as the gate writes them (every byte but RFC 3986's unreserved as %XX). The
+// one implementation is common/percent.hpp, shared with the sidecar's S3 client.
+inline std::optional<std::string> query_unescape(std::string_view s) {
+  return common::percent_decode_query(s);
+}
+inline std::string query_escape(std::string_view s) {
+  return common::percent_encode(s);
+}
 
 // The version string dockerd reports in /version ("ApiVersion"), parsed.
 std::optional<std::string> parse_version_api(std::string_view json);

@@ -1,0 +1,334 @@
+// The reviews of JSON request bodies: decode each as dockerd does, bring it to one
+// canonical form, apply the profile's rules (body_reviewer), and serialise what was
+// checked. See body_review.hpp and docs/design.md, "Container-create policy".
+//
+// Invariant: a body reviewed here reaches the daemon only as the gate's own serialisation
+// of what was checked (a rewrite, never the client's bytes), so what was checked is what
+// the daemon creates.
+#include "dockgate/policy/body_review.hpp"
+
+#include <string>
+#include <vector>
+
+#include "body_reviewer.hpp"
+#include "dockgate/policy/go_json.hpp"
+#include "dockgate/policy/responses.hpp"
+#include "widening_fields.hpp"
+
+namespace dockgate::policy {
+
+namespace {
+
+rewrite reviewed(std::string body, std::vector<std::string> changes,
+                 std::vector<std::string> dropped) {
+  rewrite out;
+  out.body = std::move(body);
+  out.changes = std::move(changes);
+  out.dropped = std::move(dropped);
+  return out;
+}
+
+// Moves the deprecated top-level host-config fields where dockerd would take them from
+// (ContainerConfigWrapper.getHostConfig), so that one HostConfig object says everything.
+json_object canonical_create(json_object body) {
+  json_object config, top_host;
+  std::optional<json_object> inner;
+  std::optional<json_value> networking;
+  std::string cpuset;
+  for (auto& m : body) {
+    if (m.key == "HostConfig") {
+      inner = std::move(*m.value.as_object());
+    } else if (m.key == "NetworkingConfig") {
+      networking = std::move(m.value);
+    } else if (m.key == "Cpuset") {
+      cpuset = *m.value.as_string();
+    } else if (resolve_key(m.key, schema::host_config)) {
+      top_host.push_back(std::move(m));
+    } else {
+      config.push_back(std::move(m));
+    }
+  }
+  json_object host;
+  if (!inner) {
+    host = std::move(top_host);  // no HostConfig: the top level is the host config
+  } else {
+    host = std::move(*inner);
+    // With both, dockerd still takes these four from the top level when the inner one is 0.
+    for (std::string_view k : {"Memory", "MemorySwap", "CpuShares", "CpusetCpus"}) {
+      const json_value* top = find(top_host, k);
+      if (top && !is_empty_value(top) && is_empty_value(find(host, k))) set(host, k, *top);
+    }
+  }
+  if (!cpuset.empty() && is_empty_value(find(host, "CpusetCpus"))) set(host, "CpusetCpus", cpuset);
+  config.push_back({"HostConfig", std::move(host)});
+  if (networking) config.push_back({"NetworkingConfig", std::move(*networking)});
+  return config;
+}
+
+}  // namespace
+
+decision review_container_create(const profile& p, std::string_view body, daemon_facts facts) {
+  const api_version version = facts.version;
+  auto decoded = decode_body(body, schema::container_create);
+  if (!decoded.value)
+    return deny{400, "body", "dockgate: invalid ContainerCreate body: " + decoded.error};
+  json_object root = canonical_create(std::move(*decoded.value->as_object()));
+  // What the daemon makes of empty fields for older clients (moby's postContainersCreate).
+  auto old_default = [&](std::string_view path, json_value value) {
+    json_object* parent = nullptr;
+    std::string_view key;
+    json_value* v = locate(root, path, true, &parent, &key);
+    if (!v || is_empty_value(v)) set(*parent, key, std::move(value));
+  };
+  if (version < api_version{1, 25}) {  // the daemon turns AutoRemove off: the client removes
+    json_object* parent = nullptr;
+    std::string_view key;
+    if (json_value* v = locate(root, "HostConfig.AutoRemove", false, &parent, &key))
+      *v = json_value(false);
+  }
+  if (version < api_version{1, 40}) old_default("HostConfig.IpcMode", json_value("shareable"));
+  if (version < api_version{1, 41} && facts.cgroup_v1)
+    old_default("HostConfig.CgroupnsMode", json_value("host"));
+  std::vector<std::string> changes;
+  body_reviewer r{p, changes};
+  const auto& rules = p.rules.container_create;
+  bool ok = true;
+  std::string workspace;
+  if (p.rules.workspace) ok = r.take_workspace(root, workspace);
+  for (const auto& [path, rule] : rules.rules) ok = ok && r.apply(root, path, rule);
+  const bool mounts = p.rules.binds || p.rules.volumes.mount_owned;
+  const bool networks = p.rules.networks.join_owned;
+  if (mounts) ok = ok && r.check_mounts(root);
+  if (networks) ok = ok && r.check_networks(root);
+  std::vector<std::string_view> handled;
+  if (mounts) handled.insert(handled.end(), {"HostConfig.Binds", "HostConfig.Mounts", "Volumes"});
+  if (networks)
+    handled.insert(handled.end(), {"HostConfig.NetworkMode", "NetworkingConfig.EndpointsConfig"});
+  ok = ok && r.default_deny(root, create_widening_fields, rules, handled);
+  ok = ok && r.check_image(root) && r.stamp_owner(root);
+  if (!ok) return *r.refusal;
+  if (!workspace.empty()) r.bind_workspace(root, workspace);
+  canonical_order(root, schema::container_create);
+  auto warnings = create_warnings(p, root, changes);
+  rewrite out = reviewed(to_json(json_value(std::move(root))), std::move(changes),
+                         std::move(decoded.dropped));
+  out.bind_sources = std::move(r.bind_sources);
+  out.workspace_source = workspace;
+  out.networks = std::move(r.network_names);
+  out.volumes = std::move(r.volume_names);
+  out.warnings = std::move(warnings);
+  return out;
+}
+
+decision review_container_exec(const profile& p, std::string_view body) {
+  auto decoded = decode_body(body, schema::exec_config);
+  if (!decoded.value)
+    return deny{400, "body", "dockgate: invalid ContainerExec body: " + decoded.error};
+  json_object root = std::move(*decoded.value->as_object());
+  std::vector<std::string> changes;
+  body_reviewer r{p, changes};
+  const auto& rules = p.rules.container_exec;
+  bool ok = true;
+  for (const auto& [path, rule] : rules.rules) ok = ok && r.apply(root, path, rule);
+  ok = ok && r.default_deny(root, exec_widening_fields, rules, {});  // nothing handled elsewhere
+  if (!ok) return *r.refusal;
+  canonical_order(root, schema::exec_config);
+  return reviewed(to_json(json_value(std::move(root))), std::move(changes),
+                  std::move(decoded.dropped));
+}
+
+decision review_image_reference(const profile& p, std::string_view reference) {
+  std::vector<std::string> changes;
+  body_reviewer r{p, changes};
+  if (!r.check_image_reference(reference, false)) return *r.refusal;
+  return allow{};
+}
+
+decision review_container_update(const profile& p, std::string_view body) {
+  auto decoded = decode_body(body, schema::container_update);
+  if (!decoded.value)
+    return deny{400, "body", "dockgate: invalid ContainerUpdate body: " + decoded.error};
+  // The update's fields are HostConfig's (Resources, RestartPolicy): the create rules for
+  // HostConfig.<field> apply to them, clamps included.
+  json_object root{{"HostConfig", std::move(*decoded.value)}};
+  std::vector<std::string> changes;
+  body_reviewer r{p, changes};
+  field_rules host_rules;
+  for (const auto& [path, rule] : p.rules.container_create.rules)
+    if (path.starts_with("HostConfig.") &&
+        resolve_key(std::string_view(path).substr(11), schema::container_update))
+      host_rules.rules.emplace_back(path, rule);
+  bool ok = true;
+  for (const auto& [path, rule] : host_rules.rules) {
+    // Force and clamp rules of fields the client did not send stay out of an update: an
+    // update changes only what it names (the container was created within the rules).
+    if ((rule.type == field_rule::kind::force || rule.type == field_rule::kind::clamp) &&
+        !locate(root, path))
+      continue;
+    ok = ok && r.apply(root, path, rule);
+  }
+  std::vector<widening_field> update_widening;
+  for (const auto& w : create_widening_fields)
+    if (w.path.starts_with("HostConfig.") &&
+        resolve_key(w.path.substr(11), schema::container_update))
+      update_widening.push_back(w);
+  ok = ok && r.default_deny(root, update_widening, host_rules, {});
+  if (!ok) return *r.refusal;
+  canonical_order(*find(root, "HostConfig")->as_object(), schema::container_update);
+  return reviewed(to_json(*find(root, "HostConfig")), std::move(changes),
+                  std::move(decoded.dropped));
+}
+
+decision review_network_create(const profile& p, std::string_view body) {
+  auto decoded = decode_body(body, schema::network_create);
+  if (!decoded.value)
+    return deny{400, "body", "dockgate: invalid NetworkCreate body: " + decoded.error};
+  json_object root = std::move(*decoded.value->as_object());
+  std::vector<std::string> changes;
+  body_reviewer r{p, changes};
+  auto text = [&](const json_value* v) {
+    return v && v->as_string() ? *v->as_string() : std::string();
+  };
+  // A bridge network on addresses the daemon picks: no host options (bridge name, host
+  // binding address, MTU, masquerading), no chosen subnets (they route on the host), no
+  // IPv6 or swarm-only kinds.
+  const std::string name = text(find(root, "Name"));
+  const std::string driver = text(find(root, "Driver"));
+  const std::string scope = text(find(root, "Scope"));
+  bool ok = true;
+  if (!valid_object_name(name))
+    ok = r.refuse("Name", "networks", "\"" + name + "\" is not allowed (letters, digits, _ . -)");
+  else if (!(driver.empty() || driver == "bridge"))
+    ok = r.refuse("Driver", "networks", "\"" + driver + "\" is not allowed (bridge only)");
+  else if (!(scope.empty() || scope == "local"))
+    ok = r.refuse("Scope", "networks", "\"" + scope + "\" is not allowed");
+  else if (!is_empty_value(find(root, "Options")))
+    ok = r.refuse("Options", "networks", "are not allowed (host options)");
+  else if (!is_empty_value(find(root, "EnableIPv6")))
+    ok = r.refuse("EnableIPv6", "networks", "is not allowed");
+  else if (!is_empty_value(find(root, "Ingress")))
+    ok = r.refuse("Ingress", "networks", "is not allowed");
+  else if (!is_empty_value(find(root, "ConfigOnly")))
+    ok = r.refuse("ConfigOnly", "networks", "is not allowed");
+  else if (const auto* from = find(root, "ConfigFrom");
+           from && !is_empty_value(find(*from->as_object(), "Network")))
+    ok = r.refuse("ConfigFrom", "networks", "is not allowed");
+  else if (const auto* ipam = find(root, "IPAM"); ipam && ipam->as_object()) {
+    const std::string ipam_driver = text(find(*ipam->as_object(), "Driver"));
+    if (!(ipam_driver.empty() || ipam_driver == "default"))
+      ok = r.refuse("IPAM.Driver", "networks", "\"" + ipam_driver + "\" is not allowed");
+    else if (!is_empty_value(find(*ipam->as_object(), "Config")))
+      ok = r.refuse("IPAM.Config", "networks", "is not allowed (the daemon picks the subnet)");
+    else if (!is_empty_value(find(*ipam->as_object(), "Options")))
+      ok = r.refuse("IPAM.Options", "networks", "are not allowed");
+  }
+  ok = ok && r.stamp_owner(root, false);
+  if (!ok) return *r.refusal;
+  canonical_order(root, schema::network_create);
+  return reviewed(to_json(json_value(std::move(root))), std::move(changes),
+                  std::move(decoded.dropped));
+}
+
+decision review_volume_create(const profile& p, std::string_view body) {
+  auto decoded = decode_body(body, schema::volume_create);
+  if (!decoded.value)
+    return deny{400, "body", "dockgate: invalid VolumeCreate body: " + decoded.error};
+  json_object root = std::move(*decoded.value->as_object());
+  std::vector<std::string> changes;
+  body_reviewer r{p, changes};
+  // The local driver without options: its options mount host devices and paths
+  // (type=none,o=bind,device=/etc) and remote filesystems.
+  const json_value* name = find(root, "Name");
+  const json_value* driver = find(root, "Driver");
+  const std::string n = name && name->as_string() ? *name->as_string() : std::string();
+  const std::string d = driver && driver->as_string() ? *driver->as_string() : std::string();
+  bool ok = true;
+  if (!n.empty() && !valid_object_name(n))
+    ok = r.refuse("Name", "volumes", "\"" + n + "\" is not allowed (letters, digits, _ . -)");
+  else if (!(d.empty() || d == "local"))
+    ok = r.refuse("Driver", "volumes", "\"" + d + "\" is not allowed (local only)");
+  else if (!is_empty_value(find(root, "DriverOpts")))
+    ok = r.refuse("DriverOpts", "volumes", "are not allowed (they mount host paths and devices)");
+  else if (find(root, "ClusterVolumeSpec"))
+    ok = r.refuse("ClusterVolumeSpec", "volumes", "is not allowed");
+  ok = ok && r.stamp_owner(root, false);
+  if (!ok) return *r.refusal;
+  canonical_order(root, schema::volume_create);
+  rewrite out = reviewed(to_json(json_value(std::move(root))), std::move(changes),
+                         std::move(decoded.dropped));
+  if (!n.empty()) out.volumes.push_back(n);
+  return out;
+}
+
+// NetworkConnect and NetworkDisconnect: the container (which the proxy resolves to an
+// owned one) and, for a connect, the endpoint under the networks rule.
+decision review_network_attachment(const profile& p, operation op, std::string_view body) {
+  const bool connect = op == operation::NetworkConnect;
+  const object_spec& spec = connect ? schema::network_connect : schema::network_disconnect;
+  auto decoded = decode_body(body, spec);
+  if (!decoded.value)
+    return deny{400, "body",
+                "dockgate: invalid " + std::string(spec.name) + " body: " + decoded.error};
+  json_object root = std::move(*decoded.value->as_object());
+  std::vector<std::string> changes;
+  body_reviewer r{p, changes};
+  const json_value* container = find(root, "Container");
+  const std::string c =
+      container && container->as_string() ? *container->as_string() : std::string();
+  if (c.empty())
+    return deny{400, "body", "dockgate: " + std::string(spec.name) + " names no Container"};
+  if (const auto* endpoint = find(root, "EndpointConfig"); endpoint && endpoint->as_object())
+    if (!r.check_endpoint("EndpointConfig", *endpoint->as_object())) return *r.refusal;
+  canonical_order(root, spec);
+  rewrite out = reviewed(to_json(json_value(std::move(root))), std::move(changes),
+                         std::move(decoded.dropped));
+  out.container = c;
+  return out;
+}
+
+std::string with_container(std::string_view reviewed, operation op, std::string_view id) {
+  const object_spec& spec =
+      op == operation::NetworkConnect ? schema::network_connect : schema::network_disconnect;
+  auto decoded = decode_body(reviewed, spec);
+  json_object root = std::move(*decoded.value->as_object());
+  set(root, "Container", json_value(std::string(id)));
+  canonical_order(root, spec);
+  return to_json(json_value(std::move(root)));
+}
+
+std::size_t json_body_limit(operation op) {
+  switch (op) {
+    case operation::ContainerCreate:
+      return 1024 * 1024;  // env, labels and commands can be long
+    case operation::ContainerExec:
+      return 256 * 1024;
+    case operation::ContainerUpdate:
+      return 64 * 1024;
+    case operation::ExecStart:
+      return 4 * 1024;  // {"Detach":..,"Tty":..,"ConsoleSize":..}
+    default:
+      return 1024 * 1024;
+  }
+}
+
+decision review_body(const profile& p, operation op, std::string_view body, daemon_facts facts) {
+  switch (op) {
+    case operation::ContainerCreate:
+      return review_container_create(p, body, facts);
+    case operation::ContainerExec:
+      return review_container_exec(p, body);
+    case operation::ContainerUpdate:
+      return review_container_update(p, body);
+    case operation::NetworkCreate:
+      return review_network_create(p, body);
+    case operation::VolumeCreate:
+      return review_volume_create(p, body);
+    case operation::NetworkConnect:
+    case operation::NetworkDisconnect:
+      return review_network_attachment(p, op, body);
+    default:
+      return allow{};
+  }
+}
+
+}  // namespace dockgate::policy
