@@ -36,6 +36,7 @@
 #include "dockgate/common/error_body.hpp"
 #include "dockgate/policy/ownership.hpp"
 #include "dockgate/policy/query.hpp"
+#include "dockgate/policy/request_shape.hpp"
 #include "dockgate/policy/responses.hpp"
 #include "dockgate/http/chunked.hpp"
 
@@ -314,18 +315,11 @@ net::awaitable<connection::outcome> connection::serve_one() {
 
   auto routed = policy::route_request(head_->method, head_->target);
   if (auto* err = std::get_if<policy::route_error>(&routed); err && *err == policy::route_error::unsupported_version) {
-    // Answered in the daemon's words: a client reads "too new" to negotiate down.
-    const std::string_view segment = std::string_view(path_).substr(2, path_.find('/', 1) - 2);
-    const auto version = policy::parse_api_version(segment);
-    if (version && *version > policy::max_api_version) {
-      if (!ctx_.api_version && co_await connect_upstream()) co_await learn_api_version();
-      co_await refuse(400, "version", "client version " + std::string(segment) + " is too new. Maximum supported API version is " +
-                                          ctx_.api_version.value_or(policy::to_string(policy::max_api_version)));
-    } else {
-      co_await refuse(400, "version", "client version " + std::string(segment) +
-                                          " is too old. Minimum supported API version is " + policy::to_string(policy::min_api_version) +
-                                          " (dockgate), please upgrade your client to a newer version");
-    }
+    // Answered in the daemon's words, naming its version when it is too new.
+    const std::string_view segment = policy::version_segment(path_);
+    if (policy::version_too_new(segment) && !ctx_.api_version && co_await connect_upstream()) co_await learn_api_version();
+    const auto d = policy::version_refusal(segment, known_daemon_version());
+    co_await refuse(d.status, d.rule, d.reason);
     co_return outcome::close;
   }
   if (auto* err = std::get_if<policy::route_error>(&routed)) {
@@ -365,40 +359,15 @@ net::awaitable<connection::outcome> connection::serve_one() {
     for (const auto& name : q.dropped) dropped_ += (dropped_.empty() ? "query:" : ",query:") + name;
   }
 
-  const bool hijack = policy::operation_hijacks(r.op);
-  // Streams without a natural end: if the daemon goes away mid-stream, the client's
-  // stream is ended cleanly (its last chunk) rather than cut.
-  endless_stream_ = r.op == policy::operation::SystemEvents || r.op == policy::operation::ContainerLogs ||
-                    r.op == policy::operation::ContainerStats || r.op == policy::operation::ContainerWait;
-  const bool upgrade = head_->connection_upgrade || !head_->upgrade.empty();
-  if (upgrade && !hijack) {
-    co_await refuse(400, "upgrade", "dockgate: Upgrade is allowed only on ContainerAttach and ExecStart");
+  // Hijack, endless stream, what becomes of the body, or a refusal (request_shape.hpp).
+  const auto shaped = policy::shape_request(r.op, policy::facts_of(*head_));
+  if (const auto* refused = std::get_if<policy::shape_refusal>(&shaped)) {
+    co_await refuse(refused->status, refused->rule, refused->reason);
     co_return outcome::close;
   }
-  if (upgrade && (!head_->connection_upgrade || !http::iequals(head_->upgrade, "tcp"))) {
-    co_await refuse(400, "upgrade", "dockgate: only \"Connection: Upgrade\" with \"Upgrade: tcp\" is supported");
-    co_return outcome::close;
-  }
-  const auto body = policy::operation_body(r.op);
-  if (head_->has_body()) {
-    // dockerd's ParseForm reads a form body into the same values as the query, ahead of
-    // it: a form body could override what the query check saw.
-    for (std::size_t i = 0; i < head_->field_count; ++i) {
-      const auto& f = head_->fields[i];
-      if (!http::iequals(f.name, "content-type")) continue;
-      const std::string_view type = f.value.substr(0, f.value.find(';'));
-      if (http::iequals(type, "application/x-www-form-urlencoded") || http::iequals(type, "multipart/form-data")) {
-        co_await refuse(400, "body", "dockgate: form bodies are not accepted");
-        co_return outcome::close;
-      }
-    }
-  }
-  // A body on an operation that takes none (clients send "{}" to stop, kill, start...):
-  // read within a small limit, never forwarded. The daemon ignores it too. ImageCreate
-  // passes the query review only as a pull, whose body the daemon never reads (dockerode
-  // sends one); the import form, which reads it, is refused there.
-  const bool drop_body =
-      (body == policy::body_kind::none || r.op == policy::operation::ImageCreate) && head_->has_body();
+  const auto shape = std::get<policy::request_shape>(shaped);
+  endless_stream_ = shape.endless_stream;
+  const bool drop_body = shape.body == policy::request_body::dropped;
   if (drop_body) dropped_ += dropped_.empty() ? "body" : ",body";
   audit_.verdict = "allow";
 
@@ -410,9 +379,9 @@ net::awaitable<connection::outcome> connection::serve_one() {
 
   // From here the head's bytes may move (the body is read into the same buffer): the head
   // is serialised first, and only values of head_ are used afterwards.
-  const bool json_body = body == policy::body_kind::json && head_->has_body();
+  const bool json_body = shape.body == policy::request_body::json;
   if (!dropped_.empty()) audit_.dropped = dropped_;
-  serialize_request_head(upgrade);
+  serialize_request_head(shape.upgrade);
   consume(head_size);
   body_decoder_ = http::chunked_decoder{};
   body_remaining_ = head_->content_length.value_or(0);
@@ -519,8 +488,8 @@ net::awaitable<connection::outcome> connection::serve_one() {
     co_return outcome::close;
   }
   if (json_body) audit_.bytes_in = json_body_.size();
-  else if (head_->has_body() && !drop_body && !co_await forward_body()) co_return outcome::close;
-  co_return co_await relay_response(hijack);
+  else if (shape.body == policy::request_body::stream && !co_await forward_body()) co_return outcome::close;
+  co_return co_await relay_response(shape.hijack);
 }
 
 net::awaitable<bool> connection::connect_upstream() {

@@ -119,6 +119,10 @@ class connection {
   }
   void clear_deadline() { deadline_ = std::chrono::steady_clock::time_point::max(); }
   static const policy::profile& no_profile();
+  // The daemon's API version once learned (it is learned again after the daemon was away).
+  std::optional<policy::api_version> known_daemon_version() const {
+    return ctx_.api_version ? std::optional(ctx_.daemon_version) : std::nullopt;
+  }
   // True if a policy refusal must be enforced; in audit mode records it instead.
   bool enforce(const policy::deny& d);
 

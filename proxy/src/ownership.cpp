@@ -17,6 +17,7 @@
 #include "socket_io.hpp"
 #include "dockgate/policy/owned_objects.hpp"
 #include "dockgate/policy/ownership.hpp"
+#include "dockgate/policy/request_shape.hpp"
 #include "dockgate/policy/responses.hpp"
 
 namespace dockgate::proxy {
@@ -117,10 +118,9 @@ net::awaitable<bool> connection::prepare_target(const policy::route& r) {
   forward_version_ = *ctx_.api_version;
   version_ = ctx_.daemon_version;
   if (r.version) {
-    if (*r.version > ctx_.daemon_version) {
+    if (auto d = policy::version_refusal(*r.version, ctx_.daemon_version)) {
       audit_.verdict = "deny";
-      co_await refuse(400, "version", "client version " + policy::to_string(*r.version) +
-                                          " is too new. Maximum supported API version is " + *ctx_.api_version);
+      co_await refuse(d->status, d->rule, d->reason);
       co_return false;
     }
     version_ = *r.version;
