@@ -1,21 +1,53 @@
 #pragma once
-// One client connection: the request path of DESIGN.md (read head, route, decide,
-// forward, stream or hijack, record), one request at a time.
+// One client connection: the request path of docs/design.md, "The request path", one
+// request at a time. `connection` holds the state and the connection's life; each stage
+// is a member function in a file of its own (proxy/src/), and serve_one() calls them in
+// order. The steps (the source of truth for docs/design.md):
+//
+//   1. Read the head: strict framing, within the head timeout and max_head_bytes.
+//      read_head, request_head_stage.cpp
+//   2. Parse and route: one operation, or 400/404/405; an unsupported /vX.Y answered in
+//      the daemon's words (policy::version_refusal).
+//      admit_request, refuse_version, request_head_stage.cpp
+//   3. Decide: the profile's decision, its review of the query, the request's shape
+//      (policy::shape_request: hijack, endless stream, body kept, dropped or refused).
+//      admit_request, request_head_stage.cpp
+//   4. Ownership and version pinning: the daemon's version learned, the request pinned
+//      to one version, referenced objects resolved and checked to be the profile's, list
+//      filters confined; the forwarded target.
+//      prepare_target, upstream_lookups.cpp
+//   5. The request body: read (a dropped one within a small limit), a JSON body read
+//      whole, reviewed, its bind sources and named objects checked.
+//      read_request_body, request_body_stage.cpp
+//   6. Forward: the gate's serialisation of the request, then a streamed body.
+//      forward_request, request_body_stage.cpp
+//   7. Relay the response: a sized answer in one gathered write, a confined list
+//      filtered whole, a stream handed to step 8, a hijack to step 9.
+//      relay_response, response_relay.cpp
+//   8. Held streams: a chunked or until-close body relayed as it comes, held by callbacks
+//      while it waits, ended cleanly.
+//      relay_stream ... end_stream, held_streams.cpp
+//   9. Splice: a hijacked connection, both ways, with splice(2).
+//      splice, splice.cpp
+//  10. Record: one audit line and the metrics per request.
+//      finish_audit, connection.cpp
 
 #include <array>
+#include <boost/beast/core/flat_buffer.hpp>
 #include <memory>
 #include <optional>
 #include <string>
-
-#include <boost/beast/core/flat_buffer.hpp>
+#include <string_view>
+#include <variant>
 
 #include "buffer_pool.hpp"
 #include "context.hpp"
-#include "dockgate/policy/body_review.hpp"
-#include "dockgate/proxy/audit.hpp"
 #include "dockgate/http/chunked.hpp"
 #include "dockgate/http/request_head.hpp"
 #include "dockgate/http/response_head.hpp"
+#include "dockgate/policy/body_review.hpp"
+#include "dockgate/policy/request_shape.hpp"
+#include "dockgate/proxy/audit.hpp"
 
 namespace dockgate::proxy {
 
@@ -45,28 +77,55 @@ class connection {
   enum class outcome { keep_alive, close, relay_stream, held };
   enum class ended { closed, held };
   // What the proxy does to a response body on its way back.
-  enum class response_filter { none, container_list, events, create_warnings, networks, volume_list, data_usage };
+  enum class response_filter {
+    none,
+    container_list,
+    events,
+    create_warnings,
+    networks,
+    volume_list,
+    data_usage
+  };
   // How a response body is framed towards the client.
   enum class response_framing { none, length, chunked, raw };
 
   net::awaitable<ended> run();
   net::awaitable<void> close_gracefully();
+  // A request that passed steps 2 and 3: its route (views into the head) and its shape.
+  struct admitted {
+    policy::route route;
+    policy::request_shape shape;
+  };
+  // A /vX.Y outside the route table's range: answered by refuse_version().
+  struct unsupported_version {};
+  using admission = std::variant<admitted, policy::deny, unsupported_version>;
+
   net::awaitable<outcome> serve_one();
+  // Step 1 (request_head_stage.cpp): a whole head in the buffer (head_size), 0 if too large.
   net::awaitable<bool> read_head(std::size_t& head_size);
+  // Steps 2 and 3 (request_head_stage.cpp), no I/O: parse, route, decide, shape.
+  admission admit_request(std::size_t head_size);
+  net::awaitable<void> refuse_version();
   net::awaitable<void> refuse(unsigned status, std::string_view rule, std::string_view message);
   net::awaitable<bool> connect_upstream();
+  // Steps 5 and 6 (request_body_stage.cpp). Each returns false after answering the client
+  // itself (or when it is gone).
+  net::awaitable<bool> read_request_body(const policy::route& r, policy::request_body body);
+  net::awaitable<bool> forward_request(policy::request_body body);
   void serialize_request_head(bool upgrade);
-  // Ownership and version pinning: builds target_ for the forwarded request. Returns
-  // false after answering the client itself.
+  // Step 4 (upstream_lookups.cpp), ownership and version pinning: builds target_ for the
+  // forwarded request. Returns false after answering the client itself.
   net::awaitable<bool> prepare_target(const policy::route& r);
   net::awaitable<bool> learn_api_version();
   // A GET to the daemon on the upstream connection (inspect, version); status 0 on error.
   net::awaitable<std::pair<unsigned, std::string>> upstream_get(std::string_view target);
-  net::awaitable<std::pair<unsigned, std::string>> upstream_request(std::string_view method, std::string_view target,
+  net::awaitable<std::pair<unsigned, std::string>> upstream_request(std::string_view method,
+                                                                    std::string_view target,
                                                                     std::string_view json);
   // The networks and volumes a reviewed body names are the profile's (creating missing
   // volumes with its label); the message of the refusal if not.
-  net::awaitable<std::optional<policy::deny>> check_named_objects(const policy::route& r, policy::rewrite& rw);
+  net::awaitable<std::optional<policy::deny>> check_named_objects(const policy::route& r,
+                                                                  policy::rewrite& rw);
   net::awaitable<std::optional<std::string>> owned_container_id(std::string_view reference);
   // Why a container's binds may not be mounted now (check_bind_source), if they may not.
   net::awaitable<std::optional<std::string>> binds_problem(const std::string& container);
@@ -78,6 +137,7 @@ class connection {
   net::awaitable<std::pair<body_piece, std::string_view>> next_body_piece();
   net::awaitable<bool> read_json_body(std::size_t limit);
   net::awaitable<bool> forward_body();
+  // Step 7 (response_relay.cpp); steps 8 (held_streams.cpp) and 9 (splice.cpp) follow it.
   net::awaitable<outcome> relay_response(bool hijack_allowed);
   // The body of a chunked or until-close response: what is buffered first (with the head
   // when it has not gone yet, in one write), then what the daemon sends, as it sends it.
@@ -97,11 +157,14 @@ class connection {
   void watch_client();
   net::awaitable<void> splice(std::string_view response_leftover);
   // One direction of a hijacked stream, through a pipe with splice(2).
-  net::awaitable<void> splice_one_way(protocol::socket& from, protocol::socket& to, std::uint64_t& bytes);
-  net::awaitable<void> copy_one_way(protocol::socket& from, protocol::socket& to, std::uint64_t& bytes);
+  net::awaitable<void> splice_one_way(protocol::socket& from, protocol::socket& to,
+                                      std::uint64_t& bytes);
+  net::awaitable<void> copy_one_way(protocol::socket& from, protocol::socket& to,
+                                    std::uint64_t& bytes);
   // Serialises the daemon's response head into out_, minus its hop-by-hop headers;
   // `content_length` replaces the daemon's when set.
-  void write_response_head(const http::response_head& res, response_framing framing, bool keep_alive,
+  void write_response_head(const http::response_head& res, response_framing framing,
+                           bool keep_alive,
                            std::optional<std::size_t> content_length = std::nullopt);
   void finish_audit(unsigned status);
 
@@ -119,6 +182,10 @@ class connection {
   }
   void clear_deadline() { deadline_ = std::chrono::steady_clock::time_point::max(); }
   static const policy::profile& no_profile();
+  // The daemon's API version once learned (it is learned again after the daemon was away).
+  std::optional<policy::api_version> known_daemon_version() const {
+    return ctx_.api_version ? std::optional(ctx_.daemon_version) : std::nullopt;
+  }
   // True if a policy refusal must be enforced; in audit mode records it instead.
   bool enforce(const policy::deny& d);
 
@@ -132,8 +199,8 @@ class connection {
   std::string client_id_;
   policy::client_identity identity_;
   std::shared_ptr<const policy::policy> policy_;  // the policy of the request being served
-  const policy::profile* profile_ptr_;  // nullptr: no profile for this client
-  const policy::profile* profile_;      // profile_ptr_, or the empty profile
+  const policy::profile* profile_ptr_;            // nullptr: no profile for this client
+  const policy::profile* profile_;                // profile_ptr_, or the empty profile
   std::string would_;  // audit mode: what the profile would have refused or changed
 
   // Client bytes: the head is parsed in place, so head fields view into this buffer
@@ -164,24 +231,25 @@ class connection {
   http::chunked_decoder response_decoder_;
 
   beast::flat_buffer upstream_buffer_;  // ownership lookups (upstream_request) only
-  std::string out_;        // serialisation buffer, reused across requests
-  std::string json_body_;  // a JSON request body, read whole before it is forwarded
+  std::string out_;                     // serialisation buffer, reused across requests
+  std::string json_body_;               // a JSON request body, read whole before it is forwarded
 
   // The parsed head views into the client-bytes buffer; held from a small free list
   // while a request is parsed and forwarded, not while the connection waits.
   std::unique_ptr<http::request_head> head_;
-  http::chunked_decoder body_decoder_;      // the request body's framing state
-  std::uint64_t body_remaining_ = 0;  // Content-Length bytes still to come
-  std::string path_;     // the request's path, for the audit line
-  std::string changes_;  // what the profile forced or clamped, for the audit line
-  std::string query_;    // the query forwarded: the client's parameters the daemon reads
+  http::chunked_decoder body_decoder_;  // the request body's framing state
+  std::uint64_t body_remaining_ = 0;    // Content-Length bytes still to come
+  std::string path_;                    // the request's path, for the audit line
+  std::string changes_;                 // what the profile forced or clamped, for the audit line
+  std::string query_;              // the query forwarded: the client's parameters the daemon reads
   std::string forward_version_;    // the API version forwarded ("1.41")
   policy::api_version version_{};  // the same, for the body review
-  std::string dropped_;  // what the gate left out because the daemon ignores it
+  std::string dropped_;            // what the gate left out because the daemon ignores it
   std::vector<std::string> warnings_;  // added to a create answer: what the profile changed
+  static constexpr std::string_view last_chunk = "0\r\n\r\n";
   // A body on an operation that takes none is read up to this and never forwarded.
   static constexpr std::size_t ignored_body_limit = 64 * 1024;
-  std::string target_;   // the forwarded request target (pinned version, full IDs)
+  std::string target_;  // the forwarded request target (pinned version, full IDs)
   response_filter filter_ = response_filter::none;
   std::string event_line_;  // a partial event line while filtering events
   audit_record audit_;

@@ -1,184 +1,32 @@
-// Listeners, signals and graceful shutdown.
+// The server: accept loops (at the connection limit), the metrics listener, signals
+// (SIGTERM/SIGINT graceful shutdown, SIGHUP policy reload), the watchdog; the listeners
+// themselves are opened in listeners.cpp.
 #include "dockgate/proxy/server.hpp"
 
 #include <malloc.h>
-#include <netdb.h>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <arpa/inet.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
-#include <algorithm>
 #include <stdexcept>
 
 #include "connection.hpp"
 #include "context.hpp"
+#include "listeners.hpp"
 #include "tls_front.hpp"
 
 namespace dockgate::proxy {
 
 namespace {
-
-using acceptor = net::basic_socket_acceptor<protocol>;
-
-protocol::endpoint resolve(net::io_context& ioc, const common::endpoint& ep) {
-  if (ep.scheme == common::endpoint::kind::unix_socket)
-    return protocol::endpoint(net::local::stream_protocol::endpoint(ep.path));
-  net::ip::tcp::resolver resolver(ioc);
-  auto results = resolver.resolve(ep.host, std::to_string(ep.port), net::ip::tcp::resolver::numeric_service);
-  if (results.empty()) throw std::runtime_error("cannot resolve " + ep.to_string());
-  return protocol::endpoint(results.begin()->endpoint());
-}
-
-// Identity of the peer, for the audit line and profile selection: the kernel's word for a
-// unix socket (SO_PEERCRED, taken at connect time), the peer address for TCP.
-std::string peer_identity(protocol::socket& s, bool is_unix, policy::client_identity& identity) {
-  if (is_unix) {
-    ucred cred{};
-    socklen_t len = sizeof cred;
-    if (::getsockopt(s.native_handle(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return "unix:unknown";
-    identity.uid = cred.uid;
-    identity.gid = cred.gid;
-    return "unix:uid=" + std::to_string(cred.uid) + ",gid=" + std::to_string(cred.gid) +
-           ",pid=" + std::to_string(cred.pid);
-  }
-  beast::error_code ec;
-  auto ep = s.remote_endpoint(ec);
-  if (ec) return "tcp:unknown";
-  char host[NI_MAXHOST];
-  char port[NI_MAXSERV];
-  if (::getnameinfo(ep.data(), static_cast<socklen_t>(ep.size()), host, sizeof host, port, sizeof port,
-                    NI_NUMERICHOST | NI_NUMERICSERV) != 0)
-    return "tcp:unknown";
-  identity.address = host;
-  return std::string("tcp:") + host + ":" + port;
-}
-
-beast::error_code& ec_ignored() {
-  static thread_local beast::error_code ec;
-  return ec;
-}
-
-struct listener {
-  common::endpoint address;
-  acceptor socket;
-  net::ssl::context* tls = nullptr;  // tls:// listeners
-  // unix listeners: the socket file this process created, so that shutdown removes that
-  // file and never one another process has bound at the same path since.
-  dev_t socket_dev = 0;
-  ino_t socket_ino = 0;
-};
-
-// A TCP listener hands the Docker API to whoever reaches it: loopback, or client
-// certificates, or the operator's explicit --allow-insecure-tcp.
-void require_safe_tcp(const common::endpoint& a, const serve_options& opts) {
-  auto tcp = net::ip::make_address(a.host, ec_ignored());
-  const bool loopback = !tcp.is_unspecified() && tcp.is_loopback();
-  const bool authenticated = a.scheme == common::endpoint::kind::tls && !opts.tls_client_ca.empty();
-  if (!loopback && !authenticated && !opts.allow_insecure_tcp)
-    throw std::runtime_error("refusing " + a.to_string() +
-                             ": not a loopback address and no client certificates required (anyone who "
-                             "reaches it gets the Docker API); use tls:// with --tls-client-ca, or pass "
-                             "--allow-insecure-tcp to insist");
-}
-
-// systemd socket activation (sd_listen_fds(3)): a listening socket systemd opened for this
-// process at exactly this address, if any. LISTEN_PID must name this process.
-std::optional<int> inherited_listener(const common::endpoint& a) {
-  const char* pid = std::getenv("LISTEN_PID");
-  const char* fds = std::getenv("LISTEN_FDS");
-  if (!pid || !fds || std::to_string(::getpid()) != pid) return std::nullopt;
-  const int n = std::atoi(fds);
-  for (int fd = 3; fd < 3 + n && fd < 3 + 64; ++fd) {
-    sockaddr_storage ss{};
-    socklen_t len = sizeof ss;
-    int listening = 0;
-    socklen_t optlen = sizeof listening;
-    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0 ||
-        ::getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &optlen) != 0 || !listening)
-      continue;
-    char host[INET6_ADDRSTRLEN] = {};
-    if (a.scheme == common::endpoint::kind::unix_socket && ss.ss_family == AF_UNIX) {
-      const auto* un = reinterpret_cast<const sockaddr_un*>(&ss);
-      if (a.path == un->sun_path) return fd;
-    } else if (a.scheme != common::endpoint::kind::unix_socket && ss.ss_family == AF_INET) {
-      const auto* in = reinterpret_cast<const sockaddr_in*>(&ss);
-      ::inet_ntop(AF_INET, &in->sin_addr, host, sizeof host);
-      if (ntohs(in->sin_port) == a.port && a.host == host) return fd;
-    } else if (a.scheme != common::endpoint::kind::unix_socket && ss.ss_family == AF_INET6) {
-      const auto* in6 = reinterpret_cast<const sockaddr_in6*>(&ss);
-      ::inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof host);
-      if (ntohs(in6->sin6_port) == a.port && a.host == host) return fd;
-    }
-  }
-  return std::nullopt;
-}
-
-void open_listener(listener& l, net::io_context& ioc, const serve_options& opts) {
-  const auto& a = l.address;
-  auto ep = resolve(ioc, a);
-  if (auto fd = inherited_listener(a)) {
-    // systemd made it (and owns the socket file: shutdown leaves it); its mode and owner
-    // are the .socket unit's. The TCP rule below still applies.
-    if (a.scheme != common::endpoint::kind::unix_socket) require_safe_tcp(a, opts);
-    ::fcntl(*fd, F_SETFD, FD_CLOEXEC);
-    l.socket.assign(ep.protocol(), *fd);
-    return;
-  }
-  if (a.scheme == common::endpoint::kind::unix_socket) {
-    struct stat st{};
-    if (::lstat(a.path.c_str(), &st) == 0) {
-      if (!S_ISSOCK(st.st_mode))
-        throw std::runtime_error(a.path + " exists and is not a socket; not replacing it");
-      // A socket file: in use if something accepts on it, stale otherwise.
-      protocol::socket probe(ioc);
-      beast::error_code ec;
-      probe.connect(ep, ec);
-      if (!ec) throw std::runtime_error(a.path + " is in use by another process");
-      ::unlink(a.path.c_str());
-    }
-    l.socket.open(ep.protocol());
-    // Bind with a restrictive umask so the socket is never reachable with wider
-    // permissions than asked for, even for an instant.
-    const mode_t old = ::umask(0177);
-    beast::error_code ec;
-    l.socket.bind(ep, ec);
-    ::umask(old);
-    if (ec) throw std::runtime_error("bind " + a.to_string() + ": " + ec.message());
-    if (opts.socket_uid || opts.socket_gid) {
-      if (::chown(a.path.c_str(), opts.socket_uid ? *opts.socket_uid : static_cast<uid_t>(-1),
-                  opts.socket_gid ? *opts.socket_gid : static_cast<gid_t>(-1)) != 0)
-        throw std::runtime_error("chown " + a.path + ": " + std::strerror(errno));
-    }
-    if (::chmod(a.path.c_str(), opts.socket_mode) != 0)
-      throw std::runtime_error("chmod " + a.path + ": " + std::strerror(errno));
-    struct stat bound{};
-    if (::lstat(a.path.c_str(), &bound) == 0) {
-      l.socket_dev = bound.st_dev;
-      l.socket_ino = bound.st_ino;
-    }
-  } else {
-    require_safe_tcp(a, opts);
-    l.socket.open(ep.protocol());
-    l.socket.set_option(net::socket_base::reuse_address(true));
-    beast::error_code ec;
-    l.socket.bind(ep, ec);
-    if (ec) throw std::runtime_error("bind " + a.to_string() + ": " + ec.message());
-  }
-  l.socket.listen(net::socket_base::max_listen_connections);
-}
 
 // At the connection limit a gate listener is not served: new clients wait in the
 // kernel's backlog instead of being accepted and starved of descriptors. (Not the metrics
@@ -186,8 +34,9 @@ void open_listener(listener& l, net::io_context& ioc, const serve_options& opts)
 net::awaitable<void> below_connection_limit(proxy_context& ctx, listener& l) {
   bool warned = false;
   while (ctx.connections.size() >= ctx.max_connections && !ctx.stopping) {
-    if (!warned) ctx.log->warn("connection limit {} reached on {}: not accepting until one closes", ctx.max_connections,
-                               l.address.to_string());
+    if (!warned)
+      ctx.log->warn("connection limit {} reached on {}: not accepting until one closes",
+                    ctx.max_connections, l.address.to_string());
     warned = true;
     net::steady_timer wait(l.socket.get_executor(), std::chrono::milliseconds(10));
     co_await wait.async_wait(use_tuple);
@@ -200,7 +49,8 @@ net::awaitable<void> accept_loop(proxy_context& ctx, listener& l) {
     co_await below_connection_limit(ctx, l);
     auto [ec, socket] = co_await l.socket.async_accept(use_tuple);
     if (!ec && l.tls && !ctx.stopping) {
-      net::co_spawn(l.socket.get_executor(), serve_tls(ctx, *l.tls, std::move(socket)), net::detached);
+      net::co_spawn(l.socket.get_executor(), serve_tls(ctx, *l.tls, std::move(socket)),
+                    net::detached);
       continue;
     }
     if (ctx.stopping) co_return;
@@ -215,9 +65,7 @@ net::awaitable<void> accept_loop(proxy_context& ctx, listener& l) {
     policy::client_identity identity;
     std::string client = peer_identity(socket, is_unix, identity);
     auto c = std::make_unique<connection>(ctx, std::move(socket), std::move(client), identity);
-    net::co_spawn(
-        l.socket.get_executor(), connection::start(std::move(c)),
-        net::detached);
+    net::co_spawn(l.socket.get_executor(), connection::start(std::move(c)), net::detached);
   }
 }
 
@@ -227,13 +75,15 @@ net::awaitable<bool> daemon_answers(proxy_context& ctx, const net::any_io_execut
   upstream.expires_after(std::chrono::seconds(2));
   auto [cec] = co_await upstream.async_connect(ctx.upstream, use_tuple);
   if (cec) co_return false;
-  static constexpr std::string_view ping = "GET /_ping HTTP/1.1\r\nHost: docker\r\nConnection: close\r\n\r\n";
+  static constexpr std::string_view ping =
+      "GET /_ping HTTP/1.1\r\nHost: docker\r\nConnection: close\r\n\r\n";
   auto [wec, wn] = co_await net::async_write(upstream, net::buffer(ping), use_tuple);
   if (wec) co_return false;
   char buf[64];
   std::size_t got = 0;
   while (got < 12) {
-    auto [rec, rn] = co_await upstream.async_read_some(net::buffer(buf + got, sizeof buf - got), use_tuple);
+    auto [rec, rn] =
+        co_await upstream.async_read_some(net::buffer(buf + got, sizeof buf - got), use_tuple);
     if (rec || rn == 0) break;
     got += rn;
   }
@@ -252,7 +102,8 @@ net::awaitable<void> serve_metrics(proxy_context& ctx, protocol::socket socket) 
   }
   const std::string_view line = std::string_view(request).substr(0, request.find("\r\n"));
   unsigned status = 404;
-  std::string type = "application/json", body = R"({"message":"not found: GET /metrics or /healthz"})";
+  std::string type = "application/json",
+              body = R"({"message":"not found: GET /metrics or /healthz"})";
   if (line.starts_with("GET /metrics ")) {
     status = 200;
     type = "text/plain; version=0.0.4; charset=utf-8";
@@ -260,10 +111,15 @@ net::awaitable<void> serve_metrics(proxy_context& ctx, protocol::socket socket) 
   } else if (line.starts_with("GET /healthz ")) {
     const bool up = co_await daemon_answers(ctx, stream.get_executor());
     status = up ? 200 : 503;
-    body = up ? R"({"status":"ok","daemon":"answers"})" : R"({"status":"unhealthy","daemon":"does not answer"})";
+    body = up ? R"({"status":"ok","daemon":"answers"})"
+              : R"({"status":"unhealthy","daemon":"does not answer"})";
   }
-  std::string response = "HTTP/1.1 " + std::to_string(status) + (status == 200 ? " OK" : status == 503 ? " Service Unavailable" : " Not Found") +
-                         "\r\nContent-Type: " + type + "\r\nContent-Length: " + std::to_string(body.size()) +
+  std::string response = "HTTP/1.1 " + std::to_string(status) +
+                         (status == 200   ? " OK"
+                          : status == 503 ? " Service Unavailable"
+                                          : " Not Found") +
+                         "\r\nContent-Type: " + type +
+                         "\r\nContent-Length: " + std::to_string(body.size()) +
                          "\r\nConnection: close\r\n\r\n" + body;
   co_await net::async_write(stream, net::buffer(response), use_tuple);
   beast::error_code ignored;
@@ -279,11 +135,13 @@ net::awaitable<void> metrics_loop(proxy_context& ctx, listener& l) {
   }
 }
 
-net::awaitable<void> shutdown_when_signalled(proxy_context& ctx, net::signal_set& signals, net::signal_set& hangup,
+net::awaitable<void> shutdown_when_signalled(proxy_context& ctx, net::signal_set& signals,
+                                             net::signal_set& hangup,
                                              std::vector<listener>& listeners) {
   auto [ec, signo] = co_await signals.async_wait(use_tuple);
   if (ec) co_return;
-  ctx.log->info("signal {}: shutting down (deadline {} ms)", signo, ctx.options.shutdown_timeout.count());
+  ctx.log->info("signal {}: shutting down (deadline {} ms)", signo,
+                ctx.options.shutdown_timeout.count());
   ctx.stopping = true;
   beast::error_code ignored_hangup;
   hangup.cancel(ignored_hangup);  // no reloads while stopping (and no work left for the loop)
@@ -291,7 +149,8 @@ net::awaitable<void> shutdown_when_signalled(proxy_context& ctx, net::signal_set
     beast::error_code ignored;
     l.socket.close(ignored);
   }
-  for (auto* c : std::vector<connection*>(ctx.connections.begin(), ctx.connections.end())) c->shutdown();
+  for (auto* c : std::vector<connection*>(ctx.connections.begin(), ctx.connections.end()))
+    c->shutdown();
   const auto deadline = std::chrono::steady_clock::now() + ctx.options.shutdown_timeout;
   net::steady_timer timer(signals.get_executor());
   while (!ctx.connections.empty() && std::chrono::steady_clock::now() < deadline) {
@@ -300,7 +159,8 @@ net::awaitable<void> shutdown_when_signalled(proxy_context& ctx, net::signal_set
   }
   if (!ctx.connections.empty()) {
     ctx.log->warn("shutdown deadline passed: closing {} connection(s)", ctx.connections.size());
-    for (auto* c : std::vector<connection*>(ctx.connections.begin(), ctx.connections.end())) c->abort();
+    for (auto* c : std::vector<connection*>(ctx.connections.begin(), ctx.connections.end()))
+      c->abort();
   }
   if (ctx.watchdog) {
     // The watchdog ends once the aborted connections are gone; let it look now.
@@ -359,7 +219,8 @@ std::size_t connection_limit(const serve_options& options, spdlog::logger& log) 
   const rlim_t fds = std::min<rlim_t>(rl.rlim_cur, 1 << 22);
   std::size_t limit = fds > reserved ? static_cast<std::size_t>((fds - reserved) / 2) : 1;
   if (options.max_connections) limit = std::min(limit, options.max_connections);
-  log.info("file descriptors: {} (hard limit {}): serving up to {} connections", static_cast<unsigned long long>(rl.rlim_cur),
+  log.info("file descriptors: {} (hard limit {}): serving up to {} connections",
+           static_cast<unsigned long long>(rl.rlim_cur),
            static_cast<unsigned long long>(rl.rlim_max), limit);
   return limit;
 }
@@ -367,7 +228,8 @@ std::size_t connection_limit(const serve_options& options, spdlog::logger& log) 
 // SIGHUP: the policy read again; a valid one applies to new requests, an invalid one, or
 // one a user other than root could have changed (host_path.hpp), is refused (the reason
 // logged) and the current one stays.
-net::awaitable<void> reload_when_signalled(proxy_context& ctx, net::signal_set& signals, const policy_loader& load) {
+net::awaitable<void> reload_when_signalled(proxy_context& ctx, net::signal_set& signals,
+                                           const policy_loader& load) {
   for (;;) {
     auto [ec, signo] = co_await signals.async_wait(use_tuple);
     if (ec || ctx.stopping) co_return;
@@ -379,7 +241,8 @@ net::awaitable<void> reload_when_signalled(proxy_context& ctx, net::signal_set& 
     }
     ctx.policy = std::make_shared<const policy::policy>(std::move(*fresh));
     ctx.log->info("SIGHUP: policy reloaded ({} profile(s), default {}); it applies to new requests",
-                  ctx.policy->profiles.size(), ctx.policy->default_profile ? ctx.policy->default_().name : std::string("none"));
+                  ctx.policy->profiles.size(),
+                  ctx.policy->default_profile ? ctx.policy->default_().name : std::string("none"));
   }
 }
 
@@ -398,15 +261,20 @@ int serve(const serve_options& options, policy::policy initial, const policy_loa
   std::unique_ptr<net::ssl::context> tls;
   if (!options.tls_cert.empty()) tls = make_tls_context(options);
   std::vector<listener> listeners;
-  listeners.reserve(options.listen.size() + 1);  // + the metrics listener: no reallocation under the loops
+  listeners.reserve(options.listen.size() +
+                    1);  // + the metrics listener: no reallocation under the loops
   for (const auto& address : options.listen) {
-    listeners.push_back(listener{address, acceptor(ioc),
-                                 address.scheme == common::endpoint::kind::tls ? tls.get() : nullptr});
+    listeners.push_back(
+        listener{address, acceptor(ioc),
+                 address.scheme == common::endpoint::kind::tls ? tls.get() : nullptr});
     open_listener(listeners.back(), ioc, options);
-    log->info("listening on {}{} ({} profile(s), default {}), upstream {}", address.to_string(),
-              listeners.back().socket_ino == 0 && address.scheme == common::endpoint::kind::unix_socket ? " (from systemd)" : "",
-              pol.profiles.size(),
-              pol.default_profile ? pol.default_().name : std::string("none"), options.upstream.to_string());
+    log->info(
+        "listening on {}{} ({} profile(s), default {}), upstream {}", address.to_string(),
+        listeners.back().socket_ino == 0 && address.scheme == common::endpoint::kind::unix_socket
+            ? " (from systemd)"
+            : "",
+        pol.profiles.size(), pol.default_profile ? pol.default_().name : std::string("none"),
+        options.upstream.to_string());
   }
   for (auto& l : listeners) net::co_spawn(ioc, accept_loop(ctx, l), net::detached);
   if (options.metrics) {
@@ -429,8 +297,9 @@ int serve(const serve_options& options, policy::policy initial, const policy_loa
 
   for (const auto& l : listeners) {
     if (l.address.scheme != common::endpoint::kind::unix_socket) continue;
-    struct stat now{};
-    if (::lstat(l.address.path.c_str(), &now) == 0 && now.st_dev == l.socket_dev && now.st_ino == l.socket_ino)
+    struct stat now {};
+    if (::lstat(l.address.path.c_str(), &now) == 0 && now.st_dev == l.socket_dev &&
+        now.st_ino == l.socket_ino)
       ::unlink(l.address.path.c_str());
   }
   log->info("stopped");

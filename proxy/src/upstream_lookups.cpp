@@ -1,7 +1,10 @@
-// Ownership and version pinning on the request path (DESIGN.md step 6): a container or
-// exec reference is resolved by the daemon and forwarded by full ID only when it carries
-// the profile's owner label; lists and events are confined by an injected label filter
-// and filtered again on the way back; every request is pinned to one API version.
+// Step 4 of the request path (connection.hpp), ownership and version pinning: a container
+// or exec reference is resolved by the daemon and forwarded by full ID only when it
+// carries the profile's owner label; lists and events are confined by an injected label
+// filter and filtered again on the way back; every request is pinned to one API version.
+// Here too are the other lookups the stages make on the daemon (the binds a start would
+// mount, the networks and volumes a reviewed body names), all through upstream_get and
+// upstream_request on the connection's own upstream socket.
 //
 // Invariant: the daemon's word decides, at the time of the request. A name is resolved on
 // every request (a rename between check and use changes nothing: the forwarded target
@@ -12,12 +15,12 @@
 #include <boost/beast/http/string_body.hpp>
 
 #include "bind_check.hpp"
-#include "dockgate/common/error_body.hpp"
 #include "connection.hpp"
-#include "socket_io.hpp"
+#include "dockgate/common/error_body.hpp"
 #include "dockgate/policy/owned_objects.hpp"
 #include "dockgate/policy/ownership.hpp"
-#include "dockgate/policy/responses.hpp"
+#include "dockgate/policy/request_shape.hpp"
+#include "socket_io.hpp"
 
 namespace dockgate::proxy {
 
@@ -28,8 +31,8 @@ net::awaitable<std::pair<unsigned, std::string>> connection::upstream_get(std::s
   co_return co_await upstream_request("GET", target, {});
 }
 
-net::awaitable<std::pair<unsigned, std::string>> connection::upstream_request(std::string_view method, std::string_view target,
-                                                                              std::string_view json) {
+net::awaitable<std::pair<unsigned, std::string>> connection::upstream_request(
+    std::string_view method, std::string_view target, std::string_view json) {
   if (!co_await connect_upstream()) co_return std::pair<unsigned, std::string>{0, {}};
   std::string request(method);
   request += ' ';
@@ -59,7 +62,8 @@ net::awaitable<std::pair<unsigned, std::string>> connection::upstream_request(st
   if (!parser.keep_alive() || upstream_buffer_.size() != 0) upstream_.reset();
   upstream_buffer_.clear();
   upstream_buffer_.shrink_to_fit();
-  co_return std::pair<unsigned, std::string>{parser.get().result_int(), std::move(parser.get().body())};
+  co_return std::pair<unsigned, std::string>{parser.get().result_int(),
+                                             std::move(parser.get().body())};
 }
 
 net::awaitable<bool> connection::learn_api_version() {
@@ -73,22 +77,26 @@ net::awaitable<bool> connection::learn_api_version() {
   // What the daemon does for older clients' empty fields depends on its host's cgroups.
   auto [info_status, info] = co_await upstream_get("/v" + *ctx_.api_version + "/info");
   ctx_.daemon_cgroup_v1 = info_status != 200 || policy::info_says_cgroup_v1(info);
-  ctx_.log->info("daemon API version {} (cgroup v{}): requests without a version are forwarded as /v{}", *version,
-                 ctx_.daemon_cgroup_v1 ? 1 : 2, *ctx_.api_version);
+  ctx_.log->info(
+      "daemon API version {} (cgroup v{}): requests without a version are forwarded as /v{}",
+      *version, ctx_.daemon_cgroup_v1 ? 1 : 2, *ctx_.api_version);
   co_return true;
 }
 
 // The full ID of the container `reference` names, if the daemon says it carries this
 // profile's owner label.
-net::awaitable<std::optional<std::string>> connection::owned_container_id(std::string_view reference) {
+net::awaitable<std::optional<std::string>> connection::owned_container_id(
+    std::string_view reference) {
   const std::string& owner = profile_->rules.owner;
   if (reference.size() == 64 && ctx_.owned_containers.count(owner + "/" + std::string(reference)))
     co_return std::string(reference);
-  auto [status, body] = co_await upstream_get("/v" + *ctx_.api_version + "/containers/" + std::string(reference) + "/json");
+  auto [status, body] = co_await upstream_get("/v" + *ctx_.api_version + "/containers/" +
+                                              std::string(reference) + "/json");
   if (status != 200) co_return std::nullopt;
   auto c = policy::parse_container_inspect(body);
   if (!c || c->owner != owner) co_return std::nullopt;
-  if (ctx_.owned_containers.size() >= proxy_context::owned_cache_limit) ctx_.owned_containers.clear();
+  if (ctx_.owned_containers.size() >= proxy_context::owned_cache_limit)
+    ctx_.owned_containers.clear();
   ctx_.owned_containers.insert(owner + "/" + c->id);
   co_return c->id;
 }
@@ -117,10 +125,9 @@ net::awaitable<bool> connection::prepare_target(const policy::route& r) {
   forward_version_ = *ctx_.api_version;
   version_ = ctx_.daemon_version;
   if (r.version) {
-    if (*r.version > ctx_.daemon_version) {
+    if (auto d = policy::version_refusal(*r.version, ctx_.daemon_version)) {
       audit_.verdict = "deny";
-      co_await refuse(400, "version", "client version " + policy::to_string(*r.version) +
-                                          " is too new. Maximum supported API version is " + *ctx_.api_version);
+      co_await refuse(d->status, d->rule, d->reason);
       co_return false;
     }
     version_ = *r.version;
@@ -128,36 +135,42 @@ net::awaitable<bool> connection::prepare_target(const policy::route& r) {
   }
   std::string path(r.path);
   std::string container(r.param);  // the container the request names, by full ID once resolved
-  std::string& query = query_;  // the reviewed query (review_query)
+  std::string& query = query_;     // the reviewed query (review_query)
   if (profile_->rules.confine_to_owned) {
     const auto object = policy::operation_object(r.op);
     const std::size_t param_at = static_cast<std::size_t>(r.param.data() - r.path.data());
     if (object == policy::path_object::container) {
       auto id = co_await owned_container_id(r.param);
-      const policy::deny not_owned{404, "owner", "dockgate: no such container: " + std::string(r.param) +
-                                                     " (profile " + profile_->name + " sees only its own containers)"};
+      const policy::deny not_owned{404, "owner",
+                                   "dockgate: no such container: " + std::string(r.param) +
+                                       " (profile " + profile_->name +
+                                       " sees only its own containers)"};
       if (!id && !enforce(not_owned)) {
         id = std::string(r.param);  // audit mode: forwarded as the client named it
       } else if (!id) {
         audit_.verdict = "deny";
-        co_await refuse(404, "owner", "dockgate: no such container: " + std::string(r.param) +
-                                          " (profile " + profile_->name + " sees only its own containers)");
+        co_await refuse(404, "owner",
+                        "dockgate: no such container: " + std::string(r.param) + " (profile " +
+                            profile_->name + " sees only its own containers)");
         co_return false;
       }
       path.replace(param_at, r.param.size(), *id);  // forwarded by full ID: renames change nothing
       container = *id;
     } else if (object == policy::path_object::exec) {
-      auto [status, body] = co_await upstream_get("/v" + *ctx_.api_version + "/exec/" + std::string(r.param) + "/json");
+      auto [status, body] = co_await upstream_get("/v" + *ctx_.api_version + "/exec/" +
+                                                  std::string(r.param) + "/json");
       auto exec = status == 200 ? policy::parse_exec_inspect(body) : std::nullopt;
       std::optional<std::string> exec_container;
       if (exec) exec_container = co_await owned_container_id(exec->container_id);
-      const policy::deny not_owned{404, "owner", "dockgate: no such exec instance: " + std::string(r.param)};
+      const policy::deny not_owned{404, "owner",
+                                   "dockgate: no such exec instance: " + std::string(r.param)};
       if (!exec_container && !enforce(not_owned)) {
         // audit mode: forwarded as the client named it
       } else if (!exec_container) {
         audit_.verdict = "deny";
-        co_await refuse(404, "owner", "dockgate: no such exec instance: " + std::string(r.param) +
-                                          " (profile " + profile_->name + " sees only its own containers)");
+        co_await refuse(404, "owner",
+                        "dockgate: no such exec instance: " + std::string(r.param) + " (profile " +
+                            profile_->name + " sees only its own containers)");
         co_return false;
       }
       if (exec_container) path.replace(param_at, r.param.size(), exec->id);
@@ -166,20 +179,25 @@ net::awaitable<bool> connection::prepare_target(const policy::route& r) {
       const std::string what = network ? "network" : "volume";
       std::optional<std::string> name;  // what the request is forwarded with
       if (policy::valid_object_name(r.param)) {
-        auto [status, body] = co_await upstream_get("/v" + *ctx_.api_version + (network ? "/networks/" : "/volumes/") + std::string(r.param));
+        auto [status, body] =
+            co_await upstream_get("/v" + *ctx_.api_version +
+                                  (network ? "/networks/" : "/volumes/") + std::string(r.param));
         if (network) {
           auto n = status == 200 ? policy::parse_network_inspect(body) : std::nullopt;
           // The daemon's own networks: anyone may read them (their containers filtered).
           if (n && (n->owner == profile_->rules.owner ||
-                    (r.op == policy::operation::NetworkInspect && n->owner.empty() && policy::predefined_network(n->name))))
+                    (r.op == policy::operation::NetworkInspect && n->owner.empty() &&
+                     policy::predefined_network(n->name))))
             name = n->id;  // forwarded by full ID
         } else {
           auto v = status == 200 ? policy::parse_volume_inspect(body) : std::nullopt;
           if (v && v->owner == profile_->rules.owner) name = v->name;
         }
       }
-      const policy::deny not_owned{404, "owner", "dockgate: no such " + what + ": " + std::string(r.param) + " (profile " +
-                                                     profile_->name + " sees only its own " + what + "s)"};
+      const policy::deny not_owned{404, "owner",
+                                   "dockgate: no such " + what + ": " + std::string(r.param) +
+                                       " (profile " + profile_->name + " sees only its own " +
+                                       what + "s)"};
       if (!name && enforce(not_owned)) {
         audit_.verdict = "deny";
         co_await refuse(not_owned.status, not_owned.rule, not_owned.reason);
@@ -191,9 +209,11 @@ net::awaitable<bool> connection::prepare_target(const policy::route& r) {
     const bool audit_only = profile_->mode == policy::profile::mode_kind::audit;
     // Lists, events and prunes see only what the profile owns: the owner label joins the
     // client's filters (and lists and events are filtered again on the way back).
-    const bool prune = r.op == policy::operation::ContainerPrune || r.op == policy::operation::NetworkPrune ||
+    const bool prune = r.op == policy::operation::ContainerPrune ||
+                       r.op == policy::operation::NetworkPrune ||
                        r.op == policy::operation::VolumePrune;
-    const bool confined_filters = r.op == policy::operation::ContainerList || r.op == policy::operation::SystemEvents || prune;
+    const bool confined_filters = r.op == policy::operation::ContainerList ||
+                                  r.op == policy::operation::SystemEvents || prune;
     if (!audit_only && confined_filters) {
       const bool events = r.op == policy::operation::SystemEvents;
       auto confined = policy::confine_query(query, profile_->rules.owner, events);
@@ -207,15 +227,20 @@ net::awaitable<bool> connection::prepare_target(const policy::route& r) {
     }
     // Lists of networks and volumes and the disk-usage view are filtered on the way back.
     if (!audit_only && r.op == policy::operation::NetworkList) filter_ = response_filter::networks;
-    if (!audit_only && r.op == policy::operation::VolumeList) filter_ = response_filter::volume_list;
-    if (!audit_only && r.op == policy::operation::SystemDataUsage) filter_ = response_filter::data_usage;
+    if (!audit_only && r.op == policy::operation::VolumeList)
+      filter_ = response_filter::volume_list;
+    if (!audit_only && r.op == policy::operation::SystemDataUsage)
+      filter_ = response_filter::data_usage;
     if (audit_only && r.op == policy::operation::NetworkInspect) filter_ = response_filter::none;
   }
-  if (r.op == policy::operation::ContainerStart && (profile_->rules.workspace || profile_->rules.binds)) {
+  if (r.op == policy::operation::ContainerStart &&
+      (profile_->rules.workspace || profile_->rules.binds)) {
     // The daemon mounts binds when a container starts, not when it is created: every
     // host path it binds is checked again now, the closest the gate gets to the mount.
     if (auto problem = co_await binds_problem(container)) {
-      const policy::deny d{403, "binds", "dockgate: not started: bind source " + *problem + " (profile " + profile_->name + ")"};
+      const policy::deny d{
+          403, "binds",
+          "dockgate: not started: bind source " + *problem + " (profile " + profile_->name + ")"};
       if (enforce(d)) {
         audit_.verdict = "deny";
         co_await refuse(d.status, d.rule, d.reason);
@@ -229,100 +254,27 @@ net::awaitable<bool> connection::prepare_target(const policy::route& r) {
 }
 
 net::awaitable<std::optional<std::string>> connection::binds_problem(const std::string& container) {
-  auto [status, body] = co_await upstream_get("/v" + *ctx_.api_version + "/containers/" + container + "/json");
+  auto [status, body] =
+      co_await upstream_get("/v" + *ctx_.api_version + "/containers/" + container + "/json");
   if (status == 404) co_return std::nullopt;  // the daemon answers the start itself
   auto c = status == 200 ? policy::parse_container_inspect(body) : std::nullopt;
   if (!c) co_return std::string("of the container cannot be read from the daemon");
   const auto& ws = profile_->rules.workspace;
   for (const auto& source : c->bind_sources) {
     bind_check_options options;
-    if (ws && !c->workspace.empty() && source == ws->root + "/" + c->workspace) options = {ws->require_fuse, true};
-    else if (profile_->rules.binds) options = {profile_->rules.binds->require_fuse, false};
-    else options = {true, true};  // a bind no rule of this profile wrote: held to the strictest check
+    if (ws && !c->workspace.empty() && source == ws->root + "/" + c->workspace)
+      options = {ws->require_fuse, true};
+    else if (profile_->rules.binds)
+      options = {profile_->rules.binds->require_fuse, false};
+    else
+      options = {true, true};  // a bind no rule of this profile wrote: held to the strictest check
     if (auto problem = check_bind_source(source, options)) co_return problem;
   }
   co_return std::nullopt;
 }
 
-net::awaitable<bool> connection::read_whole_body(const http::response_head& res, std::size_t limit) {
-  std::string& whole = json_body_;
-  whole.clear();
-  char* buf = response_.get();
-  std::string_view in(buf + response_begin_, response_end_ - response_begin_);
-  std::uint64_t remaining = res.content_length.value_or(0);
-  http::chunked_decoder decoder;
-  for (;;) {
-    if (res.chunked) {
-      while (!in.empty()) {
-        auto r = decoder.feed(in);
-        in.remove_prefix(r.consumed);
-        if (r.state == http::chunked_decoder::status::error) co_return false;
-        if (r.state == http::chunked_decoder::status::data) whole.append(r.data);
-        if (r.state == http::chunked_decoder::status::done) co_return in.empty();
-      }
-    } else {
-      const auto take = static_cast<std::size_t>(std::min<std::uint64_t>(remaining, in.size()));
-      whole.append(in.substr(0, take));
-      remaining -= take;
-      if (remaining == 0) co_return true;
-    }
-    if (whole.size() > limit) co_return false;
-    // The head stays where it is (res views into it); the body goes behind it.
-    char* rest = buf + response_begin_;
-    const std::size_t room = response_.size() - response_begin_;
-    if (room < 1024) co_return false;
-    auto [ec, n] = co_await upstream_->async_read_some(net::buffer(rest, room), use_tuple);
-    if (ec) co_return false;  // the client sees the connection close without an answer
-    in = std::string_view(rest, n);
-  }
-}
-
-net::awaitable<void> connection::relay_filtered_list(const http::response_head& res, bool keep) {
-  const std::string& whole = json_body_;
-  std::optional<std::string> filtered;
-  const std::string& owner = profile_->rules.owner;
-  switch (filter_) {
-    case response_filter::create_warnings:
-      filtered = policy::add_create_warnings(whole, warnings_);
-      if (!filtered) filtered = whole;  // not a create answer: as the daemon wrote it
-      break;
-    case response_filter::networks: {
-      std::vector<std::string> owned;
-      if (policy::networks_list_containers(whole)) {
-        // Which of the containers it lists are the profile's: one list call.
-        const std::string target = "/v" + *ctx_.api_version + "/containers/json?all=1&filters=" +
-                                   policy::query_escape("{\"label\":[\"" + std::string(policy::owner_label) + "=" + owner + "\"]}");
-        auto [status, list] = co_await upstream_get(target);
-        if (status == 200) owned = policy::container_ids(list);
-      }
-      filtered = policy::filter_networks(whole, owner, owned);
-      // Not a network answer: nothing of it is known to be the profile's.
-      if (!filtered) filtered = whole.starts_with("[") ? "[]\n" : "{}\n";
-      break;
-    }
-    case response_filter::volume_list:
-      filtered = policy::filter_volume_list(whole, owner);
-      if (!filtered) filtered = "{\"Volumes\":[],\"Warnings\":null}\n";
-      break;
-    case response_filter::data_usage:
-      filtered = policy::filter_data_usage(whole, owner);
-      if (!filtered) filtered = "{}\n";
-      break;
-    default:
-      filtered = policy::filter_container_list(whole, owner);
-      if (!filtered) filtered = "[]\n";  // not a list: nothing of it is known to be owned
-  }
-  write_response_head(res, response_framing::length, keep, filtered->size());
-  const std::array<net::const_buffer, 2> pieces{net::buffer(out_), net::buffer(*filtered)};
-  co_await write_all(client_, pieces);
-  audit_.bytes_out += filtered->size();
-}
-
-}  // namespace dockgate::proxy
-
-namespace dockgate::proxy {
-
-net::awaitable<std::optional<policy::deny>> connection::check_named_objects(const policy::route& r, policy::rewrite& rw) {
+net::awaitable<std::optional<policy::deny>> connection::check_named_objects(const policy::route& r,
+                                                                            policy::rewrite& rw) {
   if (!profile_->rules.confine_to_owned) co_return std::nullopt;
   const std::string& owner = profile_->rules.owner;
   const std::string version = "/v" + *ctx_.api_version;
@@ -333,16 +285,18 @@ net::awaitable<std::optional<policy::deny>> connection::check_named_objects(cons
     std::optional<std::string> id;
     if (policy::valid_object_name(reference)) id = co_await owned_container_id(reference);
     if (!id)
-      co_return policy::deny{404, "owner", "dockgate: no such container: " + rw.container + " (profile " + profile_->name +
-                                               " sees only its own containers)"};
+      co_return policy::deny{404, "owner",
+                             "dockgate: no such container: " + rw.container + " (profile " +
+                                 profile_->name + " sees only its own containers)"};
     rw.body = policy::with_container(rw.body, r.op, *id);  // forwarded by full ID
   }
   for (const auto& name : rw.networks) {
     auto [status, body] = co_await upstream_get(version + "/networks/" + name);
     auto n = status == 200 ? policy::parse_network_inspect(body) : std::nullopt;
     if (!n || n->owner != owner)
-      co_return policy::deny{404, "owner", "dockgate: no such network: " + name + " (profile " + profile_->name +
-                                               " joins only its own networks)"};
+      co_return policy::deny{404, "owner",
+                             "dockgate: no such network: " + name + " (profile " + profile_->name +
+                                 " joins only its own networks)"};
   }
   for (const auto& name : rw.volumes) {
     if (r.op == policy::operation::VolumeCreate) {
@@ -350,17 +304,21 @@ net::awaitable<std::optional<policy::deny>> connection::check_named_objects(cons
       auto [status, body] = co_await upstream_get(version + "/volumes/" + name);
       auto v = status == 200 ? policy::parse_volume_inspect(body) : std::nullopt;
       if (status == 404 || (v && v->owner == owner)) continue;
-      co_return policy::deny{409, "owner", "dockgate: a volume named " + name + " exists and is not the profile's" + in_profile};
+      co_return policy::deny{
+          409, "owner",
+          "dockgate: a volume named " + name + " exists and is not the profile's" + in_profile};
     }
     // A container's named volume: created now with the owner label if missing (the daemon
     // would create it without), and the daemon's answer says whose it is.
-    std::string create = "{\"Name\":\"" + name + "\",\"Labels\":{\"" + std::string(policy::owner_label) + "\":\"";
+    std::string create =
+        "{\"Name\":\"" + name + "\",\"Labels\":{\"" + std::string(policy::owner_label) + "\":\"";
     common::append_json_escaped(create, owner);
     create += "\"}}";
     auto [status, body] = co_await upstream_request("POST", version + "/volumes/create", create);
     auto v = status / 100 == 2 ? policy::parse_volume_inspect(body) : std::nullopt;
     if (!v || v->owner != owner)
-      co_return policy::deny{403, "owner", "dockgate: volume " + name + " is not the profile's" + in_profile};
+      co_return policy::deny{403, "owner",
+                             "dockgate: volume " + name + " is not the profile's" + in_profile};
   }
   co_return std::nullopt;
 }

@@ -1,0 +1,242 @@
+// Step 8 of the request path (connection.hpp): a chunked or until-close answer relayed
+// as it arrives (events, logs, stats, wait, pull progress), and ended cleanly.
+//
+// Invariants kept here:
+// - Streams are relayed as they arrive, with no idle timeout and no allocation per chunk.
+//   A held stream is no coroutine: two waiting callbacks (the daemon's side, and a watch
+//   of the client) and the connection object; bytes from the daemon start a short
+//   coroutine that relays them in a pooled block and goes back to waiting with none.
+// - An endless stream (request_shape) whose daemon went away mid-stream is ended as the
+//   daemon would have ended it on a clean stop, not cut.
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <span>
+
+#include "connection.hpp"
+#include "dockgate/policy/ownership.hpp"
+#include "socket_io.hpp"
+
+namespace dockgate::proxy {
+
+net::awaitable<connection::outcome> connection::relay_stream() {
+  // What came with the head first: a body already whole (an inspect answer, which the
+  // daemon chunks) goes out with the head in one write and never waits.
+  co_await relay_buffered_stream();
+  if (stream_ended_ || relay_failed_) co_return co_await end_stream();
+  // A stream that goes on (events, logs, wait): no coroutine waits for it. Two plain
+  // callbacks do, on the daemon's side and on the client's, and the connection object is
+  // all a held stream costs; bytes from the daemon start a short coroutine that relays
+  // them and goes back to waiting (wait_upstream, relay_available).
+  ctx_.stats.stream(+1);
+  stream_waiting_ = true;
+  // What only built the request that has gone (its head, target and query: the events
+  // filter a profile adds makes them ~120 bytes each) is not kept for the stream's life.
+  if (!response_head_pending_) std::string().swap(out_);
+  std::string().swap(target_);
+  std::string().swap(query_);
+  response_.release();
+  watch_client();
+  wait_upstream();
+  co_return outcome::held;
+}
+
+// The daemon's side of a held stream: readable (relay what it has), or failed.
+void connection::wait_upstream() {
+  upstream_active_ = true;
+  upstream_->async_wait(net::socket_base::wait_read, [this](beast::error_code ec) {
+    if (!ec && !client_gone_) {
+      net::co_spawn(client_.get_executor(), relay_available(), net::detached);
+      return;
+    }
+    upstream_failed(ec);
+  });
+}
+
+void connection::upstream_failed(beast::error_code ec) {
+  if (ec == net::error::eof && !response_chunked_in_) {
+    stream_ended_ = true;  // a body framed by the daemon's close has ended
+  } else if (!stream_ended_) {
+    upstream_ended_ = ec && ec != net::error::operation_aborted;  // the daemon's side, not ours
+    relay_failed_ = true;
+  }
+  upstream_done();
+}
+
+// What the daemon has now, relayed as it comes (one recv(2) per read, never waiting);
+// when it has nothing more, back to waiting in a callback with no block held.
+net::awaitable<void> connection::relay_available() {
+  try {
+    while (!relay_failed_ && !stream_ended_ && !client_gone_) {
+      const ssize_t n =
+          ::recv(upstream_->native_handle(), response_.get(), response_.size(), MSG_DONTWAIT);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        response_.release();
+        wait_upstream();
+        co_return;
+      }
+      if (n <= 0) {
+        response_.release();
+        upstream_failed(n == 0 ? beast::error_code(net::error::eof)
+                               : beast::error_code(errno, boost::system::system_category()));
+        co_return;
+      }
+      response_begin_ = 0;
+      response_end_ = static_cast<std::size_t>(n);
+      co_await relay_buffered_stream();
+    }
+  } catch (const std::exception& e) {
+    ctx_.log->error("client {}: stream failed: {}", client_id_, e.what());
+    relay_failed_ = true;
+  }
+  response_.release();
+  upstream_done();
+}
+
+// The daemon's side is over (ended, failed, or cancelled because the client went): the
+// client's watch is cancelled, and once neither callback is pending the stream ends.
+void connection::upstream_done() {
+  upstream_active_ = false;
+  stream_waiting_ = false;
+  if (watch_pending_) {
+    beast::error_code ignored;
+    client_.cancel(ignored);  // its handler calls stream_over()
+    return;
+  }
+  stream_over();
+}
+
+// Neither callback pending: a coroutine takes the connection back (it owns it again), ends
+// the stream and serves the next request or closes.
+void connection::stream_over() {
+  if (upstream_active_ || watch_pending_) return;
+  net::co_spawn(client_.get_executor(), resume(std::unique_ptr<connection>(this)), net::detached);
+}
+
+net::awaitable<void> connection::resume(std::unique_ptr<connection> self) {
+  connection& c = *self;
+  c.ctx_.stats.stream(-1);
+  bool keep_alive = false;
+  try {
+    keep_alive = co_await c.end_stream() == outcome::keep_alive;
+  } catch (const std::exception& ex) {
+    c.ctx_.log->error("client {}: connection failed: {}", c.client_id_, ex.what());
+  }
+  if (keep_alive)
+    co_await start(std::move(self));  // the next request, as any connection's
+  else
+    co_await c.close_gracefully();
+}
+
+// The end of a relayed stream, held or not: the daemon's end passed on, the audit line,
+// whether the connections go on.
+net::awaitable<connection::outcome> connection::end_stream() {
+  // A daemon that went away mid-stream (restart, crash) ends an endless stream as the
+  // daemon would have on a clean stop; the client (not gone) sees its end, not a cut.
+  if (relay_failed_ && !client_gone_ && endless_stream_ && upstream_ended_ &&
+      framing_ == response_framing::chunked)
+    co_await write_all(client_, net::buffer(last_chunk));
+  response_.release();
+  finish_audit(response_status_);
+  if (relay_failed_ || client_gone_ || !upstream_keeps_ || !stream_ended_ || !response_chunked_in_)
+    upstream_.reset();
+  if (relay_failed_ || client_gone_ || !stream_ended_) co_return outcome::close;
+  co_return response_keep_alive_ ? outcome::keep_alive : outcome::close;
+}
+
+// Relays what the response block holds, and the head if it has not gone yet, in one
+// gathered write: every complete chunk in the block becomes one chunk of the proxy's.
+net::awaitable<void> connection::relay_buffered_stream() {
+  std::string_view in(response_.get() + response_begin_, response_end_ - response_begin_);
+  response_begin_ = response_end_ = 0;
+  const bool chunked_out = framing_ == response_framing::chunked;
+  constexpr std::size_t max_pieces = 32;
+  std::array<net::const_buffer, max_pieces + 5> out;
+  std::array<std::string_view, max_pieces> pieces;
+  while (!relay_failed_ && (!in.empty() || response_head_pending_)) {
+    std::size_t count = 0;
+    while (!in.empty() && count < max_pieces && !stream_ended_) {
+      if (!response_chunked_in_) {  // until close: the bytes as they are
+        pieces[count++] = in;
+        in = {};
+        break;
+      }
+      auto r = response_decoder_.feed(in);
+      in.remove_prefix(r.consumed);
+      if (r.state == http::chunked_decoder::status::data)
+        pieces[count++] = r.data;
+      else if (r.state == http::chunked_decoder::status::done)
+        stream_ended_ = true;
+      else if (r.state == http::chunked_decoder::status::error)
+        relay_failed_ = true;
+      if (relay_failed_) co_return;  // the daemon's framing is broken: the client's connection ends
+    }
+    if (filter_ == response_filter::events && response_status_ == 200 && count > 0) {
+      // Events of containers the profile does not own are dropped, line by line.
+      owned_events_.clear();
+      for (std::size_t i = 0; i < count; ++i) {
+        event_line_.append(pieces[i]);
+        std::size_t keep_upto = 0;
+        for (std::size_t start = 0, nl; (nl = event_line_.find('\n', start)) != std::string::npos;
+             start = nl + 1) {
+          const std::string_view line(event_line_.data() + start, nl + 1 - start);
+          if (policy::event_owned(line, profile_->rules.owner)) owned_events_.append(line);
+          keep_upto = nl + 1;
+        }
+        event_line_.erase(0, keep_upto);
+      }
+      if (event_line_.size() > 1024 * 1024) {  // one event line, not a stream
+        relay_failed_ = true;
+        co_return;
+      }
+      count = owned_events_.empty() ? 0 : 1;
+      pieces[0] = owned_events_;
+    }
+    std::size_t total = 0;
+    for (std::size_t i = 0; i < count; ++i) total += pieces[i].size();
+    std::size_t n = 0;
+    if (response_head_pending_) out[n++] = net::buffer(out_);
+    char size_line[24];
+    if (total > 0) {
+      if (chunked_out) {
+        const int len = std::snprintf(size_line, sizeof size_line, "%zx\r\n", total);
+        out[n++] = net::buffer(size_line, static_cast<std::size_t>(len));
+      }
+      for (std::size_t i = 0; i < count; ++i)
+        out[n++] = net::buffer(pieces[i].data(), pieces[i].size());
+      if (chunked_out) out[n++] = net::buffer("\r\n", 2);
+    }
+    if (stream_ended_ && chunked_out) out[n++] = net::buffer(last_chunk);
+    if (n > 0) {
+      response_head_pending_ = false;
+      auto [wec, wn] = co_await write_all(client_, std::span(out.data(), n));
+      audit_.bytes_out += total;
+      if (wec) relay_failed_ = true;
+    }
+    if (stream_ended_) {
+      if (!in.empty())
+        upstream_keeps_ = false;  // bytes past the end: that connection is not reused
+      break;
+    }
+  }
+}
+
+// The client's side of a stream: readable means it went away (or pipelined a request,
+// which waits in the kernel until the stream ends).
+void connection::watch_client() {
+  watch_pending_ = true;
+  client_.async_wait(net::socket_base::wait_read, [this](beast::error_code ec) {
+    watch_pending_ = false;
+    if (!stream_waiting_) return stream_over();  // the stream ended first: this is the cancellation
+    char c;
+    const ssize_t n = ec ? -1 : ::recv(client_.native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n < 0 && !ec && (errno == EAGAIN || errno == EINTR)) return watch_client();
+    if (n > 0) return;  // a pipelined request: read when the stream is over
+    client_gone_ = true;
+    beast::error_code ignored;
+    if (upstream_) upstream_->cancel(ignored);  // the daemon's side ends, then the stream
+  });
+}
+
+}  // namespace dockgate::proxy

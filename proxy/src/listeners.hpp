@@ -1,0 +1,41 @@
+#pragma once
+// The gate's listeners: unix sockets (created with a restrictive umask, then the asked-for
+// owner and mode), TCP and TLS (only on loopback, with client certificates, or when the
+// operator insists), or sockets systemd opened for the process (socket activation).
+
+#include <sys/types.h>
+
+#include <boost/asio/basic_socket_acceptor.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <string>
+
+#include "dockgate/common/endpoint.hpp"
+#include "dockgate/policy/policy_file.hpp"
+#include "dockgate/proxy/options.hpp"
+#include "net.hpp"
+
+namespace dockgate::proxy {
+
+using acceptor = net::basic_socket_acceptor<protocol>;
+
+struct listener {
+  common::endpoint address;
+  acceptor socket;
+  net::ssl::context* tls = nullptr;  // tls:// listeners
+  // unix listeners: the socket file this process created, so that shutdown removes that
+  // file and never one another process has bound at the same path since.
+  dev_t socket_dev = 0;
+  ino_t socket_ino = 0;
+};
+
+// The address of an endpoint (a unix socket path, or a numeric host and port).
+protocol::endpoint resolve(net::io_context& ioc, const common::endpoint& ep);
+
+// Opens, binds and listens on l.address, or adopts systemd's socket for it. Throws with a
+// message when the address may not or cannot be used.
+void open_listener(listener& l, net::io_context& ioc, const serve_options& opts);
+
+// Identity of the peer, for the audit line and profile selection.
+std::string peer_identity(protocol::socket& s, bool is_unix, policy::client_identity& identity);
+
+}  // namespace dockgate::proxy

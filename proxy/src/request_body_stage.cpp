@@ -1,0 +1,277 @@
+// Steps 5 and 6 of the request path (connection.hpp): the request body, and the request
+// as it goes upstream.
+//
+// Invariants kept here:
+// - What goes upstream is the proxy's own serialisation: request line with the checked
+//   target, the client's end-to-end headers, and framing the proxy chose. JSON bodies are
+//   read whole (under a cap) before anything is forwarded, so the daemon never acts on a
+//   prefix of a body that the proxy has not seen end.
+// - Every host path a reviewed body binds is checked on the host, and every network and
+//   volume it names is asked of the daemon, before the daemon sees the body.
+#include "bind_check.hpp"
+#include "connection.hpp"
+#include "dockgate/policy/request_shape.hpp"
+#include "socket_io.hpp"
+
+namespace dockgate::proxy {
+
+namespace {
+
+// One chunk of a chunked body in the proxy's own framing, written with one gather write
+// and no allocation (Beast's chunked serializer allocates a shared_ptr per chunk).
+net::awaitable<beast::error_code> write_chunk(protocol::socket& s, std::string_view data) {
+  char size_line[24];
+  const int len = std::snprintf(size_line, sizeof size_line, "%zx\r\n", data.size());
+  const std::array<net::const_buffer, 3> chunk{
+      net::buffer(size_line, static_cast<std::size_t>(len)), net::buffer(data.data(), data.size()),
+      net::buffer("\r\n", 2)};
+  auto [ec, n] = co_await write_all(s, chunk);
+  co_return ec;
+}
+
+}  // namespace
+
+// Step 5: the request body, read before anything of it is forwarded: a body the daemon
+// ignores is read and left out; a JSON body is read whole, reviewed by the profile, its
+// host paths and named objects checked, and replaced by the gate's serialisation.
+net::awaitable<bool> connection::read_request_body(const policy::route& r,
+                                                   policy::request_body body) {
+  if (head_->expect_continue && head_->has_body()) {
+    static constexpr std::string_view continue_100 = "HTTP/1.1 100 Continue\r\n\r\n";
+    auto [ec, n] = co_await write_all(client_, net::buffer(continue_100));
+    if (ec) co_return false;
+  }
+  if (body == policy::request_body::dropped) {
+    if (!co_await read_json_body(ignored_body_limit)) co_return false;
+    audit_.bytes_in = json_body_.size();
+    json_body_.clear();
+  }
+  if (body != policy::request_body::json) co_return true;
+  if (!co_await read_json_body(policy::json_body_limit(r.op))) co_return false;
+  auto reviewed =
+      policy::review_body(*profile_, r.op, json_body_, {version_, ctx_.daemon_cgroup_v1});
+  if (auto* d = std::get_if<policy::deny>(&reviewed); d && enforce(*d)) {
+    audit_.verdict = "deny";
+    co_await refuse(d->status, d->rule, d->reason);
+    co_return false;
+  }
+  auto* rw = std::get_if<policy::rewrite>(&reviewed);
+  if (rw && profile_->mode == policy::profile::mode_kind::audit) {
+    // Audit mode: the client's body goes up as sent; what would change is recorded.
+    if (!rw->changes.empty()) {
+      if (!would_.empty()) would_ += "; ";
+      would_ += "change";
+      for (const auto& c : rw->changes) would_ += " " + c;
+      audit_.would = would_;
+    }
+    rw = nullptr;
+  }
+  if (rw) {
+    // Every host path the body binds is checked on the host before the daemon sees it.
+    std::vector<std::pair<std::string_view, bind_check_options>> sources;
+    if (profile_->rules.binds)
+      for (const auto& source : rw->bind_sources)
+        sources.emplace_back(source,
+                             bind_check_options{profile_->rules.binds->require_fuse, false});
+    if (!rw->workspace_source.empty())
+      sources.emplace_back(rw->workspace_source,
+                           bind_check_options{profile_->rules.workspace->require_fuse, true});
+    for (const auto& [source, options] : sources) {
+      auto problem = check_bind_source(source, options);
+      if (!problem) continue;
+      const policy::deny d{
+          403, "binds", "dockgate: bind source " + *problem + " (profile " + profile_->name + ")"};
+      if (!enforce(d)) continue;
+      audit_.verdict = "deny";
+      co_await refuse(d.status, d.rule, d.reason);
+      co_return false;
+    }
+  }
+  if (rw) {
+    if (auto d = co_await check_named_objects(r, *rw); d && enforce(*d)) {
+      audit_.verdict = "deny";
+      co_await refuse(d->status, d->rule, d->reason);
+      co_return false;
+    }
+  }
+  if (rw) {
+    // What goes upstream is the proxy's serialisation of what it checked.
+    for (const auto& key : rw->dropped) dropped_ += (dropped_.empty() ? "body:" : ",body:") + key;
+    if (!dropped_.empty()) audit_.dropped = dropped_;
+    // The client hears what the profile changed, in the answer's Warnings (the docker
+    // CLI and the SDKs print them).
+    if (r.op == policy::operation::ContainerCreate) {
+      warnings_ = std::move(rw->warnings);
+      if (!warnings_.empty()) filter_ = response_filter::create_warnings;
+    }
+    json_body_ = std::move(rw->body);
+    changes_.clear();
+    for (const auto& c : rw->changes) {
+      if (!changes_.empty()) changes_ += ',';
+      changes_ += c;
+    }
+    audit_.changes = changes_;
+  }
+  co_return true;
+}
+
+// Request line and the client's end-to-end headers into out_; the caller adds framing.
+void connection::serialize_request_head(bool upgrade) {
+  out_.clear();
+  out_ += http::method_name(head_->method);
+  out_ += ' ';
+  out_ += target_;
+  out_ += " HTTP/1.1\r\n";
+  bool has_host = false;
+  for (std::size_t i = 0; i < head_->field_count; ++i) {
+    const auto& f = head_->fields[i];
+    if (http::is_hop_by_hop(f.name, head_->connection)) continue;
+    has_host = has_host || http::iequals(f.name, "host");
+    out_ += f.name;
+    out_ += ": ";
+    out_ += f.value;
+    out_ += "\r\n";
+  }
+  if (!has_host) out_ += "Host: docker\r\n";  // HTTP/1.0 clients may omit it; Go requires it
+  if (upgrade) out_ += "Connection: Upgrade\r\nUpgrade: tcp\r\n";
+}
+
+net::awaitable<bool> connection::read_client_more() {
+  in_buffer();
+  compact();
+  if (in_end_ == in_capacity_) co_return false;
+  set_deadline(ctx_.options.body_timeout);
+  auto [ec, n] = co_await client_.async_read_some(
+      net::buffer(in_data_ + in_end_, in_capacity_ - in_end_), use_tuple);
+  in_end_ += n;
+  co_return n > 0;
+}
+
+// The next piece of the request body, whatever its framing: Content-Length bytes, or the
+// data of the next chunk. The view stays valid until the next call. One place decodes
+// request-body framing, for bodies read whole and bodies streamed alike.
+net::awaitable<std::pair<connection::body_piece, std::string_view>> connection::next_body_piece() {
+  for (;;) {
+    if (head_->chunked) {
+      auto res = body_decoder_.feed(buffered());
+      consume(res.consumed);  // the bytes stay in place until read_client_more compacts
+      switch (res.state) {
+        case http::chunked_decoder::status::data:
+          co_return std::pair{body_piece::data, res.data};
+        case http::chunked_decoder::status::done:
+          co_return std::pair{body_piece::done, std::string_view{}};
+        case http::chunked_decoder::status::error:
+          co_return std::pair{body_piece::malformed, std::string_view{}};
+        case http::chunked_decoder::status::need_more:
+          break;
+      }
+    } else {
+      if (body_remaining_ == 0) co_return std::pair{body_piece::done, std::string_view{}};
+      if (!buffered().empty()) {
+        const auto take =
+            static_cast<std::size_t>(std::min<std::uint64_t>(body_remaining_, buffered().size()));
+        const std::string_view data = buffered().substr(0, take);
+        consume(take);
+        body_remaining_ -= take;
+        co_return std::pair{body_piece::data, data};
+      }
+    }
+    if (!co_await read_client_more()) co_return std::pair{body_piece::closed, std::string_view{}};
+  }
+}
+
+// Reads a JSON body whole (de-chunked) into json_body_, under `limit`. Nothing has been
+// sent upstream yet: a client that stops mid-body gets nothing forwarded.
+net::awaitable<bool> connection::read_json_body(std::size_t limit) {
+  json_body_.clear();
+  if (head_->content_length.value_or(0) > limit) {
+    co_await refuse(413, "body", "dockgate: request body too large");
+    co_return false;
+  }
+  for (;;) {
+    auto [status, data] = co_await next_body_piece();
+    switch (status) {
+      case body_piece::data:
+        if (json_body_.size() + data.size() > limit) {
+          co_await refuse(413, "body", "dockgate: request body too large");
+          co_return false;
+        }
+        json_body_ += data;
+        break;
+      case body_piece::done:
+        co_return true;
+      case body_piece::malformed:
+        co_await refuse(400, "framing", "dockgate: malformed chunked body");
+        co_return false;
+      case body_piece::closed:
+        co_return false;
+    }
+  }
+}
+
+// Step 6: the request goes upstream as the gate's own serialisation (the head written by
+// serialize_request_head, the framing chosen here); a byte-stream body follows as it
+// arrives.
+net::awaitable<bool> connection::forward_request(policy::request_body body) {
+  const bool json_body = body == policy::request_body::json;
+  // Framing of the forwarded request: the proxy's own.
+  if (json_body) {
+    out_ += "Content-Length: ";
+    out_ += std::to_string(json_body_.size());
+    out_ += "\r\n";
+  } else if (body == policy::request_body::dropped) {
+    // no body upstream
+  } else if (head_->chunked) {
+    out_ += "Transfer-Encoding: chunked\r\n";
+  } else if (head_->content_length) {
+    out_ += "Content-Length: ";
+    out_ += std::to_string(*head_->content_length);
+    out_ += "\r\n";
+  }
+  out_ += "\r\n";
+
+  if (!co_await connect_upstream()) {
+    co_await refuse(502, "upstream", "dockgate: cannot reach the Docker daemon");
+    co_return false;
+  }
+  clear_deadline();
+  const std::array<net::const_buffer, 2> request{
+      net::buffer(out_), net::buffer(json_body_.data(), json_body ? json_body_.size() : 0)};
+  auto [ec, n] = co_await write_all(*upstream_, request);
+  if (ec) {
+    upstream_.reset();
+    co_await refuse(502, "upstream", "dockgate: lost the connection to the Docker daemon");
+    co_return false;
+  }
+  if (json_body)
+    audit_.bytes_in = json_body_.size();
+  else if (body == policy::request_body::stream && !co_await forward_body())
+    co_return false;
+  co_return true;
+}
+
+// Streams a byte-stream body upstream as it arrives, in the proxy's own framing.
+net::awaitable<bool> connection::forward_body() {
+  for (;;) {
+    auto [status, data] = co_await next_body_piece();
+    beast::error_code ec;
+    if (status == body_piece::data) {
+      if (head_->chunked) {
+        ec = co_await write_chunk(*upstream_, data);
+      } else {
+        ec = std::get<0>(co_await write_all(*upstream_, net::buffer(data.data(), data.size())));
+      }
+      audit_.bytes_in += data.size();
+      if (!ec) continue;
+    } else if (status == body_piece::done) {
+      if (head_->chunked) ec = std::get<0>(co_await write_all(*upstream_, net::buffer(last_chunk)));
+      if (!ec) co_return true;
+    }
+    // The daemon saw a partial request: that upstream connection is unusable.
+    upstream_.reset();
+    co_await refuse(400, "framing", "dockgate: malformed or truncated request body");
+    co_return false;
+  }
+}
+
+}  // namespace dockgate::proxy

@@ -1,0 +1,135 @@
+// Steps 1 to 3 of the request path (connection.hpp): the request head is read, parsed
+// strictly, routed to one operation and decided on, before any byte of it reaches the
+// daemon.
+//
+// Invariant: nothing reaches the daemon before the head has been parsed strictly, routed
+// to one operation and allowed by the profile (decide, review_query, shape_request: the
+// decisions are policy's values, applied here); after any refusal the connection is
+// closed, so no request pipelined behind a refused one is ever read.
+#include "connection.hpp"
+#include "dockgate/policy/query.hpp"
+#include "dockgate/policy/request_shape.hpp"
+#include "socket_io.hpp"
+
+namespace dockgate::proxy {
+
+namespace {
+
+std::string_view path_of(std::string_view target) {
+  return target.substr(0, target.find('?'));
+}
+
+}  // namespace
+
+net::awaitable<bool> connection::read_head(std::size_t& head_size) {
+  set_deadline(ctx_.options.head_timeout);
+  head_size = 0;
+  for (;;) {
+    std::string_view have = buffered();
+    if (std::size_t end = http::find_head_end(have.substr(0, http::max_head_bytes + 4)); end != 0) {
+      head_size = end;
+      co_return true;
+    }
+    if (have.size() > http::max_head_bytes) co_return true;  // head_size 0: too large
+    idle_ = have.empty();
+    if (idle_ && ctx_.stopping) co_return false;
+    if (idle_) {
+      // Waiting for the next request: no buffer and no parsed head held meanwhile.
+      release_in_buffer_if_empty();
+      ctx_.give_back_head(std::move(head_));
+      auto [wec] = co_await client_.async_wait(net::socket_base::wait_read, use_tuple);
+      if (wec) co_return false;
+    }
+    in_buffer();
+    compact();
+    if (in_end_ == in_capacity_ && !grow_in_buffer()) co_return true;  // too large
+    const net::mutable_buffer room(in_data_ + in_end_, in_capacity_ - in_end_);
+    auto [ec, n] = idle_ ? co_await read_now(client_, room)
+                         : co_await client_.async_read_some(room, use_tuple);
+    idle_ = false;
+    in_end_ += n;
+    if (ec) co_return false;  // EOF, reset, timeout or shutdown: nothing to answer
+  }
+}
+
+// Steps 2 and 3, with no I/O: the request parsed, routed, allowed by the profile, its
+// query reviewed and its shape known, or the refusal to answer instead.
+connection::admission connection::admit_request(std::size_t head_size) {
+  if (!head_) head_ = ctx_.take_head();
+  // A reloaded policy (SIGHUP) applies from the next request on; a request in flight, a
+  // stream or a hijacked session keeps the policy it started with (policy_ holds it).
+  if (policy_ != ctx_.policy) {
+    policy_ = ctx_.policy;
+    profile_ptr_ = policy_->select(identity_);
+    profile_ = profile_ptr_ ? profile_ptr_ : &no_profile();
+  }
+  started_ = std::chrono::steady_clock::now();
+  audit_ = audit_record{};
+  upstream_ended_ = false;
+  audit_.client = client_id_;
+  audit_.profile = profile_->name;
+  would_.clear();
+
+  // Step 2: parse and route.
+  if (head_size == 0) return policy::deny{431, "framing", "dockgate: request head too large"};
+  if (auto err = http::parse_request_head(buffered().substr(0, head_size), *head_)) {
+    std::string message = "dockgate: ";
+    message += http::head_error_text(*err);
+    return policy::deny{400, "framing", std::move(message)};
+  }
+  audit_.method = http::method_name(head_->method);
+  path_.assign(path_of(head_->target));  // the head's bytes move once the body is read
+  audit_.path = path_;
+
+  auto routed = policy::route_request(head_->method, head_->target);
+  if (auto* err = std::get_if<policy::route_error>(&routed)) {
+    if (*err == policy::route_error::unsupported_version) return unsupported_version{};
+    std::string message = "dockgate: ";
+    message += policy::route_error_text(*err);
+    message += ": ";
+    message += audit_.method;
+    message += ' ';
+    message += audit_.path;
+    return policy::deny{policy::route_error_status(*err), "route", std::move(message)};
+  }
+  const auto& r = std::get<policy::route>(routed);
+  audit_.operation = policy::operation_name(r.op);
+
+  // Step 3: decide. The profile's decision, then its review of the query.
+  if (!profile_ptr_)
+    return policy::deny{403, "client", "dockgate: no profile for client " + client_id_};
+  auto decision = policy::decide(*profile_, r);
+  if (auto* d = std::get_if<policy::deny>(&decision); d && enforce(*d)) return std::move(*d);
+  // The query that goes upstream is the gate's: what the daemon ignores is left out.
+  dropped_.clear();
+  auto reviewed_query = policy::review_query(*profile_, r);
+  if (auto* d = std::get_if<policy::deny>(&reviewed_query)) {
+    if (enforce(*d)) return std::move(*d);
+    query_.assign(r.query);  // audit mode: forwarded as sent
+  } else {
+    auto& q = std::get<policy::query_review>(reviewed_query);
+    query_ = std::move(q.query);
+    for (const auto& name : q.dropped) dropped_ += (dropped_.empty() ? "query:" : ",query:") + name;
+  }
+  // Hijack, endless stream, what becomes of the body, or a refusal (request_shape.hpp).
+  const auto shaped = policy::shape_request(r.op, policy::facts_of(*head_));
+  if (const auto* refused = std::get_if<policy::shape_refusal>(&shaped))
+    return policy::deny{refused->status, std::string(refused->rule), std::string(refused->reason)};
+  const auto& shape = std::get<policy::request_shape>(shaped);
+  endless_stream_ = shape.endless_stream;
+  if (shape.body == policy::request_body::dropped) dropped_ += dropped_.empty() ? "body" : ",body";
+  audit_.verdict = "allow";
+  return admitted{r, shape};
+}
+
+// A version the route table does not know, answered in the daemon's words (a client reads
+// "too new" to negotiate down), naming the daemon's version when it is too new.
+net::awaitable<void> connection::refuse_version() {
+  const std::string_view segment = policy::version_segment(path_);
+  if (policy::version_too_new(segment) && !ctx_.api_version && co_await connect_upstream())
+    co_await learn_api_version();
+  const auto d = policy::version_refusal(segment, known_daemon_version());
+  co_await refuse(d.status, d.rule, d.reason);
+}
+
+}  // namespace dockgate::proxy
