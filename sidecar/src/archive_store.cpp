@@ -10,12 +10,16 @@
 // directory for sidecars sharing it); in S3 the write is conditional on the generation
 // checked (If-Match / If-None-Match), so a sidecar on another host cannot slip in between
 // where the store supports conditional writes.
+#include "archive_store.hpp"
+
 #include <simdjson.h>
 
 #include <iostream>
 
-#include "dockgate/sidecar/service.hpp"
 #include "request.hpp"
+#include "session.hpp"
+#include "session_containers.hpp"
+#include "util.hpp"
 
 namespace dockgate::sidecar {
 
@@ -82,7 +86,7 @@ std::string archive_outcome::to_json() const {
   return out + "}";
 }
 
-storage_choice service::request_storage(const std::string& body) const {
+storage_choice request_storage(const std::string& body, const config& c) {
   std::string block;
   if (!body.empty()) {
     simdjson::dom::parser p;
@@ -91,10 +95,10 @@ storage_choice service::request_storage(const std::string& body) const {
         doc.at_key("storage").get(storage) == simdjson::SUCCESS && !storage.is_null())
       block = simdjson::minify(storage);
   }
-  return choose_storage(block, config_);
+  return choose_storage(block, c);
 }
 
-std::shared_ptr<std::mutex> service::key_lock(const std::string& where) {
+std::shared_ptr<std::mutex> archive_store::key_lock(const std::string& where) {
   std::lock_guard g(key_locks_mutex_);
   auto& slot = key_locks_[where];
   auto lock = slot.lock();
@@ -103,7 +107,7 @@ std::shared_ptr<std::mutex> service::key_lock(const std::string& where) {
   return lock;
 }
 
-service::prepared_restore service::prepare_restore(const storage_spec& storage, const std::string& stem) {
+prepared_restore archive_store::prepare_restore(const storage_spec& storage, const std::string& stem) {
   prepared_restore r;
   const std::string key = storage.archive_key(stem);
   r.report.key = key;
@@ -140,11 +144,11 @@ service::prepared_restore service::prepare_restore(const storage_spec& storage, 
   return r;
 }
 
-void service::unpack_restore(const std::string& container, prepared_restore& r) {
+void archive_store::unpack_restore(const std::string& container, prepared_restore& r) {
   if (r.report.status != "restored" && r.report.status != "partial") return;
   if (r.plan.members == 0) return;
   // --no-overwrite-dir: the directories the session already has keep their owner and mode.
-  auto untar = run_in(container, {"tar", "--no-same-owner", "--no-overwrite-dir", "-xzf", "-", "-C", "/workspace"},
+  auto untar = containers_.run_in(container, {"tar", "--no-same-owner", "--no-overwrite-dir", "-xzf", "-", "-C", "/workspace"},
                       std::chrono::seconds(config_.archive_timeout_s), std::move(r.plan.tgz), true);
   if (!untar.started || untar.timed_out || untar.exit_code != 0) {
     r.report.status = "failed";
@@ -154,7 +158,7 @@ void service::unpack_restore(const std::string& container, prepared_restore& r) 
   }
 }
 
-archive_outcome service::archive_workspace(session& s) {
+archive_outcome archive_store::archive_workspace(session& s) {
   archive_outcome out;
   const storage_spec& storage = *s.storage;
   const std::string main_key = storage.archive_key(s.archive_key);
@@ -171,7 +175,7 @@ archive_outcome service::archive_workspace(session& s) {
                            " are not known since the sidecar restarted; DELETE with the storage block archives it",
                        true);
   // The workspace first (the long part, no lock held), checked to read back whole.
-  auto tar = run_in(s.container, {"sh", "-c", std::string(archive_script)}, std::chrono::seconds(config_.archive_timeout_s),
+  auto tar = containers_.run_in(s.container, {"sh", "-c", std::string(archive_script)}, std::chrono::seconds(config_.archive_timeout_s),
                     {}, false, {}, static_cast<std::size_t>(config_.max_archive_bytes));
   if (!tar.started) return not_written("tar could not run: " + tar.error, true);
   if (tar.timed_out)
@@ -238,7 +242,7 @@ archive_outcome service::archive_workspace(session& s) {
   return out;
 }
 
-archive_outcome service::discard_archives(const storage_spec& storage, const std::string& stem) {
+archive_outcome archive_store::discard_archives(const storage_spec& storage, const std::string& stem) {
   archive_outcome out;
   const std::string main_key = storage.archive_key(stem);
   out.key = main_key;
