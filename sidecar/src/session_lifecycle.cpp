@@ -25,8 +25,9 @@ namespace dockgate::sidecar {
 
 using namespace std::chrono_literals;
 
-session_lifecycle::session_lifecycle(const config& c, const client::engine& docker, session_containers& containers,
-                                     session_registry& registry, archive_store& archives, const workspace_mounts& mounts,
+session_lifecycle::session_lifecycle(const config& c, const client::engine& docker,
+                                     session_containers& containers, session_registry& registry,
+                                     archive_store& archives, const workspace_mounts& mounts,
                                      session_pool& pool, session_limit& limit)
     : config_(c),
       docker_(docker),
@@ -59,7 +60,8 @@ http_reply session_lifecycle::create_session(const http_request& r) {
   // A warm container when the pool has one ready (or one nearly: the one being made now,
   // as far along as a create of this request's own would be): created, started and its
   // workspace made already; it left the pool for this request alone.
-  std::optional<pooled_container> warm = pool_.claim(std::chrono::seconds(config_.docker_call_timeout_s));
+  std::optional<pooled_container> warm =
+      pool_.claim(std::chrono::seconds(config_.docker_call_timeout_s));
   if (!warm && !containers_.image_seen() && !containers_.image_present())
     return detail(503, "sandbox image not available yet: " + config_.image);
   const std::string sid = warm ? warm->sid : random_hex(16);
@@ -68,7 +70,8 @@ http_reply session_lifecycle::create_session(const http_request& r) {
   s->id = sid;
   s->archive_key = key && valid_archive_key(*key) ? *key : sid;
   s->storage = storage.spec;
-  s->ttl_seconds = ttl && *ttl > 0 ? std::clamp<std::int64_t>(*ttl, 1, config_.idle_ttl_cap_seconds) : 0;
+  s->ttl_seconds =
+      ttl && *ttl > 0 ? std::clamp<std::int64_t>(*ttl, 1, config_.idle_ttl_cap_seconds) : 0;
   s->fuse = config_.workspace_mode == "fuse";
   // A FUSE workspace is its own storage (the bucket prefix of the archive key): mounted
   // before the container exists, unmounted again if the session does not come up.
@@ -82,7 +85,8 @@ http_reply session_lifecycle::create_session(const http_request& r) {
   } mounted{mounts_, sid};
   if (s->fuse) {
     s->storage.reset();
-    if (auto problem = mounts_.mount(sid, s->archive_key)) return detail(500, "workspace mount failed: " + *problem);
+    if (auto problem = mounts_.mount(sid, s->archive_key))
+      return detail(500, "workspace mount failed: " + *problem);
     mounted.armed = true;
   }
   // The archive is fetched and checked before the container exists, so that the
@@ -114,20 +118,24 @@ http_reply session_lifecycle::create_session(const http_request& r) {
         at_limit = live + limit_.reserved.load() >= config_.max_sessions;
       }
       if (!at_limit) {
-        auto created = docker_.call("POST", "/containers/create?name=" + name, containers_.create_body(sid, *s), 60s);
+        auto created = docker_.call("POST", "/containers/create?name=" + name,
+                                    containers_.create_body(sid, *s), 60s);
         if (created.status != 201)
-          return detail(500, "docker run failed: " + (created.status ? created.body : created.error));
+          return detail(500,
+                        "docker run failed: " + (created.status ? created.body : created.error));
         {
           simdjson::dom::parser p;
           simdjson::dom::element doc;
           std::string_view id;
-          if (p.parse(created.body).get(doc) == simdjson::SUCCESS && doc["Id"].get_string().get(id) == simdjson::SUCCESS)
+          if (p.parse(created.body).get(doc) == simdjson::SUCCESS &&
+              doc["Id"].get_string().get(id) == simdjson::SUCCESS)
             container_id = std::string(id);
         }
         auto started = docker_.call("POST", "/containers/" + container_id + "/start", {}, 60s);
         if (started.status != 204 && started.status != 304) {
           containers_.remove(container_id);
-          return detail(500, "docker run failed: " + (started.status ? started.body : started.error));
+          return detail(500,
+                        "docker run failed: " + (started.status ? started.body : started.error));
         }
       }
     }
@@ -164,11 +172,13 @@ http_reply session_lifecycle::create_session(const http_request& r) {
   }
   // Inputs are staged afresh for every run: emptied again only where an archive may have
   // brought some back (a new workspace has just made them, empty).
-  const bool unpacking = restore.plan.members > 0 && (restore.report.status == "restored" || restore.report.status == "partial");
+  const bool unpacking = restore.plan.members > 0 && (restore.report.status == "restored" ||
+                                                      restore.report.status == "partial");
   archives_.unpack_restore(container_id, restore);
   s->restore_status = restore.report.status;
   if (unpacking) {
-    auto reset = containers_.run_in(container_id, {"sh", "-c", std::string(reset_inputs_script)}, 30s);
+    auto reset =
+        containers_.run_in(container_id, {"sh", "-c", std::string(reset_inputs_script)}, 30s);
     if (!reset.started || reset.exit_code != 0) {
       containers_.remove(container_id);
       return detail(500, "reset inputs failed: " + reset.stderr_data);
@@ -200,7 +210,8 @@ http_reply session_lifecycle::delete_session(std::string_view id, const std::str
   auto key = f.string("archive_key", false, err);
   if (err) return *err;
   simdjson::dom::element block;
-  const bool block_given = f.doc.at_key("storage").get(block) == simdjson::SUCCESS && !block.is_null();
+  const bool block_given =
+      f.doc.at_key("storage").get(block) == simdjson::SUCCESS && !block.is_null();
   auto storage = request_storage(body, config_);
   if (storage.error) return detail(400, *storage.error);  // refused before anything is removed
 
@@ -215,17 +226,21 @@ http_reply session_lifecycle::delete_session(std::string_view id, const std::str
     }
     // The session's storage is the one it was created with; a block here may only bring
     // back the credentials of that same place (a session adopted after a restart).
-    if (block_given && storage.spec && s->storage && !s->storage->has_credentials && s->storage->same_place(*storage.spec))
+    if (block_given && storage.spec && s->storage && !s->storage->has_credentials &&
+        s->storage->same_place(*storage.spec))
       s->storage = storage.spec;
     if (discard) {
       const auto& where = s->storage ? s->storage : storage.spec;
-      if (where) outcome = archives_.discard_archives(*where, key && valid_archive_key(*key) ? *key : s->archive_key);
+      if (where)
+        outcome = archives_.discard_archives(
+            *where, key && valid_archive_key(*key) ? *key : s->archive_key);
     } else if (s->storage) {
       outcome = archives_.archive_workspace(*s);
     }
     remove_session_containers(*s);
   } else {
-    if (discard && key && valid_archive_key(*key) && storage.spec) outcome = archives_.discard_archives(*storage.spec, *key);
+    if (discard && key && valid_archive_key(*key) && storage.spec)
+      outcome = archives_.discard_archives(*storage.spec, *key);
     // Idempotent, also for a session a restart forgot — but never another instance's.
     const std::string name = std::string(container_prefix) + std::string(id);
     auto inspect = docker_.call("GET", "/containers/" + name + "/json", {}, 20s);
@@ -233,13 +248,15 @@ http_reply session_lifecycle::delete_session(std::string_view id, const std::str
     simdjson::dom::element doc;
     std::string_view instance = "default";
     if (inspect.status == 200 && p.parse(inspect.body).get(doc) == simdjson::SUCCESS) {
-      if (doc["Config"]["Labels"][instance_label].get_string().get(instance) != simdjson::SUCCESS) instance = "default";
+      if (doc["Config"]["Labels"][instance_label].get_string().get(instance) != simdjson::SUCCESS)
+        instance = "default";
       if (instance == config_.instance) {
         containers_.remove(name);
         containers_.remove(name + std::string(claim_suffix));  // if it came from the warm pool
       }
     }
-    if (config_.workspace_mode == "fuse" && (inspect.status == 404 || instance == config_.instance)) mounts_.unmount(std::string(id));
+    if (config_.workspace_mode == "fuse" && (inspect.status == 404 || instance == config_.instance))
+      mounts_.unmount(std::string(id));
   }
   std::string reply = R"({"ok":true)";
   if (outcome) reply += ",\"archive\":" + outcome->to_json();
@@ -254,14 +271,16 @@ void session_lifecycle::remove_session_containers(const session& s) {
   containers_.remove(s.container);
   if (s.fuse) mounts_.unmount(s.id);
   registry_.forget(s.id);
-  if (s.pooled) containers_.remove(std::string(container_prefix) + s.id + std::string(claim_suffix));
+  if (s.pooled)
+    containers_.remove(std::string(container_prefix) + s.id + std::string(claim_suffix));
   pool_.wake();  // SANDBOX_MAX_SESSIONS has room again
 }
 
 void session_lifecycle::reconcile() {
   auto mine = containers_.own(true);
   if (!mine) return;
-  auto label_of = [](const session_containers::listed& c, std::string_view name) -> const std::string* {
+  auto label_of = [](const session_containers::listed& c,
+                     std::string_view name) -> const std::string* {
     auto it = c.labels.find(std::string(name));
     return it == c.labels.end() ? nullptr : &it->second;
   };
@@ -281,7 +300,8 @@ void session_lifecycle::reconcile() {
     const bool pooled = label_of(c, pool_label) != nullptr;
     if (pooled) {
       auto record = records.find(*sid);
-      const std::string* claimed = record == records.end() ? nullptr : label_of(*record->second, claim_label);
+      const std::string* claimed =
+          record == records.end() ? nullptr : label_of(*record->second, claim_label);
       if (c.state != "running" || !claimed || *claimed != c.id) {
         // Never claimed, or claimed by a request that a kill cut short before its record
         // was written (as a create cut short): nothing of a session's is lost with it.
@@ -309,16 +329,20 @@ void session_lifecycle::reconcile() {
     if (const std::string* where = label(storage_label)) {
       s->storage = storage_from_label(*where, config_);
       if (!s->storage)
-        std::cerr << "dockgate-sidecar: session " << s->id << ": unreadable storage label, its workspace will not be archived"
-                  << std::endl;
+        std::cerr << "dockgate-sidecar: session " << s->id
+                  << ": unreadable storage label, its workspace will not be archived" << std::endl;
     } else if (!label(instance_label)) {
       // A container of a sidecar before storage labels: the operator's directory, as then.
       s->storage = choose_storage(R"({"provider":"local"})", config_).spec;
     }
-    if (const std::string* ttl = label(ttl_label)) s->ttl_seconds = std::clamp<std::int64_t>(std::strtoll(ttl->c_str(), nullptr, 10), 0, config_.idle_ttl_cap_seconds);
+    if (const std::string* ttl = label(ttl_label))
+      s->ttl_seconds = std::clamp<std::int64_t>(std::strtoll(ttl->c_str(), nullptr, 10), 0,
+                                                config_.idle_ttl_cap_seconds);
     if (const std::string* status = label(restore_label)) s->restore_status = *status;
-    if (const std::string* generation = label(generation_label)) s->restored_generation = *generation;
-    else if (!label(instance_label)) s->restored_generation = std::nullopt;  // unknown: never overwrite
+    if (const std::string* generation = label(generation_label))
+      s->restored_generation = *generation;
+    else if (!label(instance_label))
+      s->restored_generation = std::nullopt;  // unknown: never overwrite
     s->fuse = fuse;
     s->pooled = pooled;
     // The last run may have died mid-cell, its runner with it: the cell's processes may
@@ -328,14 +352,16 @@ void session_lifecycle::reconcile() {
     const auto swept = containers_.sweep_cell_processes(c.id);
     if (swept == session_containers::sweep_outcome::tainted) {
       std::cerr << "dockgate-sidecar: session " << s->id
-                << ": a process left by a cell outlived the kill sweep; its container is removed" << std::endl;
+                << ": a process left by a cell outlived the kill sweep; its container is removed"
+                << std::endl;
       containers_.remove(c.id);
-      if (pooled) containers_.remove(std::string(container_prefix) + *sid + std::string(claim_suffix));
+      if (pooled)
+        containers_.remove(std::string(container_prefix) + *sid + std::string(claim_suffix));
       if (fuse) mounts_.unmount(*sid);
       continue;
     }
     s->sweep_before_runner = swept != session_containers::sweep_outcome::clean;
-    if (fuse) s->storage.reset();  // the bucket is its storage
+    if (fuse) s->storage.reset();                     // the bucket is its storage
     s->last_used = std::chrono::steady_clock::now();  // the TTL restarts at boot
     registry_.add(std::move(s));
   }
@@ -368,7 +394,8 @@ std::size_t session_lifecycle::end_all_sessions() {
       const auto outcome = archives_.archive_workspace(*s);
       if (outcome.status == "not_written" && outcome.retry) {
         // Storage unreachable: the container stays, and the next start adopts it.
-        std::cerr << "dockgate-sidecar: session " << s->id << " kept for the next start: " << outcome.reason << std::endl;
+        std::cerr << "dockgate-sidecar: session " << s->id
+                  << " kept for the next start: " << outcome.reason << std::endl;
         ++kept;
         continue;
       }
