@@ -1,17 +1,19 @@
 // Cells: POST /exec, the run, the clean-up and the artifacts (seed §1.5).
-#include "dockgate/sidecar/service.hpp"
-
-#include <simdjson.h>
+#include "cells.hpp"
 
 #include <algorithm>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
+#include <map>
 
-#include "dockgate/sidecar/archive.hpp"
+#include "labels.hpp"
 #include "request.hpp"
 #include "runner.hpp"
+#include "session.hpp"
+#include "session_containers.hpp"
+#include "session_lifecycle.hpp"
+#include "session_registry.hpp"
+#include "util.hpp"
 
 namespace dockgate::sidecar {
 
@@ -28,33 +30,6 @@ constexpr std::string_view find_outputs = "find /workspace/outputs -type f -prin
 constexpr std::string_view oom_count =
     "o=0; for f in /sys/fs/cgroup/memory.events /sys/fs/cgroup/memory/memory.oom_control; do "
     "[ -r $f ] && while read -r k v; do [ \"$k\" = oom_kill ] && o=$v; done < $f; done; echo $o";
-
-// Every process of the sandbox user but the container's init (PID 1: docker-init), its
-// first child (the `sleep` that is the container's life: the child of PID 1 that started
-// first, which no later process can be) and this shell is killed: first all stopped at
-// once (kill(-1) walks the process table in the kernel, and a stopped process cannot fork
-// or change its PID), then each killed, then the sleep resumed; repeated until a pass
-// finds nothing. Builtins only (dash): the sweep itself adds nothing to the table.
-// The cell runner does this sweep itself, step for step (runner.py kill_sweep()), sparing
-// itself where the shell spares its own PID.
-// A stat line is the cell's to shape through its comm (up to 15 bytes, a newline or `) `
-// or `*` included: /proc/self/comm is writable): fields are split with globbing off, and a
-// line that is not a whole stat line (20 fields after the comm, a decimal start time) is
-// no candidate. Without that a comm such as "x) 1 1\n" made `shift 19` fail, which ends a
-// non-interactive dash, sweep and all, and "x) 1 /*/*" made a cell's process the one kept.
-constexpr std::string_view kill_sweep_head =
-    "keep=; kt=; for d in /proc/[0-9]*; do read -r st < $d/stat 2>/dev/null || continue; set -f; set -- ${st##*) }; set +f; "
-    "[ \"$2\" = 1 ] && [ $# -ge 20 ] || continue; shift 19; case $1 in ''|*[!0-9]*) continue;; esac; "
-    "if [ -z \"$kt\" ] || [ \"$1\" -lt \"$kt\" ]; then keep=${d#/proc/}; kt=$1; fi; done; "
-    "for pass in 1 2 3 4 5 6 7 8; do kill -STOP -1 2>/dev/null; found=0; "
-    "for d in /proc/[0-9]*; do p=${d#/proc/}; [ \"$p\" = 1 ] || [ \"$p\" = $$ ] || [ \"$p\" = \"$keep\" ] ";
-constexpr std::string_view kill_sweep_tail =
-    "&& continue; "
-    "kill -9 \"$p\" 2>/dev/null && found=1; done; kill -CONT -1 2>/dev/null; [ $found = 0 ] && break; done;";
-
-std::string kill_cell_processes() {
-  return std::string(kill_sweep_head) + std::string(kill_sweep_tail);
-}
 
 struct cell_listing {
   std::int64_t oom_before = 0;
@@ -98,37 +73,7 @@ cell_listing parse_cell_listing(std::string_view text) {
 
 }  // namespace
 
-service::sweep_outcome service::sweep_cell_processes(const std::string& container) {
-  run_in(container, {"sh", "-c", kill_cell_processes()}, 15s);
-  return only_own_processes(container);
-}
-
-service::sweep_outcome service::only_own_processes(const std::string& container) {
-  // `ps -o pid,uid,stat` on the host, limited by the daemon to the container's processes:
-  // what a process in the container cannot shape (numeric uids, the kernel's states).
-  // A zombie counts as gone only with no thread left: a thread-group leader that exited
-  // while its other threads run shows as "Zl", alive.
-  auto top = docker_.call("GET", "/containers/" + container + "/top?ps_args=-o%20pid%2Cuid%2Cstat%2Cnlwp", {}, 20s);
-  simdjson::dom::parser p;
-  simdjson::dom::element doc;
-  simdjson::dom::array rows, titles;
-  if (top.status != 200 || p.parse(top.body).get(doc) != simdjson::SUCCESS ||
-      doc["Processes"].get_array().get(rows) != simdjson::SUCCESS || doc["Titles"].get_array().get(titles) != simdjson::SUCCESS ||
-      titles.size() != 4)
-    return sweep_outcome::unknown;
-  const std::string_view own_uid = keepalive_user.substr(0, keepalive_user.find(':'));
-  for (simdjson::dom::element row : rows) {
-    std::string_view uid, stat, threads;
-    simdjson::dom::array cols;
-    if (row.get_array().get(cols) != simdjson::SUCCESS || cols.size() != 4 || cols.at(1).get_string().get(uid) != simdjson::SUCCESS ||
-        cols.at(2).get_string().get(stat) != simdjson::SUCCESS || cols.at(3).get_string().get(threads) != simdjson::SUCCESS)
-      return sweep_outcome::unknown;
-    if (uid != own_uid && !(stat.starts_with('Z') && threads == "1")) return sweep_outcome::tainted;
-  }
-  return sweep_outcome::clean;
-}
-
-http_reply service::exec(const http_request& r) {
+http_reply cells::exec(const http_request& r) {
   // With `Accept: text/event-stream` the answer is a stream of events: the cell's output
   // as it comes, then the same result object as a plain answer. An error before any
   // output is still a plain error answer (its status and body).
@@ -140,7 +85,7 @@ http_reply service::exec(const http_request& r) {
   return {200, {}, true};
 }
 
-http_reply service::run_cell(const http_request& r, cell_events& events) {
+http_reply cells::run_cell(const http_request& r, cell_events& events) {
   body_fields f(r.body);
   if (f.error) return *f.error;
   std::optional<http_reply> err;
@@ -155,7 +100,7 @@ http_reply service::run_cell(const http_request& r, cell_events& events) {
   if (!valid_session_id(*sid)) return detail(400, "invalid session_id");
   const std::int64_t ms = std::clamp<std::int64_t>(timeout_ms && *timeout_ms ? *timeout_ms : config_.default_exec_timeout_ms,
                                                    1000, config_.exec_timeout_cap_ms);
-  auto s = find(*sid);
+  auto s = registry_.find(*sid);
   if (!s || s->terminating) return detail(404, "session not found or not running");
   // One cell at a time per session: the lock also guards the session's runner.
   std::unique_lock lock(s->lock, std::defer_lock);
@@ -215,18 +160,18 @@ http_reply service::run_cell(const http_request& r, cell_events& events) {
     s->terminating = true;
     if (s->runner) s->runner->close();
     s->runner.reset();
-    remove_session_containers(*s);
+    lifecycle_.remove_session_containers(*s);
     return detail(500, "session ended: a process left by a cell outlived the clean-up");
   };
   auto plain_sweep = [&] {
-    const auto outcome = sweep_cell_processes(s->container);
-    s->sweep_before_runner = outcome != sweep_outcome::clean;
+    const auto outcome = containers_.sweep_cell_processes(s->container);
+    s->sweep_before_runner = outcome != session_containers::sweep_outcome::clean;
     return outcome;
   };
   if (config_.cell_runner && !s->runner && !s->runner_refused) {
     // Only where the host sees no process of the session user (an unknown answer: no
     // runner this time, a plain exec instead).
-    if (s->sweep_before_runner && plain_sweep() == sweep_outcome::tainted) return end_tainted();
+    if (s->sweep_before_runner && plain_sweep() == session_containers::sweep_outcome::tainted) return end_tainted();
     if (!s->sweep_before_runner) {
       std::string why;
       s->runner = cell_runner::start(docker_, s->container, 20s, &why);
@@ -241,7 +186,7 @@ http_reply service::run_cell(const http_request& r, cell_events& events) {
   // would have: a plain exec reads its stat line (the state after the comm is the
   // kernel's; no such file: it is gone).
   const runner_probe probe = [this, &s](int pid) {
-    auto st = run_in(s->container, {"cat", "/proc/" + std::to_string(pid) + "/stat"}, 10s, {}, false, {}, 4096);
+    auto st = containers_.run_in(s->container, {"cat", "/proc/" + std::to_string(pid) + "/stat"}, 10s, {}, false, {}, 4096);
     if (!st.started) return runner_state::unknown;
     if (st.exit_code != 0) return runner_state::gone;
     return parse_runner_stat(st.stdout_data);
@@ -296,7 +241,7 @@ http_reply service::run_cell(const http_request& r, cell_events& events) {
         // The runner never acknowledged the cell, so it did not run: run it as a plain
         // exec, once the runner's process is gone (a stopped one, continued, would run it
         // a second time).
-        if (plain_sweep() == sweep_outcome::tainted) return end_tainted();
+        if (plain_sweep() == session_containers::sweep_outcome::tainted) return end_tainted();
         result = docker_.exec(s->container, run);
         elapsed = std::chrono::steady_clock::now() - started;
       } else {
@@ -320,15 +265,15 @@ http_reply service::run_cell(const http_request& r, cell_events& events) {
       if (ran.state == cell_runner::outcome::done) return std::move(ran.result);
       drop_runner(ran.why);
     }
-    return run_in(s->container, std::move(cmd), timeout, {}, false, {}, max_out);
+    return containers_.run_in(s->container, std::move(cmd), timeout, {}, false, {}, max_out);
   };
   if (!listing_text) {
     // The plain clean-up (the runner failed, or there is none): its sweep is judged from
     // the host before the answer; what it listed is only the cell's own files.
-    listing_text = run_in(s->container, cleanup_cmd(), 15s).stdout_data;
-    const auto outcome = only_own_processes(s->container);
-    if (outcome == sweep_outcome::tainted) return end_tainted();
-    s->sweep_before_runner = outcome != sweep_outcome::clean;
+    listing_text = containers_.run_in(s->container, cleanup_cmd(), 15s).stdout_data;
+    const auto outcome = containers_.only_own_processes(s->container);
+    if (outcome == session_containers::sweep_outcome::tainted) return end_tainted();
+    s->sweep_before_runner = outcome != session_containers::sweep_outcome::clean;
   }
   if (!result.started && result.error.find("409") != std::string::npos) return detail(404, "session not found or not running");
   if (!result.started && result.error.find("404") != std::string::npos) return detail(404, "session not found or not running");

@@ -1,16 +1,15 @@
 // Files: upload, read, list, reset inputs, all confined to /workspace (seed §1.6).
-#include "dockgate/sidecar/service.hpp"
-
-#include <simdjson.h>
+#include "files.hpp"
 
 #include <algorithm>
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
-#include <iostream>
+#include <utility>
+#include <vector>
 
-#include "dockgate/sidecar/archive.hpp"
 #include "request.hpp"
+#include "session.hpp"
+#include "session_containers.hpp"
+#include "session_registry.hpp"
+#include "util.hpp"
 
 namespace dockgate::sidecar {
 
@@ -93,7 +92,7 @@ except OSError as e:
 }  // namespace
 
 
-http_reply service::put_file(const http_request& r) {
+http_reply files::put_file(const http_request& r) {
   body_fields f(r.body);
   if (f.error) return *f.error;
   std::optional<http_reply> err;
@@ -109,9 +108,9 @@ http_reply service::put_file(const http_request& r) {
   auto target = workspace_path(*path);
   if (!target || *target == "/workspace") return detail(400, "path must be under /workspace");
   held_session held;
-  if (auto refused = acquire(*sid, held)) return *refused;
+  if (auto refused = registry_.acquire(*sid, held)) return *refused;
   const auto& s = held.s;
-  auto written = run_in(s->container,
+  auto written = containers_.run_in(s->container,
                         {"python3", "-I", "-c", std::string(workspace_file), "write", target->substr(11), std::to_string(max)}, 60s,
                         std::move(*bytes), true);
   if (!written.started) return detail(500, "write failed: " + written.error);
@@ -124,7 +123,7 @@ http_reply service::put_file(const http_request& r) {
   return {200, R"({"ok":true})"};
 }
 
-http_reply service::get_file(const http_request& r) {
+http_reply files::get_file(const http_request& r) {
   body_fields f(r.body);
   if (f.error) return *f.error;
   std::optional<http_reply> err;
@@ -134,12 +133,12 @@ http_reply service::get_file(const http_request& r) {
   auto target = workspace_path(*path);
   if (!target) return detail(400, "path must be under /workspace");
   held_session held;
-  if (auto refused = acquire(*sid, held)) return *refused;
+  if (auto refused = registry_.acquire(*sid, held)) return *refused;
   const auto& s = held.s;
   // Bounded: the answer is base64 in JSON, in memory.
   const std::size_t cap = static_cast<std::size_t>(config_.max_body_bytes);
   if (*target == "/workspace") return detail(404, "file not found");
-  auto data = run_in(s->container, {"python3", "-I", "-c", std::string(workspace_file), "read", target->substr(11), std::to_string(cap)},
+  auto data = containers_.run_in(s->container, {"python3", "-I", "-c", std::string(workspace_file), "read", target->substr(11), std::to_string(cap)},
                      120s, {}, false, {}, cap + 1);
   if (!data.started) return detail(500, "read failed: " + data.error);
   // The seed's `test -f`: missing, or not a regular file (a directory too: it is inside).
@@ -152,11 +151,11 @@ http_reply service::get_file(const http_request& r) {
   return {200, "{\"data_base64\":\"" + base64_encode(data.stdout_data) + "\"}"};
 }
 
-http_reply service::list_files(const http_request& r) {
+http_reply files::list_files(const http_request& r) {
   held_session held;
-  if (auto refused = session_request(r, held)) return *refused;
+  if (auto refused = registry_.session_request(r, held)) return *refused;
   const auto& s = held.s;
-  auto found = run_in(s->container,
+  auto found = containers_.run_in(s->container,
                       {"sh", "-c", "find /workspace -maxdepth 6 -type f -printf '%s\\t%P\\0' 2>/dev/null | head -c 1000000"},
                       30s);
   std::vector<std::pair<std::string, std::string>> entries;  // path, size
@@ -182,11 +181,11 @@ http_reply service::list_files(const http_request& r) {
   return {200, body + "]}"};
 }
 
-http_reply service::reset_inputs(const http_request& r) {
+http_reply files::reset_inputs(const http_request& r) {
   held_session held;
-  if (auto refused = session_request(r, held)) return *refused;
+  if (auto refused = registry_.session_request(r, held)) return *refused;
   const auto& s = held.s;
-  auto reset = run_in(s->container,
+  auto reset = containers_.run_in(s->container,
                       {"sh", "-c", std::string(reset_inputs_script)},
                       30s);
   if (!reset.started || reset.exit_code != 0) return detail(500, "reset inputs failed: " + reset.stderr_data);

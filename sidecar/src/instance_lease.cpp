@@ -1,7 +1,7 @@
 // The instance lease. See instance_lease.hpp for the invariant kept and why it is made
 // this way.
 #include "dockgate/sidecar/instance_lease.hpp"
-#include "dockgate/sidecar/service.hpp"  // session_user
+#include "labels.hpp"  // session_user
 
 #include <simdjson.h>
 #include <unistd.h>

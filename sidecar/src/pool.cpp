@@ -1,6 +1,6 @@
 // The warm pool's bookkeeping and its one background thread (see pool.hpp for the
-// invariants). What a pool container is, and how one is made, is the service's
-// (sessions.cpp): the same create body as a session's, through the gate.
+// invariants). What a pool container is, and how one is made, is session_pool's
+// (pool_sessions.cpp): the same create body as a session's, through the gate.
 #include "pool.hpp"
 
 #include <algorithm>

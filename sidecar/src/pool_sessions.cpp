@@ -1,23 +1,28 @@
-// The service's side of the warm pool (SANDBOX_WARM_POOL): how a pool container is made
+// The session side of the warm pool (SANDBOX_WARM_POOL): how a pool container is made
 // and claimed. Invariants kept here:
 // - A pool container is created through the gate with the body of a session's container
 //   (create_body: the same image, command, user and host config; the gate's sandbox
 //   profile forces the same hardening on it), with no request's data in its labels.
 // - It counts against SANDBOX_MAX_SESSIONS from the moment its create is decided (the
-//   count and the reservation are made under create_mutex_, as a session's create is).
+//   count and the reservation are made under session_limit's mutex, as a session's create is).
 // - Only the tmpfs workspace mode is served: a FUSE workspace is mounted for its session
 //   and bound by the gate at create, from a label naming the session.
 // - A warm container is handed out only when it can run a cell now (the `ready` hook): a
 //   paused (cgroup freezer), stopped or runner-less one is removed and replaced, so that a
 //   session's first cell never waits on a container that cannot answer.
+#include "pool_sessions.hpp"
+
 #include <simdjson.h>
 
 #include <iostream>
 
-#include "dockgate/sidecar/service.hpp"
-#include "pool.hpp"
-#include "runner.hpp"
+#include "labels.hpp"
 #include "request.hpp"
+#include "runner.hpp"
+#include "session.hpp"
+#include "session_containers.hpp"
+#include "session_limit.hpp"
+#include "session_registry.hpp"
 
 namespace dockgate::sidecar {
 
@@ -42,7 +47,7 @@ bool inspect_runs_now(std::string_view body) {
          !paused && !restarting;
 }
 
-void service::start_pool() {
+void session_pool::start() {
   if (config_.warm_pool <= 0 || pool_) return;
   if (config_.workspace_mode != "tmpfs") {
     std::cerr << "dockgate-sidecar: SANDBOX_WARM_POOL is not used with SANDBOX_WORKSPACE_MODE="
@@ -51,11 +56,11 @@ void service::start_pool() {
     return;
   }
   warm_pool::hooks h;
-  h.create = [this](std::string& error, bool& full) { return pool_create(error, full); };
-  h.remove = [this](const std::string& id) { remove_container(id); };
-  h.image_id = [this] { return image_id(); };
+  h.create = [this](std::string& error, bool& full) { return create(error, full); };
+  h.remove = [this](const std::string& id) { containers_.remove(id); };
+  h.image_id = [this] { return containers_.image_id(); };
   h.running = [this]() -> std::optional<std::set<std::string>> {
-    auto mine = own_containers(false);
+    auto mine = containers_.own(false);
     if (!mine) return std::nullopt;
     std::set<std::string> ids;
     // The list has paused containers too (State "paused"): they are not running here.
@@ -80,14 +85,14 @@ void service::start_pool() {
     return r.status == 200 && inspect_runs_now(r.body);
   };
   h.sweep = [this](const std::set<std::string>& made) -> std::optional<std::set<std::string>> {
-    auto mine = own_containers(true);
+    auto mine = containers_.own(true);
     if (!mine) return std::nullopt;
     std::set<std::string> ids, existing;
     for (const auto& c : *mine) ids.insert(c.id);
     for (const auto& c : *mine) {
       const auto claim = c.labels.find(std::string(claim_label));
       if (claim != c.labels.end()) {
-        if (!ids.contains(claim->second)) remove_container(c.id);  // its container is gone
+        if (!ids.contains(claim->second)) containers_.remove(c.id);  // its container is gone
         continue;
       }
       if (!c.labels.contains(std::string(pool_label))) continue;
@@ -97,8 +102,8 @@ void service::start_pool() {
       }
       // Not this pool's: a session adopted at start, or left by an earlier run.
       const auto sid = c.labels.find(std::string(session_label));
-      auto s = sid == c.labels.end() ? nullptr : find(sid->second);
-      if (!s || s->container != c.id) remove_container(c.id);
+      auto s = sid == c.labels.end() ? nullptr : registry_.find(sid->second);
+      if (!s || s->container != c.id) containers_.remove(c.id);
     }
     return existing;
   };
@@ -106,24 +111,17 @@ void service::start_pool() {
   pool_->start();
 }
 
-std::size_t service::stop_pool() {
+std::size_t session_pool::stop() {
   return pool_ ? pool_->stop() : 0;
 }
 
-std::string service::image_id() {
-  auto r = docker_.call("GET", "/images/" + config_.image + "/json", {}, 10s);
-  simdjson::dom::parser p;
-  simdjson::dom::element doc;
-  std::string_view id;
-  if (r.status != 200 || p.parse(r.body).get(doc) != simdjson::SUCCESS ||
-      doc["Id"].get_string().get(id) != simdjson::SUCCESS)
-    return {};
-  return std::string(id);
+void session_pool::wake() {
+  if (pool_) pool_->wake();
 }
 
-std::optional<pooled_container> service::pool_create(std::string& error, bool& full) {
+std::optional<pooled_container> session_pool::create(std::string& error, bool& full) {
   pooled_container c;
-  c.image_id = image_id();
+  c.image_id = containers_.image_id();
   if (c.image_id.empty()) {
     error = "sandbox image not available: " + config_.image;
     return std::nullopt;
@@ -131,28 +129,28 @@ std::optional<pooled_container> service::pool_create(std::string& error, bool& f
   c.sid = random_hex(16);
   const std::string name = std::string(container_prefix) + c.sid;
   {
-    std::lock_guard g(create_mutex_);
+    std::lock_guard g(limit_.mutex);
     if (config_.max_sessions > 0) {
-      auto mine = own_containers(false);
+      auto mine = containers_.own(false);
       if (!mine) {
         error = "the engine did not list the session containers";
         return std::nullopt;
       }
-      if (static_cast<std::int64_t>(mine->size()) + pool_reserved_.load() >= config_.max_sessions) {
+      if (static_cast<std::int64_t>(mine->size()) + limit_.reserved.load() >= config_.max_sessions) {
         full = true;
         return std::nullopt;
       }
     }
-    ++pool_reserved_;
+    ++limit_.reserved;
   }
   // Held until the container runs (then the engine's list counts it) or is gone.
   struct reservation {
     std::atomic<std::int64_t>& n;
     ~reservation() { --n; }
-  } reserved{pool_reserved_};
+  } reserved{limit_.reserved};
   session blank;  // no request yet: create_body writes none of a session's labels
   auto created = docker_.call("POST", "/containers/create?name=" + name,
-                              create_body(c.sid, blank, body_kind::pool), 60s);
+                              containers_.create_body(c.sid, blank, session_containers::body_kind::pool), 60s);
   if (created.status != 201) {
     error = "create failed: " + (created.status ? created.body : created.error);
     return std::nullopt;
@@ -163,7 +161,7 @@ std::optional<pooled_container> service::pool_create(std::string& error, bool& f
     std::string_view id;
     if (p.parse(created.body).get(doc) != simdjson::SUCCESS ||
         doc["Id"].get_string().get(id) != simdjson::SUCCESS) {
-      remove_container(name);
+      containers_.remove(name);
       error = "create answered without an Id";
       return std::nullopt;
     }
@@ -171,25 +169,22 @@ std::optional<pooled_container> service::pool_create(std::string& error, bool& f
   }
   auto started = docker_.call("POST", "/containers/" + c.id + "/start", {}, 60s);
   if (started.status != 204 && started.status != 304) {
-    remove_container(c.id);
+    containers_.remove(c.id);
     error = "start failed: " + (started.status ? started.body : started.error);
     return std::nullopt;
   }
   // The workspace a new session starts with, and the cell runner (it makes the workspace),
   // so that a claimed container's first cell is as fast as its next (create_session does
   // the same for a cold one).
-  error = make_workspace(c.id, &c.runner);
+  error = containers_.make_workspace(c.id, &c.runner);
   if (!error.empty()) {
-    remove_container(c.id);
+    containers_.remove(c.id);
     return std::nullopt;
   }
   return c;
 }
 
-// A warm container for a request, checked to run a cell now (the pool's `ready` hook);
-// nullopt when the pool has none within `wait` (it waits only while a container is being
-// made or checked).
-std::optional<pooled_container> service::claim_warm(std::chrono::milliseconds wait) {
+std::optional<pooled_container> session_pool::claim(std::chrono::milliseconds wait) {
   if (!pool_) return std::nullopt;
   return pool_->claim(wait);
 }
@@ -201,10 +196,10 @@ std::optional<pooled_container> service::claim_warm(std::chrono::milliseconds wa
 // loses the session (the create costs 10-100 ms; the engine, not the sidecar's disk,
 // keeps it, so it outlives a sidecar redeployed elsewhere). A record whose create
 // answered with an error may still have been made: the caller removes it by name.
-std::string service::write_claim_record(const session& s) {
+std::string session_pool::write_claim_record(const session& s) {
   const std::string name = std::string(container_prefix) + s.id + std::string(claim_suffix);
   auto made = docker_.call("POST", "/containers/create?name=" + name,
-                           create_body(s.id, s, body_kind::claim, s.container),
+                           containers_.create_body(s.id, s, session_containers::body_kind::claim, s.container),
                            std::chrono::seconds(config_.docker_call_timeout_s));
   if (made.status == 201) return {};
   return "claim record not written: " + (made.status ? made.body : made.error);

@@ -6,7 +6,8 @@
 #include <cctype>
 #include <charconv>
 
-#include "dockgate/sidecar/service.hpp"
+#include "labels.hpp"
+#include "util.hpp"
 
 namespace dockgate::sidecar {
 

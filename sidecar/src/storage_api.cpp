@@ -1,15 +1,18 @@
 // POST /storage/put, /storage/delete, /storage/gc: the seed's storage API (§1.3, §1.8)
 // with its bodies, status codes and error texts, over the same object stores as the
 // workspace archives.
-#include <ctime>
-#include <iostream>
+#include "storage_api.hpp"
 
-#include "dockgate/sidecar/service.hpp"
+#include <algorithm>
+#include <ctime>
+
+#include "archive_store.hpp"
 #include "request.hpp"
+#include "util.hpp"
 
 namespace dockgate::sidecar {
 
-http_reply service::storage_put(const http_request& r) {
+http_reply storage_api::put(const http_request& r) {
   body_fields f(r.body);
   if (f.error) return *f.error;
   std::optional<http_reply> err;
@@ -18,7 +21,7 @@ http_reply service::storage_put(const http_request& r) {
   auto content_type = f.string("content_type", false, err);
   auto expires_in = f.integer("expires_in", err);
   if (err) return *err;
-  auto storage = request_storage(r.body);
+  auto storage = request_storage(r.body, config_);
   if (storage.error) return detail(400, *storage.error);
   if (!storage.spec) return detail(400, "storage backend not configured");
   if (!valid_object_key(*key)) return detail(400, "invalid storage key");
@@ -43,13 +46,13 @@ http_reply service::storage_put(const http_request& r) {
   return {200, body + ",\"expires_in\":" + std::to_string(ttl) + "}"};
 }
 
-http_reply service::storage_delete(const http_request& r) {
+http_reply storage_api::remove(const http_request& r) {
   body_fields f(r.body);
   if (f.error) return *f.error;
   std::optional<http_reply> err;
   auto key = f.string("key", true, err);
   if (err) return *err;
-  auto storage = request_storage(r.body);
+  auto storage = request_storage(r.body, config_);
   if (storage.error) return detail(400, *storage.error);
   if (!storage.spec) return detail(400, "storage backend not configured");
   if (!valid_object_key(*key)) return detail(400, "invalid storage key");
@@ -64,14 +67,14 @@ http_reply service::storage_delete(const http_request& r) {
   return {200, body + "}"};
 }
 
-http_reply service::storage_gc(const http_request& r) {
+http_reply storage_api::gc(const http_request& r) {
   body_fields f(r.body);
   if (f.error) return *f.error;
   std::optional<http_reply> err;
   auto max_age = f.integer("max_age_seconds", err);
   if (!err && !max_age) err = invalid("max_age_seconds", "field required", "value_error.missing");
   if (err) return *err;
-  auto storage = request_storage(r.body);
+  auto storage = request_storage(r.body, config_);
   if (storage.error) return detail(400, *storage.error);
   std::int64_t deleted = 0, scanned = 0, freed = 0;
   if (storage.spec && *max_age > 0) {

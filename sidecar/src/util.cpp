@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "dockgate/sidecar/archive.hpp"
-#include "dockgate/sidecar/service.hpp"
+#include "util.hpp"
 
 namespace dockgate::sidecar {
 

@@ -4,13 +4,15 @@
 // is the workspace's storage: nothing is archived, the next session with the same archive
 // key mounts the same prefix. A mount that does not come up is an error (never a silent
 // empty workspace); one left behind is cleaned when the session ends or at start-up.
+#include "workspace_mounts.hpp"
+
 #include <iostream>
 
-#include "dockgate/sidecar/service.hpp"
+#include "util.hpp"
 
 namespace dockgate::sidecar {
 
-std::optional<std::string> service::mount_workspace(const std::string& sid, const std::string& key) {
+std::optional<std::string> workspace_mounts::mount(const std::string& sid, const std::string& key) const {
   auto r = run_command({config_.mount_command, "mount", sid, "--key", key}, std::chrono::seconds(90));
   if (r.exit_code == 0) return std::nullopt;
   std::string why = r.err.empty() ? r.out : r.err;
@@ -19,7 +21,7 @@ std::optional<std::string> service::mount_workspace(const std::string& sid, cons
   return why;
 }
 
-void service::unmount_workspace(const std::string& sid) {
+void workspace_mounts::unmount(const std::string& sid) const {
   auto r = run_command({config_.mount_command, "cleanup", sid}, std::chrono::seconds(60));
   if (r.exit_code != 0)
     std::cerr << "dockgate-sidecar: cleanup of the workspace mount of " << sid << " failed: " << r.err << std::endl;

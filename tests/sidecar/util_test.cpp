@@ -1,7 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include "dockgate/sidecar/config.hpp"
-#include "dockgate/sidecar/service.hpp"
+#include "util.hpp"
 
 using namespace dockgate::sidecar;
 

@@ -10,12 +10,16 @@
 // directory for sidecars sharing it); in S3 the write is conditional on the generation
 // checked (If-Match / If-None-Match), so a sidecar on another host cannot slip in between
 // where the store supports conditional writes.
+#include "archive_store.hpp"
+
 #include <simdjson.h>
 
 #include <iostream>
 
-#include "dockgate/sidecar/service.hpp"
 #include "request.hpp"
+#include "session.hpp"
+#include "session_containers.hpp"
+#include "util.hpp"
 
 namespace dockgate::sidecar {
 
@@ -82,7 +86,7 @@ std::string archive_outcome::to_json() const {
   return out + "}";
 }
 
-storage_choice service::request_storage(const std::string& body) const {
+storage_choice request_storage(const std::string& body, const config& c) {
   std::string block;
   if (!body.empty()) {
     simdjson::dom::parser p;
@@ -91,19 +95,21 @@ storage_choice service::request_storage(const std::string& body) const {
         doc.at_key("storage").get(storage) == simdjson::SUCCESS && !storage.is_null())
       block = simdjson::minify(storage);
   }
-  return choose_storage(block, config_);
+  return choose_storage(block, c);
 }
 
-std::shared_ptr<std::mutex> service::key_lock(const std::string& where) {
+std::shared_ptr<std::mutex> archive_store::key_lock(const std::string& where) {
   std::lock_guard g(key_locks_mutex_);
   auto& slot = key_locks_[where];
   auto lock = slot.lock();
   if (!lock) slot = lock = std::make_shared<std::mutex>();
-  for (auto it = key_locks_.begin(); it != key_locks_.end();) it = it->second.expired() ? key_locks_.erase(it) : std::next(it);
+  for (auto it = key_locks_.begin(); it != key_locks_.end();)
+    it = it->second.expired() ? key_locks_.erase(it) : std::next(it);
   return lock;
 }
 
-service::prepared_restore service::prepare_restore(const storage_spec& storage, const std::string& stem) {
+prepared_restore archive_store::prepare_restore(const storage_spec& storage,
+                                                const std::string& stem) {
   prepared_restore r;
   const std::string key = storage.archive_key(stem);
   r.report.key = key;
@@ -117,7 +123,8 @@ service::prepared_restore service::prepare_restore(const storage_spec& storage, 
   } else {
     r.generation = got.generation;
     restore_limits limits;
-    limits.max_unpacked = static_cast<std::uint64_t>(parse_size(config_.workspace_size).value_or(512LL << 20));
+    limits.max_unpacked =
+        static_cast<std::uint64_t>(parse_size(config_.workspace_size).value_or(512LL << 20));
     r.plan = plan_restore(got.data, limits);
     if (r.plan.error) {
       r.report.status = "failed";
@@ -134,27 +141,28 @@ service::prepared_restore service::prepare_restore(const storage_spec& storage, 
       if (c.key.ends_with(".tgz")) r.report.conflicts.push_back(std::move(c.key));
   }
   if (r.report.status == "failed" || r.report.status == "partial")
-    std::cerr << "dockgate-sidecar: restore of " << storage.where() << " " << key << " " << r.report.status
-              << (r.report.error.empty() ? "" : ": " + r.report.error) << " (" << r.report.skipped.size()
-              << " member(s) left out)" << std::endl;
+    std::cerr << "dockgate-sidecar: restore of " << storage.where() << " " << key << " "
+              << r.report.status << (r.report.error.empty() ? "" : ": " + r.report.error) << " ("
+              << r.report.skipped.size() << " member(s) left out)" << std::endl;
   return r;
 }
 
-void service::unpack_restore(const std::string& container, prepared_restore& r) {
+void archive_store::unpack_restore(const std::string& container, prepared_restore& r) {
   if (r.report.status != "restored" && r.report.status != "partial") return;
   if (r.plan.members == 0) return;
   // --no-overwrite-dir: the directories the session already has keep their owner and mode.
-  auto untar = run_in(container, {"tar", "--no-same-owner", "--no-overwrite-dir", "-xzf", "-", "-C", "/workspace"},
-                      std::chrono::seconds(config_.archive_timeout_s), std::move(r.plan.tgz), true);
+  auto untar = containers_.run_in(
+      container, {"tar", "--no-same-owner", "--no-overwrite-dir", "-xzf", "-", "-C", "/workspace"},
+      std::chrono::seconds(config_.archive_timeout_s), std::move(r.plan.tgz), true);
   if (!untar.started || untar.timed_out || untar.exit_code != 0) {
     r.report.status = "failed";
     r.report.error = "unpacking failed: " + (untar.error.empty() ? untar.stderr_data : untar.error);
-    std::cerr << "dockgate-sidecar: restore of " << r.report.key << " into " << container << " failed: " << r.report.error
-              << std::endl;
+    std::cerr << "dockgate-sidecar: restore of " << r.report.key << " into " << container
+              << " failed: " << r.report.error << std::endl;
   }
 }
 
-archive_outcome service::archive_workspace(session& s) {
+archive_outcome archive_store::archive_workspace(session& s) {
   archive_outcome out;
   const storage_spec& storage = *s.storage;
   const std::string main_key = storage.archive_key(s.archive_key);
@@ -162,21 +170,23 @@ archive_outcome service::archive_workspace(session& s) {
     out.status = "not_written";
     out.reason = std::move(reason);
     out.retry = retry;
-    std::cerr << "dockgate-sidecar: archive of session " << s.id << " (" << storage.where() << " " << main_key
-              << ") not written: " << out.reason << std::endl;
+    std::cerr << "dockgate-sidecar: archive of session " << s.id << " (" << storage.where() << " "
+              << main_key << ") not written: " << out.reason << std::endl;
     return out;
   };
   if (!storage.has_credentials)
-    return not_written("the credentials of " + storage.where() +
-                           " are not known since the sidecar restarted; DELETE with the storage block archives it",
-                       true);
+    return not_written(
+        "the credentials of " + storage.where() +
+            " are not known since the sidecar restarted; DELETE with the storage block archives it",
+        true);
   // The workspace first (the long part, no lock held), checked to read back whole.
-  auto tar = run_in(s.container, {"sh", "-c", std::string(archive_script)}, std::chrono::seconds(config_.archive_timeout_s),
-                    {}, false, {}, static_cast<std::size_t>(config_.max_archive_bytes));
+  auto tar = containers_.run_in(s.container, {"sh", "-c", std::string(archive_script)},
+                                std::chrono::seconds(config_.archive_timeout_s), {}, false, {},
+                                static_cast<std::size_t>(config_.max_archive_bytes));
   if (!tar.started) return not_written("tar could not run: " + tar.error, true);
   if (tar.timed_out)
-    return not_written("tar did not finish within SANDBOX_ARCHIVE_TIMEOUT_S (" + std::to_string(config_.archive_timeout_s) +
-                           " s)",
+    return not_written("tar did not finish within SANDBOX_ARCHIVE_TIMEOUT_S (" +
+                           std::to_string(config_.archive_timeout_s) + " s)",
                        false);
   if (tar.stdout_dropped)
     return not_written("the workspace archive is larger than SANDBOX_MAX_ARCHIVE_BYTES (" +
@@ -184,7 +194,8 @@ archive_outcome service::archive_workspace(session& s) {
                        false);
   const auto check = check_archive(tar.stdout_data);
   if (check.error)
-    return not_written("tar exited " + std::to_string(tar.exit_code) + " with an unreadable archive (" + *check.error +
+    return not_written("tar exited " + std::to_string(tar.exit_code) +
+                           " with an unreadable archive (" + *check.error +
                            "): " + tar.stderr_data.substr(0, 300),
                        false);
   if (tar.exit_code != 0)
@@ -204,7 +215,8 @@ archive_outcome service::archive_workspace(session& s) {
   if (!current) return not_written(error, true);
   if (s.restore_status == "failed" || s.restore_status == "partial") {
     target = conflict_key;
-    out.reason = "the restore of this session was " + s.restore_status + ": the archive it came from is kept";
+    out.reason = "the restore of this session was " + s.restore_status +
+                 ": the archive it came from is kept";
   } else if (current->empty()) {
     // Nothing under the key now (never written, discarded, or collected): no one's work
     // is in the way.
@@ -221,7 +233,8 @@ archive_outcome service::archive_workspace(session& s) {
       return not_written("the previous generation could not be kept: " + error, true);
     bool changed = false;
     // Conditional: a sidecar on another host may have written the key since the check.
-    if (auto written = store->replace(main_key, tar.stdout_data, "application/gzip", *current, changed, error)) {
+    if (auto written = store->replace(main_key, tar.stdout_data, "application/gzip", *current,
+                                      changed, error)) {
       s.restored_generation = *written;  // a second archive of this session replaces its own
       out.status = "written";
       out.key = main_key;
@@ -231,14 +244,17 @@ archive_outcome service::archive_workspace(session& s) {
     target = conflict_key;
     out.reason = "another session wrote the archive after this one was restored";
   }
-  if (!store->put(target, tar.stdout_data, "application/gzip", error)) return not_written(error, true);
+  if (!store->put(target, tar.stdout_data, "application/gzip", error))
+    return not_written(error, true);
   out.status = "conflict";
   out.key = target;
-  std::cerr << "dockgate-sidecar: archive of session " << s.id << " kept as " << target << ": " << out.reason << std::endl;
+  std::cerr << "dockgate-sidecar: archive of session " << s.id << " kept as " << target << ": "
+            << out.reason << std::endl;
   return out;
 }
 
-archive_outcome service::discard_archives(const storage_spec& storage, const std::string& stem) {
+archive_outcome archive_store::discard_archives(const storage_spec& storage,
+                                                const std::string& stem) {
   archive_outcome out;
   const std::string main_key = storage.archive_key(stem);
   out.key = main_key;

@@ -1,0 +1,87 @@
+#pragma once
+// The session containers on the engine: the body they are created with, the list of this
+// instance's, whether one runs, removing one, a command run in one as the session user,
+// the workspace a new one starts with, and the kill sweep of what a cell left. Holds no
+// state of its own but whether the image was seen. Internal to the sidecar library.
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dockgate/client/engine.hpp"
+#include "dockgate/sidecar/config.hpp"
+
+namespace dockgate::sidecar {
+
+class cell_runner;  // runner.hpp
+struct session;     // session.hpp
+
+// The sweep's shell script: every process of the session user in the container killed
+// but the container's init and its `sleep` (and the shell itself); see the .cpp.
+std::string kill_cell_processes();
+
+class session_containers {
+ public:
+  session_containers(const config& c, const client::engine& docker) : config_(c), docker_(docker) {}
+
+  bool running(const std::string& container) const;
+  void remove(const std::string& container) const;
+  client::exec_result run_in(const std::string& container, std::vector<std::string> cmd,
+                             std::chrono::milliseconds timeout, std::string stdin_data = {},
+                             bool attach_stdin = false, std::vector<std::string> env = {},
+                             std::size_t max_out = 64 * 1024 * 1024) const;
+
+  // The body of a session's container create. `pool`: a warm pool container's (no
+  // request's labels); `claim_of`: the claim record of that pool container for `s`.
+  enum class body_kind { session, pool, claim };
+  std::string create_body(const std::string& sid, const session& s,
+                          body_kind kind = body_kind::session,
+                          const std::string& claim_of = {}) const;
+
+  // The session containers of this instance (running only, or all); nullopt if the
+  // engine could not be asked.
+  struct listed {
+    std::string id;
+    std::string state;
+    std::map<std::string, std::string> labels;
+  };
+  std::optional<std::vector<listed>> own(bool all) const;
+
+  // The workspace a new session starts with (uploads, outputs, skills), made in a
+  // started container as the session user; the error ("" when made). With `runner` (and
+  // SANDBOX_CELL_RUNNER on) the container's cell runner is started now and makes them:
+  // no exec of their own; it is left in *runner. Otherwise (or if the runner does not come
+  // up) one exec makes them.
+  std::string make_workspace(const std::string& container,
+                             std::shared_ptr<cell_runner>* runner = nullptr) const;
+
+  // The plain kill sweep: every process of the session user in `container` killed but
+  // the container's init and its `sleep`, then the outcome judged from the host
+  // (only_own_processes). A plain sweep is an exec of the session user: a process a cell
+  // left can stop or trace it, so its own word is never taken.
+  enum class sweep_outcome { clean, tainted, unknown };
+  sweep_outcome sweep_cell_processes(const std::string& container) const;
+  // The engine's process table of `container` (ContainerTop, read on the host): clean when
+  // every process is the container's own (the keep-alive's uid) or a zombie with no live
+  // thread; tainted when a process of the session user lives; unknown when the engine
+  // could not say.
+  sweep_outcome only_own_processes(const std::string& container) const;
+
+  // The configured image's ID ("" if it cannot be inspected).
+  std::string image_id() const;
+  // Whether the configured image is on the engine now (asked; remembered when it is).
+  bool image_present();
+  // Whether the image was seen since start (not asked again).
+  bool image_seen() const { return image_ready_; }
+
+ private:
+  const config& config_;
+  const client::engine& docker_;
+  std::atomic<bool> image_ready_{false};
+};
+
+}  // namespace dockgate::sidecar
