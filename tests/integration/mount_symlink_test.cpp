@@ -1,9 +1,11 @@
 // dockgate-mount never reaches its root or a mountpoint through a symlink (docs/mount.md):
 // a root that is a symlink, and a mountpoint that is one, are refused, and nothing is
 // mounted where they point. Runs dockgate-mount itself against s3rver (scripts/s3rver.sh);
-// judged by the kernel's mount table (/proc/self/mountinfo) and the directories.
+// judged by the kernel's mount table (/proc/self/mountinfo, read while the command runs) and
+// the directories.
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
@@ -49,10 +51,30 @@ struct scratch {
            " AIMEM_ENDPOINT=" + env_or("DOCKGATE_TEST_S3_ENDPOINT") +
            " AIMEM_ACCESS_KEY=" + env_or("DOCKGATE_TEST_S3_ACCESS_KEY") +
            " AIMEM_SECRET_KEY=" + env_or("DOCKGATE_TEST_S3_SECRET_KEY") +
-           " AIMEM_MOUNT_ROOT=" + root + " AIMEM_PREFIX=" + prefix + " DOCKGATE_MOUNT_TIMEOUT=15 " +
+           " AIMEM_MOUNT_ROOT=" + root + " AIMEM_PREFIX=" + prefix + " DOCKGATE_MOUNT_TIMEOUT=10 " +
            DOCKGATE_MOUNT_BIN + " " + args;
   }
 };
+
+struct watched_run {
+  int status = -1;
+  std::string output;
+  std::vector<std::string> seen;  // mount points under the watched directory, at any moment
+};
+
+// Runs `command`, reading the kernel's mount table under `dir` until it exits (bounded):
+// a mount made and undone within the command's run is seen too.
+watched_run run_watching(const std::string& command, const std::string& dir) {
+  watched_run r;
+  background b(command);
+  for (int i = 0; i < 1200 && r.status == -1; ++i) {
+    for (const auto& m : mounts_under(dir))
+      if (std::find(r.seen.begin(), r.seen.end(), m) == r.seen.end()) r.seen.push_back(m);
+    r.status = b.wait(std::chrono::milliseconds(25));
+  }
+  while (auto line = b.read_line(std::chrono::milliseconds(500))) r.output += *line + "\n";
+  return r;
+}
 
 bool is_symlink(const std::string& path) {
   std::error_code ec;
@@ -83,8 +105,9 @@ TEST_CASE(
   std::filesystem::create_directories(target);
   ::chmod(target.c_str(), 0755);
   std::filesystem::create_directory_symlink(target, s.base + "/root-link");
-  auto via_root = run(s.mount_cli(s.base + "/root-link", "mount sbx-a"));
+  auto via_root = run_watching(s.mount_cli(s.base + "/root-link", "mount sbx-a"), target);
   INFO(via_root.output);
+  CHECK(via_root.seen.empty());  // never mounted where the symlink points, not for a moment
   CHECK(via_root.status != 0);
   CHECK(via_root.output.find("passes through a symlink") != std::string::npos);
   CHECK(mounts_under(s.base).empty());
@@ -96,8 +119,9 @@ TEST_CASE(
   std::filesystem::create_directories(elsewhere);
   ::chmod(elsewhere.c_str(), 0755);
   std::filesystem::create_directory_symlink(elsewhere, root + "/sbx-b");
-  auto via_point = run(s.mount_cli(root, "mount sbx-b"));
+  auto via_point = run_watching(s.mount_cli(root, "mount sbx-b"), elsewhere);
   INFO(via_point.output);
+  CHECK(via_point.seen.empty());
   CHECK(via_point.status != 0);
   CHECK(via_point.output.find("passes through a symlink") != std::string::npos);
   CHECK(mounts_under(s.base).empty());

@@ -26,13 +26,15 @@ TEST_CASE("SIGHUP loses no audit line: requests in flight across reloads each ge
           "[integration][signals][audit]") {
   proxy_process proxy("compose/policies/docker-cli.json");
   const std::string direct = docker_cli() + " -H " + engine_host();
-  // Containers that end a little after the reloads: their waits are in flight across them.
+  // Containers that run until the test ends them, after the reloads: their waits are in
+  // flight across them.
   constexpr int waits = 4;
   std::vector<std::string> names;
   for (int i = 0; i < waits; ++i) {
     names.push_back(unique_name("dg-hup-wait"));
-    REQUIRE(run(proxy.docker() + " run -d --name " + names.back() + " " + test_image() + " sleep 3")
-                .status == 0);
+    REQUIRE(
+        run(proxy.docker() + " run -d --name " + names.back() + " " + test_image() + " sleep 600")
+            .status == 0);
   }
   std::vector<std::future<raw_response>> in_flight;
   for (const auto& name : names)
@@ -43,13 +45,6 @@ TEST_CASE("SIGHUP loses no audit line: requests in flight across reloads each ge
               "/wait HTTP/1.1\r\nHost: d\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
           false, 20000ms);
     }));
-  // And a connection answering 300 pipelined pings while the signals arrive.
-  auto pings = std::async(std::launch::async, [&proxy] {
-    std::string requests;
-    for (int i = 0; i < 299; ++i) requests += "GET /_ping HTTP/1.1\r\nHost: d\r\n\r\n";
-    requests += "GET /_ping HTTP/1.1\r\nHost: d\r\nConnection: close\r\n\r\n";
-    return raw_exchange(proxy.socket_path(), requests, false, 20000ms);
-  });
   std::this_thread::sleep_for(500ms);  // the waits have reached the daemon
   for (int i = 0; i < 3; ++i) {
     ::kill(proxy.pid(), SIGHUP);
@@ -63,20 +58,24 @@ TEST_CASE("SIGHUP loses no audit line: requests in flight across reloads each ge
   CHECK(occurrences(run("cat " + proxy.dir() + "/proxy.err").output, "SIGHUP: policy reloaded") ==
         3);
 
+  // The waits were in flight across the reloads: their containers still run. Now they end.
+  for (const auto& name : names) {
+    CHECK(run(direct + " inspect --format '{{.State.Running}}' " + name).output == "true\n");
+    run(direct + " kill " + name);
+  }
+
   for (auto& f : in_flight) {
     auto r = f.get();
     INFO(r.bytes);
     CHECK(r.status() == 200);
-    CHECK(r.bytes.find("\"StatusCode\":0") != std::string::npos);
+    CHECK(r.bytes.find("\"StatusCode\":137") != std::string::npos);
   }
-  auto pinged = pings.get();
-  CHECK(occurrences(pinged.bytes, "HTTP/1.1 200") == 300);
   // A request after the reloads, under the new policy.
   CHECK(raw_exchange(proxy.socket_path(),
                      "GET /_ping HTTP/1.1\r\nHost: d\r\nConnection: close\r\n\r\n")
             .status() == 200);
 
-  // One line each: every wait (all in flight across the reloads), the 301 pings.
+  // One line each: every wait (all in flight across the reloads), and the ping after.
   auto lines_of = [&](const std::string& log) {
     std::size_t waited = 0;
     for (const auto& name : names) waited += occurrences(log, "/containers/" + name + "/wait\"");
@@ -85,10 +84,10 @@ TEST_CASE("SIGHUP loses no audit line: requests in flight across reloads each ge
   std::string log;
   for (int i = 0; i < 100; ++i) {  // bounded: the last lines are written after their answers
     log = proxy.audit_log();
-    if (const auto [w, p] = lines_of(log); w >= waits && p >= 301) break;
+    if (const auto [w, p] = lines_of(log); w >= waits && p >= 1) break;
     std::this_thread::sleep_for(50ms);
   }
   for (const auto& name : names) CHECK(occurrences(log, "/containers/" + name + "/wait\"") == 1);
-  CHECK(occurrences(log, "\"operation\":\"SystemPing\"") == 301);
+  CHECK(occurrences(log, "\"operation\":\"SystemPing\"") == 1);
   for (const auto& name : names) run(direct + " rm -f " + name + " >/dev/null 2>&1");
 }

@@ -19,20 +19,23 @@ std::string create_head(const std::string& name, std::size_t length) {
 
 }  // namespace
 
-TEST_CASE("--body-timeout: a body that stalls is cut and nothing reaches the daemon",
-          "[integration][limits]") {
+TEST_CASE(
+    "body timeout: a request body that stalls is cut (--body-timeout), nothing reaches the daemon",
+    "[integration][limits]") {
   // A head timeout far above the body's: only --body-timeout can cut the stalled body.
   proxy_process proxy("compose/policies/docker-cli.json",
                       {"--body-timeout", "1", "--head-timeout", "120"});
   const std::string body = R"({"Image":")" + test_image() + R"(","Cmd":["true"]})";
 
   // The control: the same request whole creates the container.
-  const auto whole = unique_name("dg-body-ok");
-  auto created = raw_exchange(proxy.socket_path(), create_head(whole, body.size()) + body, true);
-  INFO(created.bytes);
-  CHECK(created.status() == 201);
-  CHECK(container_exists(whole));
-  run(docker_cli() + " -H " + engine_host() + " rm -f " + whole + " >/dev/null 2>&1");
+  {
+    const auto whole = unique_name("dg-body-ok");
+    auto created = raw_exchange(proxy.socket_path(), create_head(whole, body.size()) + body, true);
+    INFO(created.bytes);
+    CHECK(created.status() == 201);
+    CHECK(container_exists(whole));
+    run(docker_cli() + " -H " + engine_host() + " rm -f " + whole + " >/dev/null 2>&1");
+  }
 
   // The head and half the body, then nothing (the client keeps its side open). The read
   // waits far longer than the body timeout for a byte or the end of the connection.

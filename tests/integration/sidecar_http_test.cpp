@@ -78,10 +78,12 @@ TEST_CASE(
 
   // The judge sees a second answer when there is one: two pipelined well-formed requests
   // are both answered on one connection.
-  const std::string health = "GET /healthz HTTP/1.1\r\nHost: sidecar\r\n\r\n";
-  auto both = raw_tcp_exchange(sidecar.port(), health + health, 3000ms);
-  INFO(both.bytes);
-  REQUIRE(both.count() == 2);
+  {
+    const std::string health = "GET /healthz HTTP/1.1\r\nHost: sidecar\r\n\r\n";
+    auto both = raw_tcp_exchange(sidecar.port(), health + health, 3000ms);
+    INFO(both.bytes);
+    REQUIRE(both.count() == 2);
+  }
 
   struct attack {
     const char* what;
