@@ -10,7 +10,8 @@ using namespace dockgate::test;
 using namespace std::chrono_literals;
 
 TEST_CASE(
-    "sessions: at start-up a tainted session is removed, not adopted; a clean one is adopted swept",
+    "sessions: at start-up a tainted session is removed, not adopted, and a clean one is swept and "
+    "adopted",
     "[integration][sidecar][walls]") {
   proxy_process proxy("compose/policies/sandbox.json");
   const std::string instance = unique_name("adopt");
