@@ -15,11 +15,12 @@ TEST_CASE(
     "[integration][sidecar][walls]") {
   proxy_process proxy("compose/policies/sandbox.json");
   const std::string instance = unique_name("adopt");
-  const std::vector<std::string> env = {"SANDBOX_WARM_POOL=0", "SANDBOX_INSTANCE=" + instance,
-                                        "SANDBOX_KEEP_SESSIONS_ON_STOP=1"};
+  const std::vector<std::string> env = {"SANDBOX_WARM_POOL=0", "SANDBOX_INSTANCE=" + instance};
   std::string clean, tainted;
   {
-    sidecar_process first(proxy, env);
+    auto keep = env;
+    keep.push_back("SANDBOX_KEEP_SESSIONS_ON_STOP=1");
+    sidecar_process first(proxy, keep);
     clean = new_session(first);
     tainted = new_session(first);
     REQUIRE(field(first.exec(clean, "print(1)"), "stdout") == "1\n");
@@ -57,4 +58,6 @@ TEST_CASE(
   CHECK(container_exists(clean_c));
   CHECK(processes(clean_c).find("sleep 1000") == std::string::npos);
   CHECK(field(second.exec(clean, "print(3)"), "stdout") == "3\n");
+  CHECK(second.call("DELETE", "/sessions/" + clean, "").status == 200);
+  CHECK_FALSE(container_exists(clean_c));
 }
