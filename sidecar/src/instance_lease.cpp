@@ -123,9 +123,12 @@ struct heartbeat {
 };
 std::optional<heartbeat> read_heartbeat(const client::engine& docker, const std::string& id) {
   client::exec_options o;
+  // Exits 0 while the container runs, with or without a heartbeat yet: a holder between
+  // its start and its first beat is alive (watched until it beats or a lease passes), not
+  // gone (which sent a starter round its attempts and out with "changed hands").
   o.cmd = {"sh", "-c",
            "date +%s; stat -c %Y /tmp/lease-beat 2>/dev/null || echo -; cat /tmp/lease-beat "
-           "2>/dev/null"};
+           "2>/dev/null; true"};
   o.timeout = 20s;
   o.max_stdout = 4096;
   o.user = session_user;
