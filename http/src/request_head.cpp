@@ -1,4 +1,4 @@
-// Strict request-head parsing. See http_head.hpp for the invariant kept here.
+// Strict request-head parsing. See request_head.hpp for the invariant kept here.
 #include "dockgate/http/request_head.hpp"
 
 #include <algorithm>

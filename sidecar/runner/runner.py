@@ -15,7 +15,7 @@
 #   a cell cannot reach its pipes through /proc either. If that cannot be set, it exits
 #   and the sidecar uses plain execs. Before that line no process of the session user
 #   is alive in the container: a runner starts in a new container, or after the sidecar's
-#   plain kill sweep (cells.cpp).
+#   plain kill sweep (session_containers.cpp).
 # - A cell can still signal it (same uid): stopped or killed, it answers nothing more, and
 #   the sidecar gives it up and starts another; it never answers for a cell it did not run.
 #   A cell can also lower its limits or its scheduling (same uid, no trace needed), which
@@ -194,7 +194,7 @@ def listing(top):
     return b"".join(out)
 
 
-# The sidecar's kill sweep (cells.cpp kill_cell_processes), done in this process: every
+# The sidecar's kill sweep (session_containers.cpp kill_cell_processes), done in this process: every
 # process of the container but its init (PID 1), its `sleep` and this runner is killed.
 # The `sleep` is the child of PID 1 with the earliest start time, judged only from a whole
 # stat line (its first line, as `read` takes it: a cell may put a newline, `) ` or `*` in

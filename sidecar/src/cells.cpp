@@ -1,4 +1,18 @@
 // Cells: POST /exec, the run, the clean-up and the artifacts (seed §1.5).
+//
+// Invariants (docs/design.md, "Cell walls"; docs/security.md, "What a cell can do to its
+// own container"):
+// - Nothing a cell starts outlives its answer: after every cell a kill sweep (the
+//   runner's own, or the plain clean-up's kill_cell_processes, session_containers.cpp)
+//   ends every process of the session user but the runner.
+// - A plain sweep is an exec of the session user, which a process the cell left can stop
+//   or trace: its outcome is judged on the host (session_containers::only_own_processes,
+//   ContainerTop), and a process that lives on ends the session's container.
+// - No runner starts until the host has shown no process of the session user
+//   (session::sweep_before_runner).
+// - A runner that stops answering is probed and given up: the cell is answered as what
+//   happened, never run twice, and the next cell gets a new runner.
+// - One cell at a time per session (the session's lock; 429 after the queue timeout).
 #include "cells.hpp"
 
 #include <algorithm>

@@ -1,7 +1,7 @@
 #pragma once
 // Cells: POST /exec, one cell run in a session's container (through its cell runner, or
 // plain execs), the clean-up that nothing a cell started outlives, and the artifacts.
-// Internal to the sidecar library; the invariants are in cells.cpp.
+// Internal to the sidecar library; the invariants are at the top of cells.cpp.
 
 #include <semaphore>
 

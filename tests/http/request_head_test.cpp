@@ -12,7 +12,7 @@ std::optional<head_error> parse(std::string_view head) {
 }
 }  // namespace
 
-TEST_CASE("well-formed heads parse", "[http_head]") {
+TEST_CASE("well-formed heads parse", "[http][request_head]") {
   request_head h;
   std::string_view text =
       "POST /v1.41/containers/create?name=x HTTP/1.1\r\n"
@@ -46,7 +46,7 @@ TEST_CASE("well-formed heads parse", "[http_head]") {
   CHECK(h.fields[1].value.empty());
 }
 
-TEST_CASE("ambiguous framing is refused", "[http_head]") {
+TEST_CASE("ambiguous framing is refused", "[http][request_head]") {
   struct bad_case {
     std::string_view head;
     head_error error;
@@ -119,7 +119,7 @@ TEST_CASE("ambiguous framing is refused", "[http_head]") {
   }
 }
 
-TEST_CASE("head limits", "[http_head]") {
+TEST_CASE("head limits", "[http][request_head]") {
   std::string many = "GET /x HTTP/1.1\r\nHost: d\r\n";
   for (std::size_t i = 0; i < max_header_count; ++i) many += "X-H: v\r\n";
   many += "\r\n";
@@ -128,7 +128,7 @@ TEST_CASE("head limits", "[http_head]") {
   CHECK(parse(big) == head_error::too_large);
 }
 
-TEST_CASE("find_head_end needs CRLFCRLF", "[http_head]") {
+TEST_CASE("find_head_end needs CRLFCRLF", "[http][request_head]") {
   CHECK(find_head_end("GET / HTTP/1.1\r\nHost: d\r\n\r\nrest") == 27);
   CHECK(find_head_end("GET / HTTP/1.1\r\nHost: d\r\n") == 0);
   CHECK(find_head_end("GET / HTTP/1.1\n\n") == 15);
@@ -137,7 +137,7 @@ TEST_CASE("find_head_end needs CRLFCRLF", "[http_head]") {
   CHECK(parse_request_head("GET / HTTP/1.1\n", h) == head_error::bad_line_ending);
 }
 
-TEST_CASE("hop-by-hop headers include those named by Connection", "[http_head]") {
+TEST_CASE("hop-by-hop headers include those named by Connection", "[http][request_head]") {
   CHECK(is_hop_by_hop("Transfer-Encoding", ""));
   CHECK(is_hop_by_hop("keep-alive", ""));
   CHECK(is_hop_by_hop("Upgrade", ""));

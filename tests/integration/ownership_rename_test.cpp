@@ -1,5 +1,5 @@
 // A name is resolved by the daemon on every request; only positive ownership answers are
-// cached, by full ID (proxy/src/ownership.cpp). So a container renamed after the gate
+// cached, by full ID (proxy/src/upstream_lookups.cpp). So a container renamed after the gate
 // checked it changes nothing: own container A, another tenant's B; the gate has checked
 // (and cached) A; then A is renamed away and B takes A's old name. A request by that name
 // must not act on B, and a request by A's full ID still acts on A. Judged by the daemon's
