@@ -6,19 +6,29 @@
 
 using namespace dockgate::test;
 
+namespace {
+
+// A client whose certificate's subject names the profile `ci`; everyone else `ping-only`.
+constexpr const char* subject_policy = R"({"clients":[{"tls_subject":"O=dockgate,CN=ci-runner","profile":"ci"}],
+      "default_profile":"ping-only",
+      "profiles":{"ci":{"allow":["SystemPing","SystemPingHead","SystemVersion"]},
+                  "ping-only":{"allow":["SystemPing","SystemPingHead"]}}})";
+
+// The docker CLI with the client certificate of make_pki(), to tls://127.0.0.1:<port>.
+std::string tls_cli(const std::string& pki, const std::string& port) {
+  return docker_cli() + " --tlsverify --tlscacert " + pki + "/ca.pem --tlscert " + pki + "/client.pem --tlskey " +
+         pki + "/client.key -H tcp://127.0.0.1:" + port;
+}
+
+}  // namespace
 
 TEST_CASE("a TLS client certificate's subject selects the profile", "[integration][tls]") {
   const std::string pki = make_pki();
   const std::string port = free_tcp_port();
-  proxy_process proxy(R"({"clients":[{"tls_subject":"O=dockgate,CN=ci-runner","profile":"ci"}],
-      "default_profile":"ping-only",
-      "profiles":{"ci":{"allow":["SystemPing","SystemPingHead","SystemVersion"]},
-                  "ping-only":{"allow":["SystemPing","SystemPingHead"]}}})",
+  proxy_process proxy(subject_policy,
                       {"--listen", "tls://127.0.0.1:" + port, "--tls-cert", pki + "/server.pem", "--tls-key",
                        pki + "/server.key", "--tls-client-ca", pki + "/ca.pem"});
-  const std::string tls_cli = docker_cli() + " --tlsverify --tlscacert " + pki + "/ca.pem --tlscert " + pki +
-                              "/client.pem --tlskey " + pki + "/client.key -H tcp://127.0.0.1:" + port;
-  auto version = run(tls_cli + " version --format '{{.Server.APIVersion}}'");
+  auto version = run(tls_cli(pki, port) + " version --format '{{.Server.APIVersion}}'");
   INFO(version.output);
   CHECK(version.output == "1.41\n");
   CHECK(proxy.audit_contains("\"client\":\"tls:127.0.0.1:"));
@@ -32,6 +42,34 @@ TEST_CASE("a TLS client certificate's subject selects the profile", "[integratio
   // Over the unix listener (no certificate) the default profile applies.
   auto plain = run(proxy.docker() + " version");
   CHECK(plain.output.find("dockgate: SystemVersion is not allowed by profile ping-only") != std::string::npos);
+  run("rm -rf " + pki);
+}
+
+// Without --tls-client-ca (proxy/src/tls_front.cpp) no client is ever identified by a
+// certificate: the gate asks for none, and one a client presents anyway never becomes a
+// subject (a tls_subject rule does not match, the default profile applies). Judged by what
+// the client gets and the audit log's client and profile.
+TEST_CASE("without --tls-client-ca a client certificate selects no profile", "[integration][tls]") {
+  const std::string pki = make_pki();
+  const std::string port = free_tcp_port();
+  proxy_process proxy(subject_policy,
+                      {"--listen", "tls://127.0.0.1:" + port, "--tls-cert", pki + "/server.pem",
+                       "--tls-key", pki + "/server.key"});
+  auto version = run(tls_cli(pki, port) + " version --format '{{.Server.APIVersion}}'");
+  INFO(version.output);
+  CHECK(version.output.find("dockgate: SystemVersion is not allowed by profile ping-only") !=
+        std::string::npos);
+  CHECK(proxy.audit_contains("\"operation\":\"SystemVersion\""));
+  const std::string log = proxy.audit_log();
+  INFO(log);
+  CHECK(log.find("\"client\":\"tls:127.0.0.1:") != std::string::npos);
+  CHECK(log.find("subject=") == std::string::npos);
+  CHECK(log.find("\"profile\":\"ci\"") == std::string::npos);
+  CHECK(log.find("\"profile\":\"ping-only\"") != std::string::npos);
+  // The connection itself works: the default profile's own operation is answered.
+  auto ping = run("curl -s --cacert " + pki + "/ca.pem --cert " + pki + "/client.pem --key " + pki +
+                  "/client.key https://127.0.0.1:" + port + "/_ping");
+  CHECK(ping.output == "OK");
   run("rm -rf " + pki);
 }
 
