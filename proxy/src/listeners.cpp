@@ -169,6 +169,9 @@ void open_listener(listener& l, net::io_context& ioc, const serve_options& opts)
     l.socket.bind(ep, ec);
     if (ec) throw std::runtime_error("bind " + a.to_string() + ": " + ec.message());
   }
+}
+
+void start_listening(listener& l) {
   l.socket.listen(net::socket_base::max_listen_connections);
 }
 

@@ -31,9 +31,13 @@ struct listener {
 // The address of an endpoint (a unix socket path, or a numeric host and port).
 protocol::endpoint resolve(net::io_context& ioc, const common::endpoint& ep);
 
-// Opens, binds and listens on l.address, or adopts systemd's socket for it. Throws with a
-// message when the address may not or cannot be used.
+// Opens and binds l.address (not listening yet), or adopts systemd's socket for it. Throws
+// with a message when the address may not or cannot be used.
 void open_listener(listener& l, net::io_context& ioc, const serve_options& opts);
+// Listens on a listener open_listener made. The gate listens only once every listener
+// (and the metrics one) is open: a start refused for any of them never accepted a
+// connection on another (a client could otherwise connect, and wait on a gate that exits).
+void start_listening(listener& l);
 
 // Identity of the peer, for the audit line and profile selection.
 std::string peer_identity(protocol::socket& s, bool is_unix, policy::client_identity& identity);

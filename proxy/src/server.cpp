@@ -268,18 +268,26 @@ int serve(const serve_options& options, policy::policy initial, const policy_loa
         listener{address, acceptor(ioc),
                  address.scheme == common::endpoint::kind::tls ? tls.get() : nullptr});
     open_listener(listeners.back(), ioc, options);
-    log->info(
-        "listening on {}{} ({} profile(s), default {}), upstream {}", address.to_string(),
-        listeners.back().socket_ino == 0 && address.scheme == common::endpoint::kind::unix_socket
-            ? " (from systemd)"
-            : "",
-        pol.profiles.size(), pol.default_profile ? pol.default_().name : std::string("none"),
-        options.upstream.to_string());
   }
-  for (auto& l : listeners) net::co_spawn(ioc, accept_loop(ctx, l), net::detached);
   if (options.metrics) {
     listeners.push_back(listener{*options.metrics, acceptor(ioc), nullptr});
     open_listener(listeners.back(), ioc, options);
+  }
+  // Every listener is open: only now does any of them accept (listeners.hpp).
+  for (auto& l : listeners) start_listening(l);
+  const std::size_t gate_listeners = options.listen.size();
+  for (std::size_t i = 0; i < gate_listeners; ++i) {
+    log->info("listening on {}{} ({} profile(s), default {}), upstream {}",
+              listeners[i].address.to_string(),
+              listeners[i].socket_ino == 0 &&
+                      listeners[i].address.scheme == common::endpoint::kind::unix_socket
+                  ? " (from systemd)"
+                  : "",
+              pol.profiles.size(), pol.default_profile ? pol.default_().name : std::string("none"),
+              options.upstream.to_string());
+    net::co_spawn(ioc, accept_loop(ctx, listeners[i]), net::detached);
+  }
+  if (options.metrics) {
     log->info("metrics and health on {}", options.metrics->to_string());
     net::co_spawn(ioc, metrics_loop(ctx, listeners.back()), net::detached);
   }

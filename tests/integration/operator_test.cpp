@@ -3,7 +3,14 @@
 #include <catch2/catch.hpp>
 
 #include <signal.h>
+#include <fcntl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
 
 #include <fstream>
 #include <memory>
@@ -63,6 +70,46 @@ TEST_CASE("a client no rule matches is refused when there is no default", "[inte
 TEST_CASE("plaintext TCP on a non-loopback address needs an explicit opt-in", "[integration][operator]") {
   CHECK_THROWS_WITH(proxy_process("compose/policies/read-only.json", {"--listen", "tcp://0.0.0.0:" + free_tcp_port()}),
                     Catch::Contains("--allow-insecure-tcp"));
+}
+
+// A start refused for one listener never accepted on another: every listener is bound
+// first, and only then does any listen. Judged by a client that tries the unix listener
+// as fast as it can while the refused gate lives: not one connect may succeed.
+TEST_CASE("a refused start accepts no connection on any listener, not even briefly", "[integration][operator]") {
+  char tmpl[] = "/tmp/dockgate-refused.XXXXXX";
+  REQUIRE(::mkdtemp(tmpl) != nullptr);
+  const std::string dir = tmpl;
+  const std::string policy = root_owned_copy("compose/policies/read-only.json");
+  const std::string socket = dir + "/gate.sock";
+  std::vector<std::string> args = {DOCKGATE_PROXY_BIN, "--upstream", engine_host(), "--policy", policy,
+                                   "--listen", "unix://" + socket, "--listen", "tcp://0.0.0.0:" + free_tcp_port()};
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    int null = ::open("/dev/null", O_WRONLY);
+    ::dup2(null, 1);
+    ::dup2(null, 2);
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, socket.c_str(), sizeof addr.sun_path - 1);
+  int accepted = 0, status = 0, tries = 0;
+  for (;;) {
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) ++accepted;
+    ::close(fd);
+    ++tries;
+    if (::waitpid(pid, &status, WNOHANG) == pid) break;
+  }
+  INFO("connect attempts while the refused gate ran: " << tries);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) != 0);
+  CHECK(accepted == 0);
+  run("rm -rf " + dir + " " + policy.substr(0, policy.rfind('/')));
 }
 
 TEST_CASE("metrics and health on their own listener", "[integration][operator][metrics]") {
