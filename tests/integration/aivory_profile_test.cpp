@@ -1,0 +1,356 @@
+// compose/policies/aivory.json with the real docker CLI: every call the Aivory sandbox
+// sidecar makes (shared/research/seed_systems.md §1.4–1.11, its exact argv and flags)
+// succeeds through the gate, and the daemon's record of its session container holds every
+// hardening value of the profile, whatever the sidecar asked for. A widened call is
+// refused, a container the profile does not own is invisible and untouchable.
+//
+// The profile allows the seed's production image (ghcr.io/hjxwz123/aivory-sandbox:*);
+// the test substitutes the private registry's host for ghcr.io, nothing else, and pushes
+// the offline runtime image there under the seed's repository name.
+#include <simdjson.h>
+
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "harness.hpp"
+
+using namespace dockgate::test;
+
+namespace {
+
+const std::string production_images = "ghcr.io/hjxwz123/aivory-sandbox:*";
+
+std::string direct() {
+  return docker_cli() + " -H " + engine_host();
+}
+std::string repository() {
+  return registry() + "/hjxwz123/aivory-sandbox";
+}
+std::string runtime_image() {
+  const char* v = std::getenv("DOCKGATE_TEST_RUNTIME_IMAGE");
+  return v && *v ? v : "dockgate/sandbox-runtime:test";
+}
+
+// The shipped profile, its image allowlist moved from ghcr.io to the test's registry.
+std::string aivory_policy() {
+  std::ifstream in(repo_root() + "/compose/policies/aivory.json");
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string policy = text.str();
+  const auto at = policy.find('"' + production_images + '"');
+  REQUIRE(at != std::string::npos);
+  REQUIRE(policy.find(production_images, at + 1 + production_images.size()) == std::string::npos);
+  policy.replace(at + 1, production_images.size(), repository() + ":*");
+  return policy;
+}
+
+// The runtime image tagged under the seed's repository name in the engine (not pushed).
+struct tagged_image {
+  std::string ref;
+  explicit tagged_image(const std::string& tag) : ref(repository() + ":" + tag) {
+    REQUIRE(run(direct() + " tag " + runtime_image() + " " + ref).status == 0);
+  }
+  ~tagged_image() { run(direct() + " rmi " + ref + " >/dev/null 2>&1"); }
+  tagged_image(const tagged_image&) = delete;
+  tagged_image& operator=(const tagged_image&) = delete;
+};
+
+// `docker run -d` exactly as the sidecar builds it (§1.10, every optional part on).
+std::string sidecar_run(const std::string& docker, const std::string& sid,
+                        const std::string& image) {
+  return docker + " run -d --name aivory-sbx-" + sid +
+         " --label aivory.sandbox=1 --label aivory.session_id=" + sid +
+         " --label aivory.created_at=1796155610 --network none --memory 2g --memory-swap 2g --cpus "
+         "1"
+         " --pids-limit 256 --ulimit nofile=1024:1024 --init --user 1000:1000 --security-opt "
+         "no-new-privileges"
+         " --cap-drop ALL -w /workspace --read-only --tmpfs /tmp:rw,nosuid,nodev,size=256m"
+         " --tmpfs /home/sandbox:rw,nosuid,nodev,size=256m --tmpfs "
+         "/workspace:rw,nosuid,nodev,size=512m,mode=1777 " +
+         image + " sleep infinity";
+}
+
+std::string session_id() {
+  auto id = unique_name("x");  // x-<10 hex>: padded to the sidecar's 32 hex
+  id = id.substr(2);
+  return id + std::string(32 - id.size(), '0');
+}
+
+// Every hardening value of aivory.json, read from the daemon's `docker inspect`.
+std::vector<std::string> hardening_violations(const std::string& inspect_json,
+                                              const std::string& image) {
+  std::vector<std::string> v;
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  if (parser.parse(inspect_json).get(doc) != simdjson::SUCCESS)
+    return {"inspect output is not JSON"};
+  using element = simdjson::dom::element;
+  using maybe = std::optional<element>;
+  const element c = doc.at(0).value();
+  auto at = [](maybe e, const char* key) -> maybe {
+    element out;
+    if (!e || e->at_key(key).get(out) != simdjson::SUCCESS) return std::nullopt;
+    return out;
+  };
+  auto str = [](maybe e) {
+    std::string_view s;
+    return e && e->get_string().get(s) == simdjson::SUCCESS ? std::string(s) : std::string();
+  };
+  auto num = [](maybe e) {
+    int64_t n = 0;
+    return e && e->get_int64().get(n) == simdjson::SUCCESS ? n : INT64_MIN;
+  };
+  auto json = [](maybe e) { return e ? simdjson::minify(*e) : std::string("null"); };
+  auto empty = [&](maybe e) {
+    return !e || e->is_null() || json(e) == "[]" || json(e) == "{}" || json(e) == R"("")";
+  };
+  auto expect = [&](bool ok, const std::string& what) {
+    if (!ok) v.push_back(what);
+  };
+  const maybe hc = at(c, "HostConfig");
+  const maybe cfg = at(c, "Config");
+  expect(str(at(cfg, "Image")) == image, "Image " + str(at(cfg, "Image")));
+  expect(str(at(cfg, "User")) == "65534:65534", "User " + str(at(cfg, "User")));
+  expect(json(at(hc, "Privileged")) == "false", "Privileged");
+  expect(json(at(hc, "CapDrop")) == R"(["ALL"])", "CapDrop " + json(at(hc, "CapDrop")));
+  expect(empty(at(hc, "CapAdd")), "CapAdd " + json(at(hc, "CapAdd")));
+  expect(json(at(hc, "SecurityOpt")) == R"(["no-new-privileges"])",
+         "SecurityOpt " + json(at(hc, "SecurityOpt")));
+  expect(json(at(hc, "ReadonlyRootfs")) == "true", "ReadonlyRootfs");
+  expect(json(at(hc, "Tmpfs")) ==
+             R"({"/home/sandbox":"rw,nosuid,nodev,noexec,size=256m,mode=1777",)"
+             R"("/tmp":"rw,nosuid,nodev,noexec,size=256m,mode=1777",)"
+             R"("/workspace":"rw,nosuid,nodev,size=512m,mode=1777"})",
+         "Tmpfs " + json(at(hc, "Tmpfs")));
+  expect(str(at(hc, "NetworkMode")) == "none", "NetworkMode " + str(at(hc, "NetworkMode")));
+  const auto networks = json(at(at(c, "NetworkSettings"), "Networks"));
+  expect(networks.starts_with(R"({"none":)") && networks.find("},\"") == std::string::npos,
+         "Networks " + networks);
+  const auto mem = num(at(hc, "Memory"));
+  expect(mem > 0 && mem <= 2147483648, "Memory " + std::to_string(mem));
+  const auto swap = num(at(hc, "MemorySwap"));
+  expect(swap > 0 && swap <= 2147483648, "MemorySwap " + std::to_string(swap));
+  const auto cpus = num(at(hc, "NanoCpus"));
+  expect(cpus > 0 && cpus <= 1000000000, "NanoCpus " + std::to_string(cpus));
+  const auto pids = num(at(hc, "PidsLimit"));
+  expect(pids > 0 && pids <= 256, "PidsLimit " + std::to_string(pids));
+  const auto shm = num(at(hc, "ShmSize"));
+  expect(shm > 0 && shm <= 67108864, "ShmSize " + std::to_string(shm));
+  expect(json(at(hc, "Ulimits")) ==
+             R"([{"Name":"nofile","Hard":1024,"Soft":1024},{"Name":"core","Hard":0,"Soft":0}])",
+         "Ulimits " + json(at(hc, "Ulimits")));
+  expect(str(at(hc, "IpcMode")) == "private", "IpcMode " + str(at(hc, "IpcMode")));
+  expect(str(at(hc, "CgroupnsMode")) == "private", "CgroupnsMode " + str(at(hc, "CgroupnsMode")));
+  for (const char* ns : {"PidMode", "UTSMode", "UsernsMode"})
+    expect(str(at(hc, ns)).empty(), std::string(ns) + " " + str(at(hc, ns)));
+  expect(str(at(at(hc, "RestartPolicy"), "Name")) == "no",
+         "RestartPolicy " + json(at(hc, "RestartPolicy")));
+  expect(json(at(hc, "LogConfig")) ==
+             R"({"Type":"json-file","Config":{"max-file":"3","max-size":"10m"}})",
+         "LogConfig " + json(at(hc, "LogConfig")));
+  expect(empty(at(hc, "Binds")) && empty(at(c, "Mounts")), "Binds/Mounts " + json(at(c, "Mounts")));
+  expect(empty(at(hc, "Devices")) && empty(at(hc, "PortBindings")), "Devices/PortBindings");
+  expect(str(at(at(cfg, "Labels"), "dockgate.owner")) == "aivory",
+         "owner label " + json(at(cfg, "Labels")));
+  return v;
+}
+
+std::string inspect(const std::string& name) {
+  return run(direct() + " inspect " + name).output;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "aivory.json: every docker CLI call of the Aivory sidecar succeeds and its session container "
+    "is hardened",
+    "[integration][policy][aivory]") {
+  // The image only in the registry, as on a fresh host: the sidecar inspects, then pulls.
+  const std::string tag = unique_name("t");
+  const std::string image = repository() + ":" + tag;
+  {
+    tagged_image pushed(tag);
+    REQUIRE(run(direct() + " push " + image + " >/dev/null").status == 0);
+  }
+  proxy_process proxy(aivory_policy());
+  const std::string docker = proxy.docker();
+  auto ok = [&](const std::string& command) {
+    auto r = run(command);
+    INFO(command << "\n" << r.output);
+    CHECK(r.status == 0);
+    return r.output;
+  };
+
+  // Health: the CLI negotiates its version (HEAD /_ping), then GET /version.
+  CHECK(ok(docker + " version -f '{{.Server.Version}}'") ==
+        run(direct() + " version -f '{{.Server.Version}}'").output);
+  // Image present? Not yet: the daemon's own 404, not a refusal. Then the pull.
+  auto absent = run(docker + " image inspect " + image);
+  CHECK(absent.status != 0);
+  CHECK(absent.output.find("No such image") != std::string::npos);
+  CHECK(absent.output.find("dockgate") == std::string::npos);
+  ok(docker + " pull " + image);
+  ok(docker + " image inspect " + image);
+  struct cleanup {
+    std::string ref;
+    ~cleanup() { run(direct() + " rmi -f " + ref + " >/dev/null 2>&1"); }
+  } untag{image};
+
+  CHECK(ok(docker + " ps -q --filter label=aivory.sandbox=1").empty());
+  const std::string sid = session_id();
+  const std::string name = "aivory-sbx-" + sid;
+  struct remove {
+    std::string name;
+    ~remove() { run(direct() + " rm -f " + name + " >/dev/null 2>&1"); }
+  } removal{name};
+  const auto created = ok(sidecar_run(docker, sid, image));
+  CHECK(created.find("error") == std::string::npos);  // the CLI's wait, for one, was answered
+
+  // The daemon's record: every hardening value, the owner label, the sidecar's own labels.
+  const auto record = inspect(name);
+  INFO(record.substr(0, 4000));
+  CHECK(hardening_violations(record, image) == std::vector<std::string>{});
+  CHECK(record.find(R"("aivory.session_id": ")" + sid + '"') != std::string::npos);
+  CHECK(record.find(R"("Init": true)") != std::string::npos);
+  CHECK(record.find(R"("WorkingDir": "/workspace")") != std::string::npos);
+
+  const std::string ex = docker + " exec " + name;
+  const std::string exi = docker + " exec -i " + name;
+  ok(ex + " mkdir -p /workspace/uploads /workspace/outputs /workspace/skills");
+  // Warm-up on stdin (the image has python3 only; the seed's image has python).
+  CHECK(ok("echo 'import os; print(\"warm\", os.getuid())' | " + exi + " python3 -") ==
+        "warm 1000\n");
+  ok(ex +
+     " sh -c \"rm -rf -- '/workspace/uploads' '/workspace/skills' && mkdir -p -- "
+     "'/workspace/uploads' '/workspace/skills'\"");
+  CHECK(ok(docker + " inspect -f '{{.State.Running}}' " + name) == "true\n");
+
+  // One cell, as /exec runs it.
+  const std::string token = std::string(32, 'c');
+  const std::string cell = "/tmp/aivory-cell-" + token + ".py";
+  ok("printf 'open(\"/workspace/outputs/p.txt\",\"w\").write(\"rows 3\")\\nprint(6*7)\\n' | " +
+     exi + " sh -c \"cat > '" + cell + "'\"");
+  ok(ex +
+     " sh -c \"find /workspace/outputs -type f -printf '%p\\t%T@\\t%s\\n' 2>/dev/null || true\"");
+  CHECK(ok(docker + " exec -e AIVORY_CELL_TOKEN=" + token + " " + name +
+           " timeout --kill-after=2s 120.000s python3 " + cell) == "42\n");
+  ok(ex +
+     " sh -c 'for d in /proc/[0-9]*; do tr \"\\0\" \"\\n\" < $d/environ 2>/dev/null | grep -qxF "
+     "AIVORY_CELL_TOKEN=" +
+     token + " && kill -9 ${d#/proc/}; done; true'");
+  ok(ex + " rm -f " + cell);
+  CHECK(ok(ex + " base64 -w0 -- /workspace/outputs/p.txt") == "cm93cyAz");
+  // Files: the symlink guard, the existence test, the listing.
+  CHECK(ok(ex + " realpath -m -- /workspace/uploads/a.txt") == "/workspace/uploads/a.txt\n");
+  ok(ex + " test -f /workspace/outputs/p.txt");
+  CHECK(ok(ex + " sh -c \"find /workspace -maxdepth 6 -type f -printf '%s\\t%P\\0' 2>/dev/null | "
+                "head -c 1000000\"") == std::string("6\toutputs/p.txt\0", 16));
+  // Archive and restore (the restore's exit status is tar's: the tmpfs root is root's,
+  // so `.` keeps its times and mode, directly as through the gate; the files arrive).
+  const std::string archive = proxy.dir() + "/ws.tgz";
+  ok(ex + " tar czf - --exclude=./uploads --exclude=./skills -C /workspace . > " + archive);
+  ok(ex + " rm -rf /workspace/outputs");
+  run(exi + " tar --no-same-owner -xzf - -C /workspace < " + archive);
+  CHECK(ok(ex + " cat /workspace/outputs/p.txt") == "rows 3");
+  // Reconcile on restart, then remove.
+  CHECK(ok(docker + " ps -a --filter label=aivory.sandbox=1 --format '{{.Names}}\\t{{.State}}'") ==
+        name + "\trunning\n");
+  CHECK(ok(docker + " ps -q --filter label=aivory.sandbox=1").size() == 13);
+  ok(docker + " rm -f " + name);
+  CHECK_FALSE(container_exists(name));
+  CHECK_FALSE(proxy.audit_contains(R"("verdict":"deny")", std::chrono::milliseconds(0)));
+}
+
+TEST_CASE(
+    "aivory.json: a sidecar asking for less hardening gets the profile's; widened calls are "
+    "refused",
+    "[integration][policy][aivory]") {
+  tagged_image image(unique_name("t"));
+  proxy_process proxy(aivory_policy());
+  const std::string docker = proxy.docker();
+
+  // A sidecar configured loosely (SANDBOX_READ_ONLY_ROOTFS=0, big limits) or compromised:
+  // every value the profile holds is still in the daemon's record.
+  const std::string loose = unique_name("aivory-sbx-loose");
+  struct remove {
+    std::string name;
+    ~remove() { run(direct() + " rm -f " + name + " >/dev/null 2>&1"); }
+  } removal{loose};
+  auto r = run(docker + " run -d --name " + loose +
+               " --network none --user 0:0 --memory 8g --memory-swap -1 --cpus 4 --pids-limit -1 "
+               "--shm-size 1g"
+               " --ulimit nofile=1048576:1048576 --restart always --tmpfs /tmp:rw,exec,size=10g "
+               "--tmpfs /run "
+               "--security-opt seccomp=unconfined " +
+               image.ref + " sleep infinity");
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  const auto record = inspect(loose);
+  INFO(record.substr(0, 4000));
+  CHECK(hardening_violations(record, image.ref) == std::vector<std::string>{});
+  // Processes: the container's own as 65534, every exec as 1000 whatever it asks.
+  CHECK(run(docker + " exec -u 0 " + loose + " id -u").output == "1000\n");
+  CHECK(
+      run(docker + " exec " + loose + " sh -c 'grep ^Uid: /proc/1/status'").output.find("65534") !=
+      std::string::npos);
+  auto privileged_exec = run(docker + " exec --privileged " + loose + " id -u");
+  CHECK(privileged_exec.status != 0);
+  CHECK(privileged_exec.output.find("dockgate: Privileged is not allowed") != std::string::npos);
+
+  // Widenings the sidecar never sends: refused, and the daemon holds no such container.
+  const std::vector<std::pair<std::string, std::string>> widened = {
+      {"--network none --privileged " + image.ref, "HostConfig.Privileged"},
+      {"--network host " + image.ref, "HostConfig.NetworkMode"},
+      {"--network bridge " + image.ref, "HostConfig.NetworkMode"},
+      {"--network none -v /:/host " + image.ref, "HostConfig.Binds"},
+      {"--network none --mount type=bind,src=/etc,dst=/workspace " + image.ref,
+       "HostConfig.Mounts"},
+      {"--network none --cap-add SYS_ADMIN " + image.ref, "HostConfig.CapAdd"},
+      {"--network none --pid host " + image.ref, "HostConfig.PidMode"},
+      {"--network none --device /dev/mem " + image.ref, "HostConfig.Devices"},
+      {"--network none " + test_image(), "Image:images"},
+      {"--network none " + registry() + "/dockgate/test-busybox:latest", "Image:images"},
+  };
+  for (const auto& [flags, rule] : widened) {
+    const auto name = unique_name("aivory-sbx-wide");
+    auto w = run(docker + " run -d --name " + name + " " + flags + " sleep infinity");
+    INFO(flags << "\n" << w.output);
+    CHECK(w.status != 0);
+    CHECK(w.output.find("dockgate:") != std::string::npos);
+    CHECK(proxy.audit_contains(R"("verdict":"deny","rule":")" + rule));
+    CHECK_FALSE(container_exists(name));
+    run(direct() + " rm -f " + name + " >/dev/null 2>&1");
+  }
+  // A pull of any other image: refused before the daemon fetches anything.
+  auto pull = run(docker + " pull " + registry() + "/dockgate/test-busybox:latest");
+  CHECK(pull.status != 0);
+  CHECK(pull.output.find("dockgate:") != std::string::npos);
+}
+
+TEST_CASE("aivory.json: a container the profile does not own is invisible and untouchable",
+          "[integration][policy][aivory][ownership]") {
+  tagged_image image(unique_name("t"));
+  // Another tenant's container with the sidecar's label and name pattern, made directly.
+  const std::string foreign = "aivory-sbx-" + session_id();
+  struct remove {
+    std::string name;
+    ~remove() { run(direct() + " rm -f " + name + " >/dev/null 2>&1"); }
+  } removal{foreign};
+  REQUIRE(run(direct() + " run -d --name " + foreign + " --label aivory.sandbox=1 --network none " +
+              image.ref + " sleep infinity")
+              .status == 0);
+  proxy_process proxy(aivory_policy());
+  const std::string docker = proxy.docker();
+  CHECK(run(docker + " ps -a -q --filter label=aivory.sandbox=1").output.empty());
+  CHECK(
+      run(docker + " ps -a --filter label=aivory.sandbox=1 --format '{{.Names}}'").output.empty());
+  CHECK(run(docker + " inspect -f '{{.State.Running}}' " + foreign).status != 0);
+  CHECK(run(docker + " exec " + foreign + " id -u").status != 0);
+  run(docker + " rm -f " + foreign);  // the CLI's -f reports a missing container as success
+  CHECK(proxy.audit_contains(R"("operation":"ContainerDelete")"));
+  // The daemon's record: still there, still running, never exec'd into.
+  CHECK(run(direct() + " inspect -f '{{.State.Running}} {{len .ExecIDs}}' " + foreign).output ==
+        "true 0\n");
+}
