@@ -263,10 +263,8 @@ TEST_CASE(
   CHECK_FALSE(proxy.audit_contains(R"("verdict":"deny")", std::chrono::milliseconds(0)));
 }
 
-TEST_CASE(
-    "aivory.json: a sidecar asking for less hardening gets the profile's; widened calls are "
-    "refused",
-    "[integration][policy][aivory]") {
+TEST_CASE("aivory.json: a loose sidecar is held to the profile and widened calls are refused",
+          "[integration][policy][aivory]") {
   tagged_image image(unique_name("t"));
   proxy_process proxy(aivory_policy());
   const std::string docker = proxy.docker();
@@ -279,7 +277,8 @@ TEST_CASE(
     ~remove() { run(direct() + " rm -f " + name + " >/dev/null 2>&1"); }
   } removal{loose};
   auto r = run(docker + " run -d --name " + loose +
-               " --network none --user 0:0 --memory 8g --memory-swap -1 --cpus 4 --pids-limit -1 "
+               " --network none --ipc shareable --cgroupns host --user 0:0 --memory 8g "
+               "--memory-swap -1 --cpus 4 --pids-limit -1 "
                "--shm-size 1g"
                " --ulimit nofile=1048576:1048576 --restart always --tmpfs /tmp:rw,exec,size=10g "
                "--tmpfs /run "
@@ -353,4 +352,31 @@ TEST_CASE("aivory.json: a container the profile does not own is invisible and un
   // The daemon's record: still there, still running, never exec'd into.
   CHECK(run(direct() + " inspect -f '{{.State.Running}} {{len .ExecIDs}}' " + foreign).output ==
         "true 0\n");
+}
+
+TEST_CASE(
+    "compose/aivory.yml: the Aivory sidecar reaches Docker only through the gate with aivory.json",
+    "[integration][aivory][compose]") {
+  // Debian's docker-compose 1.29 resolves the file (extends, variables) as `up` would.
+  const std::string check = R"(import sys, yaml
+c = yaml.safe_load(sys.stdin)
+proxy, sandbox = c["services"]["proxy"], c["services"]["sandbox"]
+assert "/etc/dockgate/aivory.json" in proxy["command"], proxy["command"]
+assert any(v.startswith("/var/run/docker.sock:") for v in proxy["volumes"]), proxy["volumes"]
+assert sandbox["environment"]["DOCKER_HOST"] == "tcp://proxy:2375", sandbox["environment"]
+assert not any("docker.sock" in v for v in sandbox.get("volumes", [])), sandbox["volumes"]
+assert sandbox["environment"]["SANDBOX_IMAGE"].startswith("ghcr.io/hjxwz123/aivory-sandbox:")
+assert sandbox["networks"].keys() == proxy["networks"].keys() == {"sandbox"}
+assert c["networks"]["sandbox"]["internal"] is True
+print("ok")
+)";
+  const auto r =
+      run("cd " + repo_root() +
+          "/compose && DOCKER_GID=999 docker-compose -f aivory.yml config | python3 -c '" + check +
+          "'");
+  INFO(r.output);
+  CHECK(r.status == 0);
+  CHECK(r.output == "ok\n");
+  // The profile the stack names is the one the image ships (compose/policies/*.json).
+  CHECK(run("test -s " + repo_root() + "/compose/policies/aivory.json").status == 0);
 }

@@ -26,7 +26,7 @@ check "cpack made dockgate_${version}_amd64.deb" test -s "$deb"
 files=$(dpkg-deb -c "$deb" | awk '{print $6}')
 for f in ./usr/bin/dockgate-proxy ./usr/bin/dockgate-sidecar ./usr/bin/dockgate-mount \
          ./etc/dockgate/sandbox.json ./etc/dockgate/docker-cli.json ./etc/dockgate/compose.json \
-         ./etc/dockgate/read-only.json ./etc/dockgate/dashboard.json \
+         ./etc/dockgate/read-only.json ./etc/dockgate/dashboard.json ./etc/dockgate/aivory.json \
          ./etc/default/dockgate-proxy ./etc/default/dockgate-sidecar \
          ./lib/systemd/system/dockgate-proxy.socket ./lib/systemd/system/dockgate-proxy.service \
          ./lib/systemd/system/dockgate-sidecar.service ./usr/share/doc/dockgate/README.md; do

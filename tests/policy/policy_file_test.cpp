@@ -1,11 +1,12 @@
+#include "dockgate/policy/policy_file.hpp"
+
 #include <catch2/catch.hpp>
+#include <fstream>
+#include <set>
 
 #include "dockgate/policy/decision.hpp"
-#include "dockgate/policy/policy_file.hpp"
-#include "dockgate/policy/tecnativa.hpp"
 #include "dockgate/policy/route.hpp"
-
-#include <fstream>
+#include "dockgate/policy/tecnativa.hpp"
 
 using namespace dockgate::policy;
 namespace http = dockgate::http;
@@ -117,14 +118,16 @@ TEST_CASE("addresses match CIDR blocks exactly", "[policy_file][clients]") {
 }
 
 TEST_CASE("client rules are validated", "[policy_file][clients]") {
-  auto r = parse_policy(R"({"clients": [{"profile": "p"}, {"uid": -1, "profile": "p"}, {"address": "10.0.0.0/99", "profile": "p"},
+  auto r = parse_policy(
+      R"({"clients": [{"profile": "p"}, {"uid": -1, "profile": "p"}, {"address": "10.0.0.0/99", "profile": "p"},
     {"uid": 1, "profile": "nope"}, {"uid": 1, "colour": "red", "profile": "p"}],
     "profiles": {"p": {"allow": [], "mode": "loud"}}})");
   CHECK_FALSE(r.value);
   CHECK(r.errors.size() == 6);
 }
 
-TEST_CASE("Tecnativa's variables map to operations as its haproxy.cfg does", "[policy][tecnativa]") {
+TEST_CASE("Tecnativa's variables map to operations as its haproxy.cfg does",
+          "[policy][tecnativa]") {
   auto allowed = [](const std::map<std::string, std::string>& env, operation op) {
     auto r = tecnativa_policy(env);
     REQUIRE(r.value);
@@ -142,8 +145,10 @@ TEST_CASE("Tecnativa's variables map to operations as its haproxy.cfg does", "[p
   CHECK_FALSE(allowed({{"CONTAINERS", "1"}}, operation::ContainerCreate));
   CHECK_FALSE(allowed({{"CONTAINERS", "1"}}, operation::ContainerDelete));
   CHECK(allowed({{"CONTAINERS", "1"}, {"POST", "1"}}, operation::ContainerCreate));
-  CHECK(allowed({{"CONTAINERS", "1"}, {"POST", "1"}}, operation::ContainerExec));  // /containers/{id}/exec
-  CHECK_FALSE(allowed({{"CONTAINERS", "1"}, {"POST", "1"}}, operation::ExecStart));  // /exec/{id}/start: EXEC
+  CHECK(allowed({{"CONTAINERS", "1"}, {"POST", "1"}},
+                operation::ContainerExec));  // /containers/{id}/exec
+  CHECK_FALSE(allowed({{"CONTAINERS", "1"}, {"POST", "1"}},
+                      operation::ExecStart));  // /exec/{id}/start: EXEC
   CHECK(allowed({{"EXEC", "1"}, {"POST", "1"}}, operation::ExecStart));
   CHECK(allowed({{"IMAGES", "1"}, {"POST", "1"}}, operation::ImageCreate));
   CHECK(allowed({{"NETWORKS", "1"}}, operation::NetworkList));
@@ -157,12 +162,14 @@ TEST_CASE("Tecnativa's variables map to operations as its haproxy.cfg does", "[p
   CHECK(allowed({{"POST", "1"}, {"ALLOW_RESTARTS", "1"}}, operation::ContainerKill));
   CHECK(allowed({{"POST", "1"}, {"ALLOW_RESTARTS", "1"}}, operation::ContainerRestart));
   CHECK_FALSE(allowed({{"ALLOW_START", "1"}}, operation::ContainerStart));
-  CHECK(tecnativa_policy({{"POST", "maybe"}}).errors == std::vector<std::string>{"POST=maybe: use 1 or 0"});
+  CHECK(tecnativa_policy({{"POST", "maybe"}}).errors ==
+        std::vector<std::string>{"POST=maybe: use 1 or 0"});
   // No owners in Tecnativa's world: nothing is confined; the body checks still apply.
   CHECK_FALSE(tecnativa_policy({}).value->default_().rules.confine_to_owned);
 }
 
-TEST_CASE("the read-only and dashboard profiles allow no operation that changes anything", "[policy][profiles]") {
+TEST_CASE("the read-only and dashboard profiles allow no operation that changes anything",
+          "[policy][profiles]") {
   for (const char* file : {"compose/policies/read-only.json", "compose/policies/dashboard.json"}) {
     CAPTURE(file);
     std::ifstream in(std::string(DOCKGATE_SOURCE_DIR) + "/" + file);
@@ -176,10 +183,31 @@ TEST_CASE("the read-only and dashboard profiles allow no operation that changes 
       CHECK((route.method == http::method::get || route.method == http::method::head));
     }
     // Nothing that reaches into a container.
-    for (auto op : {operation::ContainerExec, operation::ExecStart, operation::ContainerAttach, operation::ContainerArchive,
-                    operation::ContainerExport})
+    for (auto op : {operation::ContainerExec, operation::ExecStart, operation::ContainerAttach,
+                    operation::ContainerArchive, operation::ContainerExport})
       CHECK_FALSE(p.allows(op));
   }
+}
+
+TEST_CASE("the aivory profile allows exactly the Aivory sidecar's docker CLI calls",
+          "[policy][profiles]") {
+  // shared/research/seed_systems.md §1.11, plus the wait `docker run -d` opens.
+  std::ifstream in(std::string(DOCKGATE_SOURCE_DIR) + "/compose/policies/aivory.json");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto r = parse_policy(text);
+  REQUIRE(r.value);
+  const auto& p = r.value->default_();
+  const std::set<operation> expected = {
+      operation::SystemPing,       operation::SystemPingHead,  operation::SystemVersion,
+      operation::ImageInspect,     operation::ImageCreate,     operation::ContainerList,
+      operation::ContainerCreate,  operation::ContainerStart,  operation::ContainerWait,
+      operation::ContainerInspect, operation::ContainerDelete, operation::ContainerExec,
+      operation::ExecStart,        operation::ExecInspect};
+  std::set<operation> allowed;
+  for (const auto& route : route_templates())
+    if (p.allows(route.op)) allowed.insert(route.op);
+  CHECK(allowed == expected);
+  CHECK(p.rules.confine_to_owned);
 }
 
 TEST_CASE("the complete policy example in docs/policy.md loads", "[policy][docs]") {
@@ -187,7 +215,8 @@ TEST_CASE("the complete policy example in docs/policy.md loads", "[policy][docs]
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   // Every ```json block that is a whole file (not an excerpt with "...").
   int loaded = 0;
-  for (std::size_t at = text.find("```json\n"); at != std::string::npos; at = text.find("```json\n", at + 1)) {
+  for (std::size_t at = text.find("```json\n"); at != std::string::npos;
+       at = text.find("```json\n", at + 1)) {
     const auto start = at + 8;
     const auto end = text.find("```", start);
     const std::string block = text.substr(start, end - start);
