@@ -81,6 +81,15 @@ std::string change_value(std::string_view field, const json_value& v) {
   return text;
 }
 
+// Whether the client set `v`: not absent, null or a zero value, and for an object, some
+// member set (the docker CLI sends "LogConfig":{"Type":"","Config":{}} for no --log-driver).
+bool client_set(const json_value* v) {
+  if (is_empty_value(v)) return false;
+  if (const auto* o = v->as_object())
+    return std::any_of(o->begin(), o->end(), [](const auto& m) { return client_set(&m.value); });
+  return true;
+}
+
 }  // namespace
 
 // Env, Cmd, Entrypoint, Shell and Healthcheck carry tokens and passwords; label values
@@ -100,7 +109,7 @@ void body_reviewer::changed(std::string_view path, std::string_view how, const j
   body_change c{std::string(path), std::string(how), std::nullopt, std::nullopt};
   const bool daemon_default =
       std::find(daemon_defaults.begin(), daemon_defaults.end(), path) != daemon_defaults.end();
-  if (!is_empty_value(before) && !daemon_default) c.from = change_value(path, *before);
+  if (client_set(before) && !daemon_default) c.from = change_value(path, *before);
   changes.push_back(std::move(c));
 }
 

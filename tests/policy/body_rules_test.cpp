@@ -448,6 +448,7 @@ namespace {
 const policy& changing() {
   static const policy p = load(R"({"profiles":{"p":{"allow":["ContainerCreate","ContainerExec"],"images":{"allow":["*"]},
     "container_create":{"HostConfig.SecurityOpt":{"force":["no-new-privileges"]},"HostConfig.Memory":{"max":1073741824},
+      "HostConfig.RestartPolicy":{"force":{"Name":"no"}},
       "HostConfig.Tmpfs":{"max":{"/tmp":"size=64m","/run":"size=1m"}},"Env":{"force":["SAFE=1"]}},
     "container_exec":{"Env":{"force":[]}}}}})");
   return p;
@@ -477,6 +478,10 @@ TEST_CASE("changes: each field once, what the client sent and what goes up", "[b
       {R"({"SecurityOpt":[]})", "HostConfig.SecurityOpt", std::nullopt, R"(["no-new-privileges"])", ""},
       {R"({"SecurityOpt":["label=disable"]})", "HostConfig.SecurityOpt", R"(["label=disable"])",
        R"(["no-new-privileges"])", R"(dockgate: HostConfig.SecurityOpt forced to ["no-new-privileges"] (profile p))"},
+      {R"({"RestartPolicy":{"Name":"","MaximumRetryCount":0}})", "HostConfig.RestartPolicy", std::nullopt,
+       R"({"Name":"no"})", ""},  // an object of zero values, as the docker CLI sends it
+      {R"({"RestartPolicy":{"Name":"always"}})", "HostConfig.RestartPolicy", R"({"Name":"always"})", R"({"Name":"no"})",
+       R"(dockgate: HostConfig.RestartPolicy forced to {"Name":"no"} (profile p))"},
       {"{}", "HostConfig.Memory", std::nullopt, "1073741824", ""},
       {R"({"Memory":0})", "HostConfig.Memory", std::nullopt, "1073741824", ""},
       {R"({"Memory":8589934592})", "HostConfig.Memory", "8589934592", "1073741824",
