@@ -19,7 +19,7 @@ namespace dockgate::policy {
 
 namespace {
 
-rewrite reviewed(std::string body, std::vector<std::string> changes,
+rewrite reviewed(std::string body, std::vector<body_change> changes,
                  std::vector<std::string> dropped) {
   rewrite out;
   out.body = std::move(body);
@@ -74,11 +74,15 @@ decision review_container_create(const profile& p, std::string_view body, daemon
     return deny{400, "body", "dockgate: invalid ContainerCreate body: " + decoded.error};
   json_object root = canonical_create(std::move(*decoded.value->as_object()));
   // What the daemon makes of empty fields for older clients (moby's postContainersCreate).
+  std::vector<std::string> daemon_defaults;
   auto old_default = [&](std::string_view path, json_value value) {
     json_object* parent = nullptr;
     std::string_view key;
     json_value* v = locate(root, path, true, &parent, &key);
-    if (!v || is_empty_value(v)) set(*parent, key, std::move(value));
+    if (!v || is_empty_value(v)) {
+      set(*parent, key, std::move(value));
+      daemon_defaults.emplace_back(path);
+    }
   };
   if (version < api_version{1, 25}) {  // the daemon turns AutoRemove off: the client removes
     json_object* parent = nullptr;
@@ -89,8 +93,9 @@ decision review_container_create(const profile& p, std::string_view body, daemon
   if (version < api_version{1, 40}) old_default("HostConfig.IpcMode", json_value("shareable"));
   if (version < api_version{1, 41} && facts.cgroup_v1)
     old_default("HostConfig.CgroupnsMode", json_value("host"));
-  std::vector<std::string> changes;
+  std::vector<body_change> changes;
   body_reviewer r{p, changes};
+  r.daemon_defaults = std::move(daemon_defaults);
   const auto& rules = p.rules.container_create;
   bool ok = true;
   std::string workspace;
@@ -109,6 +114,7 @@ decision review_container_create(const profile& p, std::string_view body, daemon
   if (!ok) return *r.refusal;
   if (!workspace.empty()) r.bind_workspace(root, workspace);
   canonical_order(root, schema::container_create);
+  r.finish(root);
   auto warnings = create_warnings(p, root, changes);
   rewrite out = reviewed(to_json(json_value(std::move(root))), std::move(changes),
                          std::move(decoded.dropped));
@@ -125,7 +131,7 @@ decision review_container_exec(const profile& p, std::string_view body) {
   if (!decoded.value)
     return deny{400, "body", "dockgate: invalid ContainerExec body: " + decoded.error};
   json_object root = std::move(*decoded.value->as_object());
-  std::vector<std::string> changes;
+  std::vector<body_change> changes;
   body_reviewer r{p, changes};
   const auto& rules = p.rules.container_exec;
   bool ok = true;
@@ -133,12 +139,13 @@ decision review_container_exec(const profile& p, std::string_view body) {
   ok = ok && r.default_deny(root, exec_widening_fields, rules, {});  // nothing handled elsewhere
   if (!ok) return *r.refusal;
   canonical_order(root, schema::exec_config);
+  r.finish(root);
   return reviewed(to_json(json_value(std::move(root))), std::move(changes),
                   std::move(decoded.dropped));
 }
 
 decision review_image_reference(const profile& p, std::string_view reference) {
-  std::vector<std::string> changes;
+  std::vector<body_change> changes;
   body_reviewer r{p, changes};
   if (!r.check_image_reference(reference, false)) return *r.refusal;
   return allow{};
@@ -151,7 +158,7 @@ decision review_container_update(const profile& p, std::string_view body) {
   // The update's fields are HostConfig's (Resources, RestartPolicy): the create rules for
   // HostConfig.<field> apply to them, clamps included.
   json_object root{{"HostConfig", std::move(*decoded.value)}};
-  std::vector<std::string> changes;
+  std::vector<body_change> changes;
   body_reviewer r{p, changes};
   field_rules host_rules;
   for (const auto& [path, rule] : p.rules.container_create.rules)
@@ -175,6 +182,7 @@ decision review_container_update(const profile& p, std::string_view body) {
   ok = ok && r.default_deny(root, update_widening, host_rules, {});
   if (!ok) return *r.refusal;
   canonical_order(*find(root, "HostConfig")->as_object(), schema::container_update);
+  r.finish(root);
   return reviewed(to_json(*find(root, "HostConfig")), std::move(changes),
                   std::move(decoded.dropped));
 }
@@ -184,7 +192,7 @@ decision review_network_create(const profile& p, std::string_view body) {
   if (!decoded.value)
     return deny{400, "body", "dockgate: invalid NetworkCreate body: " + decoded.error};
   json_object root = std::move(*decoded.value->as_object());
-  std::vector<std::string> changes;
+  std::vector<body_change> changes;
   body_reviewer r{p, changes};
   auto text = [&](const json_value* v) {
     return v && v->as_string() ? *v->as_string() : std::string();
@@ -225,6 +233,7 @@ decision review_network_create(const profile& p, std::string_view body) {
   ok = ok && r.stamp_owner(root, false);
   if (!ok) return *r.refusal;
   canonical_order(root, schema::network_create);
+  r.finish(root);
   return reviewed(to_json(json_value(std::move(root))), std::move(changes),
                   std::move(decoded.dropped));
 }
@@ -234,7 +243,7 @@ decision review_volume_create(const profile& p, std::string_view body) {
   if (!decoded.value)
     return deny{400, "body", "dockgate: invalid VolumeCreate body: " + decoded.error};
   json_object root = std::move(*decoded.value->as_object());
-  std::vector<std::string> changes;
+  std::vector<body_change> changes;
   body_reviewer r{p, changes};
   // The local driver without options: its options mount host devices and paths
   // (type=none,o=bind,device=/etc) and remote filesystems.
@@ -254,6 +263,7 @@ decision review_volume_create(const profile& p, std::string_view body) {
   ok = ok && r.stamp_owner(root, false);
   if (!ok) return *r.refusal;
   canonical_order(root, schema::volume_create);
+  r.finish(root);
   rewrite out = reviewed(to_json(json_value(std::move(root))), std::move(changes),
                          std::move(decoded.dropped));
   if (!n.empty()) out.volumes.push_back(n);
@@ -270,7 +280,7 @@ decision review_network_attachment(const profile& p, operation op, std::string_v
     return deny{400, "body",
                 "dockgate: invalid " + std::string(spec.name) + " body: " + decoded.error};
   json_object root = std::move(*decoded.value->as_object());
-  std::vector<std::string> changes;
+  std::vector<body_change> changes;
   body_reviewer r{p, changes};
   const json_value* container = find(root, "Container");
   const std::string c =

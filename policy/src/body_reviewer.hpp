@@ -28,10 +28,13 @@ json_value* locate(json_object& root, std::string_view path, bool create, json_o
 const json_value* locate(const json_object& root, std::string_view path);
 
 struct body_reviewer {
-  body_reviewer(const profile& prof, std::vector<std::string>& changed_fields)
+  body_reviewer(const profile& prof, std::vector<body_change>& changed_fields)
       : p(prof), changes(changed_fields) {}
   const profile& p;
-  std::vector<std::string>& changes;
+  std::vector<body_change>& changes;
+  // Fields the daemon's defaults for an old API version filled in before the review:
+  // not the client's values.
+  std::vector<std::string> daemon_defaults;
   std::optional<deny> refusal;
   std::vector<std::string> bind_sources;
   std::vector<std::string> network_names;
@@ -40,8 +43,11 @@ struct body_reviewer {
 
   // Records the first refusal ("<path>:<rule>"); returns false.
   bool refuse(std::string_view path, std::string_view rule, std::string what);
-  // Records a change for the audit line and the create warnings ("<path>:<how>").
-  void changed(std::string_view path, std::string_view how);
+  // Records a change of the field at `path` for the audit line and the create warnings,
+  // once per field; `before` is its value before this change (nullptr: none).
+  void changed(std::string_view path, std::string_view how, const json_value* before);
+  // Fills each change's `to` from the body as it goes up.
+  void finish(const json_object& root);
 
   // One profile rule on the field at `path`.
   bool apply(json_object& root, std::string_view path, const field_rule& rule);

@@ -8,14 +8,17 @@
 
 namespace dockgate::policy {
 
-std::vector<std::string> create_warnings(const profile& p, const json_object& body, const std::vector<std::string>& changes) {
+std::vector<std::string> create_warnings(const profile& p, const json_object& body,
+                                         const std::vector<body_change>& changes) {
   std::vector<std::string> out;
   const json_value root(body);
   for (const auto& change : changes) {
-    const auto colon = change.rfind(':');
-    if (colon == std::string::npos) continue;
-    const std::string_view path = std::string_view(change).substr(0, colon);
-    const std::string_view how = std::string_view(change).substr(colon + 1);
+    // Docker's convention: a warning says what the client asked for could not be honoured.
+    // A field the client left unset that the profile fills in is no news to it (the audit
+    // line still records it).
+    if (!change.from) continue;
+    const std::string_view path = change.field;
+    const std::string_view how = change.action;
     if (how != "forced" && how != "clamped") continue;
     const json_value* v = &root;
     for (std::string_view rest = path; v && v->as_object();) {
@@ -26,28 +29,33 @@ std::vector<std::string> create_warnings(const profile& p, const json_object& bo
     }
     std::string value = v ? to_json(*v) : std::string("its default");
     // Sizes in bytes read as people write them ("2 GiB"), when they are whole units.
-    static constexpr std::string_view byte_fields[] = {"HostConfig.Memory", "HostConfig.MemorySwap",
-                                                       "HostConfig.MemoryReservation", "HostConfig.KernelMemory",
-                                                       "HostConfig.ShmSize"};
+    static constexpr std::string_view byte_fields[] = {
+        "HostConfig.Memory", "HostConfig.MemorySwap", "HostConfig.MemoryReservation",
+        "HostConfig.KernelMemory", "HostConfig.ShmSize"};
     if (const auto n = v ? v->as_int() : std::nullopt;
-        n && *n > 0 && std::find(std::begin(byte_fields), std::end(byte_fields), path) != std::end(byte_fields)) {
-      for (const auto& [unit, size] : {std::pair{"GiB", 1LL << 30}, {"MiB", 1LL << 20}, {"KiB", 1LL << 10}})
+        n && *n > 0 &&
+        std::find(std::begin(byte_fields), std::end(byte_fields), path) != std::end(byte_fields)) {
+      for (const auto& [unit, size] :
+           {std::pair{"GiB", 1LL << 30}, {"MiB", 1LL << 20}, {"KiB", 1LL << 10}})
         if (*n % size == 0) {
           value = std::to_string(*n / size) + " " + unit;
           break;
         }
     }
     if (value.size() > 120) value = value.substr(0, 117) + "...";
-    out.push_back("dockgate: " + std::string(path) + " " + std::string(how) + " to " + value + " (profile " + p.name + ")");
+    out.push_back("dockgate: " + std::string(path) + " " + std::string(how) + " to " + value +
+                  " (profile " + p.name + ")");
   }
   return out;
 }
 
-std::optional<std::string> add_create_warnings(std::string_view answer, const std::vector<std::string>& warnings) {
+std::optional<std::string> add_create_warnings(std::string_view answer,
+                                               const std::vector<std::string>& warnings) {
   simdjson::dom::parser parser;
   simdjson::dom::element doc;
   std::string_view id;
-  if (parser.parse(answer.data(), answer.size()).get(doc) != simdjson::SUCCESS || doc["Id"].get_string().get(id) != simdjson::SUCCESS)
+  if (parser.parse(answer.data(), answer.size()).get(doc) != simdjson::SUCCESS ||
+      doc["Id"].get_string().get(id) != simdjson::SUCCESS)
     return std::nullopt;
   std::string out = "{\"Id\":";
   out += '"';

@@ -37,7 +37,22 @@ void append_audit(std::string& out, const audit_record& r) {
   field("verdict", r.verdict);
   if (!r.rule.empty()) field("rule", r.rule);
   if (!r.reason.empty()) field("reason", r.reason);
-  if (!r.changes.empty()) field("changes", r.changes);
+  if (!r.changes.empty()) {
+    // [{"field":..,"action":..,"from":..,"to":..}]: from and to are JSON values the policy
+    // wrote (redacted where they may carry secrets), copied as they are.
+    out += ",\"changes\":[";
+    for (const auto& c : r.changes) {
+      out += &c == r.changes.data() ? "{\"field\":\"" : ",{\"field\":\"";
+      common::append_json_escaped(out, c.field);
+      out += "\",\"action\":\"";
+      common::append_json_escaped(out, c.action);
+      out += '"';
+      if (c.from) out += ",\"from\":" + *c.from;
+      if (c.to) out += ",\"to\":" + *c.to;
+      out += '}';
+    }
+    out += ']';
+  }
   if (!r.dropped.empty()) field("dropped", r.dropped);
   if (!r.would.empty()) field("would", r.would);
   number("status", r.status);

@@ -240,7 +240,7 @@ class connection {
   http::chunked_decoder body_decoder_;  // the request body's framing state
   std::uint64_t body_remaining_ = 0;    // Content-Length bytes still to come
   std::string path_;                    // the request's path, for the audit line
-  std::string changes_;                 // what the profile forced or clamped, for the audit line
+  std::vector<policy::body_change> changes_;  // what the profile changed, for the audit line
   std::string query_;              // the query forwarded: the client's parameters the daemon reads
   std::string forward_version_;    // the API version forwarded ("1.41")
   policy::api_version version_{};  // the same, for the body review

@@ -69,7 +69,7 @@ explanation explain_request(const policy::profile& profile, std::string_view met
     e.text += "decision:  allow, with the body rewritten\n";
     e.text += "changes:  ";
     if (rw->changes.empty()) e.text += " (none)";
-    for (const auto& c : rw->changes) e.text += " " + c;
+    for (const auto& c : rw->changes) e.text += " " + c.field + ":" + c.action;
     e.text += "\nbody:\n" + rw->body + "\n";
     return e;
   }

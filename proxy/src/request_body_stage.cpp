@@ -58,10 +58,15 @@ net::awaitable<bool> connection::read_request_body(const policy::route& r,
   auto* rw = std::get_if<policy::rewrite>(&reviewed);
   if (rw && profile_->mode == policy::profile::mode_kind::audit) {
     // Audit mode: the client's body goes up as sent; what would change is recorded.
+    // `would` stays a sentence for people: the refusals' reasons and "change <field>
+    // <action>" once per field, without values (the body went up as sent).
     if (!rw->changes.empty()) {
       if (!would_.empty()) would_ += "; ";
       would_ += "change";
-      for (const auto& c : rw->changes) would_ += " " + c;
+      for (const auto& c : rw->changes) {
+        would_ += &c == rw->changes.data() ? " " : ", ";
+        would_ += c.field + " " + c.action;
+      }
       audit_.would = would_;
     }
     rw = nullptr;
@@ -105,11 +110,7 @@ net::awaitable<bool> connection::read_request_body(const policy::route& r,
       if (!warnings_.empty()) filter_ = response_filter::create_warnings;
     }
     json_body_ = std::move(rw->body);
-    changes_.clear();
-    for (const auto& c : rw->changes) {
-      if (!changes_.empty()) changes_ += ',';
-      changes_ += c;
-    }
+    changes_ = std::move(rw->changes);
     audit_.changes = changes_;
   }
   co_return true;

@@ -185,11 +185,15 @@ TEST_CASE("a newer docker CLI (28, from the machine image) runs through docker-c
     return;
   }
   proxy_process proxy(cli_policy);
-  auto r = run("{ printf 'in\\n' | DOCKER_HOST=" + proxy.host() + " " + cli28 + " run --rm -i " + test_image() +
+  // -m 8g: the one value it sets that the profile changes, the one warning it prints.
+  auto r = run("{ printf 'in\\n' | DOCKER_HOST=" + proxy.host() + " " + cli28 + " run --rm -i -m 8g " + test_image() +
                " sh -c 'cat; echo out' 2>" + proxy.dir() + "/cli.err; }");
-  INFO(r.output << run("cat " + proxy.dir() + "/cli.err").output);
-  CHECK(run("cat " + proxy.dir() + "/cli.err").output.find("WARNING: dockgate: HostConfig.Memory clamped to 2 GiB") !=
-        std::string::npos);
+  const std::string err = run("cat " + proxy.dir() + "/cli.err").output;
+  INFO(r.output << err);
+  const auto warning = err.find("WARNING: dockgate: HostConfig.Memory clamped to 2 GiB");
+  CHECK(warning != std::string::npos);
+  CHECK(err.find("WARNING: dockgate:") == warning);
+  CHECK(err.rfind("WARNING: dockgate:") == warning);
   CHECK(r.status == 0);
   CHECK(r.output == "in\nout\n");
 }

@@ -426,7 +426,8 @@ TEST_CASE("container-update: create rules for HostConfig fields apply to the upd
 }
 
 TEST_CASE("a create answer tells the client what the profile changed", "[body_rules][responses]") {
-  auto d = review_container_create(cli().default_(), "{" + image + R"(,"HostConfig":{"Memory":107374182400}})");
+  auto d = review_container_create(cli().default_(), "{" + image +
+                                                         R"(,"HostConfig":{"Memory":107374182400,"SecurityOpt":["label=disable"]}})");
   REQUIRE(std::holds_alternative<rewrite>(d));
   const auto& warnings = std::get<rewrite>(d).warnings;
   INFO(Catch::Detail::stringify(warnings));
@@ -440,6 +441,112 @@ TEST_CASE("a create answer tells the client what the profile changed", "[body_ru
   CHECK(add_create_warnings(R"({"Id":"abc","Warnings":null})", {"dockgate: \"q\""}) ==
         "{\"Id\":\"abc\",\"Warnings\":[\"dockgate: \\\"q\\\"\"]}\n");
   CHECK_FALSE(add_create_warnings(R"({"message":"conflict"})", {"w"}));
+}
+
+namespace {
+
+const policy& changing() {
+  static const policy p = load(R"({"profiles":{"p":{"allow":["ContainerCreate","ContainerExec"],"images":{"allow":["*"]},
+    "container_create":{"HostConfig.SecurityOpt":{"force":["no-new-privileges"]},"HostConfig.Memory":{"max":1073741824},
+      "HostConfig.RestartPolicy":{"force":{"Name":"no"}},
+      "HostConfig.Tmpfs":{"max":{"/tmp":"size=64m","/run":"size=1m"}},"Env":{"force":["SAFE=1"]}},
+    "container_exec":{"Env":{"force":[]}}}}})");
+  return p;
+}
+
+const body_change* change_of(const rewrite& rw, std::string_view field) {
+  for (const auto& c : rw.changes)
+    if (c.field == field) return &c;
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("changes: each field once, what the client sent and what goes up", "[body_rules][changes]") {
+  // Client value absent (not sent, null, or Docker's zero value) or present, x forced or
+  // clamped: `from` only where the client set it, a warning only then.
+  struct row {
+    std::string host_config;
+    std::string field;
+    std::optional<std::string> from;
+    std::string to;
+    std::string warning;  // "" = none
+  };
+  const row rows[] = {
+      {"{}", "HostConfig.SecurityOpt", std::nullopt, R"(["no-new-privileges"])", ""},
+      {R"({"SecurityOpt":null})", "HostConfig.SecurityOpt", std::nullopt, R"(["no-new-privileges"])", ""},
+      {R"({"SecurityOpt":[]})", "HostConfig.SecurityOpt", std::nullopt, R"(["no-new-privileges"])", ""},
+      {R"({"SecurityOpt":["label=disable"]})", "HostConfig.SecurityOpt", R"(["label=disable"])",
+       R"(["no-new-privileges"])", R"(dockgate: HostConfig.SecurityOpt forced to ["no-new-privileges"] (profile p))"},
+      {R"({"RestartPolicy":{"Name":"","MaximumRetryCount":0}})", "HostConfig.RestartPolicy", std::nullopt,
+       R"({"Name":"no"})", ""},  // an object of zero values, as the docker CLI sends it
+      {R"({"RestartPolicy":{"Name":"always"}})", "HostConfig.RestartPolicy", R"({"Name":"always"})", R"({"Name":"no"})",
+       R"(dockgate: HostConfig.RestartPolicy forced to {"Name":"no"} (profile p))"},
+      {"{}", "HostConfig.Memory", std::nullopt, "1073741824", ""},
+      {R"({"Memory":0})", "HostConfig.Memory", std::nullopt, "1073741824", ""},
+      {R"({"Memory":8589934592})", "HostConfig.Memory", "8589934592", "1073741824",
+       "dockgate: HostConfig.Memory clamped to 1 GiB (profile p)"},
+  };
+  for (const auto& r : rows) {
+    INFO(r.host_config << " " << r.field);
+    auto d = review_container_create(changing().default_(), "{" + image + R"(,"HostConfig":)" + r.host_config + "}");
+    REQUIRE(std::holds_alternative<rewrite>(d));
+    const auto& rw = std::get<rewrite>(d);
+    const auto* c = change_of(rw, r.field);
+    REQUIRE(c);
+    CHECK(c->from == r.from);
+    CHECK(c->to == r.to);
+    INFO(Catch::Detail::stringify(rw.warnings));
+    const bool warned = std::any_of(rw.warnings.begin(), rw.warnings.end(),
+                                    [&](const std::string& w) { return w.find(r.field) != std::string::npos; });
+    CHECK(warned == !r.warning.empty());
+    if (!r.warning.empty())
+      CHECK(std::find(rw.warnings.begin(), rw.warnings.end(), r.warning) != rw.warnings.end());
+  }
+  // A field changed in several places is one change: its whole value before and after.
+  auto d = review_container_create(changing().default_(),
+                                   "{" + image + R"(,"HostConfig":{"Tmpfs":{"/tmp":"exec","/run":""}}})");
+  REQUIRE(std::holds_alternative<rewrite>(d));
+  const auto& rw = std::get<rewrite>(d);
+  CHECK(std::count_if(rw.changes.begin(), rw.changes.end(),
+                      [](const body_change& c) { return c.field == "HostConfig.Tmpfs"; }) == 1);
+  const auto* tmpfs = change_of(rw, "HostConfig.Tmpfs");
+  REQUIRE(tmpfs);
+  CHECK(tmpfs->action == "clamped");
+  CHECK(tmpfs->from == R"({"/run":"","/tmp":"exec"})");
+  CHECK(tmpfs->to == R"({"/run":"size=1m","/tmp":"size=64m"})");
+}
+
+TEST_CASE("changes: values that may carry secrets are never recorded", "[body_rules][changes]") {
+  const std::string secret = "TOKEN=s3cr3t-value";
+  auto d = review_container_create(changing().default_(),
+                                   "{" + image + R"(,"Env":[")" + secret + R"("],"Labels":{"auth":"s3cr3t-value"}})");
+  REQUIRE(std::holds_alternative<rewrite>(d));
+  const auto& rw = std::get<rewrite>(d);
+  const auto* env = change_of(rw, "Env");
+  REQUIRE(env);
+  CHECK(env->from == R"("<redacted>")");  // the client set it: that much is recorded
+  CHECK(env->to == R"("<redacted>")");
+  const auto* labels = change_of(rw, "Labels");
+  REQUIRE(labels);
+  CHECK(labels->action == "owner stamped");
+  CHECK(labels->from == R"("<redacted>")");
+  for (const auto& c : rw.changes)
+    for (const auto& v : {c.from, c.to}) CHECK((!v || v->find("s3cr3t") == std::string::npos));
+  // The exec's Env too; a value not set stays absent.
+  auto e = review_container_exec(changing().default_(), R"({"Cmd":["true"],"Env":["PASSWORD=s3cr3t"]})");
+  REQUIRE(std::holds_alternative<rewrite>(e));
+  const auto* exec_env = change_of(std::get<rewrite>(e), "Env");
+  REQUIRE(exec_env);
+  CHECK(exec_env->from == R"("<redacted>")");
+  // A long value is not copied into the audit line.
+  std::string many = R"(["a")";
+  for (int i = 0; i < 100; ++i) many += R"(,"label=level:s0:c)" + std::to_string(i) + R"(")";
+  auto l = review_container_create(changing().default_(), "{" + image + R"(,"HostConfig":{"SecurityOpt":)" + many + "]}}");
+  REQUIRE(std::holds_alternative<rewrite>(l));
+  const auto* opt = change_of(std::get<rewrite>(l), "HostConfig.SecurityOpt");
+  REQUIRE(opt);
+  CHECK_THAT(*opt->from, Catch::StartsWith(R"("<omitted: )"));
 }
 
 TEST_CASE("older API versions: the rules judge the defaults the daemon gives old clients", "[body_rules][version]") {

@@ -1,7 +1,9 @@
 #pragma once
 // Decisions are values: what the proxy does with a routed request.
 
+#include <optional>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -21,11 +23,30 @@ struct deny {
   bool operator==(const deny&) const = default;
 };
 
+// One field of a body the profile changed, once per field (the first action names it,
+// `to` is what finally goes up). `from` is the client's value as JSON, absent when the
+// client did not set it: absent, null or a zero value ("", 0, false, [] or {}), which is
+// how Docker clients say "not set" (the docker CLI sends every HostConfig field) and how
+// dockerd reads it. `to` is absent when the field is not sent. The audit line records
+// these; bodies are never logged, so the values of fields that carry secrets (Env, Cmd,
+// Labels, LogConfig...: change_redacted) are replaced by the JSON string "<redacted>",
+// and a value longer than change_value_limit by "<omitted: N bytes>".
+struct body_change {
+  std::string field;   // "HostConfig.Memory"
+  std::string action;  // "forced", "clamped", "owner stamped", "workspace bound", ...
+  std::optional<std::string> from;
+  std::optional<std::string> to;
+  bool operator==(const body_change&) const = default;
+};
+inline constexpr std::size_t change_value_limit = 256;
+// Whether `field` (or the field it is part of) may carry secrets.
+bool change_redacted(std::string_view field);
+
 // The request may go on, with its body replaced by the proxy's serialisation; `changes`
-// lists what the profile forced or clamped ("HostConfig.Memory:clamped").
+// lists what the profile changed in it.
 struct rewrite {
   std::string body;
-  std::vector<std::string> changes;
+  std::vector<body_change> changes;
   // Host paths the body binds: the proxy checks them on the host (no symlinks, FUSE
   // when the profile requires it) before forwarding.
   std::vector<std::string> bind_sources;

@@ -2,8 +2,11 @@
 // One structured audit line per request. Bodies and X-Registry-Auth are never logged.
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
+
+#include "dockgate/policy/decision.hpp"
 
 namespace dockgate::proxy {
 
@@ -16,7 +19,7 @@ struct audit_record {
   std::string_view verdict;    // "allow" or "deny"
   std::string_view rule;       // which rule decided ("operation", "framing", "route", ...)
   std::string_view reason;
-  std::string_view changes;    // fields the profile forced or clamped, comma-separated
+  std::span<const policy::body_change> changes;  // what the profile changed: a JSON array
   std::string_view would;      // audit mode: what enforce mode would have refused or changed
   std::string_view dropped;    // what the daemon ignores and the gate left out ("query:x,body")
   unsigned status = 0;
