@@ -61,7 +61,26 @@ std::string metrics::render() const {
   out += "# TYPE dockgate_open_hijacks gauge\ndockgate_open_hijacks " + std::to_string(hijacks_) + "\n";
   out += "# HELP dockgate_connections Client connections served now (dockgate_connection_limit: at most).\n";
   out += "# TYPE dockgate_connections gauge\ndockgate_connections " + std::to_string(connections_) + "\n";
+  out += "# HELP dockgate_connection_limit Client connections served at most (more wait).\n";
   out += "# TYPE dockgate_connection_limit gauge\ndockgate_connection_limit " + std::to_string(connection_limit_) + "\n";
+  out += "# HELP dockgate_policy_reloads_total SIGHUP reloads, applied or refused (policy kept).\n";
+  out += "# TYPE dockgate_policy_reloads_total counter\n";
+  out += "dockgate_policy_reloads_total{result=\"success\"} " + std::to_string(reloads_ok_) + "\n";
+  out +=
+      "dockgate_policy_reloads_total{result=\"failure\"} " + std::to_string(reloads_failed_) + "\n";
+  out += "# HELP dockgate_policy_last_reload_successful 1 if the last policy load applied.\n";
+  out += "# TYPE dockgate_policy_last_reload_successful gauge\n";
+  out +=
+      std::string("dockgate_policy_last_reload_successful ") + (last_reload_ok_ ? "1" : "0") + "\n";
+  out +=
+      "# HELP dockgate_policy_last_reload_success_timestamp_seconds When the policy in force "
+      "was loaded.\n";
+  out += "# TYPE dockgate_policy_last_reload_success_timestamp_seconds gauge\n";
+  std::snprintf(num, sizeof num, "%.3f", last_load_time_);
+  out += std::string("dockgate_policy_last_reload_success_timestamp_seconds ") + num + "\n";
+  out += "# HELP dockgate_daemon_up 1 if the daemon answered a ping at this scrape.\n";
+  out += "# TYPE dockgate_daemon_up gauge\n";
+  out += std::string("dockgate_daemon_up ") + (daemon_up_ ? "1" : "0") + "\n";
   out += "# HELP dockgate_upstream_errors_total Requests the daemon could not be reached for or that lost it.\n";
   out += "# TYPE dockgate_upstream_errors_total counter\ndockgate_upstream_errors_total " + std::to_string(upstream_errors_) + "\n";
   return out;

@@ -17,6 +17,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
+#include <chrono>
 #include <stdexcept>
 
 #include "connection.hpp"
@@ -105,6 +106,7 @@ net::awaitable<void> serve_metrics(proxy_context& ctx, protocol::socket socket) 
   std::string type = "application/json",
               body = R"({"message":"not found: GET /metrics or /healthz"})";
   if (line.starts_with("GET /metrics ")) {
+    ctx.stats.daemon_up(co_await daemon_answers(ctx, stream.get_executor()));  // at most 2 s
     status = 200;
     type = "text/plain; version=0.0.4; charset=utf-8";
     body = ctx.stats.render();
@@ -203,6 +205,10 @@ net::awaitable<void> watch_deadlines(proxy_context& ctx, net::steady_timer& time
   }
 }
 
+double unix_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
 }  // namespace
 
 // Raises the soft descriptor limit to the hard one and derives how many connections the
@@ -234,6 +240,7 @@ net::awaitable<void> reload_when_signalled(proxy_context& ctx, net::signal_set& 
     auto [ec, signo] = co_await signals.async_wait(use_tuple);
     if (ec || ctx.stopping) co_return;
     auto fresh = load();
+    ctx.stats.policy_reload(fresh.has_value(), unix_now());
     if (!fresh) {
       ctx.log->error(
           "SIGHUP: the policy was not loaded (the reason above); keeping the current one");
@@ -257,6 +264,7 @@ int serve(const serve_options& options, policy::policy initial, const policy_loa
   proxy_context ctx(options, shared_policy, resolve(ioc, options.upstream), log, audit);
   ctx.max_connections = connection_limit(options, *log);
   ctx.stats.connection_limit(ctx.max_connections);
+  ctx.stats.policy_loaded(unix_now());
 
   std::unique_ptr<net::ssl::context> tls;
   if (!options.tls_cert.empty()) tls = make_tls_context(options);

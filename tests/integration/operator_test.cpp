@@ -132,6 +132,7 @@ TEST_CASE("metrics and health on their own listener", "[integration][operator][m
   CHECK(text.find("dockgate_requests_total{profile=\"docker-cli\",operation=\"ContainerList\",verdict=\"allow\",status=\"200\"}") != std::string::npos);
   CHECK(text.find("dockgate_requests_total{profile=\"docker-cli\",operation=\"VolumeCreate\",verdict=\"deny\",status=\"403\"} 1") != std::string::npos);
   CHECK(text.find("dockgate_refusals_total{profile=\"docker-cli\",rule=\"operation\"} 1") != std::string::npos);
+  CHECK(text.find("dockgate_daemon_up 1\n") != std::string::npos);
   events.kill();
   // The gate's listeners do not serve metrics, and the health check asks the daemon.
   CHECK(run("curl -s --unix-socket " + proxy.socket_path() + " http://d/metrics").output.find("dockgate_requests_total") ==
@@ -140,6 +141,25 @@ TEST_CASE("metrics and health on their own listener", "[integration][operator][m
   proxy_process orphan("compose/policies/docker-cli.json", {"--metrics", "tcp://127.0.0.1:" + port2}, {},
                        "unix:///nonexistent/docker.sock");
   CHECK(run("curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:" + port2 + "/healthz").output == "503");
+  CHECK(
+      run("curl -s http://127.0.0.1:" + port2 + "/metrics").output.find("dockgate_daemon_up 0\n") !=
+      std::string::npos);
+}
+
+// The shipped dashboard and alerting rules (compose/monitoring) select only metrics a
+// running gate declares on /metrics: a panel or alert on a name the gate does not export
+// would show nothing, or never fire.
+TEST_CASE("the shipped dashboard and alerting rules ask only for metrics a running gate exports",
+          "[integration][operator][metrics]") {
+  const std::string port = free_tcp_port();
+  proxy_process proxy("compose/policies/docker-cli.json", {"--metrics", "tcp://127.0.0.1:" + port});
+  const std::string scrape = proxy.dir() + "/scrape.txt";
+  REQUIRE(run("curl -sf -o " + scrape + " http://127.0.0.1:" + port + "/metrics").status == 0);
+  const auto checked =
+      run("cd " + repo_root() + " && /usr/bin/python3 tests/monitoring/check_exprs.py " + scrape +
+          " compose/monitoring/grafana-dashboard.json compose/monitoring/alerts.yml 2>&1");
+  INFO(checked.output);
+  CHECK(checked.status == 0);
 }
 
 TEST_CASE("systemd socket activation: the listener systemd opened is used, and left to it", "[integration][operator]") {
@@ -267,6 +287,41 @@ TEST_CASE("SIGHUP reloads the policy for new requests, a bad one is refused and 
   CHECK(get("/v1.41/containers/json") == 403);
   CHECK(run("grep -c 'keeping the current one' " + proxy.dir() + "/proxy.err").output == "1\n");
   CHECK(::kill(proxy.pid(), 0) == 0);
+}
+
+// A refused SIGHUP leaves the old policy in force: the metrics say so (the alert
+// DockgatePolicyReloadFailed) until a reload applies again.
+TEST_CASE("a refused SIGHUP reload shows on /metrics until one applies",
+          "[integration][operator][signals][metrics]") {
+  const std::string port = free_tcp_port();
+  const std::string good =
+      R"({"default_profile":"p","profiles":{"p":{"confine_to_owned":false,"allow":["SystemPing"]}}})";
+  proxy_process proxy(good, {"--metrics", "tcp://127.0.0.1:" + port});
+  const std::string scrape = "curl -s http://127.0.0.1:" + port + "/metrics";
+  auto has = [&](const std::string& what) {
+    return run(scrape).output.find(what) != std::string::npos;
+  };
+  // Bounded: until the gate has acted on the signal, as its metrics say.
+  auto hangup_until = [&](const std::string& what) {
+    ::kill(proxy.pid(), SIGHUP);
+    for (int i = 0; i < 100 && !has(what); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    return has(what);
+  };
+  CHECK(has("dockgate_policy_last_reload_successful 1\n"));
+  CHECK(has("dockgate_policy_reloads_total{result=\"failure\"} 0\n"));
+  CHECK_FALSE(
+      has("dockgate_policy_last_reload_success_timestamp_seconds 0.000\n"));  // set at start
+  std::ofstream(proxy.dir() + "/policy.json")
+      << R"({"profiles":{"p":{"allow":["NoSuchOperation"]}}})";
+  CHECK(hangup_until("dockgate_policy_reloads_total{result=\"failure\"} 1\n"));
+  CHECK(has("dockgate_policy_last_reload_successful 0\n"));
+  CHECK(has("dockgate_policy_reloads_total{result=\"success\"} 0\n"));
+  CHECK(run("grep -c 'keeping the current one' " + proxy.dir() + "/proxy.err").output == "1\n");
+  std::ofstream(proxy.dir() + "/policy.json") << good;
+  CHECK(hangup_until("dockgate_policy_reloads_total{result=\"success\"} 1\n"));
+  CHECK(has("dockgate_policy_last_reload_successful 1\n"));
+  CHECK(has("dockgate_policy_reloads_total{result=\"failure\"} 1\n"));
 }
 
 TEST_CASE("the daemon goes away: streams end cleanly, 502 while it is down, back as soon as it is",

@@ -28,3 +28,36 @@ TEST_CASE("metrics render in Prometheus' text format", "[metrics]") {
   CHECK(text.find("dockgate_open_hijacks 0\n") != std::string::npos);
   CHECK(text.find("dockgate_upstream_errors_total 1\n") != std::string::npos);
 }
+
+TEST_CASE("metrics say whether the last policy reload applied and whether the daemon answers",
+          "[metrics]") {
+  metrics m;
+  m.connection_limit(10);
+  m.policy_loaded(1700000000.5);
+  std::string text = m.render();
+  INFO(text);
+  CHECK(text.find("dockgate_policy_reloads_total{result=\"success\"} 0\n") != std::string::npos);
+  CHECK(text.find("dockgate_policy_reloads_total{result=\"failure\"} 0\n") != std::string::npos);
+  CHECK(text.find("dockgate_policy_last_reload_successful 1\n") != std::string::npos);
+  CHECK(text.find("dockgate_policy_last_reload_success_timestamp_seconds 1700000000.500\n") !=
+        std::string::npos);
+  CHECK(text.find("dockgate_daemon_up 0\n") != std::string::npos);  // not asked yet
+  CHECK(text.find("dockgate_connection_limit 10\n") != std::string::npos);
+  // A refused reload: counted, the gauge drops, the time stays that of the policy in force.
+  m.policy_reload(false, 1700000100);
+  m.daemon_up(true);
+  text = m.render();
+  CHECK(text.find("dockgate_policy_reloads_total{result=\"failure\"} 1\n") != std::string::npos);
+  CHECK(text.find("dockgate_policy_last_reload_successful 0\n") != std::string::npos);
+  CHECK(text.find("dockgate_policy_last_reload_success_timestamp_seconds 1700000000.500\n") !=
+        std::string::npos);
+  CHECK(text.find("dockgate_daemon_up 1\n") != std::string::npos);
+  // An applied one: the gauge is back and the time moves.
+  m.policy_reload(true, 1700000200);
+  text = m.render();
+  CHECK(text.find("dockgate_policy_reloads_total{result=\"success\"} 1\n") != std::string::npos);
+  CHECK(text.find("dockgate_policy_reloads_total{result=\"failure\"} 1\n") != std::string::npos);
+  CHECK(text.find("dockgate_policy_last_reload_successful 1\n") != std::string::npos);
+  CHECK(text.find("dockgate_policy_last_reload_success_timestamp_seconds 1700000200.000\n") !=
+        std::string::npos);
+}

@@ -24,6 +24,18 @@ class metrics {
   void hijack(int delta) { hijacks_ += delta; }
   void connection(int delta) { connections_ += delta; }
   void connection_limit(std::size_t n) { connection_limit_ = static_cast<std::int64_t>(n); }
+  // A policy load: the one at start (loaded, no reload counted) or a SIGHUP's, which either
+  // applied or was refused (the current policy kept). `unix_seconds` is when it happened.
+  void policy_loaded(double unix_seconds) {
+    last_reload_ok_ = true, last_load_time_ = unix_seconds;
+  }
+  void policy_reload(bool applied, double unix_seconds) {
+    ++(applied ? reloads_ok_ : reloads_failed_);
+    last_reload_ok_ = applied;
+    if (applied) last_load_time_ = unix_seconds;
+  }
+  // Whether the daemon answered a ping, asked when metrics are scraped.
+  void daemon_up(bool up) { daemon_up_ = up; }
   std::string render() const;
 
   static constexpr std::array<double, 14> buckets{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
@@ -53,6 +65,11 @@ class metrics {
   std::int64_t hijacks_ = 0;
   std::int64_t connections_ = 0;
   std::int64_t connection_limit_ = 0;
+  std::uint64_t reloads_ok_ = 0;
+  std::uint64_t reloads_failed_ = 0;
+  bool last_reload_ok_ = true;
+  double last_load_time_ = 0;
+  bool daemon_up_ = false;
 };
 
 }  // namespace dockgate::proxy
