@@ -10,7 +10,6 @@ pkgs=(
   docker.io docker-registry busybox-static iproute2 procps curl jq python3
   openssl fuse3 bindfs s3fs util-linux debootstrap python3-docker python3-yaml docker-compose
   file systemd crun
-  prometheus  # for promtool (the alerting rules' tests); its service is not wanted, see below
 )
 missing=()
 for p in "${pkgs[@]}"; do
@@ -19,12 +18,6 @@ done
 if ((${#missing[@]})); then
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}"
-  # Debian ships promtool only in the prometheus package, whose postinst enables and starts
-  # a Prometheus server on :9090 where systemd runs: installed here for promtool alone, so
-  # that server is stopped and disabled (one the machine had before is left as it was).
-  if [[ " ${missing[*]} " == *" prometheus "* ]] && [ -d /run/systemd/system ]; then
-    systemctl disable --now prometheus.service >/dev/null 2>&1 || true
-  fi
 fi
 # s3rver (tests) comes from the npm registry: Node.js and npm from Debian unless the
 # machine already has them (a newer Node.js from another source is kept as it is).

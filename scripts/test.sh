@@ -24,6 +24,16 @@ if [[ $(id -u) -ne 0 ]]; then
 fi
 
 scripts/install-deps.sh
+# promtool, for the alerting rules' tests only (tests/monitoring): Debian ships it only in
+# the prometheus package, whose postinst enables and starts a Prometheus server where
+# systemd runs. Not in install-deps.sh, which scripts/run.sh also runs on a user's machine;
+# installed here, and a server it started is stopped and disabled (one the machine had
+# before is left as it was).
+if ! command -v promtool >/dev/null; then
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends prometheus
+  if [ -d /run/systemd/system ]; then systemctl disable --now prometheus.service >/dev/null 2>&1 || true; fi
+fi
 cmake --preset dev >/dev/null
 cmake --build --preset dev
 # The shipped programs, optimised: the images, the Debian package and the first run use them.
