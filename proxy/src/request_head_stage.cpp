@@ -7,6 +7,7 @@
 // decisions are policy's values, applied here); after any refusal the connection is
 // closed, so no request pipelined behind a refused one is ever read.
 #include "connection.hpp"
+#include "dockgate/policy/body_rules.hpp"
 #include "dockgate/policy/query.hpp"
 #include "dockgate/policy/request_shape.hpp"
 #include "socket_io.hpp"
@@ -153,7 +154,8 @@ void connection::note_object(const policy::route& r) {
     if (p.key == "tag") tag = p.value;
   }
   if (r.op == policy::operation::ContainerCreate) {
-    object_name_.assign(name);
+    // Only a name in Docker's grammar: the audit line logs no query text of its own.
+    if (policy::valid_object_name(name)) object_name_.assign(name);
   } else if (!from_image.empty()) {
     std::string error;
     if (auto ref = policy::effective_pull_reference(from_image, tag, &error)) object_name_ = *ref;
