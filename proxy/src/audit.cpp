@@ -142,19 +142,6 @@ void append_audit(std::string& out, const audit_record& r) {
   field("method", r.method);
   field("path", r.path);
   field("operation", r.operation);
-  if (!r.object_type.empty()) {
-    out += ",\"object\":{\"type\":";
-    append_string(out, r.object_type);
-    if (!r.object_name.empty()) {
-      out += ",\"name\":";
-      append_string(out, r.object_name);
-    }
-    if (!r.object_id.empty()) {
-      out += ",\"id\":";
-      append_string(out, r.object_id);
-    }
-    out += '}';
-  }
   field("verdict", r.verdict);
   if (!r.rule.empty()) field("rule", r.rule);
   if (!r.reason.empty()) field("reason", r.reason);
@@ -169,6 +156,20 @@ void append_audit(std::string& out, const audit_record& r) {
   out += ",\"duration_ms\":";
   out += ms;
   if (r.hijacked) out += ",\"hijacked\":true";
+  // Last: lines read by position up to here keep their shape ("operation", then "verdict").
+  if (!r.object_type.empty()) {
+    out += ",\"object\":{\"type\":";
+    append_string(out, r.object_type);
+    if (!r.object_name.empty()) {
+      out += ",\"name\":";
+      append_string(out, r.object_name);
+    }
+    if (!r.object_id.empty()) {
+      out += ",\"id\":";
+      append_string(out, r.object_id);
+    }
+    out += '}';
+  }
   out += '}';
 }
 

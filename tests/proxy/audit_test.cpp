@@ -65,7 +65,7 @@ TEST_CASE("audit lines are one JSON object", "[audit]") {
   r.object_name = "web";
   CHECK(
       format_audit(r) ==
-      R"({"time":"2026-12-01T20:14:11.000007Z","request_id":"0a1b2c3d-00000000002a","client":{"transport":"unix","uid":0,"gid":0,"pid":1,"process":"docker"},"profile":"cli","method":"POST","path":"/v1.41/containers/create","operation":"ContainerCreate","object":{"type":"container","name":"web"},"verdict":"deny","rule":"operation","reason":"dockgate: \"x\"","status":403,"bytes_in":0,"bytes_out":0,"duration_ms":1.500})");
+      R"({"time":"2026-12-01T20:14:11.000007Z","request_id":"0a1b2c3d-00000000002a","client":{"transport":"unix","uid":0,"gid":0,"pid":1,"process":"docker"},"profile":"cli","method":"POST","path":"/v1.41/containers/create","operation":"ContainerCreate","verdict":"deny","rule":"operation","reason":"dockgate: \"x\"","status":403,"bytes_in":0,"bytes_out":0,"duration_ms":1.500,"object":{"type":"container","name":"web"}})");
 }
 
 TEST_CASE("the audit client object names the peer as the listener learned it", "[audit]") {
