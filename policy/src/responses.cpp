@@ -49,6 +49,16 @@ std::vector<std::string> create_warnings(const profile& p, const json_object& bo
   return out;
 }
 
+std::optional<std::string> created_id(std::string_view answer) {
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  std::string_view id;
+  if (parser.parse(answer.data(), answer.size()).get(doc) != simdjson::SUCCESS ||
+      doc["Id"].get_string().get(id) != simdjson::SUCCESS)
+    return std::nullopt;
+  return std::string(id);
+}
+
 std::optional<std::string> add_create_warnings(std::string_view answer,
                                                const std::vector<std::string>& warnings) {
   simdjson::dom::parser parser;

@@ -1,10 +1,117 @@
 #include "dockgate/proxy/audit.hpp"
 
+#include <array>
 #include <cstdio>
 
 #include "dockgate/common/error_body.hpp"
 
 namespace dockgate::proxy {
+
+namespace {
+
+void append_number(std::string& out, std::uint64_t value) {
+  char digits[24];
+  out.append(digits, static_cast<std::size_t>(std::snprintf(
+                         digits, sizeof digits, "%llu", static_cast<unsigned long long>(value))));
+}
+
+void append_string(std::string& out, std::string_view value) {
+  out += '"';
+  common::append_json_escaped(out, value);
+  out += '"';
+}
+
+// Fixed-width decimal digits, for the time.
+void append_digits(std::string& out, unsigned value, int width) {
+  char digits[8];
+  for (int i = width - 1; i >= 0; --i) {
+    digits[i] = static_cast<char>('0' + value % 10);
+    value /= 10;
+  }
+  out.append(digits, static_cast<std::size_t>(width));
+}
+
+}  // namespace
+
+std::string format_audit_client(const audit_client& c) {
+  std::string out = "{\"transport\":";
+  append_string(out, c.transport);
+  if (c.uid) {
+    out += ",\"uid\":";
+    append_number(out, *c.uid);
+  }
+  if (c.gid) {
+    out += ",\"gid\":";
+    append_number(out, *c.gid);
+  }
+  if (c.pid) {
+    out += ",\"pid\":";
+    append_number(out, static_cast<std::uint64_t>(*c.pid < 0 ? 0 : *c.pid));
+  }
+  if (!c.process.empty()) {
+    out += ",\"process\":";
+    append_string(out, c.process);
+  }
+  if (!c.address.empty()) {
+    out += ",\"address\":";
+    append_string(out, c.address);
+  }
+  if (c.port) {
+    out += ",\"port\":";
+    append_number(out, *c.port);
+  }
+  if (!c.subject.empty()) {
+    out += ",\"subject\":";
+    append_string(out, c.subject);
+  }
+  out += '}';
+  return out;
+}
+
+void append_rfc3339(std::string& out, std::chrono::system_clock::time_point t) {
+  using namespace std::chrono;
+  const auto us = floor<microseconds>(t);
+  const auto day = floor<days>(us);
+  const year_month_day ymd{day};
+  const hh_mm_ss hms{us - day};
+  append_digits(out, static_cast<unsigned>(static_cast<int>(ymd.year())), 4);
+  out += '-';
+  append_digits(out, static_cast<unsigned>(ymd.month()), 2);
+  out += '-';
+  append_digits(out, static_cast<unsigned>(ymd.day()), 2);
+  out += 'T';
+  append_digits(out, static_cast<unsigned>(hms.hours().count()), 2);
+  out += ':';
+  append_digits(out, static_cast<unsigned>(hms.minutes().count()), 2);
+  out += ':';
+  append_digits(out, static_cast<unsigned>(hms.seconds().count()), 2);
+  out += '.';
+  append_digits(out, static_cast<unsigned>(hms.subseconds().count()), 6);
+  out += 'Z';
+}
+
+std::string_view audit_object_type(std::string_view operation) {
+  static constexpr std::array<std::pair<std::string_view, std::string_view>, 14> kinds{{
+      {"PutContainerArchive", "container"},
+      {"Container", "container"},
+      {"Exec", "exec"},
+      {"Image", "image"},
+      {"DistributionInspect", "image"},
+      {"Network", "network"},
+      {"Volume", "volume"},
+      {"Plugin", "plugin"},
+      {"GetPluginPrivileges", "plugin"},
+      {"Secret", "secret"},
+      {"Config", "config"},
+      {"Service", "service"},
+      {"Node", "node"},
+      {"Task", "task"},
+  }};
+  if (operation.ends_with("List") || operation.ends_with("Prune")) return {};
+  for (const auto& [prefix, kind] : kinds)
+    if (operation.starts_with(prefix)) return kind;
+  return {};
+}
 
 std::string format_audit(const audit_record& r) {
   std::string out;
@@ -13,23 +120,24 @@ std::string format_audit(const audit_record& r) {
 }
 
 void append_audit(std::string& out, const audit_record& r) {
-  bool first = true;
   auto field = [&](std::string_view key, std::string_view value) {
-    out += first ? "{\"" : ",\"";
-    first = false;
+    out += ",\"";
     out += key;
-    out += "\":\"";
-    common::append_json_escaped(out, value);
-    out += '"';
+    out += "\":";
+    append_string(out, value);
   };
   auto number = [&](std::string_view key, std::uint64_t value) {
     out += ",\"";
     out += key;
     out += "\":";
-    char digits[24];
-    out.append(digits, static_cast<std::size_t>(std::snprintf(digits, sizeof digits, "%llu", static_cast<unsigned long long>(value))));
+    append_number(out, value);
   };
-  field("client", r.client);
+  out += "{\"time\":\"";
+  append_rfc3339(out, r.time);
+  out += '"';
+  field("request_id", r.request_id);
+  out += ",\"client\":";
+  out += r.client.empty() ? std::string_view("{\"transport\":\"unknown\"}") : r.client;
   field("profile", r.profile);
   field("method", r.method);
   field("path", r.path);
@@ -63,6 +171,20 @@ void append_audit(std::string& out, const audit_record& r) {
   out += ",\"duration_ms\":";
   out += ms;
   if (r.hijacked) out += ",\"hijacked\":true";
+  // Last: lines read by position up to here keep their shape ("operation", then "verdict").
+  if (!r.object_type.empty()) {
+    out += ",\"object\":{\"type\":";
+    append_string(out, r.object_type);
+    if (!r.object_name.empty()) {
+      out += ",\"name\":";
+      append_string(out, r.object_name);
+    }
+    if (!r.object_id.empty()) {
+      out += ",\"id\":";
+      append_string(out, r.object_id);
+    }
+    out += '}';
+  }
   out += '}';
 }
 

@@ -37,10 +37,11 @@ void set_no_delay(protocol::socket& s) {
 namespace beast_http = beast::http;
 
 connection::connection(proxy_context& ctx, protocol::socket socket, std::string client,
-                       const policy::client_identity& identity)
+                       const policy::client_identity& identity, std::string client_json)
     : ctx_(ctx),
       client_(std::move(socket)),
       client_id_(std::move(client)),
+      client_json_(std::move(client_json)),
       identity_(identity),
       policy_(ctx.policy),
       profile_ptr_(policy_->select(identity_)),
@@ -248,14 +249,28 @@ net::awaitable<void> connection::refuse(unsigned status, std::string_view rule,
   out_ += beast_http::obsolete_reason(beast_http::int_to_status(status));
   out_ += "\r\nContent-Type: application/json\r\nContent-Length: ";
   out_ += std::to_string(body.size());
-  out_ += "\r\nConnection: close\r\n\r\n";
+  out_ += "\r\n";
+  append_request_id_header(out_);
+  out_ += "Connection: close\r\n\r\n";
   if (!(audit_.method == "HEAD")) out_ += body;
   set_deadline(refusal_write_timeout);
   co_await write_all(client_, net::buffer(out_));
   finish_audit(status);
 }
 
+void connection::append_request_id_header(std::string& out) const {
+  out += "Dockgate-Request-Id: ";
+  out += request_id();
+  out += "\r\n";
+}
+
 void connection::finish_audit(unsigned status) {
+  if (!object_name_.empty() || !object_id_.empty()) {
+    audit_.object_name = object_name_;
+    audit_.object_id = object_id_;
+  } else {
+    audit_.object_type = {};
+  }
   audit_.status = status;
   audit_.duration_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started_)

@@ -53,8 +53,10 @@ namespace dockgate::proxy {
 
 class connection {
  public:
+  // `client` names the peer in log messages; `client_json` is the audit line's client
+  // object (format_audit_client), both made once when the connection was accepted.
   connection(proxy_context& ctx, protocol::socket socket, std::string client,
-             const policy::client_identity& identity);
+             const policy::client_identity& identity, std::string client_json);
   ~connection();
   connection(const connection&) = delete;
   connection& operator=(const connection&) = delete;
@@ -197,6 +199,7 @@ class connection {
   std::chrono::steady_clock::time_point deadline_ = std::chrono::steady_clock::time_point::max();
   bool deadline_upstream_only_ = false;  // on expiry close only the daemon's side
   std::string client_id_;
+  std::string client_json_;
   policy::client_identity identity_;
   std::shared_ptr<const policy::policy> policy_;  // the policy of the request being served
   const policy::profile* profile_ptr_;            // nullptr: no profile for this client
@@ -253,6 +256,16 @@ class connection {
   response_filter filter_ = response_filter::none;
   std::string event_line_;  // a partial event line while filtering events
   audit_record audit_;
+  // This request's ID ("<process prefix>-<count>", hex), for the audit line and the
+  // Dockgate-Request-Id header of every answer.
+  std::array<char, 32> request_id_{};
+  std::string_view request_id() const { return audit_.request_id; }
+  void append_request_id_header(std::string& out) const;
+  // The object the request names or creates, for the audit line (copies: the head's
+  // bytes move once the body is read).
+  std::string object_name_;
+  std::string object_id_;
+  void note_object(const policy::route& r);
   std::chrono::steady_clock::time_point started_;
   bool idle_ = true;
   bool endless_stream_ = false;  // events, logs, stats, wait: ended cleanly if the daemon goes

@@ -54,6 +54,10 @@ struct proxy_context {
   std::unordered_set<std::string> owned_containers;
   static constexpr std::size_t owned_cache_limit = 16384;
   metrics stats;  // rendered on the --metrics listener
+  // Request IDs: this process's random prefix and a count of the requests it has read, so
+  // that an ID names one request of one gate process (audit line, Dockgate-Request-Id).
+  std::uint32_t request_id_prefix = 0;
+  std::uint64_t requests = 0;
   net::steady_timer* watchdog = nullptr;  // looks at connection deadlines (server.cpp)
   buffer_pool buffers;  // I/O blocks, taken when data arrives and given back before a wait
   // Parsed request heads (~3 KB each), reused: a waiting connection holds none.

@@ -21,6 +21,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
@@ -93,19 +94,44 @@ protocol::endpoint resolve(net::io_context& ioc, const common::endpoint& ep) {
   return protocol::endpoint(results.begin()->endpoint());
 }
 
+// The name of process `pid` (/proc/<pid>/comm), empty if it cannot be read: read once per
+// connection, at accept. It is what the process calls itself, for an investigator to read
+// (the kernel's uid and pid are what decides).
+static std::string process_name(pid_t pid) {
+  if (pid <= 0) return {};
+  char path[32];
+  std::snprintf(path, sizeof path, "/proc/%d/comm", static_cast<int>(pid));
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return {};
+  char name[64];
+  const ssize_t n = ::read(fd, name, sizeof name);
+  ::close(fd);
+  if (n <= 0) return {};
+  std::string out(name, static_cast<std::size_t>(n));
+  if (!out.empty() && out.back() == '\n') out.pop_back();
+  return out;
+}
+
 // Identity of the peer, for the audit line and profile selection: the kernel's word for a
 // unix socket (SO_PEERCRED, taken at connect time), the peer address for TCP.
-std::string peer_identity(protocol::socket& s, bool is_unix, policy::client_identity& identity) {
+std::string peer_identity(protocol::socket& s, bool is_unix, policy::client_identity& identity,
+                          audit_client& who) {
   if (is_unix) {
+    who.transport = "unix";
     ucred cred{};
     socklen_t len = sizeof cred;
     if (::getsockopt(s.native_handle(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0)
       return "unix:unknown";
     identity.uid = cred.uid;
     identity.gid = cred.gid;
+    who.uid = cred.uid;
+    who.gid = cred.gid;
+    who.pid = cred.pid;
+    who.process = process_name(cred.pid);
     return "unix:uid=" + std::to_string(cred.uid) + ",gid=" + std::to_string(cred.gid) +
            ",pid=" + std::to_string(cred.pid);
   }
+  who.transport = "tcp";
   beast::error_code ec;
   auto ep = s.remote_endpoint(ec);
   if (ec) return "tcp:unknown";
@@ -115,6 +141,8 @@ std::string peer_identity(protocol::socket& s, bool is_unix, policy::client_iden
                     sizeof port, NI_NUMERICHOST | NI_NUMERICSERV) != 0)
     return "tcp:unknown";
   identity.address = host;
+  who.address = host;
+  who.port = static_cast<std::uint16_t>(std::atoi(port));
   return std::string("tcp:") + host + ":" + port;
 }
 

@@ -11,6 +11,7 @@
 
 #include "dockgate/common/endpoint.hpp"
 #include "dockgate/policy/policy_file.hpp"
+#include "dockgate/proxy/audit.hpp"
 #include "dockgate/proxy/options.hpp"
 #include "net.hpp"
 
@@ -40,6 +41,8 @@ void open_listener(listener& l, net::io_context& ioc, const serve_options& opts)
 void start_listening(listener& l);
 
 // Identity of the peer, for the audit line and profile selection.
-std::string peer_identity(protocol::socket& s, bool is_unix, policy::client_identity& identity);
+// `who` gets the same as the audit line's client object (with the process name).
+std::string peer_identity(protocol::socket& s, bool is_unix, policy::client_identity& identity,
+                          audit_client& who);
 
 }  // namespace dockgate::proxy

@@ -7,9 +7,12 @@
 // decisions are policy's values, applied here); after any refusal the connection is
 // closed, so no request pipelined behind a refused one is ever read.
 #include "connection.hpp"
+#include "dockgate/policy/body_rules.hpp"
 #include "dockgate/policy/query.hpp"
 #include "dockgate/policy/request_shape.hpp"
 #include "socket_io.hpp"
+
+#include <cstdio>
 
 namespace dockgate::proxy {
 
@@ -63,10 +66,19 @@ connection::admission connection::admit_request(std::size_t head_size) {
     profile_ptr_ = policy_->select(identity_);
     profile_ = profile_ptr_ ? profile_ptr_ : &no_profile();
   }
+  // The clock is read once per request, here, when the head has arrived (vDSO: no system
+  // call): the audit line's time, and the start of its duration.
   started_ = std::chrono::steady_clock::now();
   audit_ = audit_record{};
+  audit_.time = std::chrono::system_clock::now();
+  const int id_size = std::snprintf(request_id_.data(), request_id_.size(), "%08x-%012llx",
+                                    ctx_.request_id_prefix,
+                                    static_cast<unsigned long long>(++ctx_.requests));
+  audit_.request_id = std::string_view(request_id_.data(), static_cast<std::size_t>(id_size));
+  object_name_.clear();
+  object_id_.clear();
   upstream_ended_ = false;
-  audit_.client = client_id_;
+  audit_.client = client_json_;
   audit_.profile = profile_->name;
   would_.clear();
 
@@ -94,6 +106,7 @@ connection::admission connection::admit_request(std::size_t head_size) {
   }
   const auto& r = std::get<policy::route>(routed);
   audit_.operation = policy::operation_name(r.op);
+  note_object(r);
 
   // Step 3: decide. The profile's decision, then its review of the query.
   if (!profile_ptr_)
@@ -120,6 +133,33 @@ connection::admission connection::admit_request(std::size_t head_size) {
   if (shape.body == policy::request_body::dropped) dropped_ += dropped_.empty() ? "body" : ",body";
   audit_.verdict = "allow";
   return admitted{r, shape};
+}
+
+// The object the request names (its path parameter) or creates (a container's name, the
+// reference an image is pulled by), for the audit line.
+void connection::note_object(const policy::route& r) {
+  audit_.object_type = audit_object_type(audit_.operation);
+  if (audit_.object_type.empty()) return;
+  if (!r.param.empty()) {
+    object_name_.assign(r.param);
+    return;
+  }
+  if (r.op != policy::operation::ContainerCreate && r.op != policy::operation::ImageCreate) return;
+  auto params = policy::parse_query(r.query);
+  if (!params) return;
+  std::string_view name, from_image, tag;
+  for (const auto& p : *params) {
+    if (p.key == "name") name = p.value;
+    if (p.key == "fromImage") from_image = p.value;
+    if (p.key == "tag") tag = p.value;
+  }
+  if (r.op == policy::operation::ContainerCreate) {
+    // Only a name in Docker's grammar: the audit line logs no query text of its own.
+    if (policy::valid_object_name(name)) object_name_.assign(name);
+  } else if (!from_image.empty()) {
+    std::string error;
+    if (auto ref = policy::effective_pull_reference(from_image, tag, &error)) object_name_ = *ref;
+  }
 }
 
 // A version the route table does not know, answered in the daemon's words (a client reads

@@ -167,6 +167,8 @@ void connection::write_response_head(const http::response_head& res, response_fr
     } else if (http::iequals(name, "keep-alive") || http::iequals(name, "proxy-connection") ||
                http::iequals(name, "te") || http::iequals(name, "trailer")) {
       return;
+    } else if (http::iequals(name, "dockgate-request-id")) {
+      return;  // the gate's own, once: a daemon's (or a gate's upstream) does not pass
     } else if (http::iequals(name, "transfer-encoding")) {
       if (framing != response_framing::chunked) return;
     } else if (http::iequals(name, "content-length")) {
@@ -182,6 +184,7 @@ void connection::write_response_head(const http::response_head& res, response_fr
     out_ += std::to_string(*content_length);
     out_ += "\r\n";
   }
+  append_request_id_header(out_);
   if (!keep_alive && !hijack) out_ += "Connection: close\r\n";
   out_ += "\r\n";
 }
@@ -227,6 +230,7 @@ net::awaitable<void> connection::relay_filtered_list(const http::response_head& 
   switch (filter_) {
     case response_filter::create_warnings:
       filtered = policy::add_create_warnings(whole, warnings_);
+      if (auto id = policy::created_id(whole)) object_id_ = std::move(*id);
       if (!filtered) filtered = whole;  // not a create answer: as the daemon wrote it
       break;
     case response_filter::networks: {

@@ -18,6 +18,7 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <chrono>
+#include <random>
 #include <stdexcept>
 
 #include "connection.hpp"
@@ -64,8 +65,10 @@ net::awaitable<void> accept_loop(proxy_context& ctx, listener& l) {
       continue;
     }
     policy::client_identity identity;
-    std::string client = peer_identity(socket, is_unix, identity);
-    auto c = std::make_unique<connection>(ctx, std::move(socket), std::move(client), identity);
+    audit_client who;
+    std::string client = peer_identity(socket, is_unix, identity, who);
+    auto c = std::make_unique<connection>(ctx, std::move(socket), std::move(client), identity,
+                                          format_audit_client(who));
     net::co_spawn(l.socket.get_executor(), connection::start(std::move(c)), net::detached);
   }
 }
@@ -262,6 +265,7 @@ int serve(const serve_options& options, policy::policy initial, const policy_loa
   net::io_context ioc{1};
   audit_sink audit(STDOUT_FILENO);
   proxy_context ctx(options, shared_policy, resolve(ioc, options.upstream), log, audit);
+  ctx.request_id_prefix = std::random_device{}();  // getrandom(2)
   ctx.max_connections = connection_limit(options, *log);
   ctx.stats.connection_limit(ctx.max_connections);
   ctx.stats.policy_loaded(unix_now());

@@ -15,6 +15,7 @@
 #include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/ssl/ssl_stream.hpp>
+#include <cstdlib>
 #include <stdexcept>
 
 #include "connection.hpp"
@@ -79,6 +80,8 @@ std::unique_ptr<net::ssl::context> make_tls_context(const serve_options& options
 net::awaitable<void> serve_tls(proxy_context& ctx, net::ssl::context& tls,
                                protocol::socket socket) {
   policy::client_identity identity;
+  audit_client who;
+  who.transport = "tls";
   std::string peer = "unknown";
   {
     beast::error_code ec;
@@ -88,6 +91,8 @@ net::awaitable<void> serve_tls(proxy_context& ctx, net::ssl::context& tls,
     if (!ec && ::getnameinfo(ep.data(), static_cast<socklen_t>(ep.size()), host, sizeof host, port,
                              sizeof port, NI_NUMERICHOST | NI_NUMERICSERV) == 0) {
       identity.address = host;
+      who.address = host;
+      who.port = static_cast<std::uint16_t>(std::atoi(port));
       peer = std::string(host) + ":" + port;
     }
   }
@@ -106,7 +111,9 @@ net::awaitable<void> serve_tls(proxy_context& ctx, net::ssl::context& tls,
 
   net::local::stream_protocol::socket inner(executor), outer(executor);
   net::local::connect_pair(inner, outer);
-  auto c = std::make_unique<connection>(ctx, protocol::socket(std::move(inner)), client, identity);
+  who.subject = identity.tls_subject;
+  auto c = std::make_unique<connection>(ctx, protocol::socket(std::move(inner)), client, identity,
+                                        format_audit_client(who));
   net::co_spawn(executor, connection::start(std::move(c)), net::detached);
 
   auto buffers = std::make_unique<char[]>(2 * 16384);

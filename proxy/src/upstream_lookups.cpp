@@ -156,6 +156,7 @@ net::awaitable<bool> connection::prepare_target(const policy::route& r) {
       }
       path.replace(param_at, r.param.size(), *id);  // forwarded by full ID: renames change nothing
       container = *id;
+      object_id_ = *id;
     } else if (object == policy::path_object::exec) {
       auto [status, body] = co_await upstream_get("/v" + *ctx_.api_version + "/exec/" +
                                                   std::string(r.param) + "/json");
@@ -173,7 +174,10 @@ net::awaitable<bool> connection::prepare_target(const policy::route& r) {
                             profile_->name + " sees only its own containers)");
         co_return false;
       }
-      if (exec_container) path.replace(param_at, r.param.size(), exec->id);
+      if (exec_container) {
+        path.replace(param_at, r.param.size(), exec->id);
+        object_id_ = exec->id;
+      }
     } else if (object == policy::path_object::network || object == policy::path_object::volume) {
       const bool network = object == policy::path_object::network;
       const std::string what = network ? "network" : "volume";
@@ -203,7 +207,10 @@ net::awaitable<bool> connection::prepare_target(const policy::route& r) {
         co_await refuse(not_owned.status, not_owned.rule, not_owned.reason);
         co_return false;
       }
-      if (name) path.replace(param_at, r.param.size(), *name);
+      if (name) {
+        path.replace(param_at, r.param.size(), *name);
+        object_id_ = *name;
+      }
       if (r.op == policy::operation::NetworkInspect) filter_ = response_filter::networks;
     }
     const bool audit_only = profile_->mode == policy::profile::mode_kind::audit;

@@ -1,4 +1,5 @@
 #include "harness.hpp"
+#include <catch2/catch.hpp>
 
 #include <fcntl.h>
 #include <poll.h>
@@ -178,6 +179,15 @@ std::pair<int, std::chrono::milliseconds> proxy_process::terminate() {
 
 proxy_process::~proxy_process() {
   terminate();
+  // Every audit line a test's gate wrote matches docs/audit.schema.json (the JSON Schema
+  // validator of python3-jsonschema, through scripts/check-audit-log.py): each test that
+  // starts a gate checks the lines its requests produced.
+  if (std::uncaught_exceptions() == 0 && !audit_log().empty()) {
+    const auto checked = run("/usr/bin/python3 " + shell_quote(repo_root() + "/scripts/check-audit-log.py") +
+                             " " + shell_quote(repo_root() + "/docs/audit.schema.json") + " " +
+                             shell_quote(dir_ + "/audit.log") + " 2>&1");
+    if (checked.status != 0) FAIL_CHECK("audit lines outside docs/audit.schema.json:\n" << checked.output);
+  }
   // DOCKGATE_KEEP_PROXY_LOGS=DIR: the audit log and stderr of every proxy a test started
   // are kept there, for a failure to be read afterwards.
   if (const char* keep = std::getenv("DOCKGATE_KEEP_PROXY_LOGS"); keep && *keep)

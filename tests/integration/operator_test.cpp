@@ -57,7 +57,7 @@ TEST_CASE("the unix peer's uid selects its profile", "[integration][operator]") 
   CHECK(other.output.find("dockgate: SystemVersion is not allowed by profile ro") != std::string::npos);
   auto root = run(proxy.docker() + " version --format '{{.Server.APIVersion}}'");
   CHECK(root.output == "1.41\n");
-  CHECK(proxy.audit_contains("\"client\":\"unix:uid=4242,gid=4242"));
+  CHECK(proxy.audit_contains("\"client\":{\"transport\":\"unix\",\"uid\":4242,\"gid\":4242,\"pid\":"));
 }
 
 TEST_CASE("a client no rule matches is refused when there is no default", "[integration][operator]") {

@@ -163,7 +163,7 @@ TEST_CASE("unix listener mode and a TCP listener", "[integration][listener]") {
     CHECK((st.st_mode & 07777) == 0600);
     auto r = run("DOCKER_HOST=tcp://127.0.0.1:" + port + " " + docker_cli() + " version --format '{{.Server.APIVersion}}'");
     CHECK(r.output == "1.41\n");
-    CHECK(proxy.audit_contains("\"client\":\"tcp:127.0.0.1:"));
+    CHECK(proxy.audit_contains("\"client\":{\"transport\":\"tcp\",\"address\":\"127.0.0.1\",\"port\":"));
   }
 }
 

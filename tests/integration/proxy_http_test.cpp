@@ -53,7 +53,7 @@ TEST_CASE("the upstream may be tcp://", "[integration][http]") {
   auto r = run("{ " + chained.docker() + " run --rm " + test_image() + " echo via-tcp 2>" + chained.dir() + "/cli.err; }");
   INFO(r.output);
   CHECK(r.output == "via-tcp\n");
-  CHECK(front.audit_contains("\"client\":\"tcp:127.0.0.1:"));
+  CHECK(front.audit_contains("\"client\":{\"transport\":\"tcp\",\"address\":\"127.0.0.1\",\"port\":"));
 }
 
 TEST_CASE("an unreachable daemon gives 502 with Docker's error body", "[integration][http]") {

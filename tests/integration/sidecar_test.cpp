@@ -304,7 +304,7 @@ TEST_CASE("sidecar: DOCKER_TLS_VERIFY reaches the gate over TLS with a client ce
   const std::string sid = field(created.body, "session_id");
   auto ran = sidecar.call("POST", "/exec", "{\"session_id\":\"" + sid + "\",\"code\":\"print(6*7)\"}");
   CHECK(field(ran.body, "stdout") == "42\n");
-  CHECK(proxy.audit_contains(",subject=O=dockgate,CN=ci-runner\",\"profile\":\"sandbox\""));
+  CHECK(proxy.audit_contains("\"subject\":\"O=dockgate,CN=ci-runner\"},\"profile\":\"sandbox\""));
   sidecar.call("DELETE", "/sessions/" + sid, "");
   run("rm -rf " + pki);
 }

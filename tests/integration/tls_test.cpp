@@ -31,8 +31,8 @@ TEST_CASE("a TLS client certificate's subject selects the profile", "[integratio
   auto version = run(tls_cli(pki, port) + " version --format '{{.Server.APIVersion}}'");
   INFO(version.output);
   CHECK(version.output == "1.41\n");
-  CHECK(proxy.audit_contains("\"client\":\"tls:127.0.0.1:"));
-  CHECK(proxy.audit_contains(",subject=O=dockgate,CN=ci-runner\",\"profile\":\"ci\""));
+  CHECK(proxy.audit_contains("\"client\":{\"transport\":\"tls\",\"address\":\"127.0.0.1\",\"port\":"));
+  CHECK(proxy.audit_contains("\"subject\":\"O=dockgate,CN=ci-runner\"},\"profile\":\"ci\""));
 
   // Without a client certificate the handshake fails: nothing reaches the daemon.
   auto anonymous = run(docker_cli() + " --tlsverify --tlscacert " + pki + "/ca.pem -H tcp://127.0.0.1:" + port +
@@ -62,8 +62,8 @@ TEST_CASE("without --tls-client-ca a client certificate selects no profile", "[i
   CHECK(proxy.audit_contains("\"operation\":\"SystemVersion\""));
   const std::string log = proxy.audit_log();
   INFO(log);
-  CHECK(log.find("\"client\":\"tls:127.0.0.1:") != std::string::npos);
-  CHECK(log.find("subject=") == std::string::npos);
+  CHECK(log.find("\"client\":{\"transport\":\"tls\",\"address\":\"127.0.0.1\",\"port\":") != std::string::npos);
+  CHECK(log.find("\"subject\"") == std::string::npos);
   CHECK(log.find("\"profile\":\"ci\"") == std::string::npos);
   CHECK(log.find("\"profile\":\"ping-only\"") != std::string::npos);
   // The connection itself works: the default profile's own operation is answered.

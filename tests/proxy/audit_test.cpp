@@ -1,14 +1,22 @@
-#include <catch2/catch.hpp>
-
-#include <vector>
-
 #include "dockgate/proxy/audit.hpp"
+
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
 
 using namespace dockgate::proxy;
 
-TEST_CASE("audit lines are one JSON object", "[audit]") {
+namespace {
+
+audit_record sample() {
   audit_record r;
-  r.client = "unix:uid=0,gid=0,pid=1";
+  r.time = std::chrono::sys_days{std::chrono::year{2026} / 12 / 1} + std::chrono::hours{20} +
+           std::chrono::minutes{14} + std::chrono::seconds{11} + std::chrono::microseconds{7};
+  r.request_id = "0a1b2c3d-00000000002a";
   r.profile = "cli";
   r.method = "POST";
   r.path = "/v1.41/containers/create";
@@ -18,8 +26,154 @@ TEST_CASE("audit lines are one JSON object", "[audit]") {
   r.reason = "dockgate: \"x\"";
   r.status = 403;
   r.duration_ms = 1.5;
-  CHECK(format_audit(r) ==
-        R"({"client":"unix:uid=0,gid=0,pid=1","profile":"cli","method":"POST","path":"/v1.41/containers/create","operation":"ContainerCreate","verdict":"deny","rule":"operation","reason":"dockgate: \"x\"","status":403,"bytes_in":0,"bytes_out":0,"duration_ms":1.500})");
+  return r;
+}
+
+// The lines through scripts/check-audit-log.py against docs/audit.schema.json: its exit
+// status (0: every line matches) and what it said.
+std::pair<int, std::string> check_lines(const std::string& lines) {
+  char path[] = "/tmp/dockgate-audit-test.XXXXXX";
+  const int fd = ::mkstemp(path);
+  REQUIRE(fd >= 0);
+  ::close(fd);
+  std::ofstream(path) << lines;
+  const std::string root = DOCKGATE_SOURCE_DIR;
+  const std::string command = "/usr/bin/python3 " + root + "/scripts/check-audit-log.py " + root +
+                              "/docs/audit.schema.json " + path + " 2>&1";
+  std::string said;
+  FILE* p = ::popen(command.c_str(), "r");
+  REQUIRE(p);
+  char buf[4096];
+  while (std::size_t n = std::fread(buf, 1, sizeof buf, p)) said.append(buf, n);
+  const int status = ::pclose(p);
+  ::unlink(path);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, said};
+}
+
+}  // namespace
+
+TEST_CASE("audit lines are one JSON object", "[audit]") {
+  audit_client who;
+  who.transport = "unix";
+  who.uid = 0;
+  who.gid = 0;
+  who.pid = 1;
+  who.process = "docker";
+  const std::string client = format_audit_client(who);
+  auto r = sample();
+  r.client = client;
+  r.object_type = audit_object_type(r.operation);
+  r.object_name = "web";
+  CHECK(
+      format_audit(r) ==
+      R"({"time":"2026-12-01T20:14:11.000007Z","request_id":"0a1b2c3d-00000000002a","client":{"transport":"unix","uid":0,"gid":0,"pid":1,"process":"docker"},"profile":"cli","method":"POST","path":"/v1.41/containers/create","operation":"ContainerCreate","verdict":"deny","rule":"operation","reason":"dockgate: \"x\"","status":403,"bytes_in":0,"bytes_out":0,"duration_ms":1.500,"object":{"type":"container","name":"web"}})");
+}
+
+TEST_CASE("the audit client object names the peer as the listener learned it", "[audit]") {
+  audit_client tls;
+  tls.transport = "tls";
+  tls.address = "127.0.0.1";
+  tls.port = 50432;
+  tls.subject = "O=dockgate,CN=ci-runner";
+  CHECK(
+      format_audit_client(tls) ==
+      R"({"transport":"tls","address":"127.0.0.1","port":50432,"subject":"O=dockgate,CN=ci-runner"})");
+  audit_client odd;
+  odd.transport = "unix";
+  odd.process = "a\"b\n";  // a process names itself: escaped like any value
+  CHECK(format_audit_client(odd) == R"({"transport":"unix","process":"a\"b\n"})");
+}
+
+TEST_CASE("operations name the kind of object they act on", "[audit]") {
+  CHECK(audit_object_type("ContainerStart") == "container");
+  CHECK(audit_object_type("PutContainerArchive") == "container");
+  CHECK(audit_object_type("ExecStart") == "exec");
+  CHECK(audit_object_type("ImageCreate") == "image");
+  CHECK(audit_object_type("NetworkInspect") == "network");
+  CHECK(audit_object_type("VolumeDelete") == "volume");
+  CHECK(audit_object_type("ContainerList").empty());
+  CHECK(audit_object_type("ImagePrune").empty());
+  CHECK(audit_object_type("SystemPing").empty());
+  CHECK(audit_object_type("").empty());
+}
+
+TEST_CASE("audit times are RFC 3339 UTC with microseconds", "[audit]") {
+  std::string out;
+  append_rfc3339(out, std::chrono::system_clock::time_point{});
+  CHECK(out == "1970-01-01T00:00:00.000000Z");
+  out.clear();
+  append_rfc3339(out, std::chrono::sys_days{std::chrono::year{2028} / 2 / 29} +
+                          std::chrono::hours{23} + std::chrono::minutes{59} +
+                          std::chrono::seconds{59} + std::chrono::microseconds{999999});
+  CHECK(out == "2028-02-29T23:59:59.999999Z");
+}
+
+TEST_CASE("the audit schema accepts the gate's lines and refuses a broken one", "[audit]") {
+  audit_client unix_peer;
+  unix_peer.transport = "unix";
+  unix_peer.uid = 1000;
+  unix_peer.gid = 1000;
+  unix_peer.pid = 4242;
+  unix_peer.process = "dockerd-rootless";
+  audit_client tls;
+  tls.transport = "tls";
+  tls.address = "::1";
+  tls.port = 2376;
+  tls.subject = "CN=x";
+  const std::string unix_json = format_audit_client(unix_peer), tls_json = format_audit_client(tls);
+  auto allowed = sample();
+  allowed.client = unix_json;
+  allowed.verdict = "allow";
+  allowed.rule = allowed.reason = {};
+  allowed.object_type = "container";
+  allowed.object_name = "web";
+  allowed.object_id =
+      std::string_view("0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef");
+  const std::vector<dockgate::policy::body_change> forced{
+      {"HostConfig.Privileged", "forced", std::string("true"), std::string("false")}};
+  allowed.changes = forced;
+  allowed.dropped = "query:x,body";
+  allowed.status = 201;
+  allowed.bytes_in = 300;
+  allowed.bytes_out = 88;
+  auto refused = sample();
+  refused.client = tls_json;
+  auto hijack = sample();
+  hijack.client = unix_json;
+  hijack.verdict = "allow";
+  hijack.operation = "ContainerAttach";
+  hijack.status = 101;
+  hijack.hijacked = true;
+  hijack.would = "dockgate: would refuse";
+  const std::string good =
+      format_audit(allowed) + "\n" + format_audit(refused) + "\n" + format_audit(hijack) + "\n";
+  const auto [ok, ok_said] = check_lines(good);
+  INFO(ok_said);
+  CHECK(ok == 0);
+
+  // One field broken at a time: each is named.
+  const std::string line = format_audit(allowed);
+  const std::pair<std::string, std::string> breaks[] = {
+      {"\"time\":\"2026-12-01T20:14:11.000007Z\"", "\"time\":\"2026-12-01 20:14:11\""},
+      {"\"transport\":\"unix\"", "\"transport\":\"udp\""},
+      {"\"uid\":1000", "\"uid\":\"1000\""},
+      {"\"verdict\":\"allow\"", "\"verdict\":\"maybe\""},
+      {",\"status\":201", ""},
+      {"\"profile\":\"cli\"", "\"profile\":\"cli\",\"extra\":1"},
+      {"\"object\":{\"type\":\"container\"", "\"object\":{\"type\":\"box\""},
+  };
+  for (const auto& [from, to] : breaks) {
+    std::string broken = line;
+    const auto at = broken.find(from);
+    REQUIRE(at != std::string::npos);
+    broken.replace(at, from.size(), to);
+    const auto [status, said] = check_lines(good + broken + "\n");
+    INFO(broken);
+    INFO(said);
+    CHECK(status == 1);
+    CHECK(said.find(":4: ") != std::string::npos);  // the broken line, and only it
+    CHECK(said.find(":1: ") == std::string::npos);
+  }
 }
 
 TEST_CASE("audit lines carry the changes as a JSON array, from only where the client set it", "[audit]") {

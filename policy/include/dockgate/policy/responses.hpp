@@ -22,6 +22,9 @@ std::vector<std::string> create_warnings(const profile& p, const json_object& bo
 
 // The daemon's create answer ({"Id":..,"Warnings":[..]|null}) with `warnings` appended;
 // nullopt if it is not such an answer (then it goes back unchanged).
+// The Id of a create answer ({"Id":..}), for the audit line; nullopt if it has none.
+std::optional<std::string> created_id(std::string_view answer);
+
 std::optional<std::string> add_create_warnings(std::string_view answer,
                                                const std::vector<std::string>& warnings);
 
