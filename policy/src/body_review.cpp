@@ -38,16 +38,15 @@ decision review_json_body(const profile& p, std::string_view operation, std::str
     return deny{400, "body",
                 "dockgate: invalid " + std::string(operation) + " body: " + decoded.error};
   json_object root = std::move(*decoded.value->as_object());
-  std::vector<body_change> changes;
-  body_reviewer r{p, changes};
+  body_reviewer r{p};
   if (!judge(root, r)) return *r.refusal;
   json_object& checked = body_member.empty() ? root : *find(root, body_member)->as_object();
   canonical_order(checked, spec);
-  r.finish(root);
+  r.changes.finish(root);
   rewrite out;
   complete(root, r, out);
   out.body = to_json(json_value(std::move(checked)));
-  out.changes = std::move(changes);
+  out.changes = r.changes.take();
   out.dropped = std::move(decoded.dropped);
   return out;
 }
@@ -103,7 +102,7 @@ decision review_container_create(const profile& p, std::string_view body, daemon
       json_value* v = locate(root, path, true, &parent, &key);
       if (!v || is_empty_value(v)) {
         set(*parent, key, std::move(value));
-        r.daemon_defaults.emplace_back(path);
+        r.changes.daemon_default(path);
       }
     };
     if (version < api_version{1, 25}) {  // the daemon turns AutoRemove off: the client removes
@@ -133,7 +132,7 @@ decision review_container_create(const profile& p, std::string_view body, daemon
     return ok;
   };
   auto complete = [&](const json_object& root, body_reviewer& r, rewrite& out) {
-    out.warnings = create_warnings(p, root, r.changes);
+    out.warnings = create_warnings(p, root, r.changes.list());
     out.bind_sources = std::move(r.bind_sources);
     out.workspace_source = workspace;
     out.networks = std::move(r.network_names);
@@ -155,8 +154,7 @@ decision review_container_exec(const profile& p, std::string_view body) {
 }
 
 decision review_image_reference(const profile& p, std::string_view reference) {
-  std::vector<body_change> changes;
-  body_reviewer r{p, changes};
+  body_reviewer r{p};
   if (!r.check_image_reference(reference, false)) return *r.refusal;
   return allow{};
 }
