@@ -19,12 +19,35 @@ namespace dockgate::policy {
 
 namespace {
 
-rewrite reviewed(std::string body, std::vector<body_change> changes,
-                 std::vector<std::string> dropped) {
+// The path every JSON body takes, kept in one place: decoded as dockerd decodes `spec` (a
+// body it would not read is a 400 naming `operation`), judged by `judge(root, reviewer)`,
+// which may reshape the tree and returns false once the reviewer holds its refusal; then
+// put in canonical order, each change given the value that goes up, and serialised from
+// the checked tree. The rewrite's body is the whole tree, or its member `body_member`
+// (an update's fields are judged as HostConfig's); `complete(root, reviewer, out)` adds
+// what the proxy needs beside the body.
+struct no_extras {
+  void operator()(const json_object&, body_reviewer&, rewrite&) const {}
+};
+template <typename Judge, typename Complete = no_extras>
+decision review_json_body(const profile& p, std::string_view operation, std::string_view body,
+                          const object_spec& spec, Judge judge, Complete complete = {},
+                          std::string_view body_member = {}) {
+  auto decoded = decode_body(body, spec);
+  if (!decoded.value)
+    return deny{400, "body",
+                "dockgate: invalid " + std::string(operation) + " body: " + decoded.error};
+  json_object root = std::move(*decoded.value->as_object());
+  body_reviewer r{p};
+  if (!judge(root, r)) return *r.refusal;
+  json_object& checked = body_member.empty() ? root : *find(root, body_member)->as_object();
+  canonical_order(checked, spec);
+  r.changes.finish(root);
   rewrite out;
-  out.body = std::move(body);
-  out.changes = std::move(changes);
-  out.dropped = std::move(dropped);
+  complete(root, r, out);
+  out.body = to_json(json_value(std::move(checked)));
+  out.changes = r.changes.take();
+  out.dropped = std::move(decoded.dropped);
   return out;
 }
 
@@ -69,205 +92,171 @@ json_object canonical_create(json_object body) {
 
 decision review_container_create(const profile& p, std::string_view body, daemon_facts facts) {
   const api_version version = facts.version;
-  auto decoded = decode_body(body, schema::container_create);
-  if (!decoded.value)
-    return deny{400, "body", "dockgate: invalid ContainerCreate body: " + decoded.error};
-  json_object root = canonical_create(std::move(*decoded.value->as_object()));
-  // What the daemon makes of empty fields for older clients (moby's postContainersCreate).
-  std::vector<std::string> daemon_defaults;
-  auto old_default = [&](std::string_view path, json_value value) {
-    json_object* parent = nullptr;
-    std::string_view key;
-    json_value* v = locate(root, path, true, &parent, &key);
-    if (!v || is_empty_value(v)) {
-      set(*parent, key, std::move(value));
-      daemon_defaults.emplace_back(path);
-    }
-  };
-  if (version < api_version{1, 25}) {  // the daemon turns AutoRemove off: the client removes
-    json_object* parent = nullptr;
-    std::string_view key;
-    if (json_value* v = locate(root, "HostConfig.AutoRemove", false, &parent, &key))
-      *v = json_value(false);
-  }
-  if (version < api_version{1, 40}) old_default("HostConfig.IpcMode", json_value("shareable"));
-  if (version < api_version{1, 41} && facts.cgroup_v1)
-    old_default("HostConfig.CgroupnsMode", json_value("host"));
-  std::vector<body_change> changes;
-  body_reviewer r{p, changes};
-  r.daemon_defaults = std::move(daemon_defaults);
-  const auto& rules = p.rules.container_create;
-  bool ok = true;
   std::string workspace;
-  if (p.rules.workspace) ok = r.take_workspace(root, workspace);
-  for (const auto& [path, rule] : rules.rules) ok = ok && r.apply(root, path, rule);
-  const bool mounts = p.rules.binds || p.rules.volumes.mount_owned;
-  const bool networks = p.rules.networks.join_owned;
-  if (mounts) ok = ok && r.check_mounts(root);
-  if (networks) ok = ok && r.check_networks(root);
-  std::vector<std::string_view> handled;
-  if (mounts) handled.insert(handled.end(), {"HostConfig.Binds", "HostConfig.Mounts", "Volumes"});
-  if (networks)
-    handled.insert(handled.end(), {"HostConfig.NetworkMode", "NetworkingConfig.EndpointsConfig"});
-  ok = ok && r.default_deny(root, create_widening_fields, rules, handled);
-  ok = ok && r.check_image(root) && r.stamp_owner(root);
-  if (!ok) return *r.refusal;
-  if (!workspace.empty()) r.bind_workspace(root, workspace);
-  canonical_order(root, schema::container_create);
-  r.finish(root);
-  auto warnings = create_warnings(p, root, changes);
-  rewrite out = reviewed(to_json(json_value(std::move(root))), std::move(changes),
-                         std::move(decoded.dropped));
-  out.bind_sources = std::move(r.bind_sources);
-  out.workspace_source = workspace;
-  out.networks = std::move(r.network_names);
-  out.volumes = std::move(r.volume_names);
-  out.warnings = std::move(warnings);
-  return out;
+  auto judge = [&](json_object& root, body_reviewer& r) {
+    root = canonical_create(std::move(root));
+    // What the daemon makes of empty fields for older clients (moby's postContainersCreate).
+    auto old_default = [&](std::string_view path, json_value value) {
+      json_object* parent = nullptr;
+      std::string_view key;
+      json_value* v = locate(root, path, true, &parent, &key);
+      if (!v || is_empty_value(v)) {
+        set(*parent, key, std::move(value));
+        r.changes.daemon_default(path);
+      }
+    };
+    if (version < api_version{1, 25}) {  // the daemon turns AutoRemove off: the client removes
+      json_object* parent = nullptr;
+      std::string_view key;
+      if (json_value* v = locate(root, "HostConfig.AutoRemove", false, &parent, &key))
+        *v = json_value(false);
+    }
+    if (version < api_version{1, 40}) old_default("HostConfig.IpcMode", json_value("shareable"));
+    if (version < api_version{1, 41} && facts.cgroup_v1)
+      old_default("HostConfig.CgroupnsMode", json_value("host"));
+    const auto& rules = p.rules.container_create;
+    bool ok = true;
+    if (p.rules.workspace) ok = r.take_workspace(root, workspace);
+    for (const auto& [path, rule] : rules.rules) ok = ok && r.apply(root, path, rule);
+    const bool mounts = p.rules.binds || p.rules.volumes.mount_owned;
+    const bool networks = p.rules.networks.join_owned;
+    if (mounts) ok = ok && r.check_mounts(root);
+    if (networks) ok = ok && r.check_networks(root);
+    std::vector<std::string_view> handled;
+    if (mounts) handled.insert(handled.end(), {"HostConfig.Binds", "HostConfig.Mounts", "Volumes"});
+    if (networks)
+      handled.insert(handled.end(), {"HostConfig.NetworkMode", "NetworkingConfig.EndpointsConfig"});
+    ok = ok && r.default_deny(root, create_widening_fields, rules, handled);
+    ok = ok && r.check_image(root) && r.stamp_owner(root);
+    if (ok && !workspace.empty()) r.bind_workspace(root, workspace);
+    return ok;
+  };
+  auto complete = [&](const json_object& root, body_reviewer& r, rewrite& out) {
+    out.warnings = create_warnings(p, root, r.changes.list());
+    out.bind_sources = std::move(r.bind_sources);
+    out.workspace_source = workspace;
+    out.networks = std::move(r.network_names);
+    out.volumes = std::move(r.volume_names);
+  };
+  return review_json_body(p, "ContainerCreate", body, schema::container_create, judge, complete);
 }
 
 decision review_container_exec(const profile& p, std::string_view body) {
-  auto decoded = decode_body(body, schema::exec_config);
-  if (!decoded.value)
-    return deny{400, "body", "dockgate: invalid ContainerExec body: " + decoded.error};
-  json_object root = std::move(*decoded.value->as_object());
-  std::vector<body_change> changes;
-  body_reviewer r{p, changes};
-  const auto& rules = p.rules.container_exec;
-  bool ok = true;
-  for (const auto& [path, rule] : rules.rules) ok = ok && r.apply(root, path, rule);
-  ok = ok && r.default_deny(root, exec_widening_fields, rules, {});  // nothing handled elsewhere
-  if (!ok) return *r.refusal;
-  canonical_order(root, schema::exec_config);
-  r.finish(root);
-  return reviewed(to_json(json_value(std::move(root))), std::move(changes),
-                  std::move(decoded.dropped));
+  return review_json_body(p, "ContainerExec", body, schema::exec_config,
+                          [&](json_object& root, body_reviewer& r) {
+                            const auto& rules = p.rules.container_exec;
+                            bool ok = true;
+                            for (const auto& [path, rule] : rules.rules)
+                              ok = ok && r.apply(root, path, rule);
+                            // nothing handled elsewhere
+                            return ok && r.default_deny(root, exec_widening_fields, rules, {});
+                          });
 }
 
 decision review_image_reference(const profile& p, std::string_view reference) {
-  std::vector<body_change> changes;
-  body_reviewer r{p, changes};
+  body_reviewer r{p};
   if (!r.check_image_reference(reference, false)) return *r.refusal;
   return allow{};
 }
 
 decision review_container_update(const profile& p, std::string_view body) {
-  auto decoded = decode_body(body, schema::container_update);
-  if (!decoded.value)
-    return deny{400, "body", "dockgate: invalid ContainerUpdate body: " + decoded.error};
   // The update's fields are HostConfig's (Resources, RestartPolicy): the create rules for
   // HostConfig.<field> apply to them, clamps included.
-  json_object root{{"HostConfig", std::move(*decoded.value)}};
-  std::vector<body_change> changes;
-  body_reviewer r{p, changes};
-  field_rules host_rules;
-  for (const auto& [path, rule] : p.rules.container_create.rules)
-    if (path.starts_with("HostConfig.") &&
-        resolve_key(std::string_view(path).substr(11), schema::container_update))
-      host_rules.rules.emplace_back(path, rule);
-  bool ok = true;
-  for (const auto& [path, rule] : host_rules.rules) {
-    // Force and clamp rules of fields the client did not send stay out of an update: an
-    // update changes only what it names (the container was created within the rules).
-    if ((rule.type == field_rule::kind::force || rule.type == field_rule::kind::clamp) &&
-        !locate(root, path))
-      continue;
-    ok = ok && r.apply(root, path, rule);
-  }
-  std::vector<widening_field> update_widening;
-  for (const auto& w : create_widening_fields)
-    if (w.path.starts_with("HostConfig.") &&
-        resolve_key(w.path.substr(11), schema::container_update))
-      update_widening.push_back(w);
-  ok = ok && r.default_deny(root, update_widening, host_rules, {});
-  if (!ok) return *r.refusal;
-  canonical_order(*find(root, "HostConfig")->as_object(), schema::container_update);
-  r.finish(root);
-  return reviewed(to_json(*find(root, "HostConfig")), std::move(changes),
-                  std::move(decoded.dropped));
+  auto judge = [&](json_object& root, body_reviewer& r) {
+    json_object wrapped{{"HostConfig", std::move(root)}};
+    root = std::move(wrapped);
+    field_rules host_rules;
+    for (const auto& [path, rule] : p.rules.container_create.rules)
+      if (path.starts_with("HostConfig.") &&
+          resolve_key(std::string_view(path).substr(11), schema::container_update))
+        host_rules.rules.emplace_back(path, rule);
+    bool ok = true;
+    for (const auto& [path, rule] : host_rules.rules) {
+      // Force and clamp rules of fields the client did not send stay out of an update: an
+      // update changes only what it names (the container was created within the rules).
+      if ((rule.type == field_rule::kind::force || rule.type == field_rule::kind::clamp) &&
+          !locate(root, path))
+        continue;
+      ok = ok && r.apply(root, path, rule);
+    }
+    std::vector<widening_field> update_widening;
+    for (const auto& w : create_widening_fields)
+      if (w.path.starts_with("HostConfig.") &&
+          resolve_key(w.path.substr(11), schema::container_update))
+        update_widening.push_back(w);
+    return ok && r.default_deny(root, update_widening, host_rules, {});
+  };
+  return review_json_body(p, "ContainerUpdate", body, schema::container_update, judge, no_extras{},
+                          "HostConfig");
 }
 
 decision review_network_create(const profile& p, std::string_view body) {
-  auto decoded = decode_body(body, schema::network_create);
-  if (!decoded.value)
-    return deny{400, "body", "dockgate: invalid NetworkCreate body: " + decoded.error};
-  json_object root = std::move(*decoded.value->as_object());
-  std::vector<body_change> changes;
-  body_reviewer r{p, changes};
-  auto text = [&](const json_value* v) {
-    return v && v->as_string() ? *v->as_string() : std::string();
+  auto judge = [&](json_object& root, body_reviewer& r) {
+    auto text = [&](const json_value* v) {
+      return v && v->as_string() ? *v->as_string() : std::string();
+    };
+    // A bridge network on addresses the daemon picks: no host options (bridge name, host
+    // binding address, MTU, masquerading), no chosen subnets (they route on the host), no
+    // IPv6 or swarm-only kinds.
+    const std::string name = text(find(root, "Name"));
+    const std::string driver = text(find(root, "Driver"));
+    const std::string scope = text(find(root, "Scope"));
+    bool ok = true;
+    if (!valid_object_name(name))
+      ok = r.refuse("Name", "networks", "\"" + name + "\" is not allowed (letters, digits, _ . -)");
+    else if (!(driver.empty() || driver == "bridge"))
+      ok = r.refuse("Driver", "networks", "\"" + driver + "\" is not allowed (bridge only)");
+    else if (!(scope.empty() || scope == "local"))
+      ok = r.refuse("Scope", "networks", "\"" + scope + "\" is not allowed");
+    else if (!is_empty_value(find(root, "Options")))
+      ok = r.refuse("Options", "networks", "are not allowed (host options)");
+    else if (!is_empty_value(find(root, "EnableIPv6")))
+      ok = r.refuse("EnableIPv6", "networks", "is not allowed");
+    else if (!is_empty_value(find(root, "Ingress")))
+      ok = r.refuse("Ingress", "networks", "is not allowed");
+    else if (!is_empty_value(find(root, "ConfigOnly")))
+      ok = r.refuse("ConfigOnly", "networks", "is not allowed");
+    else if (const auto* from = find(root, "ConfigFrom");
+             from && !is_empty_value(find(*from->as_object(), "Network")))
+      ok = r.refuse("ConfigFrom", "networks", "is not allowed");
+    else if (const auto* ipam = find(root, "IPAM"); ipam && ipam->as_object()) {
+      const std::string ipam_driver = text(find(*ipam->as_object(), "Driver"));
+      if (!(ipam_driver.empty() || ipam_driver == "default"))
+        ok = r.refuse("IPAM.Driver", "networks", "\"" + ipam_driver + "\" is not allowed");
+      else if (!is_empty_value(find(*ipam->as_object(), "Config")))
+        ok = r.refuse("IPAM.Config", "networks", "is not allowed (the daemon picks the subnet)");
+      else if (!is_empty_value(find(*ipam->as_object(), "Options")))
+        ok = r.refuse("IPAM.Options", "networks", "are not allowed");
+    }
+    return ok && r.stamp_owner(root, false);
   };
-  // A bridge network on addresses the daemon picks: no host options (bridge name, host
-  // binding address, MTU, masquerading), no chosen subnets (they route on the host), no
-  // IPv6 or swarm-only kinds.
-  const std::string name = text(find(root, "Name"));
-  const std::string driver = text(find(root, "Driver"));
-  const std::string scope = text(find(root, "Scope"));
-  bool ok = true;
-  if (!valid_object_name(name))
-    ok = r.refuse("Name", "networks", "\"" + name + "\" is not allowed (letters, digits, _ . -)");
-  else if (!(driver.empty() || driver == "bridge"))
-    ok = r.refuse("Driver", "networks", "\"" + driver + "\" is not allowed (bridge only)");
-  else if (!(scope.empty() || scope == "local"))
-    ok = r.refuse("Scope", "networks", "\"" + scope + "\" is not allowed");
-  else if (!is_empty_value(find(root, "Options")))
-    ok = r.refuse("Options", "networks", "are not allowed (host options)");
-  else if (!is_empty_value(find(root, "EnableIPv6")))
-    ok = r.refuse("EnableIPv6", "networks", "is not allowed");
-  else if (!is_empty_value(find(root, "Ingress")))
-    ok = r.refuse("Ingress", "networks", "is not allowed");
-  else if (!is_empty_value(find(root, "ConfigOnly")))
-    ok = r.refuse("ConfigOnly", "networks", "is not allowed");
-  else if (const auto* from = find(root, "ConfigFrom");
-           from && !is_empty_value(find(*from->as_object(), "Network")))
-    ok = r.refuse("ConfigFrom", "networks", "is not allowed");
-  else if (const auto* ipam = find(root, "IPAM"); ipam && ipam->as_object()) {
-    const std::string ipam_driver = text(find(*ipam->as_object(), "Driver"));
-    if (!(ipam_driver.empty() || ipam_driver == "default"))
-      ok = r.refuse("IPAM.Driver", "networks", "\"" + ipam_driver + "\" is not allowed");
-    else if (!is_empty_value(find(*ipam->as_object(), "Config")))
-      ok = r.refuse("IPAM.Config", "networks", "is not allowed (the daemon picks the subnet)");
-    else if (!is_empty_value(find(*ipam->as_object(), "Options")))
-      ok = r.refuse("IPAM.Options", "networks", "are not allowed");
-  }
-  ok = ok && r.stamp_owner(root, false);
-  if (!ok) return *r.refusal;
-  canonical_order(root, schema::network_create);
-  r.finish(root);
-  return reviewed(to_json(json_value(std::move(root))), std::move(changes),
-                  std::move(decoded.dropped));
+  return review_json_body(p, "NetworkCreate", body, schema::network_create, judge);
 }
 
 decision review_volume_create(const profile& p, std::string_view body) {
-  auto decoded = decode_body(body, schema::volume_create);
-  if (!decoded.value)
-    return deny{400, "body", "dockgate: invalid VolumeCreate body: " + decoded.error};
-  json_object root = std::move(*decoded.value->as_object());
-  std::vector<body_change> changes;
-  body_reviewer r{p, changes};
-  // The local driver without options: its options mount host devices and paths
-  // (type=none,o=bind,device=/etc) and remote filesystems.
-  const json_value* name = find(root, "Name");
-  const json_value* driver = find(root, "Driver");
-  const std::string n = name && name->as_string() ? *name->as_string() : std::string();
-  const std::string d = driver && driver->as_string() ? *driver->as_string() : std::string();
-  bool ok = true;
-  if (!n.empty() && !valid_object_name(n))
-    ok = r.refuse("Name", "volumes", "\"" + n + "\" is not allowed (letters, digits, _ . -)");
-  else if (!(d.empty() || d == "local"))
-    ok = r.refuse("Driver", "volumes", "\"" + d + "\" is not allowed (local only)");
-  else if (!is_empty_value(find(root, "DriverOpts")))
-    ok = r.refuse("DriverOpts", "volumes", "are not allowed (they mount host paths and devices)");
-  else if (find(root, "ClusterVolumeSpec"))
-    ok = r.refuse("ClusterVolumeSpec", "volumes", "is not allowed");
-  ok = ok && r.stamp_owner(root, false);
-  if (!ok) return *r.refusal;
-  canonical_order(root, schema::volume_create);
-  r.finish(root);
-  rewrite out = reviewed(to_json(json_value(std::move(root))), std::move(changes),
-                         std::move(decoded.dropped));
-  if (!n.empty()) out.volumes.push_back(n);
-  return out;
+  std::string n;
+  auto judge = [&](json_object& root, body_reviewer& r) {
+    // The local driver without options: its options mount host devices and paths
+    // (type=none,o=bind,device=/etc) and remote filesystems.
+    const json_value* name = find(root, "Name");
+    const json_value* driver = find(root, "Driver");
+    n = name && name->as_string() ? *name->as_string() : std::string();
+    const std::string d = driver && driver->as_string() ? *driver->as_string() : std::string();
+    bool ok = true;
+    if (!n.empty() && !valid_object_name(n))
+      ok = r.refuse("Name", "volumes", "\"" + n + "\" is not allowed (letters, digits, _ . -)");
+    else if (!(d.empty() || d == "local"))
+      ok = r.refuse("Driver", "volumes", "\"" + d + "\" is not allowed (local only)");
+    else if (!is_empty_value(find(root, "DriverOpts")))
+      ok = r.refuse("DriverOpts", "volumes", "are not allowed (they mount host paths and devices)");
+    else if (find(root, "ClusterVolumeSpec"))
+      ok = r.refuse("ClusterVolumeSpec", "volumes", "is not allowed");
+    return ok && r.stamp_owner(root, false);
+  };
+  auto complete = [&](const json_object&, body_reviewer&, rewrite& out) {
+    if (!n.empty()) out.volumes.push_back(n);
+  };
+  return review_json_body(p, "VolumeCreate", body, schema::volume_create, judge, complete);
 }
 
 // NetworkConnect and NetworkDisconnect: the container (which the proxy resolves to an
@@ -275,25 +264,20 @@ decision review_volume_create(const profile& p, std::string_view body) {
 decision review_network_attachment(const profile& p, operation op, std::string_view body) {
   const bool connect = op == operation::NetworkConnect;
   const object_spec& spec = connect ? schema::network_connect : schema::network_disconnect;
-  auto decoded = decode_body(body, spec);
-  if (!decoded.value)
-    return deny{400, "body",
-                "dockgate: invalid " + std::string(spec.name) + " body: " + decoded.error};
-  json_object root = std::move(*decoded.value->as_object());
-  std::vector<body_change> changes;
-  body_reviewer r{p, changes};
-  const json_value* container = find(root, "Container");
-  const std::string c =
-      container && container->as_string() ? *container->as_string() : std::string();
-  if (c.empty())
-    return deny{400, "body", "dockgate: " + std::string(spec.name) + " names no Container"};
-  if (const auto* endpoint = find(root, "EndpointConfig"); endpoint && endpoint->as_object())
-    if (!r.check_endpoint("EndpointConfig", *endpoint->as_object())) return *r.refusal;
-  canonical_order(root, spec);
-  rewrite out = reviewed(to_json(json_value(std::move(root))), std::move(changes),
-                         std::move(decoded.dropped));
-  out.container = c;
-  return out;
+  std::string c;
+  auto judge = [&](json_object& root, body_reviewer& r) {
+    const json_value* container = find(root, "Container");
+    c = container && container->as_string() ? *container->as_string() : std::string();
+    if (c.empty()) {
+      r.refusal = deny{400, "body", "dockgate: " + std::string(spec.name) + " names no Container"};
+      return false;
+    }
+    if (const auto* endpoint = find(root, "EndpointConfig"); endpoint && endpoint->as_object())
+      return r.check_endpoint("EndpointConfig", *endpoint->as_object());
+    return true;
+  };
+  auto complete = [&](const json_object&, body_reviewer&, rewrite& out) { out.container = c; };
+  return review_json_body(p, spec.name, body, spec, judge, complete);
 }
 
 std::string with_container(std::string_view reviewed, operation op, std::string_view id) {

@@ -22,38 +22,6 @@ std::string capability_name(std::string_view s) {
 
 }  // namespace
 
-json_value* locate(json_object& root, std::string_view path, bool create, json_object** parent_out,
-                   std::string_view* key_out) {
-  json_object* parent = &root;
-  while (true) {
-    auto dot = path.find('.');
-    std::string_view key = path.substr(0, dot);
-    if (dot == std::string_view::npos) {
-      *parent_out = parent;
-      *key_out = key;
-      return find(*parent, key);
-    }
-    json_value* next = find(*parent, key);
-    if (!next) {
-      if (!create) {
-        *parent_out = nullptr;
-        return nullptr;
-      }
-      set(*parent, key, json_object{});
-      next = find(*parent, key);
-    }
-    parent = next->as_object();
-    if (!parent) return nullptr;
-    path.remove_prefix(dot + 1);
-  }
-}
-
-const json_value* locate(const json_object& root, std::string_view path) {
-  json_object* parent;
-  std::string_view key;
-  return locate(const_cast<json_object&>(root), path, false, &parent, &key);
-}
-
 bool body_reviewer::refuse(std::string_view path, std::string_view rule, std::string what) {
   if (!refusal) {
     std::string reason = "dockgate: ";
@@ -70,54 +38,6 @@ bool body_reviewer::refuse(std::string_view path, std::string_view rule, std::st
   return false;
 }
 
-namespace {
-
-// A value as the audit line may hold it (see body_change).
-std::string change_value(std::string_view field, const json_value& v) {
-  if (change_redacted(field)) return "\"<redacted>\"";
-  std::string text = to_json(v);
-  if (text.size() > change_value_limit)
-    text = "\"<omitted: " + std::to_string(text.size()) + " bytes>\"";
-  return text;
-}
-
-// Whether the client set `v`: not absent, null or a zero value, and for an object, some
-// member set (the docker CLI sends "LogConfig":{"Type":"","Config":{}} for no --log-driver).
-bool client_set(const json_value* v) {
-  if (is_empty_value(v)) return false;
-  if (const auto* o = v->as_object())
-    return std::any_of(o->begin(), o->end(), [](const auto& m) { return client_set(&m.value); });
-  return true;
-}
-
-}  // namespace
-
-// Env, Cmd, Entrypoint, Shell and Healthcheck carry tokens and passwords; label values
-// carry them too (Traefik's basic-auth labels); log options carry the log service's
-// credentials (splunk-token, awslogs keys).
-bool change_redacted(std::string_view field) {
-  static constexpr std::string_view secret[] = {
-      "Env", "Cmd", "Entrypoint", "Shell", "Labels", "Healthcheck", "HostConfig.LogConfig"};
-  for (auto s : secret)
-    if (field == s || (field.starts_with(s) && field[s.size()] == '.')) return true;
-  return false;
-}
-
-void body_reviewer::changed(std::string_view path, std::string_view how, const json_value* before) {
-  for (const auto& c : changes)
-    if (c.field == path) return;
-  body_change c{std::string(path), std::string(how), std::nullopt, std::nullopt};
-  const bool daemon_default =
-      std::find(daemon_defaults.begin(), daemon_defaults.end(), path) != daemon_defaults.end();
-  if (client_set(before) && !daemon_default) c.from = change_value(path, *before);
-  changes.push_back(std::move(c));
-}
-
-void body_reviewer::finish(const json_object& root) {
-  for (auto& c : changes)
-    if (const json_value* v = locate(root, c.field)) c.to = change_value(c.field, *v);
-}
-
 bool body_reviewer::apply(json_object& root, std::string_view path, const field_rule& rule) {
   json_object* parent = nullptr;
   std::string_view key;
@@ -127,7 +47,7 @@ bool body_reviewer::apply(json_object& root, std::string_view path, const field_
   switch (rule.type) {
     case field_rule::kind::force:
       if (!current || !(*current == rule.value)) {
-        changed(path, "forced", current);
+        changes.record(path, "forced", current);
         set(*parent, key, rule.value);
       }
       return true;
@@ -144,7 +64,7 @@ bool body_reviewer::apply(json_object& root, std::string_view path, const field_
       // field (Memory, MemorySwap, NanoCpus, PidsLimit, ShmSize, CpuShares...).
       const auto v = current ? current->as_int() : std::nullopt;
       if (!v || *v <= 0 || *v > rule.max) {
-        changed(path, "clamped", current);
+        changes.record(path, "clamped", current);
         set(*parent, key, json_value(rule.max));
       }
       return true;
@@ -185,7 +105,7 @@ bool body_reviewer::clamp_tmpfs(json_value* current, const field_rule& rule) {
     const json_value* options = find(allowed, m.key);
     if (!options) return refuse("HostConfig.Tmpfs", "max", "path \"" + m.key + "\" is not allowed");
     if (!(m.value == *options)) {
-      changed("HostConfig.Tmpfs", "clamped", &before);
+      changes.record("HostConfig.Tmpfs", "clamped", &before);
       m.value = *options;
     }
   }
@@ -206,7 +126,7 @@ bool body_reviewer::clamp_ulimits(json_value* current, const field_rule& rule) {
       const auto* v = find(u, limit);
       const auto value = v ? v->as_int() : std::nullopt;
       if (!value || *value < 0 || *value > *cap->as_int()) {
-        changed("HostConfig.Ulimits", "clamped", &before);
+        changes.record("HostConfig.Ulimits", "clamped", &before);
         set(u, limit, *cap);
       }
     }
@@ -467,11 +387,11 @@ void body_reviewer::bind_workspace(json_object& root, const std::string& source)
     set(*parent, "Mounts", json_array{});
     mounts = find(*parent, "Mounts");
   }
-  if (!workspace_unchanged) changed("HostConfig.Mounts", "workspace bound", mounts);
+  if (!workspace_unchanged) changes.record("HostConfig.Mounts", "workspace bound", mounts);
   mounts->as_array()->push_back(workspace_mount(source));
   json_value* tmpfs = locate(root, "HostConfig.Tmpfs", false, &parent, &key);
   if (tmpfs && tmpfs->as_object() && find(*tmpfs->as_object(), rule.target)) {
-    changed("HostConfig.Tmpfs", "workspace target removed", tmpfs);
+    changes.record("HostConfig.Tmpfs", "workspace target removed", tmpfs);
     dockgate::policy::erase(*tmpfs->as_object(),
                             rule.target);  // a tmpfs there would hide the workspace
   }
@@ -495,7 +415,7 @@ bool body_reviewer::stamp_owner(json_object& root, bool container) {
   }
   json_object& l = *labels->as_object();
   if (!find(l, owner_label)) {
-    changed("Labels", "owner stamped", labels);
+    changes.record("Labels", "owner stamped", labels);
     l.push_back({std::string(owner_label), json_value(p.rules.owner)});
     std::sort(l.begin(), l.end(), [](const auto& a, const auto& b) { return a.key < b.key; });
   }

@@ -14,7 +14,9 @@ namespace {
 using simdjson::dom::element;
 using simdjson::dom::element_type;
 
-constexpr char ascii_lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c; }
+constexpr char ascii_lower(char c) {
+  return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c;
+}
 
 // Folds `key` the way Go's encoding/json does for field matching, restricted to what can
 // match an ASCII field name: ASCII case, U+212A KELVIN SIGN (k) and U+017F LATIN SMALL
@@ -59,11 +61,13 @@ class decoder {
 
   // Decodes `e` into `out` as field `f`. Sets `present` false for a null that means
   // "absent" (Go leaves a nil pointer, slice or map).
-  bool field(element e, const field_spec& f, const std::string& path, json_value& out, bool& present) {
+  bool field(element e, const field_spec& f, const std::string& path, json_value& out,
+             bool& present) {
     present = true;
     if (e.is_null()) {
       present = false;
-      if (!f.nullable) return fail(path, "null is not allowed here (dockerd would keep its previous value)");
+      if (!f.nullable)
+        return fail(path, "null is not allowed here (dockerd would keep its previous value)");
       return true;
     }
     switch (f.kind) {
@@ -114,17 +118,20 @@ class decoder {
         return string_list(e, path, out);
       case field_kind::string_list_list:
         return array(e, path, "must be an array of arrays of strings", out,
-                     [&](element item, const std::string& item_path, json_value& v) { return string_list(item, item_path, v); });
+                     [&](element item, const std::string& item_path, json_value& v) {
+                       return string_list(item, item_path, v);
+                     });
       case field_kind::uint_pair: {
         // Go decodes [2]uint by position: more or fewer elements would read differently.
         simdjson::dom::array arr;
         if (e.get_array().get(arr) != simdjson::SUCCESS || arr.size() != 2)
           return fail(path, "must be an array of exactly two unsigned integers");
         static constexpr field_spec part{"", field_kind::uint64};
-        return array(e, path, "", out, [&](element item, const std::string& item_path, json_value& v) {
-          bool present;
-          return field(item, part, item_path, v, present);
-        });
+        return array(e, path, "", out,
+                     [&](element item, const std::string& item_path, json_value& v) {
+                       bool item_present;
+                       return field(item, part, item_path, v, item_present);
+                     });
       }
       case field_kind::string_map:
       case field_kind::empty_object_map:
@@ -166,12 +173,14 @@ class decoder {
   }
 
   bool string_list(element e, const std::string& path, json_value& out) {
-    return array(e, path, "must be an array of strings", out, [&](element item, const std::string&, json_value& v) {
-      std::string_view str;
-      if (item.get_string().get(str) != simdjson::SUCCESS) return fail(path, "must be an array of strings");
-      v = std::string(str);
-      return true;
-    });
+    return array(e, path, "must be an array of strings", out,
+                 [&](element item, const std::string&, json_value& v) {
+                   std::string_view str;
+                   if (item.get_string().get(str) != simdjson::SUCCESS)
+                     return fail(path, "must be an array of strings");
+                   v = std::string(str);
+                   return true;
+                 });
   }
 
   // Map-typed fields keep their keys as written (no folding); a repeated key is refused
@@ -189,7 +198,8 @@ class decoder {
       switch (f.kind) {
         case field_kind::string_map: {
           std::string_view s;
-          if (m.value.get_string().get(s) != simdjson::SUCCESS) return fail(item_path, "must be a string");
+          if (m.value.get_string().get(s) != simdjson::SUCCESS)
+            return fail(item_path, "must be a string");
           v = std::string(s);
           break;
         }
@@ -220,7 +230,8 @@ class decoder {
       }
       members.push_back({key, std::move(v)});
     }
-    std::sort(members.begin(), members.end(), [](const auto& a, const auto& b) { return a.key < b.key; });
+    std::sort(members.begin(), members.end(),
+              [](const auto& a, const auto& b) { return a.key < b.key; });
     out = std::move(members);
     return true;
   }
@@ -232,14 +243,16 @@ class decoder {
     std::vector<std::pair<std::size_t, json_member>> members;
     for (auto m : obj) {
       const auto index = resolve_key(m.key, spec);
-      const std::string key_path = path.empty() ? std::string(m.key) : path + "." + std::string(m.key);
+      const std::string key_path =
+          path.empty() ? std::string(m.key) : path + "." + std::string(m.key);
       if (!index) {
         if (!drop_unknown) return fail(key_path, "unknown field of " + std::string(spec.name));
         dropped.push_back(key_path);
         continue;
       }
       const auto& f = spec.fields[*index];
-      const std::string field_path = path.empty() ? std::string(f.name) : path + "." + std::string(f.name);
+      const std::string field_path =
+          path.empty() ? std::string(f.name) : path + "." + std::string(f.name);
       if (!seen[*index].empty())
         return fail(field_path, "given twice (as \"" + std::string(seen[*index]) + "\" and \"" +
                                     std::string(m.key) + "\")");
@@ -249,7 +262,8 @@ class decoder {
       if (!field(m.value, f, field_path, v, present)) return false;
       if (present) members.push_back({*index, {std::string(f.name), std::move(v)}});
     }
-    std::sort(members.begin(), members.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::sort(members.begin(), members.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
     out.clear();
     for (auto& [i, m] : members) out.push_back(std::move(m));
     return true;
@@ -272,8 +286,10 @@ void canonical_order(json_object& obj, const object_spec& spec) {
   // Resolve each member once, then sort by field index.
   std::vector<std::pair<std::size_t, json_member>> indexed;
   indexed.reserve(obj.size());
-  for (auto& m : obj) indexed.emplace_back(resolve_key(m.key, spec).value_or(spec.fields.size()), std::move(m));
-  std::stable_sort(indexed.begin(), indexed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (auto& m : obj)
+    indexed.emplace_back(resolve_key(m.key, spec).value_or(spec.fields.size()), std::move(m));
+  std::stable_sort(indexed.begin(), indexed.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
   obj.clear();
   std::vector<std::size_t> indices;
   indices.reserve(indexed.size());
@@ -294,8 +310,12 @@ void canonical_order(json_object& obj, const object_spec& spec) {
         for (auto& item : *a) order_struct(item);
     };
     switch (f.kind) {
-      case field_kind::object: order_struct(m.value); break;
-      case field_kind::object_list: order_list(m.value); break;
+      case field_kind::object:
+        order_struct(m.value);
+        break;
+      case field_kind::object_list:
+        order_list(m.value);
+        break;
       case field_kind::object_map:
         if (auto* o = m.value.as_object())
           for (auto& e : *o) order_struct(e.value);
@@ -304,7 +324,8 @@ void canonical_order(json_object& obj, const object_spec& spec) {
         if (auto* o = m.value.as_object())
           for (auto& e : *o) order_list(e.value);
         break;
-      default: break;
+      default:
+        break;
     }
   }
 }

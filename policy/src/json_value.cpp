@@ -45,7 +45,8 @@ void set(json_object& o, std::string_view key, json_value value) {
 }
 
 void erase(json_object& o, std::string_view key) {
-  o.erase(std::remove_if(o.begin(), o.end(), [&](const json_member& m) { return m.key == key; }), o.end());
+  o.erase(std::remove_if(o.begin(), o.end(), [&](const json_member& m) { return m.key == key; }),
+          o.end());
 }
 
 void write_json(std::string& out, const json_value& value) {
@@ -88,6 +89,38 @@ std::string to_json(const json_value& v) {
   std::string out;
   write_json(out, v);
   return out;
+}
+
+json_value* locate(json_object& root, std::string_view path, bool create, json_object** parent_out,
+                   std::string_view* key_out) {
+  json_object* parent = &root;
+  while (true) {
+    auto dot = path.find('.');
+    std::string_view key = path.substr(0, dot);
+    if (dot == std::string_view::npos) {
+      *parent_out = parent;
+      *key_out = key;
+      return find(*parent, key);
+    }
+    json_value* next = find(*parent, key);
+    if (!next) {
+      if (!create) {
+        *parent_out = nullptr;
+        return nullptr;
+      }
+      set(*parent, key, json_object{});
+      next = find(*parent, key);
+    }
+    parent = next->as_object();
+    if (!parent) return nullptr;
+    path.remove_prefix(dot + 1);
+  }
+}
+
+const json_value* locate(const json_object& root, std::string_view path) {
+  json_object* parent;
+  std::string_view key;
+  return locate(const_cast<json_object&>(root), path, false, &parent, &key);
 }
 
 }  // namespace dockgate::policy

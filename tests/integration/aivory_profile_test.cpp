@@ -14,6 +14,7 @@
 #include <map>
 #include <sstream>
 
+#include "hardening_checks.hpp"
 #include "harness.hpp"
 
 using namespace dockgate::test;
@@ -81,80 +82,30 @@ std::string session_id() {
 // Every hardening value of aivory.json, read from the daemon's `docker inspect`.
 std::vector<std::string> hardening_violations(const std::string& inspect_json,
                                               const std::string& image) {
-  std::vector<std::string> v;
-  simdjson::dom::parser parser;
-  simdjson::dom::element doc;
-  if (parser.parse(inspect_json).get(doc) != simdjson::SUCCESS)
-    return {"inspect output is not JSON"};
-  using element = simdjson::dom::element;
-  using maybe = std::optional<element>;
-  const element c = doc.at(0).value();
-  auto at = [](maybe e, const char* key) -> maybe {
-    element out;
-    if (!e || e->at_key(key).get(out) != simdjson::SUCCESS) return std::nullopt;
-    return out;
-  };
-  auto str = [](maybe e) {
-    std::string_view s;
-    return e && e->get_string().get(s) == simdjson::SUCCESS ? std::string(s) : std::string();
-  };
-  auto num = [](maybe e) {
-    int64_t n = 0;
-    return e && e->get_int64().get(n) == simdjson::SUCCESS ? n : INT64_MIN;
-  };
-  auto json = [](maybe e) { return e ? simdjson::minify(*e) : std::string("null"); };
-  auto empty = [&](maybe e) {
-    return !e || e->is_null() || json(e) == "[]" || json(e) == "{}" || json(e) == R"("")";
-  };
-  auto expect = [&](bool ok, const std::string& what) {
-    if (!ok) v.push_back(what);
-  };
-  const maybe hc = at(c, "HostConfig");
-  const maybe cfg = at(c, "Config");
-  expect(str(at(cfg, "Image")) == image, "Image " + str(at(cfg, "Image")));
-  expect(str(at(cfg, "User")) == "65534:65534", "User " + str(at(cfg, "User")));
-  expect(json(at(hc, "Privileged")) == "false", "Privileged");
-  expect(json(at(hc, "CapDrop")) == R"(["ALL"])", "CapDrop " + json(at(hc, "CapDrop")));
-  expect(empty(at(hc, "CapAdd")), "CapAdd " + json(at(hc, "CapAdd")));
-  expect(json(at(hc, "SecurityOpt")) == R"(["no-new-privileges"])",
-         "SecurityOpt " + json(at(hc, "SecurityOpt")));
-  expect(json(at(hc, "ReadonlyRootfs")) == "true", "ReadonlyRootfs");
-  expect(json(at(hc, "Tmpfs")) ==
-             R"({"/home/sandbox":"rw,nosuid,nodev,noexec,size=256m,mode=1777",)"
-             R"("/tmp":"rw,nosuid,nodev,noexec,size=256m,mode=1777",)"
-             R"("/workspace":"rw,nosuid,nodev,size=512m,mode=1777"})",
-         "Tmpfs " + json(at(hc, "Tmpfs")));
-  expect(str(at(hc, "NetworkMode")) == "none", "NetworkMode " + str(at(hc, "NetworkMode")));
-  const auto networks = json(at(at(c, "NetworkSettings"), "Networks"));
-  expect(networks.starts_with(R"({"none":)") && networks.find("},\"") == std::string::npos,
-         "Networks " + networks);
-  const auto mem = num(at(hc, "Memory"));
-  expect(mem > 0 && mem <= 2147483648, "Memory " + std::to_string(mem));
-  const auto swap = num(at(hc, "MemorySwap"));
-  expect(swap > 0 && swap <= 2147483648, "MemorySwap " + std::to_string(swap));
-  const auto cpus = num(at(hc, "NanoCpus"));
-  expect(cpus > 0 && cpus <= 1000000000, "NanoCpus " + std::to_string(cpus));
-  const auto pids = num(at(hc, "PidsLimit"));
-  expect(pids > 0 && pids <= 256, "PidsLimit " + std::to_string(pids));
-  const auto shm = num(at(hc, "ShmSize"));
-  expect(shm > 0 && shm <= 67108864, "ShmSize " + std::to_string(shm));
-  expect(json(at(hc, "Ulimits")) ==
-             R"([{"Name":"nofile","Hard":1024,"Soft":1024},{"Name":"core","Hard":0,"Soft":0}])",
-         "Ulimits " + json(at(hc, "Ulimits")));
-  expect(str(at(hc, "IpcMode")) == "private", "IpcMode " + str(at(hc, "IpcMode")));
-  expect(str(at(hc, "CgroupnsMode")) == "private", "CgroupnsMode " + str(at(hc, "CgroupnsMode")));
-  for (const char* ns : {"PidMode", "UTSMode", "UsernsMode"})
-    expect(str(at(hc, ns)).empty(), std::string(ns) + " " + str(at(hc, ns)));
-  expect(str(at(at(hc, "RestartPolicy"), "Name")) == "no",
-         "RestartPolicy " + json(at(hc, "RestartPolicy")));
-  expect(json(at(hc, "LogConfig")) ==
-             R"({"Type":"json-file","Config":{"max-file":"3","max-size":"10m"}})",
-         "LogConfig " + json(at(hc, "LogConfig")));
-  expect(empty(at(hc, "Binds")) && empty(at(c, "Mounts")), "Binds/Mounts " + json(at(c, "Mounts")));
-  expect(empty(at(hc, "Devices")) && empty(at(hc, "PortBindings")), "Devices/PortBindings");
-  expect(str(at(at(cfg, "Labels"), "dockgate.owner")) == "aivory",
-         "owner label " + json(at(cfg, "Labels")));
-  return v;
+  inspect_record r(inspect_json);
+  if (!r.parsed()) return r.violations();
+  expect_session_hardening(r, "aivory");
+  const inspect_value hc = r.host_config();
+  const inspect_value cfg = r.config();
+  r.expect(text(member(cfg, "Image")) == image, "Image " + text(member(cfg, "Image")));
+  r.expect(compact(member(hc, "Privileged")) == "false", "Privileged");
+  r.expect(compact(member(hc, "Tmpfs")) ==
+               R"({"/home/sandbox":"rw,nosuid,nodev,noexec,size=256m,mode=1777",)"
+               R"("/tmp":"rw,nosuid,nodev,noexec,size=256m,mode=1777",)"
+               R"("/workspace":"rw,nosuid,nodev,size=512m,mode=1777"})",
+           "Tmpfs " + compact(member(hc, "Tmpfs")));
+  const auto networks = compact(member(member(r.container(), "NetworkSettings"), "Networks"));
+  r.expect(networks.starts_with(R"({"none":)") && networks.find("},\"") == std::string::npos,
+           "Networks " + networks);
+  const auto shm = number(member(hc, "ShmSize"));
+  r.expect(shm > 0 && shm <= 67108864, "ShmSize " + std::to_string(shm));
+  r.expect(text(member(member(hc, "RestartPolicy"), "Name")) == "no",
+           "RestartPolicy " + compact(member(hc, "RestartPolicy")));
+  r.expect(is_empty(member(r.container(), "Mounts")),
+           "Mounts " + compact(member(r.container(), "Mounts")));
+  r.expect(is_empty(member(hc, "Devices")) && is_empty(member(hc, "PortBindings")),
+           "Devices/PortBindings");
+  return r.violations();
 }
 
 std::string inspect(const std::string& name) {

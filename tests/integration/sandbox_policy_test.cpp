@@ -1,14 +1,15 @@
 // Hostile create and exec bodies through the proxy under compose/policies/sandbox.json.
 // The judge is the daemon: either the proxy refused (and no container of that name
 // exists), or the container the daemon stored satisfies every sandbox rule.
-#include <catch2/catch.hpp>
 #include <simdjson.h>
 #include <sys/stat.h>
 
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <map>
 
+#include "hardening_checks.hpp"
 #include "harness.hpp"
 
 using namespace dockgate::test;
@@ -19,10 +20,13 @@ namespace {
 const std::string sandbox_policy = "compose/policies/sandbox.json";
 const std::string workspace_root = "/mnt/aimem";  // the shipped profile's workspace root
 
-std::string direct() { return docker_cli() + " -H " + engine_host(); }
+std::string direct() {
+  return docker_cli() + " -H " + engine_host();
+}
 
 std::string post_json(const std::string& target, const std::string& body) {
-  return "POST " + target + " HTTP/1.1\r\nHost: d\r\nContent-Type: application/json\r\nContent-Length: " +
+  return "POST " + target +
+         " HTTP/1.1\r\nHost: d\r\nContent-Type: application/json\r\nContent-Length: " +
          std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
 }
 
@@ -33,102 +37,48 @@ std::string body_of(const std::string& response) {
 
 // Every sandbox rule, checked on `docker inspect` output. Returns the violations.
 std::vector<std::string> sandbox_violations(const std::string& inspect_json) {
-  std::vector<std::string> v;
-  simdjson::dom::parser parser;
-  simdjson::dom::element doc;
-  if (parser.parse(inspect_json).get(doc) != simdjson::SUCCESS) return {"inspect output is not JSON"};
-  using element = simdjson::dom::element;
-  using maybe = std::optional<element>;
-  element c = doc.at(0).value();
-  // A member, or nullopt when the daemon's version does not report it.
-  auto at = [](maybe e, const char* key) -> maybe {
-    element out;
-    if (!e || e->at_key(key).get(out) != simdjson::SUCCESS) return std::nullopt;
-    return out;
-  };
-  const maybe hc = at(c, "HostConfig");
-  const maybe cfg = at(c, "Config");
-  auto str = [](maybe e) {
-    std::string_view s;
-    return e && e->get_string().get(s) == simdjson::SUCCESS ? std::string(s) : std::string();
-  };
-  auto num = [](maybe e) {
-    int64_t n = 0;
-    return e && e->get_int64().get(n) == simdjson::SUCCESS ? n : INT64_MIN;
-  };
-  auto json = [](maybe e) { return e ? simdjson::minify(*e) : std::string("null"); };
-  auto is_false = [](maybe e) { return !e || e->is_null() || (e->is_bool() && !e->get_bool().value()); };
-  auto empty = [](maybe e) {
-    if (!e || e->is_null()) return true;
-    if (e->is_array()) return e->get_array().value().size() == 0;
-    if (e->is_object()) return e->get_object().value().size() == 0;
-    if (e->is_string()) return e->get_string().value().empty();
-    return false;
-  };
-  auto expect = [&](bool ok, const std::string& what) {
-    if (!ok) v.push_back(what);
-  };
-  expect(is_false(at(hc, "Privileged")), "Privileged");
-  expect(json(at(hc, "CapDrop")) == R"(["ALL"])", "CapDrop " + json(at(hc, "CapDrop")));
-  expect(empty(at(hc, "CapAdd")), "CapAdd");
-  expect(json(at(hc, "SecurityOpt")) == R"(["no-new-privileges"])",
-         "SecurityOpt " + json(at(hc, "SecurityOpt")));
-  expect(json(at(hc, "ReadonlyRootfs")) == "true", "ReadonlyRootfs");
+  inspect_record r(inspect_json);
+  if (!r.parsed()) return r.violations();
+  expect_session_hardening(r, "sandbox");
+  const inspect_value hc = r.host_config();
+  r.expect(is_false(member(hc, "Privileged")), "Privileged");
   // tmpfs only at the profile's paths, each with the profile's options.
   static const std::map<std::string, std::string> tmpfs_allowed = {
       {"/tmp", "rw,nosuid,nodev,noexec,size=64m,mode=1777"},
       {"/home/sandbox", "rw,nosuid,nodev,noexec,size=256m,mode=1777"},
       {"/workspace", "rw,nosuid,nodev,size=512m,mode=1777"}};
-  if (auto tmpfs = at(hc, "Tmpfs"); tmpfs && tmpfs->is_object()) {
+  if (auto tmpfs = member(hc, "Tmpfs"); tmpfs && tmpfs->is_object()) {
     simdjson::dom::object mounts;
-    expect(tmpfs->get_object().get(mounts) == simdjson::SUCCESS, "Tmpfs is an object");
+    r.expect(tmpfs->get_object().get(mounts) == simdjson::SUCCESS, "Tmpfs is an object");
     for (auto [mount, options] : mounts) {
       auto it = tmpfs_allowed.find(std::string(mount));
-      expect(it != tmpfs_allowed.end() && str(options) == it->second, "Tmpfs " + json(tmpfs));
+      r.expect(it != tmpfs_allowed.end() && text(options) == it->second, "Tmpfs " + compact(tmpfs));
     }
   }
-  const auto mem = num(at(hc, "Memory"));
-  expect(mem > 0 && mem <= 2147483648, "Memory " + std::to_string(mem));
-  const auto swap = num(at(hc, "MemorySwap"));
-  expect(swap > 0 && swap <= 2147483648, "MemorySwap " + std::to_string(swap));
-  const auto cpus = num(at(hc, "NanoCpus"));
-  expect(cpus > 0 && cpus <= 1000000000, "NanoCpus " + std::to_string(cpus));
-  const auto pids = num(at(hc, "PidsLimit"));
-  expect(pids > 0 && pids <= 256, "PidsLimit " + std::to_string(pids));
-  expect(num(at(hc, "ShmSize")) <= 67108864, "ShmSize");
-  expect(json(at(hc, "Ulimits")) ==
-             R"([{"Name":"nofile","Hard":1024,"Soft":1024},{"Name":"core","Hard":0,"Soft":0}])",
-         "Ulimits " + json(at(hc, "Ulimits")));
-  expect(str(at(hc, "NetworkMode")) == "none", "NetworkMode " + str(at(hc, "NetworkMode")));
-  expect(str(at(hc, "IpcMode")) == "private", "IpcMode " + str(at(hc, "IpcMode")));
-  expect(str(at(hc, "CgroupnsMode")) == "private", "CgroupnsMode " + str(at(hc, "CgroupnsMode")));
-  for (const char* ns : {"PidMode", "UTSMode", "UsernsMode", "Cgroup"})
-    expect(str(at(hc, ns)).empty(), std::string(ns) + " " + str(at(hc, ns)));
-  for (const char* f : {"Devices", "DeviceCgroupRules", "DeviceRequests", "Sysctls", "VolumesFrom", "Links",
-                        "ExtraHosts", "PortBindings", "GroupAdd", "CgroupParent", "VolumeDriver"})
-    expect(empty(at(hc, f)), f);
-  expect(is_false(at(hc, "PublishAllPorts")), "PublishAllPorts");
-  expect(is_false(at(hc, "OomKillDisable")), "OomKillDisable");
-  expect(num(at(hc, "OomScoreAdj")) >= 0, "OomScoreAdj");
-  expect(str(at(hc, "Runtime")) == "runc", "Runtime " + str(at(hc, "Runtime")));
-  // The daemon-side log is bounded: an untrusted container cannot fill the host's disk.
-  expect(json(at(hc, "LogConfig")) == R"({"Type":"json-file","Config":{"max-file":"3","max-size":"10m"}})",
-         "LogConfig " + json(at(hc, "LogConfig")));
+  r.expect(number(member(hc, "ShmSize")) <= 67108864, "ShmSize");
+  r.expect(text(member(hc, "Cgroup")).empty(), "Cgroup " + text(member(hc, "Cgroup")));
+  for (const char* f :
+       {"Devices", "DeviceCgroupRules", "DeviceRequests", "Sysctls", "VolumesFrom", "Links",
+        "ExtraHosts", "PortBindings", "GroupAdd", "CgroupParent", "VolumeDriver"})
+    r.expect(is_empty(member(hc, f)), f);
+  r.expect(is_false(member(hc, "PublishAllPorts")), "PublishAllPorts");
+  r.expect(is_false(member(hc, "OomKillDisable")), "OomKillDisable");
+  r.expect(number(member(hc, "OomScoreAdj")) >= 0, "OomScoreAdj");
+  r.expect(text(member(hc, "Runtime")) == "runc", "Runtime " + text(member(hc, "Runtime")));
   // The daemon's default masked and read-only paths stay in place.
-  expect(!empty(at(hc, "MaskedPaths")), "MaskedPaths");
-  expect(!empty(at(hc, "ReadonlyPaths")), "ReadonlyPaths");
+  r.expect(!is_empty(member(hc, "MaskedPaths")), "MaskedPaths");
+  r.expect(!is_empty(member(hc, "ReadonlyPaths")), "ReadonlyPaths");
   // No client binds; the only mount is the workspace the gate binds from its root.
   simdjson::dom::array list;
-  expect(empty(at(hc, "Binds")), "Binds " + json(at(hc, "Binds")));
-  if (auto mounts = at(c, "Mounts"); mounts && mounts->get_array().get(list) == simdjson::SUCCESS)
-    for (element m : list)
-      expect(str(at(m, "Type")) == "bind" && str(at(m, "Destination")) == "/workspace" &&
-                 str(at(m, "Source")).starts_with(workspace_root + "/") && str(at(m, "Source")).find("..") == std::string::npos,
-             "mount " + json(m));
-  // The container's own processes (init, keep-alive) as a uid no exec can take.
-  expect(str(at(cfg, "User")) == "65534:65534", "User " + str(at(cfg, "User")));
-  expect(str(at(at(cfg, "Labels"), "dockgate.owner")) == "sandbox", "owner label");
-  return v;
+  if (auto mounts = member(r.container(), "Mounts");
+      mounts && mounts->get_array().get(list) == simdjson::SUCCESS)
+    for (simdjson::dom::element m : list)
+      r.expect(text(member(m, "Type")) == "bind" &&
+                   text(member(m, "Destination")) == "/workspace" &&
+                   text(member(m, "Source")).starts_with(workspace_root + "/") &&
+                   text(member(m, "Source")).find("..") == std::string::npos,
+               "mount " + compact(m));
+  return r.violations();
 }
 
 }  // namespace
@@ -158,32 +108,43 @@ TEST_CASE("hostile create bodies: refused, or the stored container obeys every s
       "{" + img + R"(,"HostConfig":{"CapAdd":"ALL"}})",
       "{" + img + R"(,"HostConfig":{"CapAdd":["CAP_SYS_ADMIN"]}})",
       "{" + img + R"(,"HostConfig":{"CapAdd":["sys_admin"],"CapDrop":[]}})",
-      "{" + img + R"(,"HostConfig":{"SecurityOpt":["seccomp:unconfined","apparmor=unconfined","label=disable","systempaths=unconfined","no-new-privileges=false"]}})",
+      "{" + img +
+          R"(,"HostConfig":{"SecurityOpt":["seccomp:unconfined","apparmor=unconfined","label=disable","systempaths=unconfined","no-new-privileges=false"]}})",
       "{" + img + R"(,"HostConfig":{"MaskedPaths":[],"ReadonlyPaths":[]}})",
-      "{" + img + R"(,"HostConfig":{"Memory":0,"MemorySwap":-1,"NanoCpus":0,"PidsLimit":-1,"ShmSize":0}})",
+      "{" + img +
+          R"(,"HostConfig":{"Memory":0,"MemorySwap":-1,"NanoCpus":0,"PidsLimit":-1,"ShmSize":0}})",
       "{" + img + R"(,"HostConfig":{"Memory":-5,"PidsLimit":0}})",
-      "{" + img + R"(,"HostConfig":{"Memory":1099511627776,"NanoCpus":64000000000,"PidsLimit":1000000}})",
+      "{" + img +
+          R"(,"HostConfig":{"Memory":1099511627776,"NanoCpus":64000000000,"PidsLimit":1000000}})",
       "{" + img + R"(,"Memory":1099511627776,"HostConfig":{"Memory":0}})",
-      "{" + img + R"(,"HostConfig":{"NetworkMode":"host","PidMode":"host","IpcMode":"host","UTSMode":"host","UsernsMode":"host","CgroupnsMode":"host"}})",
+      "{" + img +
+          R"(,"HostConfig":{"NetworkMode":"host","PidMode":"host","IpcMode":"host","UTSMode":"host","UsernsMode":"host","CgroupnsMode":"host"}})",
       "{" + img + R"(,"HostConfig":{"Binds":["/:/workspace"]}})",
-      "{" + img + R"(,"HostConfig":{"Binds":[")" + workspace_root + R"(/../../../etc:/workspace"]}})",
+      "{" + img + R"(,"HostConfig":{"Binds":[")" + workspace_root +
+          R"(/../../../etc:/workspace"]}})",
       "{" + img + R"(,"HostConfig":{"Binds":[")" + ws + R"(:/workspace"]}})",
       "{" + img + R"(,"HostConfig":{"Binds":[")" + ws + R"(:/etc"]}})",
-      "{" + img + R"(,"HostConfig":{"Mounts":[{"Type":"volume","Source":"evil","Target":"/workspace","VolumeOptions":{"DriverConfig":{"Name":"local","Options":{"type":"none","o":"bind","device":"/etc"}}}}]}})",
-      "{" + img + R"(,"HostConfig":{"Mounts":[{"Type":"bind","Source":"/etc","Target":"/workspace"}]}})",
-      "{" + img + R"(,"HostConfig":{"Devices":[{"PathOnHost":"/dev/mem","PathInContainer":"/dev/mem","CgroupPermissions":"rwm"}]}})",
+      "{" + img +
+          R"(,"HostConfig":{"Mounts":[{"Type":"volume","Source":"evil","Target":"/workspace","VolumeOptions":{"DriverConfig":{"Name":"local","Options":{"type":"none","o":"bind","device":"/etc"}}}}]}})",
+      "{" + img +
+          R"(,"HostConfig":{"Mounts":[{"Type":"bind","Source":"/etc","Target":"/workspace"}]}})",
+      "{" + img +
+          R"(,"HostConfig":{"Devices":[{"PathOnHost":"/dev/mem","PathInContainer":"/dev/mem","CgroupPermissions":"rwm"}]}})",
       "{" + img + R"(,"HostConfig":{"DeviceCgroupRules":["a *:* rwm"]}})",
       "{" + img + R"(,"User":"0"})",
       "{" + img + R"(,"User":"root:root"})",
       "{" + img + R"(,"Labels":{"dockgate.owner":"docker-cli"}})",
-      "{" + img + R"(,"HostConfig":{"Ulimits":[{"Name":"nofile","Soft":1048576,"Hard":1048576},{"Name":"memlock","Soft":-1,"Hard":-1}]}})",
+      "{" + img +
+          R"(,"HostConfig":{"Ulimits":[{"Name":"nofile","Soft":1048576,"Hard":1048576},{"Name":"memlock","Soft":-1,"Hard":-1}]}})",
       "{" + img + R"(,"HostConfig":{"Tmpfs":{"/tmp":"exec,size=10g","/run":"exec"}}})",
       "{" + img + R"(,"HostConfig":{"Sysctls":{"kernel.shm_rmid_forced":"1"}}})",
       "{" + img + R"(,"HostConfig":{"OomScoreAdj":-1000,"OomKillDisable":true}})",
       "{" + img + R"(,"HostConfig":{"Runtime":"io.containerd.runc.v2"}})",
       "{" + img + R"(,"HostConfig":{"CgroupParent":"/","GroupAdd":["0"]}})",
-      "{" + img + R"(,"HostConfig":{"VolumesFrom":["x"],"Links":["x:y"],"ExtraHosts":["a:1.2.3.4"]}})",
-      "{" + img + R"(,"HostConfig":{"PortBindings":{"80/tcp":[{"HostPort":"8080"}]},"PublishAllPorts":true}})",
+      "{" + img +
+          R"(,"HostConfig":{"VolumesFrom":["x"],"Links":["x:y"],"ExtraHosts":["a:1.2.3.4"]}})",
+      "{" + img +
+          R"(,"HostConfig":{"PortBindings":{"80/tcp":[{"HostPort":"8080"}]},"PublishAllPorts":true}})",
       "{" + img + R"(,"NetworkingConfig":{"EndpointsConfig":{"host":{}}}})",
       R"({"Image":"busybox"})",
       R"({"Image":"docker.io/library/busybox@sha256:)" + std::string(64, 'a') + R"("})",
@@ -191,7 +152,8 @@ TEST_CASE("hostile create bodies: refused, or the stored container obeys every s
   int accepted = 0;
   for (const auto& body : bodies) {
     const auto name = unique_name("dg-hostile");
-    auto response = raw_exchange(proxy.socket_path(), post_json("/v1.41/containers/create?name=" + name, body));
+    auto response =
+        raw_exchange(proxy.socket_path(), post_json("/v1.41/containers/create?name=" + name, body));
     INFO("body: " << body);
     INFO("response: " << response.bytes.substr(0, 400));
     const unsigned status = response.status();
@@ -217,12 +179,14 @@ TEST_CASE("hostile create bodies: refused, or the stored container obeys every s
 TEST_CASE("a sandbox container runs as its rules say", "[integration][policy][sandbox]") {
   proxy_process proxy(sandbox_policy);
   const auto name = unique_name("dg-sbx-run");
-  auto created = raw_exchange(proxy.socket_path(),
-                              post_json("/v1.41/containers/create?name=" + name,
-                                        R"({"Image":")" + test_image() +
-                                            R"(","Cmd":["sleep","60"],"User":"root","HostConfig":{"Tmpfs":{"/tmp":""}}})"));
+  auto created = raw_exchange(
+      proxy.socket_path(),
+      post_json("/v1.41/containers/create?name=" + name,
+                R"({"Image":")" + test_image() +
+                    R"(","Cmd":["sleep","60"],"User":"root","HostConfig":{"Tmpfs":{"/tmp":""}}})"));
   REQUIRE(created.status() == 201);
-  CHECK(proxy.audit_contains(R"("changes":[{"field":"User","action":"forced","from":"root","to":"65534:65534"})"));
+  CHECK(proxy.audit_contains(
+      R"("changes":[{"field":"User","action":"forced","from":"root","to":"65534:65534"})"));
   REQUIRE(run(direct() + " start " + name).status == 0);
   // The container's own user (a direct exec takes it): the keep-alive's, not root's.
   // Execs through the gate run as the session user (below).
@@ -242,29 +206,33 @@ TEST_CASE("a sandbox container runs as its rules say", "[integration][policy][sa
   CHECK(status.output.find("Seccomp:\t2") != std::string::npos);
 
   // Exec through the proxy: privileged, root and the keep-alive's uid are not to be had.
-  for (const std::string exec_body : {R"({"Cmd":["id","-u"],"AttachStdout":true,"User":"root","Privileged":true})",
-                                      R"({"Cmd":["id","-u"],"AttachStdout":true,"user":"0"})",
-                                      R"({"Cmd":["id","-u"],"AttachStdout":true,"User":"65534:65534"})",
-                                      R"({"Cmd":["id","-u"],"AttachStdout":true})"}) {
-    auto ex = raw_exchange(proxy.socket_path(), post_json("/v1.41/containers/" + name + "/exec", exec_body));
+  for (const std::string exec_body :
+       {R"({"Cmd":["id","-u"],"AttachStdout":true,"User":"root","Privileged":true})",
+        R"({"Cmd":["id","-u"],"AttachStdout":true,"user":"0"})",
+        R"({"Cmd":["id","-u"],"AttachStdout":true,"User":"65534:65534"})",
+        R"({"Cmd":["id","-u"],"AttachStdout":true})"}) {
+    auto ex = raw_exchange(proxy.socket_path(),
+                           post_json("/v1.41/containers/" + name + "/exec", exec_body));
     INFO(ex.bytes);
     REQUIRE(ex.status() == 201);
     const auto body = body_of(ex.bytes);
     const std::string exec_id = body.substr(body.find("\"Id\":\"") + 6, 64);
-    auto inspect = run("curl -s --unix-socket " + engine_socket() +
-                       " http://d/v1.41/exec/" + exec_id + "/json");
+    auto inspect = run("curl -s --unix-socket " + engine_socket() + " http://d/v1.41/exec/" +
+                       exec_id + "/json");
     INFO(inspect.output);
     CHECK(inspect.output.find("\"user\":\"1000:1000\"") != std::string::npos);
     CHECK(inspect.output.find("\"privileged\":false") != std::string::npos);
   }
-  auto dup = raw_exchange(proxy.socket_path(), post_json("/v1.41/containers/" + name + "/exec",
-                                                         R"({"Cmd":["id"],"Privileged":false,"privileged":true})"));
+  auto dup = raw_exchange(proxy.socket_path(),
+                          post_json("/v1.41/containers/" + name + "/exec",
+                                    R"({"Cmd":["id"],"Privileged":false,"privileged":true})"));
   CHECK(dup.status() == 400);
   run(direct() + " rm -f " + name);
 }
 
-TEST_CASE("workspace: the gate binds the live FUSE mount the label names, and nothing a client names",
-          "[integration][policy][sandbox][workspace]") {
+TEST_CASE(
+    "workspace: the gate binds the live FUSE mount the label names, and nothing a client names",
+    "[integration][policy][sandbox][workspace]") {
   // The shipped sandbox profile with its workspace root moved under a test directory.
   const std::string root = "/tmp/" + unique_name("dg-ws-root");
   std::filesystem::create_directories(root);
@@ -289,19 +257,26 @@ TEST_CASE("workspace: the gate binds the live FUSE mount the label names, and no
     ~unmount() { run("fusermount3 -u " + path + " || umount -l " + path); }
   } guard{fuse_ws};
 
-  auto create = [&](const std::string& name, const std::string& labels, const std::string& host = "") {
+  auto create = [&](const std::string& name, const std::string& labels,
+                    const std::string& host = "") {
     const std::string body = R"({"Image":")" + test_image() + R"(","Labels":)" + labels +
                              R"(,"HostConfig":{"Tmpfs":{"/workspace":"size=1m"})" + host + "}}";
-    return raw_exchange(proxy.socket_path(), post_json("/v1.41/containers/create?name=" + name, body));
+    return raw_exchange(proxy.socket_path(),
+                        post_json("/v1.41/containers/create?name=" + name, body));
   };
   const auto good = unique_name("dg-ws");
   auto ok = create(good, R"({"dockgate.workspace":")" + id + R"("})");
   INFO(ok.bytes);
   REQUIRE(ok.status() == 201);
   // The daemon's record: the one bind, from the profile's root, and no tmpfs over it.
-  CHECK(run(direct() + " inspect --format '{{json .HostConfig.Mounts}} {{json .HostConfig.Binds}} {{json .HostConfig.Tmpfs}}' " + good)
-            .output == R"([{"Type":"bind","Source":")" + fuse_ws +
-                           R"(","Target":"/workspace","BindOptions":{"Propagation":"rprivate"}}] null null)" "\n");
+  CHECK(run(direct() +
+            " inspect --format '{{json .HostConfig.Mounts}} {{json .HostConfig.Binds}} {{json "
+            ".HostConfig.Tmpfs}}' " +
+            good)
+            .output ==
+        R"([{"Type":"bind","Source":")" + fuse_ws +
+            R"(","Target":"/workspace","BindOptions":{"Propagation":"rprivate"}}] null null)"
+            "\n");
 
   // Anything else a client names is refused, and the daemon has no such container.
   const std::pair<std::string, std::string> refused[] = {
@@ -318,8 +293,9 @@ TEST_CASE("workspace: the gate binds the live FUSE mount the label names, and no
     CHECK(r.bytes.find(why) != std::string::npos);
     CHECK_FALSE(container_exists(name));
   }
-  for (const std::string& host : {R"(,"Binds":[")" + fuse_ws + R"(:/workspace"])",
-                                 R"(,"Mounts":[{"Type":"bind","Source":")" + fuse_ws + R"(","Target":"/workspace"}])"}) {
+  for (const std::string& host :
+       {R"(,"Binds":[")" + fuse_ws + R"(:/workspace"])",
+        R"(,"Mounts":[{"Type":"bind","Source":")" + fuse_ws + R"(","Target":"/workspace"}])"}) {
     const auto name = unique_name("dg-clientbind");
     auto r = create(name, "{}", host);
     INFO(host << " -> " << r.bytes);
@@ -338,7 +314,8 @@ TEST_CASE("workspace: the gate binds the live FUSE mount the label names, and no
   // At start the source is checked again: a workspace whose FUSE mount went away (or
   // whose driver died) does not start.
   run("fusermount3 -u " + fuse_ws + " || umount -l " + fuse_ws);
-  auto start = raw_exchange(proxy.socket_path(), post_json("/v1.41/containers/" + good + "/start", ""));
+  auto start =
+      raw_exchange(proxy.socket_path(), post_json("/v1.41/containers/" + good + "/start", ""));
   INFO(start.bytes);
   CHECK(start.status() == 403);
   CHECK(start.bytes.find("not started: bind source") != std::string::npos);
@@ -357,16 +334,21 @@ TEST_CASE("a profile holds every container to a named runtime, a client cannot c
   std::string policy = repo_root() + "/compose/policies/sandbox.json";
   std::string text = run("cat " + policy).output;
   const std::string anchor = "\"container_create\": {";
-  text.replace(text.find(anchor), anchor.size(), anchor + "\n\"HostConfig.Runtime\": {\"force\": \"crun\"},");
+  text.replace(text.find(anchor), anchor.size(),
+               anchor + "\n\"HostConfig.Runtime\": {\"force\": \"crun\"},");
   proxy_process proxy(text);
-  for (const std::string& chosen : {std::string(), std::string("runc"), std::string("io.containerd.runc.v2")}) {
+  for (const std::string& chosen :
+       {std::string(), std::string("runc"), std::string("io.containerd.runc.v2")}) {
     CAPTURE(chosen);
     const auto name = unique_name("dg-runtime");
     const std::string body = R"({"Image":")" + test_image() + R"(","Cmd":["true"],"HostConfig":{)" +
-                             (chosen.empty() ? std::string() : R"("Runtime":")" + chosen + "\"") + "}}";
-    auto r = raw_exchange(proxy.socket_path(), "POST /v1.41/containers/create?name=" + name +
-                                                   " HTTP/1.1\r\nHost: d\r\nContent-Type: application/json\r\nContent-Length: " +
-                                                   std::to_string(body.size()) + "\r\n\r\n" + body);
+                             (chosen.empty() ? std::string() : R"("Runtime":")" + chosen + "\"") +
+                             "}}";
+    auto r = raw_exchange(
+        proxy.socket_path(),
+        "POST /v1.41/containers/create?name=" + name +
+            " HTTP/1.1\r\nHost: d\r\nContent-Type: application/json\r\nContent-Length: " +
+            std::to_string(body.size()) + "\r\n\r\n" + body);
     INFO(r.bytes);
     CHECK(r.status() == 201);
     CHECK(run(direct() + " inspect -f '{{.HostConfig.Runtime}}' " + name).output == "crun\n");

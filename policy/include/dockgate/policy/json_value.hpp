@@ -17,7 +17,9 @@ using json_array = std::vector<json_value>;
 using json_object = std::vector<json_member>;  // ordered; keys unique
 
 struct json_value {
-  std::variant<std::nullptr_t, bool, std::int64_t, std::uint64_t, std::string, json_array, json_object> v;
+  std::variant<std::nullptr_t, bool, std::int64_t, std::uint64_t, std::string, json_array,
+               json_object>
+      v;
 
   // Constructors are defined below json_member: clang instantiates the variant's
   // members (and so the vectors' element destructors) where a constructor is defined.
@@ -66,6 +68,11 @@ json_value* find(json_object& o, std::string_view key);
 // Sets (replacing or appending) a member.
 void set(json_object& o, std::string_view key, json_value value);
 void erase(json_object& o, std::string_view key);
+// The member at a dotted path ("HostConfig.Memory"), nullptr if absent; with `create`,
+// the parent objects are made. `parent_out` and `key_out` say where the member is or goes.
+json_value* locate(json_object& root, std::string_view path, bool create, json_object** parent_out,
+                   std::string_view* key_out);
+const json_value* locate(const json_object& root, std::string_view path);
 
 // Compact JSON, members in stored order.
 void write_json(std::string& out, const json_value& v);
