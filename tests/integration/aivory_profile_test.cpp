@@ -206,16 +206,41 @@ TEST_CASE(
   run(exi + " tar --no-same-owner -xzf - -C /workspace < " + archive);
   CHECK(ok(ex + " cat /workspace/outputs/p.txt") == "rows 3");
   // Reconcile on restart, then remove.
-  CHECK(ok(docker + " ps -a --filter label=aivory.sandbox=1 --format '{{.Names}}\\t{{.State}}'") ==
-        name + "\trunning\n");
+  CHECK(ok(docker + " ps -a --filter label=aivory.sandbox=1 --format "
+                    "'{{.Names}}\\t{{.State}}\\t{{.CreatedAt}}'")
+            .rfind(name + "\trunning\t", 0) == 0);
   CHECK(ok(docker + " ps -q --filter label=aivory.sandbox=1").size() == 13);
   ok(docker + " rm -f " + name);
   CHECK_FALSE(container_exists(name));
-  // Nothing the sidecar asked was refused (the audit flushed by the gate's exit).
+  // The removed session, as the sidecar still names it: /exec after a DELETE or a reap
+  // asks `docker inspect -f` (it fails, the sidecar answers 404: directly the CLI ends with
+  // "No such object", through the gate at the NetworkInspect it tries after the container
+  // and the image, refused), and a DELETE after a reap runs `rm -f` again (exit 0 both
+  // ways: the gate's 404 is the CLI's not-found).
+  const std::string running = " inspect -f '{{.State.Running}}' " + name;
+  const auto gone = run(docker + running);
+  INFO(gone.output);
+  CHECK(gone.status != 0);
+  CHECK(gone.output.find("true") == std::string::npos);
+  CHECK(run(direct() + running).status == gone.status);
+  ok(docker + " rm -f " + name);
+  // Nothing the sidecar asked was refused but those lookups of the removed container
+  // (the audit flushed by the gate's exit).
   proxy.terminate();
   const auto audit = proxy.audit_log();
   CHECK(audit.find(R"("operation":"ContainerWait","verdict":"allow")") != std::string::npos);
-  CHECK(audit.find(R"("verdict":"deny")") == std::string::npos);
+  std::istringstream lines(audit);
+  int refused_lookups = 0;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find(R"("verdict":"deny")") == std::string::npos) continue;
+    INFO(line);
+    const bool gone_lookup = line.find(R"("name":")" + name + '"') != std::string::npos &&
+                             (line.find(R"("rule":"owner")") != std::string::npos ||
+                              line.find(R"("operation":"NetworkInspect")") != std::string::npos);
+    CHECK(gone_lookup);
+    ++refused_lookups;
+  }
+  CHECK(refused_lookups == 3);  // inspect: container, network; rm -f: container
 }
 
 TEST_CASE("aivory.json: a loose sidecar is held to the profile and widened calls are refused",
