@@ -137,6 +137,8 @@ decision review_container_create(const profile& p, std::string_view body, daemon
     out.workspace_source = workspace;
     out.networks = std::move(r.network_names);
     out.volumes = std::move(r.volume_names);
+    if (const auto* image = find(root, "Image"); image && image->as_string())
+      out.image = *image->as_string();
   };
   return review_json_body(p, "ContainerCreate", body, schema::container_create, judge, complete);
 }
@@ -191,6 +193,7 @@ decision review_container_update(const profile& p, std::string_view body) {
 }
 
 decision review_network_create(const profile& p, std::string_view body) {
+  std::string created;
   auto judge = [&](json_object& root, body_reviewer& r) {
     auto text = [&](const json_value* v) {
       return v && v->as_string() ? *v->as_string() : std::string();
@@ -228,9 +231,11 @@ decision review_network_create(const profile& p, std::string_view body) {
       else if (!is_empty_value(find(*ipam->as_object(), "Options")))
         ok = r.refuse("IPAM.Options", "networks", "are not allowed");
     }
+    if (ok) created = name;
     return ok && r.stamp_owner(root, false);
   };
-  return review_json_body(p, "NetworkCreate", body, schema::network_create, judge);
+  auto complete = [&](const json_object&, body_reviewer&, rewrite& out) { out.name = created; };
+  return review_json_body(p, "NetworkCreate", body, schema::network_create, judge, complete);
 }
 
 decision review_volume_create(const profile& p, std::string_view body) {
@@ -255,6 +260,7 @@ decision review_volume_create(const profile& p, std::string_view body) {
   };
   auto complete = [&](const json_object&, body_reviewer&, rewrite& out) {
     if (!n.empty()) out.volumes.push_back(n);
+    out.name = n;
   };
   return review_json_body(p, "VolumeCreate", body, schema::volume_create, judge, complete);
 }

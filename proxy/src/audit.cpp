@@ -90,6 +90,23 @@ void append_rfc3339(std::string& out, std::chrono::system_clock::time_point t) {
   out += 'Z';
 }
 
+std::string_view audit_image_digest(std::string_view reference) {
+  const auto at = reference.rfind('@');
+  if (at == std::string_view::npos) return {};
+  const std::string_view digest = reference.substr(at + 1);
+  const auto colon = digest.find(':');
+  // algorithm:encoded, as the OCI digest grammar has it; anything else is no digest.
+  if (colon == 0 || colon == std::string_view::npos || digest.size() - colon - 1 < 32) return {};
+  auto in = [](char c, std::string_view extra) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || extra.find(c) != extra.npos;
+  };
+  for (const char c : digest.substr(0, colon))
+    if (!in(c, ".+_-")) return {};
+  for (const char c : digest.substr(colon + 1))
+    if (!in(c, "=_-ABCDEFGHIJKLMNOPQRSTUVWXYZ")) return {};
+  return digest;
+}
+
 std::string_view audit_object_type(std::string_view operation) {
   static constexpr std::array<std::pair<std::string_view, std::string_view>, 14> kinds{{
       {"PutContainerArchive", "container"},
@@ -182,6 +199,18 @@ void append_audit(std::string& out, const audit_record& r) {
     if (!r.object_id.empty()) {
       out += ",\"id\":";
       append_string(out, r.object_id);
+    }
+    if (!r.object_image.empty()) {
+      out += ",\"image\":";
+      append_string(out, r.object_image);
+    }
+    if (!r.object_digest.empty()) {
+      out += ",\"digest\":";
+      append_string(out, r.object_digest);
+    }
+    if (!r.exec_id.empty()) {
+      out += ",\"exec_id\":";
+      append_string(out, r.exec_id);
     }
     out += '}';
   }

@@ -268,6 +268,12 @@ void connection::finish_audit(unsigned status) {
   if (!object_name_.empty() || !object_id_.empty()) {
     audit_.object_name = object_name_;
     audit_.object_id = object_id_;
+    audit_.object_image = object_image_;
+    audit_.exec_id = exec_id_;
+    audit_.object_digest = audit_image_digest(
+        !object_image_.empty()           ? std::string_view(object_image_)
+        : audit_.object_type == "image" ? std::string_view(object_name_)
+                                         : std::string_view());
   } else {
     audit_.object_type = {};
   }

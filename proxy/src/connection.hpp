@@ -83,7 +83,7 @@ class connection {
     none,
     container_list,
     events,
-    create_warnings,
+    create_answer,  // ContainerCreate, ContainerExec: the Id read, the profile's warnings added
     networks,
     volume_list,
     data_usage
@@ -265,6 +265,8 @@ class connection {
   // bytes move once the body is read).
   std::string object_name_;
   std::string object_id_;
+  std::string object_image_;  // a container create: the image reference its body names
+  std::string exec_id_;       // ContainerExec: the exec the daemon created
   void note_object(const policy::route& r);
   std::chrono::steady_clock::time_point started_;
   bool idle_ = true;

@@ -47,6 +47,9 @@ net::awaitable<bool> connection::read_request_body(const policy::route& r,
     json_body_.clear();
   }
   if (body != policy::request_body::json) co_return true;
+  // A create's answer is read whole (it is small): the ID it names goes into the audit line.
+  if (r.op == policy::operation::ContainerCreate || r.op == policy::operation::ContainerExec)
+    filter_ = response_filter::create_answer;
   if (!co_await read_json_body(policy::json_body_limit(r.op))) co_return false;
   auto reviewed =
       policy::review_body(*profile_, r.op, json_body_, {version_, ctx_.daemon_cgroup_v1});
@@ -107,8 +110,10 @@ net::awaitable<bool> connection::read_request_body(const policy::route& r,
     // CLI and the SDKs print them).
     if (r.op == policy::operation::ContainerCreate) {
       warnings_ = std::move(rw->warnings);
-      if (!warnings_.empty()) filter_ = response_filter::create_warnings;
     }
+    // The object the body names, for the audit line.
+    if (!rw->name.empty() && object_name_.empty()) object_name_ = std::move(rw->name);
+    object_image_ = std::move(rw->image);
     json_body_ = std::move(rw->body);
     changes_ = std::move(rw->changes);
     audit_.changes = changes_;

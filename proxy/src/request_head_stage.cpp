@@ -77,6 +77,8 @@ connection::admission connection::admit_request(std::size_t head_size) {
   audit_.request_id = std::string_view(request_id_.data(), static_cast<std::size_t>(id_size));
   object_name_.clear();
   object_id_.clear();
+  object_image_.clear();
+  exec_id_.clear();
   upstream_ended_ = false;
   audit_.client = client_json_;
   audit_.profile = profile_->name;

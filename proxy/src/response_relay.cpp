@@ -88,7 +88,7 @@ net::awaitable<connection::outcome> connection::relay_response(bool hijack_allow
       filter_ == response_filter::container_list || filter_ == response_filter::networks ||
       filter_ == response_filter::volume_list || filter_ == response_filter::data_usage;
   if (((whole_list && status == 200) ||
-       (filter_ == response_filter::create_warnings && status == 201)) &&
+       (filter_ == response_filter::create_answer && status == 201)) &&
       framing != response_framing::none) {
     // A container list is filtered whole: only the profile's own containers go back. A
     // create answer gains the warnings of what the profile changed.
@@ -228,10 +228,12 @@ net::awaitable<void> connection::relay_filtered_list(const http::response_head& 
   std::optional<std::string> filtered;
   const std::string& owner = profile_->rules.owner;
   switch (filter_) {
-    case response_filter::create_warnings:
-      filtered = policy::add_create_warnings(whole, warnings_);
-      if (auto id = policy::created_id(whole)) object_id_ = std::move(*id);
-      if (!filtered) filtered = whole;  // not a create answer: as the daemon wrote it
+    case response_filter::create_answer:
+      // The answer goes back as the daemon wrote it unless the profile has warnings to add.
+      if (!warnings_.empty()) filtered = policy::add_create_warnings(whole, warnings_);
+      if (auto id = policy::created_id(whole))
+        (audit_.operation == "ContainerExec" ? exec_id_ : object_id_) = std::move(*id);
+      if (!filtered) filtered = whole;
       break;
     case response_filter::networks: {
       std::vector<std::string> owned;

@@ -131,10 +131,11 @@ TEST_CASE("the audit line names the container a request created or acted on, by 
     std::string n;
     ~cleanup() { run(direct() + " rm -f " + n + " >/dev/null 2>&1"); }
   } c{name};
-  auto created = run(proxy.docker() + " create --name " + name + " " + test_image() + " true");
+  auto created = run(proxy.docker() + " create --name " + name + " " + test_image() + " sleep 60");
   INFO(created.output);
   REQUIRE(created.status == 0);
   REQUIRE(run(proxy.docker() + " start " + name).status == 0);
+  REQUIRE(run(proxy.docker() + " exec " + name + " true").status == 0);
   const std::string id = trim(run(direct() + " inspect --format '{{.Id}}' " + name).output);
   REQUIRE(id.size() == 64);
 
@@ -146,9 +147,54 @@ TEST_CASE("the audit line names the container a request created or acted on, by 
   INFO(starts[0]);
   CHECK(field(creates[0], "object", "type") == "container");
   CHECK(field(creates[0], "object", "name") == name);
+  // The ID the daemon answered the create with (a plain create has no warnings to add: the
+  // gate reads the answer for its ID alone) and the image the body named.
+  CHECK(field(creates[0], "object", "id") == id);
+  CHECK(field(creates[0], "object", "image") == test_image());
+  // The exec the daemon created, and the start that names it.
+  const auto execs = lines_of(proxy, "ContainerExec");
+  const auto exec_starts = lines_of(proxy, "ExecStart");
+  REQUIRE(execs.size() == 1);
+  REQUIRE(exec_starts.size() == 1);
+  INFO(execs[0]);
+  INFO(exec_starts[0]);
+  const std::string exec_id = field(execs[0], "object", "exec_id");
+  CHECK(exec_id.size() == 64);
+  CHECK(field(execs[0], "object", "id") == id);
+  CHECK(field(exec_starts[0], "object", "type") == "exec");
+  CHECK(field(exec_starts[0], "object", "name") == exec_id);
   // docker start names the container as the user did; the gate forwarded the full ID it
   // resolved, the one the daemon holds for that name.
   CHECK(field(starts[0], "object", "name") == name);
   CHECK(field(starts[0], "object", "id") == id);
   CHECK(field(starts[0], "client", "process") == "docker");
+}
+
+TEST_CASE("the audit line names the network and volume a create body names",
+          "[integration][audit]") {
+  proxy_process proxy("compose/policies/compose.json");
+  const auto net = unique_name("dg-audited-net");
+  const auto vol = unique_name("dg-audited-vol");
+  struct cleanup {
+    std::string n, v;
+    ~cleanup() {
+      run(direct() + " network rm " + n + " >/dev/null 2>&1");
+      run(direct() + " volume rm " + v + " >/dev/null 2>&1");
+    }
+  } c{net, vol};
+  REQUIRE(run(proxy.docker() + " network create " + net).status == 0);
+  REQUIRE(run(proxy.docker() + " volume create " + vol).status == 0);
+  // The daemon holds both under the names the lines give.
+  REQUIRE(run(direct() + " network inspect " + net).status == 0);
+  REQUIRE(run(direct() + " volume inspect " + vol).status == 0);
+  const auto networks = lines_of(proxy, "NetworkCreate");
+  const auto volumes = lines_of(proxy, "VolumeCreate");
+  REQUIRE(networks.size() == 1);
+  REQUIRE(volumes.size() == 1);
+  INFO(networks[0]);
+  INFO(volumes[0]);
+  CHECK(field(networks[0], "object", "type") == "network");
+  CHECK(field(networks[0], "object", "name") == net);
+  CHECK(field(volumes[0], "object", "type") == "volume");
+  CHECK(field(volumes[0], "object", "name") == vol);
 }

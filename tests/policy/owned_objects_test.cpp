@@ -37,6 +37,9 @@ TEST_CASE("NetworkCreate: compose's body passes with the owner label, host optio
   CHECK(reviewed(operation::NetworkCreate,
                  R"({"Name": "p_backend", "CheckDuplicate": true, "Labels": {"com.docker.compose.project": "p"}, "Attachable": true})") ==
         R"({"Name":"p_backend","CheckDuplicate":true,"Attachable":true,"Labels":{"com.docker.compose.project":"p","dockgate.owner":"compose"}})");
+  rewrite rw;
+  CHECK_FALSE(reviewed(operation::NetworkCreate, R"({"Name":"p_front"})", &rw).starts_with("DENY"));
+  CHECK(rw.name == "p_front");  // the audit line's object
   CHECK(reviewed(operation::NetworkCreate, R"({"Name":"n","Driver":"bridge","Internal":true,"IPAM":{"Driver":"default","Config":[]}})")
             .find("DENY") == std::string::npos);
   for (const char* body : {R"({"Name":"n","Driver":"macvlan"})", R"({"Name":"n","Driver":"overlay"})",
@@ -56,6 +59,7 @@ TEST_CASE("VolumeCreate: the local driver without options, the name handed to th
   CHECK(reviewed(operation::VolumeCreate, R"({"Name":"p_data","Labels":{"a":"b"}})", &rw) ==
         R"({"Name":"p_data","Labels":{"a":"b","dockgate.owner":"compose"}})");
   CHECK(rw.volumes == std::vector<std::string>{"p_data"});
+  CHECK(rw.name == "p_data");  // the audit line's object
   CHECK(reviewed(operation::VolumeCreate, R"({})", &rw) == R"({"Labels":{"dockgate.owner":"compose"}})");
   CHECK(rw.volumes.empty());
   for (const char* body : {R"({"Name":"v","Driver":"nfs"})", R"({"Name":"v","DriverOpts":{"type":"none","o":"bind","device":"/etc"}})",
@@ -88,6 +92,7 @@ TEST_CASE("ContainerCreate under compose.json: owned networks and volumes are na
   CHECK(rw.networks == std::vector<std::string>{"p_backend"});
   CHECK(rw.volumes == std::vector<std::string>{"p_data"});
   CHECK(rw.bind_sources.empty());
+  CHECK(rw.image == "dockgate/test-busybox");  // the audit line's object, as the body names it
   const std::string mount = "{" + image + R"(,"HostConfig":{"Mounts":[{"Type":"volume","Source":"v1","Target":"/v","VolumeOptions":{"NoCopy":true}},
       {"Type":"volume","Target":"/anonymous"}]}})";
   CHECK_FALSE(reviewed(operation::ContainerCreate, mount, &rw).starts_with("DENY"));

@@ -97,6 +97,18 @@ TEST_CASE("operations name the kind of object they act on", "[audit]") {
   CHECK(audit_object_type("").empty());
 }
 
+TEST_CASE("an image reference's digest is known only where the reference pins one", "[audit]") {
+  const std::string hex(64, 'a');
+  CHECK(audit_image_digest("busybox@sha256:" + hex) == "sha256:" + hex);
+  CHECK(audit_image_digest("127.0.0.1:5000/x/busybox:1.36@sha256:" + hex) == "sha256:" + hex);
+  CHECK(audit_image_digest("busybox:1.36").empty());
+  CHECK(audit_image_digest("127.0.0.1:5000/busybox").empty());
+  CHECK(audit_image_digest("busybox@sha256:abc").empty());            // too short
+  CHECK(audit_image_digest("busybox@:" + hex).empty());               // no algorithm
+  CHECK(audit_image_digest("busybox@sha256:" + hex + "\"").empty());  // not the grammar
+  CHECK(audit_image_digest("").empty());
+}
+
 TEST_CASE("audit times are RFC 3339 UTC with microseconds", "[audit]") {
   std::string out;
   append_rfc3339(out, std::chrono::system_clock::time_point{});

@@ -65,6 +65,10 @@ struct rewrite {
   // NetworkConnect and NetworkDisconnect: the container named in the body, which must be
   // owned; the proxy puts its full ID in the body (with_container).
   std::string container;
+  // For the audit line: the name the body gives what it creates (NetworkCreate,
+  // VolumeCreate) and the image reference a ContainerCreate body names, as checked.
+  std::string name;
+  std::string image;
   // ContainerCreate: what the client should hear in the answer's Warnings (responses.hpp).
   std::vector<std::string> warnings;
   bool operator==(const rewrite&) const = default;

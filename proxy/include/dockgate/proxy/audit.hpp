@@ -43,6 +43,9 @@ struct audit_record {
   std::string_view object_type;
   std::string_view object_name;
   std::string_view object_id;
+  std::string_view object_image;   // a container create: the image reference its body names
+  std::string_view object_digest;  // the image digest, where the reference pins one
+  std::string_view exec_id;        // ContainerExec: the ID of the exec the daemon created
   std::string_view verdict;  // "allow" or "deny"
   std::string_view rule;     // which rule decided ("operation", "framing", "route", ...)
   std::string_view reason;
@@ -65,5 +68,7 @@ void append_rfc3339(std::string& out, std::chrono::system_clock::time_point t);
 // The kind of object an operation acts on, from its operationId ("ContainerStart":
 // "container"); empty for operations on no object (SystemPing, ContainerList, ...).
 std::string_view audit_object_type(std::string_view operation);
+// The digest an image reference pins ("busybox@sha256:ab…": "sha256:ab…"), empty if none.
+std::string_view audit_image_digest(std::string_view reference);
 
 }  // namespace dockgate::proxy
