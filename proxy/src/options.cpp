@@ -25,11 +25,16 @@ std::optional<std::chrono::milliseconds> parse_seconds(std::string_view s) {
 // --tlskey and DOCKER_CERT_PATH), kept in one block.
 bool upstream_tls_flag(const std::string& flag, const std::string& value, serve_options& serve,
                        std::string& cert_path) {
-  if (flag == "--upstream-tlscacert") serve.upstream_tlscacert = value;
-  else if (flag == "--upstream-tlscert") serve.upstream_tlscert = value;
-  else if (flag == "--upstream-tlskey") serve.upstream_tlskey = value;
-  else if (flag == "--upstream-cert-path") cert_path = value;
-  else return false;
+  if (flag == "--upstream-tlscacert")
+    serve.upstream_tlscacert = value;
+  else if (flag == "--upstream-tlscert")
+    serve.upstream_tlscert = value;
+  else if (flag == "--upstream-tlskey")
+    serve.upstream_tlskey = value;
+  else if (flag == "--upstream-cert-path")
+    cert_path = value;
+  else
+    return false;
   return true;
 }
 
