@@ -18,6 +18,7 @@
 
 #include "dockgate/common/error_body.hpp"
 #include "socket_io.hpp"
+#include "upstream_tls.hpp"
 
 namespace dockgate::proxy {
 
@@ -215,13 +216,19 @@ net::awaitable<connection::outcome> connection::serve_one() {
 
 net::awaitable<bool> connection::connect_upstream() {
   if (upstream_ && upstream_->is_open()) co_return true;
-  upstream_.emplace(client_.get_executor());
   upstream_buffer_.clear();
-  set_deadline(upstream_connect_timeout, true);
-  auto [ec] = co_await upstream_->async_connect(ctx_.upstream, use_tuple);
-  clear_deadline();
-  if (ec) {
-    ctx_.log->error("upstream connect failed: {}", ec.message());
+  std::string failed;
+  if (ctx_.upstream_tls) [[unlikely]] {
+    failed = co_await connect_tls_upstream(ctx_, upstream_, upstream_connect_timeout);
+  } else {
+    upstream_.emplace(client_.get_executor());
+    set_deadline(upstream_connect_timeout, true);
+    auto [ec] = co_await upstream_->async_connect(ctx_.upstream, use_tuple);
+    clear_deadline();
+    if (ec) failed = ec.message();
+  }
+  if (!failed.empty()) {
+    ctx_.log->error("upstream connect failed: {}", failed);
     upstream_.reset();
     // The daemon is away: when it is back it may be another version (an upgrade), so its
     // version is learned again by the next request that reaches it.

@@ -48,6 +48,7 @@
 #include "dockgate/policy/body_review.hpp"
 #include "dockgate/policy/request_shape.hpp"
 #include "dockgate/proxy/audit.hpp"
+#include "upstream_socket.hpp"
 
 namespace dockgate::proxy {
 
@@ -193,7 +194,7 @@ class connection {
 
   proxy_context& ctx_;
   protocol::socket client_;
-  std::optional<protocol::socket> upstream_;
+  upstream_socket upstream_;  // a plain socket, or a tls:// relay's plaintext end
   // One deadline for whatever the connection waits on now, checked by the watchdog: no
   // timer system call per request.
   std::chrono::steady_clock::time_point deadline_ = std::chrono::steady_clock::time_point::max();

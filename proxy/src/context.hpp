@@ -25,6 +25,7 @@
 namespace dockgate::proxy {
 
 class connection;
+struct upstream_tls_config;  // upstream_tls.hpp
 
 struct proxy_context {
   proxy_context(const serve_options& o, std::shared_ptr<const policy::policy> p, protocol::endpoint u,
@@ -39,6 +40,7 @@ struct proxy_context {
   // client and an upstream socket); at the limit it stops accepting until one closes.
   std::size_t max_connections = 0;
   protocol::endpoint upstream;
+  upstream_tls_config* upstream_tls = nullptr;  // --upstream tls://: how to reach it
   std::shared_ptr<spdlog::logger> log;
   audit_sink& audit;
   bool stopping = false;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <optional>
+#include <string>
 
 namespace dockgate::proxy {
 
@@ -19,6 +21,47 @@ std::optional<std::chrono::milliseconds> parse_seconds(std::string_view s) {
   return std::chrono::milliseconds(std::chrono::seconds(v));
 }
 
+// --upstream tls://: the docker CLI's TLS flags, prefixed (its own --tlscacert, --tlscert,
+// --tlskey and DOCKER_CERT_PATH), kept in one block.
+bool upstream_tls_flag(const std::string& flag, const std::string& value, serve_options& serve,
+                       std::string& cert_path) {
+  if (flag == "--upstream-tlscacert")
+    serve.upstream_tlscacert = value;
+  else if (flag == "--upstream-tlscert")
+    serve.upstream_tlscert = value;
+  else if (flag == "--upstream-tlskey")
+    serve.upstream_tlskey = value;
+  else if (flag == "--upstream-cert-path")
+    cert_path = value;
+  else
+    return false;
+  return true;
+}
+
+// A tls:// upstream always verifies the daemon (a CA is required: there is no
+// --tls-without-verify), and presents a client certificate only with its key.
+std::optional<std::string> finish_upstream_tls(serve_options& serve, const std::string& cert_path) {
+  const bool tls = serve.upstream.scheme == common::endpoint::kind::tls;
+  const bool any = !cert_path.empty() || !serve.upstream_tlscacert.empty() ||
+                   !serve.upstream_tlscert.empty() || !serve.upstream_tlskey.empty();
+  if (!tls) {
+    if (any) return "--upstream-tls* and --upstream-cert-path need --upstream tls://host:port";
+    return std::nullopt;
+  }
+  if (!cert_path.empty()) {
+    const std::string dir = cert_path.back() == '/' ? cert_path : cert_path + "/";
+    if (serve.upstream_tlscacert.empty()) serve.upstream_tlscacert = dir + "ca.pem";
+    if (serve.upstream_tlscert.empty()) serve.upstream_tlscert = dir + "cert.pem";
+    if (serve.upstream_tlskey.empty()) serve.upstream_tlskey = dir + "key.pem";
+  }
+  if (serve.upstream_tlscacert.empty())
+    return "--upstream tls:// needs --upstream-tlscacert (or --upstream-cert-path): the daemon's "
+           "certificate is always verified";
+  if (serve.upstream_tlscert.empty() != serve.upstream_tlskey.empty())
+    return "--upstream-tlscert and --upstream-tlskey go together";
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::string usage() {
@@ -29,7 +72,8 @@ std::string usage() {
   dockgate-proxy explain --policy FILE [--profile NAME] METHOD TARGET [BODY_FILE]
 
 serve options:
-  --upstream URL            the Docker daemon: unix:///var/run/docker.sock or tcp://host:port
+  --upstream URL            the Docker daemon: unix:///var/run/docker.sock, tcp://host:port,
+                            or tls://host:2376 (a remote engine behind dockerd --tlsverify)
   --listen URL              where clients connect: unix:///path or tcp://127.0.0.1:2375 (repeatable)
   --policy FILE             policy file (JSON); see compose/policies/. Without it, the
                             Tecnativa docker-socket-proxy variables of the environment
@@ -50,6 +94,11 @@ serve options:
   --tls-key FILE            its private key (PEM)
   --tls-client-ca FILE      require client certificates chaining to this CA; their subject
                             (RFC 2253) selects the profile through clients[].tls_subject
+  --upstream-tlscacert FILE  tls:// upstream: the CA the daemon's certificate must chain to
+  --upstream-tlscert FILE    the client certificate the gate presents to the daemon
+  --upstream-tlskey FILE     its private key
+  --upstream-cert-path DIR   ca.pem, cert.pem and key.pem in DIR (DOCKER_CERT_PATH's layout),
+                            for any of the three not given on its own
 
 explain prints what the profile decides for one request, and the body it would forward.
 
@@ -91,6 +140,7 @@ std::variant<command, parse_error> parse_command_line(const std::vector<std::str
   }
   serve_options serve;
   bool have_upstream = false;
+  std::string upstream_cert_path;
   for (; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "-h" || a == "--help") return command{help_request{usage()}};
@@ -156,6 +206,8 @@ std::variant<command, parse_error> parse_command_line(const std::vector<std::str
       serve.tls_key = *v;
     } else if (a == "--tls-client-ca") {
       serve.tls_client_ca = *v;
+    } else if (upstream_tls_flag(a, *v, serve, upstream_cert_path)) {
+      // --upstream-tls*: upstream_tls_flag, below
     } else {
       return parse_error{"unknown flag " + a};
     }
@@ -163,8 +215,7 @@ std::variant<command, parse_error> parse_command_line(const std::vector<std::str
   // Without --policy: Tecnativa's docker-socket-proxy variables from the environment.
   if (check) return command{check_options{serve.policy_file}};
   if (!have_upstream) return parse_error{"--upstream URL is required"};
-  if (serve.upstream.scheme == common::endpoint::kind::tls)
-    return parse_error{"--upstream: tls:// is a listener scheme"};
+  if (auto e = finish_upstream_tls(serve, upstream_cert_path)) return parse_error{*e};
   const bool any_tls = std::any_of(serve.listen.begin(), serve.listen.end(),
                                    [](const auto& l) { return l.scheme == common::endpoint::kind::tls; });
   if (any_tls && (serve.tls_cert.empty() || serve.tls_key.empty()))

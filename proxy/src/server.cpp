@@ -25,6 +25,7 @@
 #include "context.hpp"
 #include "listeners.hpp"
 #include "tls_front.hpp"
+#include "upstream_tls.hpp"
 
 namespace dockgate::proxy {
 
@@ -76,9 +77,17 @@ net::awaitable<void> accept_loop(proxy_context& ctx, listener& l) {
 // The metrics listener: one request per connection, GET /metrics or GET /healthz.
 net::awaitable<bool> daemon_answers(proxy_context& ctx, const net::any_io_executor& ex) {
   beast::basic_stream<protocol> upstream(ex);
+  upstream_socket tls_upstream;  // tls:// only: the relay lives while this holds it
+  if (ctx.upstream_tls) {
+    if (!(co_await connect_tls_upstream(ctx, tls_upstream, std::chrono::seconds(2))).empty())
+      co_return false;
+    upstream.socket() = std::move(*tls_upstream);
+  }
   upstream.expires_after(std::chrono::seconds(2));
-  auto [cec] = co_await upstream.async_connect(ctx.upstream, use_tuple);
-  if (cec) co_return false;
+  if (!ctx.upstream_tls) {
+    auto [cec] = co_await upstream.async_connect(ctx.upstream, use_tuple);
+    if (cec) co_return false;
+  }
   static constexpr std::string_view ping =
       "GET /_ping HTTP/1.1\r\nHost: docker\r\nConnection: close\r\n\r\n";
   auto [wec, wn] = co_await net::async_write(upstream, net::buffer(ping), use_tuple);
@@ -226,7 +235,10 @@ std::size_t connection_limit(const serve_options& options, spdlog::logger& log) 
   }
   constexpr rlim_t reserved = 64;  // listeners, logs, the metrics listener, start-up probes
   const rlim_t fds = std::min<rlim_t>(rl.rlim_cur, 1 << 22);
-  std::size_t limit = fds > reserved ? static_cast<std::size_t>((fds - reserved) / 2) : 1;
+  // A tls:// upstream costs three: the socketpair's two ends and the TCP socket.
+  const rlim_t per_connection = options.upstream.scheme == common::endpoint::kind::tls ? 4 : 2;
+  std::size_t limit =
+      fds > reserved ? static_cast<std::size_t>((fds - reserved) / per_connection) : 1;
   if (options.max_connections) limit = std::min(limit, options.max_connections);
   log.info("file descriptors: {} (hard limit {}): serving up to {} connections",
            static_cast<unsigned long long>(rl.rlim_cur),
@@ -265,6 +277,11 @@ int serve(const serve_options& options, policy::policy initial, const policy_loa
   net::io_context ioc{1};
   audit_sink audit(STDOUT_FILENO);
   proxy_context ctx(options, shared_policy, resolve(ioc, options.upstream), log, audit);
+  std::unique_ptr<upstream_tls_config> upstream_tls;
+  if (options.upstream.scheme == common::endpoint::kind::tls) {
+    upstream_tls = make_upstream_tls(options);  // throws: a start-up error
+    ctx.upstream_tls = upstream_tls.get();
+  }
   ctx.request_id_prefix = std::random_device{}();  // getrandom(2)
   ctx.max_connections = connection_limit(options, *log);
   ctx.stats.connection_limit(ctx.max_connections);

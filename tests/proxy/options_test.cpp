@@ -56,3 +56,34 @@ TEST_CASE("explain and the insecure-tcp opt-in parse", "[options]") {
   REQUIRE(std::holds_alternative<command>(s));
   CHECK(std::get<serve_options>(std::get<command>(s)).allow_insecure_tcp);
 }
+
+// --upstream tls:// (upstream_tls.cpp): the docker CLI's flags with an upstream- prefix,
+// DOCKER_CERT_PATH's layout, and no TLS upstream without a CA to verify the daemon by.
+TEST_CASE("tls:// upstreams: the CA is required, the cert path fills what is not given",
+          "[options][tls]") {
+  const std::vector<std::string> base = {
+      "--upstream", "tls://docker-host.example:2376", "--listen", "unix:///l", "--policy", "p"};
+  auto with = [&](std::vector<std::string> more) {
+    auto args = base;
+    args.insert(args.end(), more.begin(), more.end());
+    return parse_command_line(args);
+  };
+  auto r = with({"--upstream-cert-path", "/etc/dockgate/up", "--upstream-tlskey", "/k.pem"});
+  REQUIRE(std::holds_alternative<command>(r));
+  const auto& o = std::get<serve_options>(std::get<command>(r));
+  CHECK(o.upstream.scheme == dockgate::common::endpoint::kind::tls);
+  CHECK(o.upstream.host == "docker-host.example");
+  CHECK(o.upstream_tlscacert == "/etc/dockgate/up/ca.pem");
+  CHECK(o.upstream_tlscert == "/etc/dockgate/up/cert.pem");
+  CHECK(o.upstream_tlskey == "/k.pem");  // given on its own: it wins
+  auto ca_only = with({"--upstream-tlscacert", "/ca.pem"});
+  REQUIRE(std::holds_alternative<command>(ca_only));
+  CHECK(std::get<serve_options>(std::get<command>(ca_only)).upstream_tlscert.empty());
+
+  CHECK(std::holds_alternative<parse_error>(with({})));  // no CA: no unverified mode
+  CHECK(std::holds_alternative<parse_error>(
+      with({"--upstream-tlscacert", "/ca.pem", "--upstream-tlscert", "/c.pem"})));  // no key
+  CHECK(std::holds_alternative<parse_error>(
+      parse_command_line({"--upstream", "unix:///s", "--listen", "unix:///l", "--policy", "p",
+                          "--upstream-cert-path", "/d"})));  // TLS files for a unix upstream
+}

@@ -38,6 +38,13 @@ struct serve_options {
   std::string tls_cert;
   std::string tls_key;
   std::string tls_client_ca;
+  // --upstream tls://host:port (a remote engine, as dockerd --tlsverify serves it): the CA
+  // the daemon's certificate must chain to, and the client certificate and key the gate
+  // presents, in the docker CLI's words (--tlscacert, --tlscert, --tlskey); each defaults
+  // to ca.pem, cert.pem, key.pem under --upstream-cert-path (DOCKER_CERT_PATH's layout).
+  std::string upstream_tlscacert;
+  std::string upstream_tlscert;
+  std::string upstream_tlskey;
 };
 
 struct check_options {
