@@ -124,10 +124,12 @@ TEST_CASE("learn: refusals, audit mode's would-refuse and widening values are ne
   log +=
       line("ContainerCreate", "allow",
            seen_of(R"({"Image":"busybox","HostConfig":{"NetworkMode":"host","PidMode":"host"}})"));
+  log += line("ContainerCreate", "allow",
+              seen_of(R"({"Image":"busybox","HostConfig":{"NetworkMode":"host"}})"));
   log += line("ContainerCreate", "allow", seen_of(R"({"Image":"busybox"})"));
   auto l = learn(log);
   const profile& p = l.loaded.profiles.at(0);
-  CHECK(l.result.refused_seen.size() == 3);
+  CHECK(l.result.refused_seen.size() == 4);
   CHECK(l.result.lines_learned == 1);
   CHECK(p.rules.images.patterns == std::vector<std::string>{"docker.io/library/busybox:*"});
   CHECK(rule_of(p, "HostConfig.Memory") == nullptr);
