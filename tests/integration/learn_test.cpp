@@ -179,3 +179,127 @@ TEST_CASE("learn: python3-docker's workload, learned, gives the same results as 
       raw_exchange(gate.socket_path(), "GET /v1.41/networks HTTP/1.1\r\nHost: d\r\n\r\n");
   CHECK(networks.status() == 403);
 }
+
+namespace {
+
+const char* learn_project = R"(version: "3.8"
+services:
+  web:
+    image: IMAGE
+    command: ["sh", "-c", "echo web up; while true; do sleep 1; done"]
+    networks:
+      backend:
+        aliases: [front]
+    volumes: ["data:/data"]
+  db:
+    image: IMAGE
+    command: ["sh", "-c", "echo db up > /data/db.txt; while true; do sleep 1; done"]
+    networks: [backend]
+    volumes: ["data:/data"]
+networks:
+  backend: {}
+volumes:
+  data: {}
+)";
+
+// docker-compose up -d, ps, down -v of a two-service project (a network with an alias, a
+// named volume): exit codes, and the daemon's record of the project while it was up.
+std::string compose_workload(const std::string& host, const std::string& name) {
+  std::string dir = run("mktemp -d").output;
+  dir.pop_back();  // the newline
+  std::string text = learn_project;
+  for (auto at = text.find("IMAGE"); at != std::string::npos; at = text.find("IMAGE"))
+    text.replace(at, 5, test_image());
+  std::ofstream(dir + "/docker-compose.yml") << text;
+  auto compose = [&](const std::string& args) {
+    return run("cd " + dir + " && DOCKER_HOST=" + host +
+               " timeout 120 docker-compose --ansi never -p " + name + " " + args + " 2>&1");
+  };
+  std::string seen = "up rc=" + std::to_string(compose("up -d").status) + "\n";
+  auto ps = compose("ps --services");
+  seen += "ps rc=" + std::to_string(ps.status) + " " + ps.output;
+  const std::string filter = "--filter label=com.docker.compose.project=" + name;
+  seen +=
+      run("{ " + direct() + " ps -a " + filter +
+          " --format 'container {{.Names}} {{.State}} {{.Image}}'; " + direct() + " network ls " +
+          filter + " --format 'network {{.Name}} {{.Driver}}'; " + direct() + " volume ls " +
+          filter + " --format 'volume {{.Name}} {{.Driver}}'; } | sed 's/" + name + "/P/g' | sort")
+          .output;
+  seen +=
+      inspect(name + "_web_1", "web aliases {{json .NetworkSettings.Networks}}").find("front") !=
+              std::string::npos
+          ? "web alias front\n"
+          : "web alias missing\n";
+  seen += "down rc=" + std::to_string(compose("down -v -t 0").status) + "\n";
+  run("cd " + dir + " && DOCKER_HOST=" + engine_host() + " docker-compose -p " + name +
+      " down -v -t 0 >/dev/null 2>&1; rm -rf " + dir);
+  return seen;
+}
+
+}  // namespace
+
+TEST_CASE("learn: docker-compose's workload, learned, runs as it does directly",
+          "[integration][learn][compose]") {
+  const std::string prefix = unique_name("dglearn").substr(0, 20);
+  std::string lower;
+  for (char c : prefix) lower += c == '-' ? 'x' : c;
+  const std::string straight = compose_workload(engine_host(), lower + "a");
+  INFO("straight:\n" << straight);
+  REQUIRE(straight.find("up rc=0") != std::string::npos);
+  learned l;
+  {
+    proxy_process gate("compose/policies/learn.json");
+    CHECK(compose_workload(gate.host(), lower + "b") == straight);
+    l = learn_from(gate, "compose");
+  }
+  INFO("learned:\n" << l.policy << "\nreport:\n" << l.report);
+  check_passes(l);
+  CHECK(l.policy.find("\"networks\": {\"join_owned\": true, \"aliases\": true}") !=
+        std::string::npos);
+  CHECK(l.policy.find("\"volumes\": {\"mount_owned\": true}") != std::string::npos);
+  proxy_process gate(l.policy);
+  CHECK(compose_workload(gate.host(), lower + "c") == straight);
+  // Outside what was seen: another repository, and a bind from the host.
+  REQUIRE(run(direct() + " tag " + test_image() + " dockgate/learn-other:latest").status == 0);
+  auto other = run(gate.docker() + " create --name " + lower +
+                   "-other dockgate/learn-other:latest true 2>&1");
+  CHECK(other.status != 0);
+  CHECK_FALSE(container_exists(lower + "-other"));
+  auto bind = run(gate.docker() + " create --name " + lower + "-bind -v /etc:/host " +
+                  test_image() + " true 2>&1");
+  CHECK(bind.status != 0);
+  CHECK_FALSE(container_exists(lower + "-bind"));
+}
+
+TEST_CASE("learn: a read-only monitor, learned, reads as before and can change nothing",
+          "[integration][learn]") {
+  auto workload = [](const std::string& docker) {
+    std::string seen;
+    for (const std::string cmd :
+         {"version --format '{{.Server.APIVersion}}'", "ps -q --filter name=dg-learn-nothing-here",
+          "events --since 1 --until 2 --filter container=dg-learn-nothing-here",
+          "system df --format '{{.Type}}'"}) {
+      auto r = run(docker + " " + cmd + " 2>&1");
+      seen += cmd + " rc=" + std::to_string(r.status) + " " + r.output + "\n";
+    }
+    return seen;
+  };
+  const std::string straight = workload(direct());
+  INFO("straight:\n" << straight);
+  learned l;
+  {
+    proxy_process gate("compose/policies/learn.json");
+    CHECK(workload(gate.docker()) == straight);
+    l = learn_from(gate, "monitor");
+  }
+  INFO("learned:\n" << l.policy);
+  check_passes(l);
+  CHECK(l.policy.find("ContainerCreate") == std::string::npos);
+  proxy_process gate(l.policy);
+  CHECK(workload(gate.docker()) == straight);
+  const std::string name = unique_name("dg-learn-mon");
+  auto create = run(gate.docker() + " run --name " + name + " " + test_image() + " true 2>&1");
+  CHECK(create.status != 0);
+  CHECK(create.output.find("ContainerCreate") != std::string::npos);
+  CHECK_FALSE(container_exists(name));
+}
