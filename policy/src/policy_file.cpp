@@ -116,7 +116,8 @@ class loader {
       object rule_obj;
       // "comment" (any value) is for people and for `learn`'s notes: read past, ignored.
       if (rule_value.get_object().get(rule_obj) != simdjson::SUCCESS ||
-          rule_obj.size() != 1 + (rule_obj.at_key("comment").error() == simdjson::SUCCESS ? 1u : 0u)) {
+          rule_obj.size() !=
+              1 + (rule_obj.at_key("comment").error() == simdjson::SUCCESS ? 1u : 0u)) {
         error(rule_where, "a rule is an object with exactly one of force, max, allow, deny");
         return;
       }
@@ -205,8 +206,10 @@ class loader {
         // For people and for `learn`'s notes (where each rule came from): ignored.
       } else if (key == "record") {
         auto r = string_of(value, where + ".record");
-        if (r && *r == "fields") p.record_fields = true;
-        else if (r && *r != "none") error(where + ".record", "must be \"fields\" or \"none\"");
+        if (r && *r == "fields")
+          p.record_fields = true;
+        else if (r && *r != "none")
+          error(where + ".record", "must be \"fields\" or \"none\"");
       } else if (key == "mode") {
         auto m = string_of(value, where + ".mode");
         if (m && *m == "audit") p.mode = profile::mode_kind::audit;
@@ -229,7 +232,8 @@ class loader {
         each_key(images, where + ".images", [&](std::string_view k, element v) {
           if (k == "comment") return;
           if (k == "allow") {
-            if (auto list = strings_of(v, where + ".images.allow")) p.rules.images.patterns = std::move(*list);
+            if (auto list = strings_of(v, where + ".images.allow"))
+              p.rules.images.patterns = std::move(*list);
           } else if (k == "require_digest") {
             if (v.get_bool().get(p.rules.images.require_digest) != simdjson::SUCCESS)
               error(where + ".images.require_digest", "must be true or false");

@@ -141,15 +141,17 @@ std::variant<command, parse_error> parse_learn(const std::vector<std::string>& a
   learn_command l;
   for (std::size_t i = 1; i < args.size(); ++i) {
     const std::string& a = args[i];
-    std::string* into = a == "--audit" ? nullptr
+    std::string* into = a == "--audit"     ? nullptr
                         : a == "--profile" ? &l.profile
                         : a == "--name"    ? &l.name
                         : a == "-o"        ? &l.output
                                            : nullptr;
     if (!into && a != "--audit") return parse_error{"learn: unknown argument " + a};
     if (i + 1 >= args.size()) return parse_error{a + ": missing value"};
-    if (into) *into = args[++i];
-    else l.audit_files.push_back(args[++i]);
+    if (into)
+      *into = args[++i];
+    else
+      l.audit_files.push_back(args[++i]);
   }
   if (l.audit_files.empty()) return parse_error{"learn: at least one --audit FILE"};
   if (l.name.empty()) l.name = l.profile.empty() ? "learned" : l.profile;

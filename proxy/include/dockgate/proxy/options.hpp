@@ -64,8 +64,8 @@ struct explain_options {
 struct learn_command {
   std::vector<std::string> audit_files;  // --audit FILE, repeatable, at least one
   std::string profile;                   // --profile NAME: lines of that profile only
-  std::string name;                      // --name NAME: the learned profile's (default: NAME or "learned")
-  std::string output;                    // -o FILE; empty: stdout
+  std::string name;    // --name NAME: the learned profile's (default: NAME or "learned")
+  std::string output;  // -o FILE; empty: stdout
 };
 
 struct help_request {
