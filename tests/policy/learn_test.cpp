@@ -14,8 +14,9 @@ namespace {
 
 std::string line(const std::string& op, const std::string& verdict, const std::string& extra = {}) {
   static int n = 0;
-  return R"({"time":"2026-12-01T21:00:00.00000)" + std::to_string(n % 10) +
-         R"(Z","request_id":"00000000-00000000000)" + std::to_string(n++ % 10) +
+  const std::string digit = std::to_string(n++ % 10);
+  return R"({"time":"2026-12-01T21:00:00.00000)" + digit +
+         R"(Z","request_id":"00000000-00000000000)" + digit +
          R"(","profile":"learn","operation":")" + op + R"(","verdict":")" + verdict + "\"" + extra +
          "}\n";
 }
