@@ -90,6 +90,7 @@ TEST_CASE("tls:// upstreams: the CA is required, the cert path fills what is not
   CHECK(std::holds_alternative<parse_error>(
       parse_command_line({"--upstream", "unix:///s", "--listen", "unix:///l", "--policy", "p",
                           "--upstream-cert-path", "/d"})));  // TLS files for a unix upstream
+}
 
 TEST_CASE("learn takes audit files, a profile, a name and an output", "[options][learn]") {
   auto r = parse_command_line(
