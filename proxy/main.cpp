@@ -9,6 +9,7 @@
 #include "dockgate/policy/policy_file.hpp"
 #include "dockgate/policy/tecnativa.hpp"
 #include "dockgate/proxy/explain.hpp"
+#include "dockgate/proxy/learn_command.hpp"
 #include "dockgate/proxy/options.hpp"
 #include "dockgate/proxy/server.hpp"
 
@@ -59,6 +60,7 @@ int main(int argc, char** argv) {
               << (pol->default_profile ? pol->default_().name : std::string("none")) << '\n';
     return 0;
   }
+  if (auto* learn = std::get_if<learn_command>(&cmd)) return run_learn(*learn);
   if (auto* ex = std::get_if<explain_options>(&cmd)) {
     auto pol = load_policy(ex->policy_file);
     if (!pol) return 2;

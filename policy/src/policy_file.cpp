@@ -114,13 +114,17 @@ class loader {
         return;
       }
       object rule_obj;
-      if (rule_value.get_object().get(rule_obj) != simdjson::SUCCESS || rule_obj.size() != 1) {
+      // "comment" (any value) is for people and for `learn`'s notes: read past, ignored.
+      if (rule_value.get_object().get(rule_obj) != simdjson::SUCCESS ||
+          rule_obj.size() !=
+              1 + (rule_obj.at_key("comment").error() == simdjson::SUCCESS ? 1u : 0u)) {
         error(rule_where, "a rule is an object with exactly one of force, max, allow, deny");
         return;
       }
       field_rule rule;
       bool ok = true;
       for (auto [kind, v] : rule_obj) {
+        if (kind == "comment") continue;
         if (kind == "force") {
           rule.type = field_rule::kind::force;
           auto value = forced_value(operation, path, v, rule_where + ".force");
@@ -198,6 +202,14 @@ class loader {
     each_key(obj, where, [&](std::string_view key, element value) {
       if (key == "description") {
         if (auto s = string_of(value, where + ".description")) p.description = *s;
+      } else if (key == "comment") {
+        // For people and for `learn`'s notes (where each rule came from): ignored.
+      } else if (key == "record") {
+        auto r = string_of(value, where + ".record");
+        if (r && *r == "fields")
+          p.record_fields = true;
+        else if (r && *r != "none")
+          error(where + ".record", "must be \"fields\" or \"none\"");
       } else if (key == "mode") {
         auto m = string_of(value, where + ".mode");
         if (m && *m == "audit") p.mode = profile::mode_kind::audit;
@@ -218,8 +230,10 @@ class loader {
           return;
         }
         each_key(images, where + ".images", [&](std::string_view k, element v) {
+          if (k == "comment") return;
           if (k == "allow") {
-            if (auto list = strings_of(v, where + ".images.allow")) p.rules.images.patterns = std::move(*list);
+            if (auto list = strings_of(v, where + ".images.allow"))
+              p.rules.images.patterns = std::move(*list);
           } else if (k == "require_digest") {
             if (v.get_bool().get(p.rules.images.require_digest) != simdjson::SUCCESS)
               error(where + ".images.require_digest", "must be true or false");
@@ -396,7 +410,9 @@ policy_load_result parse_policy(std::string_view json) {
   std::optional<element> clients_value;
   bool have_profiles = false;
   l.each_key(root, "policy", [&](std::string_view key, element value) {
-    if (key == "default_profile") {
+    if (key == "comment") {
+      // ignored: for people
+    } else if (key == "default_profile") {
       default_name = l.string_of(value, "default_profile");
     } else if (key == "clients") {
       clients_value = value;

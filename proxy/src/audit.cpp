@@ -180,6 +180,7 @@ void append_audit(std::string& out, const audit_record& r) {
   }
   if (!r.dropped.empty()) field("dropped", r.dropped);
   if (!r.would.empty()) field("would", r.would);
+  if (!r.seen.empty()) out += ",\"seen\":" + std::string(r.seen);
   number("status", r.status);
   number("bytes_in", r.bytes_in);
   number("bytes_out", r.bytes_out);

@@ -249,6 +249,7 @@ class connection {
   std::string forward_version_;    // the API version forwarded ("1.41")
   policy::api_version version_{};  // the same, for the body review
   std::string dropped_;            // what the gate left out because the daemon ignores it
+  std::string seen_;  // "record": "fields": what the client set in the body (policy::body_seen)
   std::vector<std::string> warnings_;  // added to a create answer: what the profile changed
   static constexpr std::string_view last_chunk = "0\r\n\r\n";
   // A body on an operation that takes none is read up to this and never forwarded.

@@ -70,6 +70,7 @@ std::string usage() {
   dockgate-proxy check --policy FILE
   dockgate-proxy healthcheck URL   (exit 0 if the --metrics listener at URL says the daemon answers)
   dockgate-proxy explain --policy FILE [--profile NAME] METHOD TARGET [BODY_FILE]
+  dockgate-proxy learn --audit FILE [--audit FILE ...] [--profile NAME] [--name NAME] [-o OUT]
 
 serve options:
   --upstream URL            the Docker daemon: unix:///var/run/docker.sock, tcp://host:port,
@@ -103,6 +104,13 @@ serve options:
 explain prints what the profile decides for one request, and the body it would forward.
 
 check validates a policy file and prints every error at once (exit status 1 if any).
+
+learn reads audit lines (a profile with "record": "fields", e.g. compose/policies/learn.json)
+and writes the narrowest policy file that allows what they show: the operations, image
+repositories, body values (allow lists, max clamps), binds, networks and volumes seen, each
+with where it came from. --profile reads only that profile's lines; --name names the result
+(default: the --profile, else "learned"). What the security invariants forbid is never
+learned: it is printed on stderr as "seen and refused" and kept in the profile's comment.
 )";
 }
 
@@ -128,10 +136,32 @@ std::variant<command, parse_error> parse_explain(const std::vector<std::string>&
   if (positional.size() == 3) e.body_file = positional[2];
   return command{e};
 }
+
+std::variant<command, parse_error> parse_learn(const std::vector<std::string>& args) {
+  learn_command l;
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    std::string* into = a == "--audit"     ? nullptr
+                        : a == "--profile" ? &l.profile
+                        : a == "--name"    ? &l.name
+                        : a == "-o"        ? &l.output
+                                           : nullptr;
+    if (!into && a != "--audit") return parse_error{"learn: unknown argument " + a};
+    if (i + 1 >= args.size()) return parse_error{a + ": missing value"};
+    if (into)
+      *into = args[++i];
+    else
+      l.audit_files.push_back(args[++i]);
+  }
+  if (l.audit_files.empty()) return parse_error{"learn: at least one --audit FILE"};
+  if (l.name.empty()) l.name = l.profile.empty() ? "learned" : l.profile;
+  return command{l};
+}
 }  // namespace
 
 std::variant<command, parse_error> parse_command_line(const std::vector<std::string>& args) {
   if (!args.empty() && args[0] == "explain") return parse_explain(args);
+  if (!args.empty() && args[0] == "learn") return parse_learn(args);
   std::size_t i = 0;
   bool check = false;
   if (!args.empty() && (args[0] == "serve" || args[0] == "check")) {

@@ -10,6 +10,7 @@
 //   volume it names is asked of the daemon, before the daemon sees the body.
 #include "bind_check.hpp"
 #include "connection.hpp"
+#include "dockgate/policy/body_seen.hpp"
 #include "dockgate/policy/request_shape.hpp"
 #include "socket_io.hpp"
 
@@ -51,6 +52,9 @@ net::awaitable<bool> connection::read_request_body(const policy::route& r,
   if (r.op == policy::operation::ContainerCreate || r.op == policy::operation::ContainerExec)
     filter_ = response_filter::create_answer;
   if (!co_await read_json_body(policy::json_body_limit(r.op))) co_return false;
+  // Learning: what the client asked for, refused or not (docs/policy.md, "Learning a profile").
+  if (profile_->record_fields && !(seen_ = policy::body_seen(r.op, json_body_)).empty())
+    audit_.seen = seen_;
   auto reviewed =
       policy::review_body(*profile_, r.op, json_body_, {version_, ctx_.daemon_cgroup_v1});
   if (auto* d = std::get_if<policy::deny>(&reviewed); d && enforce(*d)) {

@@ -1,6 +1,6 @@
-#include <catch2/catch.hpp>
-
 #include "dockgate/proxy/options.hpp"
+
+#include <catch2/catch.hpp>
 
 using namespace dockgate::proxy;
 
@@ -35,7 +35,8 @@ TEST_CASE("bad command lines are refused", "[options]") {
       {"--policy", "p", "--upstream", "unix:///s", "--listen", "unix:///l", "--bogus", "1"},
       {"--policy"},
       {"check", "--policy", "p", "--listen", "unix:///l"},
-      {"--policy", "p", "--upstream", "unix:///s", "--upstream", "unix:///t", "--listen", "unix:///l"},
+      {"--policy", "p", "--upstream", "unix:///s", "--upstream", "unix:///t", "--listen",
+       "unix:///l"},
       {"--policy", "p", "--policy", "q", "--upstream", "unix:///s", "--listen", "unix:///l"},
   };
   for (const auto& args : bad) {
@@ -45,14 +46,17 @@ TEST_CASE("bad command lines are refused", "[options]") {
 }
 
 TEST_CASE("explain and the insecure-tcp opt-in parse", "[options]") {
-  auto r = parse_command_line({"explain", "--policy", "p.json", "--profile", "sandbox", "POST", "/v1.41/containers/create", "body.json"});
+  auto r = parse_command_line({"explain", "--policy", "p.json", "--profile", "sandbox", "POST",
+                               "/v1.41/containers/create", "body.json"});
   REQUIRE(std::holds_alternative<command>(r));
   const auto& e = std::get<explain_options>(std::get<command>(r));
   CHECK(e.profile == "sandbox");
   CHECK(e.method == "POST");
   CHECK(e.body_file == "body.json");
-  CHECK(std::holds_alternative<parse_error>(parse_command_line({"explain", "--policy", "p.json", "GET"})));
-  auto s = parse_command_line({"--upstream", "unix:///s", "--listen", "tcp://0.0.0.0:2375", "--policy", "p", "--allow-insecure-tcp"});
+  CHECK(std::holds_alternative<parse_error>(
+      parse_command_line({"explain", "--policy", "p.json", "GET"})));
+  auto s = parse_command_line({"--upstream", "unix:///s", "--listen", "tcp://0.0.0.0:2375",
+                               "--policy", "p", "--allow-insecure-tcp"});
   REQUIRE(std::holds_alternative<command>(s));
   CHECK(std::get<serve_options>(std::get<command>(s)).allow_insecure_tcp);
 }
@@ -86,4 +90,21 @@ TEST_CASE("tls:// upstreams: the CA is required, the cert path fills what is not
   CHECK(std::holds_alternative<parse_error>(
       parse_command_line({"--upstream", "unix:///s", "--listen", "unix:///l", "--policy", "p",
                           "--upstream-cert-path", "/d"})));  // TLS files for a unix upstream
+}
+
+TEST_CASE("learn takes audit files, a profile, a name and an output", "[options][learn]") {
+  auto r = parse_command_line(
+      {"learn", "--audit", "a.log", "--audit", "b.log", "--profile", "learn", "-o", "out.json"});
+  REQUIRE(std::holds_alternative<command>(r));
+  auto& l = std::get<learn_command>(std::get<command>(r));
+  CHECK(l.audit_files == std::vector<std::string>{"a.log", "b.log"});
+  CHECK(l.profile == "learn");
+  CHECK(l.name == "learn");  // named after the profile it learned from
+  CHECK(l.output == "out.json");
+  auto named = parse_command_line({"learn", "--audit", "a.log", "--name", "ci"});
+  CHECK(std::get<learn_command>(std::get<command>(named)).name == "ci");
+  CHECK(std::holds_alternative<parse_error>(parse_command_line({"learn"})));
+  CHECK(std::holds_alternative<parse_error>(parse_command_line({"learn", "--audit"})));
+  CHECK(std::holds_alternative<parse_error>(
+      parse_command_line({"learn", "--audit", "a", "--policy", "p"})));
 }

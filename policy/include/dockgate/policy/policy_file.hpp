@@ -24,6 +24,9 @@ struct profile {
   // logged as "would", so a team can learn what its client needs. Framing and routing
   // errors are refused in both modes: they are ambiguity, not policy.
   mode_kind mode = mode_kind::enforce;
+  // "record": "fields": each ContainerCreate and ContainerExec audit line carries "seen"
+  // (body_seen.hpp): what the client set, for `dockgate-proxy learn`.
+  bool record_fields = false;
   std::bitset<operation_count> allowed;
   body_rules rules;
 

@@ -52,6 +52,10 @@ struct audit_record {
   std::span<const policy::body_change> changes;  // what the profile changed: a JSON array
   std::string_view would;      // audit mode: what enforce mode would have refused or changed
   std::string_view dropped;    // what the daemon ignores and the gate left out ("query:x,body")
+  // A profile with "record": "fields": what the client set in a create or exec body, a
+  // JSON object from policy::body_seen (values only of fields a rule can name, never of
+  // those that may carry secrets), copied as it is.
+  std::string_view seen;
   unsigned status = 0;
   std::uint64_t bytes_in = 0;   // request body bytes (and client->daemon bytes of a hijack)
   std::uint64_t bytes_out = 0;  // response body bytes (and daemon->client bytes of a hijack)

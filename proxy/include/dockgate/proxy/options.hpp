@@ -59,11 +59,21 @@ struct explain_options {
   std::string body_file;    // optional
 };
 
+// `learn`: the narrowest profile for what audit lines show (docs/policy.md, "Learning a
+// profile").
+struct learn_command {
+  std::vector<std::string> audit_files;  // --audit FILE, repeatable, at least one
+  std::string profile;                   // --profile NAME: lines of that profile only
+  std::string name;    // --name NAME: the learned profile's (default: NAME or "learned")
+  std::string output;  // -o FILE; empty: stdout
+};
+
 struct help_request {
   std::string text;
 };
 
-using command = std::variant<serve_options, check_options, explain_options, help_request>;
+using command =
+    std::variant<serve_options, check_options, explain_options, learn_command, help_request>;
 
 struct parse_error {
   std::string message;

@@ -1,0 +1,305 @@
+// `dockgate-proxy learn` (docs/policy.md, "Learning a profile"): a client's workload run
+// once through the learning profile (compose/policies/learn.json), the profile learned from
+// the audit lines, and the same workload through the learned profile behaves as it does
+// straight at the daemon (exit codes, output, the daemon's inspect), while a request
+// outside what was seen is refused or held to what was seen, and what the invariants
+// forbid is listed as seen and refused, never learned.
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <sstream>
+
+#include "harness.hpp"
+
+using namespace dockgate::test;
+
+namespace {
+
+std::string direct() {
+  return docker_cli() + " -H " + engine_host();
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+struct learned {
+  std::string policy;  // the learned policy file's text
+  std::string report;  // learn's stderr (and stdout)
+  std::string file;    // where it was written (a root-owned directory: check reads it)
+};
+
+// Stops the learning gate (SIGTERM writes every line) and learns from its audit log.
+learned learn_from(proxy_process& gate, const std::string& name) {
+  gate.terminate();
+  // check reads only files root controls: a directory of its own (mkdtemp: 0700, root's).
+  char dir[] = "/tmp/dockgate-learned.XXXXXX";
+  REQUIRE(::mkdtemp(dir) != nullptr);
+  const std::string file = std::string(dir) + "/" + name + ".json";
+  auto r = run(std::string(DOCKGATE_PROXY_BIN) + " learn --audit " + gate.dir() +
+               "/audit.log --profile learn --name " + name + " -o " + file + " 2>&1");
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  return {slurp(file), r.output, file};
+}
+
+void check_passes(const learned& l) {
+  ::chmod(l.file.c_str(), 0644);
+  auto c = run(std::string(DOCKGATE_PROXY_BIN) + " check --policy " + l.file + " 2>&1");
+  INFO(c.output << "\n" << l.policy);
+  REQUIRE(c.status == 0);
+}
+
+std::string inspect(const std::string& name, const std::string& format) {
+  return run(direct() + " inspect --format '" + format + "' " + name + " 2>&1").output;
+}
+
+// The docker CLI's workload: run (foreground and detached), ps, logs, exec, rm. Returns
+// what a user sees, and what the daemon recorded, with `tag` in the names replaced.
+std::string cli_workload(const std::string& docker, const std::string& prefix,
+                         const std::string& tag) {
+  const std::string fg = prefix + "-" + tag + "-fg", bg = prefix + "-" + tag + "-bg";
+  std::string seen;
+  auto step = [&](const std::string& what, const std::string& cmd) {
+    auto r = run(docker + " " + cmd + " 2>&1");
+    std::string out = r.output;
+    for (std::size_t at; (at = out.find("-" + tag + "-")) != std::string::npos;)
+      out.replace(at, tag.size() + 2, "-T-");
+    seen += what + " rc=" + std::to_string(r.status) + " " + out + "\n";
+  };
+  step("run", "run --name " + fg + " --memory 64m --user 1000 " + test_image() + " echo hello");
+  step("run -d", "run -d --name " + bg + " --memory 64m --cap-drop ALL " + test_image() +
+                     " sleep 60 >/dev/null");
+  step("ps",
+       "ps -a --filter name=" + prefix + "-" + tag + " --format '{{.Names}} {{.Image}}' | sort");
+  step("logs", "logs " + fg);
+  step("exec", "exec " + bg + " sh -c 'echo in exec; id -u'");
+  seen +=
+      "daemon fg " +
+      inspect(fg, "{{.Config.User}} {{.HostConfig.Memory}} {{.Config.Image}} {{.State.ExitCode}}");
+  seen += "daemon bg " +
+          inspect(bg, "{{.HostConfig.Memory}} {{.HostConfig.CapDrop}} {{.State.Running}}");
+  step("rm", "rm -f " + fg + " " + bg);
+  return seen;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "learn: the docker CLI's workload, learned, runs as it does directly; nothing else passes",
+    "[integration][learn]") {
+  const std::string prefix = unique_name("dg-learn-cli");
+  const std::string straight = cli_workload(direct(), prefix, "a");
+  INFO("straight:\n" << straight);
+  REQUIRE(straight.find("run rc=0 hello") != std::string::npos);
+
+  learned l;
+  {
+    proxy_process gate("compose/policies/learn.json");
+    CHECK(cli_workload(gate.docker(), prefix, "b") == straight);
+    // The invariants hold while learning: refused, and reported, never learned.
+    auto priv = run(gate.docker() + " run --rm --name " + prefix + "-priv --privileged " +
+                    test_image() + " true 2>&1");
+    CHECK(priv.status != 0);
+    CHECK_FALSE(container_exists(prefix + "-priv"));
+    l = learn_from(gate, "cli");
+  }
+  INFO("learned:\n" << l.policy << "\nreport:\n" << l.report);
+  check_passes(l);
+  CHECK(l.report.find(
+            "seen and refused, not learned: ContainerCreate: dockgate: HostConfig.Privileged") !=
+        std::string::npos);
+  CHECK(l.policy.find(
+            "\"refused_seen\": [\n          \"ContainerCreate: dockgate: HostConfig.Privileged") !=
+        std::string::npos);
+
+  proxy_process gate(l.policy);
+  CHECK(cli_workload(gate.docker(), prefix, "c") == straight);
+
+  // Outside what was seen: another operation, another image repository, a larger memory,
+  // and --privileged.
+  auto networks = run(gate.docker() + " network ls 2>&1");
+  CHECK(networks.status != 0);
+  CHECK(networks.output.find("NetworkList") != std::string::npos);
+  REQUIRE(run(direct() + " tag " + test_image() + " dockgate/learn-other:latest").status == 0);
+  auto other = run(gate.docker() + " run --rm --name " + prefix +
+                   "-other dockgate/learn-other:latest true 2>&1");
+  CHECK(other.status != 0);
+  CHECK(other.output.find("dockgate/learn-other") != std::string::npos);
+  CHECK_FALSE(container_exists(prefix + "-other"));
+  const std::string big = prefix + "-big";
+  REQUIRE(run(gate.docker() + " run --name " + big + " --memory 128m " + test_image() + " true")
+              .status == 0);
+  CHECK(inspect(big, "{{.HostConfig.Memory}}") == "67108864\n");  // held to the largest seen
+  run(direct() + " rm -f " + big);
+  auto priv = run(gate.docker() + " run --rm --name " + prefix + "-priv2 --privileged " +
+                  test_image() + " true 2>&1");
+  CHECK(priv.status != 0);
+  CHECK_FALSE(container_exists(prefix + "-priv2"));
+}
+
+TEST_CASE("learn: python3-docker's workload, learned, gives the same results as directly",
+          "[integration][learn][clients]") {
+  if (run("/usr/bin/python3 -c 'import docker'").status != 0)
+    FAIL("python3-docker is missing: scripts/install-deps.sh installs it");
+  const std::string script = repo_root() + "/tests/integration/clients/python_docker.py";
+  const std::string prefix = unique_name("dg-learn-py");
+  auto workload = [&](const std::string& host, const std::string& tag) {
+    auto r = run("DOCKER_HOST=" + host + " /usr/bin/python3 " + script + " " + test_image() + " " +
+                 prefix + "-" + tag);
+    for (std::size_t at; (at = r.output.find(prefix + "-" + tag)) != std::string::npos;)
+      r.output.replace(at, prefix.size() + 1 + tag.size(), "P");
+    return r;
+  };
+  const auto straight = workload(engine_host(), "a");
+  INFO("straight: " << straight.output);
+  REQUIRE(straight.status == 0);
+  learned l;
+  {
+    proxy_process gate("compose/policies/learn.json");
+    auto learning = workload(gate.host(), "b");
+    CHECK(learning.status == 0);
+    CHECK(learning.output == straight.output);
+    l = learn_from(gate, "python");
+  }
+  INFO("learned:\n" << l.policy << "\nreport:\n" << l.report);
+  check_passes(l);
+  proxy_process gate(l.policy);
+  auto gated = workload(gate.host(), "c");
+  CHECK(gated.status == 0);
+  CHECK(gated.output == straight.output);
+  CHECK(gated.output.find("error:") == std::string::npos);
+  // The SDK never asked for the version or the networks: the learned profile refuses them.
+  auto networks =
+      raw_exchange(gate.socket_path(), "GET /v1.41/networks HTTP/1.1\r\nHost: d\r\n\r\n");
+  CHECK(networks.status() == 403);
+}
+
+namespace {
+
+const char* learn_project = R"(version: "3.8"
+services:
+  web:
+    image: IMAGE
+    command: ["sh", "-c", "echo web up; while true; do sleep 1; done"]
+    networks:
+      backend:
+        aliases: [front]
+    volumes: ["data:/data"]
+  db:
+    image: IMAGE
+    command: ["sh", "-c", "echo db up > /data/db.txt; while true; do sleep 1; done"]
+    networks: [backend]
+    volumes: ["data:/data"]
+networks:
+  backend: {}
+volumes:
+  data: {}
+)";
+
+// docker-compose up -d, ps, down -v of a two-service project (a network with an alias, a
+// named volume): exit codes, and the daemon's record of the project while it was up.
+std::string compose_workload(const std::string& host, const std::string& name) {
+  std::string dir = run("mktemp -d").output;
+  dir.pop_back();  // the newline
+  std::string text = learn_project;
+  for (auto at = text.find("IMAGE"); at != std::string::npos; at = text.find("IMAGE"))
+    text.replace(at, 5, test_image());
+  std::ofstream(dir + "/docker-compose.yml") << text;
+  auto compose = [&](const std::string& args) {
+    return run("cd " + dir + " && DOCKER_HOST=" + host +
+               " timeout 120 docker-compose --ansi never -p " + name + " " + args + " 2>&1");
+  };
+  std::string seen = "up rc=" + std::to_string(compose("up -d").status) + "\n";
+  auto ps = compose("ps --services");
+  seen += "ps rc=" + std::to_string(ps.status) + " " + ps.output;
+  const std::string filter = "--filter label=com.docker.compose.project=" + name;
+  seen +=
+      run("{ " + direct() + " ps -a " + filter +
+          " --format 'container {{.Names}} {{.State}} {{.Image}}'; " + direct() + " network ls " +
+          filter + " --format 'network {{.Name}} {{.Driver}}'; " + direct() + " volume ls " +
+          filter + " --format 'volume {{.Name}} {{.Driver}}'; } | sed 's/" + name + "/P/g' | sort")
+          .output;
+  seen +=
+      inspect(name + "_web_1", "web aliases {{json .NetworkSettings.Networks}}").find("front") !=
+              std::string::npos
+          ? "web alias front\n"
+          : "web alias missing\n";
+  seen += "down rc=" + std::to_string(compose("down -v -t 0").status) + "\n";
+  run("cd " + dir + " && DOCKER_HOST=" + engine_host() + " docker-compose -p " + name +
+      " down -v -t 0 >/dev/null 2>&1; rm -rf " + dir);
+  return seen;
+}
+
+}  // namespace
+
+TEST_CASE("learn: docker-compose's workload, learned, runs as it does directly",
+          "[integration][learn][compose]") {
+  const std::string prefix = unique_name("dglearn").substr(0, 20);
+  std::string lower;
+  for (char c : prefix) lower += c == '-' ? 'x' : c;
+  const std::string straight = compose_workload(engine_host(), lower + "a");
+  INFO("straight:\n" << straight);
+  REQUIRE(straight.find("up rc=0") != std::string::npos);
+  learned l;
+  {
+    proxy_process gate("compose/policies/learn.json");
+    CHECK(compose_workload(gate.host(), lower + "b") == straight);
+    l = learn_from(gate, "compose");
+  }
+  INFO("learned:\n" << l.policy << "\nreport:\n" << l.report);
+  check_passes(l);
+  CHECK(l.policy.find("\"networks\": {\"join_owned\": true, \"aliases\": true}") !=
+        std::string::npos);
+  CHECK(l.policy.find("\"volumes\": {\"mount_owned\": true}") != std::string::npos);
+  proxy_process gate(l.policy);
+  CHECK(compose_workload(gate.host(), lower + "c") == straight);
+  // Outside what was seen: another repository, and a bind from the host.
+  REQUIRE(run(direct() + " tag " + test_image() + " dockgate/learn-other:latest").status == 0);
+  auto other = run(gate.docker() + " create --name " + lower +
+                   "-other dockgate/learn-other:latest true 2>&1");
+  CHECK(other.status != 0);
+  CHECK_FALSE(container_exists(lower + "-other"));
+  auto bind = run(gate.docker() + " create --name " + lower + "-bind -v /etc:/host " +
+                  test_image() + " true 2>&1");
+  CHECK(bind.status != 0);
+  CHECK_FALSE(container_exists(lower + "-bind"));
+}
+
+TEST_CASE("learn: a read-only monitor, learned, reads as before and can change nothing",
+          "[integration][learn]") {
+  auto workload = [](const std::string& docker) {
+    std::string seen;
+    for (const std::string cmd :
+         {"version --format '{{.Server.APIVersion}}'", "ps -q --filter name=dg-learn-nothing-here",
+          "events --since 1 --until 2 --filter container=dg-learn-nothing-here",
+          "system df --format '{{.Type}}'"}) {
+      auto r = run(docker + " " + cmd + " 2>&1");
+      seen += cmd + " rc=" + std::to_string(r.status) + " " + r.output + "\n";
+    }
+    return seen;
+  };
+  const std::string straight = workload(direct());
+  INFO("straight:\n" << straight);
+  learned l;
+  {
+    proxy_process gate("compose/policies/learn.json");
+    CHECK(workload(gate.docker()) == straight);
+    l = learn_from(gate, "monitor");
+  }
+  INFO("learned:\n" << l.policy);
+  check_passes(l);
+  CHECK(l.policy.find("ContainerCreate") == std::string::npos);
+  proxy_process gate(l.policy);
+  CHECK(workload(gate.docker()) == straight);
+  const std::string name = unique_name("dg-learn-mon");
+  auto create = run(gate.docker() + " run --name " + name + " " + test_image() + " true 2>&1");
+  CHECK(create.status != 0);
+  CHECK(create.output.find("ContainerCreate") != std::string::npos);
+  CHECK_FALSE(container_exists(name));
+}
