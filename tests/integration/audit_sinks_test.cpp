@@ -397,7 +397,7 @@ TEST_CASE("A sink that cannot be opened at start stops the gate, naming the sink
   for (const std::string& sink : {"file:" + d.path + "/no-such-dir/audit.log",
                                   std::string("journald"), "syslog:" + d.path + "/no-log.sock"}) {
     INFO(sink);
-    const auto r = run("DOCKGATE_JOURNAL_SOCKET=" + d.path + "/no-journal.sock " +
+    const auto r = run("DOCKGATE_JOURNAL_SOCKET=" + d.path + "/no-journal.sock timeout 20 " +
                        std::string(DOCKGATE_PROXY_BIN) + " --upstream " + engine_host() +
                        " --listen unix://" + d.path + "/gate.sock --policy " + policy +
                        " --audit stdout --audit " + quoted(sink) + " 2>&1");
