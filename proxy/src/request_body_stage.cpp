@@ -234,7 +234,8 @@ net::awaitable<bool> connection::forward_request(policy::request_body body) {
   // --audit-mode blocking: the decision (status 0) is in every sink before the daemon sees
   // the request; a sink that cannot take it refuses the request (audit_sink.hpp).
   if (ctx_.audit.blocking() && !write_decision_line()) {
-    co_await refuse(503, "audit", "dockgate: the audit trail cannot be written; request not forwarded");
+    co_await refuse(503, "audit",
+                    "dockgate: the audit trail cannot be written; request not forwarded");
     co_return false;
   }
   if (!co_await connect_upstream()) {
