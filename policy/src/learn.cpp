@@ -229,6 +229,10 @@ struct learner {
     if (!options.from_profile.empty() && profile != options.from_profile) return;
     const std::string_view op = text_at(line, "operation");
     if (op.empty()) return;  // routing failed: no operation to allow
+    // --audit-mode blocking writes a decision line (status 0) before forwarding and the
+    // answer's line after: the answer's is the one to learn from, each request once.
+    std::int64_t status = -1;
+    if (line.at_key("status").get(status) == simdjson::SUCCESS && status == 0) return;
     ++result.lines_read;
     const std::string_view time = text_at(line, "time"), id = text_at(line, "request_id");
     if (first_time.empty() || time < first_time) first_time = time;

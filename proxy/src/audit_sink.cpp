@@ -1,31 +1,95 @@
+// The fan-out of audit lines to their sinks, and each sink's queue (audit_sink.hpp).
 #include "audit_sink.hpp"
 
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
-#include <cerrno>
+#include "audit_outputs.hpp"
 
 namespace dockgate::proxy {
 
-void audit_sink::write(const audit_record& r) {
-  append_audit(pending_, r);
-  pending_ += '\n';
-  if (pending_.size() >= flush_at) flush();
+void audit_output::add(const audit_record& r, std::string_view line) {
+  if (queue_.size() > max_queued) {
+    ++lost_;
+    return;
+  }
+  encode(queue_, r, line);
+  ends_.push_back(queue_.size());
 }
 
-void audit_sink::flush() {
-  std::size_t done = 0;
-  while (done < pending_.size() && !failed_) {
-    const ssize_t n = ::write(fd_, pending_.data() + done, pending_.size() - done);
-    if (n > 0) {
-      done += static_cast<std::size_t>(n);
-    } else if (n < 0 && errno == EINTR) {
-      continue;
-    } else {
-      failed_ = true;  // stdout gone: the lines are counted in metrics still
+bool audit_output::flush() {
+  if (queue_.empty()) return true;
+  const std::size_t done = write(queue_, ends_);
+  if (done == 0 && !queue_.empty()) return false;
+  queue_.erase(0, done);
+  std::size_t whole = 0;
+  while (whole < ends_.size() && ends_[whole] <= done) ++whole;
+  ends_.erase(ends_.begin(), ends_.begin() + static_cast<std::ptrdiff_t>(whole));
+  for (auto& e : ends_) e -= done;
+  if (queue_.capacity() > 4 * max_queued / 16 && queue_.size() < max_queued / 64)
+    queue_.shrink_to_fit();
+  return queue_.empty();
+}
+
+bool audit_sink::write(const audit_record& r) {
+  line_.clear();
+  append_audit(line_, r);
+  for (auto& o : outputs_) o->add(r, line_);
+  since_flush_ += line_.size();
+  if (blocking_ || since_flush_ >= flush_at) return flush();
+  return true;
+}
+
+bool audit_sink::flush() {
+  since_flush_ = 0;
+  failing_.resize(outputs_.size(), false);
+  reported_lost_.resize(outputs_.size(), 0);
+  bool all = true;
+  for (std::size_t i = 0; i < outputs_.size(); ++i) {
+    auto& o = *outputs_[i];
+    const bool ok = o.flush();
+    all = all && ok;
+    if (ok != !failing_[i]) {
+      if (ok)
+        log_.info("audit sink {}: written again", o.name());
+      else
+        log_.error("audit sink {}: cannot write ({}): {} byte(s) kept for a later attempt",
+                   o.name(), o.last_error, o.queued());
+      failing_[i] = !ok;
     }
+    if (o.lost() != reported_lost_[i])
+      reported_lost_[i] = o.lost(),
+      log_.error("audit sink {}: {} line(s) lost in all (its queue is full)", o.name(), o.lost());
   }
-  pending_.clear();
-  if (pending_.capacity() > 2 * flush_at) pending_.shrink_to_fit();
+  return all;
+}
+
+void audit_sink::reopen() {
+  flush();
+  for (auto& o : outputs_) {
+    const std::string error = o->reopen();
+    if (!error.empty()) log_.error("SIGHUP: audit sink {}: {}", o->name(), error);
+  }
+}
+
+}  // namespace dockgate::proxy
+
+namespace dockgate::proxy {
+
+std::unique_ptr<audit_output> open_audit_output(const audit_target& t, const serve_options& o,
+                                                std::string& error) {
+  switch (t.type) {
+    case audit_target::kind::standard_output:
+      return open_fd_output(STDOUT_FILENO, t.spec);
+    case audit_target::kind::file:
+      return open_file_output(t, o.audit_max_bytes, o.audit_keep, error);
+    case audit_target::kind::journald:
+      return open_journald_output(t, error);
+    case audit_target::kind::syslog:
+      return open_syslog_output(t, error);
+  }
+  error = "unknown sink";
+  return nullptr;
 }
 
 }  // namespace dockgate::proxy

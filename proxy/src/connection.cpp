@@ -271,7 +271,7 @@ void connection::append_request_id_header(std::string& out) const {
   out += "\r\n";
 }
 
-void connection::finish_audit(unsigned status) {
+void connection::set_audit_object() {
   if (!object_name_.empty() || !object_id_.empty()) {
     audit_.object_name = object_name_;
     audit_.object_id = object_id_;
@@ -284,6 +284,18 @@ void connection::finish_audit(unsigned status) {
   } else {
     audit_.object_type = {};
   }
+}
+
+bool connection::write_decision_line() {
+  set_audit_object();
+  audit_.duration_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started_)
+          .count();
+  return ctx_.audit.write(audit_);
+}
+
+void connection::finish_audit(unsigned status) {
+  set_audit_object();
   audit_.status = status;
   audit_.duration_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started_)

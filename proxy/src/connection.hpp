@@ -170,6 +170,10 @@ class connection {
                            bool keep_alive,
                            std::optional<std::size_t> content_length = std::nullopt);
   void finish_audit(unsigned status);
+  // --audit-mode blocking: the line of the decision (status 0), written before forwarding;
+  // false if a sink could not take it.
+  bool write_decision_line();
+  void set_audit_object();  // the object named or created, into the audit record
 
   std::string_view buffered() const { return {in_data_ + in_begin_, in_end_ - in_begin_}; }
   void consume(std::size_t n) { in_begin_ += n; }

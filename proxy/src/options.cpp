@@ -62,7 +62,55 @@ std::optional<std::string> finish_upstream_tls(serve_options& serve, const std::
   return std::nullopt;
 }
 
+// HOST:PORT, HOST an address or name, [IPv6] in brackets.
+bool split_host_port(std::string_view s, std::string& host, std::string& port) {
+  const auto colon = s.rfind(':');
+  if (colon == std::string_view::npos || colon == 0 || colon + 1 == s.size()) return false;
+  host = s.substr(0, colon);
+  port = s.substr(colon + 1);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  unsigned p = 0;
+  return parse_uint(port, p) && p > 0 && p < 65536;
+}
+
 }  // namespace
+
+std::optional<audit_target> parse_audit_target(const std::string& spec, std::string& error) {
+  audit_target t;
+  t.spec = spec;
+  const std::string_view s = spec;
+  if (s == "stdout") return t;
+  if (s == "journald") {
+    t.type = audit_target::kind::journald;
+    return t;
+  }
+  if (s.starts_with("file:")) {
+    t.type = audit_target::kind::file;
+    t.path = s.substr(5);
+    if (t.path.empty() || t.path.front() != '/') {
+      error = "file:PATH needs an absolute path";
+      return std::nullopt;
+    }
+    return t;
+  }
+  if (s == "syslog" || s.starts_with("syslog:")) {
+    t.type = audit_target::kind::syslog;
+    const std::string_view addr = s == "syslog" ? std::string_view("/dev/log") : s.substr(7);
+    if (addr.starts_with("/")) {
+      t.path = addr;
+      return t;
+    }
+    const bool udp = addr.starts_with("udp://"), tcp = addr.starts_with("tcp://");
+    if ((udp || tcp) && split_host_port(addr.substr(6), t.host, t.port)) {
+      t.via = udp ? audit_target::transport::udp : audit_target::transport::tcp;
+      return t;
+    }
+    error = "syslog:ADDR is /PATH (unix datagram), udp://HOST:PORT or tcp://HOST:PORT";
+    return std::nullopt;
+  }
+  error = "one of stdout, file:PATH, journald, syslog[:ADDR]";
+  return std::nullopt;
+}
 
 std::string usage() {
   return R"(usage:
@@ -100,6 +148,13 @@ serve options:
   --upstream-tlskey FILE     its private key
   --upstream-cert-path DIR   ca.pem, cert.pem and key.pem in DIR (DOCKER_CERT_PATH's layout),
                             for any of the three not given on its own
+  --audit SINK              where audit lines go (repeatable; default stdout): stdout,
+                            file:PATH, journald, syslog (/dev/log), syslog:/PATH,
+                            syslog:udp://HOST:PORT, syslog:tcp://HOST:PORT (RFC 5424)
+  --audit-mode MODE         batch (default: written about once a second) or blocking (a
+                            request is forwarded only once its line is written to every sink)
+  --audit-max-bytes N       file sinks: rotate past N bytes (default 104857600; 0: never)
+  --audit-keep N            file sinks: rotated files kept, PATH.1 newest (default 5)
 
 explain prints what the profile decides for one request, and the body it would forward.
 
@@ -228,6 +283,18 @@ std::variant<command, parse_error> parse_command_line(const std::vector<std::str
       auto ep = common::parse_endpoint(*v, &error);
       if (!ep || ep->scheme == common::endpoint::kind::tls) return parse_error{"--metrics " + *v + ": unix:// or tcp:// " + error};
       serve.metrics = *ep;
+    } else if (a == "--audit") {
+      auto t = parse_audit_target(*v, error);
+      if (!t) return parse_error{"--audit " + *v + ": " + error};
+      serve.audit.push_back(std::move(*t));
+    } else if (a == "--audit-mode") {
+      if (*v != "batch" && *v != "blocking") return parse_error{"--audit-mode: batch or blocking"};
+      serve.audit_blocking = *v == "blocking";
+    } else if (a == "--audit-max-bytes") {
+      if (!parse_uint(*v, serve.audit_max_bytes)) return parse_error{a + ": a number of bytes"};
+    } else if (a == "--audit-keep") {
+      if (!parse_uint(*v, serve.audit_keep) || serve.audit_keep == 0 || serve.audit_keep > 1000)
+        return parse_error{a + ": 1 to 1000"};
     } else if (a == "--log-level") {
       serve.log_level = *v;
     } else if (a == "--tls-cert") {
@@ -251,6 +318,7 @@ std::variant<command, parse_error> parse_command_line(const std::vector<std::str
   if (any_tls && (serve.tls_cert.empty() || serve.tls_key.empty()))
     return parse_error{"tls:// listeners need --tls-cert and --tls-key"};
   if (serve.listen.empty()) return parse_error{"at least one --listen URL is required"};
+  if (serve.audit.empty()) serve.audit.push_back(audit_target{});  // stdout
   return command{serve};
 }
 

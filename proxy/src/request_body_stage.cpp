@@ -240,6 +240,13 @@ net::awaitable<bool> connection::forward_request(policy::request_body body) {
   }
   out_ += "\r\n";
 
+  // --audit-mode blocking: the decision (status 0) is in every sink before the daemon sees
+  // the request; a sink that cannot take it refuses the request (audit_sink.hpp).
+  if (ctx_.audit.blocking() && !write_decision_line()) {
+    co_await refuse(503, "audit",
+                    "dockgate: the audit trail cannot be written; request not forwarded");
+    co_return false;
+  }
   if (!co_await connect_upstream()) {
     co_await refuse(502, "upstream", "dockgate: cannot reach the Docker daemon");
     co_return false;

@@ -246,7 +246,7 @@ std::size_t connection_limit(const serve_options& options, spdlog::logger& log) 
   return limit;
 }
 
-// SIGHUP: the policy read again; a valid one applies to new requests, an invalid one, or
+// SIGHUP: the audit queues written and file sinks opened again at their paths; the policy read again; a valid one applies to new requests, an invalid one, or
 // one a user other than root could have changed (host_path.hpp), is refused (the reason
 // logged) and the current one stays.
 net::awaitable<void> reload_when_signalled(proxy_context& ctx, net::signal_set& signals,
@@ -254,6 +254,7 @@ net::awaitable<void> reload_when_signalled(proxy_context& ctx, net::signal_set& 
   for (;;) {
     auto [ec, signo] = co_await signals.async_wait(use_tuple);
     if (ec || ctx.stopping) co_return;
+    ctx.audit.reopen();
     auto fresh = load();
     ctx.stats.policy_reload(fresh.has_value(), unix_now());
     if (!fresh) {
@@ -273,9 +274,15 @@ int serve(const serve_options& options, policy::policy initial, const policy_loa
   const policy::policy& pol = *shared_policy;
   auto log = spdlog::stderr_logger_st("dockgate-proxy");
   log->set_level(spdlog::level::from_str(options.log_level));
-  // Audit lines go to stdout as bare JSON, one per request.
+  // Every --audit sink opens now, or the gate does not start (audit_sink.hpp).
+  std::vector<std::unique_ptr<audit_output>> outputs;
+  for (const auto& t : options.audit) {
+    std::string error;
+    outputs.push_back(open_audit_output(t, options, error));
+    if (!outputs.back()) throw std::runtime_error("--audit " + t.spec + ": " + error);
+  }
   net::io_context ioc{1};
-  audit_sink audit(STDOUT_FILENO);
+  audit_sink audit(std::move(outputs), options.audit_blocking, *log);
   proxy_context ctx(options, shared_policy, resolve(ioc, options.upstream), log, audit);
   std::unique_ptr<upstream_tls_config> upstream_tls;
   if (options.upstream.scheme == common::endpoint::kind::tls) {

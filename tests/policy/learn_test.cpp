@@ -109,6 +109,21 @@ TEST_CASE("learn: operations, image repositories, allow lists and max clamps fro
   CHECK(std::holds_alternative<deny>(review_container_create(p, R"({"Image":"debian"})")));
 }
 
+TEST_CASE("learn: blocking mode's decision lines (status 0) are not learned twice",
+          "[policy][learn]") {
+  std::string log;
+  log += line("SystemPing", "allow", R"(,"status":0)");    // decision line
+  log += line("SystemPing", "allow", R"(,"status":200)");  // its answer's line
+  // A decision line whose answer never came (the gate stopped, or the sink refused it):
+  // nothing the daemon answered, nothing to learn.
+  log += line("SystemInfo", "allow", R"(,"status":0)");
+  auto l = learn(log);
+  const profile& p = l.loaded.profiles.at(0);
+  CHECK(p.allows(operation::SystemPing));
+  CHECK_FALSE(p.allows(operation::SystemInfo));
+  CHECK(l.result.lines_learned == 1);
+}
+
 TEST_CASE("learn: refusals, audit mode's would-refuse and widening values are never learned",
           "[policy][learn]") {
   std::string log;

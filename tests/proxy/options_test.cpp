@@ -108,3 +108,49 @@ TEST_CASE("learn takes audit files, a profile, a name and an output", "[options]
   CHECK(std::holds_alternative<parse_error>(
       parse_command_line({"learn", "--audit", "a", "--policy", "p"})));
 }
+
+TEST_CASE("audit sinks and mode parse: none given means stdout", "[options][audit]") {
+  const std::vector<std::string> base = {"--upstream", "unix:///d.sock", "--listen",
+                                         "unix:///g.sock"};
+  auto parse = [&](std::vector<std::string> extra) {
+    auto args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return parse_command_line(args);
+  };
+  auto plain = parse({});
+  REQUIRE(std::holds_alternative<command>(plain));
+  const auto& p = std::get<serve_options>(std::get<command>(plain));
+  REQUIRE(p.audit.size() == 1);
+  CHECK(p.audit[0].type == audit_target::kind::standard_output);
+  CHECK(!p.audit_blocking);
+
+  auto r =
+      parse({"--audit", "file:/var/log/dockgate/audit.log", "--audit", "journald", "--audit",
+             "syslog", "--audit", "syslog:udp://[::1]:514", "--audit", "syslog:tcp://logs:6514",
+             "--audit-mode", "blocking", "--audit-max-bytes", "1000", "--audit-keep", "2"});
+  REQUIRE(std::holds_alternative<command>(r));
+  const auto& o = std::get<serve_options>(std::get<command>(r));
+  REQUIRE(o.audit.size() == 5);
+  CHECK(o.audit[0].type == audit_target::kind::file);
+  CHECK(o.audit[0].path == "/var/log/dockgate/audit.log");
+  CHECK(o.audit[1].type == audit_target::kind::journald);
+  CHECK(o.audit[2].path == "/dev/log");
+  CHECK(o.audit[3].via == audit_target::transport::udp);
+  CHECK(o.audit[3].host == "::1");
+  CHECK(o.audit[3].port == "514");
+  CHECK(o.audit[4].via == audit_target::transport::tcp);
+  CHECK(o.audit_blocking);
+  CHECK(o.audit_max_bytes == 1000);
+  CHECK(o.audit_keep == 2);
+
+  for (const std::vector<std::string>& bad :
+       std::vector<std::vector<std::string>>{{"--audit", "file:relative.log"},
+                                             {"--audit", "syslog:udp://host"},
+                                             {"--audit", "syslog:tcp://host:99999"},
+                                             {"--audit", "kafka"},
+                                             {"--audit-mode", "sometimes"},
+                                             {"--audit-keep", "0"}}) {
+    INFO(bad[0] << " " << bad[1]);
+    CHECK(std::holds_alternative<parse_error>(parse(bad)));
+  }
+}

@@ -4,6 +4,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <variant>
@@ -12,6 +13,17 @@
 #include "dockgate/common/endpoint.hpp"
 
 namespace dockgate::proxy {
+
+// --audit SINK: where audit lines go (docs/operating.md, "Audit sinks").
+struct audit_target {
+  enum class kind { standard_output, file, journald, syslog };
+  kind type = kind::standard_output;
+  std::string path;  // file: the file; syslog over a unix datagram socket: the socket
+  enum class transport { unix_datagram, udp, tcp };
+  transport via = transport::unix_datagram;  // syslog
+  std::string host, port;                    // syslog over udp or tcp
+  std::string spec;                          // as given, for messages
+};
 
 struct serve_options {
   common::endpoint upstream;
@@ -45,7 +57,16 @@ struct serve_options {
   std::string upstream_tlscacert;
   std::string upstream_tlscert;
   std::string upstream_tlskey;
+  // --audit (repeatable; none: stdout), --audit-mode, and file sinks' size rotation.
+  std::vector<audit_target> audit;
+  bool audit_blocking = false;                    // --audit-mode blocking
+  std::uint64_t audit_max_bytes = 100ull << 20;  // --audit-max-bytes (0: never rotate)
+  unsigned audit_keep = 5;                       // --audit-keep: rotated files kept
 };
+
+// Parses one --audit value: stdout, file:PATH, journald, syslog, syslog:/PATH,
+// syslog:udp://HOST:PORT, syslog:tcp://HOST:PORT.
+std::optional<audit_target> parse_audit_target(const std::string& spec, std::string& error);
 
 struct check_options {
   std::string policy_file;

@@ -1,0 +1,135 @@
+// Audit sinks that are files: stdout (a descriptor as it is) and file:PATH, rotated by
+// size (PATH.1 the newest of --audit-keep rotated files) and opened again at PATH on SIGHUP
+// (logrotate's create mode: it renames PATH, then signals; the lines queued before the
+// signal go to the renamed file, the later ones to the new PATH).
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "audit_outputs.hpp"
+
+namespace dockgate::proxy {
+
+namespace {
+
+// Writes all of `bytes` (a short write is continued); returns how many were written.
+std::size_t write_fully(int fd, std::string_view bytes, std::string& error) {
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n > 0) {
+      done += static_cast<std::size_t>(n);
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else {
+      error = n < 0 ? std::strerror(errno) : "wrote nothing";
+      break;
+    }
+  }
+  return done;
+}
+
+class fd_output : public audit_output {
+ public:
+  fd_output(int fd, std::string name) : audit_output(std::move(name)), fd_(fd) {}
+
+ protected:
+  void encode(std::string& out, const audit_record&, std::string_view line) override {
+    out += line;
+    out += '\n';
+  }
+  std::size_t write(std::string_view bytes, std::span<const std::size_t>) override {
+    return write_fully(fd_, bytes, last_error);
+  }
+  int fd_;
+};
+
+int open_append(const std::string& path, std::string& error) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0640);
+  if (fd < 0) error = "cannot open " + path + ": " + std::strerror(errno);
+  return fd;
+}
+
+std::uint64_t size_of(int fd) {
+  struct stat st {};
+  return ::fstat(fd, &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : 0;
+}
+
+class file_output : public fd_output {
+ public:
+  file_output(int fd, const audit_target& t, std::uint64_t max_bytes, unsigned keep)
+      : fd_output(fd, t.spec), path_(t.path), max_(max_bytes), keep_(keep), size_(size_of(fd)) {}
+  ~file_output() override {
+    flush();
+    ::close(fd_);
+  }
+
+  std::string reopen() override {
+    std::string error;
+    const int fd = open_append(path_, error);
+    if (fd < 0) return error + " (the open file stays in use)";
+    ::close(fd_);
+    fd_ = fd;
+    size_ = size_of(fd);
+    return {};
+  }
+
+ protected:
+  // Whole lines go to a file while it stays within max_ bytes (a line longer than max_ alone
+  // in a file); then the file is rotated.
+  std::size_t write(std::string_view bytes, std::span<const std::size_t> ends) override {
+    std::size_t done = 0, line = 0;
+    while (done < bytes.size()) {
+      std::size_t end = done;
+      while (line < ends.size() &&
+             (max_ == 0 || size_ + (ends[line] - done) <= max_ || (end == done && size_ == 0)))
+        end = ends[line++];
+      if (end == done) {  // the next line does not fit: a new file
+        if (!rotate()) return done;
+        continue;
+      }
+      const std::size_t n = write_fully(fd_, bytes.substr(done, end - done), last_error);
+      size_ += n;
+      done += n;
+      if (done < end) return done;
+    }
+    return done;
+  }
+
+ private:
+  bool rotate() {
+    for (unsigned k = keep_; k > 1; --k)
+      ::rename((path_ + "." + std::to_string(k - 1)).c_str(),
+               (path_ + "." + std::to_string(k)).c_str());
+    if (::rename(path_.c_str(), (path_ + ".1").c_str()) != 0) {
+      last_error = "cannot rotate " + path_ + ": " + std::strerror(errno);
+      return false;
+    }
+    const std::string error = reopen();
+    if (!error.empty()) last_error = error;
+    return error.empty();
+  }
+
+  std::string path_;
+  std::uint64_t max_;
+  unsigned keep_;
+  std::uint64_t size_;
+};
+
+}  // namespace
+
+std::unique_ptr<audit_output> open_fd_output(int fd, std::string name) {
+  return std::make_unique<fd_output>(fd, std::move(name));
+}
+
+std::unique_ptr<audit_output> open_file_output(const audit_target& t, std::uint64_t max_bytes,
+                                               unsigned keep, std::string& error) {
+  const int fd = open_append(t.path, error);
+  if (fd < 0) return nullptr;
+  return std::make_unique<file_output>(fd, t, max_bytes, keep);
+}
+
+}  // namespace dockgate::proxy
