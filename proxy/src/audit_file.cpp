@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "audit_outputs.hpp"
+#include "dockgate/common/host_path.hpp"
 
 namespace dockgate::proxy {
 
@@ -47,9 +48,55 @@ class fd_output : public audit_output {
   int fd_;
 };
 
+// The gate (root, as a rule) appends to PATH only where no one else can choose what PATH
+// is or read and edit what it holds: its directory walked from / as host_path.hpp walks
+// (every component root's or ours, one others may write sticky), PATH opened without
+// following a symlink, a regular file root or we own that no group or other user may
+// write. Otherwise a user who can write the directory could point PATH at /etc/shadow
+// and have the gate append to it, or rewrite the trail. Checked at every (re)open.
 int open_append(const std::string& path, std::string& error) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0640);
-  if (fd < 0) error = "cannot open " + path + ": " + std::strerror(errno);
+  const auto slash = path.rfind('/');  // absolute: options.cpp refuses a relative PATH
+  const std::string dir = slash == 0 ? std::string("/") : path.substr(0, slash);
+  const std::string base = path.substr(slash + 1);
+  std::string why;
+  common::walk_options walk;
+  walk.only_owner_replaceable = true;
+  auto d = common::open_directory_nofollow(dir, why, walk);
+  // The directory itself: one others may write must be sticky, or they could rename
+  // PATH away and put their own in its place between two writes.
+  struct stat ds {};
+  if (d && (::fstat(d->get(), &ds) != 0 ||
+            ((ds.st_mode & (S_IWGRP | S_IWOTH)) != 0 && (ds.st_mode & S_ISVTX) == 0)))
+    why = "others may write it and it is not sticky";
+  if (!d || !why.empty()) {
+    error = "cannot open " + path + ": its directory: " + why;
+    return -1;
+  }
+  // O_NONBLOCK: a FIFO without a reader fails here instead of holding the start.
+  const int fd = ::openat(d->get(), base.c_str(),
+                          O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC |
+                              O_NOCTTY,
+                          0640);
+  if (fd < 0) {
+    error = "cannot open " + path + ": " +
+            (errno == ELOOP ? std::string("a symlink") : std::string(std::strerror(errno)));
+    return -1;
+  }
+  struct stat st {};
+  const char* problem = nullptr;
+  if (::fstat(fd, &st) != 0)
+    problem = "cannot stat it";
+  else if (!S_ISREG(st.st_mode))
+    problem = "not a regular file";
+  else if (st.st_uid != 0 && st.st_uid != ::geteuid())
+    problem = "owned by another user";
+  else if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0)
+    problem = "writable by its group or others";
+  if (problem) {
+    ::close(fd);
+    error = "cannot open " + path + ": " + problem;
+    return -1;
+  }
   return fd;
 }
 

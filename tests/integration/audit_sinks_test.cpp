@@ -406,3 +406,37 @@ TEST_CASE("A sink that cannot be opened at start stops the gate, naming the sink
     CHECK(!exists(d.path + "/gate.sock"));  // it never listened
   }
 }
+
+// The class of a writable policy file: an audit file whose path someone else could choose
+// (a directory they may write, a symlink, a file they own or may write) is refused at
+// start, and the gate writes nothing through it.
+TEST_CASE("A file sink someone else could redirect or edit stops the gate at start",
+          "[integration][audit][sinks]") {
+  dir_guard d{temp_dir()};
+  const std::string policy = root_owned_copy(cli_policy);
+  const std::string open_dir = d.path + "/open", target = d.path + "/target";
+  REQUIRE(::mkdir(open_dir.c_str(), 0777) == 0);
+  REQUIRE(::chmod(open_dir.c_str(), 0777) == 0);  // no sticky bit: anyone may rename in it
+  { std::ofstream(target) << "precious\n"; }
+  REQUIRE(::symlink(target.c_str(), (d.path + "/link.log").c_str()) == 0);
+  { std::ofstream(d.path + "/theirs.log"); }
+  REQUIRE(::chown((d.path + "/theirs.log").c_str(), 1000, 1000) == 0);
+  { std::ofstream(d.path + "/shared.log"); }
+  REQUIRE(::chmod((d.path + "/shared.log").c_str(), 0666) == 0);
+  for (const std::string& file : {open_dir + "/audit.log", d.path + "/link.log",
+                                  d.path + "/theirs.log", d.path + "/shared.log"}) {
+    const std::string sink = "file:" + file;
+    INFO(sink);
+    const auto r = run("timeout 20 " + std::string(DOCKGATE_PROXY_BIN) + " --upstream " +
+                       engine_host() + " --listen unix://" + d.path + "/gate.sock --policy " +
+                       policy + " --audit " + quoted(sink) + " 2>&1");
+    INFO(r.output);
+    CHECK(r.status == 1);
+    CHECK(r.output.find("--audit " + sink + ": cannot open") != std::string::npos);
+    CHECK(!exists(d.path + "/gate.sock"));
+  }
+  CHECK(!exists(open_dir + "/audit.log"));
+  std::ifstream in(target);
+  std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(content == "precious\n");  // nothing went through the symlink
+}
