@@ -91,7 +91,7 @@ std::string cli_workload(const std::string& docker, const std::string& prefix,
 }  // namespace
 
 TEST_CASE(
-    "learn: the docker CLI's workload, learned, runs as it does directly; nothing else passes",
+    "learn: the docker CLI's workload, learned, runs as it does directly and nothing else passes",
     "[integration][learn]") {
   const std::string prefix = unique_name("dg-learn-cli");
   const std::string straight = cli_workload(direct(), prefix, "a");
