@@ -7,7 +7,7 @@ pkgs=(
   build-essential cmake ninja-build ccache pkg-config git
   libboost1.81-dev libsimdjson-dev libssl-dev libarchive-dev libspdlog-dev libfmt-dev
   catch2 libbenchmark-dev clang libclang-rt-14-dev
-  docker.io docker-registry busybox-static iproute2 procps curl jq python3
+  docker.io docker-registry busybox-static iproute2 procps curl jq python3 python3-dev
   openssl fuse3 bindfs s3fs util-linux debootstrap python3-docker python3-yaml python3-jsonschema docker-compose
   file systemd crun
 )

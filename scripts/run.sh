@@ -16,7 +16,7 @@ state=${DOCKGATE_RUN_DIR:-/var/lib/dockgate-run}
 gate_socket=$state/dockgate.sock
 sidecar_port=${DOCKGATE_SIDECAR_PORT:-48217}
 metrics=127.0.0.1:${DOCKGATE_METRICS_PORT:-9323}
-image=dockgate/sandbox-runtime:local
+image=dockgate/sandbox-runtime:local-full  # the data stack (runtime-image.sh --full)
 
 say() { printf '\n== %s\n' "$*"; }
 alive() { [[ -s $1 ]] && kill -0 "$(cat "$1")" 2>/dev/null; }
@@ -60,7 +60,9 @@ fi
 
 say "session image ($image)"
 if ! /usr/bin/docker -H "$engine" image inspect "$image" >/dev/null 2>&1; then
-  scripts/runtime-image.sh "$engine" "$image"
+  # Built once per machine (debootstrap, about 10 minutes; cached in /var/cache/dockgate),
+  # then imported in about a minute.
+  scripts/runtime-image.sh "$engine" "$image" --full
 fi
 echo "ready"
 
@@ -91,7 +93,7 @@ url=http://127.0.0.1:$sidecar_port
 session=$(api -d '{}' "$url/sessions" | sed -n 's/.*"session_id":"\([^"]*\)".*/\1/p')
 [[ -n $session ]] || { echo "run.sh: no session" >&2; exit 1; }
 echo "session $session: a hardened container, made through the gate"
-ran=$(api -d "{\"session_id\":\"$session\",\"code\":\"import platform\\nopen('/workspace/outputs/hello.txt','w').write('hello from the sandbox\\\\n')\\nprint('python', platform.python_version(), 'says 6*7 =', 6*7)\"}" "$url/exec")
+ran=$(api -d "{\"session_id\":\"$session\",\"code\":\"import platform, pandas\\nopen('/workspace/outputs/hello.txt','w').write('hello from the sandbox\\\\n')\\nprint('python', platform.python_version(), 'says 6*7 =', 6*7, 'with pandas', pandas.__version__)\"}" "$url/exec")
 echo "code ran:  $(sed -n 's/.*"stdout":"\([^"]*\)\\n".*/\1/p' <<<"$ran")"
 artifact=$(sed -n 's/.*"name":"hello.txt","mime_type":"[^"]*","data_base64":"\([^"]*\)".*/\1/p' <<<"$ran" | base64 -d 2>/dev/null || true)
 echo "artifact:  /workspace/outputs/hello.txt came back: $artifact"

@@ -59,6 +59,10 @@ source "$s3_dir/env"
 # shellcheck disable=SC1091
 source "$node_dir/env"
 export DOCKGATE_BUILD_DIR=$PWD/build/dev
+# The full session image (the data stack) for the notebook-style test and the first run:
+# built once per machine (cached in /var/cache/dockgate), imported here.
+scripts/runtime-image.sh "$DOCKGATE_TEST_ENGINE" dockgate/sandbox-runtime:full --full
+export DOCKGATE_TEST_FULL_RUNTIME_IMAGE=dockgate/sandbox-runtime:full
 
 ctest --preset dev --output-on-failure "$@"
 # What ships: the images and compose stacks, and the Debian package (once, not per build).

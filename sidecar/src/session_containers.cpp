@@ -91,9 +91,12 @@ std::string session_containers::create_body(const std::string& sid, const sessio
        ",\"Hard\":" + std::to_string(config_.nofile_hard) +
        "}],\"Init\":true,\"SecurityOpt\":[\"no-new-privileges\"],\"CapDrop\":[\"ALL\"]";
   if (config_.read_only_rootfs) {
-    b += ",\"ReadonlyRootfs\":true,\"Tmpfs\":{\"/tmp\":\"rw,nosuid,nodev,size=" +
-         config_.tmpfs_size + "\",\"/home/sandbox\":\"rw,nosuid,nodev,size=" + config_.tmpfs_size +
-         "\"";
+    // exec on /tmp and the home: dockerd mounts a tmpfs noexec unless told `exec`, and
+    // noexec on memory the session user writes is no wall against a user who already runs
+    // Python (docs/security.md, "What a cell writes it can run"); nosuid,nodev stay.
+    b += ",\"ReadonlyRootfs\":true,\"Tmpfs\":{\"/tmp\":\"rw,nosuid,nodev,exec,size=" +
+         config_.tmpfs_size +
+         "\",\"/home/sandbox\":\"rw,nosuid,nodev,exec,size=" + config_.tmpfs_size + "\"";
     if (!s.fuse)
       b += ",\"/workspace\":\"rw,nosuid,nodev,size=" + config_.workspace_size + ",mode=1777\"";
     b += "}";

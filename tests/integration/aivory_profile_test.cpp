@@ -90,8 +90,8 @@ std::vector<std::string> hardening_violations(const std::string& inspect_json,
   r.expect(text(member(cfg, "Image")) == image, "Image " + text(member(cfg, "Image")));
   r.expect(compact(member(hc, "Privileged")) == "false", "Privileged");
   r.expect(compact(member(hc, "Tmpfs")) ==
-               R"({"/home/sandbox":"rw,nosuid,nodev,noexec,size=256m,mode=1777",)"
-               R"("/tmp":"rw,nosuid,nodev,noexec,size=256m,mode=1777",)"
+               R"({"/home/sandbox":"rw,nosuid,nodev,exec,size=256m,mode=1777",)"
+               R"("/tmp":"rw,nosuid,nodev,exec,size=256m,mode=1777",)"
                R"("/workspace":"rw,nosuid,nodev,size=512m,mode=1777"})",
            "Tmpfs " + compact(member(hc, "Tmpfs")));
   const auto networks = compact(member(member(r.container(), "NetworkSettings"), "Networks"));

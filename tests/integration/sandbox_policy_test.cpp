@@ -44,8 +44,8 @@ std::vector<std::string> sandbox_violations(const std::string& inspect_json) {
   r.expect(is_false(member(hc, "Privileged")), "Privileged");
   // tmpfs only at the profile's paths, each with the profile's options.
   static const std::map<std::string, std::string> tmpfs_allowed = {
-      {"/tmp", "rw,nosuid,nodev,noexec,size=64m,mode=1777"},
-      {"/home/sandbox", "rw,nosuid,nodev,noexec,size=256m,mode=1777"},
+      {"/tmp", "rw,nosuid,nodev,exec,size=256m,mode=1777"},
+      {"/home/sandbox", "rw,nosuid,nodev,exec,size=256m,mode=1777"},
       {"/workspace", "rw,nosuid,nodev,size=512m,mode=1777"}};
   if (auto tmpfs = member(hc, "Tmpfs"); tmpfs && tmpfs->is_object()) {
     simdjson::dom::object mounts;

@@ -122,7 +122,7 @@ TEST_CASE("sandbox forces its settings whatever the client sent", "[body_rules]"
       {"HostConfig.PidsLimit", "256"},
       {"HostConfig.ShmSize", "67108864"},
       {"HostConfig.Tmpfs",
-       R"({"/tmp":"rw,nosuid,nodev,noexec,size=64m,mode=1777","/workspace":"rw,nosuid,nodev,size=512m,mode=1777"})"},
+       R"({"/tmp":"rw,nosuid,nodev,exec,size=256m,mode=1777","/workspace":"rw,nosuid,nodev,size=512m,mode=1777"})"},
       {"HostConfig.Ulimits", R"([{"Name":"nofile","Hard":1024,"Soft":1024},{"Name":"core","Hard":0,"Soft":0}])"},
       {"HostConfig.RestartPolicy", R"({"Name":"no"})"},
       {"Labels", R"({"dockgate.owner":"sandbox"})"},
