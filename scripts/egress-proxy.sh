@@ -55,7 +55,9 @@ start) ;;
 *) echo "egress-proxy.sh: start or stop" >&2; exit 2 ;;
 esac
 
+# squid drops to the proxy user: DIR (and every directory above it) must be one it can enter.
 mkdir -p "$dir"
+chmod 0755 "$dir"
 # The allowlist: host names only (the sidecar checks the same at its start).
 names=()
 IFS=',' read -ra items <<<"${SANDBOX_EGRESS_ALLOW:-}"

@@ -112,7 +112,7 @@ std::string trimmed(std::string s) {
 
 }  // namespace
 
-TEST_CASE("sidecar egress: the listed name through the proxy, nothing else out of the session",
+TEST_CASE("sidecar egress: the listed name through the proxy and nothing else out of the session",
           "[sidecar][egress]") {
   const std::string network = "dockgate-egress";
   run(direct() + " network rm " + network + " >/dev/null 2>&1");  // a previous run's
@@ -125,7 +125,9 @@ TEST_CASE("sidecar egress: the listed name through the proxy, nothing else out o
                           {"SANDBOX_NETWORK=allowlist", "SANDBOX_EGRESS_ALLOW=pypi.test,files.test",
                            "SANDBOX_WARM_POOL=0"});
   const std::string sid = new_session(sidecar);
-  const std::string container = "aivory-sbx-" + sid;
+  const std::string container =
+      trimmed(run(direct() + " ps -q --no-trunc --filter label=sandbox.session_id=" + sid).output);
+  REQUIRE_FALSE(container.empty());
 
   // The network as the daemon keeps it: the sidecar's (owner label), internal.
   const std::string net = trimmed(run(direct() + " network inspect " + network +
@@ -149,12 +151,14 @@ TEST_CASE("sidecar egress: the listed name through the proxy, nothing else out o
 
   // The proxy: both names resolve (inside squid) to the host-local servers; other.test too,
   // so that only squid's allowlist stands between a cell and the server.
-  const std::string hosts = gate.dir() + "/egress-hosts";
+  const std::string hosts = gate.dir() + "/egress-hosts";  // copied by the script
   std::ofstream(hosts) << "127.0.0.1 pypi.test files.test other.test\n";
-  egress_proxy squid(gate.dir() + "/egress",
-                     "SANDBOX_EGRESS_ALLOW=pypi.test,files.test SANDBOX_EGRESS_PORTS=" +
-                         std::to_string(http.port()) + "," + std::to_string(tls.port()) +
-                         " EGRESS_HOSTS_FILE=" + hosts);
+  // squid drops to its own user: a directory it can enter (the gate's is root's alone).
+  char squid_dir[] = "/tmp/dockgate-egress.XXXXXX";
+  REQUIRE(::mkdtemp(squid_dir));
+  egress_proxy squid(squid_dir, "SANDBOX_EGRESS_ALLOW=pypi.test,files.test SANDBOX_EGRESS_PORTS=" +
+                                    std::to_string(http.port()) + "," + std::to_string(tls.port()) +
+                                    " EGRESS_HOSTS_FILE=" + hosts);
   const std::string host_address = trimmed(
       run("ip -4 -o addr show scope global | awk '{split($4, a, \"/\"); print a[1]}' | grep -vx '" +
           gateway + "' | head -1")
