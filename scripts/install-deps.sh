@@ -9,7 +9,7 @@ pkgs=(
   catch2 libbenchmark-dev clang libclang-rt-14-dev
   docker.io docker-registry busybox-static iproute2 procps curl jq python3 python3-dev
   openssl fuse3 bindfs s3fs util-linux debootstrap python3-docker python3-yaml python3-jsonschema docker-compose
-  file systemd crun
+  file systemd crun squid
 )
 missing=()
 for p in "${pkgs[@]}"; do
@@ -18,6 +18,13 @@ done
 if ((${#missing[@]})); then
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+# squid is SANDBOX_NETWORK=allowlist's egress proxy, run by scripts/egress-proxy.sh with a
+# configuration of its own: the Debian service its postinst starts (on every address, with
+# Debian's configuration) is stopped and disabled where it was just installed.
+if [[ " ${missing[*]:-} " == *" squid "* ]]; then
+  if [ -d /run/systemd/system ]; then systemctl disable --now squid.service >/dev/null 2>&1 || true
+  else service squid stop >/dev/null 2>&1 || true; fi
 fi
 # s3rver (tests) comes from the npm registry: Node.js and npm from Debian unless the
 # machine already has them (a newer Node.js from another source is kept as it is).

@@ -32,6 +32,7 @@ stop_pid() {  # stop_pid PIDFILE: TERM, then KILL after 30 s
 if [[ ${1:-} == stop ]]; then
   stop_pid "$state/sidecar.pid"  # first: it ends its sessions through the gate
   stop_pid "$state/proxy.pid"
+  scripts/egress-proxy.sh stop "$state/egress"
   if [[ -d $state/engine ]]; then scripts/engine.sh stop "$state/engine"; fi
   echo "run.sh: stopped (state kept in $state)"
   exit 0
@@ -72,9 +73,15 @@ stop_pid "$state/proxy.pid"
 [[ -s $state/api-key ]] || (umask 077 && openssl rand -hex 24 >"$state/api-key")
 mkdir -p "$state/archives"
 # The gate reads only files root controls; the checkout may be its user's.
-install -m 0644 compose/policies/sandbox.json "$state/sandbox.json"
+# SANDBOX_NETWORK=allowlist SANDBOX_EGRESS_ALLOW=pypi.org,files.pythonhosted.org: sessions
+# reach those names through the egress proxy, nothing else (docs/sidecar.md, Egress); the
+# gate runs the sandbox-egress profile.
+profile=sandbox
+if [[ ${SANDBOX_NETWORK:-none} == allowlist ]]; then profile=sandbox-egress; fi
+scripts/egress-proxy.sh stop "$state/egress"
+install -m 0644 "compose/policies/$profile.json" "$state/$profile.json"
 setsid build/release/proxy/dockgate-proxy serve --upstream "$engine" --listen "unix://$gate_socket" \
-  --metrics "tcp://$metrics" --policy "$state/sandbox.json" \
+  --metrics "tcp://$metrics" --policy "$state/$profile.json" \
   >>"$state/proxy-audit.log" 2>>"$state/proxy.log" </dev/null &
 echo $! >"$state/proxy.pid"
 for _ in $(seq 50); do build/release/proxy/dockgate-proxy healthcheck "tcp://$metrics" 2>/dev/null && break; sleep 0.2; done
@@ -85,6 +92,9 @@ echo $! >"$state/sidecar.pid"
 for _ in $(seq 100); do build/release/sidecar/dockgate-sidecar healthcheck "tcp://127.0.0.1:$sidecar_port" 2>/dev/null && break; sleep 0.2; done
 build/release/sidecar/dockgate-sidecar healthcheck "tcp://127.0.0.1:$sidecar_port" || {
   echo "run.sh: the sidecar is not healthy; $state/sidecar.log:" >&2; tail -n 20 "$state/sidecar.log" >&2; exit 1; }
+if [[ $profile == sandbox-egress ]]; then
+  DOCKER_HOST=$engine scripts/egress-proxy.sh start "$state/egress"
+fi
 
 say "demonstration"
 key=$(cat "$state/api-key")

@@ -10,6 +10,7 @@
 #include "dockgate/client/healthcheck.hpp"
 #include "dockgate/common/environment.hpp"
 #include "dockgate/sidecar/config.hpp"
+#include "dockgate/sidecar/egress_network.hpp"
 #include "dockgate/sidecar/http_server.hpp"
 #include "dockgate/sidecar/instance_lease.hpp"
 #include "dockgate/sidecar/service.hpp"
@@ -35,7 +36,8 @@ int main(int argc, char** argv) {
     return client::healthcheck("tcp://127.0.0.1:" + listen.substr(listen.rfind(':') + 1));
   }
   if (argc >= 2) {
-    std::cerr << "usage: dockgate-sidecar [healthcheck [URL]]  (configuration from SANDBOX_* variables)\n";
+    std::cerr << "usage: dockgate-sidecar [healthcheck [URL]]  (configuration from SANDBOX_* "
+                 "variables)\n";
     return 2;
   }
   for (const auto& e : loaded.errors) std::cerr << "dockgate-sidecar: " << e << '\n';
@@ -46,9 +48,23 @@ int main(int argc, char** argv) {
     std::cerr << "dockgate-sidecar: " << error << '\n';
     return 1;
   }
+  // SANDBOX_NETWORK=allowlist: the sessions' network before anything is created (under the
+  // sandbox-egress profile every container joins it, the lease's too); without it no
+  // session could have its wall, so the sidecar does not start.
+  if (loaded.value->network == "allowlist") {
+    const auto proxy =
+        sidecar::egress_network(client::engine(*engine_config), *loaded.value, error);
+    if (proxy.empty()) {
+      std::cerr << "dockgate-sidecar: SANDBOX_NETWORK=allowlist: " << error << std::endl;
+      return 1;
+    }
+    std::cerr << "dockgate-sidecar: sessions reach out only through the egress proxy " << proxy
+              << std::endl;
+  }
   // The instance's lease first: nothing of the instance is adopted or removed without it
   // (instance_lease.hpp). Another live sidecar holding it is a refusal, the holder named.
-  auto lease = sidecar::instance_lease::acquire(client::engine(*engine_config), *loaded.value, error);
+  auto lease =
+      sidecar::instance_lease::acquire(client::engine(*engine_config), *loaded.value, error);
   if (!lease) {
     std::cerr << "dockgate-sidecar: " << error << std::endl;
     return 1;
@@ -67,8 +83,10 @@ int main(int argc, char** argv) {
     svc.reconcile();
     // Temporaries of archive writes cut short by a kill: older than any write can take.
     if (const auto n = sidecar::remove_stale_temporaries(
-            loaded.value->local_storage_dir, std::max<std::int64_t>(3600, 2 * loaded.value->archive_timeout_s)))
-      std::cerr << "dockgate-sidecar: removed " << n << " stale temporary archive file(s)" << std::endl;
+            loaded.value->local_storage_dir,
+            std::max<std::int64_t>(3600, 2 * loaded.value->archive_timeout_s)))
+      std::cerr << "dockgate-sidecar: removed " << n << " stale temporary archive file(s)"
+                << std::endl;
     svc.start_reaper();
     svc.start_pool();  // after reconcile(): it removed the pool containers of an earlier run
     sidecar::server_limits limits;
@@ -76,24 +94,31 @@ int main(int argc, char** argv) {
     limits.max_connections = static_cast<std::size_t>(loaded.value->max_connections);
     limits.max_per_peer = static_cast<std::size_t>(loaded.value->max_connections_per_peer);
     limits.head_timeout = std::chrono::seconds(loaded.value->head_timeout_s);
-    sidecar::http_server server(sidecar::listen_endpoint(loaded.value->listen),
-                                [&svc](const sidecar::http_request& r) { return svc.handle(r); }, limits);
+    sidecar::http_server server(
+        sidecar::listen_endpoint(loaded.value->listen),
+        [&svc](const sidecar::http_request& r) { return svc.handle(r); }, limits);
     running_server = &server;
     std::signal(SIGTERM, on_signal);
     std::signal(SIGINT, on_signal);
     std::signal(SIGPIPE, SIG_IGN);
-    std::cerr << "dockgate-sidecar: listening on " << loaded.value->listen << " (port " << server.port()
-              << "), docker at " << engine_config->where.endpoint.to_string() << (engine_config->where.tls ? " (TLS)" : "") << ", image " << loaded.value->image << std::endl;
+    std::cerr << "dockgate-sidecar: listening on " << loaded.value->listen << " (port "
+              << server.port() << "), docker at " << engine_config->where.endpoint.to_string()
+              << (engine_config->where.tls ? " (TLS)" : "") << ", image " << loaded.value->image
+              << std::endl;
     server.run();
     running_server = nullptr;
     // The warm pool first: no container is made while the sessions end.
     if (const auto removed = svc.stop_pool())
-      std::cerr << "dockgate-sidecar: removed " << removed << " warm pool container(s)" << std::endl;
+      std::cerr << "dockgate-sidecar: removed " << removed << " warm pool container(s)"
+                << std::endl;
     // Stopped (SIGTERM: docker stop, compose down): no session container outlives its
     // sidecar unless asked (SANDBOX_KEEP_SESSIONS_ON_STOP=1: a restart adopts them).
     if (!loaded.value->keep_sessions_on_stop) {
       const auto kept = svc.end_all_sessions();
-      std::cerr << "dockgate-sidecar: stopped; sessions ended" << (kept ? " (" + std::to_string(kept) + " kept for the next start)" : std::string()) << std::endl;
+      std::cerr << "dockgate-sidecar: stopped; sessions ended"
+                << (kept ? " (" + std::to_string(kept) + " kept for the next start)"
+                         : std::string())
+                << std::endl;
     }
   } catch (const std::exception& e) {
     std::cerr << "dockgate-sidecar: " << e.what() << '\n';

@@ -231,6 +231,17 @@ decision review_network_create(const profile& p, std::string_view body) {
       else if (!is_empty_value(find(*ipam->as_object(), "Options")))
         ok = r.refuse("IPAM.Options", "networks", "are not allowed");
     }
+    if (ok && p.rules.networks.internal) {
+      // networks.internal: the profile's networks have no way off the host's bridge.
+      json_object* parent = nullptr;
+      std::string_view key;
+      json_value* v = locate(root, "Internal", true, &parent, &key);
+      const bool already = v && v->as_bool() && *v->as_bool();
+      if (!already) {
+        r.changes.record("Internal", "forced", v);
+        set(*parent, key, json_value(true));
+      }
+    }
     if (ok) created = name;
     return ok && r.stamp_owner(root, false);
   };

@@ -294,12 +294,13 @@ class loader {
         object o;
         const std::string w = where + "." + std::string(key);
         if (value.get_object().get(o) != simdjson::SUCCESS) {
-          error(w, key == "networks" ? "must be an object {join_owned, aliases}" : "must be an object {mount_owned}");
+          error(w, key == "networks" ? "must be an object {join_owned, aliases, internal}" : "must be an object {mount_owned}");
           return;
         }
         each_key(o, w, [&](std::string_view k, element v) {
           bool* flag = key == "networks" ? (k == "join_owned" ? &p.rules.networks.join_owned
                                             : k == "aliases"  ? &p.rules.networks.aliases
+                                            : k == "internal" ? &p.rules.networks.internal
                                                               : nullptr)
                                          : (k == "mount_owned" ? &p.rules.volumes.mount_owned : nullptr);
           if (!flag) error(w, "unknown key \"" + std::string(k) + "\"");

@@ -1,6 +1,7 @@
 #include "dockgate/sidecar/config.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -20,6 +21,30 @@ std::string trim_lower(std::string s) {
 
 }  // namespace
 
+bool valid_egress_name(std::string_view name) {
+  if (name.starts_with('.')) name.remove_prefix(1);
+  if (name.empty() || name.size() > 253 || name.back() == '.') return false;
+  std::string_view label;
+  for (std::size_t start = 0; start <= name.size();) {
+    const auto dot = std::min(name.find('.', start), name.size());
+    label = name.substr(start, dot - start);
+    if (label.empty() || label.size() > 63 || label.front() == '-' || label.back() == '-')
+      return false;
+    for (char ch : label)
+      if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-')) return false;
+    start = dot + 1;
+  }
+  // The last label of a host name has a letter and is no hex number: "10.0.0.1",
+  // "2130706433" and "0x7f000001" are addresses to a resolver.
+  const bool letter =
+      std::any_of(label.begin(), label.end(), [](char ch) { return ch >= 'a' && ch <= 'z'; });
+  const bool hex = label.size() > 2 && label.starts_with("0x") &&
+                   std::all_of(label.begin() + 2, label.end(), [](char ch) {
+                     return std::isxdigit(static_cast<unsigned char>(ch)) != 0;
+                   });
+  return letter && !hex;
+}
+
 std::optional<std::int64_t> parse_size(std::string_view text) {
   std::string t(text);
   t = trim_lower(t);
@@ -29,16 +54,30 @@ std::optional<std::int64_t> parse_size(std::string_view text) {
   if (unit == 'b') t.pop_back();
   if (!t.empty()) {
     switch (t.back()) {
-      case 'k': mult = 1024.0; t.pop_back(); break;
-      case 'm': mult = 1024.0 * 1024; t.pop_back(); break;
-      case 'g': mult = 1024.0 * 1024 * 1024; t.pop_back(); break;
-      case 't': mult = 1024.0 * 1024 * 1024 * 1024; t.pop_back(); break;
-      default: break;
+      case 'k':
+        mult = 1024.0;
+        t.pop_back();
+        break;
+      case 'm':
+        mult = 1024.0 * 1024;
+        t.pop_back();
+        break;
+      case 'g':
+        mult = 1024.0 * 1024 * 1024;
+        t.pop_back();
+        break;
+      case 't':
+        mult = 1024.0 * 1024 * 1024 * 1024;
+        t.pop_back();
+        break;
+      default:
+        break;
     }
   }
   char* end = nullptr;
   const double v = std::strtod(t.c_str(), &end);
-  if (t.empty() || end != t.c_str() + t.size() || !(v > 0) || !std::isfinite(v)) return std::nullopt;
+  if (t.empty() || end != t.c_str() + t.size() || !(v > 0) || !std::isfinite(v))
+    return std::nullopt;
   return static_cast<std::int64_t>(v * mult);
 }
 
@@ -81,22 +120,29 @@ config_result load_config(const std::map<std::string, std::string>& env) {
   text("SANDBOX_LISTEN", c.listen);
   text("SANDBOX_IMAGE", c.image);
   text("SANDBOX_MEMORY", c.memory);
-  if (auto m = parse_size(c.memory)) c.memory_bytes = *m;
-  else r.errors.push_back("SANDBOX_MEMORY: not a size: \"" + c.memory + "\"");
+  if (auto m = parse_size(c.memory))
+    c.memory_bytes = *m;
+  else
+    r.errors.push_back("SANDBOX_MEMORY: not a size: \"" + c.memory + "\"");
   text("SANDBOX_CPUS", c.cpus);
   {
     char* end = nullptr;
     const double cpus = std::strtod(c.cpus.c_str(), &end);
-    if (end == c.cpus.c_str() || *end || !(cpus > 0)) r.errors.push_back("SANDBOX_CPUS: not a positive number");
-    else c.nano_cpus = static_cast<std::int64_t>(cpus * 1e9);
+    if (end == c.cpus.c_str() || *end || !(cpus > 0))
+      r.errors.push_back("SANDBOX_CPUS: not a positive number");
+    else
+      c.nano_cpus = static_cast<std::int64_t>(cpus * 1e9);
   }
   integer("SANDBOX_PIDS_LIMIT", c.pids_limit, 1);
   if (auto v = get("SANDBOX_NOFILE_ULIMIT")) {
     const auto colon = v->find(':');
     auto soft = std::strtoll(v->substr(0, colon).c_str(), nullptr, 10);
-    auto hard = colon == std::string::npos ? soft : std::strtoll(v->substr(colon + 1).c_str(), nullptr, 10);
-    if (soft <= 0 || hard < soft) r.errors.push_back("SANDBOX_NOFILE_ULIMIT: expected SOFT:HARD");
-    else c.nofile_soft = soft, c.nofile_hard = hard;
+    auto hard =
+        colon == std::string::npos ? soft : std::strtoll(v->substr(colon + 1).c_str(), nullptr, 10);
+    if (soft <= 0 || hard < soft)
+      r.errors.push_back("SANDBOX_NOFILE_ULIMIT: expected SOFT:HARD");
+    else
+      c.nofile_soft = soft, c.nofile_hard = hard;
   }
   if (auto v = get("SANDBOX_API_KEY")) c.api_key = trim_lower(*v).empty() ? std::string() : *v;
   flag_on("SANDBOX_ALLOW_NO_AUTH", c.allow_no_auth);
@@ -166,23 +212,66 @@ config_result load_config(const std::map<std::string, std::string>& env) {
   integer("SANDBOX_INSTANCE_LEASE_S", c.instance_lease_s, 5);
   if (c.instance.empty() || c.instance.size() > 63 ||
       !std::all_of(c.instance.begin(), c.instance.end(), [](char ch) {
-        return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-' || ch == '_' || ch == '.';
+        return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-' || ch == '_' ||
+               ch == '.';
       }))
     r.errors.push_back("SANDBOX_INSTANCE must be 1-63 characters of a-z, 0-9, '-', '_', '.'");
   // tmpfs pages count against the container's memory: /tmp, /home/sandbox and a tmpfs
   // workspace, filled, must leave the interpreter at least half of the limit.
   {
     const auto tmp = parse_size(c.tmpfs_size);
-    const auto ws = c.workspace_mode == "tmpfs" ? parse_size(c.workspace_size) : std::optional<std::int64_t>(0);
-    if (!tmp) r.errors.push_back("SANDBOX_TMPFS_SIZE: not a size: \"" + c.tmpfs_size + "\"");
-    else if (!ws) r.errors.push_back("SANDBOX_WORKSPACE_SIZE: not a size: \"" + c.workspace_size + "\"");
+    const auto ws =
+        c.workspace_mode == "tmpfs" ? parse_size(c.workspace_size) : std::optional<std::int64_t>(0);
+    if (!tmp)
+      r.errors.push_back("SANDBOX_TMPFS_SIZE: not a size: \"" + c.tmpfs_size + "\"");
+    else if (!ws)
+      r.errors.push_back("SANDBOX_WORKSPACE_SIZE: not a size: \"" + c.workspace_size + "\"");
     else if (2 * *tmp + *ws > c.memory_bytes / 2)
-      r.errors.push_back("SANDBOX_TMPFS_SIZE (/tmp and /home/sandbox) and SANDBOX_WORKSPACE_SIZE (" +
-                         std::to_string((2 * *tmp + *ws) >> 20) + " MiB together) must stay within half of SANDBOX_MEMORY (" +
-                         std::to_string(c.memory_bytes >> 20) + " MiB): files filling them would take the interpreter's memory");
+      r.errors.push_back(
+          "SANDBOX_TMPFS_SIZE (/tmp and /home/sandbox) and SANDBOX_WORKSPACE_SIZE (" +
+          std::to_string((2 * *tmp + *ws) >> 20) +
+          " MiB together) must stay within half of SANDBOX_MEMORY (" +
+          std::to_string(c.memory_bytes >> 20) +
+          " MiB): files filling them would take the interpreter's memory");
   }
+  if (auto v = get("SANDBOX_NETWORK")) c.network = trim_lower(*v).empty() ? "none" : trim_lower(*v);
+  if (c.network != "none" && c.network != "allowlist")
+    r.errors.push_back("SANDBOX_NETWORK must be none or allowlist");
+  if (auto v = get("SANDBOX_EGRESS_ALLOW")) {
+    std::string_view rest = *v;
+    while (!rest.empty()) {
+      const auto comma = rest.find(',');
+      const std::string item = trim_lower(std::string(rest.substr(0, comma)));
+      if (!item.empty() && !valid_egress_name(item))
+        r.errors.push_back(
+            "SANDBOX_EGRESS_ALLOW: not a host name: \"" + item +
+            "\" (names only, never an address; \".example.org\" for its subdomains too)");
+      else if (!item.empty())
+        c.egress_allow.push_back(item);
+      rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+    }
+  }
+  if (c.network == "allowlist" && c.egress_allow.empty())
+    r.errors.push_back(
+        "SANDBOX_NETWORK=allowlist needs SANDBOX_EGRESS_ALLOW (the host names sessions may reach)");
+  text("SANDBOX_EGRESS_NETWORK", c.egress_network);
+  if (c.egress_network.empty() || c.egress_network.size() > 63 ||
+      !std::all_of(c.egress_network.begin(), c.egress_network.end(),
+                   [](char ch) {
+                     return std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' ||
+                            ch == '_' || ch == '.';
+                   }) ||
+      c.egress_network == "host" || c.egress_network == "bridge" || c.egress_network == "none" ||
+      c.egress_network == "default")
+    r.errors.push_back(
+        "SANDBOX_EGRESS_NETWORK must be a network name of its own (letters, digits, '-', '_', "
+        "'.')");
+  integer("SANDBOX_EGRESS_PROXY_PORT", c.egress_proxy_port, 1);
+  if (c.egress_proxy_port > 65535) r.errors.push_back("SANDBOX_EGRESS_PROXY_PORT: at most 65535");
   if (c.api_key.empty() && !c.allow_no_auth)
-    r.errors.push_back("SANDBOX_API_KEY is empty: refusing to start without auth (set SANDBOX_ALLOW_NO_AUTH=1 to run open)");
+    r.errors.push_back(
+        "SANDBOX_API_KEY is empty: refusing to start without auth (set SANDBOX_ALLOW_NO_AUTH=1 to "
+        "run open)");
   if (r.errors.empty()) r.value = c;
   return r;
 }

@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "dockgate/common/workspace_id.hpp"
+#include "dockgate/sidecar/egress_network.hpp"
 #include "labels.hpp"
 #include "runner.hpp"
 #include "session.hpp"
@@ -82,8 +83,31 @@ std::string session_containers::create_body(const std::string& sid, const sessio
     if (s.restored_generation) label(generation_label, *s.restored_generation);
     if (s.fuse) label(common::workspace_label, sid);  // the gate binds <root>/<sid> at /workspace
   }
-  b += "},\"HostConfig\":{\"NetworkMode\":\"none\",\"Memory\":" +
-       std::to_string(config_.memory_bytes) +
+  // SANDBOX_NETWORK=allowlist: the proxy's address in every way clients look for it (curl
+  // and requests read the lower-case names, others the upper; pip has its own). The cell
+  // needs no DNS: the proxy resolves the names it lets through. Without the proxy's
+  // address (the network could not be made) the create names the network anyway, and the
+  // daemon refuses it if it is not there: no session without its wall.
+  std::string network = "none";
+  if (config_.network == "allowlist") {
+    network = config_.egress_network;
+    b += "},\"Env\":[";
+    if (const std::string proxy = egress_proxy(); !proxy.empty()) {
+      bool first = true;
+      for (std::string_view name :
+           {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "PIP_PROXY"}) {
+        if (!first) b += ',';
+        first = false;
+        client::append_json_string(b, std::string(name) + "=" + proxy);
+      }
+      b += R"(,"NO_PROXY=localhost,127.0.0.1,::1","no_proxy=localhost,127.0.0.1,::1")";
+    }
+    b += "]";
+  } else {
+    b += "}";
+  }
+  b += ",\"HostConfig\":{\"NetworkMode\":\"" + network +
+       "\",\"Memory\":" + std::to_string(config_.memory_bytes) +
        ",\"MemorySwap\":" + std::to_string(config_.memory_bytes) +
        ",\"NanoCpus\":" + std::to_string(config_.nano_cpus) +
        ",\"PidsLimit\":" + std::to_string(config_.pids_limit) +
@@ -254,6 +278,17 @@ bool session_containers::image_present() {
       docker_.call("GET", "/images/" + config_.image + "/json", {}, 10s).status == 200;
   if (ready) image_ready_ = true;
   return ready;
+}
+
+std::string session_containers::egress_proxy() const {
+  std::lock_guard lock(egress_mutex_);
+  if (egress_proxy_.empty()) {
+    std::string why;
+    egress_proxy_ = egress_network(docker_, config_, why);
+    if (egress_proxy_.empty())
+      std::cerr << "dockgate-sidecar: " << why << ": sessions get no proxy" << std::endl;
+  }
+  return egress_proxy_;
 }
 
 }  // namespace dockgate::sidecar

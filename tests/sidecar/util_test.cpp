@@ -74,3 +74,40 @@ TEST_CASE("config: tmpfs sizes must leave the interpreter half of the memory lim
   small["SANDBOX_WORKSPACE_MODE"] = "fuse";  // not a tmpfs: not counted
   CHECK(load_config(small).value);
 }
+
+TEST_CASE("config: SANDBOX_NETWORK=allowlist takes host names only and never an address") {
+  const std::map<std::string, std::string> base{{"SANDBOX_API_KEY", "k"}};
+  auto none = load_config(base);
+  REQUIRE(none.value);
+  CHECK(none.value->network == "none");  // the seed's: no network unless asked
+  auto on = base;
+  on["SANDBOX_NETWORK"] = "allowlist";
+  CHECK_FALSE(load_config(on).value);  // an allowlist of nothing is a mistake
+  on["SANDBOX_EGRESS_ALLOW"] = " PyPI.org, .pythonhosted.org ,files.example-1.test";
+  auto c = load_config(on);
+  REQUIRE(c.value);
+  CHECK(c.value->egress_allow == std::vector<std::string>{"pypi.org", ".pythonhosted.org", "files.example-1.test"});
+  CHECK(c.value->egress_network == "dockgate-egress");
+  CHECK(c.value->egress_proxy_port == 3128);
+  for (const char* bad : {"10.0.0.1", "127.1", "2130706433", "0x7f000001", "[::1]", "::1", "pypi.org:443",
+                          "*.pypi.org", "pypi..org", "-pypi.org", "pypi.org.", "http://pypi.org", "a/b", "."}) {
+    CAPTURE(bad);
+    CHECK_FALSE(valid_egress_name(bad));
+    auto b = on;
+    b["SANDBOX_EGRESS_ALLOW"] = std::string("pypi.org,") + bad;
+    CHECK_FALSE(load_config(b).value);
+  }
+  for (const char* name : {"pypi.org", ".pythonhosted.org", "localhost", "x1.test", "a-b.c-d"}) {
+    CAPTURE(name);
+    CHECK(valid_egress_name(name));
+  }
+  for (const char* net : {"host", "bridge", "none", "", "a b"}) {
+    CAPTURE(net);
+    auto b = on;
+    b["SANDBOX_EGRESS_NETWORK"] = net;
+    CHECK_FALSE(load_config(b).value);
+  }
+  auto mode = base;
+  mode["SANDBOX_NETWORK"] = "host";
+  CHECK_FALSE(load_config(mode).value);
+}

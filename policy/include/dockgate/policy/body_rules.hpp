@@ -60,6 +60,10 @@ struct workspace_rule {
 struct network_rule {
   bool join_owned = false;  // NetworkMode and EndpointsConfig may name owned networks
   bool aliases = false;     // endpoints may carry DNS aliases (compose's service names)
+  // Every NetworkCreate gets Internal: true whatever the body says: the daemon gives such a
+  // network no masquerading and drops what it would forward off it (sandbox-egress: the
+  // sessions' only network, whose one open address is the egress proxy).
+  bool internal = false;
 };
 struct volume_rule {
   bool mount_owned = false;  // Binds "<name>:<target>", Mounts of type volume and anonymous volumes

@@ -88,6 +88,17 @@ struct config {
   std::int64_t s3_connect_timeout_s = 10;
   std::int64_t s3_read_timeout_s = 120;
   std::int64_t oss_connect_timeout_s = 30;
+  // SANDBOX_NETWORK: "none" (the seed's: sessions have no network) or "allowlist": each
+  // session joins `egress_network`, an internal bridge network (no route off it) that the
+  // sidecar creates through the gate, whose only open address is the egress proxy on its
+  // gateway, port `egress_proxy_port` (SANDBOX_EGRESS_PROXY_PORT). The proxy (squid,
+  // scripts/egress-proxy.sh) lets through only SANDBOX_EGRESS_ALLOW's names: host names
+  // (".example.org": the name and every name under it), never an address.
+  // HTTP(S)_PROXY, their lower-case forms, NO_PROXY and PIP_PROXY name it in the session.
+  std::string network = "none";
+  std::vector<std::string> egress_allow;
+  std::string egress_network = "dockgate-egress";  // SANDBOX_EGRESS_NETWORK
+  std::int64_t egress_proxy_port = 3128;
 };
 
 struct config_result {
@@ -98,6 +109,12 @@ struct config_result {
 // Reads the configuration from an environment (name -> value). Malformed numbers and
 // sizes are errors (the seed would crash at import; this reports them all at once).
 config_result load_config(const std::map<std::string, std::string>& env);
+
+// Whether `name` may be an entry of SANDBOX_EGRESS_ALLOW: a DNS host name (labels of
+// a-z, 0-9, '-', at least one letter in the last), optionally led by '.' (the name and
+// its subdomains). Never an IP literal: the allowlist names hosts, and an address would
+// let a cell reach whatever answers there under no name at all.
+bool valid_egress_name(std::string_view name);
 
 // Docker's size syntax: 512m, 2g, 1024 (bytes), 1.5g.
 std::optional<std::int64_t> parse_size(std::string_view text);

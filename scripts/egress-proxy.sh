@@ -1,0 +1,162 @@
+#!/usr/bin/env bash
+# The egress proxy of SANDBOX_NETWORK=allowlist (docs/sidecar.md, Egress): Debian's squid
+# on the host, listening only on the gateway address of the sidecar's internal network,
+# letting through CONNECT and plain HTTP to SANDBOX_EGRESS_ALLOW's names only; and the
+# host firewall rules that make it the only thing a session can reach.
+#
+#   scripts/egress-proxy.sh start DIR   # DOCKER_HOST: the engine (directly or through the gate)
+#   scripts/egress-proxy.sh stop DIR
+#
+# Environment: SANDBOX_EGRESS_ALLOW (names, comma-separated; ".example.org" for the name
+# and its subdomains), SANDBOX_EGRESS_NETWORK (dockgate-egress), SANDBOX_EGRESS_PROXY_PORT
+# (3128), SANDBOX_EGRESS_PORTS (the destination ports, 80,443), EGRESS_HOSTS_FILE (a
+# hosts file squid resolves names from first: tests point a listed name at a local server).
+#
+# Why firewall rules: a container on an internal Docker network still reaches every
+# address of the host through its bridge (the packets go to INPUT, which Docker's rules
+# leave alone), and on an engine started with --iptables=false (scripts/engine.sh) it even
+# has a default route through the host. The rules accept, from the network's bridge, only
+# TCP to the proxy's address and port (and what belongs to those connections), and drop
+# everything else the bridge sends to the host or through it: other host services, DNS to
+# any resolver, other containers' networks, the outside.
+# Needs root (iptables, squid binding the address).
+set -euo pipefail
+
+cmd=${1:?usage: egress-proxy.sh start|stop DIR}
+dir=${2:?usage: egress-proxy.sh start|stop DIR}
+network=${SANDBOX_EGRESS_NETWORK:-dockgate-egress}
+port=${SANDBOX_EGRESS_PROXY_PORT:-3128}
+ports=${SANDBOX_EGRESS_PORTS:-80,443}
+
+unrule() {
+  local chain; chain=$(cat "$dir/chain" 2>/dev/null) || return 0
+  local bridge; bridge=$(cat "$dir/bridge")
+  while iptables -D INPUT -i "$bridge" -j "$chain" 2>/dev/null; do :; done
+  while iptables -D FORWARD -i "$bridge" -j "$chain" 2>/dev/null; do :; done
+  while iptables -D FORWARD -o "$bridge" -j "$chain" 2>/dev/null; do :; done
+  iptables -F "$chain" 2>/dev/null || true
+  iptables -X "$chain" 2>/dev/null || true
+  rm -f "$dir/chain"
+}
+
+case $cmd in
+stop)
+  if [[ -s $dir/squid.pid.own ]]; then
+    pid=$(cat "$dir/squid.pid.own")
+    kill "$pid" 2>/dev/null || true
+    for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$pid" 2>/dev/null || true
+    rm -f "$dir/squid.pid.own"
+  fi
+  unrule
+  exit 0
+  ;;
+start) ;;
+*) echo "egress-proxy.sh: start or stop" >&2; exit 2 ;;
+esac
+
+# squid drops to the proxy user: DIR (and every directory above it) must be one it can enter.
+mkdir -p "$dir"
+chmod 0755 "$dir"
+# The allowlist: host names only (the sidecar checks the same at its start).
+names=()
+IFS=',' read -ra items <<<"${SANDBOX_EGRESS_ALLOW:-}"
+for item in "${items[@]}"; do
+  item=$(printf %s "$item" | tr -d '[:space:]' | tr '[:upper:]' '[:lower:]')
+  [[ -z $item ]] && continue
+  if ! [[ $item =~ ^\.?([a-z0-9]([a-z0-9-]*[a-z0-9])?\.)*[a-z0-9-]*[a-z][a-z0-9-]*$ ]]; then
+    echo "egress-proxy.sh: SANDBOX_EGRESS_ALLOW: not a host name: $item" >&2
+    exit 2
+  fi
+  names+=("$item")
+done
+if ((${#names[@]} == 0)); then
+  echo "egress-proxy.sh: SANDBOX_EGRESS_ALLOW is empty" >&2
+  exit 2
+fi
+[[ $ports =~ ^[0-9]+(,[0-9]+)*$ ]] || { echo "egress-proxy.sh: SANDBOX_EGRESS_PORTS: ports, comma-separated" >&2; exit 2; }
+
+# The network is the sidecar's: it creates it (through the gate) before its first session.
+info=
+for _ in $(seq 120); do
+  info=$(docker network inspect "$network" \
+    -f '{{.Id}} {{.Internal}} {{range .IPAM.Config}}{{.Gateway}} {{.Subnet}} {{end}}' 2>/dev/null) && break
+  sleep 0.5
+done
+read -r id internal gateway subnet _ <<<"$info"
+if [[ -z ${id:-} || $internal != true || -z ${gateway:-} ]]; then
+  echo "egress-proxy.sh: network $network: not there, not internal or no IPv4 gateway ($info)" >&2
+  exit 1
+fi
+bridge="br-${id:0:12}"
+ip link show "$bridge" >/dev/null 2>&1 || { echo "egress-proxy.sh: no bridge $bridge on this host" >&2; exit 1; }
+
+unrule
+chain="DGEGRESS-${id:0:12}"
+iptables -N "$chain"
+# Replies of the proxy's connections go out through OUTPUT; what comes in on the bridge
+# is the session's half of a connection to the proxy, or nothing at all.
+iptables -A "$chain" -i "$bridge" -d "$gateway" -p tcp --dport "$port" -j ACCEPT
+iptables -A "$chain" -j DROP
+iptables -I INPUT 1 -i "$bridge" -j "$chain"
+iptables -I FORWARD 1 -i "$bridge" -j "$chain"
+iptables -I FORWARD 1 -o "$bridge" -j "$chain"
+echo "$chain" >"$dir/chain"
+echo "$bridge" >"$dir/bridge"
+
+hosts_line=
+if [[ -n ${EGRESS_HOSTS_FILE:-} ]]; then
+  install -m 0644 "$EGRESS_HOSTS_FILE" "$dir/hosts"
+  hosts_line="hosts_file $dir/hosts"
+fi
+{
+  echo "# written by scripts/egress-proxy.sh"
+  echo "http_port $gateway:$port"
+  echo "pid_filename $dir/squid.pid"
+  echo "access_log stdio:$dir/access.log"
+  echo "cache_log $dir/cache.log"
+  echo "cache_store_log none"
+  echo "netdb_filename none"
+  echo "coredump_dir $dir"
+  echo "cache deny all"
+  echo "cache_mem 0 MB"
+  echo "via off"
+  echo "forwarded_for delete"
+  [[ -n $hosts_line ]] && echo "$hosts_line"
+  echo "acl sessions src $subnet"
+  echo "acl egress_ports port ${ports//,/ }"
+  # -n: compare the request's host as written, never a reverse lookup of an address.
+  echo "acl egress_names dstdomain -n ${names[*]}"
+  # An address as the host (dotted, decimal, hex or IPv6 in brackets) is refused before any
+  # name is compared: the list names hosts, and an address reaches whatever answers there.
+  echo 'acl ip_literal dstdom_regex -n ^[0-9.]+$ ^0x[0-9a-f.x]+$ ^\[?[0-9a-f:.]*:[0-9a-f:.]*\]?$'
+  echo "acl CONNECT method CONNECT"
+  echo "http_access deny !sessions"
+  echo "http_access deny ip_literal"
+  echo "http_access deny !egress_ports"
+  echo "http_access allow egress_names"
+  echo "http_access deny all"
+  echo "icp_port 0"
+  echo "htcp_port 0"
+  echo "snmp_port 0"
+  echo "shutdown_lifetime 1 seconds"
+} >"$dir/squid.conf"
+chown proxy "$dir" 2>/dev/null || true
+touch "$dir/access.log" "$dir/cache.log"
+chown proxy "$dir/access.log" "$dir/cache.log" 2>/dev/null || true
+squid -k parse -f "$dir/squid.conf" >"$dir/parse.log" 2>&1 || { cat "$dir/parse.log" >&2; unrule; exit 1; }
+squid -N -f "$dir/squid.conf" >>"$dir/squid.out" 2>&1 &
+echo $! >"$dir/squid.pid.own"
+for _ in $(seq 100); do
+  if (exec 3<>"/dev/tcp/$gateway/$port") 2>/dev/null; then
+    echo "egress-proxy.sh: squid on $gateway:$port for $network (${names[*]})"
+    echo "EGRESS_PROXY=http://$gateway:$port" >"$dir/env"
+    exit 0
+  fi
+  kill -0 "$(cat "$dir/squid.pid.own")" 2>/dev/null || break
+  sleep 0.1
+done
+echo "egress-proxy.sh: squid did not start:" >&2
+cat "$dir/cache.log" "$dir/squid.out" >&2
+"$0" stop "$dir"
+exit 1

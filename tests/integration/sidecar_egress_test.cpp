@@ -1,0 +1,250 @@
+// SANDBOX_NETWORK=allowlist (issue 21 item 4, docs/sidecar.md "Egress"): a session's only
+// way out is the egress proxy (squid, scripts/egress-proxy.sh) on its internal network's
+// gateway, and the proxy lets through only the listed names. Each way out is judged by
+// whether a listener on the host saw it (accepts and datagrams counted here), not by what
+// the cell says: the listed name reaches its server; an unlisted name, an IP literal, a
+// direct connection past the proxy (to the host's addresses) and DNS to a resolver do not.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <atomic>
+#include <fstream>
+#include <thread>
+
+#include "sidecar_harness.hpp"
+
+using namespace dockgate::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+// A listener on the host that counts what reaches it: TCP accepts (answering each with a
+// small HTTP response) or UDP datagrams. Bound to `address`, port chosen by the kernel.
+class counting_listener {
+ public:
+  counting_listener(const std::string& address, bool udp) {
+    fd_ = ::socket(AF_INET, udp ? SOCK_DGRAM : SOCK_STREAM, 0);
+    int one = 1;
+    ::setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    ::inet_pton(AF_INET, address.c_str(), &a.sin_addr);
+    REQUIRE(::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    socklen_t len = sizeof a;
+    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+    if (!udp) REQUIRE(::listen(fd_, 64) == 0);
+    thread_ = std::thread([this, udp] {
+      while (!stop_) {
+        pollfd p{fd_, POLLIN, 0};
+        if (::poll(&p, 1, 50) <= 0) continue;
+        if (udp) {
+          char buf[2048];
+          if (::recv(fd_, buf, sizeof buf, 0) >= 0) ++count_;
+          continue;
+        }
+        const int c = ::accept(fd_, nullptr, nullptr);
+        if (c < 0) continue;
+        ++count_;
+        char buf[4096];
+        pollfd q{c, POLLIN, 0};
+        if (::poll(&q, 1, 2000) > 0) {
+          const auto n = ::recv(c, buf, sizeof buf, 0);
+          if (n > 0) {
+            std::lock_guard lock(mutex_);
+            seen_.append(buf, static_cast<std::size_t>(n));
+          }
+        }
+        const std::string answer =
+            "HTTP/1.1 200 OK\r\nContent-Length: 9\r\nConnection: close\r\n\r\negress-ok";
+        (void)!::send(c, answer.data(), answer.size(), MSG_NOSIGNAL);
+        ::close(c);
+      }
+    });
+  }
+  ~counting_listener() {
+    stop_ = true;
+    thread_.join();
+    ::close(fd_);
+  }
+  int port() const { return port_; }
+  int count() const { return count_; }
+  std::string seen() const {
+    std::lock_guard lock(mutex_);
+    return seen_;
+  }
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+  std::atomic<int> count_{0};
+  std::atomic<bool> stop_{false};
+  mutable std::mutex mutex_;
+  std::string seen_;
+  std::thread thread_;
+};
+
+// The egress proxy of the test: scripts/egress-proxy.sh started on the engine's network
+// (directly, as root), stopped (its squid and firewall rules) at the end.
+class egress_proxy {
+ public:
+  egress_proxy(const std::string& dir, const std::string& env) : dir_(dir) {
+    auto r = run("cd " + std::string(DOCKGATE_SOURCE_DIR) + " && DOCKER_HOST=" + engine_host() +
+                 " " + env + " scripts/egress-proxy.sh start " + dir_ + " 2>&1");
+    INFO(r.output);
+    REQUIRE(r.status == 0);
+  }
+  ~egress_proxy() {
+    run(std::string(DOCKGATE_SOURCE_DIR) + "/scripts/egress-proxy.sh stop " + dir_);
+  }
+  std::string access_log() const { return run("cat " + dir_ + "/access.log").output; }
+
+ private:
+  std::string dir_;
+};
+
+std::string trimmed(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("sidecar egress: the listed name through the proxy and nothing else out of the session",
+          "[sidecar][egress]") {
+  const std::string network = "dockgate-egress";
+  run(direct() + " network rm " + network + " >/dev/null 2>&1");  // a previous run's
+  proxy_process gate("compose/policies/sandbox-egress.json");
+  counting_listener http("127.0.0.1", false);   // the package index (pypi.test), host-local
+  counting_listener tls("127.0.0.1", false);    // its file host, reached by CONNECT
+  counting_listener bypass("0.0.0.0", false);   // a host service on every address
+  counting_listener resolver("0.0.0.0", true);  // a DNS server on every address
+  sidecar_process sidecar(gate,
+                          {"SANDBOX_NETWORK=allowlist", "SANDBOX_EGRESS_ALLOW=pypi.test,files.test",
+                           "SANDBOX_WARM_POOL=0"});
+  const std::string sid = new_session(sidecar);
+  const std::string container =
+      trimmed(run(direct() + " ps -q --no-trunc --filter label=sandbox.session_id=" + sid).output);
+  REQUIRE_FALSE(container.empty());
+
+  // The network as the daemon keeps it: the sidecar's (owner label), internal.
+  const std::string net = trimmed(run(direct() + " network inspect " + network +
+                                      " -f '{{.Internal}} {{index .Labels \"dockgate.owner\"}} "
+                                      "{{range .IPAM.Config}}{{.Gateway}}{{end}}'")
+                                      .output);
+  INFO(net << "\n" << sidecar.log());
+  REQUIRE(net.starts_with("true sandbox "));
+  const std::string gateway = net.substr(std::string("true sandbox ").size());
+  // The session's container joined that network and no other, with the proxy named.
+  CHECK(trimmed(run(direct() + " inspect " + container +
+                    " -f '{{.HostConfig.NetworkMode}} {{range $k, $v := "
+                    ".NetworkSettings.Networks}}{{$k}} {{end}}'")
+                    .output) == network + " " + network);
+  const std::string env =
+      run(direct() + " inspect " + container + " -f '{{json .Config.Env}}'").output;
+  const std::string proxy_url = "http://" + gateway + ":3128";
+  for (const char* name :
+       {"HTTP_PROXY=", "HTTPS_PROXY=", "http_proxy=", "https_proxy=", "PIP_PROXY="})
+    CHECK_THAT(env, Catch::Contains(std::string(name) + proxy_url));
+
+  // The proxy: both names resolve (inside squid) to the host-local servers; other.test too,
+  // so that only squid's allowlist stands between a cell and the server.
+  const std::string hosts = gate.dir() + "/egress-hosts";  // copied by the script
+  std::ofstream(hosts) << "127.0.0.1 pypi.test files.test other.test\n";
+  // squid drops to its own user: a directory it can enter (the gate's is root's alone).
+  char squid_dir[] = "/tmp/dockgate-egress.XXXXXX";
+  REQUIRE(::mkdtemp(squid_dir));
+  egress_proxy squid(squid_dir, "SANDBOX_EGRESS_ALLOW=pypi.test,files.test SANDBOX_EGRESS_PORTS=" +
+                                    std::to_string(http.port()) + "," + std::to_string(tls.port()) +
+                                    " EGRESS_HOSTS_FILE=" + hosts);
+  const std::string host_address = trimmed(
+      run("ip -4 -o addr show scope global | awk '{split($4, a, \"/\"); print a[1]}' | grep -vx '" +
+          gateway + "' | head -1")
+          .output);
+  REQUIRE_FALSE(host_address.empty());
+
+  // Each cell prints its own view; the counts on the host decide.
+  auto cell = [&](const std::string& code) {
+    const std::string out = sidecar.exec(sid, code);
+    UNSCOPED_INFO("cell: " << out);
+    return out;
+  };
+  // Through the proxy always (NO_PROXY would send 127.0.0.1 past it, to the cell's own).
+  const std::string http_get = R"(import os, urllib.request, sys
+opener = urllib.request.build_opener(urllib.request.ProxyHandler({'http': os.environ['HTTP_PROXY']}))
+try:
+    print(opener.open(sys.argv_url, timeout=10).read().decode())
+except Exception as e:
+    print('refused', e)
+)";
+  auto get = [&](const std::string& url) {
+    std::string code = http_get;
+    code.replace(code.find("sys.argv_url"), 12, "'" + url + "'");
+    return cell(code);
+  };
+  auto tunnel = [&](const std::string& authority) {
+    return cell(
+        "import os, socket\nu = os.environ['HTTPS_PROXY'][len('http://'):].split(':')\n"
+        "s = socket.create_connection((u[0], int(u[1])), timeout=10)\n"
+        "s.sendall(b'CONNECT " +
+        authority + " HTTP/1.1\\r\\nHost: " + authority +
+        "\\r\\n\\r\\n')\nhead = s.recv(4096).split(b'\\r\\n')[0]\nprint(head)\n"
+        "if b' 200 ' in head:\n    s.sendall(b'\\x16\\x03\\x01 client hello')\n    "
+        "print(s.recv(4096))\n");
+  };
+
+  // An unlisted name and every IP literal are refused by the proxy: no server saw them.
+  const std::string p = std::to_string(http.port()), t = std::to_string(tls.port());
+  CHECK_THAT(get("http://other.test:" + p + "/"), Catch::Contains("403"));
+  CHECK_THAT(get("http://pypi.test.other.test:" + p + "/"), Catch::Contains("403"));
+  for (const std::string literal : {"127.0.0.1", "2130706433", "0x7f000001", "127.1", "[::1]"})
+    CHECK_THAT(get("http://" + literal + ":" + p + "/"), Catch::Contains("refused"));
+  CHECK_THAT(tunnel("other.test:" + t), !Catch::Contains(" 200 "));
+  CHECK_THAT(tunnel("127.0.0.1:" + t), !Catch::Contains(" 200 "));
+  // A listed name on a port not listed.
+  CHECK_THAT(get("http://pypi.test:" + std::to_string(bypass.port()) + "/"),
+             Catch::Contains("403"));
+  CHECK(http.count() == 0);
+  CHECK(tls.count() == 0);
+  CHECK(bypass.count() == 0);
+  // Past the proxy: no host address, no port but the proxy's, no DNS.
+  const std::string b = std::to_string(bypass.port()), r = std::to_string(resolver.port());
+  cell("import socket\nfor h in ['" + gateway + "', '" + host_address +
+       "']:\n"
+       "    for p in [" +
+       b +
+       ", 22, 53]:\n"
+       "        try:\n            socket.create_connection((h, p), timeout=3); print(h, p, "
+       "'connected')\n"
+       "        except OSError as e:\n            print(h, p, e)\n"
+       "query = bytes.fromhex('123401000001000000000000047079706904746573740000010001')\n"
+       "for h in ['" +
+       gateway + "', '" + host_address +
+       "']:\n"
+       "    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+       "    try:\n        u.sendto(query, (h, " +
+       r +
+       ")); u.sendto(query, (h, 53)); print('sent', h)\n"
+       "    except OSError as e:\n        print(h, e)\n");
+  // The session resolves no name itself: only the proxy does.
+  CHECK_THAT(cell("import socket\ntry:\n    print(socket.getaddrinfo('pypi.test', 80))\n"
+                  "except OSError as e:\n    print('no dns', e)\n"),
+             Catch::Contains("no dns"));
+  // Datagrams are not retried: a short wait lets any that got through arrive.
+  std::this_thread::sleep_for(500ms);
+  CHECK(bypass.count() == 0);
+  CHECK(resolver.count() == 0);
+  // A listed name, plain HTTP and CONNECT, reaches its server through the proxy (last: the
+  // counts above stay those of the refusals alone).
+  CHECK_THAT(get("http://pypi.test:" + std::to_string(http.port()) + "/simple/numpy/"),
+             Catch::Contains("egress-ok"));
+  CHECK(http.count() == 1);
+  CHECK_THAT(http.seen(), Catch::StartsWith("GET /simple/numpy/ HTTP/1.1"));
+  CHECK_THAT(tunnel("files.test:" + std::to_string(tls.port())), Catch::Contains(" 200 "));
+  CHECK(tls.count() == 1);
+  CHECK_THAT(tls.seen(), Catch::Contains("client hello"));
+  sidecar.call("DELETE", "/sessions/" + sid, "");
+  run(direct() + " network rm " + network + " >/dev/null 2>&1");
+}
