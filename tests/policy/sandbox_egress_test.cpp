@@ -108,8 +108,12 @@ TEST_CASE("sandbox-egress is the sandbox profile but for its network", "[sandbox
     CHECK(minified(a[k]) == minified(b[k]));
   }
   std::vector<std::string> allow_a, allow_b;
-  for (auto v : a["allow"].get_array().value()) allow_a.emplace_back(v.get_string().value());
-  for (auto v : b["allow"].get_array().value()) allow_b.emplace_back(v.get_string().value());
+  // The arrays held by name: a range-for over a temporary's value() outlives it.
+  simdjson::dom::array list_a, list_b;
+  REQUIRE(a["allow"].get_array().get(list_a) == simdjson::SUCCESS);
+  REQUIRE(b["allow"].get_array().get(list_b) == simdjson::SUCCESS);
+  for (auto v : list_a) allow_a.emplace_back(v.get_string().value());
+  for (auto v : list_b) allow_b.emplace_back(v.get_string().value());
   allow_a.insert(allow_a.end(), {"NetworkCreate", "NetworkInspect"});
   CHECK(allow_a == allow_b);
   CHECK(minified(b["networks"]) == R"({"join_owned":true,"internal":true})");
