@@ -453,3 +453,44 @@ TEST_CASE("kernel: POST /sessions/{id}/restart resets the kernel",
   CHECK(kernel_field(after.body, "execution_count") == "1");
   CHECK(sidecar.call("GET", "/sessions/" + sid + "/restart", "").status == 405);
 }
+
+TEST_CASE("kernel: a kernel killed for memory answers 500 kernel died out of memory",
+          "[integration][sidecar][kernel]") {
+  REQUIRE_FULL_IMAGE();
+  proxy_process proxy("compose/policies/sandbox.json");
+  sidecar_process sidecar(proxy, {"SANDBOX_IMAGE=" + image});
+  const std::string sid = kernel_session(sidecar);
+  REQUIRE(exec(sidecar, sid, "x = 1").status == 200);
+  auto oom =
+      exec(sidecar, sid, "chunks = []\nwhile True:\n    chunks.append(b'x' * (64 << 20))", 120000);
+  INFO(oom.body << sidecar.log());
+  CHECK(oom.status == 500);
+  CHECK(field(oom.body, "detail").starts_with("kernel died: out of memory"));
+  auto next = exec(sidecar, sid, "print('x' in globals())");
+  CHECK(field(next.body, "stdout") == "False\n");
+  CHECK(kernel_field(next.body, "restarted") == "true");
+}
+
+TEST_CASE(
+    "kernel: a restarted sidecar adopts a kernel session and its first cell gets a new "
+    "kernel",
+    "[integration][sidecar][kernel]") {
+  REQUIRE_FULL_IMAGE();
+  proxy_process proxy("compose/policies/sandbox.json");
+  std::string sid;
+  {
+    sidecar_process first(proxy, {"SANDBOX_IMAGE=" + image});
+    sid = kernel_session(first);
+    REQUIRE(exec(first, sid, "x = 1").status == 200);
+    first.stop(SIGKILL);
+  }
+  sidecar_process second(proxy, {"SANDBOX_IMAGE=" + image});
+  auto next = exec(second, sid, "print('x' in globals())");
+  INFO(next.body << second.log());
+  REQUIRE(next.status == 200);
+  CHECK(field(next.body, "stdout") == "False\n");
+  CHECK(kernel_field(next.body, "restarted") == "true");
+  auto again = exec(second, sid, "x = 2\nx");
+  CHECK(field(again.body, "stdout") == "2\n");
+  CHECK(kernel_field(again.body, "restarted") == "false");
+}
