@@ -241,7 +241,9 @@ class Kernel:
                     pass
         send(b"X", b"%d %d %d" % (exit_code, dropped[b"O"], dropped[b"E"]))
         send(b"K", b"%d %d %d" % (int(restarted), int(died), self.count))
-        kill_sweep(self.pid())
+        # A kernel found dead was reaped (is_alive polls it): its PID may be another's now,
+        # and is spared no more.
+        kill_sweep(self.pid() if not died and self.km.is_alive() else None)
         after = listing(outputs)
         text = oom_count() + b"\n" + oom_before + b"\n" + before + b"\0" + after
         for i in range(0, len(text), CHUNK):
