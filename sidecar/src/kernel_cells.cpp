@@ -115,10 +115,11 @@ http_reply cells::run_kernel_cell(session& s, const std::string& code, std::int6
   if (events.active())
     on_output = [&events](int stream, std::string_view data) { events.output(stream, data); };
   const runner_probe probe = probe_for(containers_, s.container);
-  // A sound driver answers by the cell's timeout, the grace after the interrupt and a
-  // restart; after that only one found running is waited for, up to the hard deadline.
+  // A sound driver answers by the cell's timeout and the grace after the interrupt; one
+  // that has not is probed, and only one found running (a kernel restart on a loaded host)
+  // is waited for further, up to the hard deadline.
   const auto timeout = std::chrono::milliseconds(ms);
-  const cell_runner::patience cell_wait{timeout + kill_grace + restart_allowance + 1s,
+  const cell_runner::patience cell_wait{timeout + kill_grace + 1s,
                                         timeout + kill_grace + restart_allowance + 30s, probe};
   std::string status_text;
   auto ran = s.kernel_driver->run_request(

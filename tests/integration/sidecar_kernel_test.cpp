@@ -494,3 +494,30 @@ TEST_CASE(
   CHECK(field(again.body, "stdout") == "2\n");
   CHECK(kernel_field(again.body, "restarted") == "false");
 }
+
+TEST_CASE(
+    "kernel: a cell that stops the kernel's driver is answered at its timeout and the next "
+    "cell gets a new kernel",
+    "[integration][sidecar][kernel][attack]") {
+  REQUIRE_FULL_IMAGE();
+  proxy_process proxy("compose/policies/sandbox.json");
+  sidecar_process sidecar(proxy, {"SANDBOX_IMAGE=" + image});
+  const std::string sid = kernel_session(sidecar);
+  const std::string container = "dockgate-sbx-" + sid;
+  REQUIRE(exec(sidecar, sid, "x = 1").status == 200);
+  const std::string driver = host_pid(container, "dockgate-kernel");
+  auto stopped =
+      exec(sidecar, sid,
+           "import os, signal, time\nos.kill(os.getppid(), signal.SIGSTOP)\ntime.sleep(600)", 2000);
+  INFO(stopped.body << sidecar.log());
+  CHECK(stopped.status == 500);
+  CHECK(field(stopped.body, "detail").starts_with("kernel died: the kernel's driver was stopped"));
+  // The stopped driver and the kernel are gone (the host's view), a new pair answers.
+  CHECK(host_processes(container).find("sleep 600") == std::string::npos);
+  auto next = exec(sidecar, sid, "print('x' in globals())");
+  INFO(next.body);
+  REQUIRE(next.status == 200);
+  CHECK(field(next.body, "stdout") == "False\n");
+  CHECK(kernel_field(next.body, "restarted") == "true");
+  CHECK(host_pid(container, "dockgate-kernel") != driver);
+}
