@@ -521,3 +521,18 @@ TEST_CASE(
   CHECK(kernel_field(next.body, "restarted") == "true");
   CHECK(host_pid(container, "dockgate-kernel") != driver);
 }
+
+TEST_CASE("kernel: output is capped as a plain cell's", "[integration][sidecar][kernel]") {
+  REQUIRE_FULL_IMAGE();
+  proxy_process proxy("compose/policies/sandbox.json");
+  sidecar_process sidecar(proxy, {"SANDBOX_IMAGE=" + image, "SANDBOX_MAX_OUTPUT_BYTES=2048"});
+  const std::string sid = kernel_session(sidecar);
+  auto loud =
+      exec(sidecar, sid, "import sys\nprint('o' * 5000)\nsys.stderr.write('e' * 5000)\n'r' * 10");
+  INFO(loud.body);
+  REQUIRE(loud.status == 200);
+  CHECK(field(loud.body, "stdout") ==
+        std::string(2048, 'o') + "\n... [truncated, stdout exceeded 2KB]");
+  CHECK(field(loud.body, "stderr") ==
+        std::string(2048, 'e') + "\n... [truncated, stderr exceeded 2KB]");
+}
