@@ -20,6 +20,7 @@
 #include <iostream>
 #include <map>
 
+#include "cell_listing.hpp"
 #include "labels.hpp"
 #include "request.hpp"
 #include "runner.hpp"
@@ -44,46 +45,6 @@ constexpr std::string_view find_outputs = "find /workspace/outputs -type f -prin
 constexpr std::string_view oom_count =
     "o=0; for f in /sys/fs/cgroup/memory.events /sys/fs/cgroup/memory/memory.oom_control; do "
     "[ -r $f ] && while read -r k v; do [ \"$k\" = oom_kill ] && o=$v; done < $f; done; echo $o";
-
-struct cell_listing {
-  std::int64_t oom_before = 0;
-  std::int64_t oom_after = 0;
-  std::map<std::string, std::string> before;  // path -> "mtime\tsize"
-  std::map<std::string, std::string> after;
-};
-
-// The clean-up's output: "<oom now>\n<oom before>\n" then the before records, an empty
-// field, the after records (NUL-separated triples).
-cell_listing parse_cell_listing(std::string_view text) {
-  cell_listing l;
-  auto line = [&]() {
-    const auto nl = text.find('\n');
-    const std::string_view v = text.substr(0, nl);
-    text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
-    return std::strtoll(std::string(v).c_str(), nullptr, 10);
-  };
-  l.oom_after = line();
-  l.oom_before = line();
-  auto field = [&]() -> std::optional<std::string_view> {
-    const auto nul = text.find('\0');
-    if (nul == std::string_view::npos) return std::nullopt;
-    const std::string_view v = text.substr(0, nul);
-    text.remove_prefix(nul + 1);
-    return v;
-  };
-  auto* into = &l.before;
-  while (auto path = field()) {
-    if (path->empty()) {  // the separator between before and after
-      into = &l.after;
-      continue;
-    }
-    auto mtime = field();
-    auto size = field();
-    if (!mtime || !size) break;
-    (*into)[std::string(*path)] = std::string(*mtime) + "\t" + std::string(*size);
-  }
-  return l;
-}
 
 }  // namespace
 
@@ -128,6 +89,8 @@ http_reply cells::run_cell(const http_request& r, cell_events& events) {
     }
   } slot{config_.max_concurrent_execs > 0 ? &exec_slots_ : nullptr};
   if (s->terminating) return detail(404, "session not found or not running");
+  // A kernel session's cells run in its kernel (kernel_cells.cpp).
+  if (!s->kernel.empty()) return run_kernel_cell(*s, *code, ms, events);
 
   // Two commands around the cell: the first records the memory cgroup's OOM-kill count,
   // snapshots /workspace/outputs, writes the cell from stdin and becomes `timeout ...
@@ -320,6 +283,18 @@ http_reply cells::run_cell(const http_request& r, cell_events& events) {
   }
   s->last_used = std::chrono::steady_clock::now();
 
+  const std::string files = artifacts(listing, in_container, errs);
+  while (!errs.empty() && (errs.front() == '\n' || errs.front() == ' ')) errs.erase(0, 1);
+  std::string body = "{\"stdout\":";
+  client::append_json_string(body, out);
+  body += ",\"stderr\":";
+  client::append_json_string(body, errs);
+  body += ",\"exit_code\":" + std::to_string(exit_code) + ",\"files\":" + files + "}";
+  return {200, body};
+}
+
+std::string cells::artifacts(const cell_listing& listing, const artifact_reader& read,
+                             std::string& errs) const {
   // Artifacts: new or changed regular files under /workspace/outputs, by path. The
   // listing is NUL-separated (no name can forge a record) and every path is checked
   // again here; sizes are those of the bytes read, not of the listing.
@@ -342,8 +317,8 @@ http_reply cells::run_cell(const http_request& r, cell_events& events) {
       ++skipped;
       continue;
     }
-    auto data = in_container({"cat", "--", path}, std::chrono::seconds(config_.collect_file_timeout_s),
-                             static_cast<std::size_t>(config_.max_artifact_bytes));
+    auto data = read({"cat", "--", path}, std::chrono::seconds(config_.collect_file_timeout_s),
+                     static_cast<std::size_t>(config_.max_artifact_bytes));
     if (!data.started || data.exit_code != 0 || data.stdout_dropped ||
         total + static_cast<std::int64_t>(data.stdout_data.size()) > config_.max_total_artifact_bytes) {
       ++skipped;
@@ -364,13 +339,7 @@ http_reply cells::run_cell(const http_request& r, cell_events& events) {
             std::to_string(config_.max_files_per_exec) + " files, " + std::to_string(config_.max_artifact_bytes) +
             " bytes per file, " + std::to_string(config_.max_total_artifact_bytes) + " bytes total";
   }
-  while (!errs.empty() && (errs.front() == '\n' || errs.front() == ' ')) errs.erase(0, 1);
-  std::string body = "{\"stdout\":";
-  client::append_json_string(body, out);
-  body += ",\"stderr\":";
-  client::append_json_string(body, errs);
-  body += ",\"exit_code\":" + std::to_string(exit_code) + ",\"files\":" + files + "}";
-  return {200, body};
+  return files;
 }
 
 }  // namespace dockgate::sidecar

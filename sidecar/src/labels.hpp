@@ -17,6 +17,8 @@ inline constexpr std::string_view storage_label = "sandbox.storage";
 inline constexpr std::string_view ttl_label = "sandbox.idle_ttl";
 inline constexpr std::string_view restore_label = "sandbox.restore";
 inline constexpr std::string_view generation_label = "sandbox.archive_generation";
+// A kernel session's kernel name (kernel.hpp): a restarted sidecar adopts it as one.
+inline constexpr std::string_view kernel_label = "sandbox.kernel";
 inline constexpr std::string_view container_prefix = "dockgate-sbx-";
 // Who runs what in a session container. Cells, the cell runner and every command of the
 // sidecar run as the session user (every exec names it; the gate's sandbox profile forces

@@ -54,6 +54,9 @@ std::optional<runner_frames::frame> runner_frames::next() {
     case 'D':
       type = kind::done;
       break;
+    case 'K':
+      type = kind::status;
+      break;
     default:
       failed_ = true;
       return std::nullopt;
@@ -157,6 +160,27 @@ std::shared_ptr<cell_runner> cell_runner::start(const client::engine& docker,
   std::optional<int> pid;
   if (!hello || hello->type != runner_frames::kind::hello ||
       !(pid = parse_runner_hello(hello->payload))) {
+    *error = hello ? "unexpected first frame" : why;
+    return nullptr;
+  }
+  runner->pid_ = *pid;
+  return runner;
+}
+
+std::shared_ptr<cell_runner> cell_runner::start_program(
+    const client::engine& docker, const std::string& container, std::vector<std::string> argv,
+    const std::function<std::optional<int>(std::string_view)>& parse_hello,
+    std::chrono::milliseconds timeout, std::string* error, std::string* hello_payload) {
+  const auto deadline = client::clock_type::now() + timeout;
+  auto stream = docker.exec_attach(container, std::move(argv), session_user, deadline, error);
+  if (!stream) return nullptr;
+  std::shared_ptr<cell_runner> runner(new cell_runner(std::move(*stream)));
+  std::string why;
+  bool timed_out = false;
+  auto hello = runner->next(deadline, why, timed_out);
+  if (hello && hello->type == runner_frames::kind::hello) *hello_payload = hello->payload;
+  std::optional<int> pid;
+  if (!hello || hello->type != runner_frames::kind::hello || !(pid = parse_hello(hello->payload))) {
     *error = hello ? "unexpected first frame" : why;
     return nullptr;
   }
@@ -311,6 +335,41 @@ cell_runner::cell_result cell_runner::run_cell(
   bool timed_out = false;
   for (;;) {
     auto f = next(w, why, timed_out, out.cleanup_found);
+    if (f && f->type == runner_frames::kind::listing) {
+      listing.append(
+          f->payload, 0,
+          std::min(f->payload.size(), listing_cap - std::min(listing_cap, listing.size())));
+      continue;
+    }
+    if (f && f->type == runner_frames::kind::done && f->payload.empty()) {
+      out.listing = std::move(listing);
+      return out;
+    }
+    out.run.why = f ? "unexpected frame" : why;
+    close();
+    return out;
+  }
+}
+
+cell_runner::cell_result cell_runner::run_request(
+    const std::string& request, std::size_t cap, const patience& wait,
+    const std::function<void(int, std::string_view)>& on_output, std::size_t listing_cap,
+    const patience& cleanup, std::string* status) {
+  cell_result out;
+  status->clear();
+  out.run = exchange(request, cap, wait, on_output);
+  out.exited = client::clock_type::now();
+  if (out.run.state != outcome::done) return out;
+  waiting w = from_now(cleanup);
+  std::string listing, why;
+  bool timed_out = false, status_seen = false;
+  for (;;) {
+    auto f = next(w, why, timed_out, out.cleanup_found);
+    if (f && f->type == runner_frames::kind::status && !status_seen && listing.empty()) {
+      status_seen = true;
+      *status = std::move(f->payload);
+      continue;
+    }
     if (f && f->type == runner_frames::kind::listing) {
       listing.append(
           f->payload, 0,

@@ -39,7 +39,8 @@ inline constexpr std::size_t runner_frame_header = 5;
 // The runner's answer stream, cut into frames (no I/O: unit-tested).
 class runner_frames {
  public:
-  enum class kind { hello, started, out, err, exit, listing, done };
+  // status: the kernel driver's (kernel.hpp), never the runner's.
+  enum class kind { hello, started, out, err, exit, listing, done, status };
   struct frame {
     kind type;
     std::string payload;
@@ -124,6 +125,13 @@ class cell_runner {
                                             std::chrono::milliseconds timeout, std::string* error);
   // Its PID in the container, as its hello said.
   int pid() const { return pid_; }
+  // Another program on the same framing and the same walls (the kernel driver,
+  // kernel.hpp): `argv` started as the session user, its first frame a hello that
+  // `parse_hello` turns into its PID; the hello's payload is left in *hello either way.
+  static std::shared_ptr<cell_runner> start_program(
+      const client::engine& docker, const std::string& container, std::vector<std::string> argv,
+      const std::function<std::optional<int>(std::string_view)>& parse_hello,
+      std::chrono::milliseconds timeout, std::string* error, std::string* hello);
 
   // Runs `argv` with `stdin_data` on its stdin; stdout and stderr each capped at `cap`
   // bytes here (what is kept also goes to `on_output` as it arrives), all within
@@ -144,6 +152,12 @@ class cell_runner {
   cell_result run_cell(const runner_cell& c, std::size_t cap, const patience& wait,
                        const std::function<void(int, std::string_view)>& on_output,
                        std::size_t listing_cap, const patience& cleanup);
+  // A request of the kernel driver (kernel.hpp): answered as a cell (up to its exit frame
+  // as run(), then the clean-up's listing as run_cell()), with at most one status frame
+  // between the exit and the listing, its payload left in *status ("" if none came).
+  cell_result run_request(const std::string& request, std::size_t cap, const patience& wait,
+                          const std::function<void(int, std::string_view)>& on_output,
+                          std::size_t listing_cap, const patience& cleanup, std::string* status);
   bool usable() const { return stream_.has_value(); }
   // Open, and nothing came from the runner since its last answer, not even EOF (asked
   // without waiting; false whenever unsure, e.g. over TLS). The runner is a process of its

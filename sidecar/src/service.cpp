@@ -102,6 +102,13 @@ http_reply service::handle(const http_request& r) {
   };
   auto& o = *rooms_;
   if (r.path == "/sessions") return post(o.lifecycle, &session_lifecycle::create_session);
+  // POST /sessions/{id}/restart: a kernel session's kernel reset (kernel_cells.cpp).
+  if (constexpr std::string_view restart = "/restart";
+      r.path.starts_with("/sessions/") && r.path.ends_with(restart) &&
+      r.path.size() > 10 + restart.size() && r.path.find('/', 10) == r.path.size() - restart.size())
+    return r.method == "POST" ? o.cells.restart_kernel(std::string_view(r.path).substr(
+                                    10, r.path.size() - 10 - restart.size()))
+                              : detail(405, "Method Not Allowed");
   if (r.path.starts_with("/sessions/") && r.path.find('/', 10) == std::string::npos) {
     if (r.method != "DELETE") return detail(405, "Method Not Allowed");
     return o.lifecycle.delete_session(std::string_view(r.path).substr(10), r.body);

@@ -41,6 +41,14 @@ struct session {
   bool runner_refused = false;
   bool sweep_before_runner = false;
   bool pooled = false;  // its container came from the warm pool: a claim record goes with it
+  // A kernel session (kernel.hpp, kernel_cells.cpp): the kernel's name ("" for a plain
+  // session, which never has a driver); its driver, which holds the kernel, under `lock`.
+  // A driver that faults is dropped and the next cell starts another (after a sweep judged
+  // from the host, sweep_before_runner); kernel_replaced: the next answer says the kernel
+  // was restarted (its state is gone). A kernel session has no cell runner.
+  std::string kernel;
+  std::shared_ptr<cell_runner> kernel_driver;
+  bool kernel_replaced = false;
 };
 
 // A session found and locked for one request (session_registry::acquire).

@@ -82,6 +82,7 @@ std::string session_containers::create_body(const std::string& sid, const sessio
     label(restore_label, s.restore_status);
     if (s.restored_generation) label(generation_label, *s.restored_generation);
     if (s.fuse) label(common::workspace_label, sid);  // the gate binds <root>/<sid> at /workspace
+    if (!s.kernel.empty()) label(kernel_label, s.kernel);
   }
   // SANDBOX_NETWORK=allowlist: the proxy's address in every way clients look for it (curl
   // and requests read the lower-case names, others the upper; pip has its own). The cell

@@ -11,6 +11,7 @@
 
 #include "archive_store.hpp"
 #include "dockgate/common/workspace_id.hpp"
+#include "kernel.hpp"
 #include "labels.hpp"
 #include "pool_sessions.hpp"
 #include "request.hpp"
@@ -45,7 +46,12 @@ http_reply session_lifecycle::create_session(const http_request& r) {
   std::optional<http_reply> err;
   auto ttl = f.integer("idle_ttl_sec", err);
   auto key = f.string("archive_key", false, err);
+  auto kernel = f.string("kernel", false, err);
   if (err) return *err;
+  // A kernel is asked for by name; an unknown name is refused before anything is made.
+  std::optional<std::string> kernel_kind;
+  if (kernel && !(kernel_kind = kernel_name(*kernel)))
+    return detail(400, "unknown kernel: " + *kernel + " (known: python)");
   // A storage block the sidecar cannot use is refused now, not found out at delete.
   auto storage = request_storage(r.body, config_);
   if (storage.error) return detail(400, *storage.error);
@@ -73,6 +79,7 @@ http_reply session_lifecycle::create_session(const http_request& r) {
   s->ttl_seconds =
       ttl && *ttl > 0 ? std::clamp<std::int64_t>(*ttl, 1, config_.idle_ttl_cap_seconds) : 0;
   s->fuse = config_.workspace_mode == "fuse";
+  if (kernel_kind) s->kernel = *kernel_kind;
   // A FUSE workspace is its own storage (the bucket prefix of the archive key): mounted
   // before the container exists, unmounted again if the session does not come up.
   struct mount_guard {
@@ -165,8 +172,17 @@ http_reply session_lifecycle::create_session(const http_request& r) {
   if (!warm) {  // (a warm one was given its workspace, and its runner, in the pool)
     // The runner the first cell would start is started now and makes the folders: the
     // session's first answer waits for one exec, not two.
-    if (auto error = containers_.make_workspace(container_id, &s->runner); !error.empty()) {
+    if (auto error =
+            containers_.make_workspace(container_id, s->kernel.empty() ? &s->runner : nullptr);
+        !error.empty()) {
       containers_.remove(container_id);
+      return detail(500, error);
+    }
+  }
+  if (!s->kernel.empty()) {
+    if (auto error = start_kernel(*s); !error.empty()) {
+      containers_.remove(container_id);
+      if (warm) containers_.remove(container_id + std::string(claim_suffix));
       return detail(500, error);
     }
   }
@@ -345,6 +361,12 @@ void session_lifecycle::reconcile() {
       s->restored_generation = std::nullopt;  // unknown: never overwrite
     s->fuse = fuse;
     s->pooled = pooled;
+    if (const std::string* k = label(kernel_label)) {
+      // Its kernel went with the last run (the sweep below ends it): the next cell starts
+      // a new one and says so.
+      if (auto name = kernel_name(*k)) s->kernel = *name;
+      s->kernel_replaced = true;
+    }
     // The last run may have died mid-cell, its runner with it: the cell's processes may
     // be alive. They end now (nothing a cell starts outlives its answer, and none may
     // meet the session's next runner: cells.cpp). One the sweep could not end ends the
@@ -367,6 +389,18 @@ void session_lifecycle::reconcile() {
   }
   for (const auto& [sid, record] : records)
     if (!adopted_records.contains(sid)) containers_.remove(record->id);
+}
+
+std::string session_lifecycle::start_kernel(session& s) {
+  // A kernel session's container runs no cell runner (the driver's sweep would end it,
+  // and it would hold nothing the kernel needs): a warm container's is closed (it reads
+  // EOF and exits; the driver's first sweep ends it if it has not yet). The driver starts
+  // where no process of the session user ran any code: a new container.
+  if (s.runner) s.runner->close();
+  s.runner.reset();
+  std::string why;
+  s.kernel_driver = start_kernel_driver(docker_, s.container, 90s, &why);
+  return s.kernel_driver ? std::string() : why;
 }
 
 void session_lifecycle::reap(session& s) {

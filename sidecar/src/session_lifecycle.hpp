@@ -44,6 +44,9 @@ class session_lifecycle {
   // A session's end on the engine: its container removed (a warm one is never returned to
   // the pool), its FUSE mount cleaned, the session forgotten, then its claim record removed.
   void remove_session_containers(const session& s);
+  // A kernel session's kernel driver started in its container (kernel.hpp); "" when it
+  // runs, else the error to answer.
+  std::string start_kernel(session& s);
 
  private:
   const config& config_;

@@ -19,6 +19,8 @@
 #include <set>
 #include <thread>
 
+#include "kernel.hpp"
+
 using namespace dockgate::sidecar;
 
 namespace {
@@ -603,5 +605,75 @@ TEST_CASE("a runner that breaks the protocol is dropped, what it sends is capped
                        true);
       CHECK_FALSE(start(fake));
     }
+  }
+}
+
+// The kernel driver (kernel.hpp) on the same reader: its hello, and its answers' one status
+// frame between the exit and the listing, nothing else.
+TEST_CASE("the kernel driver: hello by state, at most one status frame and only in its place",
+          "[sidecar][runner][kernel]") {
+  std::string error;
+  SECTION("ready: a driver with its PID") {
+    fake_engine fake(on_stdout(frame('H', "dockgate-kernel 1 9 ready")), true);
+    auto d = start_kernel_driver(fake.engine(), "c", std::chrono::seconds(5), &error);
+    REQUIRE(d);
+    CHECK(d->pid() == 9);
+  }
+  SECTION("missing or failed: none, the error names the packages or the kernel") {
+    fake_engine missing(on_stdout(frame('H', "dockgate-kernel 1 9 missing")));
+    CHECK_FALSE(start_kernel_driver(missing.engine(), "c", std::chrono::seconds(5), &error));
+    CHECK(error.find("python3-ipykernel") != std::string::npos);
+    fake_engine failed(on_stdout(frame('H', "dockgate-kernel 1 9 failed")));
+    CHECK_FALSE(start_kernel_driver(failed.engine(), "c", std::chrono::seconds(5), &error));
+    CHECK(error == "kernel unavailable: the IPython kernel did not start");
+    fake_engine runner(on_stdout(hello));  // the cell runner is no kernel driver
+    CHECK_FALSE(start_kernel_driver(runner.engine(), "c", std::chrono::seconds(5), &error));
+    CHECK(error.starts_with("kernel unavailable: the kernel driver did not start"));
+  }
+  const std::string ready = frame('H', "dockgate-kernel 1 9 ready");
+  auto request = [](cell_runner& d, std::string& status) {
+    return d.run_request(kernel_cell_request("x", 1000, 2000, "/workspace/outputs", 1024), 1024,
+                         {std::chrono::seconds(5), std::chrono::seconds(5), {}}, nullptr, 1 << 20,
+                         {std::chrono::seconds(5), std::chrono::seconds(5), {}}, &status);
+  };
+  SECTION("a whole answer: output, exit, status, listing, done") {
+    fake_engine fake(on_stdout(ready + frame('S', "") + frame('O', "2\n") + frame('X', "0 0 0") +
+                               frame('K', "0 0 1") + frame('L', "0\n0\n") + frame('D', "")),
+                     true);
+    auto d = start_kernel_driver(fake.engine(), "c", std::chrono::seconds(5), &error);
+    REQUIRE(d);
+    std::string status;
+    auto got = request(*d, status);
+    CHECK(got.run.state == cell_runner::outcome::done);
+    CHECK(got.run.result.stdout_data == "2\n");
+    CHECK(status == "0 0 1");
+    CHECK(got.listing == std::optional<std::string>("0\n0\n"));
+    CHECK(d->usable());
+  }
+  SECTION("a second status frame, one after the listing, one before the exit: a fault") {
+    for (std::string bad :
+         {frame('X', "0 0 0") + frame('K', "0 0 1") + frame('K', "1 0 0") + frame('D', ""),
+          frame('X', "0 0 0") + frame('L', "0\n0\n") + frame('K', "0 0 1") + frame('D', ""),
+          frame('K', "0 0 1") + frame('X', "0 0 0") + frame('D', "")}) {
+      fake_engine fake(on_stdout(ready + frame('S', "") + bad), true);
+      auto d = start_kernel_driver(fake.engine(), "c", std::chrono::seconds(5), &error);
+      REQUIRE(d);
+      std::string status;
+      auto got = request(*d, status);
+      CHECK_FALSE(got.listing);
+      CHECK_FALSE(d->usable());
+    }
+  }
+  SECTION("the runner's cells never take a status frame") {
+    fake_engine fake(on_stdout(hello + frame('S', "") + frame('X', "0 0 0") + frame('K', "0 0 1") +
+                               frame('D', "")),
+                     true);
+    auto r = cell_runner::start(fake.engine(), "c", std::chrono::seconds(5), &error);
+    REQUIRE(r);
+    runner_cell c{{"true"}, "x", "/tmp/c", "/tmp/b", "/tmp/o", "/workspace/outputs", {}};
+    auto got = r->run_cell(c, 1024, {std::chrono::seconds(5), std::chrono::seconds(5), {}}, nullptr,
+                           1 << 20, {std::chrono::seconds(5), std::chrono::seconds(5), {}});
+    CHECK_FALSE(got.listing);
+    CHECK_FALSE(r->usable());
   }
 }

@@ -1,0 +1,370 @@
+# dockgate-sidecar's kernel driver: started once per kernel session inside the session
+# container (`python3 -I -c <this> dockgate-kernel`, one hijacked exec through the gate, as
+# the cell runner is), it holds a real IPython kernel (Debian's python3-ipykernel through
+# python3-jupyter-client's KernelManager and BlockingKernelClient) and runs each cell the
+# sidecar sends in it, answering on the runner's framing (runner.py: the same requests and
+# frames, one more kind). It runs no user code itself: the kernel does, by design.
+#
+# Invariants it keeps (docs/sidecar.md, "Kernel sessions"; docs/security.md):
+# - Not dumpable (prctl PR_SET_DUMPABLE 0) before anything else is imported or read, as the
+#   runner: a cell (same uid) cannot read its fds, memory or trace it through /proc. The
+#   sidecar starts it only where the host sees no process of the session user.
+# - Its protocol fds are private: fds 0, 1 and 2 become /dev/null, the request and answer
+#   pipes are non-inheritable dups, and the kernel is started with stdin, stdout and stderr
+#   on /dev/null and close_fds: the kernel holds none of them.
+# - The kernel is reached over ipc (Unix sockets) in a 0700 directory of the session user
+#   under /tmp, never TCP: nothing outside this container's mount namespace can name the
+#   sockets, and no other session's container shares it.
+# - Output is taken only from messages whose parent_header.msg_id is the running cell's: what
+#   an earlier cell's thread prints between cells is dropped, never given to the next cell.
+# - After every cell the runner's kill sweep (step for step) ends every process of the
+#   session user but PID 1, its `sleep`, this driver and the kernel: what a cell starts
+#   does not outlive its answer; the kernel's memory, threads and open files do.
+# - A cell can still signal or kill this driver (same uid): it then answers nothing more,
+#   and the sidecar gives it up (500 "kernel died"), sweeps the container and starts another.
+#
+# Requests (stdin), as the runner's: u32 length, u8 op, u32 output cap, lists.
+#   op K, lists [[code], [timeout ms, kill grace ms], [outputs dir]]: a cell.
+# Answers (stdout): u8 kind, u32 length, payload. H (hello: "dockgate-kernel 1 <PID> ready",
+# or "missing" when jupyter_client/ipykernel cannot be imported, or "failed" when the kernel
+# did not come up), then per request S, O/E, X ("<exit> <stdout dropped> <stderr dropped>"),
+# K ("<restarted 0|1> <died 0|1> <execution count>"), L (the listing, as the runner's), D.
+import ctypes
+import sys
+
+if ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0) != 0:  # PR_SET_DUMPABLE
+    sys.exit(3)
+
+import base64  # noqa: E402
+import os  # noqa: E402
+import queue  # noqa: E402
+import re  # noqa: E402
+import signal  # noqa: E402
+import stat  # noqa: E402
+import struct  # noqa: E402
+import subprocess  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+
+CHUNK = 65536
+ANSI = re.compile(rb"\x1b\[[0-9;?]*[ -/]*[@-~]")
+IMAGES = (("image/png", ".png", True), ("image/jpeg", ".jpg", True), ("image/svg+xml", ".svg", False))
+
+
+def main():
+    requests = os.dup(0)
+    answers = os.dup(1)
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.close(null)
+
+    def send(kind, payload=b""):
+        data = kind + struct.pack(">I", len(payload)) + payload
+        while data:
+            data = data[os.write(answers, data):]
+
+    def read_exact(n):
+        out = b""
+        while len(out) < n:
+            got = os.read(requests, n - len(out))
+            if not got:
+                sys.exit(0)
+            out += got
+        return out
+
+    hello = b"dockgate-kernel 1 %d " % os.getpid()
+    try:
+        kernel = Kernel()
+    except ImportError:
+        send(b"H", hello + b"missing")
+        return
+    except Exception:  # noqa: BLE001 (the kernel did not come up, whatever the reason)
+        send(b"H", hello + b"failed")
+        return
+    send(b"H", hello + b"ready")
+    while True:
+        (size,) = struct.unpack(">I", read_exact(4))
+        body = memoryview(read_exact(size))
+        pos = 0
+
+        def take(n):
+            nonlocal pos
+            v = body[pos:pos + n]
+            if len(v) != n:
+                sys.exit(4)
+            pos += n
+            return bytes(v)
+
+        op = take(1)
+        (cap,) = struct.unpack(">I", take(4))
+        lists = []
+        for _ in range(struct.unpack(">I", take(4))[0]):
+            lists.append([take(struct.unpack(">I", take(4))[0]) for _ in range(struct.unpack(">I", take(4))[0])])
+        if op == b"K" and len(lists) == 3 and len(lists[0]) == 1 and len(lists[1]) == 2 and len(lists[2]) == 1:
+            kernel.cell(lists[0][0], int(lists[1][0]), int(lists[1][1]), lists[2][0], cap, send)
+        else:
+            sys.exit(4)
+
+
+class Kernel:
+    def __init__(self):
+        from jupyter_client.manager import KernelManager
+
+        import ipykernel  # noqa: F401 (missing: the image lacks python3-ipykernel)
+
+        # The cell's environment, as a plain cell's shell gives it, but figures shown inline
+        # (display_data) rather than on Agg: matplotlib-inline, which ipykernel brings.
+        os.environ["PWD"] = "/workspace"
+        os.environ["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
+        self.dir = tempfile.mkdtemp(prefix="dockgate-kernel-", dir="/tmp")  # 0700
+        self.km = KernelManager(kernel_name="python3", transport="ipc", ip=os.path.join(self.dir, "kernel"),
+                                connection_file=os.path.join(self.dir, "connection.json"))
+        self.count = 0
+        self.kc = None
+        self.km.start_kernel(stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             cwd="/workspace")
+        self.connect()
+
+    def pid(self):
+        proc = getattr(self.km.provisioner, "process", None)
+        return proc.pid if proc is not None else None
+
+    def connect(self):
+        if self.kc is not None:
+            self.kc.stop_channels()
+        self.kc = self.km.client()
+        self.kc.start_channels(hb=False)
+        self.kc.wait_for_ready(timeout=60)
+
+    def restart(self):
+        try:
+            if self.km.has_kernel:
+                self.km.restart_kernel(now=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                       stderr=subprocess.DEVNULL, cwd="/workspace")
+            else:
+                self.km.start_kernel(stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL, cwd="/workspace")
+            self.connect()
+            self.count = 0
+            return True
+        except Exception:  # noqa: BLE001
+            return False
+
+    def cell(self, code, timeout_ms, grace_ms, outputs, cap, send):
+        oom_before = oom_count()
+        before = listing(outputs)
+        restarted = False
+        if not self.km.is_alive():
+            # The last cell's kernel died: this one starts a new one (its state is gone).
+            restarted = self.restart()
+        send(b"S")
+        kept = {b"O": 0, b"E": 0}
+        dropped = {b"O": 0, b"E": 0}
+
+        def out(kind, data):
+            room = max(0, cap - kept[kind])
+            keep = data[:room]
+            dropped[kind] += len(data) - len(keep)
+            for i in range(0, len(keep), CHUNK):
+                send(kind, keep[i:i + CHUNK])
+            kept[kind] += len(keep)
+
+        figures = [0]
+
+        def image(data):
+            for mime, ext, binary in IMAGES:
+                if mime in data:
+                    try:
+                        raw = base64.b64decode(data[mime]) if binary else data[mime].encode()
+                    except (ValueError, TypeError):
+                        return False
+                    figures[0] += 1
+                    save(outputs, "figure-%d-%d" % (self.count, figures[0]), ext, raw)
+                    return True
+            return False
+
+        exit_code, died = 0, False
+        if not self.km.is_alive():
+            died = True
+        else:
+            msg_id = self.kc.execute(code.decode("utf-8", "replace"), allow_stdin=False)
+            deadline = time.monotonic() + timeout_ms / 1000.0
+            interrupted_at = None
+            idle = False
+            while not idle:
+                now = time.monotonic()
+                if interrupted_at is None and now >= deadline:
+                    interrupted_at = now
+                    try:
+                        self.km.interrupt_kernel()
+                    except Exception:  # noqa: BLE001
+                        pass
+                if interrupted_at is not None and now >= interrupted_at + grace_ms / 1000.0:
+                    # It did not stop at the interrupt: a new kernel, the old state gone.
+                    restarted = self.restart()
+                    break
+                try:
+                    msg = self.kc.get_iopub_msg(timeout=0.05)
+                except queue.Empty:
+                    if not self.km.is_alive():
+                        died = True
+                        break
+                    continue
+                # Only the running cell's messages: an earlier cell's thread may print at any time.
+                if msg.get("parent_header", {}).get("msg_id") != msg_id:
+                    continue
+                kind, content = msg.get("msg_type"), msg.get("content", {})
+                if kind == "status" and content.get("execution_state") == "idle":
+                    idle = True
+                elif kind == "execute_input":
+                    self.count = content.get("execution_count") or self.count
+                elif kind == "stream":
+                    out(b"E" if content.get("name") == "stderr" else b"O", content.get("text", "").encode())
+                elif kind in ("execute_result", "display_data"):
+                    data = content.get("data", {})
+                    if not image(data) and "text/plain" in data:
+                        out(b"O", data["text/plain"].encode() + b"\n")
+                elif kind == "error":
+                    exit_code = 1
+                    text = "\n".join(content.get("traceback", [])).encode()
+                    out(b"E", ANSI.sub(b"", text) + b"\n")
+            if interrupted_at is not None:
+                exit_code = 124  # as timeout(1) reports it: the sidecar's timeout message
+            if idle:
+                try:
+                    reply = self.kc.get_shell_msg(timeout=5)
+                    if reply.get("content", {}).get("status") == "error" and exit_code == 0:
+                        exit_code = 1
+                    self.count = reply.get("content", {}).get("execution_count") or self.count
+                except queue.Empty:
+                    pass
+        send(b"X", b"%d %d %d" % (exit_code, dropped[b"O"], dropped[b"E"]))
+        send(b"K", b"%d %d %d" % (int(restarted), int(died), self.count))
+        # A kernel found dead was reaped (is_alive polls it): its PID may be another's now,
+        # and is spared no more.
+        kill_sweep(self.pid() if not died and self.km.is_alive() else None)
+        after = listing(outputs)
+        text = oom_count() + b"\n" + oom_before + b"\n" + before + b"\0" + after
+        for i in range(0, len(text), CHUNK):
+            send(b"L", text[i:i + CHUNK])
+        send(b"D")
+
+
+def save(outputs, stem, ext, raw):
+    # A new file of the session user's own (never one a cell put there: O_EXCL, no link followed).
+    outputs = os.fsdecode(outputs)
+    for n in range(100):
+        path = os.path.join(outputs, stem + ("-%d" % n if n else "") + ext)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        except FileExistsError:
+            continue
+        except OSError:
+            return
+        with os.fdopen(fd, "wb") as f:
+            f.write(raw)
+        return
+
+
+# The memory cgroup's OOM-kill count, as runner.py oom_count() reads it.
+def oom_count():
+    count = b"0"
+    for path in ("/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control"):
+        try:
+            with open(path, "rb") as f:
+                lines = f.read().split(b"\n")
+        except OSError:
+            continue
+        for line in lines:
+            parts = line.split(None, 1)
+            if len(parts) == 2 and parts[0] == b"oom_kill":
+                count = parts[1].strip()
+    return count
+
+
+# runner.py listing(), byte for byte: `find <top> -type f -printf '%p\0%T@\0%s\0'`.
+def listing(top):
+    out = []
+
+    def record(path, st):
+        if stat.S_ISREG(st.st_mode):
+            sec, ns = divmod(st.st_mtime_ns, 10**9)
+            out.append(b"%s\0%d.%09d0\0%d\0" % (path, sec, ns, st.st_size))
+
+    def walk(directory):
+        try:
+            entries = list(os.scandir(directory))
+        except OSError:
+            return
+        for e in entries:
+            path = directory + b"/" + e.name
+            try:
+                st = os.lstat(path)
+            except OSError:
+                continue
+            record(path, st)
+            if stat.S_ISDIR(st.st_mode):
+                walk(path)
+
+    try:
+        st = os.lstat(top)
+    except OSError:
+        return b""
+    record(top, st)
+    if stat.S_ISDIR(st.st_mode):
+        walk(top)
+    return b"".join(out)
+
+
+# runner.py kill_sweep(), step for step, sparing the kernel as well as PID 1, its `sleep`
+# and this driver: every other process of the container is killed.
+def kill_sweep(kernel_pid):
+    def pids():
+        return sorted(n for n in os.listdir(b"/proc") if n[:1].isdigit())
+
+    keep, kept_start = None, None
+    for pid in pids():
+        try:
+            with open(b"/proc/" + pid + b"/stat", "rb") as f:
+                line = f.readline()
+        except OSError:
+            continue
+        if not line.endswith(b"\n"):
+            continue
+        rest = line[:-1]
+        cut = rest.rfind(b") ")
+        if cut >= 0:
+            rest = rest[cut + 2:]
+        fields = [f for f in rest.replace(b"\t", b" ").replace(b"\n", b" ").split(b" ") if f]
+        if len(fields) < 20 or fields[1] != b"1" or not fields[19].isdigit():
+            continue
+        start = int(fields[19])
+        if kept_start is None or start < kept_start:
+            keep, kept_start = pid, start
+    spared = {b"1", str(os.getpid()).encode(), keep}
+    if kernel_pid is not None:
+        spared.add(str(kernel_pid).encode())
+    for _ in range(8):
+        try:
+            os.kill(-1, signal.SIGSTOP)
+        except OSError:
+            pass
+        found = False
+        for pid in pids():
+            if pid in spared:
+                continue
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+                found = True
+            except OSError:
+                pass
+        try:
+            os.kill(-1, signal.SIGCONT)
+        except OSError:
+            pass
+        if not found:
+            break
+
+
+main()
