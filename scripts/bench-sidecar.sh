@@ -6,6 +6,10 @@
 # - POST /sessions -> first /exec answer, on a warm pool hit (SANDBOX_WARM_POOL) and on a
 #   miss (a second sidecar with SANDBOX_WARM_POOL=0), vs `docker run -d` + `docker exec`;
 # - the round trip of print(1) in a live session vs `docker exec`;
+# - cells on the session's fork server (docs/sidecar.md): print(1), and `import pandas,
+#   matplotlib; print(1)` (the heaviest stdlib imports where the image lacks them: the row
+#   says which), each vs `docker exec -u 1000:1000 <the session's container> python3 -c`
+#   of the same code;
 # - scale: SCALE sessions each running one cell at once: cells/s, p50 and p99, the
 #   sidecar's threads and RSS (/proc/PID/status; peak while the cells ran), vs SCALE
 #   concurrent `docker exec` in SCALE plain containers;
@@ -159,6 +163,24 @@ for i in range(rounds):
     plain_rt.append(timed(docker, "exec", name, "python3", "-c", "print(1)")[0])
     docker("rm", "-f", name)
 
+# 1b. Cells on the fork server vs `docker exec ... python3 -c` of the same code in the same
+# (session) container: print(1), and the data stack's imports where the image has them
+# (else the heaviest stdlib imports, said in the row).
+sid = call(warm_port, "POST", "/sessions")["session_id"]
+container = f"dockgate-sbx-{sid}"
+stack = subprocess.run(["docker", "-H", engine, "exec", "-u", "1000:1000", container, "python3", "-c",
+                        "import pandas, matplotlib"], capture_output=True).returncode == 0
+heavy_code = "import pandas, matplotlib; print(1)" if stack else "import json, decimal, asyncio, email.mime.multipart; print(1)"
+heavy_label = "import pandas, matplotlib" if stack else "stdlib imports (no pandas)"
+fork_rt, exec_rt, fork_heavy, exec_heavy = [], [], [], []
+run_cell(warm_port, sid)  # the warm interpreter is up
+for _ in range(rounds * 4):
+    fork_rt.append(timed(run_cell, warm_port, sid)[0])
+    exec_rt.append(timed(docker, "exec", "-u", "1000:1000", container, "python3", "-c", "print(1)")[0])
+    fork_heavy.append(timed(run_cell, warm_port, sid, heavy_code)[0])
+    exec_heavy.append(timed(docker, "exec", "-u", "1000:1000", container, "python3", "-c", heavy_code)[0])
+call(warm_port, "DELETE", f"/sessions/{sid}")
+
 # 2. Scale: `scale` sessions, one cell each, all at once (the warm sidecar; pool drained).
 def proc_status(pid):
     """The process's thread count and resident memory (MiB)."""
@@ -215,6 +237,10 @@ row("POST /sessions -> first /exec, pool miss", ms(miss), ms(plain))
 row("  of which POST /sessions, pool hit", ms(hit_create), ms(plain_run))
 row("  of which POST /sessions, pool miss", ms(miss_create), ms(plain_run))
 row("print(1) round trip", ms(side_rt), ms(plain_rt))
+print(f"cells in one session ({rounds * 4} each) vs docker exec in the same container "
+      f"(image {'with' if stack else 'without'} the data stack)")
+row("  print(1) round trip", ms(fork_rt), ms(exec_rt))
+row(f"  {heavy_label}; print(1)", ms(fork_heavy), ms(exec_heavy))
 print(f"scale: {scale} sessions, one cell each at once")
 print(f"{'  cells/s':40}{scale / side_wall:10.1f}{scale / plain_wall:12.1f}{(scale / side_wall) / (scale / plain_wall):8.2f}")
 row("  p50 latency", ms(side_lat), ms(plain_lat))
