@@ -18,18 +18,22 @@
 # Rounds alternate sidecar and plain work, so load from elsewhere hits both alike; the
 # figures are medians over rounds and every ratio is of numbers from this run. Needs root.
 #
-#   scripts/bench-sidecar.sh [ROUNDS]   (default 5; SCALE=50, POOL=2 in the environment)
-#   scripts/bench-sidecar.sh --smoke    (1 round, SCALE=5: finishes well within 90 s; never
-#                                        fails on a ratio)
+#   scripts/bench-sidecar.sh [ROUNDS]   (default 5; SCALE=50, POOL=2 in the environment;
+#                                        RUNTIME=full, the data-stack image run.sh uses, or
+#                                        small, the tests' bare Python)
+#   scripts/bench-sidecar.sh --smoke    (1 round, SCALE=5, the small image: finishes well
+#                                        within 90 s; never fails on a ratio)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=5
 scale=${SCALE:-50}
 pool=${POOL:-2}
 preset=${PRESET:-release}
+runtime=${RUNTIME:-full}
 if [[ ${1:-} == --smoke ]]; then
   rounds=1
   scale=${SCALE:-5}
+  runtime=${RUNTIME:-small}
 elif [[ -n ${1:-} ]]; then
   rounds=$1
 fi
@@ -49,6 +53,11 @@ cleanup() {
 trap cleanup EXIT
 scripts/engine.sh start "$work/engine" >/dev/null
 source "$work/engine/env"
+image=$DOCKGATE_TEST_RUNTIME_IMAGE
+if [[ $runtime == full ]]; then
+  image=dockgate/sandbox-runtime:full  # built once per machine, then imported from the cache
+  scripts/runtime-image.sh "$DOCKGATE_TEST_ENGINE" "$image" --full >/dev/null
+fi
 # The gate reads only files root controls; the checkout may be its user's.
 install -m 0644 compose/policies/sandbox.json "$work/sandbox.json"
 "$bin/proxy/dockgate-proxy" --upstream "$DOCKGATE_TEST_ENGINE" --listen "unix://$work/proxy.sock" \
@@ -60,7 +69,7 @@ for _ in $(seq 100); do [[ -S $work/proxy.sock ]] && break; sleep 0.05; done
 sidecar() {
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
   DOCKER_HOST=unix://$work/proxy.sock SANDBOX_LISTEN=127.0.0.1:$port SANDBOX_API_KEY=bench \
-    SANDBOX_IMAGE=$DOCKGATE_TEST_RUNTIME_IMAGE SANDBOX_INSTANCE=$1 SANDBOX_WARM_POOL=$2 \
+    SANDBOX_IMAGE=$image SANDBOX_INSTANCE=$1 SANDBOX_WARM_POOL=$2 \
     SANDBOX_MAX_SESSIONS=$((scale + 8)) SANDBOX_MAX_CONCURRENT_EXECS=$((scale + 8)) \
     SANDBOX_MAX_CONCURRENT_CREATES=8 "$bin/sidecar/dockgate-sidecar" >"$work/sidecar-$1.log" 2>&1 &
   pid=$!
@@ -72,7 +81,7 @@ warm_port=$port warm_pid=$pid
 sidecar cold 0
 cold_port=$port
 
-python3 - "$DOCKGATE_TEST_ENGINE" "$DOCKGATE_TEST_RUNTIME_IMAGE" "$rounds" "$scale" "$pool" \
+python3 - "$DOCKGATE_TEST_ENGINE" "$image" "$rounds" "$scale" "$pool" \
   "$warm_port" "$warm_pid" "$cold_port" <<'PY'
 import json, statistics, subprocess, sys, threading, time, urllib.request
 from concurrent.futures import ThreadPoolExecutor

@@ -125,3 +125,72 @@ TEST_CASE(
   CHECK(field(sidecar.exec(sid, "import sys\nprint('ctypes' in sys.modules)"), "stdout") == "True\n");
   CHECK(processes(container) == "/sbin/docker-init -- sleep infinity\nsleep infinity\n<runner>\n");
 }
+
+TEST_CASE("fork server: a module of the session's own that python3 would import first is the one a cell gets",
+          "[integration][sidecar][runner][forkserver]") {
+  proxy_process proxy("compose/policies/sandbox.json");
+  sidecar_process sidecar(proxy);
+  const std::string sid = new_session(sidecar);
+  // The cell's directory is first on a script's sys.path: a plain `python3 <cell>` imports
+  // /tmp/struct.py, not the struct the warm interpreter (ctypes) has loaded.
+  CHECK(field(sidecar.exec(sid, "open('/tmp/struct.py', 'w').write('X = \"mine\"\\n')"), "exit_code") == "0");
+  auto shadowed = sidecar.exec(sid, "import struct, sys\nprint(getattr(struct, 'X', 'stdlib'), 'ctypes' in sys.modules)");
+  INFO(shadowed << sidecar.log());
+  CHECK(field(shadowed, "stdout") == "mine False\n");
+  // Gone again, the cells fork.
+  CHECK(field(sidecar.exec(sid, "import os\nos.remove('/tmp/struct.py')"), "exit_code") == "0");
+  CHECK(field(sidecar.exec(sid, "import struct, sys\nprint(getattr(struct, 'X', 'stdlib'), 'ctypes' in sys.modules)"),
+              "stdout") == "stdlib True\n");
+}
+
+TEST_CASE(
+    "fork server: the warm imports read no file of the session's, and a cell gets the session's matplotlib "
+    "configuration and user-site packages as python3 would",
+    "[integration][sidecar][runner][forkserver][notebook]") {
+  const char* v = std::getenv("DOCKGATE_TEST_FULL_RUNTIME_IMAGE");
+  if (!v || !*v) {
+    WARN("DOCKGATE_TEST_FULL_RUNTIME_IMAGE is unset: the warm matplotlib needs the full image (test.sh sets it)");
+    return;
+  }
+  proxy_process proxy("compose/policies/sandbox.json");
+  sidecar_process sidecar(proxy, {"SANDBOX_IMAGE=" + std::string(v)});
+  const std::string sid = new_session(sidecar);
+  CHECK(field(sidecar.exec(sid, "import sys\nprint('matplotlib' in sys.modules)"), "stdout") == "True\n");
+  // FIFOs where matplotlib looks for its configuration at import; then the runner killed,
+  // so the next one warms up with them there. Opening either would hang it.
+  auto plant = sidecar.exec(sid, find_runner +
+                                     "import signal, time\n"
+                                     "os.makedirs(os.path.expanduser('~/.config/matplotlib'), exist_ok=True)\n"
+                                     "os.mkfifo('/workspace/matplotlibrc')\n"
+                                     "os.mkfifo(os.path.expanduser('~/.config/matplotlib/matplotlibrc'))\n"
+                                     "for p in runners: os.kill(p, signal.SIGKILL)\n"
+                                     "time.sleep(0.5)\n");
+  INFO(plant);
+  CHECK(field(plant, "stderr").find("runner stopped answering") != std::string::npos);
+  // The new runner answers; with a configuration of the session's, cells run as execs.
+  auto exec_path = sidecar.exec(sid, "import sys\nprint('ctypes' in sys.modules)");
+  INFO(exec_path << sidecar.log());
+  CHECK(field(exec_path, "stdout") == "False\n");
+  CHECK(field(sidecar.exec(sid, "import os\nos.remove('/workspace/matplotlibrc')\n"
+                                "os.remove(os.path.expanduser('~/.config/matplotlib/matplotlibrc'))"),
+              "exit_code") == "0");
+  // Its warm-up finished with the FIFOs there: the cells fork, matplotlib imported.
+  CHECK(field(sidecar.exec(sid, "import sys\nprint('matplotlib' in sys.modules, 'ctypes' in sys.modules)"),
+              "stdout") == "True True\n");
+
+  // The session's own matplotlibrc is read as python3 would read it.
+  CHECK(field(sidecar.exec(sid, "open('/workspace/matplotlibrc', 'w').write('font.size: 31\\n')"), "exit_code") ==
+        "0");
+  CHECK(field(sidecar.exec(sid, "import matplotlib\nprint(matplotlib.rcParams['font.size'])"), "stdout") == "31.0\n");
+  CHECK(field(sidecar.exec(sid, "import os\nos.remove('/workspace/matplotlibrc')"), "exit_code") == "0");
+  // A package installed to the user site (pip install --user) comes before the system's.
+  const std::string user_pandas =
+      "import os, site\n"
+      "d = os.path.join(site.getusersitepackages(), 'pandas')\n"
+      "os.makedirs(d)\n"
+      "open(os.path.join(d, '__init__.py'), 'w').write('X = \"mine\"\\n')\n";
+  CHECK(field(sidecar.exec(sid, user_pandas), "exit_code") == "0");
+  auto mine = sidecar.exec(sid, "import pandas\nprint(getattr(pandas, 'X', 'system'))");
+  INFO(mine);
+  CHECK(field(mine, "stdout") == "mine\n");
+}
