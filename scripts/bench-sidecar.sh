@@ -6,6 +6,10 @@
 # - POST /sessions -> first /exec answer, on a warm pool hit (SANDBOX_WARM_POOL) and on a
 #   miss (a second sidecar with SANDBOX_WARM_POOL=0), vs `docker run -d` + `docker exec`;
 # - the round trip of print(1) in a live session vs `docker exec`;
+# - cells on the session's fork server (docs/sidecar.md): print(1), and `import pandas,
+#   matplotlib; print(1)` (the heaviest stdlib imports where the image lacks them: the row
+#   says which), each vs `docker exec -u 1000:1000 <the session's container> python3 -c`
+#   of the same code;
 # - scale: SCALE sessions each running one cell at once: cells/s, p50 and p99, the
 #   sidecar's threads and RSS (/proc/PID/status; peak while the cells ran), vs SCALE
 #   concurrent `docker exec` in SCALE plain containers;
@@ -14,18 +18,22 @@
 # Rounds alternate sidecar and plain work, so load from elsewhere hits both alike; the
 # figures are medians over rounds and every ratio is of numbers from this run. Needs root.
 #
-#   scripts/bench-sidecar.sh [ROUNDS]   (default 5; SCALE=50, POOL=2 in the environment)
-#   scripts/bench-sidecar.sh --smoke    (1 round, SCALE=5: finishes well within 90 s; never
-#                                        fails on a ratio)
+#   scripts/bench-sidecar.sh [ROUNDS]   (default 5; SCALE=50, POOL=2 in the environment;
+#                                        RUNTIME=full, the data-stack image run.sh uses, or
+#                                        small, the tests' bare Python)
+#   scripts/bench-sidecar.sh --smoke    (1 round, SCALE=5, the small image: finishes well
+#                                        within 90 s; never fails on a ratio)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=5
 scale=${SCALE:-50}
 pool=${POOL:-2}
 preset=${PRESET:-release}
+runtime=${RUNTIME:-full}
 if [[ ${1:-} == --smoke ]]; then
   rounds=1
   scale=${SCALE:-5}
+  runtime=${RUNTIME:-small}
 elif [[ -n ${1:-} ]]; then
   rounds=$1
 fi
@@ -45,6 +53,11 @@ cleanup() {
 trap cleanup EXIT
 scripts/engine.sh start "$work/engine" >/dev/null
 source "$work/engine/env"
+image=$DOCKGATE_TEST_RUNTIME_IMAGE
+if [[ $runtime == full ]]; then
+  image=dockgate/sandbox-runtime:full  # built once per machine, then imported from the cache
+  scripts/runtime-image.sh "$DOCKGATE_TEST_ENGINE" "$image" --full >/dev/null
+fi
 # The gate reads only files root controls; the checkout may be its user's.
 install -m 0644 compose/policies/sandbox.json "$work/sandbox.json"
 "$bin/proxy/dockgate-proxy" --upstream "$DOCKGATE_TEST_ENGINE" --listen "unix://$work/proxy.sock" \
@@ -56,7 +69,7 @@ for _ in $(seq 100); do [[ -S $work/proxy.sock ]] && break; sleep 0.05; done
 sidecar() {
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
   DOCKER_HOST=unix://$work/proxy.sock SANDBOX_LISTEN=127.0.0.1:$port SANDBOX_API_KEY=bench \
-    SANDBOX_IMAGE=$DOCKGATE_TEST_RUNTIME_IMAGE SANDBOX_INSTANCE=$1 SANDBOX_WARM_POOL=$2 \
+    SANDBOX_IMAGE=$image SANDBOX_INSTANCE=$1 SANDBOX_WARM_POOL=$2 \
     SANDBOX_MAX_SESSIONS=$((scale + 8)) SANDBOX_MAX_CONCURRENT_EXECS=$((scale + 8)) \
     SANDBOX_MAX_CONCURRENT_CREATES=8 "$bin/sidecar/dockgate-sidecar" >"$work/sidecar-$1.log" 2>&1 &
   pid=$!
@@ -68,7 +81,7 @@ warm_port=$port warm_pid=$pid
 sidecar cold 0
 cold_port=$port
 
-python3 - "$DOCKGATE_TEST_ENGINE" "$DOCKGATE_TEST_RUNTIME_IMAGE" "$rounds" "$scale" "$pool" \
+python3 - "$DOCKGATE_TEST_ENGINE" "$image" "$rounds" "$scale" "$pool" \
   "$warm_port" "$warm_pid" "$cold_port" <<'PY'
 import json, statistics, subprocess, sys, threading, time, urllib.request
 from concurrent.futures import ThreadPoolExecutor
@@ -159,6 +172,24 @@ for i in range(rounds):
     plain_rt.append(timed(docker, "exec", name, "python3", "-c", "print(1)")[0])
     docker("rm", "-f", name)
 
+# 1b. Cells on the fork server vs `docker exec ... python3 -c` of the same code in the same
+# (session) container: print(1), and the data stack's imports where the image has them
+# (else the heaviest stdlib imports, said in the row).
+sid = call(warm_port, "POST", "/sessions")["session_id"]
+container = f"dockgate-sbx-{sid}"
+stack = subprocess.run(["docker", "-H", engine, "exec", "-u", "1000:1000", container, "python3", "-c",
+                        "import pandas, matplotlib"], capture_output=True).returncode == 0
+heavy_code = "import pandas, matplotlib; print(1)" if stack else "import json, decimal, asyncio, email.mime.multipart; print(1)"
+heavy_label = "import pandas, matplotlib" if stack else "stdlib imports (no pandas)"
+fork_rt, exec_rt, fork_heavy, exec_heavy = [], [], [], []
+run_cell(warm_port, sid)  # the warm interpreter is up
+for _ in range(rounds * 4):
+    fork_rt.append(timed(run_cell, warm_port, sid)[0])
+    exec_rt.append(timed(docker, "exec", "-u", "1000:1000", container, "python3", "-c", "print(1)")[0])
+    fork_heavy.append(timed(run_cell, warm_port, sid, heavy_code)[0])
+    exec_heavy.append(timed(docker, "exec", "-u", "1000:1000", container, "python3", "-c", heavy_code)[0])
+call(warm_port, "DELETE", f"/sessions/{sid}")
+
 # 2. Scale: `scale` sessions, one cell each, all at once (the warm sidecar; pool drained).
 def proc_status(pid):
     """The process's thread count and resident memory (MiB)."""
@@ -215,6 +246,10 @@ row("POST /sessions -> first /exec, pool miss", ms(miss), ms(plain))
 row("  of which POST /sessions, pool hit", ms(hit_create), ms(plain_run))
 row("  of which POST /sessions, pool miss", ms(miss_create), ms(plain_run))
 row("print(1) round trip", ms(side_rt), ms(plain_rt))
+print(f"cells in one session ({rounds * 4} each) vs docker exec in the same container "
+      f"(image {'with' if stack else 'without'} the data stack)")
+row("  print(1) round trip", ms(fork_rt), ms(exec_rt))
+row(f"  {heavy_label}; print(1)", ms(fork_heavy), ms(exec_heavy))
 print(f"scale: {scale} sessions, one cell each at once")
 print(f"{'  cells/s':40}{scale / side_wall:10.1f}{scale / plain_wall:12.1f}{(scale / side_wall) / (scale / plain_wall):8.2f}")
 row("  p50 latency", ms(side_lat), ms(plain_lat))

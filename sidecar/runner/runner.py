@@ -24,6 +24,9 @@
 # - The sidecar trusts none of this: it bounds every frame and stops using the runner
 #   at the first thing it does not expect.
 #
+# The fork server (forkserver.py, appended to this file in the program the sidecar sends):
+# after its hello the runner warms up; a cell sent with its timeout is a fork of it.
+#
 # Requests (stdin): u32 length, then u8 op, u32 output cap (per stream), u32 count of
 # lists, each list u32 count of items, each item u32 length and bytes.
 #   op R, lists [argv, [stdin]]: run argv (`cat -- <artifact>`).
@@ -39,8 +42,13 @@
 # its PID in the container, which the sidecar looks at when it stops answering), S (started), O/E
 # (stdout/stderr bytes), X ("<exit code> <stdout dropped> <stderr dropped>"), then for a
 # cell L (the clean-up's listing, in pieces) and D (done).
-import ctypes
 import sys
+
+# The modules a fresh interpreter has before it runs a script (only builtins and its own
+# start-up ones: nothing is read here), which a file of the session's cannot shadow.
+STARTUP_MODULES = frozenset(sys.modules)
+
+import ctypes  # noqa: E402
 
 # Not dumpable before anything else is imported or read (see the invariants above).
 if ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0) != 0:  # PR_SET_DUMPABLE
@@ -55,7 +63,6 @@ import struct  # noqa: E402
 import subprocess  # noqa: E402
 
 CHUNK = 65536
-
 
 # ioprio_get(IOPRIO_WHO_PROCESS, 0): the syscall's number on the two architectures the
 # images are built for (x86-64, arm64); None elsewhere (not compared).
@@ -110,6 +117,7 @@ def main():
         return out
 
     send(b"H", b"dockgate-runner 2 %d" % os.getpid())
+    warm = warm_up()
     while True:
         (size,) = struct.unpack(">I", read_exact(4))
         body = memoryview(read_exact(size))
@@ -130,8 +138,12 @@ def main():
             lists.append([take(struct.unpack(">I", take(4))[0]) for _ in range(struct.unpack(">I", take(4))[0])])
         if op == b"R" and len(lists) == 2 and len(lists[1]) == 1:
             run(lists[0], lists[1][0], cap, send)
-        elif op == b"C" and len(lists) == 4 and len(lists[1]) == 1 and len(lists[2]) == 4:
-            cell(lists[0], lists[1][0], *lists[2], lists[3], cap, send)
+        elif op == b"C" and len(lists) in (4, 5) and len(lists[1]) == 1 and len(lists[2]) == 4:
+            # A fifth list, [timeout ms]: the cell may be a fork of this warm interpreter.
+            fork_ms = None
+            if len(lists) == 5 and len(lists[4]) == 1 and lists[4][0].isdigit() and warm is not None:
+                fork_ms = int(lists[4][0])
+            cell(lists[0], lists[1][0], *lists[2], lists[3], cap, send, (warm, fork_ms) if fork_ms else None)
             # A cell changed what the next one would inherit from this runner: its answer
             # is whole; the runner ends (after its sweep, no process of the cell is left
             # to meet the next one) and the sidecar starts another.
@@ -266,14 +278,16 @@ def remove(path):
         pass
 
 
-def cell(argv, code, cell_path, before_file, oom_file, outputs, sweep, cap, send):
+def cell(argv, code, cell_path, before_file, oom_file, outputs, sweep, cap, send, fork=None):
     oom_before = oom_count()
     write_file(oom_file, oom_before + b"\n")
     before = listing(outputs)
     write_file(before_file, before)
     failed = write_file(cell_path, code)
     if failed is None:
-        run(argv, b"", cap, send)
+        if fork is not None and not fork_fits(fork[0], cell_path):
+            fork = None
+        run(argv, b"", cap, send, None if fork is None else (fork[0], fork[1], cell_path, code))
     else:
         # The plain path's `cat > cell || exit 125`.
         send(b"S")
@@ -295,11 +309,14 @@ def cell(argv, code, cell_path, before_file, oom_file, outputs, sweep, cap, send
     send(b"D")
 
 
-def run(argv, stdin_data, cap, send):
+def run(argv, stdin_data, cap, send, fork=None):
     try:
-        # A session of its own, as each docker exec's process has.
-        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                close_fds=True, start_new_session=True)
+        if fork is not None:
+            proc = Forked(*fork)
+        else:
+            # A session of its own, as each docker exec's process has.
+            proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    close_fds=True, start_new_session=True)
     except OSError:
         # docker exec answers 126/127 through the shell; without one, "cannot run" is 127.
         send(b"S")
@@ -387,5 +404,4 @@ def run(argv, stdin_data, cap, send):
         code = 128 - code  # killed by a signal: 128 + n, as docker reports it
     send(b"X", b"%d %d %d" % (code, dropped[out_fd], dropped[err_fd]))
 
-
-main()
+# main() is called at the end of forkserver.py, the program's last part.

@@ -199,7 +199,9 @@ http_reply cells::run_cell(const http_request& r, cell_events& events) {
                   before_file,
                   oom_file,
                   std::string(outputs_dir),
-                  {}};  // the sweep: the runner's own (kill_sweep), no shell to start
+                  {},  // the sweep: the runner's own (kill_sweep), no shell to start
+                  // A fork of the runner's warm interpreter in argv's shape where it can.
+                  std::to_string(ms)};
     // A sound runner answers by the cell's timeout plus the kill grace; after that, only
     // a runner found running is waited for (up to the host's wall clock).
     const cell_runner::patience cell_wait{

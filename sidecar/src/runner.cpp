@@ -320,12 +320,10 @@ cell_runner::cell_result cell_runner::run_cell(
     const std::function<void(int, std::string_view)>& on_output, std::size_t listing_cap,
     const patience& cleanup) {
   cell_result out;
-  out.run = exchange(runner_request('C', wire_cap(cap),
-                                    {views(c.argv),
-                                     {c.code},
-                                     {c.cell, c.before_file, c.oom_file, c.outputs},
-                                     views(c.sweep)}),
-                     cap, wait, on_output);
+  std::vector<std::vector<std::string_view>> lists{
+      views(c.argv), {c.code}, {c.cell, c.before_file, c.oom_file, c.outputs}, views(c.sweep)};
+  if (!c.fork_timeout_ms.empty()) lists.push_back({c.fork_timeout_ms});
+  out.run = exchange(runner_request('C', wire_cap(cap), lists), cap, wait, on_output);
   out.exited = client::clock_type::now();
   if (out.run.state != outcome::done) return out;
   // The clean-up's listing: pieces up to `listing_cap` (the rest dropped, as the plain

@@ -1,0 +1,334 @@
+# dockgate-sidecar's fork server: the part of the cell runner (runner.py, to which this file
+# is appended in the one program the sidecar sends; its invariants hold here too) that makes
+# a cell a fork of a warm interpreter instead of an exec of python3.
+#
+# (docs/design.md, "Cell walls".) After its hello the runner imports
+# WARM_MODULES (those the image has; the rest skipped) and captures, once, the environment
+# a plain cell gets (`sh -c 'exec timeout ... env -0'`: the shell's PWD, its order). A cell
+# sent with its timeout is then a fork, not an exec of python3, in the plain path's shape:
+# the runner forks a stand-in for `timeout` (a session of its own, the cell's pipes on 0-2,
+# every other fd closed, TERM to its group at T then CONT, KILL 2 s later, 124 / 137 /
+# the cell's status as GNU timeout exits), which forks the cell: signals, mask and
+# dumpability reset to a fresh interpreter's, the captured environment, argv, sys.path
+# (script directory, user site) as `python3 <cell>` builds them, a fresh `__main__`, and
+# the code run as it. So:
+# - The runner never runs user code: only the grandchild does, after every fd but its own
+#   pipes is closed. What it inherits is a copy of the runner's memory (its own to read:
+#   nothing in it is a secret) and its PID, which it may signal as any cell may (above).
+# - No state passes from cell to cell: each starts from the warm, unchanged copy; what a
+#   cell sets or patches lives and dies in its own process.
+# - A runner whose environment holds PYTHON* variables other than HONOURED (which -I
+#   ignores, and a fork could not honour as `python3` would) or that cannot fork runs argv
+#   as before.
+
+
+# The PYTHON* variables a fork can honour as `python3` would at its start (prepare_cell):
+# any other in the environment turns the fork path off.
+HONOURED = (b"PYTHONUNBUFFERED", b"PYTHONDONTWRITEBYTECODE")
+
+# What the warm interpreter imports (what is absent from the image is skipped):
+# matplotlib.pyplot only where the environment names the Agg backend.
+WARM_MODULES = ("numpy", "pandas", "matplotlib", "matplotlib.pyplot")
+
+
+
+def warm_up():
+    """The fork server's state: the modules imported, the plain cell's environment. None
+    (cells run as execs) if the environment has PYTHON* variables beyond HONOURED or cannot
+    be captured."""
+    try:
+        got = subprocess.run(["sh", "-c", "exec timeout 10s env -0"], stdin=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, close_fds=True,
+                             start_new_session=True, timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if got.returncode != 0:
+        return None
+    env = []
+    for item in got.stdout.split(b"\0")[:-1]:
+        key, eq, value = item.partition(b"=")
+        if not eq or not key:
+            return None
+        env.append((key, value))
+    if any(k.startswith(b"PYTHON") and k not in HONOURED for k, _ in env) or any(
+            k.startswith(b"PYTHON") and k not in HONOURED for k in os.environb):
+        return None
+    warm_imports(dict(env).get(b"MPLBACKEND", b"").lower() == b"agg")
+    return env
+
+
+# Where an import reads files the session user can write, the runner would parse them, or
+# block on a FIFO there, or import what they name: the session's files are the user's
+# (restored /workspace, and after a restart whatever cells left in /tmp and the home).
+# So the modules are imported from / with matplotlib's configuration and caches in a new
+# private directory (seeded with the image's font list, as dockgate_mplcache seeds a
+# home) and no home: what they read is the image's, and root's. A cell whose own files
+# would change what those imports load runs as the exec (fork_fits).
+MPL_SEED = "/usr/share/dockgate/matplotlib"
+
+
+def warm_imports(agg):
+    import tempfile
+    saved, cwd = dict(os.environb), os.getcwd()
+    private = tempfile.mkdtemp(prefix="dockgate-warm-", dir="/tmp")
+    try:
+        try:
+            for name in os.listdir(MPL_SEED):
+                with open(os.path.join(MPL_SEED, name), "rb") as i, open(os.path.join(private, name), "wb") as o:
+                    o.write(i.read())
+        except OSError:
+            pass
+        for key in (b"MATPLOTLIBRC", b"XDG_CONFIG_HOME", b"XDG_CACHE_HOME"):
+            os.environb.pop(key, None)
+        os.environb[b"MPLCONFIGDIR"] = os.fsencode(private)
+        os.environb[b"HOME"] = b"/nonexistent"
+        os.chdir("/")
+        for name in WARM_MODULES:
+            if name == "matplotlib.pyplot" and not agg:
+                continue
+            try:
+                __import__(name)
+            except Exception:  # absent or broken: a cell imports it itself, as before
+                pass
+    finally:
+        os.chdir(cwd)
+        os.environb.clear()
+        os.environb.update(saved)
+
+
+def fork_fits(env, cell_path):
+    """Whether a fork of the warm interpreter starts the cell as `python3 <cell>` would:
+    not where the cell's sys.path puts a module of the session's own before one the warm
+    interpreter imported (a file by that name in the script's directory or the user site,
+    pip install --user's), nor where matplotlib would read a configuration of the session's.
+    Names are listed, nothing is opened. Otherwise the cell runs as the exec."""
+    import sysconfig
+    # What a fork has imported and python3 would import from sys.path when the cell asks.
+    tops = {n.split(".", 1)[0] for n in sys.modules} - {n.split(".", 1)[0] for n in STARTUP_MODULES}
+    env = {k.decode("utf-8", "replace"): v.decode("utf-8", "replace") for k, v in env}
+    home = env.get("HOME") or os.path.expanduser("~")
+    user_site = sysconfig.get_path("purelib", "posix_user", vars={"userbase": os.path.join(home, ".local")})
+    for directory in (os.path.dirname(os.fsdecode(cell_path)), user_site):
+        try:
+            if any(entry.split(".", 1)[0].split("-", 1)[0] in tops for entry in os.listdir(directory)):
+                return False
+        except OSError:
+            pass
+    if "matplotlib" not in tops:
+        return True
+    config = env.get("MPLCONFIGDIR") or os.path.join(env.get("XDG_CONFIG_HOME") or os.path.join(home, ".config"),
+                                                      "matplotlib")
+    places = [os.path.join(os.getcwd(), "matplotlibrc"), os.path.join(config, "matplotlibrc")]
+    return not (env.get("MATPLOTLIBRC") or env.get("MPLCONFIGDIR") or any(os.path.lexists(p) for p in places))
+
+
+# The process's command line (/proc/<pid>/cmdline, what ps and docker top show) made
+# `words`: its argv area rewritten in place (a fork keeps the runner's, which would name
+# the cell and its stand-in "dockgate-runner"), and its comm. The rest of the area NULs.
+def set_title(words, comm):
+    with open("/proc/self/stat", "rb") as f:
+        fields = f.read().rsplit(b") ", 1)[1].split()
+    start, end = int(fields[45]), int(fields[46])
+    text = b"\0".join(words) + b"\0"
+    if start and end > start:
+        text = text[:end - start - 1]
+        ctypes.memmove(start, text + b"\0" * (end - start - len(text)), end - start)
+    ctypes.CDLL(None).prctl(15, comm, 0, 0, 0)  # PR_SET_NAME
+
+
+# Python's own signal dispositions at startup; every other signal as exec leaves it.
+def reset_signals():
+    for sig in signal.valid_signals():
+        if sig in (signal.SIGKILL, signal.SIGSTOP):
+            continue
+        try:
+            if sig == signal.SIGINT:
+                signal.signal(sig, signal.default_int_handler)
+            elif sig in (signal.SIGPIPE, signal.SIGXFSZ):
+                signal.signal(sig, signal.SIG_IGN)
+            else:
+                signal.signal(sig, signal.SIG_DFL)
+        except (OSError, ValueError):
+            pass
+    signal.pthread_sigmask(signal.SIG_SETMASK, [])
+
+
+class Forked:
+    """A cell forked from the warm interpreter, shaped as `timeout ... python3 <cell>`:
+    the child is the stand-in for timeout, its child the cell. Popen's surface for run()."""
+
+    def __init__(self, env, ms, cell_path, code):
+        fds = []
+        try:
+            for _ in range(3):
+                fds.extend(os.pipe())  # (close-on-exec: nothing of them survives an exec)
+            pid = os.fork()
+        except OSError:
+            for fd in fds:
+                os.close(fd)
+            raise
+        if pid == 0:
+            # Never back into the runner's loop: the stand-in ends with os._exit, the cell
+            # only by the interpreter's exit (run_cell raises SystemExit to the top).
+            try:
+                set_title([b"timeout", b"--kill-after=2s", b"%d.%03ds" % divmod(ms, 1000), b"python3", cell_path],
+                          b"timeout")
+                is_cell = timeout_process(fds, ms)
+                if is_cell:
+                    set_title([b"python3", cell_path], b"python3")
+                    prepare_cell(env, cell_path)
+            except BaseException:
+                os._exit(127)
+            if not is_cell:
+                os._exit(127)
+            run_cell(cell_path, code)
+        self.pid = pid
+        os.close(fds[0])
+        os.close(fds[3])
+        os.close(fds[5])
+        self.stdin = os.fdopen(fds[1], "wb")
+        self.stdout = os.fdopen(fds[2], "rb")
+        self.stderr = os.fdopen(fds[4], "rb")
+
+    def wait(self):
+        _, status = os.waitpid(self.pid, 0)
+        return -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+
+
+def timeout_process(fds, ms):
+    """The forked `timeout`: fds 0-2 the cell's pipes and nothing else, a session of its
+    own; the cell forked, waited for, signalled as GNU timeout signals its group."""
+    os.setsid()
+    os.dup2(fds[0], 0)
+    os.dup2(fds[3], 1)
+    os.dup2(fds[5], 2)
+    os.closerange(3, max(resource.getrlimit(resource.RLIMIT_NOFILE)[1], 4096))
+    for fd in (0, 1, 2):
+        os.set_inheritable(fd, True)
+    # Its own TERM (sent to the group) and CONT are for the cell.
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    pid = os.fork()
+    if pid == 0:
+        return True  # the cell's process
+    exited = os.pidfd_open(pid)
+    import select
+    poll = select.poll()
+    poll.register(exited, select.POLLIN)
+    timed_out = False
+    if not poll.poll(ms):
+        timed_out = True
+        os.killpg(0, signal.SIGTERM)
+        os.killpg(0, signal.SIGCONT)
+        if not poll.poll(2000):
+            os.killpg(0, signal.SIGKILL)  # this process too, as timeout: 137
+    _, status = os.waitpid(pid, 0)
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        if timed_out and sig != signal.SIGKILL:
+            os._exit(124)
+        if timed_out:
+            os._exit(128 + sig)
+        # The cell's signal, raised on itself (timeout's way).
+        if sig not in (signal.SIGKILL, signal.SIGSTOP):  # (their disposition cannot be set)
+            signal.signal(sig, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, [sig])
+        resource.setrlimit(resource.RLIMIT_CORE, (0, resource.getrlimit(resource.RLIMIT_CORE)[1]))
+        os.kill(os.getpid(), sig)
+        os._exit(128 + sig)
+    os._exit(124 if timed_out else os.WEXITSTATUS(status))
+
+
+def prepare_cell(env, cell_path):
+    """The process state `python3 <cell>` starts with, in this fresh copy of the warm
+    interpreter (which was never given user code)."""
+    reset_signals()
+    ctypes.CDLL(None).prctl(4, 1, 0, 0, 0)  # dumpable again, as after an exec
+    os.environ.clear()
+    for key, value in env:
+        os.environb[key] = value
+    import importlib.machinery
+    import site
+    import types
+    # sys.path as python3 builds it: the script's directory first, then the user site
+    # before the system's packages (its .pth files and usercustomize as site runs them).
+    script_dir = os.path.dirname(os.fsdecode(cell_path))
+    system = [p for p in sys.path if p in site.getsitepackages()]
+    tail = sys.path[sys.path.index(system[0]):] if system else []
+    del sys.path[len(sys.path) - len(tail):]
+    sys.path.insert(0, script_dir)
+    site.ENABLE_USER_SITE = True
+    site.USER_BASE = None
+    site.USER_SITE = None
+    user_site = site.getusersitepackages()
+    if os.path.isdir(user_site):
+        site.addsitedir(user_site)
+    sys.path.extend(p for p in tail if p not in sys.path)
+    fresh_stdio(dict(env))
+    sys.dont_write_bytecode = bool(dict(env).get(b"PYTHONDONTWRITEBYTECODE"))
+    sys.argv = [os.fsdecode(cell_path)]
+    sys.orig_argv = ["python3", sys.argv[0]]
+    main = types.ModuleType("__main__")
+    main.__loader__ = importlib.machinery.SourceFileLoader("__main__", sys.argv[0])
+    main.__file__ = sys.argv[0]
+    main.__cached__ = None
+    main.__builtins__ = __builtins__
+    main.__annotations__ = {}
+    sys.modules["__main__"] = main
+    random = sys.modules.get("numpy.random")
+    if random is not None:
+        random.seed()  # the global state reseeded, as a fresh import would
+    if os.path.isdir(user_site):
+        sys.modules.pop("usercustomize", None)
+
+
+def fresh_stdio(env):
+    """sys.stdin/stdout/stderr as a fresh interpreter makes them on fds 0-2 (CPython's
+    create_stdio): the runner's own wrap the protocol's old fds, buffered as -I left them.
+    PYTHONUNBUFFERED: the writers' binary layer unbuffered and their text write-through;
+    stderr line-buffered always."""
+    import io
+    unbuffered = bool(env.get(b"PYTHONUNBUFFERED"))
+    for fd, name in ((0, "stdin"), (1, "stdout"), (2, "stderr")):
+        old = getattr(sys, name)
+        raw = io.FileIO(fd, "rb" if fd == 0 else "wb", closefd=False)
+        buf = raw if unbuffered and fd else (io.BufferedReader(raw) if fd == 0 else io.BufferedWriter(raw))
+        new = io.TextIOWrapper(buf, encoding=old.encoding, errors=old.errors, newline=None if fd == 0 else "\n",
+                               line_buffering=fd == 2, write_through=unbuffered and fd != 0)
+        setattr(sys, name, new)
+        setattr(sys, "__%s__" % name, new)
+
+
+def run_cell(cell_path, code):
+    """The cell run as `__main__`; its end (SystemExit) is the interpreter's own exit.
+    Exceptions as the interpreter prints them: from the cell's frame on."""
+    main = sys.modules["__main__"]
+    try:
+        if site_user_enabled():
+            try:
+                import usercustomize  # noqa: F401
+            except Exception:  # as site does: the cell runs anyway
+                pass
+        compiled = compile(code, sys.argv[0], "exec", dont_inherit=True)
+    except SyntaxError as e:
+        sys.excepthook(type(e), e, None)
+        raise SystemExit(1)
+    try:
+        exec(compiled, main.__dict__)
+    except SystemExit:
+        raise
+    except BaseException as e:
+        # From the cell's frame on (the interpreter prints the exception's own
+        # __traceback__, whatever tb excepthook is given).
+        e.__traceback__ = e.__traceback__.tb_next
+        sys.excepthook(type(e), e, e.__traceback__)
+        raise SystemExit(130 if isinstance(e, KeyboardInterrupt) else 1)
+    raise SystemExit(0)
+
+
+def site_user_enabled():
+    import site
+    return site.USER_SITE is not None and os.path.isdir(site.USER_SITE)
+
+
+main()

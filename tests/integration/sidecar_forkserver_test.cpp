@@ -1,0 +1,196 @@
+// The fork server (issue 21 item 2; docs/design.md, "Cell walls"; sidecar/runner/runner.py):
+// a cell is a fork of the runner's warm interpreter, never given to the runner itself, and
+// nothing a cell does reaches the next one or the warm process. Judged by what the cells
+// see (/proc, sys.modules), the daemon's process table and exec record, and the answers.
+#include "sidecar_harness.hpp"
+
+using namespace dockgate::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+// Finds the runner (the warm interpreter): the one process whose command line is the
+// runner's (the cell and its `timeout` stand-in carry their own).
+const std::string find_runner =
+    "import os\n"
+    "runners = [int(p) for p in os.listdir('/proc') if p.isdigit() and\n"
+    "           open(f'/proc/{p}/cmdline', 'rb').read().endswith(b'\\0dockgate-runner\\0')]\n";
+
+}  // namespace
+
+TEST_CASE("fork server: a cell is a fork of the warm interpreter, in the plain path's shape",
+          "[integration][sidecar][runner][forkserver]") {
+  proxy_process proxy("compose/policies/sandbox.json");
+  sidecar_process sidecar(proxy);
+  const std::string sid = new_session(sidecar);
+  const std::string container = "dockgate-sbx-" + sid;
+  CHECK(field(sidecar.exec(sid, "print(0)"), "stdout") == "0\n");
+  const std::string t0 = now_stamp();
+  // A fresh `python3 <cell>` has not imported ctypes or selectors; a fork of the runner
+  // has. Its parent is the `timeout` stand-in, whose parent is the runner; the cell's
+  // command line is its own.
+  const std::string shape = find_runner +
+                            "import sys\n"
+                            "stat = lambda p: open(f'/proc/{p}/stat').read().rsplit(') ', 1)[1].split()\n"
+                            "parent = os.getppid()\n"
+                            "print('ctypes' in sys.modules, 'selectors' in sys.modules)\n"
+                            "print(open(f'/proc/{parent}/comm').read().strip(), "
+                            "int(stat(parent)[1]) == runners[0], len(runners))\n"
+                            "print(open('/proc/self/cmdline', 'rb').read().rstrip(b'\\0').split(b'\\0'))\n";
+  auto a = sidecar.exec(sid, shape);
+  INFO(a << sidecar.log());
+  const std::string out = field(a, "stdout");
+  CHECK(out.starts_with("True True\ntimeout True 1\n[b'python3', b'/tmp/dockgate-cell-"));
+  CHECK(exec_creates(container, t0, now_stamp()) == 0);
+}
+
+TEST_CASE("fork server: no state passes between cells, whatever a cell changes in its copy",
+          "[integration][sidecar][runner][forkserver]") {
+  proxy_process proxy("compose/policies/sandbox.json");
+  sidecar_process sidecar(proxy);
+  const std::string sid = new_session(sidecar);
+  // Module-level names, a monkeypatched module, builtins, sys.path, the environment, a
+  // signal handler, the working directory and an imported module of the cell's own.
+  const std::string leave =
+      "import builtins, json, os, signal, sys\n"
+      "left = 'x'\n"
+      "json.dumps = lambda *a, **k: 'patched'\n"
+      "builtins.planted = 1\n"
+      "sys.path.insert(0, '/planted')\n"
+      "os.environ['PLANTED'] = '1'\n"
+      "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+      "os.chdir('/tmp')\n"
+      "open('/tmp/plantedmod.py', 'w').write('x = 1\\n')\n"
+      "import plantedmod\n"
+      "sys.modules['json'].loads = None\n"
+      "print(json.dumps(1))\n";
+  CHECK(field(sidecar.exec(sid, leave), "stdout") == "patched\n");
+  const std::string look =
+      "import builtins, json, os, signal, sys\n"
+      "print('left' in globals(), json.dumps(1), json.loads('2'), hasattr(builtins, 'planted'),\n"
+      "      '/planted' in sys.path, 'PLANTED' in os.environ,\n"
+      "      signal.getsignal(signal.SIGTERM) == signal.SIG_DFL, os.getcwd(), 'plantedmod' in sys.modules)\n";
+  const std::string clean = "False 1 2 False False False True /workspace False\n";
+  for (int i = 0; i < 2; ++i) CHECK(field(sidecar.exec(sid, look), "stdout") == clean);
+}
+
+TEST_CASE(
+    "fork server: a cell cannot trace, open, write to or outlast the warm interpreter; killed, "
+    "the next cell still runs right",
+    "[integration][sidecar][runner][forkserver]") {
+  proxy_process proxy("compose/policies/sandbox.json");
+  sidecar_process sidecar(proxy);
+  const std::string sid = new_session(sidecar);
+  const std::string container = "dockgate-sbx-" + sid;
+  CHECK(field(sidecar.exec(sid, "print(0)"), "stdout") == "0\n");
+  // ptrace of the runner and of the cell's own `timeout` stand-in (both forks of the
+  // same non-dumpable process), their memory and fds through /proc, and the runner's
+  // answer pipe through every fd number this cell holds (only its own three).
+  const std::string reach = find_runner +
+                            "import ctypes\n"
+                            "libc = ctypes.CDLL(None, use_errno=True)\n"
+                            "targets = runners + [os.getppid()]\n"
+                            "attached = sum(1 for p in targets if libc.ptrace(16, p, 0, 0) == 0)\n"
+                            "opened = 0\n"
+                            "for p in targets:\n"
+                            "  for path in [f'/proc/{p}/mem', f'/proc/{p}/environ'] + "
+                            "[f'/proc/{p}/fd/{n}' for n in range(64)]:\n"
+                            "    try:\n"
+                            "      os.close(os.open(path, os.O_RDONLY | os.O_NONBLOCK)); opened += 1\n"
+                            "    except OSError: pass\n"
+                            "print('attached', attached, 'opened', opened, sorted(os.listdir('/proc/self/fd')))\n"
+                            "for fd in range(3, 256):\n"
+                            "  try: os.write(fd, b'X\\x00\\x00\\x00\\x050 0 0'); print('wrote', fd)\n"
+                            "  except OSError: pass\n";
+  auto r = sidecar.exec(sid, reach);
+  INFO(r << sidecar.log());
+  CHECK(field(r, "stdout") == "attached 0 opened 0 ['0', '1', '2', '3']\n");
+  CHECK(field(r, "exit_code") == "0");
+
+  // The warm interpreter killed by a cell: that cell's answer says its runner is gone; the
+  // next cells answer right, and a new warm interpreter serves the ones after.
+  auto killer = sidecar.exec(sid, find_runner +
+                                      "import signal, time\n"
+                                      "for p in runners: os.kill(p, signal.SIGKILL)\n"
+                                      "time.sleep(0.5)\nprint('after')\n");
+  INFO(killer);
+  CHECK(field(killer, "stderr").find("runner stopped answering") != std::string::npos);
+  for (int i = 0; i < 3; ++i) {
+    auto next = sidecar.exec(sid, "import sys\nprint(6 * 7, 'ctypes' in sys.modules)");
+    INFO(next << sidecar.log());
+    CHECK(field(next, "exit_code") == "0");
+    CHECK(field(next, "stdout").starts_with("42 "));
+  }
+  // The last one ran on a new runner, as a fork.
+  CHECK(field(sidecar.exec(sid, "import sys\nprint('ctypes' in sys.modules)"), "stdout") == "True\n");
+  CHECK(processes(container) == "/sbin/docker-init -- sleep infinity\nsleep infinity\n<runner>\n");
+}
+
+TEST_CASE("fork server: a module of the session's own that python3 would import first is the one a cell gets",
+          "[integration][sidecar][runner][forkserver]") {
+  proxy_process proxy("compose/policies/sandbox.json");
+  sidecar_process sidecar(proxy);
+  const std::string sid = new_session(sidecar);
+  // The cell's directory is first on a script's sys.path: a plain `python3 <cell>` imports
+  // /tmp/struct.py, not the struct the warm interpreter (ctypes) has loaded.
+  CHECK(field(sidecar.exec(sid, "open('/tmp/struct.py', 'w').write('X = \"mine\"\\n')"), "exit_code") == "0");
+  auto shadowed = sidecar.exec(sid, "import struct, sys\nprint(getattr(struct, 'X', 'stdlib'), 'ctypes' in sys.modules)");
+  INFO(shadowed << sidecar.log());
+  CHECK(field(shadowed, "stdout") == "mine False\n");
+  // Gone again, the cells fork.
+  CHECK(field(sidecar.exec(sid, "import os\nos.remove('/tmp/struct.py')"), "exit_code") == "0");
+  CHECK(field(sidecar.exec(sid, "import struct, sys\nprint(getattr(struct, 'X', 'stdlib'), 'ctypes' in sys.modules)"),
+              "stdout") == "stdlib True\n");
+}
+
+TEST_CASE(
+    "fork server: the warm imports read no file of the session's, and a cell gets the session's matplotlib "
+    "configuration and user-site packages as python3 would",
+    "[integration][sidecar][runner][forkserver][notebook]") {
+  const char* v = std::getenv("DOCKGATE_TEST_FULL_RUNTIME_IMAGE");
+  if (!v || !*v) {
+    WARN("DOCKGATE_TEST_FULL_RUNTIME_IMAGE is unset: the warm matplotlib needs the full image (test.sh sets it)");
+    return;
+  }
+  proxy_process proxy("compose/policies/sandbox.json");
+  sidecar_process sidecar(proxy, {"SANDBOX_IMAGE=" + std::string(v)});
+  const std::string sid = new_session(sidecar);
+  CHECK(field(sidecar.exec(sid, "import sys\nprint('matplotlib' in sys.modules)"), "stdout") == "True\n");
+  // FIFOs where matplotlib looks for its configuration at import; then the runner killed,
+  // so the next one warms up with them there. Opening either would hang it.
+  auto plant = sidecar.exec(sid, find_runner +
+                                     "import signal, time\n"
+                                     "os.makedirs(os.path.expanduser('~/.config/matplotlib'), exist_ok=True)\n"
+                                     "os.mkfifo('/workspace/matplotlibrc')\n"
+                                     "os.mkfifo(os.path.expanduser('~/.config/matplotlib/matplotlibrc'))\n"
+                                     "for p in runners: os.kill(p, signal.SIGKILL)\n"
+                                     "time.sleep(0.5)\n");
+  INFO(plant);
+  CHECK(field(plant, "stderr").find("runner stopped answering") != std::string::npos);
+  // The new runner answers; with a configuration of the session's, cells run as execs.
+  auto exec_path = sidecar.exec(sid, "import sys\nprint('ctypes' in sys.modules)");
+  INFO(exec_path << sidecar.log());
+  CHECK(field(exec_path, "stdout") == "False\n");
+  CHECK(field(sidecar.exec(sid, "import os\nos.remove('/workspace/matplotlibrc')\n"
+                                "os.remove(os.path.expanduser('~/.config/matplotlib/matplotlibrc'))"),
+              "exit_code") == "0");
+  // Its warm-up finished with the FIFOs there: the cells fork, matplotlib imported.
+  CHECK(field(sidecar.exec(sid, "import sys\nprint('matplotlib' in sys.modules, 'ctypes' in sys.modules)"),
+              "stdout") == "True True\n");
+
+  // The session's own matplotlibrc is read as python3 would read it.
+  CHECK(field(sidecar.exec(sid, "open('/workspace/matplotlibrc', 'w').write('font.size: 31\\n')"), "exit_code") ==
+        "0");
+  CHECK(field(sidecar.exec(sid, "import matplotlib\nprint(matplotlib.rcParams['font.size'])"), "stdout") == "31.0\n");
+  CHECK(field(sidecar.exec(sid, "import os\nos.remove('/workspace/matplotlibrc')"), "exit_code") == "0");
+  // A package installed to the user site (pip install --user) comes before the system's.
+  const std::string user_pandas =
+      "import os, site\n"
+      "d = os.path.join(site.getusersitepackages(), 'pandas')\n"
+      "os.makedirs(d)\n"
+      "open(os.path.join(d, '__init__.py'), 'w').write('X = \"mine\"\\n')\n";
+  CHECK(field(sidecar.exec(sid, user_pandas), "exit_code") == "0");
+  auto mine = sidecar.exec(sid, "import pandas\nprint(getattr(pandas, 'X', 'system'))");
+  INFO(mine);
+  CHECK(field(mine, "stdout") == "mine\n");
+}
