@@ -319,34 +319,11 @@ cell_runner::cell_result cell_runner::run_cell(
     const runner_cell& c, std::size_t cap, const patience& wait,
     const std::function<void(int, std::string_view)>& on_output, std::size_t listing_cap,
     const patience& cleanup) {
-  cell_result out;
   std::vector<std::vector<std::string_view>> lists{
       views(c.argv), {c.code}, {c.cell, c.before_file, c.oom_file, c.outputs}, views(c.sweep)};
   if (!c.fork_timeout_ms.empty()) lists.push_back({c.fork_timeout_ms});
-  out.run = exchange(runner_request('C', wire_cap(cap), lists), cap, wait, on_output);
-  out.exited = client::clock_type::now();
-  if (out.run.state != outcome::done) return out;
-  // The clean-up's listing: pieces up to `listing_cap` (the rest dropped, as the plain
-  // clean-up's capped output), then done.
-  waiting w = from_now(cleanup);
-  std::string listing, why;
-  bool timed_out = false;
-  for (;;) {
-    auto f = next(w, why, timed_out, out.cleanup_found);
-    if (f && f->type == runner_frames::kind::listing) {
-      listing.append(
-          f->payload, 0,
-          std::min(f->payload.size(), listing_cap - std::min(listing_cap, listing.size())));
-      continue;
-    }
-    if (f && f->type == runner_frames::kind::done && f->payload.empty()) {
-      out.listing = std::move(listing);
-      return out;
-    }
-    out.run.why = f ? "unexpected frame" : why;
-    close();
-    return out;
-  }
+  return run_request(runner_request('C', wire_cap(cap), lists), cap, wait, on_output, listing_cap,
+                     cleanup, nullptr);
 }
 
 cell_runner::cell_result cell_runner::run_request(
@@ -354,7 +331,7 @@ cell_runner::cell_result cell_runner::run_request(
     const std::function<void(int, std::string_view)>& on_output, std::size_t listing_cap,
     const patience& cleanup, std::string* status) {
   cell_result out;
-  status->clear();
+  if (status) status->clear();
   out.run = exchange(request, cap, wait, on_output);
   out.exited = client::clock_type::now();
   if (out.run.state != outcome::done) return out;
@@ -363,7 +340,9 @@ cell_runner::cell_result cell_runner::run_request(
   bool timed_out = false, status_seen = false;
   for (;;) {
     auto f = next(w, why, timed_out, out.cleanup_found);
-    if (f && f->type == runner_frames::kind::status && !status_seen && listing.empty()) {
+    // The clean-up's listing: pieces up to `listing_cap` (the rest dropped, as the plain
+    // clean-up's capped output), then done; a kernel driver's one status frame before it.
+    if (f && f->type == runner_frames::kind::status && status && !status_seen && listing.empty()) {
       status_seen = true;
       *status = std::move(f->payload);
       continue;

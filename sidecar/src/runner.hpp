@@ -157,7 +157,8 @@ class cell_runner {
                        std::size_t listing_cap, const patience& cleanup);
   // A request of the kernel driver (kernel.hpp): answered as a cell (up to its exit frame
   // as run(), then the clean-up's listing as run_cell()), with at most one status frame
-  // between the exit and the listing, its payload left in *status ("" if none came).
+  // between the exit and the listing, its payload left in *status ("" if none came); status
+  // null: none is taken (a cell runner's, run_cell).
   cell_result run_request(const std::string& request, std::size_t cap, const patience& wait,
                           const std::function<void(int, std::string_view)>& on_output,
                           std::size_t listing_cap, const patience& cleanup, std::string* status);
