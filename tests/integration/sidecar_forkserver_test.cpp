@@ -75,8 +75,8 @@ TEST_CASE("fork server: no state passes between cells, whatever a cell changes i
 }
 
 TEST_CASE(
-    "fork server: a cell cannot trace, open, write to or outlast the warm interpreter; killed, "
-    "the next cell still runs right",
+    "fork server: a cell cannot trace, open, write to or outlast the warm interpreter, and after a killed cell "
+    "the next one still runs right",
     "[integration][sidecar][runner][forkserver]") {
   proxy_process proxy("compose/policies/sandbox.json");
   sidecar_process sidecar(proxy);
