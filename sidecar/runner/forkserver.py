@@ -22,6 +22,8 @@
 #   as before.
 
 
+import gc  # noqa: E402
+
 # The PYTHON* variables a fork can honour as `python3` would at its start (prepare_cell):
 # any other in the environment turns the fork path off.
 HONOURED = (b"PYTHONUNBUFFERED", b"PYTHONDONTWRITEBYTECODE")
@@ -102,12 +104,9 @@ def fork_fits(env, cell_path):
     interpreter imported (a file by that name in the script's directory or the user site,
     pip install --user's), nor where matplotlib would read a configuration of the session's.
     Names are listed, nothing is opened. Otherwise the cell runs as the exec."""
-    import sysconfig
-    # What a fork has imported and python3 would import from sys.path when the cell asks.
-    tops = {n.split(".", 1)[0] for n in sys.modules} - {n.split(".", 1)[0] for n in STARTUP_MODULES}
-    env = {k.decode("utf-8", "replace"): v.decode("utf-8", "replace") for k, v in env}
+    tops = imported_tops()
+    env, user_site = cell_places(env)
     home = env.get("HOME") or os.path.expanduser("~")
-    user_site = sysconfig.get_path("purelib", "posix_user", vars={"userbase": os.path.join(home, ".local")})
     for directory in (os.path.dirname(os.fsdecode(cell_path)), user_site):
         try:
             if any(entry.split(".", 1)[0].split("-", 1)[0] in tops for entry in os.listdir(directory)):
@@ -120,6 +119,35 @@ def fork_fits(env, cell_path):
                                                       "matplotlib")
     places = [os.path.join(os.getcwd(), "matplotlibrc"), os.path.join(config, "matplotlibrc")]
     return not (env.get("MATPLOTLIBRC") or env.get("MPLCONFIGDIR") or any(os.path.lexists(p) for p in places))
+
+
+_tops = (0, frozenset())
+
+
+def imported_tops():
+    """The top-level names of what a fork has imported beyond a fresh interpreter's start-up
+    (what python3 would import from sys.path when the cell asks): recounted whenever
+    sys.modules has changed size (the runner imports lazily, never removes)."""
+    global _tops
+    if _tops[0] != len(sys.modules):
+        names = frozenset(n.split(".", 1)[0] for n in list(sys.modules))
+        _tops = (len(sys.modules), names - {n.split(".", 1)[0] for n in STARTUP_MODULES})
+    return _tops[1]
+
+
+_places = {}
+
+
+def cell_places(env):
+    """The plain cell's environment as text, and its user site (pip install --user's):
+    the same for every cell of a runner, worked out once."""
+    key = tuple(env)
+    if key not in _places:
+        import sysconfig
+        text = {k.decode("utf-8", "replace"): v.decode("utf-8", "replace") for k, v in env}
+        home = text.get("HOME") or os.path.expanduser("~")
+        _places[key] = (text, sysconfig.get_path("purelib", "posix_user", vars={"userbase": os.path.join(home, ".local")}))
+    return _places[key]
 
 
 # The process's command line (/proc/<pid>/cmdline, what ps and docker top show) made
@@ -153,14 +181,27 @@ def reset_signals():
     signal.pthread_sigmask(signal.SIG_SETMASK, [])
 
 
-class Forked:
-    """A cell forked from the warm interpreter, shaped as `timeout ... python3 <cell>`:
-    the child is the stand-in for timeout, its child the cell. Popen's surface for run()."""
+# What `ps` shows for the pair made ahead of the next cell, until that cell's go.
+READY_TITLES = ((b"timeout", b"(next cell)"), (b"python3", b"(next cell)"))
 
-    def __init__(self, env, ms, cell_path, code):
+
+class Pair:
+    """A cell forked from the warm interpreter, shaped as `timeout ... python3 <cell>`:
+    the child is the stand-in for timeout, its child the cell. Both are forked ahead of
+    the cell (next_pair, after the last cell's sweep: the two forks of a ~100 MB heap,
+    ~4 ms, are off the cell's path) and wait, the runner's copies still, not dumpable, for
+    the go (go): the cell's timeout, path and code to the stand-in, which takes its title
+    and hands the cell its path and code. Until then they hold nothing but their pipes,
+    and run nothing of the session's. Popen's surface for run() once gone."""
+
+    def __init__(self, env):
+        # The warm heap out of the collector's reach: a collection in a cell would touch
+        # (and so copy) every page of it.
+        gc.freeze()
         fds = []
         try:
-            for _ in range(3):
+            # The cell's stdin, stdout and stderr, then the stand-in's go.
+            for _ in range(4):
                 fds.extend(os.pipe())  # (close-on-exec: nothing of them survives an exec)
             pid = os.fork()
         except OSError:
@@ -170,48 +211,152 @@ class Forked:
         if pid == 0:
             # Never back into the runner's loop: the stand-in ends with os._exit, the cell
             # only by the interpreter's exit (run_cell raises SystemExit to the top).
+            got = None
             try:
-                set_title([b"timeout", b"--kill-after=2s", b"%d.%03ds" % divmod(ms, 1000), b"python3", cell_path],
-                          b"timeout")
-                is_cell = timeout_process(fds, ms)
-                if is_cell:
+                set_title(READY_TITLES[0], READY_TITLES[0][0])
+                got = stand_in(fds, env)
+                if got is not None:
+                    cell_path, code = got
                     set_title([b"python3", cell_path], b"python3")
-                    prepare_cell(env, cell_path)
+                    prepare_cell(cell_path)
             except BaseException:
                 os._exit(127)
-            if not is_cell:
+            if got is None:
                 os._exit(127)
             run_cell(cell_path, code)
         self.pid = pid
-        os.close(fds[0])
-        os.close(fds[3])
-        os.close(fds[5])
-        self.stdin = os.fdopen(fds[1], "wb")
-        self.stdout = os.fdopen(fds[2], "rb")
-        self.stderr = os.fdopen(fds[4], "rb")
+        for fd in (fds[0], fds[3], fds[5], fds[6]):
+            os.close(fd)
+        self._fds = [fds[1], fds[2], fds[4]]
+        self._go = [fds[7]]
+        self.stdin = self.stdout = self.stderr = None
+
+    def go(self, ms, cell_path, code):
+        """The cell started: its timeout, path and code to the stand-in. OSError (nothing
+        started; discard() it) when the stand-in is gone."""
+        if os.waitpid(self.pid, os.WNOHANG)[0]:
+            self.pid = None
+            raise OSError("the stand-in has ended")
+        write_all(self._go[0], struct.pack(">II", ms, len(cell_path)) + cell_path + code)
+        os.close(self._go.pop())
+        self.stdin = os.fdopen(self._fds[0], "wb")
+        self.stdout = os.fdopen(self._fds[1], "rb")
+        self.stderr = os.fdopen(self._fds[2], "rb")
+        self._fds = []
+        return self
+
+    def discard(self):
+        """Both processes killed and the stand-in reaped; every pipe closed. The stand-in
+        first, by its PID: it may not have made its own group yet (then it has no
+        child); then its group, which holds the cell once it exists."""
+        if self.pid is not None:
+            for kill in (os.kill, os.killpg):
+                try:
+                    kill(self.pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            try:
+                os.waitpid(self.pid, 0)
+            except ChildProcessError:
+                pass
+            self.pid = None
+        for fd in self._go + self._fds:
+            os.close(fd)
+        self._go, self._fds = [], []
 
     def wait(self):
         _, status = os.waitpid(self.pid, 0)
         return -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
 
 
-def timeout_process(fds, ms):
-    """The forked `timeout`: fds 0-2 the cell's pipes and nothing else, a session of its
-    own; the cell forked, waited for, signalled as GNU timeout signals its group."""
+def next_pair(env):
+    """The pair for the next cell, made after the last one's sweep (None where the fork
+    server is off or the fork fails: the cell then forks when it comes)."""
+    if env is None:
+        return None
+    try:
+        return Pair(env)
+    except OSError:
+        return None
+
+
+def forked(env, ready, ms, cell_path, code):
+    """The cell started as a fork: in the pair made ahead if it is still whole, else in
+    one made now."""
+    if ready is not None:
+        try:
+            return ready.go(ms, cell_path, code)
+        except OSError:
+            ready.discard()
+    pair = Pair(env)
+    try:
+        return pair.go(ms, cell_path, code)
+    except OSError:
+        pair.discard()
+        raise
+
+
+def write_all(fd, data):
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def read_all(fd):
+    parts = []
+    while True:
+        got = os.read(fd, CHUNK)
+        if not got:
+            return b"".join(parts)
+        parts.append(got)
+
+
+def stand_in(fds, env):
+    """The forked `timeout`: fds 0-2 the cell's pipes and nothing else but its go and the
+    cell's, a session of its own; the cell forked (None returned in the stand-in, which
+    only exits; the cell's path and code in the cell, after its go). At the go it takes
+    its title, hands the cell its own go, and waits for it and signals it as GNU timeout
+    signals its group. A go closed with nothing in it (the runner discarded the pair, or
+    ended) ends both."""
+    import fcntl
     os.setsid()
-    os.dup2(fds[0], 0)
-    os.dup2(fds[3], 1)
-    os.dup2(fds[5], 2)
-    os.closerange(3, max(resource.getrlimit(resource.RLIMIT_NOFILE)[1], 4096))
-    for fd in (0, 1, 2):
-        os.set_inheritable(fd, True)
+    # Above every target first, so no dup2 overwrites a pipe not yet moved.
+    high = [fcntl.fcntl(fds[i], fcntl.F_DUPFD, 16) for i in (0, 3, 5, 6)]
+    for target, fd in enumerate(high):
+        os.dup2(fd, target)  # 0-2 the cell's pipes, 3 the stand-in's go
+    os.closerange(4, max(resource.getrlimit(resource.RLIMIT_NOFILE)[1], 4096))
+    cell_go, handed = os.pipe()  # 4 and 5
     # Its own TERM (sent to the group) and CONT are for the cell.
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     pid = os.fork()
     if pid == 0:
-        return True  # the cell's process
+        os.close(3)
+        os.close(handed)
+        set_title(READY_TITLES[1], READY_TITLES[1][0])
+        prepare_process(env)
+        message = read_all(cell_go)
+        os.close(cell_go)
+        if len(message) < 4:
+            os._exit(0)
+        (size,) = struct.unpack(">I", message[:4])
+        return message[4:4 + size], message[4 + size:]
+    os.close(cell_go)
     exited = os.pidfd_open(pid)
+    message = read_all(3)
+    os.close(3)
+    if len(message) < 8:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        os._exit(0)
+    ms, size = struct.unpack(">II", message[:8])
+    cell_path = message[8:8 + size]
+    set_title([b"timeout", b"--kill-after=2s", b"%d.%03ds" % divmod(ms, 1000), b"python3", cell_path], b"timeout")
+    try:
+        write_all(handed, message[4:])  # the cell's path and code
+    except OSError:
+        pass  # the cell has ended already: its status is the answer
+    os.close(handed)
     import select
     poll = select.poll()
     poll.register(exited, select.POLLIN)
@@ -239,14 +384,25 @@ def timeout_process(fds, ms):
     os._exit(124 if timed_out else os.WEXITSTATUS(status))
 
 
-def prepare_cell(env, cell_path):
-    """The process state `python3 <cell>` starts with, in this fresh copy of the warm
-    interpreter (which was never given user code)."""
+def prepare_process(env):
+    """The process state `python3 <cell>` starts with that does not depend on the cell,
+    made in the cell's process before its go (this fresh copy of the warm interpreter was
+    never given user code): signals, environment, stdio, numpy's global seed."""
     reset_signals()
-    ctypes.CDLL(None).prctl(4, 1, 0, 0, 0)  # dumpable again, as after an exec
     os.environ.clear()
     for key, value in env:
         os.environb[key] = value
+    fresh_stdio(dict(env))
+    sys.dont_write_bytecode = bool(dict(env).get(b"PYTHONDONTWRITEBYTECODE"))
+    random = sys.modules.get("numpy.random")
+    if random is not None:
+        random.seed()  # the global state reseeded, as a fresh import would
+
+
+def prepare_cell(cell_path):
+    """The rest, at the go: dumpable again (as after an exec), sys.path as the cell's
+    files make it, argv and a fresh `__main__`."""
+    ctypes.CDLL(None).prctl(4, 1, 0, 0, 0)  # PR_SET_DUMPABLE
     import importlib.machinery
     import site
     import types
@@ -264,8 +420,6 @@ def prepare_cell(env, cell_path):
     if os.path.isdir(user_site):
         site.addsitedir(user_site)
     sys.path.extend(p for p in tail if p not in sys.path)
-    fresh_stdio(dict(env))
-    sys.dont_write_bytecode = bool(dict(env).get(b"PYTHONDONTWRITEBYTECODE"))
     sys.argv = [os.fsdecode(cell_path)]
     sys.orig_argv = ["python3", sys.argv[0]]
     main = types.ModuleType("__main__")
@@ -275,9 +429,6 @@ def prepare_cell(env, cell_path):
     main.__builtins__ = __builtins__
     main.__annotations__ = {}
     sys.modules["__main__"] = main
-    random = sys.modules.get("numpy.random")
-    if random is not None:
-        random.seed()  # the global state reseeded, as a fresh import would
     if os.path.isdir(user_site):
         sys.modules.pop("usercustomize", None)
 

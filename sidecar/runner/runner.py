@@ -118,6 +118,7 @@ def main():
 
     send(b"H", b"dockgate-runner 2 %d" % os.getpid())
     warm = warm_up()
+    ready = next_pair(warm)  # the next cell's fork, made while no cell runs
     while True:
         (size,) = struct.unpack(">I", read_exact(4))
         body = memoryview(read_exact(size))
@@ -143,12 +144,16 @@ def main():
             fork_ms = None
             if len(lists) == 5 and len(lists[4]) == 1 and lists[4][0].isdigit() and warm is not None:
                 fork_ms = int(lists[4][0])
-            cell(lists[0], lists[1][0], *lists[2], lists[3], cap, send, (warm, fork_ms) if fork_ms else None)
+            if fork_ms is None and ready is not None:
+                ready.discard()
+            cell(lists[0], lists[1][0], *lists[2], lists[3], cap, send, (warm, ready, fork_ms) if fork_ms else None)
             # A cell changed what the next one would inherit from this runner: its answer
             # is whole; the runner ends (after its sweep, no process of the cell is left
             # to meet the next one) and the sidecar starts another.
             if inherited_state() != started_with:
                 sys.exit(5)
+            # The cell used or discarded the pair; the next one's is made after the sweep.
+            ready = next_pair(warm)
         else:
             sys.exit(4)
 
@@ -286,9 +291,13 @@ def cell(argv, code, cell_path, before_file, oom_file, outputs, sweep, cap, send
     failed = write_file(cell_path, code)
     if failed is None:
         if fork is not None and not fork_fits(fork[0], cell_path):
+            if fork[1] is not None:
+                fork[1].discard()
             fork = None
-        run(argv, b"", cap, send, None if fork is None else (fork[0], fork[1], cell_path, code))
+        run(argv, b"", cap, send, None if fork is None else (*fork, cell_path, code))
     else:
+        if fork is not None and fork[1] is not None:
+            fork[1].discard()
         # The plain path's `cat > cell || exit 125`.
         send(b"S")
         send(b"E", ("cannot create %s: %s\n" % (os.fsdecode(cell_path), failed.strerror)).encode()[:cap])
@@ -312,7 +321,7 @@ def cell(argv, code, cell_path, before_file, oom_file, outputs, sweep, cap, send
 def run(argv, stdin_data, cap, send, fork=None):
     try:
         if fork is not None:
-            proc = Forked(*fork)
+            proc = forked(*fork)
         else:
             # A session of its own, as each docker exec's process has.
             proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,

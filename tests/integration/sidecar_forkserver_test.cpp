@@ -29,14 +29,15 @@ TEST_CASE("fork server: a cell is a fork of the warm interpreter, in the plain p
   // A fresh `python3 <cell>` has not imported ctypes or selectors; a fork of the runner
   // has. Its parent is the `timeout` stand-in, whose parent is the runner; the cell's
   // command line is its own.
-  const std::string shape = find_runner +
-                            "import sys\n"
-                            "stat = lambda p: open(f'/proc/{p}/stat').read().rsplit(') ', 1)[1].split()\n"
-                            "parent = os.getppid()\n"
-                            "print('ctypes' in sys.modules, 'selectors' in sys.modules)\n"
-                            "print(open(f'/proc/{parent}/comm').read().strip(), "
-                            "int(stat(parent)[1]) == runners[0], len(runners))\n"
-                            "print(open('/proc/self/cmdline', 'rb').read().rstrip(b'\\0').split(b'\\0'))\n";
+  const std::string shape =
+      find_runner +
+      "import sys\n"
+      "stat = lambda p: open(f'/proc/{p}/stat').read().rsplit(') ', 1)[1].split()\n"
+      "parent = os.getppid()\n"
+      "print('ctypes' in sys.modules, 'selectors' in sys.modules)\n"
+      "print(open(f'/proc/{parent}/comm').read().strip(), "
+      "int(stat(parent)[1]) == runners[0], len(runners))\n"
+      "print(open('/proc/self/cmdline', 'rb').read().rstrip(b'\\0').split(b'\\0'))\n";
   auto a = sidecar.exec(sid, shape);
   INFO(a << sidecar.log());
   const std::string out = field(a, "stdout");
@@ -69,13 +70,15 @@ TEST_CASE("fork server: no state passes between cells, whatever a cell changes i
       "import builtins, json, os, signal, sys\n"
       "print('left' in globals(), json.dumps(1), json.loads('2'), hasattr(builtins, 'planted'),\n"
       "      '/planted' in sys.path, 'PLANTED' in os.environ,\n"
-      "      signal.getsignal(signal.SIGTERM) == signal.SIG_DFL, os.getcwd(), 'plantedmod' in sys.modules)\n";
+      "      signal.getsignal(signal.SIGTERM) == signal.SIG_DFL, os.getcwd(), 'plantedmod' in "
+      "sys.modules)\n";
   const std::string clean = "False 1 2 False False False True /workspace False\n";
   for (int i = 0; i < 2; ++i) CHECK(field(sidecar.exec(sid, look), "stdout") == clean);
 }
 
 TEST_CASE(
-    "fork server: a cell cannot trace, open, write to or outlast the warm interpreter, and after a killed cell "
+    "fork server: a cell cannot trace, open, write to or outlast the warm interpreter, and after a "
+    "killed cell "
     "the next one still runs right",
     "[integration][sidecar][runner][forkserver]") {
   proxy_process proxy("compose/policies/sandbox.json");
@@ -86,22 +89,23 @@ TEST_CASE(
   // ptrace of the runner and of the cell's own `timeout` stand-in (both forks of the
   // same non-dumpable process), their memory and fds through /proc, and the runner's
   // answer pipe through every fd number this cell holds (only its own three).
-  const std::string reach = find_runner +
-                            "import ctypes\n"
-                            "libc = ctypes.CDLL(None, use_errno=True)\n"
-                            "targets = runners + [os.getppid()]\n"
-                            "attached = sum(1 for p in targets if libc.ptrace(16, p, 0, 0) == 0)\n"
-                            "opened = 0\n"
-                            "for p in targets:\n"
-                            "  for path in [f'/proc/{p}/mem', f'/proc/{p}/environ'] + "
-                            "[f'/proc/{p}/fd/{n}' for n in range(64)]:\n"
-                            "    try:\n"
-                            "      os.close(os.open(path, os.O_RDONLY | os.O_NONBLOCK)); opened += 1\n"
-                            "    except OSError: pass\n"
-                            "print('attached', attached, 'opened', opened, sorted(os.listdir('/proc/self/fd')))\n"
-                            "for fd in range(3, 256):\n"
-                            "  try: os.write(fd, b'X\\x00\\x00\\x00\\x050 0 0'); print('wrote', fd)\n"
-                            "  except OSError: pass\n";
+  const std::string reach =
+      find_runner +
+      "import ctypes\n"
+      "libc = ctypes.CDLL(None, use_errno=True)\n"
+      "targets = runners + [os.getppid()]\n"
+      "attached = sum(1 for p in targets if libc.ptrace(16, p, 0, 0) == 0)\n"
+      "opened = 0\n"
+      "for p in targets:\n"
+      "  for path in [f'/proc/{p}/mem', f'/proc/{p}/environ'] + "
+      "[f'/proc/{p}/fd/{n}' for n in range(64)]:\n"
+      "    try:\n"
+      "      os.close(os.open(path, os.O_RDONLY | os.O_NONBLOCK)); opened += 1\n"
+      "    except OSError: pass\n"
+      "print('attached', attached, 'opened', opened, sorted(os.listdir('/proc/self/fd')))\n"
+      "for fd in range(3, 256):\n"
+      "  try: os.write(fd, b'X\\x00\\x00\\x00\\x050 0 0'); print('wrote', fd)\n"
+      "  except OSError: pass\n";
   auto r = sidecar.exec(sid, reach);
   INFO(r << sidecar.log());
   CHECK(field(r, "stdout") == "attached 0 opened 0 ['0', '1', '2', '3']\n");
@@ -122,67 +126,85 @@ TEST_CASE(
     CHECK(field(next, "stdout").starts_with("42 "));
   }
   // The last one ran on a new runner, as a fork.
-  CHECK(field(sidecar.exec(sid, "import sys\nprint('ctypes' in sys.modules)"), "stdout") == "True\n");
+  CHECK(field(sidecar.exec(sid, "import sys\nprint('ctypes' in sys.modules)"), "stdout") ==
+        "True\n");
   CHECK(processes(container) == "/sbin/docker-init -- sleep infinity\nsleep infinity\n<runner>\n");
 }
 
-TEST_CASE("fork server: a module of the session's own that python3 would import first is the one a cell gets",
-          "[integration][sidecar][runner][forkserver]") {
+TEST_CASE(
+    "fork server: a module of the session's own that python3 would import first is the one a cell "
+    "gets",
+    "[integration][sidecar][runner][forkserver]") {
   proxy_process proxy("compose/policies/sandbox.json");
   sidecar_process sidecar(proxy);
   const std::string sid = new_session(sidecar);
   // The cell's directory is first on a script's sys.path: a plain `python3 <cell>` imports
   // /tmp/struct.py, not the struct the warm interpreter (ctypes) has loaded.
-  CHECK(field(sidecar.exec(sid, "open('/tmp/struct.py', 'w').write('X = \"mine\"\\n')"), "exit_code") == "0");
-  auto shadowed = sidecar.exec(sid, "import struct, sys\nprint(getattr(struct, 'X', 'stdlib'), 'ctypes' in sys.modules)");
+  CHECK(field(sidecar.exec(sid, "open('/tmp/struct.py', 'w').write('X = \"mine\"\\n')"),
+              "exit_code") == "0");
+  auto shadowed = sidecar.exec(
+      sid, "import struct, sys\nprint(getattr(struct, 'X', 'stdlib'), 'ctypes' in sys.modules)");
   INFO(shadowed << sidecar.log());
   CHECK(field(shadowed, "stdout") == "mine False\n");
   // Gone again, the cells fork.
   CHECK(field(sidecar.exec(sid, "import os\nos.remove('/tmp/struct.py')"), "exit_code") == "0");
-  CHECK(field(sidecar.exec(sid, "import struct, sys\nprint(getattr(struct, 'X', 'stdlib'), 'ctypes' in sys.modules)"),
-              "stdout") == "stdlib True\n");
+  CHECK(
+      field(
+          sidecar.exec(
+              sid,
+              "import struct, sys\nprint(getattr(struct, 'X', 'stdlib'), 'ctypes' in sys.modules)"),
+          "stdout") == "stdlib True\n");
 }
 
 TEST_CASE(
-    "fork server: the warm imports read no file of the session's, and a cell gets the session's matplotlib "
+    "fork server: the warm imports read no file of the session's, and a cell gets the session's "
+    "matplotlib "
     "configuration and user-site packages as python3 would",
     "[integration][sidecar][runner][forkserver][notebook]") {
   const char* v = std::getenv("DOCKGATE_TEST_FULL_RUNTIME_IMAGE");
   if (!v || !*v) {
-    WARN("DOCKGATE_TEST_FULL_RUNTIME_IMAGE is unset: the warm matplotlib needs the full image (test.sh sets it)");
+    WARN(
+        "DOCKGATE_TEST_FULL_RUNTIME_IMAGE is unset: the warm matplotlib needs the full image "
+        "(test.sh sets it)");
     return;
   }
   proxy_process proxy("compose/policies/sandbox.json");
   sidecar_process sidecar(proxy, {"SANDBOX_IMAGE=" + std::string(v)});
   const std::string sid = new_session(sidecar);
-  CHECK(field(sidecar.exec(sid, "import sys\nprint('matplotlib' in sys.modules)"), "stdout") == "True\n");
+  CHECK(field(sidecar.exec(sid, "import sys\nprint('matplotlib' in sys.modules)"), "stdout") ==
+        "True\n");
   // FIFOs where matplotlib looks for its configuration at import; then the runner killed,
   // so the next one warms up with them there. Opening either would hang it.
-  auto plant = sidecar.exec(sid, find_runner +
-                                     "import signal, time\n"
-                                     "os.makedirs(os.path.expanduser('~/.config/matplotlib'), exist_ok=True)\n"
-                                     "os.mkfifo('/workspace/matplotlibrc')\n"
-                                     "os.mkfifo(os.path.expanduser('~/.config/matplotlib/matplotlibrc'))\n"
-                                     "for p in runners: os.kill(p, signal.SIGKILL)\n"
-                                     "time.sleep(0.5)\n");
+  auto plant = sidecar.exec(
+      sid, find_runner +
+               "import signal, time\n"
+               "os.makedirs(os.path.expanduser('~/.config/matplotlib'), exist_ok=True)\n"
+               "os.mkfifo('/workspace/matplotlibrc')\n"
+               "os.mkfifo(os.path.expanduser('~/.config/matplotlib/matplotlibrc'))\n"
+               "for p in runners: os.kill(p, signal.SIGKILL)\n"
+               "time.sleep(0.5)\n");
   INFO(plant);
   CHECK(field(plant, "stderr").find("runner stopped answering") != std::string::npos);
   // The new runner answers; with a configuration of the session's, cells run as execs.
   auto exec_path = sidecar.exec(sid, "import sys\nprint('ctypes' in sys.modules)");
   INFO(exec_path << sidecar.log());
   CHECK(field(exec_path, "stdout") == "False\n");
-  CHECK(field(sidecar.exec(sid, "import os\nos.remove('/workspace/matplotlibrc')\n"
-                                "os.remove(os.path.expanduser('~/.config/matplotlib/matplotlibrc'))"),
+  CHECK(field(sidecar.exec(sid,
+                           "import os\nos.remove('/workspace/matplotlibrc')\n"
+                           "os.remove(os.path.expanduser('~/.config/matplotlib/matplotlibrc'))"),
               "exit_code") == "0");
   // Its warm-up finished with the FIFOs there: the cells fork, matplotlib imported.
-  CHECK(field(sidecar.exec(sid, "import sys\nprint('matplotlib' in sys.modules, 'ctypes' in sys.modules)"),
+  CHECK(field(sidecar.exec(
+                  sid, "import sys\nprint('matplotlib' in sys.modules, 'ctypes' in sys.modules)"),
               "stdout") == "True True\n");
 
   // The session's own matplotlibrc is read as python3 would read it.
-  CHECK(field(sidecar.exec(sid, "open('/workspace/matplotlibrc', 'w').write('font.size: 31\\n')"), "exit_code") ==
+  CHECK(field(sidecar.exec(sid, "open('/workspace/matplotlibrc', 'w').write('font.size: 31\\n')"),
+              "exit_code") == "0");
+  CHECK(field(sidecar.exec(sid, "import matplotlib\nprint(matplotlib.rcParams['font.size'])"),
+              "stdout") == "31.0\n");
+  CHECK(field(sidecar.exec(sid, "import os\nos.remove('/workspace/matplotlibrc')"), "exit_code") ==
         "0");
-  CHECK(field(sidecar.exec(sid, "import matplotlib\nprint(matplotlib.rcParams['font.size'])"), "stdout") == "31.0\n");
-  CHECK(field(sidecar.exec(sid, "import os\nos.remove('/workspace/matplotlibrc')"), "exit_code") == "0");
   // A package installed to the user site (pip install --user) comes before the system's.
   const std::string user_pandas =
       "import os, site\n"
@@ -193,4 +215,43 @@ TEST_CASE(
   auto mine = sidecar.exec(sid, "import pandas\nprint(getattr(pandas, 'X', 'system'))");
   INFO(mine);
   CHECK(field(mine, "stdout") == "mine\n");
+}
+
+TEST_CASE(
+    "fork server: the next cell's fork is made after the last one's sweep and waits undumpable, "
+    "holding only its pipes",
+    "[integration][sidecar][runner][forkserver]") {
+  proxy_process proxy("compose/policies/sandbox.json");
+  sidecar_process sidecar(proxy);
+  const std::string sid = new_session(sidecar);
+  const std::string container = "dockgate-sbx-" + sid;
+  CHECK(field(sidecar.exec(sid, "print(0)"), "stdout") == "0\n");
+  // Between cells: the stand-in (the cell's pipes, its go, the pidfd of its child, the
+  // cell's go) and the cell (its pipes and its go), neither dumpable (/proc/PID/fd is
+  // root's), both children of the runner's line as `processes` leaves them out.
+  std::string pair;
+  for (int i = 0;
+       i < 100 && (pair = next_cell_pair(container)).find("python3") == std::string::npos; ++i)
+    std::this_thread::sleep_for(50ms);
+  CHECK(pair == "timeout (next cell) root 0 1 2 3 4 5\npython3 (next cell) root 0 1 2 4\n");
+  CHECK(processes(container) == "/sbin/docker-init -- sleep infinity\nsleep infinity\n<runner>\n");
+  // While a cell runs there is no other: the pair is the cell and its stand-in, retitled.
+  auto during = sidecar.exec(
+      sid,
+      "import os\n"
+      "print([p for p in os.listdir('/proc') if p.isdigit() and\n"
+      "       open(f'/proc/{p}/cmdline', 'rb').read().split(b'\\0')[1:2] == [b'(next cell)']])\n");
+  INFO(during << sidecar.log());
+  CHECK(field(during, "stdout") == "[]\n");
+  // A cell the fork does not fit (its own module shadows a warm one) runs as an exec: the
+  // pair made for it is ended, not left beside it.
+  CHECK(field(sidecar.exec(sid, "open('/tmp/struct.py', 'w').write('X = 1\\n')"), "exit_code") ==
+        "0");
+  auto exec_cell = sidecar.exec(
+      sid,
+      "import os, sys\n"
+      "print('ctypes' in sys.modules, [p for p in os.listdir('/proc') if p.isdigit() and\n"
+      "       open(f'/proc/{p}/cmdline', 'rb').read().split(b'\\0')[1:2] == [b'(next cell)']])\n");
+  INFO(exec_cell << sidecar.log());
+  CHECK(field(exec_cell, "stdout") == "False []\n");
 }

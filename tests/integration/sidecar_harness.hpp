@@ -11,7 +11,10 @@
 
 #include <catch2/catch.hpp>
 #include <functional>
+#include <set>
+#include <sstream>
 #include <thread>
+#include <vector>
 
 #include "dockgate/client/http_client.hpp"
 #include "harness.hpp"
@@ -171,16 +174,77 @@ inline std::string new_session(const sidecar_process& sidecar) {
 // line; the session's cell runner (`python3 -I -c <runner.py> dockgate-runner`) as <runner>.
 // In a fixed order (init, its sleep, the runner, the rest as top lists them): PIDs wrap on
 // a busy test machine, so top's order (by PID) is not the order they started in.
+// The pair the runner forks ahead of the next cell (forkserver.py Pair) is left out: the
+// runner's child titled "timeout (next cell)" and its child "python3 (next cell)" (each
+// with the title of its parent for the instant before it sets its own). They run nothing
+// of the session's until their go; next_cell_pair() shows them.
+struct top_process {
+  std::string pid, ppid, args;  // pid and ppid as the host sees them
+};
+inline std::vector<top_process> top_processes(const std::string& container) {
+  std::vector<top_process> all;
+  std::istringstream in(run(direct() + " top " + container + " -o pid,ppid,args").output);
+  std::string line;
+  std::getline(in, line);  // the header
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    top_process p;
+    fields >> p.pid >> p.ppid >> std::ws;
+    std::getline(fields, p.args);
+    all.push_back(p);
+  }
+  return all;
+}
+
 inline std::string processes(const std::string& container) {
-  return run(direct() + " top " + container +
-             " -o pid,args | awk 'NR > 1 { $1 = \"\"; sub(/^ /, \"\"); "
-             "if (index($0, \"python3 -I -c \") == 1 && $NF == \"dockgate-runner\") $0 = "
-             "\"<runner>\"; "
-             "r = 3; if (index($0, \"/sbin/docker-init \") == 1) r = 0; else if ($0 == \"sleep "
-             "infinity\") r = 1; "
-             "else if ($0 == \"<runner>\") r = 2; print r \" \" $0 }' | sort -s -n -k1,1 | cut -d' "
-             "' -f2-")
-      .output;
+  const auto all = top_processes(container);
+  auto titled_runner = [](const std::string& args) {
+    return args.starts_with("python3 -I -c ") && args.ends_with(" dockgate-runner");
+  };
+  auto args_of = [&](const std::string& pid) {
+    for (const auto& p : all)
+      if (p.pid == pid) return p.args;
+    return std::string();
+  };
+  std::set<std::string> runners, pair;
+  for (const auto& p : all)
+    if (titled_runner(p.args) && !titled_runner(args_of(p.ppid))) runners.insert(p.pid);
+  for (bool grew = true; grew && pair.size() < 2;) {
+    grew = false;
+    for (const auto& p : all) {
+      const bool titled = p.args == "timeout (next cell)" || p.args == "python3 (next cell)" ||
+                          titled_runner(p.args);
+      if (titled && !runners.contains(p.pid) &&
+          (runners.contains(p.ppid) || pair.contains(p.ppid)) && pair.size() < 2 &&
+          pair.insert(p.pid).second)
+        grew = true;
+    }
+  }
+  std::string lines[4];
+  for (const auto& p : all) {
+    if (pair.contains(p.pid)) continue;
+    const int rank = p.args.starts_with("/sbin/docker-init ") ? 0
+                     : p.args == "sleep infinity"             ? 1
+                     : runners.contains(p.pid)                ? 2
+                                                              : 3;
+    lines[rank] += (rank == 2 ? std::string("<runner>") : p.args) + "\n";
+  }
+  return lines[0] + lines[1] + lines[2] + lines[3];
+}
+
+// The runner's pair for the next cell, which `processes` leaves out: "<title> <owner of
+// /proc/PID/fd> <its fds>" a line, the stand-in first (the owner is root while the
+// process is not dumpable); empty if there is none.
+inline std::string next_cell_pair(const std::string& container) {
+  std::string out;
+  for (const char* title : {"timeout (next cell)", "python3 (next cell)"})
+    for (const auto& p : top_processes(container))
+      if (p.args == title)
+        out +=
+            std::string(title) + " " +
+            run("echo $(stat -c %U /proc/" + p.pid + "/fd) $(ls /proc/" + p.pid + "/fd | sort -n)")
+                .output;
+  return out;
 }
 
 // A time stamp for `docker events --since/--until`.
