@@ -172,6 +172,7 @@ chmod 0755 "$dir/sni-present"
   echo "icp_port 0"
   echo "htcp_port 0"
   echo "snmp_port 0"
+  echo "pinger_enable off"
   echo "shutdown_lifetime 1 seconds"
 } >"$dir/squid.conf"
 chown proxy "$dir" 2>/dev/null || true

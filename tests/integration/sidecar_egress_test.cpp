@@ -228,11 +228,18 @@ except Exception as e:
     code.replace(code.find("sys.argv_url"), 12, "'" + url + "'");
     return cell(code);
   };
+  // Everything the peer sends until it closes (an answer may come in several reads).
+  const std::string drain =
+      "def drain(s):\n    data = b''\n    while True:\n        try:\n            b = s.recv(4096)\n"
+      "        except OSError:\n            return data\n        if not b:\n            return "
+      "data\n"
+      "        data += b\n";
   // CONNECT, then a TLS handshake whose ClientHello names `sni` ("" for no SNI at all), or,
   // with `raw`, those bytes instead of TLS; prints what came back.
   auto tunnel = [&](const std::string& authority, const std::string& sni,
                     const std::string& raw = "") {
     return cell(
+        drain +
         "import os, socket, ssl\nu = os.environ['HTTPS_PROXY'][len('http://'):].split(':')\n"
         "s = socket.create_connection((u[0], int(u[1])), timeout=10)\n"
         "s.sendall(b'CONNECT " +
@@ -242,7 +249,7 @@ except Exception as e:
         raw +
         "'\n"
         "try:\n"
-        "    if raw:\n        s.sendall(raw); print('answer', s.recv(4096))\n"
+        "    if raw:\n        s.sendall(raw); print('answer', drain(s))\n"
         "    else:\n"
         "        c = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT); c.check_hostname = False\n"
         "        c.verify_mode = ssl.CERT_NONE\n"
@@ -250,17 +257,17 @@ except Exception as e:
         (sni.empty() ? std::string("None") : "'" + sni + "'") +
         ")\n"
         "        t.sendall(b'GET /packages/x.whl HTTP/1.1\\r\\nHost: files.test\\r\\n\\r\\n')\n"
-        "        print('answer', t.recv(4096))\n"
+        "        print('answer', drain(t))\n"
         "except Exception as e:\n    print('refused', e)\n");
   };
   // Plain HTTP with a Host header of its own (the request line's URL is absolute).
   auto get_with_host = [&](const std::string& url, const std::string& host) {
-    return cell(
-        "import os, socket\nu = os.environ['HTTP_PROXY'][len('http://'):].split(':')\n"
-        "s = socket.create_connection((u[0], int(u[1])), timeout=10)\n"
-        "s.sendall(b'GET " +
-        url + " HTTP/1.1\\r\\nHost: " + host +
-        "\\r\\nConnection: close\\r\\n\\r\\n')\nprint(s.recv(4096))\n");
+    return cell(drain +
+                "import os, socket\nu = os.environ['HTTP_PROXY'][len('http://'):].split(':')\n"
+                "s = socket.create_connection((u[0], int(u[1])), timeout=10)\n"
+                "s.sendall(b'GET " +
+                url + " HTTP/1.1\\r\\nHost: " + host +
+                "\\r\\nConnection: close\\r\\n\\r\\n')\nprint(drain(s))\n");
   };
 
   // An unlisted name and every IP literal are refused by the proxy: no server saw them.
