@@ -20,5 +20,5 @@ mkdir -p "$dest$xtables" && cp -a "$xtables/." "$dest$xtables/"
 {
   dpkg -L squid-common squid-langpack | grep -v -e '^/usr/share/doc' -e '^/usr/share/man' |
     while read -r f; do if [[ -L $f || -f $f ]]; then echo "$f"; fi; done
-  printf '%s\n' /etc/squid/errorpage.css /etc/ssl/openssl.cnf /usr/lib/ssl/openssl.cnf
+  printf '%s\n' /usr/lib/squid/unlinkd /etc/squid/errorpage.css /etc/ssl/openssl.cnf /usr/lib/ssl/openssl.cnf
 } | sed 's|^/||' | tar -C / -c --no-recursion -T - | tar -C "$dest" -x

@@ -156,7 +156,7 @@ chain=DGEGRESS-${netid:0:12}
 check "allowlist: the session is on the internal network dockgate-egress" \
   test "$($docker inspect -f '{{.HostConfig.NetworkMode}}' "dockgate-sbx-$session" 2>/dev/null)" = dockgate-egress
 check "allowlist: the firewall chain is on the host ($chain)" sh -c "iptables -S | grep -q -- '-N $chain\$'"
-check "allowlist: squid runs on the host" pgrep -f 'squid -N -f /run/dockgate-egress/squid.conf'
+check "allowlist: squid runs on the host" pgrep -f 'squid -N -f /run/dockgate-egress/squid[.]conf'
 cell() {  # cell CODE: the session runs it; prints the answer
   /usr/bin/python3 -c 'import json, sys; print(json.dumps({"session_id": sys.argv[1], "code": sys.argv[2]}))' "$session" "$1" |
     curl -sS -H "Authorization: Bearer $SANDBOX_API_KEY" -H 'Content-Type: application/json' -d @- "$url/exec"
@@ -184,7 +184,7 @@ started=$(date +%s)
 egress_stack down -v -t 20
 check "allowlist: down took under 30 s" test $(($(date +%s) - started)) -lt 30
 check "allowlist: no firewall chain left ($chain)" sh -c "! iptables -S | grep -q -- '$chain'"
-check "allowlist: no squid left" sh -c "! pgrep -f 'squid -N -f /run/dockgate-egress/squid.conf' >/dev/null"
+check "allowlist: no squid left" sh -c "! pgrep -f 'squid -N -f /run/dockgate-egress/squid[.]conf' >/dev/null"
 check "allowlist: no session container left" test -z "$($docker ps -aq --filter "label=sandbox.instance=$project")"
 $docker network rm dockgate-egress >/dev/null 2>&1 || true
 
