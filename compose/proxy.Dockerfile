@@ -30,6 +30,9 @@ LABEL org.opencontainers.image.title="dockgate-proxy" \
       org.opencontainers.image.version="${VERSION}" \
       org.opencontainers.image.vendor="dockgate"
 COPY --from=binaries /rootfs/ /
+# compose/egress.yml's socket for the egress service, on a volume mounted here: a new named
+# volume takes this directory's owner, the gate's user.
+RUN mkdir -p /run/dockgate && chown 65532:65532 /run/dockgate
 # Not root: the gate needs only the engine socket's group, given at run time
 # (compose: group_add ["${DOCKER_GID}"]; docker run --group-add $(stat -c %g /var/run/docker.sock)).
 USER 65532:65532

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The egress proxy of SANDBOX_NETWORK=allowlist (docs/sidecar.md, Egress): Debian's squid
-# on the host, listening only on the gateway address of the sidecar's internal network,
-# letting through CONNECT and plain HTTP to SANDBOX_EGRESS_ALLOW's names only; and the
-# host firewall rules that make it the only thing a session can reach.
+# (squid-openssl) on the host, listening only on the gateway address of the sidecar's
+# internal network, letting through CONNECT and plain HTTP to SANDBOX_EGRESS_ALLOW's names
+# only, and a CONNECT tunnel only when the TLS ClientHello inside it names (SNI) a listed
+# name too; and the host firewall rules that make it the only thing a session can reach.
 #
 #   scripts/egress-proxy.sh start DIR   # DOCKER_HOST: the engine (directly or through the gate)
 #   scripts/egress-proxy.sh stop DIR
@@ -19,6 +20,13 @@
 # TCP to the proxy's address and port (and what belongs to those connections), and drop
 # everything else the bridge sends to the host or through it: other host services, DNS to
 # any resolver, other containers' networks, the outside.
+#
+# Why the SNI check: a CONNECT to a listed name could carry a TLS ClientHello naming any
+# other host that the listed name's front end (a CDN) also serves (domain fronting). squid
+# peeks at the ClientHello (step 1) and splices, never decrypts, only when its SNI is
+# present and listed; anything else, including bytes that are not TLS, is refused. The
+# certificate that squid's ssl-bump port insists on is made here, for squid alone, and is
+# never used: nothing is bumped, nobody is told to trust it.
 # Needs root (iptables, squid binding the address).
 set -euo pipefail
 
@@ -109,9 +117,23 @@ if [[ -n ${EGRESS_HOSTS_FILE:-} ]]; then
   install -m 0644 "$EGRESS_HOSTS_FILE" "$dir/hosts"
   hosts_line="hosts_file $dir/hosts"
 fi
+# The ssl-bump port's certificate: made per start, readable by squid alone, never trusted.
+rm -f "$dir/bump.key" "$dir/bump.pem"
+(umask 077 && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+  -keyout "$dir/bump.key" -out "$dir/bump.pem" -days 2 -subj "/CN=dockgate egress, never trusted" \
+  >"$dir/openssl.log" 2>&1) || { cat "$dir/openssl.log" >&2; unrule; exit 1; }
+# The SNI's presence: ssl::server_name falls back to the CONNECT name when the ClientHello
+# has none, so a helper sees the SNI alone (a line "SNI ACL-ARGUMENTS", "-" for none).
+cat >"$dir/sni-present" <<'HELPER'
+#!/bin/sh
+while read -r sni _; do
+  case $sni in ""|-) echo ERR ;; *) echo OK ;; esac
+done
+HELPER
+chmod 0755 "$dir/sni-present"
 {
   echo "# written by scripts/egress-proxy.sh"
-  echo "http_port $gateway:$port"
+  echo "http_port $gateway:$port ssl-bump tls-cert=$dir/bump.pem tls-key=$dir/bump.key generate-host-certificates=off"
   echo "pid_filename $dir/squid.pid"
   echo "access_log stdio:$dir/access.log"
   echo "cache_log $dir/cache.log"
@@ -136,14 +158,26 @@ fi
   echo "http_access deny !egress_ports"
   echo "http_access allow egress_names"
   echo "http_access deny all"
+  # Inside a CONNECT: peek at the ClientHello, splice when its SNI is listed (the same
+  # names and dot-prefix semantics as above), terminate anything else; never bump.
+  echo "acl step1 at_step SslBump1"
+  echo "acl sni_names ssl::server_name --client-requested ${names[*]}"
+  echo "external_acl_type sni_present ttl=0 negative_ttl=0 children-max=2 children-startup=1 %ssl::>sni $dir/sni-present"
+  echo "acl sni_present external sni_present"
+  echo "ssl_bump peek step1"
+  echo "ssl_bump splice sni_names sni_present"
+  echo "ssl_bump terminate all"
+  # Bytes that are not TLS after a CONNECT: an error answer, never a blind tunnel.
+  echo "on_unsupported_protocol respond all"
   echo "icp_port 0"
   echo "htcp_port 0"
   echo "snmp_port 0"
+  echo "pinger_enable off"
   echo "shutdown_lifetime 1 seconds"
 } >"$dir/squid.conf"
 chown proxy "$dir" 2>/dev/null || true
 touch "$dir/access.log" "$dir/cache.log"
-chown proxy "$dir/access.log" "$dir/cache.log" 2>/dev/null || true
+chown proxy "$dir/access.log" "$dir/cache.log" "$dir/bump.key" 2>/dev/null || true
 squid -k parse -f "$dir/squid.conf" >"$dir/parse.log" 2>&1 || { cat "$dir/parse.log" >&2; unrule; exit 1; }
 squid -N -f "$dir/squid.conf" >>"$dir/squid.out" 2>&1 &
 echo $! >"$dir/squid.pid.own"

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# Builds the dockgate/proxy and dockgate/sidecar images (compose/*.Dockerfile) on an
-# engine, offline: the debian:bookworm-slim base is made locally (scripts/base-image.sh).
+# Builds the dockgate/proxy, dockgate/sidecar and dockgate/egress images
+# (compose/*.Dockerfile) on an engine, offline: the debian:bookworm-slim base is made
+# locally (scripts/base-image.sh).
 #
 #   scripts/images.sh DOCKER_HOST [BUILD_DIR]
 #
 # With BUILD_DIR (e.g. build/release), the images take the programs already compiled
 # there (scripts/image-rootfs.sh), so nothing is compiled twice; without it, each
 # Dockerfile's `source` stage compiles them (its apt-get reaches Debian's archive through
-# the host's network).
+# the host's network). dockgate/egress (compose/egress.yml) takes squid-openssl, iptables
+# and the rest from this host (scripts/egress-rootfs.sh), whichever way the others are built.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 host=${1:?usage: images.sh DOCKER_HOST [BUILD_DIR]}
@@ -35,3 +37,16 @@ for role in proxy sidecar; do
     -t "dockgate/$role:$version" -t "dockgate/$role:latest" . >/dev/null
   echo "images.sh: dockgate/$role:$version on $host"
 done
+# The egress proxy of compose/egress.yml: the host's Debian packages' files, nothing compiled.
+if [[ $(dpkg-query -W -f='${Status}' squid-openssl 2>/dev/null) == "install ok installed" ]]; then
+  staging=$(mktemp -d)
+  trap 'rm -rf "$staging"' EXIT
+  scripts/egress-rootfs.sh "$staging/rootfs"
+  tar -C "$staging" -c rootfs | "$docker" -H "$host" import - dockgate/egress-files:local >/dev/null
+  rm -rf "$staging"
+  "$docker" -H "$host" build -q -f compose/egress.Dockerfile --build-arg "VERSION=$version" \
+    -t "dockgate/egress:$version" -t dockgate/egress:latest . >/dev/null
+  echo "images.sh: dockgate/egress:$version on $host"
+else
+  echo "images.sh: dockgate/egress skipped: squid-openssl is not installed here (scripts/install-deps.sh)"
+fi

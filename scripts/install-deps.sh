@@ -9,7 +9,7 @@ pkgs=(
   catch2 libbenchmark-dev clang libclang-rt-14-dev
   docker.io docker-registry busybox-static iproute2 procps curl jq python3 python3-dev
   openssl fuse3 bindfs s3fs util-linux debootstrap python3-docker python3-yaml python3-jsonschema docker-compose
-  file systemd crun squid
+  file systemd crun squid-openssl iptables
 )
 missing=()
 for p in "${pkgs[@]}"; do
@@ -20,9 +20,11 @@ if ((${#missing[@]})); then
   apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 # squid is SANDBOX_NETWORK=allowlist's egress proxy, run by scripts/egress-proxy.sh with a
-# configuration of its own: the Debian service its postinst starts (on every address, with
-# Debian's configuration) is stopped and disabled where it was just installed.
-if [[ " ${missing[*]:-} " == *" squid "* ]]; then
+# configuration of its own; squid-openssl, not the GnuTLS `squid` it replaces (apt removes
+# that one: they conflict), because only it can peek at a tunnel's TLS SNI (SslBump). The
+# Debian service its postinst starts (on every address, with Debian's configuration) is
+# stopped and disabled where it was just installed.
+if [[ " ${missing[*]:-} " == *" squid-openssl "* ]]; then
   if [ -d /run/systemd/system ]; then systemctl disable --now squid.service >/dev/null 2>&1 || true
   else service squid stop >/dev/null 2>&1 || true; fi
 fi

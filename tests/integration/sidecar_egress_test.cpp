@@ -4,8 +4,13 @@
 // whether a listener on the host saw it (accepts and datagrams counted here), not by what
 // the cell says: the listed name reaches its server; an unlisted name, an IP literal, a
 // direct connection past the proxy (to the host's addresses) and DNS to a resolver do not.
+// Inside a CONNECT the proxy peeks at the TLS ClientHello: the tunnel reaches the listed
+// name's server only when the SNI names a listed name; another SNI (domain fronting), none,
+// or bytes that are not TLS, and the server sees no connection at all.
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 #include <poll.h>
 #include <sys/socket.h>
 
@@ -21,10 +26,11 @@ using namespace std::chrono_literals;
 namespace {
 
 // A listener on the host that counts what reaches it: TCP accepts (answering each with a
-// small HTTP response) or UDP datagrams. Bound to `address`, port chosen by the kernel.
+// small HTTP response, over TLS when given a context) or UDP datagrams. Bound to
+// `address`, port chosen by the kernel.
 class counting_listener {
  public:
-  counting_listener(const std::string& address, bool udp) {
+  counting_listener(const std::string& address, bool udp, SSL_CTX* tls = nullptr) {
     fd_ = ::socket(AF_INET, udp ? SOCK_DGRAM : SOCK_STREAM, 0);
     int one = 1;
     ::setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
@@ -36,7 +42,7 @@ class counting_listener {
     ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
     port_ = ntohs(a.sin_port);
     if (!udp) REQUIRE(::listen(fd_, 64) == 0);
-    thread_ = std::thread([this, udp] {
+    thread_ = std::thread([this, udp, tls] {
       while (!stop_) {
         pollfd p{fd_, POLLIN, 0};
         if (::poll(&p, 1, 50) <= 0) continue;
@@ -48,7 +54,27 @@ class counting_listener {
         const int c = ::accept(fd_, nullptr, nullptr);
         if (c < 0) continue;
         ++count_;
+        const std::string answer =
+            "HTTP/1.1 200 OK\r\nContent-Length: 9\r\nConnection: close\r\n\r\negress-ok";
         char buf[4096];
+        timeval two_seconds{2, 0};
+        ::setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &two_seconds, sizeof two_seconds);
+        if (tls != nullptr) {
+          SSL* ssl = SSL_new(tls);
+          SSL_set_fd(ssl, c);
+          if (SSL_accept(ssl) == 1) {
+            const int n = SSL_read(ssl, buf, sizeof buf);
+            if (n > 0) {
+              std::lock_guard lock(mutex_);
+              seen_.append(buf, static_cast<std::size_t>(n));
+            }
+            SSL_write(ssl, answer.data(), static_cast<int>(answer.size()));
+            SSL_shutdown(ssl);
+          }
+          SSL_free(ssl);
+          ::close(c);
+          continue;
+        }
         pollfd q{c, POLLIN, 0};
         if (::poll(&q, 1, 2000) > 0) {
           const auto n = ::recv(c, buf, sizeof buf, 0);
@@ -57,8 +83,6 @@ class counting_listener {
             seen_.append(buf, static_cast<std::size_t>(n));
           }
         }
-        const std::string answer =
-            "HTTP/1.1 200 OK\r\nContent-Length: 9\r\nConnection: close\r\n\r\negress-ok";
         (void)!::send(c, answer.data(), answer.size(), MSG_NOSIGNAL);
         ::close(c);
       }
@@ -105,6 +129,25 @@ class egress_proxy {
   std::string dir_;
 };
 
+// The TLS server of the listed file host: a throwaway self-signed certificate (the cell
+// does not verify it: what is judged is where the tunnel went, not who the server is).
+struct test_tls_context {
+  explicit test_tls_context(const std::string& dir) {
+    auto r =
+        run("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout " +
+            dir + "/tls.key -out " + dir + "/tls.pem -days 1 -subj /CN=files.test 2>&1");
+    INFO(r.output);
+    REQUIRE(r.status == 0);
+    ctx = SSL_CTX_new(TLS_server_method());
+    REQUIRE(SSL_CTX_use_certificate_file(ctx, (dir + "/tls.pem").c_str(), SSL_FILETYPE_PEM) == 1);
+    REQUIRE(SSL_CTX_use_PrivateKey_file(ctx, (dir + "/tls.key").c_str(), SSL_FILETYPE_PEM) == 1);
+  }
+  ~test_tls_context() { SSL_CTX_free(ctx); }
+  test_tls_context(const test_tls_context&) = delete;
+  test_tls_context& operator=(const test_tls_context&) = delete;
+  SSL_CTX* ctx = nullptr;
+};
+
 std::string trimmed(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
   return s;
@@ -117,10 +160,11 @@ TEST_CASE("sidecar egress: the listed name through the proxy and nothing else ou
   const std::string network = "dockgate-egress";
   run(direct() + " network rm " + network + " >/dev/null 2>&1");  // a previous run's
   proxy_process gate("compose/policies/sandbox-egress.json");
-  counting_listener http("127.0.0.1", false);   // the package index (pypi.test), host-local
-  counting_listener tls("127.0.0.1", false);    // its file host, reached by CONNECT
-  counting_listener bypass("0.0.0.0", false);   // a host service on every address
-  counting_listener resolver("0.0.0.0", true);  // a DNS server on every address
+  const test_tls_context server_tls(gate.dir());
+  counting_listener http("127.0.0.1", false);  // the package index (pypi.test), host-local
+  counting_listener tls("127.0.0.1", false, server_tls.ctx);  // its file host, TLS by CONNECT
+  counting_listener bypass("0.0.0.0", false);                 // a host service on every address
+  counting_listener resolver("0.0.0.0", true);                // a DNS server on every address
   sidecar_process sidecar(gate,
                           {"SANDBOX_NETWORK=allowlist", "SANDBOX_EGRESS_ALLOW=pypi.test,files.test",
                            "SANDBOX_WARM_POOL=0"});
@@ -184,15 +228,46 @@ except Exception as e:
     code.replace(code.find("sys.argv_url"), 12, "'" + url + "'");
     return cell(code);
   };
-  auto tunnel = [&](const std::string& authority) {
+  // Everything the peer sends until it closes (an answer may come in several reads).
+  const std::string drain =
+      "def drain(s):\n    data = b''\n    while True:\n        try:\n            b = s.recv(4096)\n"
+      "        except OSError:\n            return data\n        if not b:\n            return "
+      "data\n"
+      "        data += b\n";
+  // CONNECT, then a TLS handshake whose ClientHello names `sni` ("" for no SNI at all), or,
+  // with `raw`, those bytes instead of TLS; prints what came back.
+  auto tunnel = [&](const std::string& authority, const std::string& sni,
+                    const std::string& raw = "") {
     return cell(
-        "import os, socket\nu = os.environ['HTTPS_PROXY'][len('http://'):].split(':')\n"
+        drain +
+        "import os, socket, ssl\nu = os.environ['HTTPS_PROXY'][len('http://'):].split(':')\n"
         "s = socket.create_connection((u[0], int(u[1])), timeout=10)\n"
         "s.sendall(b'CONNECT " +
         authority + " HTTP/1.1\\r\\nHost: " + authority +
         "\\r\\n\\r\\n')\nhead = s.recv(4096).split(b'\\r\\n')[0]\nprint(head)\n"
-        "if b' 200 ' in head:\n    s.sendall(b'\\x16\\x03\\x01 client hello')\n    "
-        "print(s.recv(4096))\n");
+        "raw = b'" +
+        raw +
+        "'\n"
+        "try:\n"
+        "    if raw:\n        s.sendall(raw); print('answer', drain(s))\n"
+        "    else:\n"
+        "        c = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT); c.check_hostname = False\n"
+        "        c.verify_mode = ssl.CERT_NONE\n"
+        "        t = c.wrap_socket(s, server_hostname=" +
+        (sni.empty() ? std::string("None") : "'" + sni + "'") +
+        ")\n"
+        "        t.sendall(b'GET /packages/x.whl HTTP/1.1\\r\\nHost: files.test\\r\\n\\r\\n')\n"
+        "        print('answer', drain(t))\n"
+        "except Exception as e:\n    print('refused', e)\n");
+  };
+  // Plain HTTP with a Host header of its own (the request line's URL is absolute).
+  auto get_with_host = [&](const std::string& url, const std::string& host) {
+    return cell(drain +
+                "import os, socket\nu = os.environ['HTTP_PROXY'][len('http://'):].split(':')\n"
+                "s = socket.create_connection((u[0], int(u[1])), timeout=10)\n"
+                "s.sendall(b'GET " +
+                url + " HTTP/1.1\\r\\nHost: " + host +
+                "\\r\\nConnection: close\\r\\n\\r\\n')\nprint(drain(s))\n");
   };
 
   // An unlisted name and every IP literal are refused by the proxy: no server saw them.
@@ -201,8 +276,27 @@ except Exception as e:
   CHECK_THAT(get("http://pypi.test.other.test:" + p + "/"), Catch::Contains("403"));
   for (const std::string literal : {"127.0.0.1", "2130706433", "0x7f000001", "127.1", "[::1]"})
     CHECK_THAT(get("http://" + literal + ":" + p + "/"), Catch::Contains("refused"));
-  CHECK_THAT(tunnel("other.test:" + t), !Catch::Contains(" 200 "));
-  CHECK_THAT(tunnel("127.0.0.1:" + t), !Catch::Contains(" 200 "));
+  // A refused CONNECT: squid (ssl-bump port) answers 200, then its 403 inside the tunnel
+  // over its throwaway certificate; the server is never connected.
+  CHECK_THAT(tunnel("other.test:" + t, "other.test"), Catch::Contains("403"));
+  CHECK_THAT(tunnel("127.0.0.1:" + t, "files.test"), Catch::Contains("403"));
+  // A Host header naming a listed name does not carry an unlisted URL through.
+  CHECK_THAT(get_with_host("http://other.test:" + p + "/", "pypi.test:" + p),
+             Catch::Contains("403"));
+  CHECK(http.count() == 0);
+  // Inside a tunnel to a listed name: an unlisted SNI (fronting), no SNI, bytes that are
+  // not TLS. squid answers the CONNECT before it peeks; the server decides: no connection.
+  CHECK_THAT(tunnel("files.test:" + t, "other.test"), !Catch::Contains("egress-ok"));
+  CHECK(tls.count() == 0);
+  CHECK_THAT(tunnel("files.test:" + t, "pypi.test.other.test"), !Catch::Contains("egress-ok"));
+  CHECK(tls.count() == 0);
+  CHECK_THAT(tunnel("files.test:" + t, ""), !Catch::Contains("egress-ok"));
+  CHECK(tls.count() == 0);
+  CHECK_THAT(tunnel("files.test:" + t, "", "GET / HTTP/1.1\\r\\nHost: files.test\\r\\n\\r\\n"),
+             !Catch::Contains("egress-ok"));
+  CHECK(tls.count() == 0);
+  CHECK_THAT(tunnel("files.test:" + t, "", "SSH-2.0-OpenSSH_9.2\\r\\n"),
+             !Catch::Contains("egress-ok"));
   // A listed name on a port not listed.
   CHECK_THAT(get("http://pypi.test:" + std::to_string(bypass.port()) + "/"),
              Catch::Contains("403"));
@@ -242,9 +336,17 @@ except Exception as e:
              Catch::Contains("egress-ok"));
   CHECK(http.count() == 1);
   CHECK_THAT(http.seen(), Catch::StartsWith("GET /simple/numpy/ HTTP/1.1"));
-  CHECK_THAT(tunnel("files.test:" + std::to_string(tls.port())), Catch::Contains(" 200 "));
+  // A Host header of its own goes to the URL's (listed) host, which squid names in Host.
+  CHECK_THAT(get_with_host("http://pypi.test:" + p + "/simple/", "other.test"),
+             Catch::Contains("egress-ok"));
+  CHECK(http.count() == 2);
+  CHECK_THAT(http.seen(), Catch::Contains("Host: pypi.test:" + p));
+  CHECK_THAT(http.seen(), !Catch::Contains("other.test"));
+  // The listed name with its own name as SNI: the TLS session is end to end, squid only
+  // splices (the server's answer came back through the tunnel, decrypted by the cell).
+  CHECK_THAT(tunnel("files.test:" + t, "files.test"), Catch::Contains("egress-ok"));
   CHECK(tls.count() == 1);
-  CHECK_THAT(tls.seen(), Catch::Contains("client hello"));
+  CHECK_THAT(tls.seen(), Catch::StartsWith("GET /packages/x.whl HTTP/1.1"));
   sidecar.call("DELETE", "/sessions/" + sid, "");
   run(direct() + " network rm " + network + " >/dev/null 2>&1");
 }

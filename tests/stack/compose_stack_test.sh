@@ -4,7 +4,10 @@
 # services become healthy, a session made through the published sidecar runs Python, the
 # sidecar has no engine socket and only the internal network, a hostile create from the
 # sidecar's network neighbour is refused by the gate, and `down` is quick and leaves no
-# session container behind. Judged by the daemon (inspect), not by the services.
+# session container behind. Judged by the daemon (inspect), not by the services. Then
+# SANDBOX_NETWORK=allowlist (compose/egress.yml on standalone.yml): a session reaches a
+# listed name served on the host only through the stack's egress proxy, an unlisted one
+# not (judged by the servers), and `down` leaves no firewall chain and no squid.
 #
 # Needs DOCKGATE_TEST_ENGINE and DOCKGATE_TEST_RUNTIME_IMAGE (scripts/engine.sh) and the
 # release programs (DOCKGATE_RELEASE_DIR, default build/release).
@@ -29,7 +32,11 @@ DOCKER_GID=$(stat -c %g "$DOCKER_SOCKET"); export DOCKER_GID
 export SANDBOX_IMAGE=${DOCKGATE_TEST_RUNTIME_IMAGE:?} SANDBOX_PULL_ON_START=0
 export SANDBOX_API_KEY=stack-test-$$ SANDBOX_PUBLISH=127.0.0.1:$port SANDBOX_INSTANCE=$project
 stack() { local file=$1; shift; timeout 300 docker-compose --ansi never -p "$project" -f "$root/compose/$file" "$@"; }
+listeners=$(mktemp -d)
 cleanup() {
+  stack standalone.yml -f "$root/compose/egress.yml" down -v -t 5 >/dev/null 2>&1 || true
+  if [[ -s $listeners/pid ]]; then kill "$(cat "$listeners/pid")" 2>/dev/null || true; fi
+  rm -rf "$listeners"
   stack standalone.yml down -v -t 5 >/dev/null 2>&1 || true
   stack docker-compose.yml down -v -t 5 >/dev/null 2>&1 || true
   $docker ps -aq --filter "label=sandbox.instance=$project" | xargs -r $docker rm -f >/dev/null 2>&1 || true
@@ -100,6 +107,86 @@ started=$(date +%s)
 stack standalone.yml down -v -t 20
 check "standalone: down took under 30 s" test $(($(date +%s) - started)) -lt 30
 check "standalone: no session container left" test -z "$($docker ps -aq --filter "label=sandbox.instance=$project")"
+
+# --- allowlist: compose/egress.yml, the egress service in the host's network namespace --
+# Two servers on the host's loopback, both named in squid's hosts file; pypi.test is listed,
+# other.test is not. Each counts the connections it accepted.
+/usr/bin/python3 - "$listeners" <<'PY' &
+import socket, sys, threading
+d = sys.argv[1]
+def serve(name):
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(('127.0.0.1', 0))
+    s.listen(16)
+    open(f'{d}/{name}.port.tmp', 'w').write(str(s.getsockname()[1]))
+    __import__('os').rename(f'{d}/{name}.port.tmp', f'{d}/{name}.port')
+    while True:
+        c, _ = s.accept()
+        with open(f'{d}/{name}.seen', 'a') as f:
+            f.write('connection\n')
+        c.settimeout(2)
+        try:
+            c.recv(4096)
+        except OSError:
+            pass
+        c.sendall(b'HTTP/1.1 200 OK\r\nContent-Length: 9\r\nConnection: close\r\n\r\negress-ok')
+        c.close()
+threading.Thread(target=serve, args=('other',), daemon=True).start()
+serve('listed')
+PY
+echo $! >"$listeners/pid"
+for _ in $(seq 50); do [[ -s $listeners/listed.port && -s $listeners/other.port ]] && break; sleep 0.1; done
+listed_port=$(cat "$listeners/listed.port") other_port=$(cat "$listeners/other.port")
+echo "127.0.0.1 pypi.test other.test" >"$listeners/hosts"
+export EGRESS_HOSTS_FILE=$listeners/hosts SANDBOX_EGRESS_ALLOW=pypi.test SANDBOX_EGRESS_PORTS=$listed_port,$other_port
+$docker network rm dockgate-egress >/dev/null 2>&1 || true  # another run's
+egress_stack() { stack standalone.yml -f "$root/compose/egress.yml" "$@"; }
+egress_stack up -d
+egress=${project}_egress_1
+check "allowlist: the sidecar is healthy" healthy "$sidecar"
+check "allowlist: the egress service runs in the host's network with NET_ADMIN, not privileged" \
+  test "$($docker inspect -f '{{.HostConfig.NetworkMode}} {{.HostConfig.CapAdd}} {{.HostConfig.Privileged}}' "$egress")" = "host [NET_ADMIN] false"
+session=$(curl -fsS -H "Authorization: Bearer $SANDBOX_API_KEY" -H 'Content-Type: application/json' -d '{}' "$url/sessions" |
+  sed -n 's/.*"session_id":"\([^"]*\)".*/\1/p')
+check "allowlist: a session" test -n "$session"
+check "allowlist: the egress proxy is up on the sidecar's network" healthy "$egress"
+netid=$($docker network inspect -f '{{.Id}}' dockgate-egress 2>/dev/null || true)
+chain=DGEGRESS-${netid:0:12}
+check "allowlist: the session is on the internal network dockgate-egress" \
+  test "$($docker inspect -f '{{.HostConfig.NetworkMode}}' "dockgate-sbx-$session" 2>/dev/null)" = dockgate-egress
+check "allowlist: the firewall chain is on the host ($chain)" sh -c "iptables -S | grep -q -- '-N $chain\$'"
+check "allowlist: squid runs on the host" pgrep -f 'squid -N -f /run/dockgate-egress/squid[.]conf'
+cell() {  # cell CODE: the session runs it; prints the answer
+  /usr/bin/python3 -c 'import json, sys; print(json.dumps({"session_id": sys.argv[1], "code": sys.argv[2]}))' "$session" "$1" |
+    curl -sS -H "Authorization: Bearer $SANDBOX_API_KEY" -H 'Content-Type: application/json' -d @- "$url/exec"
+}
+fetch() {  # fetch URL [direct]: the session's urllib, through the proxy unless `direct`
+  local proxies="{'http': os.environ['HTTP_PROXY']}"
+  if [[ ${2:-} == direct ]]; then proxies='{}'; fi
+  cell "import os, urllib.request
+o = urllib.request.build_opener(urllib.request.ProxyHandler($proxies))
+try:
+    print(o.open('$1', timeout=10).read().decode())
+except Exception as e:
+    print('refused', e)"
+}
+ran=$(fetch "http://other.test:$other_port/")
+check "allowlist: an unlisted name is refused by the proxy (403)" grep -q 'refused HTTP Error 403' <<<"$ran"
+ran=$(fetch "http://pypi.test:$listed_port/simple/" direct)
+check "allowlist: the listed name without the proxy is not reached" grep -q '"stdout":"refused' <<<"$ran"
+check "allowlist: neither server saw a connection" test ! -e "$listeners/other.seen" -a ! -e "$listeners/listed.seen"
+ran=$(fetch "http://pypi.test:$listed_port/simple/")
+check "allowlist: the listed name through the proxy answers" grep -q '"stdout":"egress-ok' <<<"$ran"
+check "allowlist: its server saw exactly that connection" test "$(cat "$listeners/listed.seen" 2>/dev/null)" = connection
+check "allowlist: the unlisted server never saw one" test ! -e "$listeners/other.seen"
+started=$(date +%s)
+egress_stack down -v -t 20
+check "allowlist: down took under 30 s" test $(($(date +%s) - started)) -lt 30
+check "allowlist: no firewall chain left ($chain)" sh -c "! iptables -S | grep -q -- '$chain'"
+check "allowlist: no squid left" sh -c "! pgrep -f 'squid -N -f /run/dockgate-egress/squid[.]conf' >/dev/null"
+check "allowlist: no session container left" test -z "$($docker ps -aq --filter "label=sandbox.instance=$project")"
+$docker network rm dockgate-egress >/dev/null 2>&1 || true
 
 if ((failures)); then echo "$failures check(s) failed"; exit 1; fi
 echo "all stack checks passed"
