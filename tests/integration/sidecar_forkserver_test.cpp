@@ -16,6 +16,12 @@ const std::string find_runner =
     "runners = [int(p) for p in os.listdir('/proc') if p.isdigit() and\n"
     "           open(f'/proc/{p}/cmdline', 'rb').read().endswith(b'\\0dockgate-runner\\0')]\n";
 
+// The processes a cell sees titled as the runner's pair waiting for the next cell.
+const std::string find_waiting_pair =
+    "import os\n"
+    "waiting = [p for p in os.listdir('/proc') if p.isdigit() and\n"
+    "           open(f'/proc/{p}/cmdline', 'rb').read().split(b'\\0')[1:2] == [b'(next cell)']]\n";
+
 }  // namespace
 
 TEST_CASE("fork server: a cell is a fork of the warm interpreter, in the plain path's shape",
@@ -236,11 +242,7 @@ TEST_CASE(
   CHECK(pair == "timeout (next cell) root 0 1 2 3 4 5\npython3 (next cell) root 0 1 2 4\n");
   CHECK(processes(container) == "/sbin/docker-init -- sleep infinity\nsleep infinity\n<runner>\n");
   // While a cell runs there is no other: the pair is the cell and its stand-in, retitled.
-  auto during = sidecar.exec(
-      sid,
-      "import os\n"
-      "print([p for p in os.listdir('/proc') if p.isdigit() and\n"
-      "       open(f'/proc/{p}/cmdline', 'rb').read().split(b'\\0')[1:2] == [b'(next cell)']])\n");
+  auto during = sidecar.exec(sid, find_waiting_pair + "print(waiting)\n");
   INFO(during << sidecar.log());
   CHECK(field(during, "stdout") == "[]\n");
   // A cell the fork does not fit (its own module shadows a warm one) runs as an exec: the
@@ -248,10 +250,7 @@ TEST_CASE(
   CHECK(field(sidecar.exec(sid, "open('/tmp/struct.py', 'w').write('X = 1\\n')"), "exit_code") ==
         "0");
   auto exec_cell = sidecar.exec(
-      sid,
-      "import os, sys\n"
-      "print('ctypes' in sys.modules, [p for p in os.listdir('/proc') if p.isdigit() and\n"
-      "       open(f'/proc/{p}/cmdline', 'rb').read().split(b'\\0')[1:2] == [b'(next cell)']])\n");
+      sid, find_waiting_pair + "import sys\nprint('ctypes' in sys.modules, waiting)\n");
   INFO(exec_cell << sidecar.log());
   CHECK(field(exec_cell, "stdout") == "False []\n");
 }
