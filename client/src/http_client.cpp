@@ -242,10 +242,13 @@ std::optional<response_head> read_response_head(connection& c, std::string& buff
 
 http_response http_request(const transport& t, std::string_view method, std::string_view target,
                            std::string_view body, std::chrono::milliseconds timeout, std::size_t max_body,
-                           std::string_view extra_headers, std::string_view host, std::string_view content_type) {
+                           std::string_view extra_headers, std::string_view host, std::string_view content_type,
+                           std::chrono::milliseconds connect_timeout) {
   http_response r;
   const auto deadline = clock_type::now() + timeout;
-  auto c = connection::open(t, deadline, &r.error);
+  auto c = connection::open(
+      t, connect_timeout.count() > 0 ? std::min(deadline, clock_type::now() + connect_timeout) : deadline,
+      &r.error);
   if (!c) return r;
   std::string request;
   request.reserve(256 + body.size());

@@ -2,6 +2,7 @@
 // taken over from a gone one (fleet.hpp).
 #include "fleet.hpp"
 
+#include <algorithm>
 #include <iostream>
 
 #include "dockgate/client/http_client.hpp"
@@ -55,18 +56,30 @@ std::optional<http_reply> fleet::route(const http_request& r, const std::string&
   if (!enabled()) return std::nullopt;
   if (r.forwarded.empty())
     if (auto holder = cached_holder(sid)) return forward(r, *holder, sid);
-  auto lock = takeover_lock(sid);
-  struct unlocker {
-    fleet& f;
-    const std::string& sid;
-    std::shared_ptr<std::mutex>& lock;
-    ~unlocker() {
-      lock.reset();
-      f.drop_takeover_lock(sid);
-    }
-  } drop{*this, sid, lock};
-  std::lock_guard hold(*lock);
-  if (registry_.find(sid)) return std::nullopt;  // another call took it over meanwhile
+  // Decided under the session's takeover lock; a forward leaves it first (a holder that
+  // is slow to answer never holds up this session's other calls, nor a takeover).
+  std::optional<lease_record> forward_to;
+  {
+    auto lock = takeover_lock(sid);
+    struct unlocker {
+      fleet& f;
+      const std::string& sid;
+      std::shared_ptr<std::mutex>& lock;
+      ~unlocker() {
+        lock.reset();
+        f.drop_takeover_lock(sid);
+      }
+    } drop{*this, sid, lock};
+    std::lock_guard hold(*lock);
+    if (registry_.find(sid)) return std::nullopt;  // another call took it over meanwhile
+    auto decided = decide(r, sid, deleting, forward_to);
+    if (!forward_to) return decided;
+  }
+  return forward(r, *forward_to, sid);
+}
+
+std::optional<http_reply> fleet::decide(const http_request& r, const std::string& sid,
+                                        bool deleting, std::optional<lease_record>& forward_to) {
   auto& store = lease_->store();
   for (int attempt = 0; attempt < 3; ++attempt) {
     auto seen = store.read_session(sid);
@@ -84,7 +97,8 @@ std::optional<http_reply> fleet::route(const http_request& r, const std::string&
                                       ? " (which has no SANDBOX_FLEET_URL to reach it)"
                                       : " (a forwarded call is not forwarded again)"));
         remember_holder(sid, *holder.record);
-        return forward(r, *holder.record, sid);
+        forward_to = *holder.record;
+        return std::nullopt;
       }
     }
     // Its holder is gone (its lease expired or was released), or the hold is this
@@ -122,9 +136,13 @@ http_reply fleet::forward(const http_request& r, const lease_record& holder,
   // As long as the holder may take: the longest cell and its collection, and the calls.
   const auto timeout = std::chrono::milliseconds(config_.exec_timeout_cap_ms) +
                        std::chrono::seconds(config_.max_collect_seconds + 120);
+  // A host that is gone answers nothing, not even a refusal: the connect is bounded on
+  // its own, well inside a lease, so the call is answered (503) and asked again soon.
+  const auto connect_timeout =
+      std::chrono::milliseconds(std::clamp<std::int64_t>(lease_->ttl_s() * 1000 / 5, 500, 3000));
   auto answer = client::http_request(to, r.method, r.path, r.body, timeout,
                                      static_cast<std::size_t>(config_.max_body_bytes) * 2, headers,
-                                     holder.url.substr(7));
+                                     holder.url.substr(7), "application/json", connect_timeout);
   if (answer.status == 0 || answer.status == 503) forget_holder(sid);
   if (answer.status == 0)
     return detail(503, "session " + sid + " is held by instance " + holder.instance + " at " +

@@ -43,6 +43,10 @@ class fleet {
   std::optional<http_reply> route(const http_request& r, const std::string& sid, bool deleting);
 
  private:
+  // Under the session's takeover lock: the answer, or nullopt with `forward_to` set (the
+  // call goes to that live holder) or not (served here).
+  std::optional<http_reply> decide(const http_request& r, const std::string& sid, bool deleting,
+                                   std::optional<lease_record>& forward_to);
   http_reply forward(const http_request& r, const lease_record& holder, const std::string& sid);
   std::shared_ptr<std::mutex> takeover_lock(const std::string& sid);
   void drop_takeover_lock(const std::string& sid);

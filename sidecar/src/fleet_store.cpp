@@ -4,6 +4,8 @@
 
 #include <simdjson.h>
 
+#include <thread>
+
 #include "dockgate/client/engine.hpp"
 
 namespace dockgate::sidecar {
@@ -45,6 +47,12 @@ template <typename T>
 store_read<T> read_record(s3_client& client, const std::string& key) {
   store_read<T> out;
   auto r = client.get_object(key, 64 * 1024);
+  // A store that writes an object in place (s3rver) can be read mid-write: a record that
+  // does not parse is read again before it counts as unreadable (S3 itself is atomic).
+  for (int again = 0; again < 3 && r.status == 200 && !T::parse(r.body); ++again) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    r = client.get_object(key, 64 * 1024);
+  }
   out.status = r.status;
   if (r.status == 200) {
     out.record = T::parse(r.body);

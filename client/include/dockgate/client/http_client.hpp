@@ -77,10 +77,13 @@ class connection {
 // close), at most `max_body` bytes of body. A HEAD response has no body.
 // `extra_headers` are complete header lines ("Authorization: Bearer x\r\n"); `host` is
 // the Host header (what a signature covers), `content_type` that of a body.
+// `connect_timeout` (when set) bounds the connect alone: a host that is gone answers
+// nothing, and a caller with a long `timeout` for the answer need not wait that long.
 http_response http_request(const transport& t, std::string_view method, std::string_view target,
                            std::string_view body, std::chrono::milliseconds timeout,
                            std::size_t max_body = 64 * 1024 * 1024, std::string_view extra_headers = {},
-                           std::string_view host = "docker", std::string_view content_type = "application/json");
+                           std::string_view host = "docker", std::string_view content_type = "application/json",
+                           std::chrono::milliseconds connect_timeout = {});
 
 // Reads a response head from `c` (leftover body bytes stay in `buffer`). nullopt on error.
 struct response_head {
