@@ -164,7 +164,7 @@ host_start() { # host_start K: engine, gate and sidecar of host K (its network i
 
 # ---- HAProxy ------------------------------------------------------------------------
 haproxy_start() { # haproxy_start N: HAProxy with hosts 1..N, waiting until all are UP
-  local n=$1 port env=()
+  local n=$1 k port env=()
   stop_pid "$dir/haproxy.pid" 10
   port=$(cat "$dir/port" 2>/dev/null || free_port)
   echo "$port" >"$dir/port"

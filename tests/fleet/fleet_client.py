@@ -267,6 +267,7 @@ def bench(args):
             status, body = apis[k].call("POST", "/exec", {"session_id": sids[k], "code": "print(1)"})
             if status != 200 or body.get("stdout") != "1\n":
                 failures.append(f"{status} {str(body)[:120]}")
+                time.sleep(0.2)  # a failing session must not spin and starve the others
                 continue
             latencies[k].append(time.monotonic() - t)
             counts[k] += 1
