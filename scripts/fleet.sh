@@ -107,24 +107,9 @@ host_net_up() { # host_net_up K: the namespace, its veth into the bridge, lo
 }
 
 # ---- the object store ---------------------------------------------------------------
-s3_start() {
+s3_start() { # s3rver (with S3's conditional writes: the store's leases) on the bridge
   local s3=$dir/s3
-  if grep -q S3RVER_ADDRESS scripts/s3rver.sh; then
-    S3RVER_ADDRESS=10.77.0.1 scripts/s3rver.sh start "$s3" >/dev/null
-  else
-    # TODO(lead): scripts/s3rver.sh does not take S3RVER_ADDRESS yet (nor has the
-    # If-Match/If-None-Match layer); started here the way it starts s3rver, on the bridge.
-    scripts/s3rver.sh start "$s3" >/dev/null  # installs s3rver (cached) and writes env
-    scripts/s3rver.sh stop "$s3"
-    mkdir -p "$s3/data"
-    local port; port=$(free_port)
-    "${DOCKGATE_CACHE:-/var/cache/dockgate}/s3rver/node_modules/.bin/s3rver" -d "$s3/data" -a 10.77.0.1 \
-      -p "$port" --silent --configure-bucket dockgate-test >"$s3/s3rver.log" 2>&1 &
-    echo $! >"$s3/s3rver.pid"
-    wait_for 20 curl -s -o /dev/null "http://10.77.0.1:$port/" || fail "s3rver did not come up"
-    printf 'export DOCKGATE_TEST_S3_ENDPOINT=http://10.77.0.1:%s\nexport DOCKGATE_TEST_S3_BUCKET=dockgate-test\n%s\n' \
-      "$port" 'export DOCKGATE_TEST_S3_ACCESS_KEY=S3RVER DOCKGATE_TEST_S3_SECRET_KEY=S3RVER' >"$s3/env"
-  fi
+  S3RVER_ADDRESS=10.77.0.1 scripts/s3rver.sh start "$s3" >/dev/null
   cat "$s3/s3rver.pid" >>"$dir/started"
   # shellcheck disable=SC1091
   source "$s3/env"
