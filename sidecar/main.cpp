@@ -14,6 +14,7 @@
 #include "dockgate/sidecar/http_server.hpp"
 #include "dockgate/sidecar/instance_lease.hpp"
 #include "dockgate/sidecar/service.hpp"
+#include "dockgate/sidecar/store_lease.hpp"
 #include "dockgate/sidecar/storage.hpp"
 
 namespace {
@@ -78,8 +79,29 @@ int main(int argc, char** argv) {
               << "): stopping at once, the sessions left to the sidecar that holds it" << std::endl;
     std::_Exit(1);
   });
+  // FUSE workspaces: the sessions live in the store, and this instance's hold on them is
+  // its store lease (store_lease.hpp), taken before anything is adopted.
+  std::unique_ptr<sidecar::fleet_store> store;
+  std::unique_ptr<sidecar::store_lease> held;
+  if (loaded.value->workspace_mode == "fuse") {
+    store = std::make_unique<sidecar::fleet_store>(*loaded.value);
+    held = sidecar::store_lease::acquire(*store, *loaded.value, error);
+    if (!held) {
+      std::cerr << "dockgate-sidecar: " << error << std::endl;
+      return 1;
+    }
+    std::cerr << "dockgate-sidecar: holding the store lease " << store->lease_key(loaded.value->instance)
+              << " (holder " << held->record().holder << ")" << std::endl;
+    held->start_renewal([](const std::string& why) {
+      // Another sidecar may take this instance's sessions over now: stop at once, as on a
+      // lost instance lease.
+      std::cerr << "dockgate-sidecar: the store lease was lost (" << why
+                << "): stopping at once, the sessions left to the fleet" << std::endl;
+      std::_Exit(1);
+    });
+  }
   try {
-    sidecar::service svc(*loaded.value, client::engine(*engine_config));
+    sidecar::service svc(*loaded.value, client::engine(*engine_config), held.get());
     svc.reconcile();
     // Temporaries of archive writes cut short by a kill: older than any write can take.
     if (const auto n = sidecar::remove_stale_temporaries(
@@ -124,6 +146,7 @@ int main(int argc, char** argv) {
     std::cerr << "dockgate-sidecar: " << e.what() << '\n';
     return 1;  // the lease is released (its destructor): the next start need not wait
   }
+  if (held) held->release();  // the fleet may take over what was handed over, at once
   lease->release();  // last: the sessions were ended or left for the next start
   return 0;
 }

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "dockgate/common/endpoint.hpp"
+#include "dockgate/sidecar/s3.hpp"
 #include "dockgate/sidecar/storage_endpoint.hpp"
 
 namespace dockgate::sidecar {
@@ -187,6 +189,34 @@ config_result load_config(const std::map<std::string, std::string>& env) {
   if (c.workspace_mode != "tmpfs" && c.workspace_mode != "fuse")
     r.errors.push_back("SANDBOX_WORKSPACE_MODE must be tmpfs or fuse");
   text("SANDBOX_MOUNT_COMMAND", c.mount_command);
+  if (c.workspace_mode == "fuse") {
+    text("AIMEM_BUCKET", c.store.bucket);
+    text("AIMEM_ENDPOINT", c.store.endpoint);
+    text("AIMEM_ACCESS_KEY", c.store.access_key);
+    text("AIMEM_SECRET_KEY", c.store.secret_key);
+    text("AIMEM_REGION", c.store.region);
+    text("AIMEM_PREFIX", c.store.prefix);
+    while (c.store.prefix.ends_with('/')) c.store.prefix.pop_back();
+    while (c.store.endpoint.ends_with('/')) c.store.endpoint.pop_back();
+    if (c.store.bucket.empty() || c.store.endpoint.empty())
+      r.errors.push_back(
+          "SANDBOX_WORKSPACE_MODE=fuse needs AIMEM_BUCKET and AIMEM_ENDPOINT (the workspaces' "
+          "store, which also keeps the sessions' records)");
+    else if (auto problem = s3_endpoint_problem(c.store.endpoint))
+      r.errors.push_back("AIMEM_ENDPOINT: " + *problem);
+  }
+  text("SANDBOX_FLEET_URL", c.fleet_url);
+  while (c.fleet_url.ends_with('/')) c.fleet_url.pop_back();
+  if (!c.fleet_url.empty()) {
+    std::string why;
+    if (c.workspace_mode != "fuse")
+      r.errors.push_back("SANDBOX_FLEET_URL needs SANDBOX_WORKSPACE_MODE=fuse (a fleet's "
+                         "sessions live in the store)");
+    else if (!c.fleet_url.starts_with("http://") ||
+             !common::parse_endpoint("tcp://" + c.fleet_url.substr(7), &why))
+      r.errors.push_back("SANDBOX_FLEET_URL: expected http://host:port, got \"" + c.fleet_url +
+                         "\"" + (why.empty() ? "" : " (" + why + ")"));
+  }
   text("SANDBOX_DISK_SIZE", c.disk_size);
   text("SANDBOX_SECCOMP_PROFILE", c.seccomp_profile);
   integer("SANDBOX_MAX_OUTPUT_BYTES", c.max_output_bytes, 1);

@@ -270,6 +270,8 @@ void http_server::serve_connection(int fd) {
     for (std::size_t i = 0; i < head.field_count; ++i) {
       if (http::iequals(head.fields[i].name, "authorization")) req.authorization = std::string(head.fields[i].value);
       if (http::iequals(head.fields[i].name, "accept")) req.accept = std::string(head.fields[i].value);
+      if (http::iequals(head.fields[i].name, "x-dockgate-forwarded"))
+        req.forwarded = std::string(head.fields[i].value);
     }
     const bool keep = head.keep_alive;
     buffer.erase(0, head_size);

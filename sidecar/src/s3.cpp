@@ -272,6 +272,7 @@ s3_result s3_client::attempt(std::string_view method, std::string_view key, std:
   r.status = response.status;
   r.etag = unquote(response.header("etag"));
   r.last_modified = std::string(response.header("last-modified"));
+  r.date = std::string(response.header("date"));
   r.body = std::move(response.body);
   r.error = std::move(response.error);
   return r;

@@ -8,6 +8,7 @@
 #include "archive_store.hpp"
 #include "cells.hpp"
 #include "files.hpp"
+#include "fleet.hpp"
 #include "pool_sessions.hpp"
 #include "request.hpp"
 #include "session_containers.hpp"
@@ -25,13 +26,14 @@ using namespace std::chrono_literals;
 // before it, by reference; they go in the reverse order (the warm pool, which removes its
 // containers through `containers`, before those).
 struct service::rooms {
-  rooms(const config& c, const client::engine& docker)
+  rooms(const config& c, const client::engine& docker, store_lease* lease)
       : containers(c, docker),
         mounts(c),
         registry(c, containers),
         archives(c, containers),
         pool(c, docker, containers, registry, limit),
-        lifecycle(c, docker, containers, registry, archives, mounts, pool, limit),
+        lifecycle(c, docker, containers, registry, archives, mounts, pool, limit, lease),
+        fleet(c, lease, registry, lifecycle),
         cells(c, docker, containers, registry, lifecycle),
         files(c, containers, registry),
         storage(c) {}
@@ -43,15 +45,16 @@ struct service::rooms {
   archive_store archives;
   session_pool pool;
   session_lifecycle lifecycle;
+  class fleet fleet;
   class cells cells;
   class files files;
   storage_api storage;
 };
 
-service::service(config c, client::engine docker)
+service::service(config c, client::engine docker, store_lease* fleet)
     : config_(std::move(c)),
       docker_(std::move(docker)),
-      rooms_(std::make_unique<rooms>(config_, docker_)) {}
+      rooms_(std::make_unique<rooms>(config_, docker_, fleet)) {}
 
 service::~service() {
   // The reaper first: it ends sessions through the objects that go next.
@@ -101,6 +104,8 @@ http_reply service::handle(const http_request& r) {
     return r.method == "POST" ? (room.*fn)(r) : detail(405, "Method Not Allowed");
   };
   auto& o = *rooms_;
+  if (o.fleet.enabled())
+    if (auto routed = route_in_fleet(r)) return *routed;
   if (r.path == "/sessions") return post(o.lifecycle, &session_lifecycle::create_session);
   // POST /sessions/{id}/restart: a kernel session's kernel reset (kernel_cells.cpp).
   if (constexpr std::string_view restart = "/restart";
@@ -122,6 +127,27 @@ http_reply service::handle(const http_request& r) {
   if (r.path == "/storage/delete") return post(o.storage, &storage_api::remove);
   if (r.path == "/storage/gc") return post(o.storage, &storage_api::gc);
   return detail(404, "Not Found");
+}
+
+// A call naming a session this sidecar does not hold goes where the fleet's store says
+// (fleet.hpp); one it holds, or one naming none, is served here.
+std::optional<http_reply> service::route_in_fleet(const http_request& r) {
+  std::string sid;
+  bool deleting = false;
+  if (r.path.starts_with("/sessions/")) {
+    const auto end = r.path.find('/', 10);
+    sid = r.path.substr(10, end == std::string::npos ? std::string::npos : end - 10);
+    deleting = end == std::string::npos && r.method == "DELETE";
+  } else if (r.method == "POST" && (r.path == "/exec" || r.path.starts_with("/files"))) {
+    simdjson::dom::parser p;
+    simdjson::dom::element doc;
+    std::string_view id;
+    if (p.parse(r.body).get(doc) == simdjson::SUCCESS &&
+        doc["session_id"].get_string().get(id) == simdjson::SUCCESS)
+      sid = std::string(id);
+  }
+  if (!valid_session_id(sid) || rooms_->registry.find(sid)) return std::nullopt;
+  return rooms_->fleet.route(r, sid, deleting);
 }
 
 http_reply service::healthz() {

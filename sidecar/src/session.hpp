@@ -31,6 +31,9 @@ struct session {
   std::optional<std::string> restored_generation;
   std::atomic<bool> terminating{false};
   bool fuse = false;  // /workspace is its own FUSE mount (dockgate-mount), bound by the gate
+  // Its record is in the fleet's store (fleet_store.hpp), naming this instance: removed
+  // when the session ends, kept when it is handed over (a fleet member's stop).
+  bool recorded = false;
   // The in-container cell runner (cells.cpp, runner.hpp), started with the session's
   // container (make_workspace), else by a cell; one that faults is dropped and the next
   // cell starts another; one that cannot start is never tried again (runner_refused).

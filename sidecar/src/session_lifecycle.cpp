@@ -11,6 +11,7 @@
 
 #include "archive_store.hpp"
 #include "dockgate/common/workspace_id.hpp"
+#include "dockgate/sidecar/store_lease.hpp"
 #include "kernel.hpp"
 #include "labels.hpp"
 #include "pool_sessions.hpp"
@@ -29,7 +30,8 @@ using namespace std::chrono_literals;
 session_lifecycle::session_lifecycle(const config& c, const client::engine& docker,
                                      session_containers& containers, session_registry& registry,
                                      archive_store& archives, const workspace_mounts& mounts,
-                                     session_pool& pool, session_limit& limit)
+                                     session_pool& pool, session_limit& limit,
+                                     store_lease* fleet)
     : config_(c),
       docker_(docker),
       containers_(containers),
@@ -38,6 +40,7 @@ session_lifecycle::session_lifecycle(const config& c, const client::engine& dock
       mounts_(mounts),
       pool_(pool),
       limit_(limit),
+      fleet_(fleet),
       create_slots_(c.max_concurrent_creates > 0 ? c.max_concurrent_creates : (1 << 20)) {}
 
 http_reply session_lifecycle::create_session(const http_request& r) {
@@ -112,39 +115,9 @@ http_reply session_lifecycle::create_session(const http_request& r) {
     bool at_limit = false;
     {
       std::lock_guard g(limit_.mutex);
-      if (config_.max_sessions > 0) {
-        // Running containers of this instance on the daemon (the gate confines the list to
-        // its profile's own; the instance label to this sidecar's), warm ones included, and
-        // the warm ones being made.
-        std::int64_t live = 0;
-        if (auto mine = containers_.own(false)) {
-          live = static_cast<std::int64_t>(mine->size());
-        } else {
-          live = static_cast<std::int64_t>(registry_.size());
-        }
-        at_limit = live + limit_.reserved.load() >= config_.max_sessions;
-      }
-      if (!at_limit) {
-        auto created = docker_.call("POST", "/containers/create?name=" + name,
-                                    containers_.create_body(sid, *s), 60s);
-        if (created.status != 201)
-          return detail(500,
-                        "docker run failed: " + (created.status ? created.body : created.error));
-        {
-          simdjson::dom::parser p;
-          simdjson::dom::element doc;
-          std::string_view id;
-          if (p.parse(created.body).get(doc) == simdjson::SUCCESS &&
-              doc["Id"].get_string().get(id) == simdjson::SUCCESS)
-            container_id = std::string(id);
-        }
-        auto started = docker_.call("POST", "/containers/" + container_id + "/start", {}, 60s);
-        if (started.status != 204 && started.status != 304) {
-          containers_.remove(container_id);
-          return detail(500,
-                        "docker run failed: " + (started.status ? started.body : started.error));
-        }
-      }
+      at_limit = at_session_limit();
+      if (!at_limit)
+        if (auto failed = create_and_start(name, *s, container_id)) return *failed;
     }
     if (at_limit) {
       // The room left may be held by warm containers (ready, or being made since this
@@ -208,6 +181,15 @@ http_reply session_lifecycle::create_session(const http_request& r) {
       remove_session_containers(*s);
       return detail(500, error);
     }
+  }
+  if (s->fuse && fleet_) {
+    // The record, before the answer: from now on any sidecar of the fleet can serve it.
+    auto wrote = fleet_->store().write_session(record_of(*s), "");
+    if (!wrote.ok()) {
+      containers_.remove(container_id);
+      return detail(500, "session record failed: " + wrote.describe());
+    }
+    s->recorded = true;
   }
   s->last_used = std::chrono::steady_clock::now();
   registry_.add(s);
@@ -273,6 +255,9 @@ http_reply session_lifecycle::delete_session(std::string_view id, const std::str
     }
     if (config_.workspace_mode == "fuse" && (inspect.status == 404 || instance == config_.instance))
       mounts_.unmount(std::string(id));
+    // A session of the fleet's store this sidecar took over for this DELETE (fleet.cpp):
+    // its record names this instance now, and goes.
+    if (fleet_) forget_record(id);
   }
   std::string reply = R"({"ok":true)";
   if (outcome) reply += ",\"archive\":" + outcome->to_json();
@@ -283,10 +268,11 @@ http_reply session_lifecycle::delete_session(std::string_view id, const std::str
 // the pool), its FUSE mount cleaned, the session forgotten, then its claim record removed
 // (after the container: a kill between the two leaves a record without its container,
 // which the next start removes).
-void session_lifecycle::remove_session_containers(const session& s) {
+void session_lifecycle::remove_session_containers(const session& s, bool handed_over) {
   containers_.remove(s.container);
   if (s.fuse) mounts_.unmount(s.id);
   registry_.forget(s.id);
+  if (s.recorded && !handed_over) forget_record(s.id);
   if (s.pooled)
     containers_.remove(std::string(container_prefix) + s.id + std::string(claim_suffix));
   pool_.wake();  // SANDBOX_MAX_SESSIONS has room again
@@ -383,12 +369,156 @@ void session_lifecycle::reconcile() {
       continue;
     }
     s->sweep_before_runner = swept != session_containers::sweep_outcome::clean;
+    if (fuse && fleet_) {
+      // Adopted only if its record still names this instance and is rewritten to name this
+      // holder before another sidecar's takeover lands (If-Match): otherwise it moved while
+      // this instance was away (or ended), and its container here goes.
+      auto seen = fleet_->store().read_session(*sid);
+      if (!seen.found() || seen.record->owner != config_.instance ||
+          !claim_record(*seen.record, seen.etag)) {
+        std::cerr << "dockgate-sidecar: session " << *sid
+                  << (seen.found() ? " is held by instance " + seen.record->owner
+                                   : std::string(" has no record in the fleet's store"))
+                  << " now: its container here is removed" << std::endl;
+        containers_.remove(c.id);
+        mounts_.unmount(*sid);
+        continue;
+      }
+      s->recorded = true;
+    }
     if (fuse) s->storage.reset();                     // the bucket is its storage
     s->last_used = std::chrono::steady_clock::now();  // the TTL restarts at boot
     registry_.add(std::move(s));
   }
   for (const auto& [sid, record] : records)
     if (!adopted_records.contains(sid)) containers_.remove(record->id);
+}
+
+bool session_lifecycle::at_session_limit() {
+  if (config_.max_sessions <= 0) return false;
+  // Running containers of this instance on the daemon (the gate confines the list to its
+  // profile's own; the instance label to this sidecar's), warm ones included, and the warm
+  // ones being made.
+  std::int64_t live = 0;
+  if (auto mine = containers_.own(false))
+    live = static_cast<std::int64_t>(mine->size());
+  else
+    live = static_cast<std::int64_t>(registry_.size());
+  return live + limit_.reserved.load() >= config_.max_sessions;
+}
+
+std::optional<http_reply> session_lifecycle::create_and_start(const std::string& name,
+                                                              session& s,
+                                                              std::string& container_id) {
+  auto created =
+      docker_.call("POST", "/containers/create?name=" + name, containers_.create_body(s.id, s), 60s);
+  if (created.status != 201)
+    return detail(500, "docker run failed: " + (created.status ? created.body : created.error));
+  {
+    simdjson::dom::parser p;
+    simdjson::dom::element doc;
+    std::string_view id;
+    if (p.parse(created.body).get(doc) == simdjson::SUCCESS &&
+        doc["Id"].get_string().get(id) == simdjson::SUCCESS)
+      container_id = std::string(id);
+  }
+  auto started = docker_.call("POST", "/containers/" + container_id + "/start", {}, 60s);
+  if (started.status != 204 && started.status != 304) {
+    containers_.remove(container_id);
+    return detail(500, "docker run failed: " + (started.status ? started.body : started.error));
+  }
+  return std::nullopt;
+}
+
+session_record session_lifecycle::record_of(const session& s) const {
+  session_record r;
+  r.session_id = s.id;
+  r.archive_key = s.archive_key;
+  r.storage = fleet_->store().workspace_place(s.archive_key);
+  r.idle_ttl_sec = s.ttl_seconds;
+  r.kernel = s.kernel;
+  r.owner = config_.instance;
+  r.holder = fleet_->record().holder;
+  r.created_at = std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
+                                    std::chrono::system_clock::now().time_since_epoch())
+                                    .count());
+  return r;
+}
+
+bool session_lifecycle::claim_record(session_record record, const std::string& etag) {
+  record.owner = config_.instance;
+  record.holder = fleet_->record().holder;
+  return fleet_->store().write_session(record, etag).ok();
+}
+
+void session_lifecycle::forget_record(std::string_view sid) {
+  auto seen = fleet_->store().read_session(sid);
+  if (seen.found() && seen.record->owner == config_.instance) {
+    auto gone = fleet_->store().delete_session(sid);
+    if (!gone.ok())
+      std::cerr << "dockgate-sidecar: the record of session " << sid
+                << " could not be removed: " << gone.describe() << std::endl;
+  }
+}
+
+std::optional<http_reply> session_lifecycle::take_over(const session_record& record) {
+  if (!create_slots_.try_acquire_for(std::chrono::seconds(config_.queue_timeout_seconds)))
+    return detail(429, "session create queue is full");
+  struct release {
+    std::counting_semaphore<1 << 20>& s;
+    ~release() { s.release(); }
+  } slot{create_slots_};
+  if (!containers_.image_seen() && !containers_.image_present())
+    return detail(503, "sandbox image not available yet: " + config_.image);
+  auto s = std::make_shared<session>();
+  s->id = record.session_id;
+  s->archive_key = valid_archive_key(record.archive_key) ? record.archive_key : s->id;
+  s->ttl_seconds = std::clamp<std::int64_t>(record.idle_ttl_sec, 0, config_.idle_ttl_cap_seconds);
+  s->fuse = true;
+  s->recorded = true;
+  s->restored_generation = std::string();
+  if (auto k = kernel_name(record.kernel)) {
+    s->kernel = *k;
+    s->kernel_replaced = true;  // its kernel's state went with its last host
+  }
+  const std::string name = std::string(container_prefix) + s->id;
+  // The workspace is the same prefix of the store: mounted here before the container.
+  mounts_.unmount(s->id);  // a mount left by an earlier hold of it on this host
+  if (auto problem = mounts_.mount(s->id, s->archive_key))
+    return detail(500, "workspace mount failed: " + *problem);
+  struct mount_guard {
+    const workspace_mounts& mounts;
+    std::string sid;
+    bool armed = true;
+    ~mount_guard() {
+      if (armed) mounts.unmount(sid);
+    }
+  } mounted{mounts_, s->id};
+  std::string container_id = name;
+  {
+    std::lock_guard g(limit_.mutex);
+    if (at_session_limit()) return detail(429, "too many active sessions");
+    // A container left here by an earlier hold of this session (this instance's: the
+    // gate lists only the profile's own) goes first.
+    containers_.remove(name);
+    if (auto failed = create_and_start(name, *s, container_id)) return *failed;
+  }
+  s->container = container_id;
+  if (auto error = containers_.make_workspace(container_id, s->kernel.empty() ? &s->runner : nullptr);
+      !error.empty()) {
+    containers_.remove(container_id);
+    return detail(500, error);
+  }
+  if (!s->kernel.empty()) {
+    if (auto error = start_kernel(*s); !error.empty()) {
+      containers_.remove(container_id);
+      return detail(500, error);
+    }
+  }
+  s->last_used = std::chrono::steady_clock::now();
+  registry_.add(s);
+  mounted.armed = false;
+  return std::nullopt;
 }
 
 std::string session_lifecycle::start_kernel(session& s) {
@@ -434,7 +564,10 @@ std::size_t session_lifecycle::end_all_sessions() {
         continue;
       }
     }
-    remove_session_containers(*s);
+    // A fleet member hands its sessions over: their records stay in the store and the
+    // next call for each, on any sidecar of the fleet, takes it over (the store lease is
+    // released last, so at once).
+    remove_session_containers(*s, s->recorded && !config_.fleet_url.empty());
   }
   return kept;
 }

@@ -9,8 +9,11 @@
 #include <string>
 #include <string_view>
 
+#include <optional>
+
 #include "dockgate/client/engine.hpp"
 #include "dockgate/sidecar/config.hpp"
+#include "dockgate/sidecar/fleet_store.hpp"
 #include "dockgate/sidecar/http_server.hpp"
 
 namespace dockgate::sidecar {
@@ -19,6 +22,7 @@ class archive_store;
 class session_containers;
 class session_pool;
 class session_registry;
+class store_lease;
 class workspace_mounts;
 struct session;
 struct session_limit;
@@ -27,7 +31,8 @@ class session_lifecycle {
  public:
   session_lifecycle(const config& c, const client::engine& docker, session_containers& containers,
                     session_registry& registry, archive_store& archives,
-                    const workspace_mounts& mounts, session_pool& pool, session_limit& limit);
+                    const workspace_mounts& mounts, session_pool& pool, session_limit& limit,
+                    store_lease* fleet);
 
   http_reply create_session(const http_request& r);
   http_reply delete_session(std::string_view id, const std::string& body);
@@ -42,13 +47,32 @@ class session_lifecycle {
   // its container for the next start to adopt. Returns how many were kept.
   std::size_t end_all_sessions();
   // A session's end on the engine: its container removed (a warm one is never returned to
-  // the pool), its FUSE mount cleaned, the session forgotten, then its claim record removed.
-  void remove_session_containers(const session& s);
+  // the pool), its FUSE mount cleaned, the session forgotten, then its claim record removed;
+  // its record in the fleet's store too unless `handed_over` (another sidecar serves it next).
+  void remove_session_containers(const session& s, bool handed_over = false);
+  // A session of the fleet's store taken over by this sidecar (its record, rewritten to name
+  // this instance, in `record`): its workspace mounted, its container made on this engine,
+  // its runner (or kernel: a new one, said at the next answer) started. nullopt when it is
+  // served here now, else the answer.
+  std::optional<http_reply> take_over(const session_record& record);
+  // The record of a session that ended here, removed from the store if it still names this
+  // instance.
+  void forget_record(std::string_view sid);
   // A kernel session's kernel driver started in its container (kernel.hpp); "" when it
   // runs, else the error to answer.
   std::string start_kernel(session& s);
 
  private:
+  // Create and start a session container `name` for `s` (its ID in `container_id`); the
+  // answer when either fails (the container removed).
+  std::optional<http_reply> create_and_start(const std::string& name, session& s,
+                                             std::string& container_id);
+  // Whether the session's place in SANDBOX_MAX_SESSIONS is taken (under limit_.mutex).
+  bool at_session_limit();
+  // Rewrites a record read with `etag` to name this holder: false when another sidecar
+  // wrote it first (or the store failed).
+  bool claim_record(session_record record, const std::string& etag);
+  session_record record_of(const session& s) const;
   const config& config_;
   const client::engine& docker_;
   session_containers& containers_;
@@ -57,6 +81,7 @@ class session_lifecycle {
   const workspace_mounts& mounts_;
   session_pool& pool_;
   session_limit& limit_;
+  store_lease* fleet_;  // the store lease (fuse mode), else nullptr
   std::counting_semaphore<1 << 20> create_slots_;
 };
 

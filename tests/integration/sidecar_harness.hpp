@@ -11,6 +11,7 @@
 
 #include <catch2/catch.hpp>
 #include <functional>
+#include <memory>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -105,6 +106,9 @@ class sidecar_process {
           "SANDBOX_INSTANCE=t" + std::to_string(std::hash<std::string>{}(proxy.dir()) % 1000000007),
           std::string("PATH=/usr/bin:/bin")})
       full.push_back(d);
+    // SANDBOX_FLEET_URL=self: this sidecar's own address, once its port is chosen.
+    for (auto& e : full)
+      if (e == "SANDBOX_FLEET_URL=self") e = "SANDBOX_FLEET_URL=http://127.0.0.1:" + port_;
     log_ = proxy.dir() + "/sidecar-" + port_ + ".log";
     pid_ = spawn_sidecar(std::move(full), log_, hosts_file);
     // Up to 30 s: a start takes the instance lease first (a container created and started
@@ -285,5 +289,45 @@ inline std::string workspace_folders(const std::string& container) {
 inline const std::string made_folders =
     "/workspace/uploads 1000:1000 755 directory\n/workspace/outputs 1000:1000 755 directory\n"
     "/workspace/skills 1000:1000 755 directory\n";
+
+// A sidecar started by hand: sidecar_process must answer within seconds, and a start
+// that waits for a lease to expire, or refuses, does not.
+struct started_sidecar {
+  pid_t pid = -1;
+  std::string port, log;
+  ~started_sidecar() {
+    if (pid <= 0) return;
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+  }
+  std::string log_text() const { return run("cat " + log).output; }
+};
+
+inline std::unique_ptr<started_sidecar> start_sidecar(const proxy_process& proxy,
+                                               const std::vector<std::string>& env) {
+  auto s = std::make_unique<started_sidecar>();
+  s->port = free_tcp_port();
+  s->log = proxy.dir() + "/started-" + s->port + ".log";
+  std::vector<std::string> full = env;
+  for (std::string d : {"DOCKER_HOST=" + proxy.host(), "SANDBOX_LISTEN=127.0.0.1:" + s->port,
+                        "SANDBOX_API_KEY=" + api_key, "SANDBOX_IMAGE=" + runtime_image(),
+                        std::string("PATH=/usr/bin:/bin")})
+    full.push_back(d);
+  s->pid = spawn_sidecar(std::move(full), s->log);
+  return s;
+}
+
+// The exit status of `pid` once it has exited (reaped), or -1 if it still runs after
+// `limit` (bounded polling, no timing judged).
+inline int wait_exit(pid_t& pid, std::chrono::seconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  int status = 0;
+  while (::waitpid(pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) return -1;
+    std::this_thread::sleep_for(50ms);
+  }
+  pid = -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
 
 }  // namespace dockgate::test

@@ -65,6 +65,19 @@ struct config {
   // SANDBOX_MOUNT_COMMAND: dockgate-mount (it reads the AIMEM_* variables this process
   // passes on; its AIMEM_MOUNT_ROOT is the gate profile's workspace root).
   std::string mount_command = "dockgate-mount";
+  // The FUSE workspaces' store (the AIMEM_* variables dockgate-mount reads, read here too):
+  // in fuse mode each session's record and this instance's store lease live in it, under
+  // <prefix>/.dockgate-fleet/ (fleet_store.hpp), so that any sidecar sharing the store can
+  // take a session over when its host is gone.
+  struct workspace_store {
+    std::string bucket, endpoint, access_key, secret_key, region = "us-east-1", prefix;
+  } store;
+  // SANDBOX_FLEET_URL: where the other sidecars of the fleet reach this one
+  // (http://host:port); a call for a session this sidecar holds that reaches another
+  // member is forwarded here. Empty: such a call answers 503 naming the holder.
+  // With it set, a stop hands the sessions over (containers removed, records kept)
+  // instead of ending them.
+  std::string fleet_url;
   std::string disk_size;
   std::string seccomp_profile;
   std::int64_t max_output_bytes = 32768;

@@ -32,6 +32,9 @@ struct http_request {
   std::string path;   // without the query
   std::string authorization;
   std::string accept;  // the Accept field, as sent
+  // X-Dockgate-Forwarded: the instance that forwarded this call to the session's holder
+  // (fleet.cpp); a forwarded call is never forwarded again.
+  std::string forwarded;
   std::string body;
   reply_stream* stream = nullptr;  // for a handler that answers as it goes
 };

@@ -34,6 +34,7 @@ struct s3_result {
   std::string error;
   std::string etag;           // of the object read, written or probed (quotes removed)
   std::string last_modified;  // HTTP date, as the server sent it
+  std::string date;           // the server's Date field: its clock when it answered
   bool ok() const { return status >= 200 && status < 300; }
   // One line for logs and error answers: status and the S3 error code, or the transport error.
   std::string describe() const;

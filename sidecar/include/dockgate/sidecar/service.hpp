@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string_view>
 
 #include "dockgate/client/engine.hpp"
@@ -15,9 +16,13 @@
 
 namespace dockgate::sidecar {
 
+class store_lease;
+
 class service {
  public:
-  service(config c, client::engine docker);
+  // `fleet`: this instance's store lease (SANDBOX_WORKSPACE_MODE=fuse: sessions have
+  // records in the store, and calls for sessions held elsewhere are routed: fleet.hpp).
+  service(config c, client::engine docker, store_lease* fleet = nullptr);
   ~service();
   service(const service&) = delete;
   service& operator=(const service&) = delete;
@@ -39,6 +44,7 @@ class service {
 
  private:
   http_reply healthz();
+  std::optional<http_reply> route_in_fleet(const http_request& r);
 
   struct rooms;  // the sidecar's objects, wired to each other (service.cpp)
   config config_;

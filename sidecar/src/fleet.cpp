@@ -1,0 +1,115 @@
+// The fleet's routing of a call for a session held elsewhere: forwarded to a live holder,
+// taken over from a gone one (fleet.hpp).
+#include "fleet.hpp"
+
+#include <iostream>
+
+#include "dockgate/client/http_client.hpp"
+#include "request.hpp"
+#include "session_lifecycle.hpp"
+#include "session_registry.hpp"
+
+namespace dockgate::sidecar {
+
+std::shared_ptr<std::mutex> fleet::takeover_lock(const std::string& sid) {
+  std::lock_guard g(locks_mutex_);
+  auto& slot = takeover_locks_[sid];
+  auto lock = slot.lock();
+  if (!lock) slot = lock = std::make_shared<std::mutex>();
+  return lock;
+}
+
+void fleet::drop_takeover_lock(const std::string& sid) {
+  std::lock_guard g(locks_mutex_);
+  auto it = takeover_locks_.find(sid);
+  if (it != takeover_locks_.end() && it->second.expired()) takeover_locks_.erase(it);
+}
+
+std::optional<http_reply> fleet::route(const http_request& r, const std::string& sid,
+                                       bool deleting) {
+  if (!enabled()) return std::nullopt;
+  auto lock = takeover_lock(sid);
+  struct unlocker {
+    fleet& f;
+    const std::string& sid;
+    std::shared_ptr<std::mutex>& lock;
+    ~unlocker() {
+      lock.reset();
+      f.drop_takeover_lock(sid);
+    }
+  } drop{*this, sid, lock};
+  std::lock_guard hold(*lock);
+  if (registry_.find(sid)) return std::nullopt;  // another call took it over meanwhile
+  auto& store = lease_->store();
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    auto seen = store.read_session(sid);
+    if (seen.absent()) return std::nullopt;
+    if (!seen.found()) return detail(503, "the fleet's store is unreachable: " + seen.error);
+    const session_record& record = *seen.record;
+    if (record.owner != config_.instance) {
+      auto holder = store.read_lease(record.owner);
+      if (!holder.found() && !holder.absent())
+        return detail(503, "the fleet's store is unreachable: " + holder.error);
+      if (lease_live(holder, lease_->ttl_s())) {
+        if (!r.forwarded.empty() || holder.record->url.empty())
+          return detail(503, "session " + sid + " is held by instance " + record.owner +
+                                 (holder.record->url.empty()
+                                      ? " (which has no SANDBOX_FLEET_URL to reach it)"
+                                      : " (a forwarded call is not forwarded again)"));
+        return forward(r, *holder.record, sid);
+      }
+    }
+    // Its holder is gone (its lease expired or was released), or the hold is this
+    // instance's own and was lost track of: taken over, if no other sidecar is first.
+    session_record mine = record;
+    mine.owner = config_.instance;
+    mine.holder = lease_->record().holder;
+    auto wrote = store.write_session(mine, seen.etag);
+    if (wrote.status == 412 || wrote.status == 404) continue;  // it moved first: look again
+    if (!wrote.ok())
+      return detail(503, "the fleet's store refused the takeover: " + wrote.describe());
+    std::cerr << "dockgate-sidecar: session " << sid << " taken over from instance "
+              << record.owner << std::endl;
+    if (deleting) return std::nullopt;  // ended here: its record goes with it
+    return lifecycle_.take_over(mine);
+  }
+  return detail(503, "session " + sid + " moved while it was being taken over; try again");
+}
+
+http_reply fleet::forward(const http_request& r, const lease_record& holder,
+                          const std::string& sid) {
+  // SANDBOX_FLEET_URL is http://host:port (config.cpp checks it where it is set; a lease
+  // written by another sidecar is read the same way and refused otherwise).
+  std::string error;
+  std::optional<common::endpoint> where;
+  if (holder.url.starts_with("http://"))
+    where = common::parse_endpoint("tcp://" + holder.url.substr(7), &error);
+  if (!where || where->scheme != common::endpoint::kind::tcp)
+    return detail(503, "session " + sid + " is held by instance " + holder.instance +
+                           ", whose address cannot be used: " + holder.url);
+  client::transport to{*where, nullptr};
+  std::string headers = "Authorization: " + r.authorization + "\r\nX-Dockgate-Forwarded: " +
+                        config_.instance + "\r\n";
+  if (!r.accept.empty()) headers += "Accept: " + r.accept + "\r\n";
+  // As long as the holder may take: the longest cell and its collection, and the calls.
+  const auto timeout = std::chrono::milliseconds(config_.exec_timeout_cap_ms) +
+                       std::chrono::seconds(config_.max_collect_seconds + 120);
+  auto answer = client::http_request(to, r.method, r.path, r.body, timeout,
+                                     static_cast<std::size_t>(config_.max_body_bytes) * 2, headers,
+                                     holder.url.substr(7));
+  if (answer.status == 0)
+    return detail(503, "session " + sid + " is held by instance " + holder.instance + " at " +
+                           holder.url + ", which did not answer: " + answer.error);
+  if (answer.content_type.empty() || answer.content_type.starts_with("application/json"))
+    return {answer.status, std::move(answer.body)};
+  // A streamed answer (an exec's events): passed on whole, with its type.
+  if (r.stream && r.stream->open(answer.status, answer.content_type)) {
+    r.stream->write(answer.body);
+    http_reply streamed;
+    streamed.streamed = true;
+    return streamed;
+  }
+  return {answer.status, std::move(answer.body)};
+}
+
+}  // namespace dockgate::sidecar
