@@ -201,7 +201,7 @@ def failover(args):
     bound = 3 * args.lease
 
     def recheck(i):
-        sid, a = sids[i], Api(args.url, args.key, timeout=bound)
+        sid, a = sids[i], Api(args.url, args.key, timeout=1.5 * args.lease)
         last = ""
         while time.monotonic() - killed_at < bound:
             answered, lost, last = check_session(a, i, sid)
