@@ -91,7 +91,7 @@ int main(int argc, char** argv) {
       return 1;
     }
     std::cerr << "dockgate-sidecar: holding the store lease " << store->lease_key(loaded.value->instance)
-              << " (holder " << held->record().holder << ")" << std::endl;
+              << " (holder " << held->holder() << ")" << std::endl;
     held->start_renewal([](const std::string& why) {
       // Another sidecar may take this instance's sessions over now: stop at once, as on a
       // lost instance lease.

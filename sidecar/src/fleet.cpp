@@ -25,9 +25,36 @@ void fleet::drop_takeover_lock(const std::string& sid) {
   if (it != takeover_locks_.end() && it->second.expired()) takeover_locks_.erase(it);
 }
 
+std::optional<lease_record> fleet::cached_holder(const std::string& sid) {
+  std::lock_guard g(holders_mutex_);
+  auto it = holders_.find(sid);
+  if (it == holders_.end()) return std::nullopt;
+  if (std::chrono::steady_clock::now() >= it->second.until) {
+    holders_.erase(it);
+    return std::nullopt;
+  }
+  return it->second.lease;
+}
+
+void fleet::remember_holder(const std::string& sid, const lease_record& lease) {
+  std::lock_guard g(holders_mutex_);
+  const auto now = std::chrono::steady_clock::now();
+  // Expired entries go as new ones come: the table holds only the sessions called lately.
+  for (auto it = holders_.begin(); it != holders_.end();)
+    it = it->second.until <= now ? holders_.erase(it) : std::next(it);
+  holders_[sid] = {lease, now + std::chrono::milliseconds(lease_->ttl_s() * 1000 / 3)};
+}
+
+void fleet::forget_holder(const std::string& sid) {
+  std::lock_guard g(holders_mutex_);
+  holders_.erase(sid);
+}
+
 std::optional<http_reply> fleet::route(const http_request& r, const std::string& sid,
                                        bool deleting) {
   if (!enabled()) return std::nullopt;
+  if (r.forwarded.empty())
+    if (auto holder = cached_holder(sid)) return forward(r, *holder, sid);
   auto lock = takeover_lock(sid);
   struct unlocker {
     fleet& f;
@@ -56,6 +83,7 @@ std::optional<http_reply> fleet::route(const http_request& r, const std::string&
                                  (holder.record->url.empty()
                                       ? " (which has no SANDBOX_FLEET_URL to reach it)"
                                       : " (a forwarded call is not forwarded again)"));
+        remember_holder(sid, *holder.record);
         return forward(r, *holder.record, sid);
       }
     }
@@ -63,7 +91,7 @@ std::optional<http_reply> fleet::route(const http_request& r, const std::string&
     // instance's own and was lost track of: taken over, if no other sidecar is first.
     session_record mine = record;
     mine.owner = config_.instance;
-    mine.holder = lease_->record().holder;
+    mine.holder = lease_->holder();
     auto wrote = store.write_session(mine, seen.etag);
     if (wrote.status == 412 || wrote.status == 404) continue;  // it moved first: look again
     if (!wrote.ok())
@@ -97,6 +125,7 @@ http_reply fleet::forward(const http_request& r, const lease_record& holder,
   auto answer = client::http_request(to, r.method, r.path, r.body, timeout,
                                      static_cast<std::size_t>(config_.max_body_bytes) * 2, headers,
                                      holder.url.substr(7));
+  if (answer.status == 0 || answer.status == 503) forget_holder(sid);
   if (answer.status == 0)
     return detail(503, "session " + sid + " is held by instance " + holder.instance + " at " +
                            holder.url + ", which did not answer: " + answer.error);

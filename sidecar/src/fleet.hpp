@@ -11,8 +11,11 @@
 //   the record is rewritten to name this holder (If-Match: of two sidecars taking it, one
 //   wins; the other looks again) and the session is made here (take_over).
 // Takeovers of one session on this sidecar are serialised; those of different sessions run
-// side by side.
+// side by side. Where a session's live holder is reached is remembered for a third of a
+// lease, so that a forwarded call costs no read of the store; an answer of 503 (or none)
+// from the holder forgets it. Only the forward is cached: a takeover always reads the store.
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -48,6 +51,15 @@ class fleet {
   store_lease* lease_;
   session_registry& registry_;
   session_lifecycle& lifecycle_;
+  struct known_holder {
+    lease_record lease;
+    std::chrono::steady_clock::time_point until;
+  };
+  std::optional<lease_record> cached_holder(const std::string& sid);
+  void remember_holder(const std::string& sid, const lease_record& lease);
+  void forget_holder(const std::string& sid);
+  std::mutex holders_mutex_;
+  std::map<std::string, known_holder> holders_;
   std::mutex locks_mutex_;
   std::map<std::string, std::weak_ptr<std::mutex>> takeover_locks_;
 };

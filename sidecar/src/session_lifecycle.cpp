@@ -438,7 +438,7 @@ session_record session_lifecycle::record_of(const session& s) const {
   r.idle_ttl_sec = s.ttl_seconds;
   r.kernel = s.kernel;
   r.owner = config_.instance;
-  r.holder = fleet_->record().holder;
+  r.holder = fleet_->holder();
   r.created_at = std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
                                     std::chrono::system_clock::now().time_since_epoch())
                                     .count());
@@ -447,7 +447,7 @@ session_record session_lifecycle::record_of(const session& s) const {
 
 bool session_lifecycle::claim_record(session_record record, const std::string& etag) {
   record.owner = config_.instance;
-  record.holder = fleet_->record().holder;
+  record.holder = fleet_->holder();
   return fleet_->store().write_session(record, etag).ok();
 }
 

@@ -50,6 +50,7 @@ std::string conditional_writes_problem(fleet_store& store, const std::string& ho
 store_lease::store_lease(fleet_store& store, const config& c, lease_record r, std::string etag)
     : store_(store),
       ttl_s_(c.instance_lease_s),
+      holder_(r.holder),
       record_(std::move(r)),
       etag_(std::move(etag)),
       state_(std::make_unique<state>()) {}

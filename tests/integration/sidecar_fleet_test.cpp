@@ -108,10 +108,25 @@ TEST_CASE("fleet: a call for a session held elsewhere is forwarded to its live h
   CHECK(mounted(fb.root + "/" + sid));
   CHECK(b.log().find("session " + sid + " taken over from instance " + instance_a) != std::string::npos);
 
-  // Ended through B: container, mount and record gone; the files stay in the store.
-  CHECK(b.call("DELETE", "/sessions/" + sid, "{}").body == R"({"ok":true})");
+  // A comes back; B stops (SIGTERM): B hands the session over (its container and mount
+  // go, the record stays, its store lease is released), so A's next call takes it over
+  // at once, with no lease to wait for.
+  sidecar_process a2(pa, member_env(fa));
+  b.stop(SIGTERM);
   CHECK_FALSE(container_exists(name));
   CHECK_FALSE(mounted(fb.root + "/" + sid));
+  CHECK(field(fa.object(".dockgate-fleet/sessions/" + sid + ".json"), "owner") == instance_b);
+  CHECK(fa.object(".dockgate-fleet/instances/" + instance_b + ".json").empty());
+  auto back = a2.call("POST", "/exec", exec_body(sid, read_both));
+  INFO(back.body << a2.log());
+  CHECK(back.status == 200);
+  CHECK(field(back.body, "stdout") == "from A cell on A\n");
+  CHECK(label_of(name, "sandbox.instance") == instance_a);
+
+  // Ended: container, mount and record gone; the files stay in the store.
+  CHECK(a2.call("DELETE", "/sessions/" + sid, "{}").body == R"({"ok":true})");
+  CHECK_FALSE(container_exists(name));
+  CHECK_FALSE(mounted(fa.root + "/" + sid));
   CHECK(fa.object(".dockgate-fleet/sessions/" + sid + ".json").empty());
   CHECK(fa.object("fleet-conv/uploads/in.txt") == "from A");
 }

@@ -313,6 +313,8 @@ inline std::unique_ptr<started_sidecar> start_sidecar(const proxy_process& proxy
                         "SANDBOX_API_KEY=" + api_key, "SANDBOX_IMAGE=" + runtime_image(),
                         std::string("PATH=/usr/bin:/bin")})
     full.push_back(d);
+  for (auto& e : full)
+    if (e == "SANDBOX_FLEET_URL=self") e = "SANDBOX_FLEET_URL=http://127.0.0.1:" + s->port;
   s->pid = spawn_sidecar(std::move(full), s->log);
   return s;
 }

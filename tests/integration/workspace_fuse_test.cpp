@@ -97,9 +97,20 @@ TEST_CASE("FUSE workspaces: a failed mount is an error, a dead driver is found a
   REQUIRE(!env_or("DOCKGATE_TEST_S3_ENDPOINT").empty());
   fuse_setup fs;
   proxy_process proxy(fs.policy);
+  // dockgate-mount alone given a bucket (or key) the store does not know, through a
+  // mount command that overrides its variable: the sidecar's own use of the store (the
+  // sessions' records, its store lease) stays good, so the mount's failure is what answers.
+  auto mount_with = [&](const std::string& name, const std::string& override_var) {
+    const std::string script = fs.root + "-" + name + ".sh";
+    std::ofstream(script) << "#!/bin/sh\n" << override_var << " exec " << DOCKGATE_MOUNT_BIN << " \"$@\"\n";
+    ::chmod(script.c_str(), 0755);
+    auto env = fs.env();
+    env.insert(env.begin(), "SANDBOX_MOUNT_COMMAND=" + script);
+    return env;
+  };
   {
     // A bucket that does not exist: s3fs exits 0, dockgate-mount sees no live mount.
-    sidecar_process bad(proxy, fs.env("no-such-bucket"));
+    sidecar_process bad(proxy, mount_with("bucket", "AIMEM_BUCKET=no-such-bucket"));
     auto created = bad.create(R"({"archive_key":"conv-bad"})");
     INFO(created.body);
     CHECK(created.status == 500);
@@ -109,16 +120,21 @@ TEST_CASE("FUSE workspaces: a failed mount is an error, a dead driver is found a
     CHECK(run("ls -A " + fs.root + " | grep -v '^.dockgate-mount$' | wc -l").output == "0\n");  // nothing left
   }
   {
-    // A key the store does not know: the same (the first AIMEM_ACCESS_KEY is the one read).
-    auto env = fs.env();
-    env.insert(env.begin(), "AIMEM_ACCESS_KEY=NO-SUCH-KEY");
-    sidecar_process bad(proxy, env);
+    // A key the store does not know: the same.
+    sidecar_process bad(proxy, mount_with("key", "AIMEM_ACCESS_KEY=NO-SUCH-KEY"));
     auto created = bad.create(R"({"archive_key":"conv-badkey"})");
     INFO(created.body);
     CHECK(created.status == 500);
     CHECK(field(created.body, "detail").find("workspace mount failed: ") == 0);
     CHECK(run(direct() + " ps -aq --filter label=sandbox.archive_key=conv-badkey").output == "");
     CHECK(run("ls -A " + fs.root + " | grep -v '^.dockgate-mount$' | wc -l").output == "0\n");
+  }
+  {
+    // The sidecar's own store a bucket that does not exist: it does not start (it could
+    // keep no session's record), and says why.
+    auto refused = start_sidecar(proxy, fs.env("no-such-bucket"));
+    CHECK(wait_exit(refused->pid, 60s) == 1);
+    CHECK(refused->log_text().find("the fleet store refused a write: HTTP 404 NoSuchBucket") != std::string::npos);
   }
   auto refused = run(fs.mount_cli("mount ../escape"));
   CHECK(refused.status != 0);

@@ -72,7 +72,34 @@ TEST_CASE("config: tmpfs sizes must leave the interpreter half of the memory lim
   CHECK(load_config(small).value);
   small["SANDBOX_WORKSPACE_SIZE"] = "1g";
   small["SANDBOX_WORKSPACE_MODE"] = "fuse";  // not a tmpfs: not counted
+  small["AIMEM_BUCKET"] = "b";
+  small["AIMEM_ENDPOINT"] = "http://127.0.0.1:9000";
   CHECK(load_config(small).value);
+}
+
+TEST_CASE("config: the FUSE workspace mode needs its store, and SANDBOX_FLEET_URL is http://host:port in that mode") {
+  std::map<std::string, std::string> env{{"SANDBOX_API_KEY", "k"}, {"SANDBOX_WORKSPACE_MODE", "fuse"}};
+  auto refused = load_config(env);
+  REQUIRE_FALSE(refused.value);
+  CHECK(refused.errors.front().find("needs AIMEM_BUCKET and AIMEM_ENDPOINT") != std::string::npos);
+  env["AIMEM_BUCKET"] = "b";
+  env["AIMEM_ENDPOINT"] = "http://127.0.0.1:9000/";
+  env["AIMEM_PREFIX"] = "team/";
+  auto ok = load_config(env);
+  REQUIRE(ok.value);
+  CHECK(ok.value->store.endpoint == "http://127.0.0.1:9000");
+  CHECK(ok.value->store.prefix == "team");
+  for (const char* bad : {"127.0.0.1:8000", "https://10.0.0.1:8000", "http://10.0.0.1", "http://10.0.0.1:8000/x"}) {
+    env["SANDBOX_FLEET_URL"] = bad;
+    INFO(bad);
+    CHECK_FALSE(load_config(env).value);
+  }
+  env["SANDBOX_FLEET_URL"] = "http://10.77.0.11:8000/";
+  auto member = load_config(env);
+  REQUIRE(member.value);
+  CHECK(member.value->fleet_url == "http://10.77.0.11:8000");
+  env["SANDBOX_WORKSPACE_MODE"] = "tmpfs";  // a fleet's sessions live in the store
+  CHECK_FALSE(load_config(env).value);
 }
 
 TEST_CASE("config: SANDBOX_NETWORK=allowlist takes host names only and never an address") {

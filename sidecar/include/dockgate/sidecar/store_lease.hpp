@@ -47,7 +47,8 @@ class store_lease {
   // Stops renewing and deletes the lease if it is still this holder's: the instance's
   // sessions can be taken over at once.
   void release();
-  const lease_record& record() const { return record_; }
+  // This process's holder ID (the same for the whole hold).
+  const std::string& holder() const { return holder_; }
   fleet_store& store() const { return store_; }
   std::int64_t ttl_s() const { return ttl_s_; }
 
@@ -56,7 +57,8 @@ class store_lease {
   store_lease(fleet_store& store, const config& c, lease_record r, std::string etag);
   fleet_store& store_;
   std::int64_t ttl_s_;
-  lease_record record_;
+  const std::string holder_;
+  lease_record record_;  // the renewal thread's (and acquire's) alone
   std::string etag_;
   std::unique_ptr<state> state_;
 };
