@@ -12,7 +12,8 @@
 #   scripts/fleet.sh stop DIR        everything stopped, unmounted and removed
 #   scripts/fleet.sh smoke           start, run and stop in a temporary directory; exit 1
 #                                    if a session did not answer again or a file was lost
-#   scripts/fleet.sh kill DIR K      host K dies as a machine would (used by run)
+#   scripts/fleet.sh kill DIR K      host K dies as a machine would (used by run;
+#                                    FLEET_KILL_LINK=up: only its programs die)
 #
 # Host K lives in the network namespace dgfleet-K (10.77.0.1K), joined by a veth to the
 # bridge dgfleet0 (10.77.0.1/24) in the root namespace, where s3rver and HAProxy listen.
@@ -206,8 +207,11 @@ kill_host() { # kill_host K: SIGKILL every process of host K at once, then its l
   # containerd, a shim reporting an exit): then all killed.
   # shellcheck disable=SC2086
   if [[ -n $pids ]]; then kill -STOP $pids 2>/dev/null || true; kill -KILL $pids 2>/dev/null || true; fi
-  ip link set "dgfleet$k" down
-  echo "fleet.sh: host $k killed ($(wc -w <<<"$pids") processes), its link down" >&2
+  # A dead machine answers nothing: its link goes down, and a connect to it hangs until
+  # its peer gives up. FLEET_KILL_LINK=up leaves the link up: the kernel still answers a
+  # connect with a reset, as after a crash of the programs on a live machine.
+  if [[ ${FLEET_KILL_LINK:-down} == down ]]; then ip link set "dgfleet$k" down; fi
+  echo "fleet.sh: host $k killed ($(wc -w <<<"$pids") processes), its link ${FLEET_KILL_LINK:-down}" >&2
 }
 
 run() {
