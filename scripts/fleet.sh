@@ -10,7 +10,8 @@
 #   scripts/fleet.sh bench DIR       cells/s at 50 concurrent sessions through HAProxy with
 #                                    1, 2, ... N hosts in it (a fresh start: every host live)
 #   scripts/fleet.sh stop DIR        everything stopped, unmounted and removed
-#   scripts/fleet.sh smoke           start, run and stop in a temporary directory; exit 1
+#   scripts/fleet.sh smoke           the routing test (tests/fleet/haproxy_routing_test.py),
+#                                    then start, run and stop in a temporary directory; exit 1
 #                                    if a session did not answer again or a file was lost
 #   scripts/fleet.sh kill DIR K      host K dies as a machine would (used by run;
 #                                    FLEET_KILL_LINK=up: only its programs die)
@@ -174,6 +175,11 @@ sys.exit(0 if sum(r[17] == "UP" for r in rows) == int(sys.argv[2]) else 1)
 PY
 }
 
+ensure_haproxy() {
+  # HAProxy is for the fleet only, as for scripts/bench.sh (not in install-deps.sh).
+  command -v haproxy >/dev/null || { apt-get update -qq && apt-get install -y -qq --no-install-recommends haproxy; }
+}
+
 # ---- subcommands --------------------------------------------------------------------
 start() {
   local n=${1:-3}
@@ -181,8 +187,7 @@ start() {
   [[ $(id -u) -eq 0 ]] || fail "run as root (network namespaces, dockerd, FUSE)"
   ! ip link show "$bridge" >/dev/null 2>&1 || fail "$bridge exists: a fleet runs already (scripts/fleet.sh stop ITS_DIR)"
   [[ ${SKIP_DEPS:-0} == 1 ]] || scripts/install-deps.sh
-  # HAProxy is for the fleet only, as for scripts/bench.sh (not in install-deps.sh).
-  command -v haproxy >/dev/null || { apt-get update -qq && apt-get install -y -qq --no-install-recommends haproxy; }
+  ensure_haproxy
   cmake --preset release >/dev/null
   cmake --build --preset release --target dockgate-proxy dockgate-sidecar dockgate-mount >/dev/null
   mkdir -p "$dir" && chmod 755 "$dir"
@@ -310,6 +315,9 @@ smoke() {
   # Stopped on any exit; a stop that leaves something behind fails the smoke too.
   # shellcheck disable=SC2154  # rc is the trap's own
   trap 'rc=$?; stop || rc=1; exit $rc' EXIT
+  ensure_haproxy
+  say "haproxy.cfg's routing, against stub sidecars"
+  python3 tests/fleet/haproxy_routing_test.py
   start 3
   run
 }
