@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the dockgate/proxy, dockgate/sidecar and dockgate/egress images
+# Builds the dockgate/proxy, dockgate/sidecar, dockgate/egress and dockgate/fleet-balancer images
 # (compose/*.Dockerfile) on an engine, offline: the debian:bookworm-slim base is made
 # locally (scripts/base-image.sh).
 #
@@ -49,4 +49,18 @@ if [[ $(dpkg-query -W -f='${Status}' squid-openssl 2>/dev/null) == "install ok i
   echo "images.sh: dockgate/egress:$version on $host"
 else
   echo "images.sh: dockgate/egress skipped: squid-openssl is not installed here (scripts/install-deps.sh)"
+fi
+# The fleet's balancer of compose/fleet/docker-compose.yml: this host's haproxy (Debian's
+# package, installed by scripts/fleet.sh or by hand), nothing compiled.
+if command -v haproxy >/dev/null; then
+  staging=$(mktemp -d)
+  trap 'rm -rf "$staging"' EXIT
+  scripts/image-rootfs.sh "$staging/rootfs" "$(command -v haproxy)"
+  tar -C "$staging" -c rootfs | "$docker" -H "$host" import - dockgate/fleet-balancer-files:local >/dev/null
+  rm -rf "$staging"
+  "$docker" -H "$host" build -q -f compose/fleet/haproxy.Dockerfile --build-arg "VERSION=$version" \
+    -t "dockgate/fleet-balancer:$version" -t dockgate/fleet-balancer:latest . >/dev/null
+  echo "images.sh: dockgate/fleet-balancer:$version on $host"
+else
+  echo "images.sh: dockgate/fleet-balancer skipped: haproxy is not installed here (apt-get install haproxy)"
 fi

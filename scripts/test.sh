@@ -5,7 +5,7 @@
 # scripts/node-clients.sh (dockerode and testcontainers, from npm, cached); then the
 # compose stacks (tests/stack), the Debian package (tests/package) and the first-run
 # command (tests/first_run) with the release programs; the benchmarks once, small, as
-# smoke tests.
+# smoke tests; the fleet of three hosts once (scripts/fleet.sh smoke).
 # Needs root: it installs Debian packages and starts dockerd.
 #
 #   scripts/test.sh [ctest arguments...]
@@ -74,6 +74,9 @@ if [[ $# -eq 0 ]]; then
   # judged here; see README, Benchmarks).
   scripts/bench.sh --smoke
   scripts/bench-sidecar.sh --smoke
+  # The fleet on one machine (three hosts, HAProxy, one host killed): every session answers
+  # again with its files, and nothing is left behind (scripts/fleet.sh; README, A fleet).
+  scripts/fleet.sh smoke
 fi
 if [[ $sanitizers == 1 ]]; then
   export DOCKGATE_BUILD_DIR=$PWD/build/asan-ubsan

@@ -1,0 +1,339 @@
+#!/usr/bin/env bash
+# A fleet of sandbox hosts on one machine (issue 22): N hosts, each its own dockerd, gate
+# and sidecar (FUSE workspaces) in a network namespace of its own, one object store
+# (s3rver) and HAProxy (compose/fleet/haproxy.cfg) in front, on one address.
+#
+#   scripts/fleet.sh start DIR [N]   N hosts (default 3, at most 6), state under DIR
+#   scripts/fleet.sh run DIR         30 sessions through HAProxy, each writing files; host 2
+#                                    dies (SIGKILL); every session asked again: sessions
+#                                    moved, time to take over, files lost
+#   scripts/fleet.sh bench DIR       cells/s at 50 concurrent sessions through HAProxy with
+#                                    1, 2, ... N hosts in it (a fresh start: every host live)
+#   scripts/fleet.sh stop DIR        everything stopped, unmounted and removed
+#   scripts/fleet.sh smoke           the routing test (tests/fleet/haproxy_routing_test.py),
+#                                    then start, run and stop in a temporary directory; exit 1
+#                                    if a session did not answer again or a file was lost
+#   scripts/fleet.sh kill DIR K      host K dies as a machine would (used by run;
+#                                    FLEET_KILL_LINK=up: only its programs die)
+#
+# Host K lives in the network namespace dgfleet-K (10.77.0.1K), joined by a veth to the
+# bridge dgfleet0 (10.77.0.1/24) in the root namespace, where s3rver and HAProxy listen.
+# Nothing is routed out. A host's processes are started with nsenter --net only, not
+# `ip netns exec`, which would also give them a mount namespace of their own: the FUSE
+# mounts a sidecar makes must be visible to its host's dockerd. Needs root. Figures are
+# printed; nothing timed is asserted.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo=$PWD
+bin=$repo/build/release
+lease=10               # SANDBOX_INSTANCE_LEASE_S: the instance lease and the store's session lease
+api_key=fleet-smoke    # SANDBOX_API_KEY, the same on every host
+image=dockgate/sandbox-runtime:test  # python3 only (scripts/runtime-image.sh)
+bridge=dgfleet0
+
+say() { printf '== %s\n' "$*"; }
+fail() { echo "fleet.sh: $*" >&2; exit 1; }
+alive() { [[ -s $1 ]] && kill -0 "$(cat "$1")" 2>/dev/null; }
+in_host() { local k=$1; shift; nsenter --net="/run/netns/dgfleet-$k" "$@"; }
+host_addr() { echo "10.77.0.1$1"; }
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+wait_for() { # wait_for SECONDS COMMAND...: bounded retry
+  local deadline=$((SECONDS + $1)); shift
+  until "$@" >/dev/null 2>&1; do
+    ((SECONDS < deadline)) || return 1
+    sleep 0.2
+  done
+}
+record() { # record PID FILE: the PID in FILE, and in DIR/started (what stop checks is gone)
+  echo "$1" >"$2"
+  echo "$1" >>"$dir/started"
+}
+stop_pid() { # stop_pid PIDFILE [SECONDS]: TERM, wait, then KILL
+  local f=$1 wait=${2:-30} pid
+  [[ -s $f ]] || return 0
+  pid=$(cat "$f")
+  if kill -0 "$pid" 2>/dev/null; then
+    kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq $((wait * 5))); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+    kill -KILL "$pid" 2>/dev/null || true
+  fi
+  rm -f "$f"
+}
+
+# The PIDs of a host: every process in its network namespace (sidecar, gate, dockerd,
+# containerd, shims, registry, s3fs) and every descendant of one (the containers' processes,
+# which have network namespaces of their own).
+host_pids() {
+  local k=$1
+  [[ -e /run/netns/dgfleet-$k ]] || return 0
+  python3 - "$(stat -L -c %i "/run/netns/dgfleet-$k")" <<'PY'
+import os, sys
+ns = f"net:[{sys.argv[1]}]"
+parent, inside = {}, set()
+for p in filter(str.isdigit, os.listdir("/proc")):
+    try:
+        stat = open(f"/proc/{p}/stat").read()
+        parent[int(p)] = int(stat[stat.rindex(")") + 2:].split()[1])
+        if os.readlink(f"/proc/{p}/ns/net") == ns:
+            inside.add(int(p))
+    except OSError:
+        pass
+found, grew = set(inside), True
+while grew:
+    grew = False
+    for p, pp in parent.items():
+        if pp in found and p not in found:
+            found.add(p)
+            grew = True
+found.discard(os.getpid())
+print(" ".join(map(str, sorted(found))))
+PY
+}
+
+# ---- the network --------------------------------------------------------------------
+net_up() {
+  ip link add "$bridge" type bridge
+  ip addr add 10.77.0.1/24 dev "$bridge"
+  ip link set "$bridge" up
+}
+host_net_up() { # host_net_up K: the namespace, its veth into the bridge, lo
+  local k=$1
+  ip netns add "dgfleet-$k"
+  ip link add "dgfleet$k" type veth peer name eth0 netns "dgfleet-$k"
+  ip link set "dgfleet$k" master "$bridge" up
+  ip -n "dgfleet-$k" addr add "$(host_addr "$k")/24" dev eth0
+  ip -n "dgfleet-$k" link set eth0 up
+  ip -n "dgfleet-$k" link set lo up
+}
+
+# ---- the object store ---------------------------------------------------------------
+s3_start() { # s3rver (with S3's conditional writes: the store's leases) on the bridge
+  local s3=$dir/s3
+  S3RVER_ADDRESS=10.77.0.1 scripts/s3rver.sh start "$s3" >/dev/null
+  cat "$s3/s3rver.pid" >>"$dir/started"
+  # shellcheck disable=SC1091
+  source "$s3/env"
+  [[ $DOCKGATE_TEST_S3_ENDPOINT == http://10.77.0.1:* ]] || fail "s3rver is not on the bridge: $DOCKGATE_TEST_S3_ENDPOINT"
+}
+
+# ---- a host -------------------------------------------------------------------------
+host_start() { # host_start K: engine, gate and sidecar of host K (its network is up)
+  local k=$1 h=$dir/host$1
+  mkdir -p "$h/mnt" && chmod 755 "$h/mnt"
+  in_host "$k" scripts/engine.sh start "$h/engine" >"$h/engine-start.log" 2>&1 ||
+    { tail -n 20 "$h/engine-start.log" >&2; return 1; }
+  # The gate's policy: the sandbox profile with its workspace root at this host's mount
+  # root; root's file, not writable by others (the gate refuses anything else).
+  sed "s|\"/mnt/aimem\"|\"$h/mnt\"|" compose/policies/sandbox.json >"$h/sandbox.json.tmp"
+  install -m 0644 "$h/sandbox.json.tmp" "$h/sandbox.json" && rm -f "$h/sandbox.json.tmp"
+  # nsenter and setsid exec the program: $! is its PID.
+  nsenter --net="/run/netns/dgfleet-$k" setsid "$bin/proxy/dockgate-proxy" --upstream "unix://$h/engine/docker.sock" \
+    --listen "unix://$h/gate.sock" --policy "$h/sandbox.json" >"$h/gate-audit.log" 2>"$h/gate.log" </dev/null &
+  record $! "$h/gate.pid"
+  wait_for 20 test -S "$h/gate.sock" || { tail -n 20 "$h/gate.log" >&2; return 1; }
+  local addr; addr=$(host_addr "$k")
+  nsenter --net="/run/netns/dgfleet-$k" env -u SANDBOX_ALLOW_NO_AUTH -u AWS_CA_BUNDLE \
+    DOCKER_HOST="unix://$h/gate.sock" SANDBOX_LISTEN="$addr:8000" SANDBOX_FLEET_URL="http://$addr:8000" \
+    SANDBOX_INSTANCE="fleet-$k" SANDBOX_INSTANCE_LEASE_S="$lease" SANDBOX_API_KEY="$api_key" \
+    SANDBOX_IMAGE="$image" SANDBOX_PULL_ON_START=0 SANDBOX_WARM_POOL=0 \
+    SANDBOX_MAX_SESSIONS=120 SANDBOX_MAX_CONCURRENT_EXECS=64 SANDBOX_MAX_CONCURRENT_CREATES=8 \
+    SANDBOX_WORKSPACE_MODE=fuse SANDBOX_MOUNT_COMMAND="$bin/mount/dockgate-mount" \
+    AIMEM_BUCKET="$DOCKGATE_TEST_S3_BUCKET" AIMEM_ENDPOINT="$DOCKGATE_TEST_S3_ENDPOINT" \
+    AIMEM_ACCESS_KEY="$DOCKGATE_TEST_S3_ACCESS_KEY" AIMEM_SECRET_KEY="$DOCKGATE_TEST_S3_SECRET_KEY" \
+    AIMEM_PREFIX=fleet AIMEM_MOUNT_ROOT="$h/mnt" \
+    setsid "$bin/sidecar/dockgate-sidecar" >"$h/sidecar.log" 2>&1 </dev/null &
+  record $! "$h/sidecar.pid"
+  cat "$h/engine/dockerd.pid" "$h/engine/registry.pid" >>"$dir/started"
+  wait_for 60 curl -fsS "http://$addr:8000/healthz" || { tail -n 20 "$h/sidecar.log" >&2; return 1; }
+}
+
+# ---- HAProxy ------------------------------------------------------------------------
+haproxy_start() { # haproxy_start N: HAProxy with hosts 1..N, waiting until all are UP
+  local n=$1 k port env=()
+  stop_pid "$dir/haproxy.pid" 10
+  port=$(cat "$dir/port" 2>/dev/null || free_port)
+  echo "$port" >"$dir/port"
+  for ((k = 1; k <= n; k++)); do env+=("FLEET_HOST_$k=$(host_addr "$k"):8000"); done
+  env FLEET_BIND="127.0.0.1:$port" FLEET_ADMIN_SOCKET="$dir/haproxy.sock" "${env[@]}" \
+    setsid haproxy -db -f compose/fleet/haproxy.cfg >>"$dir/haproxy.log" 2>&1 </dev/null &
+  record $! "$dir/haproxy.pid"
+  wait_for 20 servers_up "$n" || { tail -n 20 "$dir/haproxy.log" >&2; fail "HAProxy's servers did not come up"; }
+}
+servers_up() { # servers_up N: HAProxy's runtime API says N servers of new_sessions are UP
+  python3 - "$dir/haproxy.sock" "$1" <<'PY'
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+s.sendall(b"show stat\n")
+out = b""
+while chunk := s.recv(65536):
+    out += chunk
+rows = [line.split(",") for line in out.decode().splitlines() if line.startswith("new_sessions,fleet-")]
+sys.exit(0 if sum(r[17] == "UP" for r in rows) == int(sys.argv[2]) else 1)
+PY
+}
+
+ensure_haproxy() {
+  # HAProxy is for the fleet only, as for scripts/bench.sh (not in install-deps.sh).
+  command -v haproxy >/dev/null || { apt-get update -qq && apt-get install -y -qq --no-install-recommends haproxy; }
+}
+
+# ---- subcommands --------------------------------------------------------------------
+start() {
+  local n=${1:-3}
+  ((n >= 1 && n <= 6)) || fail "N must be 1..6"
+  [[ $(id -u) -eq 0 ]] || fail "run as root (network namespaces, dockerd, FUSE)"
+  ! ip link show "$bridge" >/dev/null 2>&1 || fail "$bridge exists: a fleet runs already (scripts/fleet.sh stop ITS_DIR)"
+  [[ ${SKIP_DEPS:-0} == 1 ]] || scripts/install-deps.sh
+  ensure_haproxy
+  cmake --preset release >/dev/null
+  cmake --build --preset release --target dockgate-proxy dockgate-sidecar dockgate-mount >/dev/null
+  mkdir -p "$dir" && chmod 755 "$dir"
+  echo "$n" >"$dir/hosts"
+  net_up
+  s3_start
+  say "$n hosts (engine, gate, sidecar each), s3rver on $DOCKGATE_TEST_S3_ENDPOINT"
+  local k pids=()
+  for ((k = 1; k <= n; k++)); do host_net_up "$k"; done
+  # The hosts come up side by side (each imports the session image into its own engine).
+  for ((k = 1; k <= n; k++)); do host_start "$k" & pids+=($!); done
+  for k in "${!pids[@]}"; do wait "${pids[k]}" || fail "host $((k + 1)) did not start (logs in $dir/host$((k + 1)))"; done
+  haproxy_start "$n"
+  echo "http://127.0.0.1:$(cat "$dir/port")" >"$dir/url"
+  say "fleet up: $(cat "$dir/url") (HAProxy) -> $(for ((k = 1; k <= n; k++)); do printf '%s:8000 ' "$(host_addr "$k")"; done)"
+}
+
+kill_host() { # kill_host K: SIGKILL every process of host K at once, then its link down
+  local k=$1 pids
+  pids=$(host_pids "$k")
+  # Stopped first, so none of them sees another die and acts (dockerd restarting
+  # containerd, a shim reporting an exit): then all killed.
+  # shellcheck disable=SC2086
+  if [[ -n $pids ]]; then kill -STOP $pids 2>/dev/null || true; kill -KILL $pids 2>/dev/null || true; fi
+  # A dead machine answers nothing: its link goes down, and a connect to it hangs until
+  # its peer gives up. FLEET_KILL_LINK=up leaves the link up: the kernel still answers a
+  # connect with a reset, as after a crash of the programs on a live machine.
+  if [[ ${FLEET_KILL_LINK:-down} == down ]]; then ip link set "dgfleet$k" down; fi
+  echo "fleet.sh: host $k killed ($(wc -w <<<"$pids") processes), its link ${FLEET_KILL_LINK:-down}" >&2
+}
+
+run() {
+  [[ -s $dir/url ]] || fail "no fleet under $dir (scripts/fleet.sh start $dir)"
+  local n engines=() k
+  n=$(cat "$dir/hosts")
+  ((n >= 2)) || fail "run needs at least 2 hosts"
+  for ((k = 1; k <= n; k++)); do engines+=(--engine "fleet-$k=unix://$dir/host$k/engine/docker.sock"); done
+  say "failover: 30 sessions, then host 2 dies"
+  python3 tests/fleet/fleet_client.py failover --url "$(cat "$dir/url")" --key "$api_key" "${engines[@]}" \
+    --victim fleet-2 --kill "$repo/scripts/fleet.sh kill $dir 2" --lease "$lease" --sessions "${SESSIONS:-30}" |
+    tee "$dir/run.out"
+  return "${PIPESTATUS[0]}"
+}
+
+bench() {
+  [[ -s $dir/url ]] || fail "no fleet under $dir (scripts/fleet.sh start $dir)"
+  local n k status=0
+  n=$(cat "$dir/hosts")
+  for ((k = 1; k <= n; k++)); do
+    curl -fsS -o /dev/null "http://$(host_addr "$k"):8000/healthz" || fail "host $k is down: bench needs a fresh start"
+  done
+  : >"$dir/bench.out"
+  for ((k = 1; k <= n; k++)); do
+    haproxy_start "$k"
+    say "bench: $k host(s) in HAProxy, ${SESSIONS:-50} sessions, print(1) cells for ${SECONDS_PER_RUN:-20} s"
+    python3 tests/fleet/fleet_client.py bench --url "$(cat "$dir/url")" --key "$api_key" --tag "hosts=$k" \
+      --sessions "${SESSIONS:-50}" --seconds "${SECONDS_PER_RUN:-20}" | tee -a "$dir/bench.out" || status=1
+  done
+  haproxy_start "$n"
+  python3 - "$dir/bench.out" <<'PY'
+import json, sys
+rows = [json.loads(l[7:]) for l in open(sys.argv[1]) if l.startswith("RESULT ")]
+print(f"{'hosts':>6}{'sessions':>10}{'cells/s':>10}{'p50 ms':>8}{'vs 1 host':>11}")
+for r in rows:
+    print(f"{r['tag'].split('=')[1]:>6}{r['sessions']:>10}{r['cells_per_s']:>10.1f}{r['p50_ms']:>8.0f}"
+          f"{r['cells_per_s'] / rows[0]['cells_per_s']:>11.2f}")
+PY
+  return "$status"
+}
+
+host_stop() { # host_stop K: sidecar, gate, engine of host K; what a killed host left
+  local k=$1 h=$dir/host$1 pids
+  # The sidecar first: it ends its sessions (unmounting their workspaces) through the gate.
+  stop_pid "$h/sidecar.pid" 30
+  if alive "$h/gate.pid" && [[ -S $h/engine/docker.sock ]]; then
+    docker -H "unix://$h/engine/docker.sock" ps -aq | xargs -r docker -H "unix://$h/engine/docker.sock" rm -f >/dev/null 2>&1 || true
+  fi
+  stop_pid "$h/gate.pid" 10
+  if [[ -e /run/netns/dgfleet-$k ]]; then nsenter --net="/run/netns/dgfleet-$k" scripts/engine.sh stop "$h/engine" || true
+  else scripts/engine.sh stop "$h/engine" || true; fi
+  # What a killed host leaves: its s3fs processes (their FUSE mounts are unmounted below).
+  pids=$(host_pids "$k")
+  # shellcheck disable=SC2086
+  if [[ -n $pids ]]; then kill -KILL $pids 2>/dev/null || true; sleep 0.5; fi
+}
+
+stop() {
+  [[ -d $dir ]] || return 0
+  local k n=6 pids left_pids=""
+  [[ -s $dir/hosts ]] && n=$(cat "$dir/hosts")
+  stop_pid "$dir/haproxy.pid" 10
+  # The hosts side by side: each sidecar ends its sessions, then its gate and engine stop.
+  local stops=()
+  for ((k = 1; k <= n; k++)); do
+    [[ -d $dir/host$k ]] || continue
+    host_stop "$k" &
+    stops+=($!)
+  done
+  for k in "${stops[@]}"; do wait "$k" || true; done
+  # Every mount under DIR (FUSE workspaces, dockerd's layers of a killed engine), deepest first.
+  { grep -o " $dir/[^ ]*" /proc/mounts || true; } | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
+  for ((k = 1; k <= n; k++)); do
+    left_pids+=$(host_pids "$k" | sed 's/^./ &/')
+    ip netns del "dgfleet-$k" 2>/dev/null || true
+    ip link del "dgfleet$k" 2>/dev/null || true
+  done
+  ip link del "$bridge" 2>/dev/null || true
+  if [[ -d $dir/s3 ]]; then scripts/s3rver.sh stop "$dir/s3" || true; fi
+  # What is left, said: nothing of the fleet may run or be mounted.
+  local left_mounts p
+  left_mounts=$(grep -c " $dir/" /proc/mounts || true)
+  while read -r p; do
+    if kill -0 "$p" 2>/dev/null; then left_pids+=" $p"; fi
+  done < <(cat "$dir/started" 2>/dev/null || true)
+  rm -rf "$dir"
+  if [[ $left_mounts != 0 || -n $left_pids ]] || ip link show "$bridge" >/dev/null 2>&1; then
+    echo "fleet.sh: left behind: $left_mounts mounts, processes:${left_pids:- none}" >&2
+    return 1
+  fi
+  echo "fleet.sh: stopped; nothing of the fleet runs or is mounted (checked /proc/mounts and the recorded PIDs)"
+}
+
+smoke() {
+  dir=$(mktemp -d /tmp/dockgate-fleet.XXXXXX)
+  # Stopped on any exit; a stop that leaves something behind fails the smoke too.
+  # shellcheck disable=SC2154  # rc is the trap's own
+  trap 'rc=$?; stop || rc=1; exit $rc' EXIT
+  ensure_haproxy
+  say "haproxy.cfg's routing, against stub sidecars"
+  python3 tests/fleet/haproxy_routing_test.py
+  start 3
+  run
+}
+
+cmd=${1:?usage: fleet.sh start DIR [N] | run DIR | bench DIR | stop DIR | smoke}
+if [[ $cmd != smoke ]]; then
+  dir=${2:?usage: fleet.sh $cmd DIR}
+  mkdir -p "$(dirname "$dir")"
+  dir=$(cd "$(dirname "$dir")" && pwd)/$(basename "$dir")
+fi
+case $cmd in
+  start) start "${3:-3}" ;;
+  run) run ;;
+  bench) bench ;;
+  stop) stop ;;
+  kill) kill_host "${3:?usage: fleet.sh kill DIR K}" ;;
+  smoke) smoke ;;
+  *) echo "usage: fleet.sh start DIR [N] | run DIR | bench DIR | stop DIR | smoke" >&2; exit 2 ;;
+esac
