@@ -50,10 +50,13 @@ start() {
   ip link add "$bridge" type bridge 2>/dev/null || true
   ip link set "$bridge" up
   echo "$bridge" >"$dir/bridge"
+  # DOCKGATE_DOCKERD_ARGS: more flags, split on spaces (scripts/fleet.sh: --cgroup-parent).
+  local more=()
+  read -r -a more <<<"${DOCKGATE_DOCKERD_ARGS:-}"
   dockerd \
     --data-root "$dir/data" --exec-root "$dir/exec" --pidfile "$dir/dockerd.pid" \
     --host "unix://$sock" --bridge "$bridge" --iptables=false --ip-masq=false \
-    --add-runtime crun=/usr/bin/crun \
+    --add-runtime crun=/usr/bin/crun "${more[@]}" \
     >"$dir/dockerd.log" 2>&1 &
   if ! wait_for 60 docker -H "unix://$sock" version; then
     echo "engine.sh: dockerd did not come up; log follows" >&2

@@ -34,7 +34,6 @@ bridge=dgfleet0
 say() { printf '== %s\n' "$*"; }
 fail() { echo "fleet.sh: $*" >&2; exit 1; }
 alive() { [[ -s $1 ]] && kill -0 "$(cat "$1")" 2>/dev/null; }
-in_host() { local k=$1; shift; nsenter --net="/run/netns/dgfleet-$k" "$@"; }
 host_addr() { echo "10.77.0.1$1"; }
 free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
@@ -108,6 +107,39 @@ host_net_up() { # host_net_up K: the namespace, its veth into the bridge, lo
   ip -n "dgfleet-$k" link set lo up
 }
 
+# ---- a host's CPU -------------------------------------------------------------------
+# Every process of host K (engine, gate, sidecar, s3fs, and the session containers, through
+# dockerd's --cgroup-parent) runs in the CPU cgroup dgfleet-K, so that `bench` can give each
+# host a CPU budget of its own (FLEET_HOST_CPUS) as separate machines would have: on one
+# machine the hosts otherwise share the same cores, and adding hosts adds no capacity.
+# A session's container is held to SANDBOX_CPUS=0.5 here: cgroup v1 refuses a host budget
+# below a container's own quota.
+# cgroup v1's cpu hierarchy, or v2's unified one.
+cg_dir() { if [[ -e /sys/fs/cgroup/cgroup.controllers ]]; then echo "/sys/fs/cgroup/dgfleet-$1"; else echo "/sys/fs/cgroup/cpu/dgfleet-$1"; fi; }
+cg_make() {
+  local cg; cg=$(cg_dir "$1")
+  if [[ -e /sys/fs/cgroup/cgroup.controllers ]]; then echo +cpu >/sys/fs/cgroup/cgroup.subtree_control 2>/dev/null || true; fi
+  mkdir -p "$cg"
+}
+cg_quota() { # cg_quota K CPUS|max: host K's CPU budget
+  local cg us=max; cg=$(cg_dir "$1")
+  [[ $2 == max ]] || us=$(awk -v c="$2" 'BEGIN { printf "%d", c * 100000 }')
+  if [[ -e /sys/fs/cgroup/cgroup.controllers ]]; then
+    echo "$us 100000" >"$cg/cpu.max"
+  else
+    echo 100000 >"$cg/cpu.cfs_period_us"
+    if [[ $us == max ]]; then echo -1 >"$cg/cpu.cfs_quota_us"; else echo "$us" >"$cg/cpu.cfs_quota_us"; fi
+  fi
+}
+cg_remove() { # host K's cgroups, in every hierarchy dockerd made them in (v1) or the one (v2)
+  local cg
+  for cg in /sys/fs/cgroup/dgfleet-"$1" /sys/fs/cgroup/*/dgfleet-"$1"; do
+    [[ -d $cg ]] && find "$cg" -depth -type d -exec rmdir {} \; 2>/dev/null || true
+  done
+}
+# in_cg K PROGRAM...: PROGRAM in host K's network namespace and CPU cgroup
+in_cg() { local k=$1; shift; nsenter --net="/run/netns/dgfleet-$k" sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$(cg_dir "$k")" "$@"; }
+
 # ---- the object store ---------------------------------------------------------------
 s3_start() { # s3rver (with S3's conditional writes: the store's leases) on the bridge
   local s3=$dir/s3
@@ -122,22 +154,23 @@ s3_start() { # s3rver (with S3's conditional writes: the store's leases) on the 
 host_start() { # host_start K: engine, gate and sidecar of host K (its network is up)
   local k=$1 h=$dir/host$1
   mkdir -p "$h/mnt" && chmod 755 "$h/mnt"
-  in_host "$k" scripts/engine.sh start "$h/engine" >"$h/engine-start.log" 2>&1 ||
+  cg_make "$k"
+  DOCKGATE_DOCKERD_ARGS="--cgroup-parent=/dgfleet-$k" in_cg "$k" scripts/engine.sh start "$h/engine" >"$h/engine-start.log" 2>&1 ||
     { tail -n 20 "$h/engine-start.log" >&2; return 1; }
   # The gate's policy: the sandbox profile with its workspace root at this host's mount
   # root; root's file, not writable by others (the gate refuses anything else).
   sed "s|\"/mnt/aimem\"|\"$h/mnt\"|" compose/policies/sandbox.json >"$h/sandbox.json.tmp"
   install -m 0644 "$h/sandbox.json.tmp" "$h/sandbox.json" && rm -f "$h/sandbox.json.tmp"
   # nsenter and setsid exec the program: $! is its PID.
-  nsenter --net="/run/netns/dgfleet-$k" setsid "$bin/proxy/dockgate-proxy" --upstream "unix://$h/engine/docker.sock" \
+  in_cg "$k" setsid "$bin/proxy/dockgate-proxy" --upstream "unix://$h/engine/docker.sock" \
     --listen "unix://$h/gate.sock" --policy "$h/sandbox.json" >"$h/gate-audit.log" 2>"$h/gate.log" </dev/null &
   record $! "$h/gate.pid"
   wait_for 20 test -S "$h/gate.sock" || { tail -n 20 "$h/gate.log" >&2; return 1; }
   local addr; addr=$(host_addr "$k")
-  nsenter --net="/run/netns/dgfleet-$k" env -u SANDBOX_ALLOW_NO_AUTH -u AWS_CA_BUNDLE \
+  in_cg "$k" env -u SANDBOX_ALLOW_NO_AUTH -u AWS_CA_BUNDLE \
     DOCKER_HOST="unix://$h/gate.sock" SANDBOX_LISTEN="$addr:8000" SANDBOX_FLEET_URL="http://$addr:8000" \
     SANDBOX_INSTANCE="fleet-$k" SANDBOX_INSTANCE_LEASE_S="$lease" SANDBOX_API_KEY="$api_key" \
-    SANDBOX_IMAGE="$image" SANDBOX_PULL_ON_START=0 SANDBOX_WARM_POOL=0 \
+    SANDBOX_IMAGE="$image" SANDBOX_PULL_ON_START=0 SANDBOX_WARM_POOL=0 SANDBOX_CPUS=0.5 \
     SANDBOX_MAX_SESSIONS=120 SANDBOX_MAX_CONCURRENT_EXECS=64 SANDBOX_MAX_CONCURRENT_CREATES=8 \
     SANDBOX_WORKSPACE_MODE=fuse SANDBOX_MOUNT_COMMAND="$bin/mount/dockgate-mount" \
     AIMEM_BUCKET="$DOCKGATE_TEST_S3_BUCKET" AIMEM_ENDPOINT="$DOCKGATE_TEST_S3_ENDPOINT" \
@@ -240,6 +273,10 @@ bench() {
     curl -fsS -o /dev/null "http://$(host_addr "$k"):8000/healthz" || fail "host $k is down: bench needs a fresh start"
   done
   : >"$dir/bench.out"
+  # Each host a CPU budget of its own, as a machine of its own would have.
+  local cpus=${FLEET_HOST_CPUS:-0.6}
+  for ((k = 1; k <= n; k++)); do cg_quota "$k" "$cpus"; done
+  say "bench: each host limited to $cpus CPU (FLEET_HOST_CPUS; cgroup dgfleet-K)"
   for ((k = 1; k <= n; k++)); do
     haproxy_start "$k"
     say "bench: $k host(s) in HAProxy, ${SESSIONS:-50} sessions, print(1) cells for ${SECONDS_PER_RUN:-20} s"
@@ -247,6 +284,7 @@ bench() {
       --sessions "${SESSIONS:-50}" --seconds "${SECONDS_PER_RUN:-20}" | tee -a "$dir/bench.out" || status=1
   done
   haproxy_start "$n"
+  for ((k = 1; k <= n; k++)); do cg_quota "$k" max; done
   python3 - "$dir/bench.out" <<'PY'
 import json, sys
 rows = [json.loads(l[7:]) for l in open(sys.argv[1]) if l.startswith("RESULT ")]
@@ -293,6 +331,7 @@ stop() {
     left_pids+=$(host_pids "$k" | sed 's/^./ &/')
     ip netns del "dgfleet-$k" 2>/dev/null || true
     ip link del "dgfleet$k" 2>/dev/null || true
+    cg_remove "$k"
   done
   ip link del "$bridge" 2>/dev/null || true
   if [[ -d $dir/s3 ]]; then scripts/s3rver.sh stop "$dir/s3" || true; fi
