@@ -8,7 +8,8 @@
 #                                    dies (SIGKILL); every session asked again: sessions
 #                                    moved, time to take over, files lost
 #   scripts/fleet.sh bench DIR       cells/s at 50 concurrent sessions through HAProxy with
-#                                    1, 2, ... N hosts in it (a fresh start: every host live)
+#                                    1, 2, ... N hosts in it (a fresh start: every host live),
+#                                    each host held to FLEET_HOST_CPUS (0.6) CPU meanwhile
 #   scripts/fleet.sh stop DIR        everything stopped, unmounted and removed
 #   scripts/fleet.sh smoke           the routing test (tests/fleet/haproxy_routing_test.py),
 #                                    then start, run and stop in a temporary directory; exit 1
