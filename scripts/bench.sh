@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # End-to-end benchmark: the same requests direct to a private dockerd, through
-# dockgate-proxy (release build, docker-cli profile) and through HAProxy configured as
-# Tecnativa's docker-socket-proxy (tests/bench/haproxy.cfg), in one run, alternating
-# rounds. Needs root.
+# dockgate-proxy (release build, docker-cli profile), through HAProxy configured as
+# Tecnativa's docker-socket-proxy (tests/bench/haproxy.cfg), and through nginx as an HTTP
+# proxy with keep-alive to the daemon (tests/bench/nginx-http.conf) and as a bare `stream`
+# relay (tests/bench/nginx-stream.conf, the floor: it parses nothing), in one run,
+# alternating rounds. Needs root.
 #
 #   scripts/bench.sh            the full run (a few minutes)
 #   scripts/bench.sh --smoke    every scenario, small: well under 90 s once built
@@ -16,6 +18,19 @@ scripts/install-deps.sh
 # HAProxy is for this bench only, so it is not in install-deps.sh (which scripts/run.sh
 # also runs on a user's machine, where the package would enable a haproxy service).
 command -v haproxy >/dev/null || { apt-get update -qq && apt-get install -y -qq --no-install-recommends haproxy; }
+# nginx the same way, with its service kept from starting (a policy-rc.d for the install:
+# the package would otherwise start nginx on port 80); the stream module is its own package.
+if [[ ! -x /usr/sbin/nginx || ! -e /usr/lib/nginx/modules/ngx_stream_module.so ]]; then
+  own_policy=0
+  if [[ ! -e /usr/sbin/policy-rc.d ]]; then
+    printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d && chmod 755 /usr/sbin/policy-rc.d
+    own_policy=1
+  fi
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends nginx-light libnginx-mod-stream
+  [[ $own_policy == 1 ]] && rm -f /usr/sbin/policy-rc.d
+  if [[ -d /run/systemd/system ]]; then systemctl disable --now nginx.service >/dev/null 2>&1 || true; fi
+fi
 cmake --preset release >/dev/null
 cmake --build --preset release --target dockgate-proxy dockgate-load
 
@@ -31,6 +46,8 @@ nofile=$(ulimit -n)
 work=$(mktemp -d /tmp/dockgate-bench.XXXXXX)
 proxy_pid=
 haproxy_pid=
+nginx_http_pid=
+nginx_stream_pid=
 stop_child() { # stop_child PID: TERM, wait for it
   [[ -n $1 ]] || return 0
   kill "$1" 2>/dev/null || true
@@ -43,6 +60,8 @@ cleanup() {
   fi
   stop_child "$proxy_pid"
   stop_child "$haproxy_pid"
+  stop_child "$nginx_http_pid"
+  stop_child "$nginx_stream_pid"
   scripts/engine.sh stop "$work/engine" || true
   rm -rf "$work"
   echo "bench.sh: done in $SECONDS s"
@@ -79,6 +98,27 @@ env ALLOW_RESTARTS=0 ALLOW_START=0 ALLOW_STOP=0 AUTH=0 BUILD=0 COMMIT=0 CONFIGS=
 haproxy_pid=$!
 wait_for_socket "$work/haproxy.sock" haproxy "$work/haproxy.err"
 
+# nginx, both ways, in the foreground (daemon off): $! is the master. Its CPU and memory
+# are counted over the master and its workers.
+for mode in http stream; do
+  mkdir -p "$work/nginx-$mode-tmp"
+  sed -e "s|@WORK@|$work|g" -e "s|@ENGINE_SOCKET@|$engine_sock|" \
+    "tests/bench/nginx-$mode.conf" >"$work/nginx-$mode.conf"
+  prlimit --nofile="$nofile:$nofile" nginx -p "$work/nginx-$mode-tmp/" -e "$work/nginx-$mode.err" \
+    -c "$work/nginx-$mode.conf" >/dev/null 2>>"$work/nginx-$mode.err" &
+  printf -v "nginx_${mode}_pid" %s $!
+  wait_for_socket "$work/nginx-$mode.sock" "nginx ($mode)" "$work/nginx-$mode.err"
+done
+nginx_pids() { # nginx_pids MASTER: the master and its workers, comma-separated
+  local workers
+  for _ in $(seq 50); do
+    workers=$(pgrep -P "$1" | paste -sd, -)
+    [[ -n $workers ]] && break
+    sleep 0.1
+  done
+  echo "$1,$workers"
+}
+
 # Containers are created through the gate, so that the docker-cli profile owns them (the
 # gate's list shows only those), and addressed by full ID (a name costs the gate an
 # inspect per request). The first is inspected and runs the exec streams; five make the list.
@@ -87,11 +127,17 @@ for _ in 1 2 3 4; do
   DOCKER_HOST="unix://$work/proxy.sock" docker run -d "$DOCKGATE_TEST_IMAGE" sleep 3600 >/dev/null
 done
 
+nginx_http=$(nginx_pids "$nginx_http_pid")
+nginx_stream=$(nginx_pids "$nginx_stream_pid")
 echo "== dockgate-proxy pid $proxy_pid, haproxy $(haproxy -v | head -n1 | cut -d' ' -f3) pid $haproxy_pid," \
+  "$(nginx -v 2>&1 | cut -d' ' -f3) http pids $nginx_http, stream pids $nginx_stream," \
   "dockerd pid $dockerd_pid, descriptor limit $nofile"
 build/release/tests/bench/dockgate-load \
   --target "direct=$DOCKGATE_TEST_ENGINE" \
   --target "dockgate=unix://$work/proxy.sock" --relay-pid "dockgate=$proxy_pid" \
   --target "haproxy=unix://$work/haproxy.sock" --relay-pid "haproxy=$haproxy_pid" \
+  --target "nginx-http=unix://$work/nginx-http.sock" --relay-pid "nginx-http=$nginx_http" \
+  --target "nginx-stream=unix://$work/nginx-stream.sock" --relay-pid "nginx-stream=$nginx_stream" \
+  --versus dockgate=nginx-stream --versus dockgate=nginx-http \
   --dockerd-pid "$dockerd_pid" --container "$id" --list "$@"
 echo "bench.sh: $SECONDS s so far (the engine's stop follows)" >&2

@@ -2,7 +2,8 @@
 // the Docker socket with the socket itself in one run.
 //
 //   dockgate-load --target direct=unix:///run/docker.sock --target dockgate=unix:///run/dg.sock
-//                 [--target haproxy=unix:///run/hap.sock] [--relay-pid NAME=PID]...
+//                 [--target haproxy=unix:///run/hap.sock] [--relay-pid NAME=PID[,PID...]]...
+//                 [--versus A=B]...
 //                 [--dockerd-pid PID] [--container ID] [--list] [--smoke]
 //                 [--connections 1,10,50] [--seconds S] [--rounds R]
 //                 [--exec-bytes N] [--exec-rounds R] [--held 1000,10000] [--held-stall S]
@@ -18,6 +19,7 @@
 //     resident memory and open descriptors at the start and idle after the load;
 //   - with --dockerd-pid and --relay-pid, CPU time per request of the relay process and of
 //     dockerd (for the reference target: dockerd alone).
+// --versus A=B adds a column of A ÷ B (dockgate against the bare relay).
 // Prints the details as it goes, then one markdown table. Exit status 1 when a request
 // failed or a stream came back short, never because of a ratio.
 #include <sys/resource.h>
@@ -48,11 +50,13 @@ namespace bench = dockgate::bench;
 struct target {
   std::string name;
   endpoint ep;
-  std::optional<pid_t> relay_pid;  // the process between client and daemon; none for direct
+  // The processes between client and daemon (nginx: master and workers); none for direct.
+  std::vector<pid_t> relay_pid;
 };
 
 struct options {
   std::vector<target> targets;
+  std::vector<std::pair<std::string, std::string>> versus;  // --versus A=B: a column A ÷ B
   std::optional<pid_t> dockerd_pid;
   std::string container;
   bool list = false;
@@ -95,7 +99,7 @@ std::pair<std::string, std::string> split_pair(const std::string& text) {
 
 options parse_options(int argc, char** argv) {
   options o;
-  std::map<std::string, pid_t> relay_pids;
+  std::map<std::string, std::vector<pid_t>> relay_pids;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--list") {
@@ -118,10 +122,17 @@ options parse_options(int argc, char** argv) {
       std::string error;
       auto ep = dockgate::common::parse_endpoint(url, &error);
       if (!ep) usage(url + ": " + error);
-      o.targets.push_back({name, *ep, std::nullopt});
+      o.targets.push_back({name, *ep, {}});
     } else if (a == "--relay-pid") {
       auto [name, pid] = split_pair(v);
-      relay_pids[name] = static_cast<pid_t>(std::atol(pid.c_str()));
+      // PID[,PID...]: a relay of several processes is measured as their sum.
+      for (std::size_t at = 0; at <= pid.size();) {
+        const auto comma = std::min(pid.find(',', at), pid.size());
+        relay_pids[name].push_back(static_cast<pid_t>(std::atol(pid.substr(at, comma - at).c_str())));
+        at = comma + 1;
+      }
+    } else if (a == "--versus") {
+      o.versus.push_back(split_pair(v));
     } else if (a == "--dockerd-pid") {
       o.dockerd_pid = static_cast<pid_t>(std::atol(v.c_str()));
     } else if (a == "--container") {
@@ -185,7 +196,9 @@ struct row {
 
 class report {
  public:
-  explicit report(const std::vector<target>& targets) : targets_(targets) {}
+  // `versus`: more ratio columns, target ÷ target, by index (dockgate ÷ the bare relay).
+  report(const std::vector<target>& targets, std::vector<std::pair<std::size_t, std::size_t>> versus)
+      : targets_(targets), versus_(std::move(versus)) {}
 
   void add(row r) { rows_.push_back(std::move(r)); }
   void note(std::string text) { notes_.push_back(std::move(text)); }
@@ -195,8 +208,10 @@ class report {
     for (auto& t : targets_) std::printf(" %s |", t.name.c_str());
     for (std::size_t i = 1; i < targets_.size(); ++i)
       std::printf(" %s ÷ %s |", targets_[i].name.c_str(), targets_[0].name.c_str());
+    for (auto [a, b] : versus_)
+      std::printf(" %s ÷ %s |", targets_[a].name.c_str(), targets_[b].name.c_str());
     std::printf("\n|---|");
-    for (std::size_t i = 1; i < 2 * targets_.size(); ++i) std::printf("---:|");
+    for (std::size_t i = 1; i < 2 * targets_.size() + versus_.size(); ++i) std::printf("---:|");
     std::printf("\n");
     for (auto& r : rows_) print_row(r);
     for (auto& n : notes_) std::printf("\n%s", n.c_str());
@@ -218,10 +233,17 @@ class report {
       else
         std::printf(" — |");
     }
+    for (auto [a, b] : versus_) {
+      if (r.values[a] && r.values[b] && *r.values[b] > 0)
+        std::printf(" %.2f |", *r.values[a] / *r.values[b]);
+      else
+        std::printf(" — |");
+    }
     std::printf("\n");
   }
 
   const std::vector<target>& targets_;
+  std::vector<std::pair<std::size_t, std::size_t>> versus_;
   std::vector<row> rows_;
   std::vector<std::string> notes_;
 };
@@ -234,7 +256,7 @@ struct cpu_sample {
 
 cpu_sample sample_cpu(const target& t, const options& o) {
   cpu_sample s;
-  if (t.relay_pid) s.relay_us = bench::cpu_us(*t.relay_pid);
+  if (!t.relay_pid.empty()) s.relay_us = bench::cpu_us(t.relay_pid);
   if (o.dockerd_pid) s.dockerd_us = bench::cpu_us(*o.dockerd_pid);
   return s;
 }
@@ -260,7 +282,7 @@ void add_cpu_rows(report& rep, const std::string& label, const std::string& unit
   row daemon{label + ": CPU µs/" + unit + " of dockerd", {}, 1};
   for (std::size_t i = 0; i < targets.size(); ++i) {
     const bool reference = i == 0;
-    const bool have_relay = reference ? cpu[i].dockerd : (targets[i].relay_pid && cpu[i].relay);
+    const bool have_relay = reference ? cpu[i].dockerd : (!targets[i].relay_pid.empty() && cpu[i].relay);
     const double relay_us = reference ? cpu[i].dockerd_us : cpu[i].relay_us;
     relay.values.push_back(have_relay && units[i] > 0 ? std::optional(relay_us / units[i])
                                                       : std::nullopt);
@@ -347,7 +369,7 @@ struct held_measure {
 
 // The relay's descriptor count once it stops falling (closing thousands of connections
 // takes a loaded relay a while): unchanged for 1 s, back to `floor`, or 10 s passed.
-long settled_fds(pid_t pid, long floor) {
+long settled_fds(const std::vector<pid_t>& pid, long floor) {
   long last = bench::open_fds(pid).value_or(0);
   int unchanged_ms = 0;
   for (int waited_ms = 0; last > floor && unchanged_ms < 1000 && waited_ms < 10000;
@@ -362,8 +384,8 @@ long settled_fds(pid_t pid, long floor) {
 
 held_measure hold_and_measure(const options& o, const target& t, int count) {
   held_measure m;
-  m.rss_before = bench::rss_kib(*t.relay_pid).value_or(0);
-  m.fds_before = bench::open_fds(*t.relay_pid).value_or(0);
+  m.rss_before = bench::rss_kib(t.relay_pid).value_or(0);
+  m.fds_before = bench::open_fds(t.relay_pid).value_or(0);
   {
     bench::held_streams streams(t.ep, bench::request("GET", "/v1.41/events"));
     const auto start = std::chrono::steady_clock::now();
@@ -372,11 +394,11 @@ held_measure hold_and_measure(const options& o, const target& t, int count) {
     // Let the relay settle its buffers: dockgate gives the blocks of the opening burst
     // back at its next quiet watchdog tick (within 2 s); HAProxy keeps its pools.
     std::this_thread::sleep_for(std::chrono::milliseconds(2500));
-    m.rss_after = bench::rss_kib(*t.relay_pid).value_or(0);
+    m.rss_after = bench::rss_kib(t.relay_pid).value_or(0);
     m.held = streams.held();
     m.failed = streams.failed();
   }
-  m.fds_left = settled_fds(*t.relay_pid, m.fds_before);
+  m.fds_left = settled_fds(t.relay_pid, m.fds_before);
   return m;
 }
 
@@ -397,7 +419,7 @@ void held_scenario(const options& o, report& rep, int count) {
   row r{label + ": KiB RSS per stream", {std::nullopt}, 1};
   for (std::size_t i = 1; i < o.targets.size(); ++i) {
     const auto& t = o.targets[i];
-    if (!t.relay_pid) {
+    if (t.relay_pid.empty()) {
       r.values.push_back(std::nullopt);
       continue;
     }
@@ -415,7 +437,7 @@ void held_scenario(const options& o, report& rep, int count) {
                std::to_string(m.held) + " held.");
     if (m.fds_left > m.fds_before + 2) {
       release_dead_streams(o);
-      const long after_event = settled_fds(*t.relay_pid, m.fds_before);
+      const long after_event = settled_fds(t.relay_pid, m.fds_before);
       rep.note(label + " via " + t.name + ": " + std::to_string(m.fds_left - m.fds_before) +
                " more descriptors open than before, after the count stopped falling once the "
                "clients closed "
@@ -435,7 +457,7 @@ row relay_row(const options& o, const std::string& label, Read read) {
   row r{label, {std::nullopt}, 0};
   for (std::size_t i = 1; i < o.targets.size(); ++i) {
     const auto& t = o.targets[i];
-    auto v = t.relay_pid ? read(*t.relay_pid) : std::nullopt;
+    auto v = !t.relay_pid.empty() ? read(t.relay_pid) : std::nullopt;
     r.values.push_back(v ? std::optional(static_cast<double>(*v)) : std::nullopt);
   }
   return r;
@@ -446,9 +468,16 @@ row relay_row(const options& o, const std::string& label, Read read) {
 int main(int argc, char** argv) {
   const options o = parse_options(argc, argv);
   raise_descriptor_limit();
-  report rep(o.targets);
-  const row rss_start = relay_row(o, "VmRSS KiB at start", bench::rss_kib);
-  const row fds_start = relay_row(o, "open descriptors at start", bench::open_fds);
+  std::vector<std::pair<std::size_t, std::size_t>> versus;
+  auto index_of = [&](const std::string& name) {
+    auto it = std::find_if(o.targets.begin(), o.targets.end(), [&](const target& t) { return t.name == name; });
+    if (it == o.targets.end()) usage("--versus names an unknown target: " + name);
+    return static_cast<std::size_t>(it - o.targets.begin());
+  };
+  for (auto& [a, b] : o.versus) versus.emplace_back(index_of(a), index_of(b));
+  report rep(o.targets, versus);
+  const row rss_start = relay_row(o, "VmRSS KiB at start", [](const std::vector<pid_t>& p) { return bench::rss_kib(p); });
+  const row fds_start = relay_row(o, "open descriptors at start", [](const std::vector<pid_t>& p) { return bench::open_fds(p); });
 
   std::printf("%d round(s) of %.1f s per target and scenario; keep-alive; targets:", o.rounds,
               o.seconds);
@@ -472,9 +501,9 @@ int main(int argc, char** argv) {
 
   std::this_thread::sleep_for(std::chrono::seconds(2));  // every connection closed and reaped
   rep.add(rss_start);
-  rep.add(relay_row(o, "VmRSS KiB idle after the load", bench::rss_kib));
+  rep.add(relay_row(o, "VmRSS KiB idle after the load", [](const std::vector<pid_t>& p) { return bench::rss_kib(p); }));
   rep.add(fds_start);
-  rep.add(relay_row(o, "open descriptors idle after the load", bench::open_fds));
+  rep.add(relay_row(o, "open descriptors idle after the load", [](const std::vector<pid_t>& p) { return bench::open_fds(p); }));
   rep.print();
   if (failures) std::fprintf(stderr, "dockgate-load: %d scenario run(s) had errors\n", failures);
   return failures ? 1 : 0;

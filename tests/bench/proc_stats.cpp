@@ -64,4 +64,28 @@ std::optional<double> cpu_us(pid_t pid) {
   return static_cast<double>(utime + stime) * 1e6 / static_cast<double>(::sysconf(_SC_CLK_TCK));
 }
 
+namespace {
+template <class T, class Read>
+std::optional<T> summed(const std::vector<pid_t>& pids, Read read) {
+  if (pids.empty()) return std::nullopt;
+  T total{};
+  for (pid_t pid : pids) {
+    auto v = read(pid);
+    if (!v) return std::nullopt;
+    total += *v;
+  }
+  return total;
+}
+}  // namespace
+
+std::optional<long> rss_kib(const std::vector<pid_t>& pids) {
+  return summed<long>(pids, [](pid_t p) { return rss_kib(p); });
+}
+std::optional<long> open_fds(const std::vector<pid_t>& pids) {
+  return summed<long>(pids, [](pid_t p) { return open_fds(p); });
+}
+std::optional<double> cpu_us(const std::vector<pid_t>& pids) {
+  return summed<double>(pids, [](pid_t p) { return cpu_us(p); });
+}
+
 }  // namespace dockgate::bench

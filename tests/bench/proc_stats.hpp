@@ -4,6 +4,7 @@
 #include <sys/types.h>
 
 #include <optional>
+#include <vector>
 
 namespace dockgate::bench {
 
@@ -16,5 +17,11 @@ std::optional<long> open_fds(pid_t pid);
 // utime + stime of /proc/PID/stat (every thread of the process), in microseconds. The
 // kernel counts in clock ticks (usually 10 ms), so callers measure over whole rounds.
 std::optional<double> cpu_us(pid_t pid);
+
+// The same, summed over the processes of one relay (nginx: its master and workers); none
+// when any of them cannot be read.
+std::optional<long> rss_kib(const std::vector<pid_t>& pids);
+std::optional<long> open_fds(const std::vector<pid_t>& pids);
+std::optional<double> cpu_us(const std::vector<pid_t>& pids);
 
 }  // namespace dockgate::bench
