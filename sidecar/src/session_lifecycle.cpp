@@ -27,6 +27,27 @@ namespace dockgate::sidecar {
 
 using namespace std::chrono_literals;
 
+namespace {
+
+// A place of the create queue (SANDBOX_MAX_CONCURRENT_CREATES), given back on every path.
+struct create_slot {
+  std::counting_semaphore<1 << 20>& slots;
+  ~create_slot() { slots.release(); }
+};
+
+// A FUSE workspace mounted for a session that is not up yet: unmounted again unless the
+// session came up (armed cleared).
+struct mount_guard {
+  const workspace_mounts& mounts;
+  std::string sid;
+  bool armed = false;
+  ~mount_guard() {
+    if (armed) mounts.unmount(sid);
+  }
+};
+
+}  // namespace
+
 session_lifecycle::session_lifecycle(const config& c, const client::engine& docker,
                                      session_containers& containers, session_registry& registry,
                                      archive_store& archives, const workspace_mounts& mounts,
@@ -61,10 +82,7 @@ http_reply session_lifecycle::create_session(const http_request& r) {
 
   if (!create_slots_.try_acquire_for(std::chrono::seconds(config_.queue_timeout_seconds)))
     return detail(429, "session create queue is full");
-  struct release {
-    std::counting_semaphore<1 << 20>& s;
-    ~release() { s.release(); }
-  } slot{create_slots_};
+  create_slot slot{create_slots_};
 
   // A warm container when the pool has one ready (or one nearly: the one being made now,
   // as far along as a create of this request's own would be): created, started and its
@@ -85,14 +103,7 @@ http_reply session_lifecycle::create_session(const http_request& r) {
   if (kernel_kind) s->kernel = *kernel_kind;
   // A FUSE workspace is its own storage (the bucket prefix of the archive key): mounted
   // before the container exists, unmounted again if the session does not come up.
-  struct mount_guard {
-    const workspace_mounts& mounts;
-    std::string sid;
-    bool armed = false;
-    ~mount_guard() {
-      if (armed) mounts.unmount(sid);
-    }
-  } mounted{mounts_, sid};
+  mount_guard mounted{mounts_, sid};
   if (s->fuse) {
     s->storage.reset();
     if (auto problem = mounts_.mount(sid, s->archive_key))
@@ -464,10 +475,7 @@ void session_lifecycle::forget_record(std::string_view sid) {
 std::optional<http_reply> session_lifecycle::take_over(const session_record& record) {
   if (!create_slots_.try_acquire_for(std::chrono::seconds(config_.queue_timeout_seconds)))
     return detail(429, "session create queue is full");
-  struct release {
-    std::counting_semaphore<1 << 20>& s;
-    ~release() { s.release(); }
-  } slot{create_slots_};
+  create_slot slot{create_slots_};
   if (!containers_.image_seen() && !containers_.image_present())
     return detail(503, "sandbox image not available yet: " + config_.image);
   auto s = std::make_shared<session>();
@@ -486,14 +494,7 @@ std::optional<http_reply> session_lifecycle::take_over(const session_record& rec
   mounts_.unmount(s->id);  // a mount left by an earlier hold of it on this host
   if (auto problem = mounts_.mount(s->id, s->archive_key))
     return detail(500, "workspace mount failed: " + *problem);
-  struct mount_guard {
-    const workspace_mounts& mounts;
-    std::string sid;
-    bool armed = true;
-    ~mount_guard() {
-      if (armed) mounts.unmount(sid);
-    }
-  } mounted{mounts_, s->id};
+  mount_guard mounted{mounts_, s->id, true};
   std::string container_id = name;
   {
     std::lock_guard g(limit_.mutex);
