@@ -6,7 +6,7 @@
 //                 [--versus A=B]...
 //                 [--dockerd-pid PID] [--container ID] [--list] [--smoke]
 //                 [--connections 1,10,50] [--seconds S] [--rounds R]
-//                 [--exec-bytes N] [--exec-rounds R] [--held 1000,10000] [--held-stall S]
+//                 [--exec-bytes N] [--exec-rounds R] [--held 1000,10000|none] [--held-stall S]
 //
 // The first target is the reference (the daemon's own socket): every ratio is a target's
 // value divided by its value. Scenarios, each run for R rounds that go through the targets
@@ -74,7 +74,7 @@ struct options {
       stderr,
       "dockgate-load: %s\nusage: dockgate-load --target NAME=URL... [--relay-pid NAME=PID]... "
       "[--dockerd-pid PID] [--container ID] [--list] [--smoke] [--connections 1,10,50] "
-      "[--seconds S] [--rounds R] [--exec-bytes N] [--exec-rounds R] [--held 1000,10000] "
+      "[--seconds S] [--rounds R] [--exec-bytes N] [--exec-rounds R] [--held 1000,10000|none] "
       "[--held-stall S]\n",
       why.c_str());
   std::exit(2);
@@ -148,7 +148,7 @@ options parse_options(int argc, char** argv) {
     } else if (a == "--exec-bytes") {
       o.exec_bytes = std::strtoull(v.c_str(), nullptr, 10);
     } else if (a == "--held") {
-      o.held = parse_counts(v);
+      o.held = v == "none" ? std::vector<int>{} : parse_counts(v);
     } else if (a == "--held-stall") {
       o.held_stall_seconds = std::atof(v.c_str());
     } else {
