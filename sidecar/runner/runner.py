@@ -61,6 +61,7 @@ import signal  # noqa: E402
 import stat  # noqa: E402
 import struct  # noqa: E402
 import subprocess  # noqa: E402
+import time  # noqa: E402
 
 CHUNK = 65536
 
@@ -217,10 +218,14 @@ def listing(top):
 # stat line (its first line, as `read` takes it: a cell may put a newline, `) ` or `*` in
 # its comm): fields after the last ") " split on space, tab and newline, at least 20 of
 # them, the parent "1", a decimal start time; the first of equals in the order of
-# /proc/[0-9]* (bytes). Then up to 8 passes: all stopped at once (kill(-1) spares the
-# caller and PID 1), each other PID killed, all continued; a pass that killed nothing
-# ends it. The shell's own PID, which it spares, does not exist here; the runner (its
-# parent, which it spares) is the caller.
+# /proc/[0-9]* (bytes). Then passes: all stopped at once (kill(-1) spares the caller and
+# PID 1), each other PID killed unless it is past killing (past_killing()), all continued;
+# a pass that killed nothing ends it, so the sweep returns only once every process it
+# killed is a zombie or gone: one still tearing itself down is killed again next pass
+# (a cell's answer never comes while what it started still exists). At most 2 s of passes,
+# 1 ms apart after the first (the shell's are 1000 passes, without a pause: dash has no
+# sleep builtin). The shell's own PID, which it spares, does not exist here; the runner
+# (its parent, which it spares) is the caller.
 def kill_sweep():
     def pids():
         return sorted(n for n in os.listdir(b"/proc") if n[:1].isdigit())
@@ -245,14 +250,15 @@ def kill_sweep():
         if kept_start is None or start < kept_start:
             keep, kept_start = pid, start
     me = str(os.getpid()).encode()
-    for _ in range(8):
+    deadline = time.monotonic() + 2
+    while True:
         try:
             os.kill(-1, signal.SIGSTOP)
         except OSError:
             pass
         found = False
         for pid in pids():
-            if pid in (b"1", me, keep):
+            if pid in (b"1", me, keep) or past_killing(pid):
                 continue
             try:
                 os.kill(int(pid), signal.SIGKILL)
@@ -263,8 +269,27 @@ def kill_sweep():
             os.kill(-1, signal.SIGCONT)
         except OSError:
             pass
-        if not found:
+        if not found or time.monotonic() > deadline:
             break
+        time.sleep(0.001)
+
+
+# Whether a process is past killing: gone, or a zombie of one thread (state Z or X, one
+# thread: a group leader that exited while its other threads run shows Z too, with more
+# threads, and is killed). Read whole (a newline in the comm cannot cut the line short);
+# a stat that does not parse is a live process.
+def past_killing(pid):
+    try:
+        with open(b"/proc/" + pid + b"/stat", "rb") as f:
+            text = f.read()
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+    except OSError:
+        return False
+    if not text:
+        return True
+    fields = text[text.rfind(b") ") + 2:].split()
+    return len(fields) >= 20 and fields[0] in (b"Z", b"X") and fields[17] == b"1"
 
 
 def write_file(path, data):

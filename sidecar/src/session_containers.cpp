@@ -23,7 +23,14 @@ namespace {
 // first, which no later process can be) and this shell is killed: first all stopped at
 // once (kill(-1) walks the process table in the kernel, and a stopped process cannot fork
 // or change its PID), then each killed, then the sleep resumed; repeated until a pass
-// finds nothing. Builtins only (dash): the sweep itself adds nothing to the table.
+// finds nothing to kill. A process past killing is left: a zombie of one thread (state Z
+// or X and 1 in the thread count, from a whole stat line; a thread-group leader that exited
+// while its other threads run shows Z with more, and is killed). So the sweep ends only
+// once every process it killed is a zombie or gone: one still tearing itself down is
+// killed again next pass, and a cell's answer never comes while what it started still
+// runs. At most 1000 passes (without a pause: dash has no sleep builtin; the runner's own
+// sweep waits 1 ms between passes, for at most 2 s). Builtins only (dash): the sweep itself
+// adds nothing to the table.
 // The cell runner does this sweep itself, step for step (runner.py kill_sweep()), sparing
 // itself where the shell spares its own PID.
 // A stat line is the cell's to shape through its comm (up to 15 bytes, a newline or `) `
@@ -37,11 +44,12 @@ constexpr std::string_view kill_sweep_head =
     "[ \"$2\" = 1 ] && [ $# -ge 20 ] || continue; shift 19; case $1 in ''|*[!0-9]*) continue;; "
     "esac; "
     "if [ -z \"$kt\" ] || [ \"$1\" -lt \"$kt\" ]; then keep=${d#/proc/}; kt=$1; fi; done; "
-    "for pass in 1 2 3 4 5 6 7 8; do kill -STOP -1 2>/dev/null; found=0; "
-    "for d in /proc/[0-9]*; do p=${d#/proc/}; [ \"$p\" = 1 ] || [ \"$p\" = $$ ] || [ \"$p\" = "
-    "\"$keep\" ] ";
+    "pass=0; while [ $pass -lt 1000 ]; do pass=$((pass + 1)); kill -STOP -1 2>/dev/null; "
+    "found=0; for d in /proc/[0-9]*; do p=${d#/proc/}; [ \"$p\" = 1 ] || [ \"$p\" = $$ ] || "
+    "[ \"$p\" = \"$keep\" ] ";
 constexpr std::string_view kill_sweep_tail =
-    "&& continue; "
+    "&& continue; st=; read -r st < $d/stat 2>/dev/null; set -f; set -- ${st##*) }; set +f; "
+    "[ $# -ge 20 ] && { [ \"$1\" = Z ] || [ \"$1\" = X ]; } && [ \"${18}\" = 1 ] && continue; "
     "kill -9 \"$p\" 2>/dev/null && found=1; done; kill -CONT -1 2>/dev/null; [ $found = 0 ] && "
     "break; done;";
 

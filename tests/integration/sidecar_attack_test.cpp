@@ -1,7 +1,10 @@
 // The sidecar under attack and faults (issue 11): nothing a cell starts outlives its answer,
 // artifacts cannot be forged by file names, and a kill is explained. Judged by the
 // daemon's process table (`docker top`) and the container's own files.
+#include <algorithm>
 #include <fstream>
+#include <iterator>
+#include <set>
 
 #include "sidecar_harness.hpp"
 
@@ -75,6 +78,124 @@ print('hidden')
                         (sidecar == &fast ? "<runner>\n" : ""));
     }
     CHECK(field(sidecar->call("POST", "/exec", exec_body(sid, "print(1)", 10000)).body, "stdout") == "1\n");
+    sidecar->call("DELETE", "/sessions/" + sid, "");
+  }
+}
+
+namespace {
+
+std::string read_text(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+// The container's processes not yet past killing, read from the kernel at once (no `docker
+// top`, whose round trip is longer than a dying process takes): the members of its pids
+// cgroup (v1's controller, or v2's one tree), each as its command line ("[comm]" once its
+// memory is gone, as ps shows it), "<pid> <ppid> <args>" a line. Left out: a zombie of one thread, nothing else; a zombie
+// with threads (a group leader that exited while its other threads run) is alive.
+std::string live_processes(const std::string& init_pid) {
+  std::istringstream groups(read_text("/proc/" + init_pid + "/cgroup"));
+  std::string procs_file;
+  for (std::string line; std::getline(groups, line);) {
+    const auto a = line.find(':'), b = line.find(':', a + 1);
+    const std::string controllers = line.substr(a + 1, b - a - 1), path = line.substr(b + 1);
+    if (controllers == "pids") procs_file = "/sys/fs/cgroup/pids" + path + "/cgroup.procs";
+    if (controllers.empty() && procs_file.empty()) procs_file = "/sys/fs/cgroup" + path + "/cgroup.procs";
+  }
+  std::istringstream pids(read_text(procs_file));
+  std::string out;
+  for (std::string pid; std::getline(pids, pid);) {
+    const std::string stat = read_text("/proc/" + pid + "/stat");
+    const auto cut = stat.rfind(") ");
+    if (stat.empty() || cut == std::string::npos) continue;  // gone
+    std::istringstream fields(stat.substr(cut + 2));
+    std::vector<std::string> f{std::istream_iterator<std::string>(fields), {}};
+    if (f.size() >= 18 && (f[0] == "Z" || f[0] == "X") && f[17] == "1") continue;
+    std::string args = read_text("/proc/" + pid + "/cmdline");
+    while (!args.empty() && args.back() == '\0') args.pop_back();
+    std::replace(args.begin(), args.end(), '\0', ' ');
+    std::replace(args.begin(), args.end(), '\n', ' ');  // the runner's source has lines
+    if (args.empty()) args = "[" + stat.substr(stat.find('(') + 1, cut - stat.find('(') - 1) + "]";
+    out += pid + " " + (f.size() > 1 ? f[1] : "?") + " " + args + "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("cells: what a cell started is dead when its answer comes, not still dying (both paths)",
+          "[integration][sidecar][cells]") {
+  proxy_process proxy("compose/policies/sandbox.json");
+  sidecar_process fast(proxy);
+  sidecar_process plain(proxy, {"SANDBOX_CELL_RUNNER=0", "SANDBOX_INSTANCE=plain" + fast.port()});
+  // A child slow to tear down (1.25 GiB of its own: a SIGKILLed process is gone only once
+  // its memory is, ~150 ms here), and one whose main thread exited while another runs: a
+  // zombie to /proc, alive all the same. The sweep once returned after 8 quick passes
+  // whatever they left, so the answer came while a killed process still ran; one that
+  // passed over zombies would keep the second.
+  const std::string slow = R"(import ctypes, os, threading, time
+exit_thread = {'x86_64': 60, 'aarch64': 93}[os.uname().machine]
+r, w = os.pipe()
+if os.fork() == 0:
+    held = b'x' * (1280 << 20)
+    os.write(w, b'.')
+    time.sleep(1000)
+    os._exit(0)
+os.read(r, 1)
+if os.fork() == 0:
+    threading.Thread(target=time.sleep, args=(1000,)).start()
+    ctypes.CDLL(None).syscall(exit_thread, 0)
+time.sleep(0.2)
+print('started')
+)";
+  for (const auto* sidecar : {&fast, &plain}) {
+    const std::string sid = new_session(*sidecar);
+    std::string init_pid = run(direct() + " inspect -f '{{.State.Pid}}' dockgate-sbx-" + sid).output;
+    init_pid.erase(init_pid.find_last_not_of("\n ") + 1);
+    REQUIRE(!init_pid.empty());
+    for (int round = 0; round < 3; ++round) {
+      auto ran = sidecar->call("POST", "/exec", exec_body(sid, slow, 10000));
+      const std::string left = live_processes(init_pid);
+      INFO(ran.body);
+      REQUIRE(field(ran.body, "stdout") == "started\n");
+      // init, its sleep and (on the runner's path) the runner and its pair for the next cell:
+      // up to two of the runner's descendants, titled for the next cell or, for the instant
+      // before they set their title, with the runner's (or a part of it: it is rewritten in
+      // place).
+      struct row {
+        std::string pid, ppid, args;
+      };
+      std::vector<row> rows;
+      std::istringstream lines(left);
+      for (std::string line; std::getline(lines, line);) {
+        std::istringstream fields(line);
+        row r;
+        fields >> r.pid >> r.ppid >> std::ws;
+        std::getline(fields, r.args);
+        rows.push_back(r);
+      }
+      std::string runner_title, runner;
+      for (const auto& r : rows)
+        if (r.args.ends_with(" dockgate-runner") && runner.empty()) runner = r.pid, runner_title = r.args;
+      std::set<std::string> pair;
+      std::string unexpected;
+      for (const auto& r : rows) {
+        const bool pair_title = r.args.starts_with("timeout (next cell)") ||
+                                r.args.starts_with("python3 (next cell)") ||
+                                (!r.args.empty() && runner_title.starts_with(r.args));
+        if (r.args.starts_with("/sbin/docker-init ") || r.args == "sleep infinity" ||
+            (sidecar == &fast && r.pid == runner))
+          continue;
+        if (sidecar == &fast && pair_title && pair.size() < 2 &&
+            (r.ppid == runner || pair.contains(r.ppid))) {
+          pair.insert(r.pid);
+          continue;
+        }
+        unexpected += r.args.substr(0, 200) + "\n";
+      }
+      CHECK(unexpected == "");
+    }
     sidecar->call("DELETE", "/sessions/" + sid, "");
   }
 }
