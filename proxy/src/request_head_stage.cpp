@@ -12,11 +12,25 @@
 #include "dockgate/policy/request_shape.hpp"
 #include "socket_io.hpp"
 
-#include <cstdio>
+#include <cstdint>
 
 namespace dockgate::proxy {
 
 namespace {
+
+// `value` in lower-case hex, at least `digits` of them (zeros in front), at `out`; returns
+// the end (at most 16 characters).
+char* append_hex(char* out, std::uint64_t value, int digits) {
+  char reversed[16];
+  int n = 0;
+  do {
+    reversed[n++] = "0123456789abcdef"[value & 15];
+    value >>= 4;
+  } while (value != 0);
+  while (n < digits) reversed[n++] = '0';
+  while (n > 0) *out++ = reversed[--n];
+  return out;
+}
 
 std::string_view path_of(std::string_view target) {
   return target.substr(0, target.find('?'));
@@ -71,10 +85,12 @@ connection::admission connection::admit_request(std::size_t head_size) {
   started_ = std::chrono::steady_clock::now();
   audit_ = audit_record{};
   audit_.time = std::chrono::system_clock::now();
-  const int id_size = std::snprintf(request_id_.data(), request_id_.size(), "%08x-%012llx",
-                                    ctx_.request_id_prefix,
-                                    static_cast<unsigned long long>(++ctx_.requests));
-  audit_.request_id = std::string_view(request_id_.data(), static_cast<std::size_t>(id_size));
+  // "%08x-%012llx" (the gate's random prefix, the request's number), without printf.
+  char* id_end = append_hex(request_id_.data(), ctx_.request_id_prefix, 8);
+  *id_end++ = '-';
+  id_end = append_hex(id_end, ++ctx_.requests, 12);
+  audit_.request_id =
+      std::string_view(request_id_.data(), static_cast<std::size_t>(id_end - request_id_.data()));
   object_name_.clear();
   object_id_.clear();
   object_image_.clear();

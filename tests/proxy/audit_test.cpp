@@ -69,6 +69,26 @@ TEST_CASE("audit lines are one JSON object", "[audit]") {
       R"({"time":"2026-12-01T20:14:11.000007Z","request_id":"0a1b2c3d-00000000002a","client":{"transport":"unix","uid":0,"gid":0,"pid":1,"process":"docker"},"profile":"cli","method":"POST","path":"/v1.41/containers/create","operation":"ContainerCreate","verdict":"deny","rule":"operation","reason":"dockgate: \"x\"","status":403,"bytes_in":0,"bytes_out":0,"duration_ms":1.500,"object":{"type":"container","name":"web"}})");
 }
 
+TEST_CASE("audit durations are milliseconds with three decimals, rounded", "[audit]") {
+  auto r = sample();
+  const std::pair<double, std::string_view> cases[] = {
+      {0.0, "0.000"},       {0.0004, "0.000"},
+      {0.0006, "0.001"},    {12.3456, "12.346"},
+      {1234.0, "1234.000"}, {999.9996, "1000.000"},
+      {-1.0, "0.000"},      {86400000.25, "86400000.250"}};
+  for (const auto& [ms, text] : cases) {
+    r.duration_ms = ms;
+    const std::string line = format_audit(r);
+    INFO(ms);
+    const std::string field = ",\"duration_ms\":" + std::string(text);
+    const auto at = line.find(field);
+    REQUIRE(at != std::string::npos);
+    CHECK(std::string(",}").find(line.at(at + field.size())) != std::string::npos);
+  }
+  r.bytes_in = 18446744073709551615ull;
+  CHECK(format_audit(r).find(",\"bytes_in\":18446744073709551615,") != std::string::npos);
+}
+
 TEST_CASE("the audit client object names the peer as the listener learned it", "[audit]") {
   audit_client tls;
   tls.transport = "tls";
