@@ -31,7 +31,7 @@ namespace {
 // runs. At most 1000 passes (without a pause: dash has no sleep builtin; the runner's own
 // sweep waits 1 ms between passes, for at most 2 s). Builtins only (dash): the sweep itself
 // adds nothing to the table.
-// The cell runner does this sweep itself, step for step (runner.py kill_sweep()), sparing
+// The cell runner does this sweep itself, step for step (sweep.py kill_sweep()), sparing
 // itself where the shell spares its own PID.
 // A stat line is the cell's to shape through its comm (up to 15 bytes, a newline or `) `
 // or `*` included: /proc/self/comm is writable): fields are split with globbing off, and a
