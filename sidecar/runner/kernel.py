@@ -232,13 +232,23 @@ class Kernel:
             if interrupted_at is not None:
                 exit_code = 124  # as timeout(1) reports it: the sidecar's timeout message
             if idle:
-                try:
-                    reply = self.kc.get_shell_msg(timeout=5)
+                # This cell's reply, not the first on the shell channel: wait_for_ready sends a
+                # kernel_info_request each second the kernel has not answered (a slow start)
+                # and every one is answered, and an earlier cell's reply may be late; a reply
+                # that is not this cell's says nothing of it.
+                reply_by = time.monotonic() + 5
+                while True:
+                    try:
+                        reply = self.kc.get_shell_msg(timeout=max(0.0, reply_by - time.monotonic()))
+                    except queue.Empty:
+                        break
+                    if (reply.get("msg_type") != "execute_reply"
+                            or reply.get("parent_header", {}).get("msg_id") != msg_id):
+                        continue
                     if reply.get("content", {}).get("status") == "error" and exit_code == 0:
                         exit_code = 1
                     self.count = reply.get("content", {}).get("execution_count") or self.count
-                except queue.Empty:
-                    pass
+                    break
         send(b"X", b"%d %d %d" % (exit_code, dropped[b"O"], dropped[b"E"]))
         send(b"K", b"%d %d %d" % (int(restarted), int(died), self.count))
         # A kernel found dead was reaped (is_alive polls it): its PID may be another's now,

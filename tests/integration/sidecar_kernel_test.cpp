@@ -44,11 +44,10 @@ std::string kernel_field(const std::string& body, const char* key) {
   return field(field(body, "kernel"), key);
 }
 
-// The session container's live processes as the host sees them: "<host pid> <args>" a line
-// (zombies, which the kernel has not reaped yet, left out).
-// "<pid> <args>" a line, zombies of one thread left out (the kernel reaps no child a cell
-// forked: each killed one stays a zombie). A zombie with threads left (a group leader that
-// exited while its other threads run) is alive and stays in.
+// The session container's processes as the host sees them: "<host pid> <args>" a line, zombies of
+// one thread left out (the kernel reaps no child a cell forked: each killed one stays a zombie). A
+// zombie with threads left (a group leader that exited while its other threads run) is alive and
+// stays in.
 std::string host_processes(const std::string& container) {
   return run(direct() + " top " + container +
              " -o pid,stat,nlwp,args | tail -n +2 | awk '!($2 ~ /^Z/ && $3 == 1)' | "
@@ -335,6 +334,34 @@ TEST_CASE("kernel: output a thread prints between cells is not the next cell's",
   REQUIRE(second.status == 200);
   CHECK(field(second.body, "stdout") == "second\n");
   CHECK(field(second.body, "stderr").find("LEAKED") == std::string::npos);
+}
+
+TEST_CASE(
+    "kernel: a cell's exit code and count are its own reply's, not an earlier one on the "
+    "shell channel",
+    "[integration][sidecar][kernel][attack]") {
+  REQUIRE_FULL_IMAGE();
+  proxy_process proxy("compose/policies/sandbox.json");
+  sidecar_process sidecar(proxy, {"SANDBOX_IMAGE=" + image});
+  const std::string sid = kernel_session(sidecar);
+  // The cell puts a reply to no request of the driver's ahead of its own on the shell
+  // channel (as extra kernel_info replies are after a slow start), then fails: a driver
+  // that takes the first reply as the cell's takes this one, and the next cell's answer
+  // is this cell's (exit code 1, count 1).
+  auto first = exec(sidecar, sid,
+                    "k = get_ipython().kernel\n"
+                    "k.session.send(k.shell_stream, 'kernel_info_reply', {'status': 'ok'}, "
+                    "parent={}, ident=k._parent_ident['shell'])\n"
+                    "raise ValueError('first fails')\n");
+  INFO(first.body);
+  REQUIRE(first.status == 200);
+  CHECK(field(first.body, "exit_code") == "1");
+  CHECK(kernel_field(first.body, "execution_count") == "1");
+  auto second = exec(sidecar, sid, "print('second')");
+  INFO(second.body);
+  REQUIRE(second.status == 200);
+  CHECK(field(second.body, "exit_code") == "0");
+  CHECK(kernel_field(second.body, "execution_count") == "2");
 }
 
 TEST_CASE("kernel: session B cannot reach session A's kernel",
