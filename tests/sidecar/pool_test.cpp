@@ -28,10 +28,12 @@ struct fake_engine {
   std::set<std::string> frozen;        // containers that cannot run a cell (hooks::ready)
   std::vector<std::string> readied;    // the containers hooks::ready was asked about
   std::vector<std::chrono::steady_clock::time_point> attempts;
+  std::atomic<int> creates_begun{0};  // the pool marks a fill in flight before it calls create
 
   warm_pool::hooks hooks() {
     warm_pool::hooks h;
     h.create = [this](std::string& error, bool& full) -> std::optional<pooled_container> {
+      ++creates_begun;
       std::this_thread::sleep_for(delay);
       std::lock_guard g(m);
       attempts.push_back(std::chrono::steady_clock::now());
@@ -110,13 +112,13 @@ TEST_CASE("warm pool: a claim waits for the container being made, not for later 
   engine.delay = 150ms;
   warm_pool pool(1, engine.hooks());
   pool.start();
-  std::this_thread::sleep_for(20ms);  // the first create is in flight
+  REQUIRE(eventually([&] { return engine.creates_begun == 1; }));  // the first create is in flight
   const auto t0 = std::chrono::steady_clock::now();
   auto c = pool.claim(5s);
   REQUIRE(c);
   CHECK(std::chrono::steady_clock::now() - t0 < 1s);
   // The refill begins after the claim; a claimer arriving meanwhile waits for it.
-  std::this_thread::sleep_for(20ms);
+  REQUIRE(eventually([&] { return engine.creates_begun == 2; }));
   const auto t1 = std::chrono::steady_clock::now();
   auto second = pool.claim(5s);
   CHECK(second);
