@@ -154,31 +154,42 @@ void connection::write_response_head(const http::response_head& res, response_fr
                                      bool keep_alive, std::optional<std::size_t> content_length) {
   out_.clear();
   out_ += "HTTP/1.1 ";
-  char status[8];
-  out_.append(status,
-              static_cast<std::size_t>(std::snprintf(status, sizeof status, "%u", res.status)));
+  // parse_response_head took three digits.
+  out_ += static_cast<char>('0' + res.status / 100);
+  out_ += static_cast<char>('0' + res.status / 10 % 10);
+  out_ += static_cast<char>('0' + res.status % 10);
   out_ += ' ';
   out_ += res.reason;
   out_ += "\r\n";
   const bool hijack = framing == response_framing::raw && !keep_alive && res.status == 101;
-  http::for_each_field(res.fields, [&](std::string_view name, std::string_view value) {
-    if (http::iequals(name, "connection") || http::iequals(name, "upgrade")) {
-      if (!hijack) return;  // only a 101 keeps Connection: Upgrade / Upgrade: tcp
-    } else if (http::iequals(name, "keep-alive") || http::iequals(name, "proxy-connection") ||
-               http::iequals(name, "te") || http::iequals(name, "trailer")) {
-      return;
-    } else if (http::iequals(name, "dockgate-request-id")) {
-      return;  // the gate's own, once: a daemon's (or a gate's upstream) does not pass
-    } else if (http::iequals(name, "transfer-encoding")) {
-      if (framing != response_framing::chunked) return;
-    } else if (http::iequals(name, "content-length")) {
-      if (content_length) return;
+  // Which of the daemon's fields go on: not those of the daemon's hop, not a
+  // Dockgate-Request-Id (the gate's own goes once: a daemon's, or a gate's upstream's,
+  // does not pass), and the framing fields only where the gate's framing is the daemon's.
+  const auto passes = [&](std::string_view name) {
+    if (http::iequals(name, "connection") || http::iequals(name, "upgrade"))
+      return hijack;  // only a 101 keeps Connection: Upgrade / Upgrade: tcp
+    if (http::iequals(name, "keep-alive") || http::iequals(name, "proxy-connection") ||
+        http::iequals(name, "te") || http::iequals(name, "trailer") ||
+        http::iequals(name, "dockgate-request-id"))
+      return false;
+    if (http::iequals(name, "transfer-encoding")) return framing == response_framing::chunked;
+    if (http::iequals(name, "content-length")) return !content_length;
+    return true;
+  };
+  // The field lines as the daemon wrote them (parse_response_head checked each), a run of
+  // passing lines in one append.
+  std::string_view fields = res.fields;
+  std::size_t run = 0, at = 0;
+  while (at < fields.size()) {
+    const std::size_t colon = fields.find(':', at);
+    const std::size_t next = fields.find('\n', colon) + 1;
+    if (!passes(fields.substr(at, colon - at))) {
+      out_ += fields.substr(run, at - run);
+      run = next;
     }
-    out_ += name;
-    out_ += ": ";
-    out_ += value;
-    out_ += "\r\n";
-  });
+    at = next;
+  }
+  out_ += fields.substr(run);
   if (content_length) {
     out_ += "Content-Length: ";
     out_ += std::to_string(*content_length);

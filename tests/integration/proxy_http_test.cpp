@@ -1,6 +1,15 @@
 // HTTP behaviour of the request path: timeouts, keep-alive, HTTP/1.0, HEAD, TCP upstream,
 // an unreachable daemon.
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <catch2/catch.hpp>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <thread>
 
 #include "harness.hpp"
 
@@ -9,7 +18,85 @@ using namespace std::chrono_literals;
 
 namespace {
 const std::string cli_policy = "compose/policies/docker-cli.json";
-}
+
+// A daemon that answers from a script, on a unix socket of its own: /version and /info
+// as the gate needs them to learn the API version, every other request with `answer`
+// (keep-alive). Each connection on a thread; all end with it.
+class scripted_daemon {
+ public:
+  explicit scripted_daemon(std::string answer) : answer_(std::move(answer)) {
+    char dir[] = "/tmp/dg-scripted-XXXXXX";
+    REQUIRE(::mkdtemp(dir) != nullptr);
+    dir_ = dir;
+    path_ = dir_ + "/docker.sock";
+    listener_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strncpy(addr.sun_path, path_.c_str(), sizeof addr.sun_path - 1);
+    REQUIRE(::bind(listener_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    REQUIRE(::listen(listener_, 16) == 0);
+    acceptor_ = std::thread([this] {
+      for (;;) {
+        const int fd = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
+        if (fd < 0) return;
+        std::lock_guard g(m_);
+        fds_.push_back(fd);
+        threads_.emplace_back([this, fd] { serve(fd); });
+      }
+    });
+  }
+  ~scripted_daemon() {
+    ::shutdown(listener_, SHUT_RDWR);
+    acceptor_.join();
+    ::close(listener_);
+    {
+      std::lock_guard g(m_);
+      for (int fd : fds_) ::shutdown(fd, SHUT_RDWR);
+    }
+    for (auto& t : threads_) t.join();
+    for (int fd : fds_) ::close(fd);
+    std::system(("rm -rf " + dir_).c_str());
+  }
+  std::string upstream() const { return "unix://" + path_; }
+
+ private:
+  void serve(int fd) {
+    std::string in;
+    char buf[4096];
+    for (;;) {
+      std::size_t end;
+      while ((end = in.find("\r\n\r\n")) == std::string::npos) {
+        const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+        if (n <= 0) return;
+        in.append(buf, static_cast<std::size_t>(n));
+      }
+      const std::string head = in.substr(0, end);
+      in.erase(0, end + 4);
+      const std::string target = head.substr(head.find(' ') + 1, head.find(' ', head.find(' ') + 1) - head.find(' ') - 1);
+      std::string out;
+      const auto json = [](const std::string& body) {
+        return "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
+               std::to_string(body.size()) + "\r\n\r\n" + body;
+      };
+      if (target == "/version")
+        out = json(R"({"ApiVersion":"1.41","Version":"20.10.24"})");
+      else if (target.ends_with("/info"))
+        out = json(R"({"CgroupVersion":"2"})");
+      else
+        out = answer_;
+      if (::send(fd, out.data(), out.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(out.size())) return;
+    }
+  }
+
+  std::string answer_, dir_, path_;
+  int listener_ = -1;
+  std::thread acceptor_;
+  std::mutex m_;
+  std::vector<int> fds_;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace
 
 TEST_CASE("a slow or unfinished head is cut at the head timeout", "[integration][http]") {
   proxy_process proxy(cli_policy, {"--head-timeout", "1"});
@@ -125,4 +212,33 @@ TEST_CASE("stream bodies go through in either framing (docker cp's archive uploa
   CHECK(sized.status() == 200);
   CHECK(run(direct + " exec " + name + " cat /small").output == "hello");
   run(direct + " rm -f " + name + "; rm -rf " + dir);
+}
+
+TEST_CASE("the daemon's hop-by-hop fields and its Dockgate-Request-Id do not reach the client, its other fields do",
+          "[integration][http]") {
+  scripted_daemon daemon(
+      "HTTP/1.1 200 OK\r\nApi-Version: 1.41\r\nConnection: keep-alive\r\nKeep-Alive: timeout=5\r\n"
+      "Proxy-Connection: keep-alive\r\nTE: trailers\r\nTrailer: X-After\r\nUpgrade: tcp\r\n"
+      "Dockgate-Request-Id: forged-by-the-daemon\r\nX-Kept-First: 1\r\nX-Kept-Spaced:  a  b \r\n"
+      "Content-Length: 2\r\nX-Kept-Last: 3\r\n\r\nOK");
+  proxy_process proxy(cli_policy, {}, {}, daemon.upstream());
+  auto r = raw_exchange(proxy.socket_path(),
+                        "GET /v1.41/_ping HTTP/1.1\r\nHost: d\r\n\r\nGET /v1.41/_ping HTTP/1.1\r\nHost: d\r\n"
+                        "Connection: close\r\n\r\n");
+  INFO(r.bytes);
+  CHECK(r.count() == 2);  // the same connection went on after the first answer
+  const std::string first = r.bytes.substr(0, r.bytes.find("HTTP/1.1", 1));
+  CHECK(first.starts_with("HTTP/1.1 200 OK\r\nApi-Version: 1.41\r\n"));
+  for (const char* dropped : {"Connection:", "Keep-Alive:", "Proxy-Connection:", "TE:", "Trailer:", "Upgrade:",
+                              "forged-by-the-daemon"})
+    CHECK(first.find(dropped) == std::string::npos);
+  // The others as the daemon wrote them, in its order, and the gate's own request ID once.
+  CHECK(first.find("X-Kept-First: 1\r\nX-Kept-Spaced:  a  b \r\nContent-Length: 2\r\nX-Kept-Last: 3\r\n") !=
+        std::string::npos);
+  const auto id = first.find("Dockgate-Request-Id: ");
+  CHECK(id != std::string::npos);
+  CHECK(first.find("Dockgate-Request-Id: ", id + 1) == std::string::npos);
+  CHECK(first.ends_with("\r\n\r\nOK"));
+  // Asked to close, the gate says so itself.
+  CHECK(r.bytes.substr(r.bytes.find("HTTP/1.1", 1)).find("Connection: close\r\n") != std::string::npos);
 }
