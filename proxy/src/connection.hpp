@@ -244,7 +244,7 @@ class connection {
 
   // The parsed head views into the client-bytes buffer; held from a small free list
   // while a request is parsed and forwarded, not while the connection waits.
-  std::unique_ptr<http::request_head> head_;
+  mapped_ptr<http::request_head> head_;
   http::chunked_decoder body_decoder_;  // the request body's framing state
   std::uint64_t body_remaining_ = 0;    // Content-Length bytes still to come
   std::string path_;                    // the request's path, for the audit line

@@ -18,6 +18,7 @@
 #include "dockgate/proxy/options.hpp"
 #include "audit_sink.hpp"
 #include "buffer_pool.hpp"
+#include "mapped.hpp"
 #include "net.hpp"
 
 #include <boost/asio/steady_timer.hpp>
@@ -62,15 +63,16 @@ struct proxy_context {
   std::uint64_t requests = 0;
   net::steady_timer* watchdog = nullptr;  // looks at connection deadlines (server.cpp)
   buffer_pool buffers;  // I/O blocks, taken when data arrives and given back before a wait
-  // Parsed request heads (~3 KB each), reused: a waiting connection holds none.
-  std::vector<std::unique_ptr<http::request_head>> spare_heads;
-  std::unique_ptr<http::request_head> take_head() {
-    if (spare_heads.empty()) return std::make_unique<http::request_head>();
+  // Parsed request heads (~3 KB each), reused: a waiting connection holds none. Mapped
+  // apart from the heap (mapped.hpp).
+  std::vector<mapped_ptr<http::request_head>> spare_heads;
+  mapped_ptr<http::request_head> take_head() {
+    if (spare_heads.empty()) return make_mapped<http::request_head>();
     auto h = std::move(spare_heads.back());
     spare_heads.pop_back();
     return h;
   }
-  void give_back_head(std::unique_ptr<http::request_head> h) {
+  void give_back_head(mapped_ptr<http::request_head> h) {
     if (h && spare_heads.size() < 256) spare_heads.push_back(std::move(h));
   }
 };
