@@ -244,6 +244,8 @@ class Kernel:
                         break
                     if (reply.get("msg_type") != "execute_reply"
                             or reply.get("parent_header", {}).get("msg_id") != msg_id):
+                        if time.monotonic() >= reply_by:
+                            break  # a cell that keeps the channel busy does not keep its answer
                         continue
                     if reply.get("content", {}).get("status") == "error" and exit_code == 0:
                         exit_code = 1
