@@ -32,19 +32,4 @@ struct response_head {
 // `out` views into `data`. false: not a head the proxy relays.
 bool parse_response_head(std::string_view data, response_head& out);
 
-// Calls f(name, value) for each field of a head parse_response_head accepted.
-template <class F>
-void for_each_field(std::string_view fields, F&& f) {
-  while (!fields.empty()) {
-    const auto eol = fields.find("\r\n");
-    const std::string_view line = fields.substr(0, eol);
-    fields.remove_prefix(eol + 2);
-    const auto colon = line.find(':');
-    std::string_view value = line.substr(colon + 1);
-    while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
-    while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
-    f(line.substr(0, colon), value);
-  }
-}
-
 }  // namespace dockgate::http
