@@ -129,9 +129,9 @@ class connection {
   // volumes with its label); the message of the refusal if not.
   net::awaitable<std::optional<policy::deny>> check_named_objects(const policy::route& r,
                                                                   policy::rewrite& rw);
-  net::awaitable<std::optional<std::string>> owned_container_id(std::string_view reference);
+  net::awaitable<bool> owned_container_id(std::string_view reference, std::string& id);
   // Why a container's binds may not be mounted now (check_bind_source), if they may not.
-  net::awaitable<std::optional<std::string>> binds_problem(const std::string& container);
+  net::awaitable<std::optional<std::string>> binds_problem(std::string_view container);
   net::awaitable<void> relay_filtered_list(const http::response_head& res, bool keep);
   // Reads a whole response body (after the head in the response block) into json_body_.
   net::awaitable<bool> read_whole_body(const http::response_head& res, std::size_t limit);
@@ -273,6 +273,7 @@ class connection {
   std::string object_id_;
   std::string object_image_;  // a container create: the image reference its body names
   std::string exec_id_;       // ContainerExec: the exec the daemon created
+  std::string owned_key_;     // owned_container_id's cache key, built in place
   void note_object(const policy::route& r);
   std::chrono::steady_clock::time_point started_;
   bool idle_ = true;

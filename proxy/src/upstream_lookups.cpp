@@ -83,22 +83,30 @@ net::awaitable<bool> connection::learn_api_version() {
   co_return true;
 }
 
-// The full ID of the container `reference` names, if the daemon says it carries this
-// profile's owner label.
-net::awaitable<std::optional<std::string>> connection::owned_container_id(
-    std::string_view reference) {
+// Whether the daemon says the container `reference` names carries this profile's owner
+// label; if it does, its full ID into `id`. A full ID the gate has seen owned is answered
+// from the cache, with no allocation (the key is built in a buffer the connection keeps).
+net::awaitable<bool> connection::owned_container_id(std::string_view reference, std::string& id) {
   const std::string& owner = profile_->rules.owner;
-  if (reference.size() == 64 && ctx_.owned_containers.count(owner + "/" + std::string(reference)))
-    co_return std::string(reference);
+  if (reference.size() == 64) {
+    owned_key_.assign(owner);
+    owned_key_ += '/';
+    owned_key_ += reference;
+    if (ctx_.owned_containers.count(owned_key_)) {
+      id.assign(reference);
+      co_return true;
+    }
+  }
   auto [status, body] = co_await upstream_get("/v" + *ctx_.api_version + "/containers/" +
                                               std::string(reference) + "/json");
-  if (status != 200) co_return std::nullopt;
+  if (status != 200) co_return false;
   auto c = policy::parse_container_inspect(body);
-  if (!c || c->owner != owner) co_return std::nullopt;
+  if (!c || c->owner != owner) co_return false;
   if (ctx_.owned_containers.size() >= proxy_context::owned_cache_limit)
     ctx_.owned_containers.clear();
   ctx_.owned_containers.insert(owner + "/" + c->id);
-  co_return c->id;
+  id = std::move(c->id);
+  co_return true;
 }
 
 net::awaitable<bool> connection::prepare_target(const policy::route& r) {
@@ -133,50 +141,48 @@ net::awaitable<bool> connection::prepare_target(const policy::route& r) {
     version_ = *r.version;
     forward_version_ = policy::to_string(*r.version);
   }
-  std::string path(r.path);
-  std::string container(r.param);  // the container the request names, by full ID once resolved
-  std::string& query = query_;     // the reviewed query (review_query)
+  // The path is forwarded with the object it names replaced by what the daemon resolved
+  // it to (object_id_: a full ID, or a volume's name), else as the client wrote it.
+  std::string_view param_as = r.param;
+  std::string_view container =
+      r.param;                  // the container the request names, by full ID once resolved
+  std::string& query = query_;  // the reviewed query (review_query)
   if (profile_->rules.confine_to_owned) {
     const auto object = policy::operation_object(r.op);
-    const std::size_t param_at = static_cast<std::size_t>(r.param.data() - r.path.data());
     if (object == policy::path_object::container) {
-      auto id = co_await owned_container_id(r.param);
-      const policy::deny not_owned{404, "owner",
-                                   "dockgate: no such container: " + std::string(r.param) +
-                                       " (profile " + profile_->name +
-                                       " sees only its own containers)"};
-      if (!id && !enforce(not_owned)) {
-        id = std::string(r.param);  // audit mode: forwarded as the client named it
-      } else if (!id) {
-        audit_.verdict = "deny";
-        co_await refuse(404, "owner",
-                        "dockgate: no such container: " + std::string(r.param) + " (profile " +
-                            profile_->name + " sees only its own containers)");
-        co_return false;
+      // Forwarded by full ID: renames change nothing.
+      if (co_await owned_container_id(r.param, object_id_)) {
+        param_as = container = object_id_;
+      } else {
+        const policy::deny not_owned{404, "owner",
+                                     "dockgate: no such container: " + std::string(r.param) +
+                                         " (profile " + profile_->name +
+                                         " sees only its own containers)"};
+        if (enforce(not_owned)) {
+          audit_.verdict = "deny";
+          co_await refuse(not_owned.status, not_owned.rule, not_owned.reason);
+          co_return false;
+        }
+        object_id_.assign(r.param);  // audit mode: forwarded as the client named it
       }
-      path.replace(param_at, r.param.size(), *id);  // forwarded by full ID: renames change nothing
-      container = *id;
-      object_id_ = *id;
     } else if (object == policy::path_object::exec) {
       auto [status, body] = co_await upstream_get("/v" + *ctx_.api_version + "/exec/" +
                                                   std::string(r.param) + "/json");
       auto exec = status == 200 ? policy::parse_exec_inspect(body) : std::nullopt;
-      std::optional<std::string> exec_container;
-      if (exec) exec_container = co_await owned_container_id(exec->container_id);
-      const policy::deny not_owned{404, "owner",
-                                   "dockgate: no such exec instance: " + std::string(r.param)};
-      if (!exec_container && !enforce(not_owned)) {
-        // audit mode: forwarded as the client named it
-      } else if (!exec_container) {
-        audit_.verdict = "deny";
-        co_await refuse(404, "owner",
-                        "dockgate: no such exec instance: " + std::string(r.param) + " (profile " +
-                            profile_->name + " sees only its own containers)");
-        co_return false;
-      }
-      if (exec_container) {
-        path.replace(param_at, r.param.size(), exec->id);
+      std::string exec_container;
+      if (exec && co_await owned_container_id(exec->container_id, exec_container)) {
         object_id_ = exec->id;
+        param_as = object_id_;
+      } else {
+        const policy::deny not_owned{404, "owner",
+                                     "dockgate: no such exec instance: " + std::string(r.param) +
+                                         " (profile " + profile_->name +
+                                         " sees only its own containers)"};
+        if (enforce(not_owned)) {  // else audit mode: forwarded as the client named it
+          audit_.verdict = "deny";
+          co_await refuse(not_owned.status, not_owned.rule, not_owned.reason);
+          co_return false;
+        }
       }
     } else if (object == policy::path_object::network || object == policy::path_object::volume) {
       const bool network = object == policy::path_object::network;
@@ -198,18 +204,19 @@ net::awaitable<bool> connection::prepare_target(const policy::route& r) {
           if (v && v->owner == profile_->rules.owner) name = v->name;
         }
       }
-      const policy::deny not_owned{404, "owner",
-                                   "dockgate: no such " + what + ": " + std::string(r.param) +
-                                       " (profile " + profile_->name + " sees only its own " +
-                                       what + "s)"};
-      if (!name && enforce(not_owned)) {
-        audit_.verdict = "deny";
-        co_await refuse(not_owned.status, not_owned.rule, not_owned.reason);
-        co_return false;
-      }
       if (name) {
-        path.replace(param_at, r.param.size(), *name);
-        object_id_ = *name;
+        object_id_ = std::move(*name);
+        param_as = object_id_;
+      } else {
+        const policy::deny not_owned{404, "owner",
+                                     "dockgate: no such " + what + ": " + std::string(r.param) +
+                                         " (profile " + profile_->name + " sees only its own " +
+                                         what + "s)"};
+        if (enforce(not_owned)) {
+          audit_.verdict = "deny";
+          co_await refuse(not_owned.status, not_owned.rule, not_owned.reason);
+          co_return false;
+        }
       }
       if (r.op == policy::operation::NetworkInspect) filter_ = response_filter::networks;
     }
@@ -255,14 +262,27 @@ net::awaitable<bool> connection::prepare_target(const policy::route& r) {
       }
     }
   }
-  target_ = "/v" + forward_version_ + path;
-  if (!query.empty()) target_ += "?" + query;
+  // "/v<version>" + the path, its object as resolved (target_ keeps its capacity).
+  target_.assign("/v");
+  target_ += forward_version_;
+  if (param_as.data() == r.param.data()) {
+    target_ += r.path;
+  } else {
+    const std::size_t param_at = static_cast<std::size_t>(r.param.data() - r.path.data());
+    target_.append(r.path.substr(0, param_at));
+    target_ += param_as;
+    target_.append(r.path.substr(param_at + r.param.size()));
+  }
+  if (!query.empty()) {
+    target_ += '?';
+    target_ += query;
+  }
   co_return true;
 }
 
-net::awaitable<std::optional<std::string>> connection::binds_problem(const std::string& container) {
-  auto [status, body] =
-      co_await upstream_get("/v" + *ctx_.api_version + "/containers/" + container + "/json");
+net::awaitable<std::optional<std::string>> connection::binds_problem(std::string_view container) {
+  auto [status, body] = co_await upstream_get("/v" + *ctx_.api_version + "/containers/" +
+                                              std::string(container) + "/json");
   if (status == 404) co_return std::nullopt;  // the daemon answers the start itself
   auto c = status == 200 ? policy::parse_container_inspect(body) : std::nullopt;
   if (!c) co_return std::string("of the container cannot be read from the daemon");
@@ -289,13 +309,12 @@ net::awaitable<std::optional<policy::deny>> connection::check_named_objects(cons
   if (!rw.container.empty()) {  // NetworkConnect, NetworkDisconnect
     std::string_view reference = rw.container;
     if (reference.starts_with('/')) reference.remove_prefix(1);  // "/name", as inspect reports it
-    std::optional<std::string> id;
-    if (policy::valid_object_name(reference)) id = co_await owned_container_id(reference);
-    if (!id)
+    std::string id;
+    if (!policy::valid_object_name(reference) || !co_await owned_container_id(reference, id))
       co_return policy::deny{404, "owner",
                              "dockgate: no such container: " + rw.container + " (profile " +
                                  profile_->name + " sees only its own containers)"};
-    rw.body = policy::with_container(rw.body, r.op, *id);  // forwarded by full ID
+    rw.body = policy::with_container(rw.body, r.op, id);  // forwarded by full ID
   }
   for (const auto& name : rw.networks) {
     auto [status, body] = co_await upstream_get(version + "/networks/" + name);

@@ -36,3 +36,35 @@ TEST_CASE("Docker error bodies are escaped JSON", "[error_body]") {
   CHECK(docker_error_body("no") == "{\"message\":\"no\"}\n");
   CHECK(docker_error_body("a\"b\\c\n\x01") == "{\"message\":\"a\\\"b\\\\c\\n\\u0001\"}\n");
 }
+
+TEST_CASE("JSON escaping: every byte, alone and between runs of plain text", "[error_body]") {
+  // What each byte becomes, spelled out: the escapes JSON names, \u00XX for the other
+  // control characters and DEL, every other byte (UTF-8 included) as it is.
+  auto expected = [](unsigned char c) -> std::string {
+    static constexpr char hex[] = "0123456789abcdef";
+    switch (c) {
+      case '"': return "\\\"";
+      case '\\': return "\\\\";
+      case '\n': return "\\n";
+      case '\r': return "\\r";
+      case '\t': return "\\t";
+      default:
+        if (c < 0x20 || c == 0x7f) return std::string("\\u00") + hex[c >> 4] + hex[c & 0xf];
+        return std::string(1, static_cast<char>(c));
+    }
+  };
+  for (int b = 0; b < 256; ++b) {
+    const char c = static_cast<char>(b);
+    const std::string one(1, c);
+    for (const std::string& input : {one, "ab" + one, one + "cd", "ab" + one + "cd" + one + one + "ef"}) {
+      std::string want = "prefix:";
+      for (char in : input) want += expected(static_cast<unsigned char>(in));
+      std::string out = "prefix:";
+      append_json_escaped(out, input);
+      CHECK(out == want);
+    }
+  }
+  std::string out;
+  append_json_escaped(out, "");
+  CHECK(out.empty());
+}

@@ -94,3 +94,75 @@ TEST_CASE("streamed responses are relayed without an allocation per chunk", "[in
   CHECK(streamed >= 300);                   // the stream really came in many pieces
   CHECK(after - before < streamed / 20);    // and the proxy did not allocate per piece
 }
+
+// The request path itself: a keep-alive client asking again and again (a ping, and an
+// inspect of its own container by full ID, which the gate answers from its cache of owned
+// IDs) costs the gate no allocation per request once the connection is warm.
+TEST_CASE("keep-alive requests are relayed without an allocation per request", "[integration][alloc]") {
+  const std::string count_file = "/tmp/" + unique_name("dg-allocs");
+  proxy_process proxy("compose/policies/docker-cli.json", {},
+                      {"LD_PRELOAD=" DOCKGATE_ALLOC_COUNTER, "DOCKGATE_ALLOC_COUNT_FILE=" + count_file});
+  const auto name = unique_name("dg-alloc");
+  const std::string direct = docker_cli() + " -H " + engine_host();
+  auto created = run(proxy.docker() + " run -d --name " + name + " " + test_image() + " sleep 600");
+  REQUIRE(created.status == 0);
+  const std::string id = created.output.substr(0, 64);
+  REQUIRE(id.find_first_not_of("0123456789abcdef") == std::string::npos);
+
+  int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, proxy.socket_path().c_str(), sizeof addr.sun_path - 1);
+  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  timeval tv{20, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  std::string buf;
+  char tmp[65536];
+  // One request, its whole answer read (Content-Length or chunked), its status returned.
+  auto ask = [&](const std::string& target) {
+    const std::string request = "GET " + target + " HTTP/1.1\r\nHost: d\r\n\r\n";
+    REQUIRE(::send(fd, request.data(), request.size(), 0) == static_cast<ssize_t>(request.size()));
+    auto fill = [&] {
+      ssize_t n = ::recv(fd, tmp, sizeof tmp, 0);
+      REQUIRE(n > 0);
+      buf.append(tmp, static_cast<std::size_t>(n));
+    };
+    while (buf.find("\r\n\r\n") == std::string::npos) fill();
+    const std::size_t body_at = buf.find("\r\n\r\n") + 4;
+    const int status = std::atoi(buf.c_str() + 9);
+    if (auto cl = buf.find("Content-Length: "); cl != std::string::npos && cl < body_at) {
+      const std::size_t length = std::strtoull(buf.c_str() + cl + 16, nullptr, 10);
+      while (buf.size() < body_at + length) fill();
+      buf.erase(0, body_at + length);
+    } else {
+      REQUIRE(buf.find("Transfer-Encoding: chunked") < body_at);
+      std::size_t end;
+      while ((end = buf.find("\r\n0\r\n\r\n", body_at - 2)) == std::string::npos) fill();
+      buf.erase(0, end + 7);
+    }
+    REQUIRE(buf.empty());
+    return status;
+  };
+  const std::string inspect = "/v1.41/containers/" + id + "/json";
+  for (int i = 0; i < 50; ++i) {  // warm: buffers, the owned-ID cache, the audit sink's line
+    REQUIRE(ask("/_ping") == 200);
+    REQUIRE(ask(inspect) == 200);
+  }
+  constexpr int requests = 400;
+  const auto before = read_count(proxy, count_file);
+  for (int i = 0; i < requests; ++i) {
+    REQUIRE(ask("/_ping") == 200);
+    REQUIRE(ask(inspect) == 200);
+  }
+  const auto after = read_count(proxy, count_file);
+  ::close(fd);
+  run(direct + " rm -f " + name);
+  std::remove(count_file.c_str());
+
+  // Fewer allocations than requests: what remains (one in two to one in five requests
+  // here) is coroutine frames Asio's recycling misses now and then (their malloc is called
+  // from the coroutines' own entry, seen with gdb); while the inspect's path built strings
+  // (the refusal it might need, the cache key, the target), it was about nine per inspect.
+  INFO("requests: " << 2 * requests << ", allocations meanwhile: " << (after - before));
+  CHECK(after - before < 2 * requests);
+}
