@@ -2,8 +2,9 @@
 # container (`python3 -I -c <this> dockgate-kernel`, one hijacked exec through the gate, as
 # the cell runner is), it holds a real IPython kernel (Debian's python3-ipykernel through
 # python3-jupyter-client's KernelManager and BlockingKernelClient) and runs each cell the
-# sidecar sends in it, answering on the runner's framing (runner.py: the same requests and
-# frames, one more kind). It runs no user code itself: the kernel does, by design.
+# sidecar sends in it, answering on the runner's framing (protocol.py, shared with the
+# runner: the same requests and frames, one more kind). It runs no user code itself: the
+# kernel does, by design.
 #
 # Invariants it keeps (docs/sidecar.md, "Kernel sessions"; docs/security.md):
 # - Not dumpable (prctl PR_SET_DUMPABLE 0) before anything else is imported or read, as the
@@ -52,27 +53,8 @@ IMAGES = (("image/png", ".png", True), ("image/jpeg", ".jpg", True), ("image/svg
 
 
 def main():
-    requests = os.dup(0)
-    answers = os.dup(1)
-    null = os.open(os.devnull, os.O_RDWR)
-    for fd in (0, 1, 2):
-        os.dup2(null, fd)
-    os.close(null)
-
-    def send(kind, payload=b""):
-        data = kind + struct.pack(">I", len(payload)) + payload
-        while data:
-            data = data[os.write(answers, data):]
-
-    def read_exact(n):
-        out = b""
-        while len(out) < n:
-            got = os.read(requests, n - len(out))
-            if not got:
-                sys.exit(0)
-            out += got
-        return out
-
+    channel = Channel()  # protocol.py
+    send = channel.send
     hello = b"dockgate-kernel 1 %d " % os.getpid()
     try:
         kernel = Kernel()
@@ -84,23 +66,7 @@ def main():
         return
     send(b"H", hello + b"ready")
     while True:
-        (size,) = struct.unpack(">I", read_exact(4))
-        body = memoryview(read_exact(size))
-        pos = 0
-
-        def take(n):
-            nonlocal pos
-            v = body[pos:pos + n]
-            if len(v) != n:
-                sys.exit(4)
-            pos += n
-            return bytes(v)
-
-        op = take(1)
-        (cap,) = struct.unpack(">I", take(4))
-        lists = []
-        for _ in range(struct.unpack(">I", take(4))[0]):
-            lists.append([take(struct.unpack(">I", take(4))[0]) for _ in range(struct.unpack(">I", take(4))[0])])
+        op, cap, lists = channel.request()
         if op == b"K" and len(lists) == 3 and len(lists[0]) == 1 and len(lists[1]) == 2 and len(lists[2]) == 1:
             kernel.cell(lists[0][0], int(lists[1][0]), int(lists[1][1]), lists[2][0], cap, send)
         else:
@@ -279,55 +245,5 @@ def save(outputs, stem, ext, raw):
         return
 
 
-# The memory cgroup's OOM-kill count, as runner.py oom_count() reads it.
-def oom_count():
-    count = b"0"
-    for path in ("/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control"):
-        try:
-            with open(path, "rb") as f:
-                lines = f.read().split(b"\n")
-        except OSError:
-            continue
-        for line in lines:
-            parts = line.split(None, 1)
-            if len(parts) == 2 and parts[0] == b"oom_kill":
-                count = parts[1].strip()
-    return count
-
-
-# runner.py listing(), byte for byte: `find <top> -type f -printf '%p\0%T@\0%s\0'`.
-def listing(top):
-    out = []
-
-    def record(path, st):
-        if stat.S_ISREG(st.st_mode):
-            sec, ns = divmod(st.st_mtime_ns, 10**9)
-            out.append(b"%s\0%d.%09d0\0%d\0" % (path, sec, ns, st.st_size))
-
-    def walk(directory):
-        try:
-            entries = list(os.scandir(directory))
-        except OSError:
-            return
-        for e in entries:
-            path = directory + b"/" + e.name
-            try:
-                st = os.lstat(path)
-            except OSError:
-                continue
-            record(path, st)
-            if stat.S_ISDIR(st.st_mode):
-                walk(path)
-
-    try:
-        st = os.lstat(top)
-    except OSError:
-        return b""
-    record(top, st)
-    if stat.S_ISDIR(st.st_mode):
-        walk(top)
-    return b"".join(out)
-
-
-# kill_sweep() is sweep.py's, which sidecar/CMakeLists.txt appends to this file, then the
-# call of main().
+# Channel, oom_count() and listing() are protocol.py's, kill_sweep() sweep.py's:
+# sidecar/CMakeLists.txt appends both files to this one, then the call of main().

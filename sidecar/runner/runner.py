@@ -96,48 +96,13 @@ def inherited_state():
 
 def main():
     started_with = inherited_state()
-    requests = os.dup(0)
-    answers = os.dup(1)
-    null = os.open(os.devnull, os.O_RDWR)
-    for fd in (0, 1, 2):
-        os.dup2(null, fd)
-    os.close(null)
-
-    def send(kind, payload=b""):
-        data = kind + struct.pack(">I", len(payload)) + payload
-        while data:
-            data = data[os.write(answers, data):]
-
-    def read_exact(n):
-        out = b""
-        while len(out) < n:
-            got = os.read(requests, n - len(out))
-            if not got:
-                sys.exit(0)  # the sidecar closed the stream
-            out += got
-        return out
-
+    channel = Channel()  # protocol.py
+    send = channel.send
     send(b"H", b"dockgate-runner 2 %d" % os.getpid())
     warm = warm_up()
     ready = next_pair(warm)  # the next cell's fork, made while no cell runs
     while True:
-        (size,) = struct.unpack(">I", read_exact(4))
-        body = memoryview(read_exact(size))
-        pos = 0
-
-        def take(n):
-            nonlocal pos
-            v = body[pos:pos + n]
-            if len(v) != n:
-                sys.exit(4)
-            pos += n
-            return bytes(v)
-
-        op = take(1)
-        (cap,) = struct.unpack(">I", take(4))
-        lists = []
-        for _ in range(struct.unpack(">I", take(4))[0]):
-            lists.append([take(struct.unpack(">I", take(4))[0]) for _ in range(struct.unpack(">I", take(4))[0])])
+        op, cap, lists = channel.request()
         if op == b"R" and len(lists) == 2 and len(lists[1]) == 1:
             run(lists[0], lists[1][0], cap, send)
         elif op == b"C" and len(lists) in (4, 5) and len(lists[1]) == 1 and len(lists[2]) == 4:
@@ -159,60 +124,8 @@ def main():
             sys.exit(4)
 
 
-# The memory cgroup's OOM-kill count, as the sidecar's oom_count script reads it (cgroup v2
-# memory.events, v1 memory.oom_control; the last "oom_kill" line wins; "0" if none).
-def oom_count():
-    count = b"0"
-    for path in ("/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control"):
-        try:
-            with open(path, "rb") as f:
-                lines = f.read().split(b"\n")
-        except OSError:
-            continue
-        for line in lines:
-            parts = line.split(None, 1)
-            if len(parts) == 2 and parts[0] == b"oom_kill":
-                count = parts[1].strip()
-    return count
-
-
-# `find <top> -type f -printf '%p\0%T@\0%s\0'`, byte for byte: regular files, symlinks
-# never followed (the top one neither), mtime as find prints it (seconds, nine digits of
-# nanoseconds and a 0), errors skipped.
-def listing(top):
-    out = []
-
-    def record(path, st):
-        if stat.S_ISREG(st.st_mode):
-            sec, ns = divmod(st.st_mtime_ns, 10**9)
-            out.append(b"%s\0%d.%09d0\0%d\0" % (path, sec, ns, st.st_size))
-
-    def walk(directory):
-        try:
-            entries = list(os.scandir(directory))
-        except OSError:
-            return
-        for e in entries:
-            path = directory + b"/" + e.name
-            try:
-                st = os.lstat(path)
-            except OSError:
-                continue
-            record(path, st)
-            if stat.S_ISDIR(st.st_mode):
-                walk(path)
-
-    try:
-        st = os.lstat(top)
-    except OSError:
-        return b""
-    record(top, st)
-    if stat.S_ISDIR(st.st_mode):
-        walk(top)
-    return b"".join(out)
-
-
-# kill_sweep() is sweep.py's, which sidecar/CMakeLists.txt puts after this file.
+# Channel, oom_count() and listing() are protocol.py's, kill_sweep() sweep.py's:
+# sidecar/CMakeLists.txt puts both files after this one.
 
 
 def write_file(path, data):
