@@ -9,11 +9,25 @@
 #   scripts/bench.sh            the full run (a few minutes)
 #   scripts/bench.sh --smoke    every scenario, small: well under 90 s once built
 #   scripts/bench.sh [dockgate-load arguments, e.g. --rounds 5 --seconds 3 --held 1000]
+#   scripts/bench.sh --own-sessions [...]   each relay in a session of its own (below)
+#
+# By default every process (the daemon, each relay, the load client) starts from this
+# script, in its session: with the kernel's autogroup scheduling (Debian's default) they
+# share one scheduling group, and CPU is shared out per thread, so a relay with more
+# workers or threads (nginx's and HAProxy's run one per core) takes more of the machine.
+# With --own-sessions each relay is started with setsid: a group of its own, as systemd
+# gives each service a cgroup of its own, so each relay gets the same share whatever its
+# threads. The two runs together separate a relay's cost per request from its parallelism.
 #
 # Prints the details as it goes and one markdown table at the end (tests/bench/load_client.cpp
 # says what each row is). Exit status 1 only when a request failed, never on a ratio.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+own_session=()
+if [[ ${1:-} == --own-sessions ]]; then
+  own_session=(setsid)  # no fork: started in the background here, $! stays the relay's PID
+  shift
+fi
 scripts/install-deps.sh
 # HAProxy is for this bench only, so it is not in install-deps.sh (which scripts/run.sh
 # also runs on a user's machine, where the package would enable a haproxy service).
@@ -82,7 +96,7 @@ dockerd_pid=$(cat "$work/engine/dockerd.pid")
 # The audit log (one line per request, stdout) is thrown away, as HAProxy's request log is.
 # The gate reads only files root controls; the checkout may be its user's.
 install -m 0644 compose/policies/docker-cli.json "$work/docker-cli.json"
-prlimit --nofile="$nofile:$nofile" build/release/proxy/dockgate-proxy --upstream "$DOCKGATE_TEST_ENGINE" \
+"${own_session[@]}" prlimit --nofile="$nofile:$nofile" build/release/proxy/dockgate-proxy --upstream "$DOCKGATE_TEST_ENGINE" \
   --listen "unix://$work/proxy.sock" --policy "$work/docker-cli.json" \
   >/dev/null 2>"$work/proxy.err" &
 proxy_pid=$!
@@ -94,7 +108,7 @@ sed -e "s|@HAPROXY_SOCKET@|$work/haproxy.sock|" -e "s|@ENGINE_SOCKET@|$engine_so
 env ALLOW_RESTARTS=0 ALLOW_START=0 ALLOW_STOP=0 AUTH=0 BUILD=0 COMMIT=0 CONFIGS=0 CONTAINERS=1 \
   DISTRIBUTION=0 EVENTS=1 EXEC=1 GRPC=0 IMAGES=0 INFO=0 LOG_LEVEL=info NETWORKS=0 NODES=0 PING=1 \
   PLUGINS=0 POST=1 SECRETS=0 SERVICES=0 SESSION=0 SWARM=0 SYSTEM=0 TASKS=0 VERSION=1 VOLUMES=0 \
-  haproxy -db -f "$work/haproxy.cfg" >/dev/null 2>"$work/haproxy.err" &
+  "${own_session[@]}" haproxy -db -f "$work/haproxy.cfg" >/dev/null 2>"$work/haproxy.err" &
 haproxy_pid=$!
 wait_for_socket "$work/haproxy.sock" haproxy "$work/haproxy.err"
 
@@ -104,7 +118,7 @@ for mode in http stream; do
   mkdir -p "$work/nginx-$mode-tmp"
   sed -e "s|@WORK@|$work|g" -e "s|@ENGINE_SOCKET@|$engine_sock|" \
     "tests/bench/nginx-$mode.conf" >"$work/nginx-$mode.conf"
-  prlimit --nofile="$nofile:$nofile" nginx -p "$work/nginx-$mode-tmp/" -e "$work/nginx-$mode.err" \
+  "${own_session[@]}" prlimit --nofile="$nofile:$nofile" nginx -p "$work/nginx-$mode-tmp/" -e "$work/nginx-$mode.err" \
     -c "$work/nginx-$mode.conf" >/dev/null 2>>"$work/nginx-$mode.err" &
   printf -v "nginx_${mode}_pid" %s $!
   wait_for_socket "$work/nginx-$mode.sock" "nginx ($mode)" "$work/nginx-$mode.err"
