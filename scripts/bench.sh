@@ -23,11 +23,16 @@
 # says what each row is). Exit status 1 only when a request failed, never on a ratio.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-own_session=()
-if [[ ${1:-} == --own-sessions ]]; then
-  own_session=(setsid)  # no fork: started in the background here, $! stays the relay's PID
-  shift
-fi
+own_session=()  # --own-sessions, anywhere among the arguments; the rest go to dockgate-load
+load_args=()
+for a in "$@"; do
+  if [[ $a == --own-sessions ]]; then
+    own_session=(setsid)  # no fork: started in the background here, $! stays the relay's PID
+  else
+    load_args+=("$a")
+  fi
+done
+set -- "${load_args[@]}"
 scripts/install-deps.sh
 # HAProxy is for this bench only, so it is not in install-deps.sh (which scripts/run.sh
 # also runs on a user's machine, where the package would enable a haproxy service).

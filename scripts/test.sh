@@ -80,5 +80,9 @@ if [[ $# -eq 0 ]]; then
 fi
 if [[ $sanitizers == 1 ]]; then
   export DOCKGATE_BUILD_DIR=$PWD/build/asan-ubsan
-  ctest --preset asan-ubsan --output-on-failure -E "allocation per chunk|memory of held streams" "$@"
+  # Left out under ASan: the allocation counts (the LD_PRELOADed counter cannot come
+  # before ASan's runtime, and ASan's allocator is not the one that ships) and the memory
+  # of held streams (ASan's shadow and redzones are not what a stream costs).
+  ctest --preset asan-ubsan --output-on-failure \
+    -E "without an allocation per (chunk|request)|memory of held streams" "$@"
 fi
