@@ -31,6 +31,17 @@ std::string env_or_throw(const char* name) {
   return v;
 }
 
+std::string shell_quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'') out += "'\\''";
+    else out += c;
+  }
+  return out + "'";
+}
+
+}  // namespace
+
 int connect_unix(const std::string& path) {
   int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_un addr{};
@@ -42,17 +53,6 @@ int connect_unix(const std::string& path) {
   }
   return fd;
 }
-
-std::string shell_quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'') out += "'\\''";
-    else out += c;
-  }
-  return out + "'";
-}
-
-}  // namespace
 
 std::string engine_host() { return env_or_throw("DOCKGATE_TEST_ENGINE"); }
 std::string engine_socket() {

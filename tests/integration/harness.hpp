@@ -69,6 +69,9 @@ struct raw_response {
   unsigned count() const;   // number of "HTTP/1." status lines seen
 };
 
+// A connected unix stream socket (close-on-exec), or -1.
+int connect_unix(const std::string& path);
+
 // Connects to a unix socket, writes `request`, optionally shuts down the write side, and
 // reads until the peer closes or `timeout` passes without data.
 raw_response raw_exchange(const std::string& socket_path, const std::string& request,

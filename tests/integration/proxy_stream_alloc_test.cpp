@@ -18,46 +18,58 @@ using namespace std::chrono_literals;
 
 namespace {
 
-unsigned long read_count(const proxy_process& proxy, const std::string& file) {
-  std::remove(file.c_str());
-  ::kill(proxy.pid(), SIGUSR2);
-  for (int i = 0; i < 200; ++i) {
-    std::ifstream in(file);
-    unsigned long v = 0;
-    if (in >> v) return v;
-    std::this_thread::sleep_for(10ms);
+// A gate (docker-cli profile) under the LD_PRELOADed allocation counter, and the
+// container its case reads from, created through it and removed at the end.
+struct counted_gate {
+  std::string count_file = "/tmp/" + unique_name("dg-allocs");
+  proxy_process proxy{"compose/policies/docker-cli.json", {},
+                      {"LD_PRELOAD=" DOCKGATE_ALLOC_COUNTER, "DOCKGATE_ALLOC_COUNT_FILE=" + count_file}};
+  std::string name = unique_name("dg-alloc");
+
+  ~counted_gate() {
+    run(docker_cli() + " -H " + engine_host() + " rm -f " + name);
+    std::remove(count_file.c_str());
   }
-  FAIL("the allocation counter did not report");
-  return 0;
-}
+  // The allocations so far (the counter writes them to the file on SIGUSR2).
+  unsigned long count() const {
+    std::remove(count_file.c_str());
+    ::kill(proxy.pid(), SIGUSR2);
+    for (int i = 0; i < 200; ++i) {
+      std::ifstream in(count_file);
+      unsigned long v = 0;
+      if (in >> v) return v;
+      std::this_thread::sleep_for(10ms);
+    }
+    FAIL("the allocation counter did not report");
+    return 0;
+  }
+  // A client connection to the gate, with a 20 s receive timeout.
+  int connect() const {
+    const int fd = connect_unix(proxy.socket_path());
+    REQUIRE(fd >= 0);
+    timeval tv{20, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    return fd;
+  }
+};
 
 }  // namespace
 
 TEST_CASE("streamed responses are relayed without an allocation per chunk", "[integration][stream][alloc]") {
-  const std::string count_file = "/tmp/" + unique_name("dg-allocs");
-  proxy_process proxy("compose/policies/docker-cli.json", {},
-                      {"LD_PRELOAD=" DOCKGATE_ALLOC_COUNTER, "DOCKGATE_ALLOC_COUNT_FILE=" + count_file});
-  const auto name = unique_name("dg-alloc");
-  const std::string direct = docker_cli() + " -H " + engine_host();
-  REQUIRE(run(proxy.docker() + " run -d --name " + name + " " + test_image() +
+  counted_gate gate;
+  REQUIRE(run(gate.proxy.docker() + " run -d --name " + gate.name + " " + test_image() +
               " sh -c 'sleep 1; i=0; while [ $i -lt 1500 ]; do echo line$i; i=$((i+1)); usleep 1000; done; "
               "echo end-of-lines; sleep 60'")
               .status == 0);
 
-  int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::strncpy(addr.sun_path, proxy.socket_path().c_str(), sizeof addr.sun_path - 1);
-  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-  const std::string request = "GET /v1.41/containers/" + name +
+  const int fd = gate.connect();
+  const std::string request = "GET /v1.41/containers/" + gate.name +
                               "/logs?follow=1&stdout=1 HTTP/1.1\r\nHost: d\r\n\r\n";
   REQUIRE(::send(fd, request.data(), request.size(), 0) == static_cast<ssize_t>(request.size()));
 
   std::string buf;
   char tmp[65536];
   auto fill = [&] {
-    timeval tv{20, 0};
-    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     ssize_t n = ::recv(fd, tmp, sizeof tmp, 0);
     if (n <= 0) return false;
     buf.append(tmp, static_cast<std::size_t>(n));
@@ -81,14 +93,12 @@ TEST_CASE("streamed responses are relayed without an allocation per chunk", "[in
     ++chunks;
   };
   while (body.find("line50\n") == std::string::npos) next_chunk();
-  const auto before = read_count(proxy, count_file);
+  const auto before = gate.count();
   const std::size_t chunks_before = chunks;
   while (body.find("end-of-lines") == std::string::npos) next_chunk();
-  const auto after = read_count(proxy, count_file);
+  const auto after = gate.count();
   const std::size_t streamed = chunks - chunks_before;
   ::close(fd);
-  run(direct + " rm -f " + name);
-  std::remove(count_file.c_str());
 
   INFO("chunks relayed: " << streamed << ", allocations meanwhile: " << (after - before));
   CHECK(streamed >= 300);                   // the stream really came in many pieces
@@ -99,23 +109,13 @@ TEST_CASE("streamed responses are relayed without an allocation per chunk", "[in
 // inspect of its own container by full ID, which the gate answers from its cache of owned
 // IDs) costs the gate no allocation per request once the connection is warm.
 TEST_CASE("keep-alive requests are relayed without an allocation per request", "[integration][alloc]") {
-  const std::string count_file = "/tmp/" + unique_name("dg-allocs");
-  proxy_process proxy("compose/policies/docker-cli.json", {},
-                      {"LD_PRELOAD=" DOCKGATE_ALLOC_COUNTER, "DOCKGATE_ALLOC_COUNT_FILE=" + count_file});
-  const auto name = unique_name("dg-alloc");
-  const std::string direct = docker_cli() + " -H " + engine_host();
-  auto created = run(proxy.docker() + " run -d --name " + name + " " + test_image() + " sleep 600");
+  counted_gate gate;
+  auto created = run(gate.proxy.docker() + " run -d --name " + gate.name + " " + test_image() + " sleep 600");
   REQUIRE(created.status == 0);
   const std::string id = created.output.substr(0, 64);
   REQUIRE(id.find_first_not_of("0123456789abcdef") == std::string::npos);
 
-  int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::strncpy(addr.sun_path, proxy.socket_path().c_str(), sizeof addr.sun_path - 1);
-  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-  timeval tv{20, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  const int fd = gate.connect();
   std::string buf;
   char tmp[65536];
   // One request, its whole answer read (Content-Length or chunked), its status returned.
@@ -149,15 +149,13 @@ TEST_CASE("keep-alive requests are relayed without an allocation per request", "
     REQUIRE(ask(inspect) == 200);
   }
   constexpr int requests = 400;
-  const auto before = read_count(proxy, count_file);
+  const auto before = gate.count();
   for (int i = 0; i < requests; ++i) {
     REQUIRE(ask("/_ping") == 200);
     REQUIRE(ask(inspect) == 200);
   }
-  const auto after = read_count(proxy, count_file);
+  const auto after = gate.count();
   ::close(fd);
-  run(direct + " rm -f " + name);
-  std::remove(count_file.c_str());
 
   // Fewer allocations than requests: what remains (one in two to one in five requests
   // here) is coroutine frames Asio's recycling misses now and then (their malloc is called
