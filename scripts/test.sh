@@ -14,7 +14,9 @@
 # UBSan in every test and in the proxy the integration tests start; the malloc-counting
 # test and the memory-returned test are left out there: the LD_PRELOAD shim does not mix
 # with ASan, and ASan's allocator keeps freed memory on purpose).
-# DOCKGATE_SANITIZERS=0 skips the second run.
+# Then the gate's tests once more under ThreadSanitizer (the tsan build of the proxy, with
+# its threads: a race it reports fails the run).
+# DOCKGATE_SANITIZERS=0 skips the sanitizer runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -43,6 +45,8 @@ sanitizers=${DOCKGATE_SANITIZERS:-1}
 if [[ $sanitizers == 1 ]]; then
   cmake --preset asan-ubsan >/dev/null
   cmake --build --preset asan-ubsan
+  cmake --preset tsan >/dev/null
+  cmake --build --preset tsan --target dockgate-proxy proxy_integration_test
 fi
 
 engine_dir=$(mktemp -d /tmp/dockgate-engine.XXXXXX)
@@ -85,4 +89,24 @@ if [[ $sanitizers == 1 ]]; then
   # of held streams (ASan's shadow and redzones are not what a stream costs).
   ctest --preset asan-ubsan --output-on-failure \
     -E "without an allocation per (chunk|request)|memory of held streams" "$@"
+fi
+if [[ $sanitizers == 1 && $# -eq 0 ]]; then
+  # The gate's tests (not the sidecar's, which has threads of its own and its own suite
+  # above) against the tsan build of dockgate-proxy, run with its default threads (one per
+  # CPU). TSan writes a report per process that saw a race; any report fails the run. Left
+  # out as under ASan: the allocation counts and the memory of held streams.
+  export DOCKGATE_BUILD_DIR=$PWD/build/tsan
+  tsan_reports=$(mktemp -d /tmp/dockgate-tsan.XXXXXX)
+  spec=
+  for tag in server signals metrics shutdown limits upstream version listener tls audit sinks \
+    http stream hijack attack ownership cli clients transparency policy operator; do
+    spec+="${spec:+,}[$tag]~[sidecar]~[alloc]~[memory]"
+  done
+  TSAN_OPTIONS="log_path=$tsan_reports/report" build/tsan/tests/integration/proxy_integration_test "$spec"
+  if compgen -G "$tsan_reports/report*" >/dev/null; then
+    cat "$tsan_reports"/report*
+    echo "scripts/test.sh: ThreadSanitizer reported a race (above)" >&2
+    exit 1
+  fi
+  rm -rf "$tsan_reports"
 fi

@@ -32,15 +32,22 @@ bool audit_output::flush() {
 }
 
 bool audit_sink::write(const audit_record& r) {
-  line_.clear();
-  append_audit(line_, r);
-  for (auto& o : outputs_) o->add(r, line_);
-  since_flush_ += line_.size();
-  if (blocking_ || since_flush_ >= flush_at) return flush();
+  thread_local std::string line;  // made before the lock: threads wait only for the queues
+  line.clear();
+  append_audit(line, r);
+  const std::lock_guard lock(mutex_);
+  for (auto& o : outputs_) o->add(r, line);
+  since_flush_ += line.size();
+  if (blocking_ || since_flush_ >= flush_at) return flush_locked();
   return true;
 }
 
 bool audit_sink::flush() {
+  const std::lock_guard lock(mutex_);
+  return flush_locked();
+}
+
+bool audit_sink::flush_locked() {
   since_flush_ = 0;
   failing_.resize(outputs_.size(), false);
   reported_lost_.resize(outputs_.size(), 0);
@@ -65,7 +72,8 @@ bool audit_sink::flush() {
 }
 
 void audit_sink::reopen() {
-  flush();
+  const std::lock_guard lock(mutex_);
+  flush_locked();
   for (auto& o : outputs_) {
     const std::string error = o->reopen();
     if (!error.empty()) log_.error("SIGHUP: audit sink {}: {}", o->name(), error);

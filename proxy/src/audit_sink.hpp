@@ -15,9 +15,12 @@
 //   lost and the loss is logged): a sink that recovers receives what it missed.
 // - A sink that cannot be opened at start is a start-up error (server.cpp): never a gate
 //   without its audit trail.
+// - The gate's threads share one audit_sink: write, flush and reopen hold its mutex, so a
+//   connection's lines keep their order and the lines of two threads never interleave.
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
@@ -84,13 +87,15 @@ class audit_sink {
   bool blocking() const { return blocking_; }
 
  private:
+  bool flush_locked();
+
   static constexpr std::size_t flush_at = 64 * 1024;
+  std::mutex mutex_;  // over everything below
   std::vector<std::unique_ptr<audit_output>> outputs_;
   std::vector<bool> failing_;  // what was last logged of each sink
   std::vector<std::uint64_t> reported_lost_;
   bool blocking_;
   spdlog::logger& log_;
-  std::string line_;
   std::size_t since_flush_ = 0;
 };
 

@@ -37,9 +37,11 @@ void set_no_delay(protocol::socket& s) {
 
 namespace beast_http = beast::http;
 
-connection::connection(proxy_context& ctx, protocol::socket socket, std::string client,
-                       const policy::client_identity& identity, std::string client_json)
+connection::connection(proxy_context& ctx, connection_slot slot, protocol::socket socket,
+                       std::string client, const policy::client_identity& identity,
+                       std::string client_json)
     : ctx_(ctx),
+      slot_(std::move(slot)),
       client_(std::move(socket)),
       client_id_(std::move(client)),
       client_json_(std::move(client_json)),
@@ -232,9 +234,9 @@ net::awaitable<bool> connection::connect_upstream() {
     upstream_.reset();
     // The daemon is away: when it is back it may be another version (an upgrade), so its
     // version is learned again by the next request that reaches it.
-    if (ctx_.api_version)
+    if (ctx_.process.daemon.forget())
       ctx_.log->warn("the daemon is unreachable: its API version will be learned again");
-    ctx_.api_version.reset();
+    ctx_.daemon.api_version.reset();
     co_return false;
   }
   set_no_delay(*upstream_);

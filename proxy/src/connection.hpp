@@ -55,8 +55,9 @@ namespace dockgate::proxy {
 class connection {
  public:
   // `client` names the peer in log messages; `client_json` is the audit line's client
-  // object (format_audit_client), both made once when the connection was accepted.
-  connection(proxy_context& ctx, protocol::socket socket, std::string client,
+  // object (format_audit_client), both made once when the connection was accepted. Made on
+  // the thread of `ctx`, which serves it to the end.
+  connection(proxy_context& ctx, connection_slot slot, protocol::socket socket, std::string client,
              const policy::client_identity& identity, std::string client_json);
   ~connection();
   connection(const connection&) = delete;
@@ -191,12 +192,13 @@ class connection {
   static const policy::profile& no_profile();
   // The daemon's API version once learned (it is learned again after the daemon was away).
   std::optional<policy::api_version> known_daemon_version() const {
-    return ctx_.api_version ? std::optional(ctx_.daemon_version) : std::nullopt;
+    return ctx_.daemon.api_version ? std::optional(ctx_.daemon.version) : std::nullopt;
   }
   // True if a policy refusal must be enforced; in audit mode records it instead.
   bool enforce(const policy::deny& d);
 
   proxy_context& ctx_;
+  connection_slot slot_;  // one of the process's max_connections
   protocol::socket client_;
   upstream_socket upstream_;  // a plain socket, or a tls:// relay's plaintext end
   // One deadline for whatever the connection waits on now, checked by the watchdog: no

@@ -1,9 +1,14 @@
 #pragma once
-// What every connection of one proxy process shares.
+// What the connections of one gate thread share (a shard: server.cpp). Each thread has its
+// own proxy_context, touched only by that thread; what the threads share is const (the
+// options, a policy), thread-safe (the audit sink, the logger) or atomic (the count of
+// open connections). Another thread reaches a shard by posting to its io_context.
 
 #include <spdlog/logger.h>
 
+#include <atomic>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -28,37 +33,113 @@ namespace dockgate::proxy {
 class connection;
 struct upstream_tls_config;  // upstream_tls.hpp
 
+// One of the process's max_connections: taken when a client is accepted, given back when
+// its connection (or its TLS handshake) ends, on whichever thread that is.
+class connection_slot {
+ public:
+  explicit connection_slot(std::atomic<std::size_t>& open) : open_(&open) {
+    open.fetch_add(1, std::memory_order_relaxed);
+  }
+  connection_slot(connection_slot&& o) noexcept : open_(o.open_) { o.open_ = nullptr; }
+  connection_slot& operator=(connection_slot&&) = delete;
+  ~connection_slot() {
+    if (open_) open_->fetch_sub(1, std::memory_order_relaxed);
+  }
+
+ private:
+  std::atomic<std::size_t>* open_;
+};
+
+// What the gate knows of the daemon: the API version every forwarded request is pinned to
+// (the daemon's own, from /version, capped at the newest the route table knows) and its
+// cgroup version (from /info). Learned on first use, forgotten when the daemon is found
+// unreachable: when it is back it may be another version (an upgrade).
+struct daemon_facts {
+  std::optional<std::string> api_version;
+  policy::api_version version{};  // the same, as numbers
+  bool cgroup_v1 = true;
+};
+
+// The process's daemon_facts, one fact for every thread: a thread learns or forgets them
+// under the lock, and reads its own copy, brought up to date when `changes_` has moved
+// (one atomic load per request).
+class shared_daemon_facts {
+ public:
+  void refresh(daemon_facts& copy, std::uint64_t& seen) {
+    if (changes_.load(std::memory_order_acquire) == seen) return;
+    const std::lock_guard lock(mutex_);
+    copy = facts_;
+    seen = changes_.load(std::memory_order_relaxed);
+  }
+  // True if the process did not know these yet (the one who learned them says so).
+  bool learned(const daemon_facts& f) {
+    const std::lock_guard lock(mutex_);
+    const bool news = facts_.api_version != f.api_version || facts_.cgroup_v1 != f.cgroup_v1;
+    facts_ = f;
+    changes_.fetch_add(1, std::memory_order_release);
+    return news;
+  }
+  // True if there was something to forget.
+  bool forget() {
+    const std::lock_guard lock(mutex_);
+    const bool had = facts_.api_version.has_value();
+    facts_ = {};
+    changes_.fetch_add(1, std::memory_order_release);
+    return had;
+  }
+
+ private:
+  std::mutex mutex_;
+  daemon_facts facts_;
+  std::atomic<std::uint64_t> changes_{0};
+};
+
+// What the threads share besides the options, the logger and the audit sink.
+struct process_state {
+  std::atomic<std::size_t> open_connections{0};  // one per connection_slot
+  shared_daemon_facts daemon;
+};
+
 struct proxy_context {
   proxy_context(const serve_options& o, std::shared_ptr<const policy::policy> p, protocol::endpoint u,
-                std::shared_ptr<spdlog::logger> l, audit_sink& a)
-      : options(o), policy(std::move(p)), upstream(std::move(u)), log(std::move(l)), audit(a) {}
+                std::shared_ptr<spdlog::logger> l, audit_sink& a, process_state& shared)
+      : options(o),
+        policy(std::move(p)),
+        upstream(std::move(u)),
+        log(std::move(l)),
+        audit(a),
+        process(shared) {}
 
   const serve_options& options;
   // The policy new requests are decided by; SIGHUP replaces it whole (a request holds the
   // one it started with).
   std::shared_ptr<const policy::policy> policy;
   // Connections the process serves at most (derived from RLIMIT_NOFILE: each may hold a
-  // client and an upstream socket); at the limit it stops accepting until one closes.
+  // client and an upstream socket), counted over all threads (one per
+  // connection_slot: process.open_connections); at the limit it stops accepting until one
+  // closes.
   std::size_t max_connections = 0;
   protocol::endpoint upstream;
   upstream_tls_config* upstream_tls = nullptr;  // --upstream tls://: how to reach it
   std::shared_ptr<spdlog::logger> log;
-  audit_sink& audit;
+  audit_sink& audit;  // shared by the threads
+  process_state& process;
   bool stopping = false;
-  std::set<connection*> connections;  // live connections, for graceful shutdown
-  // The API version every forwarded request is pinned to: the daemon's own (from
-  // /version), capped at the newest the route table knows. Learned on first use.
-  std::optional<std::string> api_version;
-  policy::api_version daemon_version{};  // the same, as numbers
-  bool daemon_cgroup_v1 = true;          // from /info (CgroupVersion), learned with the version
-  bool learning_version = false;         // one connection is asking the daemon now
+  std::set<connection*> connections;  // this thread's live connections, for graceful shutdown
+  // This thread's copy of process.daemon, brought up to date by sync_daemon() as a request
+  // starts.
+  daemon_facts daemon;
+  std::uint64_t daemon_seen = 0;
+  void sync_daemon() { process.daemon.refresh(daemon, daemon_seen); }
+  bool learning_version = false;  // one of this thread's connections is asking the daemon now
   // "<owner>/<full container ID>" known to carry the owner label. Labels never change
   // after create, so a positive answer stays true; names are always resolved afresh.
   std::unordered_set<std::string> owned_containers;
   static constexpr std::size_t owned_cache_limit = 16384;
-  metrics stats;  // rendered on the --metrics listener
-  // Request IDs: this process's random prefix and a count of the requests it has read, so
-  // that an ID names one request of one gate process (audit line, Dockgate-Request-Id).
+  metrics stats;  // this thread's; the threads' are summed on the --metrics listener
+  // Request IDs: this thread's prefix (the process's random one plus the thread's index)
+  // and a count of the requests it has read, so that an ID names one request of one gate
+  // process (audit line, Dockgate-Request-Id).
   std::uint32_t request_id_prefix = 0;
   std::uint64_t requests = 0;
   net::steady_timer* watchdog = nullptr;  // looks at connection deadlines (server.cpp)

@@ -16,6 +16,21 @@ void metrics::record(std::string_view profile, std::string_view operation, bool 
   sum_ += seconds;
 }
 
+void metrics::add(const metrics& other) {
+  for (const auto& [profile, operations] : other.requests_)
+    for (const auto& [op, outcomes] : operations)
+      for (const auto& [o, n] : outcomes) slot(slot(requests_, profile), op)[o] += n;
+  for (const auto& [profile, rules] : other.refusals_)
+    for (const auto& [rule, n] : rules) slot(slot(refusals_, profile), rule) += n;
+  for (std::size_t i = 0; i < buckets.size(); ++i) bucket_counts_[i] += other.bucket_counts_[i];
+  count_ += other.count_;
+  sum_ += other.sum_;
+  upstream_errors_ += other.upstream_errors_;
+  streams_ += other.streams_;
+  hijacks_ += other.hijacks_;
+  connections_ += other.connections_;
+}
+
 std::string metrics::render() const {
   std::string out;
   char num[64];

@@ -137,6 +137,8 @@ serve options:
   --log-level LEVEL         trace, debug, info, warn, error (default info)
   --max-connections N       serve at most N client connections (default: as many as the
                             descriptor limit allows, raised to its hard limit at start)
+  --threads N               threads serving connections (default: one per CPU the process
+                            may run on, at most 64); a connection stays on one thread
   --allow-insecure-tcp      allow plaintext --listen tcp:// (or tls:// without --tls-client-ca)
                             on a non-loopback address
   --tls-cert FILE           server certificate (PEM) for tls:// listeners
@@ -279,6 +281,11 @@ std::variant<command, parse_error> parse_command_line(const std::vector<std::str
       const auto n = std::strtoull(v->c_str(), nullptr, 10);
       if (n == 0 || v->find_first_not_of("0123456789") != std::string::npos) return parse_error{a + ": a positive number"};
       serve.max_connections = static_cast<std::size_t>(n);
+    } else if (a == "--threads") {
+      const auto n = std::strtoull(v->c_str(), nullptr, 10);
+      if (n == 0 || n > 64 || v->find_first_not_of("0123456789") != std::string::npos)
+        return parse_error{a + ": a number from 1 to 64"};
+      serve.threads = static_cast<std::size_t>(n);
     } else if (a == "--metrics") {
       auto ep = common::parse_endpoint(*v, &error);
       if (!ep || ep->scheme == common::endpoint::kind::tls) return parse_error{"--metrics " + *v + ": unix:// or tcp:// " + error};

@@ -184,7 +184,8 @@ void connection::note_object(const policy::route& r) {
 // "too new" to negotiate down), naming the daemon's version when it is too new.
 net::awaitable<void> connection::refuse_version() {
   const std::string_view segment = policy::version_segment(path_);
-  if (policy::version_too_new(segment) && !ctx_.api_version && co_await connect_upstream())
+  ctx_.sync_daemon();
+  if (policy::version_too_new(segment) && !ctx_.daemon.api_version && co_await connect_upstream())
     co_await learn_api_version();
   const auto d = policy::version_refusal(segment, known_daemon_version());
   co_await refuse(d.status, d.rule, d.reason);

@@ -1,6 +1,13 @@
-// The server: accept loops (at the connection limit), the metrics listener, signals
-// (SIGTERM/SIGINT graceful shutdown, SIGHUP policy reload), the watchdog; the listeners
-// themselves are opened in listeners.cpp.
+// The server: its threads (shards), accept loops (at the connection limit), the metrics
+// listener, signals (SIGTERM/SIGINT graceful shutdown, SIGHUP policy reload), the
+// watchdogs; the listeners themselves are opened in listeners.cpp.
+//
+// Threads: each shard is one thread with its own io_context and proxy_context (context.hpp).
+// The first shard runs on the main thread and also owns the listeners, the signals and
+// the metrics listener; its accept loops hand each accepted client to the shards in turn,
+// and the client's connection is made and served on that shard's thread only. What one
+// thread does to another shard (a reload's policy, shutdown, a metrics scrape) it posts
+// to that shard's io_context.
 #include "dockgate/proxy/server.hpp"
 
 #include <malloc.h>
@@ -18,8 +25,12 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <chrono>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/post.hpp>
 #include <random>
+#include <sched.h>
 #include <stdexcept>
+#include <thread>
 
 #include "connection.hpp"
 #include "context.hpp"
@@ -31,12 +42,31 @@ namespace dockgate::proxy {
 
 namespace {
 
+struct shard {
+  shard(const serve_options& o, std::shared_ptr<const policy::policy> p, protocol::endpoint u,
+        std::shared_ptr<spdlog::logger> l, audit_sink& a, process_state& shared)
+      : ctx(o, std::move(p), std::move(u), std::move(l), a, shared), watchdog(ioc) {
+    ctx.watchdog = &watchdog;
+  }
+  net::io_context ioc{1};  // run by this shard's thread only
+  proxy_context ctx;
+  net::steady_timer watchdog;
+};
+using shards = std::vector<std::unique_ptr<shard>>;
+
+// Runs `f(ctx)` on every shard's own thread (the first's too, later, from its own loop).
+template <typename F>
+void on_every_shard(shards& all, const F& f) {
+  for (auto& s : all) net::post(s->ioc, [&ctx = s->ctx, f] { f(ctx); });
+}
+
 // At the connection limit a gate listener is not served: new clients wait in the
 // kernel's backlog instead of being accepted and starved of descriptors. (Not the metrics
 // listener: the operator must see the limit.)
 net::awaitable<void> below_connection_limit(proxy_context& ctx, listener& l) {
   bool warned = false;
-  while (ctx.connections.size() >= ctx.max_connections && !ctx.stopping) {
+  while (ctx.process.open_connections.load(std::memory_order_relaxed) >= ctx.max_connections &&
+         !ctx.stopping) {
     if (!warned)
       ctx.log->warn("connection limit {} reached on {}: not accepting until one closes",
                     ctx.max_connections, l.address.to_string());
@@ -46,14 +76,24 @@ net::awaitable<void> below_connection_limit(proxy_context& ctx, listener& l) {
   }
 }
 
-net::awaitable<void> accept_loop(proxy_context& ctx, listener& l) {
+// Accepts on the first shard's thread; the client goes to the next shard in turn, its
+// socket already registered with that shard's io_context.
+net::awaitable<void> accept_loop(shards& all, listener& l) {
+  proxy_context& ctx = all.front()->ctx;
   const bool is_unix = l.address.scheme == common::endpoint::kind::unix_socket;
+  std::size_t turn = 0;
   for (;;) {
     co_await below_connection_limit(ctx, l);
-    auto [ec, socket] = co_await l.socket.async_accept(use_tuple);
+    shard& to = *all[turn];
+    auto [ec, socket] =
+        co_await l.socket.async_accept(net::any_io_executor(to.ioc.get_executor()), use_tuple);
     if (!ec && l.tls && !ctx.stopping) {
-      net::co_spawn(l.socket.get_executor(), serve_tls(ctx, *l.tls, std::move(socket)),
-                    net::detached);
+      turn = (turn + 1) % all.size();
+      net::post(to.ioc, [&to, &tls = *l.tls, socket = std::move(socket),
+                         slot = connection_slot(ctx.process.open_connections)]() mutable {
+        net::co_spawn(to.ioc, serve_tls(to.ctx, tls, std::move(socket), std::move(slot)),
+                      net::detached);
+      });
       continue;
     }
     if (ctx.stopping) co_return;
@@ -65,13 +105,30 @@ net::awaitable<void> accept_loop(proxy_context& ctx, listener& l) {
       co_await t.async_wait(use_tuple);
       continue;
     }
+    turn = (turn + 1) % all.size();
     policy::client_identity identity;
     audit_client who;
     std::string client = peer_identity(socket, is_unix, identity, who);
-    auto c = std::make_unique<connection>(ctx, std::move(socket), std::move(client), identity,
-                                          format_audit_client(who));
-    net::co_spawn(l.socket.get_executor(), connection::start(std::move(c)), net::detached);
+    net::post(to.ioc, [&to, socket = std::move(socket), slot = connection_slot(ctx.process.open_connections),
+                       client = std::move(client), identity = std::move(identity),
+                       json = format_audit_client(who)]() mutable {
+      auto c = std::make_unique<connection>(to.ctx, std::move(slot), std::move(socket),
+                                            std::move(client), identity, std::move(json));
+      net::co_spawn(to.ioc, connection::start(std::move(c)), net::detached);
+    });
   }
+}
+
+// Every shard's metrics summed: the others' copied on their own threads.
+net::awaitable<metrics> all_metrics(shards& all) {
+  metrics sum = all.front()->ctx.stats;
+  for (std::size_t i = 1; i < all.size(); ++i) {
+    proxy_context& other = all[i]->ctx;
+    sum.add(co_await net::co_spawn(
+        all[i]->ioc, [&other]() -> net::awaitable<metrics> { co_return other.stats; },
+        net::use_awaitable));
+  }
+  co_return sum;
 }
 
 // The metrics listener: one request per connection, GET /metrics or GET /healthz.
@@ -103,7 +160,8 @@ net::awaitable<bool> daemon_answers(proxy_context& ctx, const net::any_io_execut
   co_return got >= 12 && std::string_view(buf, got).substr(9, 3) == "200";
 }
 
-net::awaitable<void> serve_metrics(proxy_context& ctx, protocol::socket socket) {
+net::awaitable<void> serve_metrics(shards& all, protocol::socket socket) {
+  proxy_context& ctx = all.front()->ctx;
   beast::basic_stream<protocol> stream(std::move(socket));
   stream.expires_after(std::chrono::seconds(10));
   std::string request;
@@ -121,7 +179,7 @@ net::awaitable<void> serve_metrics(proxy_context& ctx, protocol::socket socket) 
     ctx.stats.daemon_up(co_await daemon_answers(ctx, stream.get_executor()));  // at most 2 s
     status = 200;
     type = "text/plain; version=0.0.4; charset=utf-8";
-    body = ctx.stats.render();
+    body = (co_await all_metrics(all)).render();
   } else if (line.starts_with("GET /healthz ")) {
     const bool up = co_await daemon_answers(ctx, stream.get_executor());
     status = up ? 200 : 503;
@@ -140,50 +198,59 @@ net::awaitable<void> serve_metrics(proxy_context& ctx, protocol::socket socket) 
   stream.socket().shutdown(net::socket_base::shutdown_send, ignored);
 }
 
-net::awaitable<void> metrics_loop(proxy_context& ctx, listener& l) {
+net::awaitable<void> metrics_loop(shards& all, listener& l) {
+  proxy_context& ctx = all.front()->ctx;
   for (;;) {
     auto [ec, socket] = co_await l.socket.async_accept(use_tuple);
     if (ctx.stopping || ec == net::error::operation_aborted) co_return;
     if (ec) continue;
-    net::co_spawn(l.socket.get_executor(), serve_metrics(ctx, std::move(socket)), net::detached);
+    net::co_spawn(l.socket.get_executor(), serve_metrics(all, std::move(socket)), net::detached);
   }
 }
 
-net::awaitable<void> shutdown_when_signalled(proxy_context& ctx, net::signal_set& signals,
+// Runs on the first shard: stops accepting, lets every shard's connections finish (to the
+// deadline), then ends every shard's watchdog, after which the threads run out of work.
+net::awaitable<void> shutdown_when_signalled(shards& all, net::signal_set& signals,
                                              net::signal_set& hangup,
                                              std::vector<listener>& listeners) {
+  proxy_context& ctx = all.front()->ctx;
   auto [ec, signo] = co_await signals.async_wait(use_tuple);
   if (ec) co_return;
   ctx.log->info("signal {}: shutting down (deadline {} ms)", signo,
                 ctx.options.shutdown_timeout.count());
-  ctx.stopping = true;
+  ctx.stopping = true;  // this thread's accept loops see it at once
   beast::error_code ignored_hangup;
   hangup.cancel(ignored_hangup);  // no reloads while stopping (and no work left for the loop)
   for (auto& l : listeners) {
     beast::error_code ignored;
     l.socket.close(ignored);
   }
-  for (auto* c : std::vector<connection*>(ctx.connections.begin(), ctx.connections.end()))
-    c->shutdown();
+  on_every_shard(all, [](proxy_context& c) {
+    c.stopping = true;
+    for (auto* x : std::vector<connection*>(c.connections.begin(), c.connections.end()))
+      x->shutdown();
+  });
+  // Every slot is given back once its connection (or TLS handshake) has ended.
+  auto open = [&ctx] { return ctx.process.open_connections.load(std::memory_order_relaxed); };
   const auto deadline = std::chrono::steady_clock::now() + ctx.options.shutdown_timeout;
   net::steady_timer timer(signals.get_executor());
-  while (!ctx.connections.empty() && std::chrono::steady_clock::now() < deadline) {
+  while (open() > 0 && std::chrono::steady_clock::now() < deadline) {
     timer.expires_after(std::chrono::milliseconds(20));
     co_await timer.async_wait(use_tuple);
   }
-  if (!ctx.connections.empty()) {
-    ctx.log->warn("shutdown deadline passed: closing {} connection(s)", ctx.connections.size());
-    for (auto* c : std::vector<connection*>(ctx.connections.begin(), ctx.connections.end()))
-      c->abort();
+  if (open() > 0) {
+    ctx.log->warn("shutdown deadline passed: closing {} connection(s)", open());
+    on_every_shard(all, [](proxy_context& c) {
+      for (auto* x : std::vector<connection*>(c.connections.begin(), c.connections.end()))
+        x->abort();
+    });
   }
-  if (ctx.watchdog) {
-    // The watchdog ends once the aborted connections are gone; let it look now.
-    while (!ctx.connections.empty()) {
-      timer.expires_after(std::chrono::milliseconds(5));
-      co_await timer.async_wait(use_tuple);
-    }
-    ctx.watchdog->cancel();
+  // The watchdogs end once the aborted connections are gone; let them look now.
+  while (open() > 0) {
+    timer.expires_after(std::chrono::milliseconds(5));
+    co_await timer.async_wait(use_tuple);
   }
+  on_every_shard(all, [](proxy_context& c) { c.watchdog->cancel(); });
 }
 
 // The one timer of the request path: about once a second every connection's deadline is
@@ -249,8 +316,9 @@ std::size_t connection_limit(const serve_options& options, spdlog::logger& log) 
 // SIGHUP: the audit queues written and file sinks opened again at their paths; the policy read again; a valid one applies to new requests, an invalid one, or
 // one a user other than root could have changed (host_path.hpp), is refused (the reason
 // logged) and the current one stays.
-net::awaitable<void> reload_when_signalled(proxy_context& ctx, net::signal_set& signals,
+net::awaitable<void> reload_when_signalled(shards& all, net::signal_set& signals,
                                            const policy_loader& load) {
+  proxy_context& ctx = all.front()->ctx;
   for (;;) {
     auto [ec, signo] = co_await signals.async_wait(use_tuple);
     if (ec || ctx.stopping) co_return;
@@ -262,17 +330,32 @@ net::awaitable<void> reload_when_signalled(proxy_context& ctx, net::signal_set& 
           "SIGHUP: the policy was not loaded (the reason above); keeping the current one");
       continue;
     }
-    ctx.policy = std::make_shared<const policy::policy>(std::move(*fresh));
+    auto applied = std::make_shared<const policy::policy>(std::move(*fresh));
+    ctx.policy = applied;  // this thread's at once, the others' when they next run
+    on_every_shard(all, [applied](proxy_context& c) { c.policy = applied; });
     ctx.log->info("SIGHUP: policy reloaded ({} profile(s), default {}); it applies to new requests",
-                  ctx.policy->profiles.size(),
-                  ctx.policy->default_profile ? ctx.policy->default_().name : std::string("none"));
+                  applied->profiles.size(),
+                  applied->default_profile ? applied->default_().name : std::string("none"));
   }
 }
+
+namespace {
+
+// The threads to serve with: --threads, or one per CPU this process may run on.
+std::size_t thread_count(const serve_options& options) {
+  if (options.threads) return options.threads;
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  const int n = ::sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
+  return std::clamp<std::size_t>(static_cast<std::size_t>(n), 1, 64);
+}
+
+}  // namespace
 
 int serve(const serve_options& options, policy::policy initial, const policy_loader& reload) {
   auto shared_policy = std::make_shared<const policy::policy>(std::move(initial));
   const policy::policy& pol = *shared_policy;
-  auto log = spdlog::stderr_logger_st("dockgate-proxy");
+  auto log = spdlog::stderr_logger_mt("dockgate-proxy");
   log->set_level(spdlog::level::from_str(options.log_level));
   // Every --audit sink opens now, or the gate does not start (audit_sink.hpp).
   std::vector<std::unique_ptr<audit_output>> outputs;
@@ -281,17 +364,27 @@ int serve(const serve_options& options, policy::policy initial, const policy_loa
     outputs.push_back(open_audit_output(t, options, error));
     if (!outputs.back()) throw std::runtime_error("--audit " + t.spec + ": " + error);
   }
-  net::io_context ioc{1};
   audit_sink audit(std::move(outputs), options.audit_blocking, *log);
-  proxy_context ctx(options, shared_policy, resolve(ioc, options.upstream), log, audit);
+  process_state process;
+  shards all;
+  const std::size_t threads = thread_count(options);
+  const std::uint32_t request_id_prefix = std::random_device{}();  // getrandom(2)
+  const std::size_t max_connections = connection_limit(options, *log);
   std::unique_ptr<upstream_tls_config> upstream_tls;
-  if (options.upstream.scheme == common::endpoint::kind::tls) {
+  if (options.upstream.scheme == common::endpoint::kind::tls)
     upstream_tls = make_upstream_tls(options);  // throws: a start-up error
-    ctx.upstream_tls = upstream_tls.get();
+  for (std::size_t i = 0; i < threads; ++i) {
+    all.push_back(std::make_unique<shard>(options, shared_policy, protocol::endpoint{}, log, audit,
+                                          process));
+    proxy_context& c = all.back()->ctx;
+    c.upstream = i == 0 ? resolve(all[0]->ioc, options.upstream) : all[0]->ctx.upstream;
+    c.upstream_tls = upstream_tls.get();
+    c.request_id_prefix = request_id_prefix + static_cast<std::uint32_t>(i);
+    c.max_connections = max_connections;
   }
-  ctx.request_id_prefix = std::random_device{}();  // getrandom(2)
-  ctx.max_connections = connection_limit(options, *log);
-  ctx.stats.connection_limit(ctx.max_connections);
+  net::io_context& ioc = all[0]->ioc;
+  proxy_context& ctx = all[0]->ctx;
+  ctx.stats.connection_limit(max_connections);
   ctx.stats.policy_loaded(unix_now());
 
   std::unique_ptr<net::ssl::context> tls;
@@ -321,22 +414,37 @@ int serve(const serve_options& options, policy::policy initial, const policy_loa
                   : "",
               pol.profiles.size(), pol.default_profile ? pol.default_().name : std::string("none"),
               options.upstream.to_string());
-    net::co_spawn(ioc, accept_loop(ctx, listeners[i]), net::detached);
+    net::co_spawn(ioc, accept_loop(all, listeners[i]), net::detached);
   }
   if (options.metrics) {
     log->info("metrics and health on {}", options.metrics->to_string());
-    net::co_spawn(ioc, metrics_loop(ctx, listeners.back()), net::detached);
+    net::co_spawn(ioc, metrics_loop(all, listeners.back()), net::detached);
   }
 
   net::signal_set signals(ioc, SIGINT, SIGTERM);
   net::signal_set hangup(ioc, SIGHUP);
-  net::co_spawn(ioc, shutdown_when_signalled(ctx, signals, hangup, listeners), net::detached);
-  net::co_spawn(ioc, reload_when_signalled(ctx, hangup, reload), net::detached);
-  net::steady_timer watchdog(ioc);
-  ctx.watchdog = &watchdog;
-  net::co_spawn(ioc, watch_deadlines(ctx, watchdog), net::detached);
+  net::co_spawn(ioc, shutdown_when_signalled(all, signals, hangup, listeners), net::detached);
+  net::co_spawn(ioc, reload_when_signalled(all, hangup, reload), net::detached);
+  for (auto& s : all) net::co_spawn(s->ioc, watch_deadlines(s->ctx, s->watchdog), net::detached);
   ::signal(SIGPIPE, SIG_IGN);
-  ioc.run();
+  log->info("serving with {} thread(s)", threads);
+  {
+    // The other shards run until the first one is done: until then a scrape or a shutdown
+    // may still post to them.
+    std::vector<std::jthread> workers;
+    std::vector<net::executor_work_guard<net::io_context::executor_type>> busy;
+    for (std::size_t i = 1; i < all.size(); ++i) {
+      busy.push_back(net::make_work_guard(all[i]->ioc));
+      workers.emplace_back([&s = *all[i]] { s.ioc.run(); });
+    }
+    try {
+      ioc.run();
+    } catch (...) {
+      for (auto& s : all) s->ioc.stop();
+      throw;  // after the threads are joined
+    }
+    busy.clear();
+  }  // the threads end once their shard has no work left, and are joined here
   audit.flush();
 
   for (const auto& l : listeners) {

@@ -78,7 +78,7 @@ std::unique_ptr<net::ssl::context> make_tls_context(const serve_options& options
 }
 
 net::awaitable<void> serve_tls(proxy_context& ctx, net::ssl::context& tls,
-                               protocol::socket socket) {
+                               protocol::socket socket, connection_slot slot) {
   policy::client_identity identity;
   audit_client who;
   who.transport = "tls";
@@ -112,8 +112,8 @@ net::awaitable<void> serve_tls(proxy_context& ctx, net::ssl::context& tls,
   net::local::stream_protocol::socket inner(executor), outer(executor);
   net::local::connect_pair(inner, outer);
   who.subject = identity.tls_subject;
-  auto c = std::make_unique<connection>(ctx, protocol::socket(std::move(inner)), client, identity,
-                                        format_audit_client(who));
+  auto c = std::make_unique<connection>(ctx, std::move(slot), protocol::socket(std::move(inner)),
+                                        client, identity, format_audit_client(who));
   net::co_spawn(executor, connection::start(std::move(c)), net::detached);
 
   auto buffers = std::make_unique<char[]>(2 * 16384);

@@ -14,7 +14,9 @@ namespace dockgate::proxy {
 std::unique_ptr<net::ssl::context> make_tls_context(const serve_options& options);
 
 // Handshake (under the head timeout), learn the client's certificate subject, then pump
-// bytes between the TLS stream and a connection serving the plaintext end.
-net::awaitable<void> serve_tls(proxy_context& ctx, net::ssl::context& tls, protocol::socket socket);
+// bytes between the TLS stream and a connection serving the plaintext end. Runs on the
+// thread of `ctx`; `slot` (taken at accept) passes to the connection.
+net::awaitable<void> serve_tls(proxy_context& ctx, net::ssl::context& tls, protocol::socket socket,
+                               connection_slot slot);
 
 }  // namespace dockgate::proxy

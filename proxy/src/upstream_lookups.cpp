@@ -72,14 +72,17 @@ net::awaitable<bool> connection::learn_api_version() {
   auto parsed = version ? policy::parse_api_version(*version) : std::nullopt;
   if (!parsed) co_return false;
   // The daemon's version, capped at the newest the route table knows.
-  ctx_.daemon_version = std::min(*parsed, policy::max_api_version);
-  ctx_.api_version = policy::to_string(ctx_.daemon_version);
+  daemon_facts learned;
+  learned.version = std::min(*parsed, policy::max_api_version);
+  learned.api_version = policy::to_string(learned.version);
   // What the daemon does for older clients' empty fields depends on its host's cgroups.
-  auto [info_status, info] = co_await upstream_get("/v" + *ctx_.api_version + "/info");
-  ctx_.daemon_cgroup_v1 = info_status != 200 || policy::info_says_cgroup_v1(info);
-  ctx_.log->info(
+  auto [info_status, info] = co_await upstream_get("/v" + *learned.api_version + "/info");
+  learned.cgroup_v1 = info_status != 200 || policy::info_says_cgroup_v1(info);
+  ctx_.daemon = learned;
+  if (ctx_.process.daemon.learned(learned))  // not yet known to another thread
+    ctx_.log->info(
       "daemon API version {} (cgroup v{}): requests without a version are forwarded as /v{}",
-      *version, ctx_.daemon_cgroup_v1 ? 1 : 2, *ctx_.api_version);
+      *version, ctx_.daemon.cgroup_v1 ? 1 : 2, *ctx_.daemon.api_version);
   co_return true;
 }
 
@@ -97,7 +100,7 @@ net::awaitable<bool> connection::owned_container_id(std::string_view reference, 
       co_return true;
     }
   }
-  auto [status, body] = co_await upstream_get("/v" + *ctx_.api_version + "/containers/" +
+  auto [status, body] = co_await upstream_get("/v" + *ctx_.daemon.api_version + "/containers/" +
                                               std::string(reference) + "/json");
   if (status != 200) co_return false;
   auto c = policy::parse_container_inspect(body);
@@ -113,12 +116,13 @@ net::awaitable<bool> connection::prepare_target(const policy::route& r) {
   filter_ = response_filter::none;
   // The daemon's version is learned once: connections arriving meanwhile wait for that
   // one answer instead of each asking (a burst of clients must not become a burst of
-  // /version and /info calls).
-  while (!ctx_.api_version && ctx_.learning_version) {
+  // /version and /info calls); what another thread learned is taken from it.
+  ctx_.sync_daemon();
+  while (!ctx_.daemon.api_version && ctx_.learning_version) {
     net::steady_timer wait(client_.get_executor(), std::chrono::milliseconds(2));
     co_await wait.async_wait(use_tuple);
   }
-  if (!ctx_.api_version) {
+  if (!ctx_.daemon.api_version) {
     ctx_.learning_version = true;
     const bool learned = co_await learn_api_version();
     ctx_.learning_version = false;
@@ -130,10 +134,10 @@ net::awaitable<bool> connection::prepare_target(const policy::route& r) {
   // The client's API version is part of what it reads (formats, defaults): forwarded as
   // it asked, within what the route table models (1.24 and up) and what the daemon
   // speaks; a newer one is answered as the daemon answers it. Without one: the daemon's.
-  forward_version_ = *ctx_.api_version;
-  version_ = ctx_.daemon_version;
+  forward_version_ = *ctx_.daemon.api_version;
+  version_ = ctx_.daemon.version;
   if (r.version) {
-    if (auto d = policy::version_refusal(*r.version, ctx_.daemon_version)) {
+    if (auto d = policy::version_refusal(*r.version, ctx_.daemon.version)) {
       audit_.verdict = "deny";
       co_await refuse(d->status, d->rule, d->reason);
       co_return false;
@@ -166,7 +170,7 @@ net::awaitable<bool> connection::prepare_target(const policy::route& r) {
         object_id_.assign(r.param);  // audit mode: forwarded as the client named it
       }
     } else if (object == policy::path_object::exec) {
-      auto [status, body] = co_await upstream_get("/v" + *ctx_.api_version + "/exec/" +
+      auto [status, body] = co_await upstream_get("/v" + *ctx_.daemon.api_version + "/exec/" +
                                                   std::string(r.param) + "/json");
       auto exec = status == 200 ? policy::parse_exec_inspect(body) : std::nullopt;
       std::string exec_container;
@@ -190,7 +194,7 @@ net::awaitable<bool> connection::prepare_target(const policy::route& r) {
       std::optional<std::string> name;  // what the request is forwarded with
       if (policy::valid_object_name(r.param)) {
         auto [status, body] =
-            co_await upstream_get("/v" + *ctx_.api_version +
+            co_await upstream_get("/v" + *ctx_.daemon.api_version +
                                   (network ? "/networks/" : "/volumes/") + std::string(r.param));
         if (network) {
           auto n = status == 200 ? policy::parse_network_inspect(body) : std::nullopt;
@@ -281,7 +285,7 @@ net::awaitable<bool> connection::prepare_target(const policy::route& r) {
 }
 
 net::awaitable<std::optional<std::string>> connection::binds_problem(std::string_view container) {
-  auto [status, body] = co_await upstream_get("/v" + *ctx_.api_version + "/containers/" +
+  auto [status, body] = co_await upstream_get("/v" + *ctx_.daemon.api_version + "/containers/" +
                                               std::string(container) + "/json");
   if (status == 404) co_return std::nullopt;  // the daemon answers the start itself
   auto c = status == 200 ? policy::parse_container_inspect(body) : std::nullopt;
@@ -304,7 +308,7 @@ net::awaitable<std::optional<policy::deny>> connection::check_named_objects(cons
                                                                             policy::rewrite& rw) {
   if (!profile_->rules.confine_to_owned) co_return std::nullopt;
   const std::string& owner = profile_->rules.owner;
-  const std::string version = "/v" + *ctx_.api_version;
+  const std::string version = "/v" + *ctx_.daemon.api_version;
   const std::string in_profile = " (profile " + profile_->name + ")";
   if (!rw.container.empty()) {  // NetworkConnect, NetworkDisconnect
     std::string_view reference = rw.container;

@@ -61,3 +61,36 @@ TEST_CASE("metrics say whether the last policy reload applied and whether the da
   CHECK(text.find("dockgate_policy_last_reload_success_timestamp_seconds 1700000200.000\n") !=
         std::string::npos);
 }
+
+TEST_CASE("metrics of the gate's threads add up, the process's facts stay the first thread's",
+          "[metrics]") {
+  metrics first, second;
+  first.connection_limit(10);
+  first.daemon_up(true);
+  first.record("docker-cli", "ContainerList", false, 200, "", 0.0007);
+  first.connection(+2);
+  second.connection_limit(99);  // not added: the process's, kept by the first thread
+  second.record("docker-cli", "ContainerList", false, 200, "", 0.003);
+  second.record("docker-cli", "VolumeCreate", true, 403, "operation", 0.0001);
+  second.record("ci", "SystemPing", false, 200, "", 0.0001);
+  second.upstream_error();
+  second.stream(+1);
+  second.hijack(+1);
+  second.connection(+3);
+  first.add(second);
+  const std::string text = first.render();
+  INFO(text);
+  CHECK(text.find("dockgate_requests_total{profile=\"docker-cli\",operation=\"ContainerList\",verdict=\"allow\",status=\"200\"} 2\n") != std::string::npos);
+  CHECK(text.find("dockgate_requests_total{profile=\"docker-cli\",operation=\"VolumeCreate\",verdict=\"deny\",status=\"403\"} 1\n") != std::string::npos);
+  CHECK(text.find("dockgate_requests_total{profile=\"ci\",operation=\"SystemPing\",verdict=\"allow\",status=\"200\"} 1\n") != std::string::npos);
+  CHECK(text.find("dockgate_refusals_total{profile=\"docker-cli\",rule=\"operation\"} 1\n") != std::string::npos);
+  CHECK(text.find("dockgate_request_duration_seconds_bucket{le=\"0.001\"} 3\n") != std::string::npos);
+  CHECK(text.find("dockgate_request_duration_seconds_count 4\n") != std::string::npos);
+  CHECK(text.find("dockgate_request_duration_seconds_sum 0.003900\n") != std::string::npos);
+  CHECK(text.find("dockgate_connections 5\n") != std::string::npos);
+  CHECK(text.find("dockgate_open_streams 1\n") != std::string::npos);
+  CHECK(text.find("dockgate_open_hijacks 1\n") != std::string::npos);
+  CHECK(text.find("dockgate_upstream_errors_total 1\n") != std::string::npos);
+  CHECK(text.find("dockgate_connection_limit 10\n") != std::string::npos);
+  CHECK(text.find("dockgate_daemon_up 1\n") != std::string::npos);
+}

@@ -8,7 +8,7 @@ TEST_CASE("serve options parse", "[options]") {
   auto r = parse_command_line({"--upstream", "unix:///var/run/docker.sock", "--listen",
                                "unix:///run/dockgate.sock", "--listen", "tcp://127.0.0.1:2375",
                                "--policy", "p.json", "--socket-mode", "0600", "--socket-owner",
-                               "0:999", "--shutdown-timeout", "3"});
+                               "0:999", "--shutdown-timeout", "3", "--threads", "4"});
   REQUIRE(std::holds_alternative<command>(r));
   auto& o = std::get<serve_options>(std::get<command>(r));
   CHECK(o.upstream.path == "/var/run/docker.sock");
@@ -17,6 +17,7 @@ TEST_CASE("serve options parse", "[options]") {
   CHECK(o.socket_uid == 0u);
   CHECK(o.socket_gid == 999u);
   CHECK(o.shutdown_timeout == std::chrono::seconds(3));
+  CHECK(o.threads == 4);
 }
 
 TEST_CASE("check takes a policy", "[options]") {
@@ -38,6 +39,9 @@ TEST_CASE("bad command lines are refused", "[options]") {
       {"--policy", "p", "--upstream", "unix:///s", "--upstream", "unix:///t", "--listen",
        "unix:///l"},
       {"--policy", "p", "--policy", "q", "--upstream", "unix:///s", "--listen", "unix:///l"},
+      {"--policy", "p", "--upstream", "unix:///s", "--listen", "unix:///l", "--threads", "0"},
+      {"--policy", "p", "--upstream", "unix:///s", "--listen", "unix:///l", "--threads", "65"},
+      {"--policy", "p", "--upstream", "unix:///s", "--listen", "unix:///l", "--threads", "2x"},
   };
   for (const auto& args : bad) {
     CAPTURE(args);

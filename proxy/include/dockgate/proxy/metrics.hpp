@@ -1,6 +1,7 @@
 #pragma once
-// Prometheus metrics of the gate, kept by the proxy's one thread and rendered in the text
-// exposition format (0.0.4) on the metrics listener. Recording an allowed request does not
+// Prometheus metrics of the gate, kept by each gate thread for its connections (the first
+// thread's also hold the process's facts: limit, reloads, daemon), summed with add() and
+// rendered in the text exposition format (0.0.4) on the metrics listener. Recording an allowed request does not
 // allocate once its operation and status have been seen.
 
 #include <array>
@@ -36,6 +37,8 @@ class metrics {
   }
   // Whether the daemon answered a ping, asked when metrics are scraped.
   void daemon_up(bool up) { daemon_up_ = up; }
+  // Another thread's counts of requests and what is open now, added to these.
+  void add(const metrics& other);
   std::string render() const;
 
   static constexpr std::array<double, 14> buckets{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
