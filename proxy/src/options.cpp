@@ -138,7 +138,8 @@ serve options:
   --max-connections N       serve at most N client connections (default: as many as the
                             descriptor limit allows, raised to its hard limit at start)
   --threads N               threads serving connections (default: one per CPU the process
-                            may run on, at most 64); a connection stays on one thread
+                            may run on, within its cgroup's CPU quota, at most 64); a
+                            connection stays on one thread
   --allow-insecure-tcp      allow plaintext --listen tcp:// (or tls:// without --tls-client-ca)
                             on a non-loopback address
   --tls-cert FILE           server certificate (PEM) for tls:// listeners

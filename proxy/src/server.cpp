@@ -28,13 +28,13 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
 #include <random>
-#include <sched.h>
 #include <stdexcept>
 #include <thread>
 
 #include "connection.hpp"
 #include "context.hpp"
 #include "listeners.hpp"
+#include "thread_count.hpp"
 #include "tls_front.hpp"
 #include "upstream_tls.hpp"
 
@@ -339,19 +339,6 @@ net::awaitable<void> reload_when_signalled(shards& all, net::signal_set& signals
   }
 }
 
-namespace {
-
-// The threads to serve with: --threads, or one per CPU this process may run on.
-std::size_t thread_count(const serve_options& options) {
-  if (options.threads) return options.threads;
-  cpu_set_t cpus;
-  CPU_ZERO(&cpus);
-  const int n = ::sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
-  return std::clamp<std::size_t>(static_cast<std::size_t>(n), 1, 64);
-}
-
-}  // namespace
-
 int serve(const serve_options& options, policy::policy initial, const policy_loader& reload) {
   auto shared_policy = std::make_shared<const policy::policy>(std::move(initial));
   const policy::policy& pol = *shared_policy;
@@ -367,7 +354,7 @@ int serve(const serve_options& options, policy::policy initial, const policy_loa
   audit_sink audit(std::move(outputs), options.audit_blocking, *log);
   process_state process;
   shards all;
-  const std::size_t threads = thread_count(options);
+  const std::size_t threads = options.threads ? options.threads : default_thread_count();
   const std::uint32_t request_id_prefix = std::random_device{}();  // getrandom(2)
   const std::size_t max_connections = connection_limit(options, *log);
   std::unique_ptr<upstream_tls_config> upstream_tls;

@@ -42,7 +42,7 @@ struct serve_options {
   // --max-connections N: at most this many (0: as many as the descriptor limit allows).
   std::size_t max_connections = 0;
   // --threads N: threads serving connections, each its own event loop (0: one per CPU the
-  // process may run on, as nginx's worker_processes auto and HAProxy's nbthread).
+  // process may run on, within its cgroup's CPU quota: thread_count.hpp).
   std::size_t threads = 0;
   // --metrics URL: Prometheus metrics (GET /metrics) and a health check that asks the
   // daemon (GET /healthz) on a listener of their own, never on a gate listener.
