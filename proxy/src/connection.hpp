@@ -254,6 +254,7 @@ class connection {
   std::string query_;              // the query forwarded: the client's parameters the daemon reads
   std::string forward_version_;    // the API version forwarded ("1.41")
   policy::api_version version_{};  // the same, for the body review
+  daemon_facts daemon_;            // what the gate knew of the daemon as this request began
   std::string dropped_;            // what the gate left out because the daemon ignores it
   std::string seen_;  // "record": "fields": what the client set in the body (policy::body_seen)
   std::vector<std::string> warnings_;  // added to a create answer: what the profile changed

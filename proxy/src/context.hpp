@@ -71,9 +71,17 @@ class shared_daemon_facts {
     copy = facts_;
     seen = changes_.load(std::memory_order_relaxed);
   }
-  // True if the process did not know these yet (the one who learned them says so).
-  bool learned(const daemon_facts& f) {
+  // How many times the facts were forgotten: read before asking the daemon.
+  std::uint64_t forgets() {
     const std::lock_guard lock(mutex_);
+    return forgets_;
+  }
+  // Publishes `f`, unless the facts were forgotten since `forgets_before` (the daemon went
+  // away while it was asked: `f` may be the old daemon's). True if published and new to
+  // the process (the one who learned them says so).
+  bool learned(const daemon_facts& f, std::uint64_t forgets_before) {
+    const std::lock_guard lock(mutex_);
+    if (forgets_ != forgets_before) return false;
     const bool news = facts_.api_version != f.api_version || facts_.cgroup_v1 != f.cgroup_v1;
     facts_ = f;
     changes_.fetch_add(1, std::memory_order_release);
@@ -84,6 +92,7 @@ class shared_daemon_facts {
     const std::lock_guard lock(mutex_);
     const bool had = facts_.api_version.has_value();
     facts_ = {};
+    ++forgets_;
     changes_.fetch_add(1, std::memory_order_release);
     return had;
   }
@@ -91,6 +100,7 @@ class shared_daemon_facts {
  private:
   std::mutex mutex_;
   daemon_facts facts_;
+  std::uint64_t forgets_ = 0;
   std::atomic<std::uint64_t> changes_{0};
 };
 
@@ -126,6 +136,7 @@ struct proxy_context {
   process_state& process;
   bool stopping = false;
   std::set<connection*> connections;  // this thread's live connections, for graceful shutdown
+  std::set<stream*> tls_handshakes;   // and its TLS clients not yet connections (tls_front.cpp)
   // This thread's copy of process.daemon, brought up to date by sync_daemon() as a request
   // starts.
   daemon_facts daemon;

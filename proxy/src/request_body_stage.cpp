@@ -56,7 +56,7 @@ net::awaitable<bool> connection::read_request_body(const policy::route& r,
   if (profile_->record_fields && !(seen_ = policy::body_seen(r.op, json_body_)).empty())
     audit_.seen = seen_;
   auto reviewed =
-      policy::review_body(*profile_, r.op, json_body_, {version_, ctx_.daemon.cgroup_v1});
+      policy::review_body(*profile_, r.op, json_body_, {version_, daemon_.cgroup_v1});
   if (auto* d = std::get_if<policy::deny>(&reviewed); d && enforce(*d)) {
     audit_.verdict = "deny";
     co_await refuse(d->status, d->rule, d->reason);

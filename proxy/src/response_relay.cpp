@@ -251,7 +251,7 @@ net::awaitable<void> connection::relay_filtered_list(const http::response_head& 
       if (policy::networks_list_containers(whole)) {
         // Which of the containers it lists are the profile's: one list call.
         const std::string target =
-            "/v" + *ctx_.daemon.api_version + "/containers/json?all=1&filters=" +
+            "/v" + *daemon_.api_version + "/containers/json?all=1&filters=" +
             policy::query_escape("{\"label\":[\"" + std::string(policy::owner_label) + "=" + owner +
                                  "\"]}");
         auto [status, list] = co_await upstream_get(target);

@@ -29,6 +29,7 @@
 #include <boost/asio/post.hpp>
 #include <random>
 #include <stdexcept>
+#include <mutex>
 #include <thread>
 
 #include "connection.hpp"
@@ -48,8 +49,10 @@ struct shard {
       : ctx(o, std::move(p), std::move(u), std::move(l), a, shared), watchdog(ioc) {
     ctx.watchdog = &watchdog;
   }
-  net::io_context ioc{1};  // run by this shard's thread only
+  // Declared before the io_context: a stopped io_context destroys the coroutines still in
+  // it (connections whose destructors use their context), so the context must outlive it.
   proxy_context ctx;
+  net::io_context ioc{1};  // run by this shard's thread only
   net::steady_timer watchdog;
 };
 using shards = std::vector<std::unique_ptr<shard>>;
@@ -243,6 +246,8 @@ net::awaitable<void> shutdown_when_signalled(shards& all, net::signal_set& signa
     on_every_shard(all, [](proxy_context& c) {
       for (auto* x : std::vector<connection*>(c.connections.begin(), c.connections.end()))
         x->abort();
+      for (auto* h : std::vector<stream*>(c.tls_handshakes.begin(), c.tls_handshakes.end()))
+        h->close();  // a TLS client still in its handshake
     });
   }
   // The watchdogs end once the aborted connections are gone; let them look now.
@@ -292,7 +297,8 @@ double unix_now() {
 
 // Raises the soft descriptor limit to the hard one and derives how many connections the
 // process can serve: each may hold its client's socket and one to the daemon.
-std::size_t connection_limit(const serve_options& options, spdlog::logger& log) {
+std::size_t connection_limit(const serve_options& options, std::size_t threads,
+                             spdlog::logger& log) {
   rlimit rl{};
   ::getrlimit(RLIMIT_NOFILE, &rl);
   if (rl.rlim_cur < rl.rlim_max) {
@@ -300,7 +306,9 @@ std::size_t connection_limit(const serve_options& options, spdlog::logger& log) 
     raised.rlim_cur = rl.rlim_max;
     if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) rl = raised;
   }
-  constexpr rlim_t reserved = 64;  // listeners, logs, the metrics listener, start-up probes
+  // Listeners, logs, the metrics listener, start-up probes; and each thread's event loop
+  // (epoll, its eventfd, its timerfd).
+  const rlim_t reserved = 64 + 3 * static_cast<rlim_t>(threads);
   const rlim_t fds = std::min<rlim_t>(rl.rlim_cur, 1 << 22);
   // A tls:// upstream costs three: the socketpair's two ends and the TCP socket.
   const rlim_t per_connection = options.upstream.scheme == common::endpoint::kind::tls ? 4 : 2;
@@ -353,13 +361,16 @@ int serve(const serve_options& options, policy::policy initial, const policy_loa
   }
   audit_sink audit(std::move(outputs), options.audit_blocking, *log);
   process_state process;
-  shards all;
   const std::size_t threads = options.threads ? options.threads : default_thread_count();
   const std::uint32_t request_id_prefix = std::random_device{}();  // getrandom(2)
-  const std::size_t max_connections = connection_limit(options, *log);
+  const std::size_t max_connections = connection_limit(options, threads, *log);
+  // The TLS contexts outlive the shards, whose connections use them.
   std::unique_ptr<upstream_tls_config> upstream_tls;
   if (options.upstream.scheme == common::endpoint::kind::tls)
     upstream_tls = make_upstream_tls(options);  // throws: a start-up error
+  std::unique_ptr<net::ssl::context> tls;
+  if (!options.tls_cert.empty()) tls = make_tls_context(options);
+  shards all;
   for (std::size_t i = 0; i < threads; ++i) {
     all.push_back(std::make_unique<shard>(options, shared_policy, protocol::endpoint{}, log, audit,
                                           process));
@@ -374,8 +385,6 @@ int serve(const serve_options& options, policy::policy initial, const policy_loa
   ctx.stats.connection_limit(max_connections);
   ctx.stats.policy_loaded(unix_now());
 
-  std::unique_ptr<net::ssl::context> tls;
-  if (!options.tls_cert.empty()) tls = make_tls_context(options);
   std::vector<listener> listeners;
   listeners.reserve(options.listen.size() +
                     1);  // + the metrics listener: no reallocation under the loops
@@ -415,23 +424,39 @@ int serve(const serve_options& options, policy::policy initial, const policy_loa
   for (auto& s : all) net::co_spawn(s->ioc, watch_deadlines(s->ctx, s->watchdog), net::detached);
   ::signal(SIGPIPE, SIG_IGN);
   log->info("serving with {} thread(s)", threads);
+  // The other shards run until the first one is done: until then a scrape or a shutdown
+  // may still post to them. What one thread throws (or a thread that cannot be started)
+  // stops every shard; it is thrown again here once all are joined.
+  std::exception_ptr failure;
+  std::mutex failure_mutex;
+  auto fail = [&](std::exception_ptr e) {
+    {
+      const std::lock_guard lock(failure_mutex);
+      if (!failure) failure = std::move(e);
+    }
+    for (auto& s : all) s->ioc.stop();
+  };
   {
-    // The other shards run until the first one is done: until then a scrape or a shutdown
-    // may still post to them.
     std::vector<std::jthread> workers;
     std::vector<net::executor_work_guard<net::io_context::executor_type>> busy;
-    for (std::size_t i = 1; i < all.size(); ++i) {
-      busy.push_back(net::make_work_guard(all[i]->ioc));
-      workers.emplace_back([&s = *all[i]] { s.ioc.run(); });
-    }
     try {
+      for (std::size_t i = 1; i < all.size(); ++i) {
+        busy.push_back(net::make_work_guard(all[i]->ioc));
+        workers.emplace_back([&s = *all[i], &fail] {
+          try {
+            s.ioc.run();
+          } catch (...) {
+            fail(std::current_exception());
+          }
+        });
+      }
       ioc.run();
     } catch (...) {
-      for (auto& s : all) s->ioc.stop();
-      throw;  // after the threads are joined
+      fail(std::current_exception());
     }
     busy.clear();
-  }  // the threads end once their shard has no work left, and are joined here
+  }  // the threads end once their shard has no work left (or is stopped), joined here
+  if (failure) std::rethrow_exception(failure);
   audit.flush();
 
   for (const auto& l : listeners) {

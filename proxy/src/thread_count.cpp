@@ -7,6 +7,7 @@
 #include <charconv>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 namespace dockgate::proxy {
 
@@ -51,9 +52,11 @@ std::size_t cgroup_cpu_limit(std::string_view proc_self_cgroup, const std::strin
 std::size_t default_thread_count() {
   cpu_set_t cpus;
   CPU_ZERO(&cpus);
+  // (More CPUs than a cpu_set_t holds: the affinity call fails, and the machine's count is
+  // taken instead.)
   std::size_t n = ::sched_getaffinity(0, sizeof cpus, &cpus) == 0
                       ? static_cast<std::size_t>(CPU_COUNT(&cpus))
-                      : 1;
+                      : std::thread::hardware_concurrency();
   std::ifstream self("/proc/self/cgroup");
   std::stringstream text;
   text << self.rdbuf();

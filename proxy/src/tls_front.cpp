@@ -99,7 +99,10 @@ net::awaitable<void> serve_tls(proxy_context& ctx, net::ssl::context& tls,
   auto executor = socket.get_executor();
   beast::ssl_stream<stream> secure(stream(std::move(socket)), tls);
   beast::get_lowest_layer(secure).expires_after(ctx.options.head_timeout);
+  // Closed by the shutdown deadline like a connection (server.cpp), if still here then.
+  ctx.tls_handshakes.insert(&beast::get_lowest_layer(secure));
   auto [hec] = co_await secure.async_handshake(net::ssl::stream_base::server, use_tuple);
+  ctx.tls_handshakes.erase(&beast::get_lowest_layer(secure));
   if (hec) {
     ctx.log->info("tls:{}: handshake failed: {}", peer, hec.message());
     co_return;

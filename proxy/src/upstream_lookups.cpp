@@ -67,6 +67,7 @@ net::awaitable<std::pair<unsigned, std::string>> connection::upstream_request(
 }
 
 net::awaitable<bool> connection::learn_api_version() {
+  const std::uint64_t forgets_before = ctx_.process.daemon.forgets();
   auto [status, body] = co_await upstream_get("/version");
   auto version = status == 200 ? policy::parse_version_api(body) : std::nullopt;
   auto parsed = version ? policy::parse_api_version(*version) : std::nullopt;
@@ -78,11 +79,13 @@ net::awaitable<bool> connection::learn_api_version() {
   // What the daemon does for older clients' empty fields depends on its host's cgroups.
   auto [info_status, info] = co_await upstream_get("/v" + *learned.api_version + "/info");
   learned.cgroup_v1 = info_status != 200 || policy::info_says_cgroup_v1(info);
+  // This request goes on with what the daemon just said; the process learns it unless the
+  // daemon was found away meanwhile (then this thread asks again on its next request).
   ctx_.daemon = learned;
-  if (ctx_.process.daemon.learned(learned))  // not yet known to another thread
+  if (ctx_.process.daemon.learned(learned, forgets_before))
     ctx_.log->info(
-      "daemon API version {} (cgroup v{}): requests without a version are forwarded as /v{}",
-      *version, ctx_.daemon.cgroup_v1 ? 1 : 2, *ctx_.daemon.api_version);
+        "daemon API version {} (cgroup v{}): requests without a version are forwarded as /v{}",
+        *version, learned.cgroup_v1 ? 1 : 2, *learned.api_version);
   co_return true;
 }
 
@@ -100,7 +103,7 @@ net::awaitable<bool> connection::owned_container_id(std::string_view reference, 
       co_return true;
     }
   }
-  auto [status, body] = co_await upstream_get("/v" + *ctx_.daemon.api_version + "/containers/" +
+  auto [status, body] = co_await upstream_get("/v" + *daemon_.api_version + "/containers/" +
                                               std::string(reference) + "/json");
   if (status != 200) co_return false;
   auto c = policy::parse_container_inspect(body);
@@ -134,10 +137,13 @@ net::awaitable<bool> connection::prepare_target(const policy::route& r) {
   // The client's API version is part of what it reads (formats, defaults): forwarded as
   // it asked, within what the route table models (1.24 and up) and what the daemon
   // speaks; a newer one is answered as the daemon answers it. Without one: the daemon's.
-  forward_version_ = *ctx_.daemon.api_version;
-  version_ = ctx_.daemon.version;
+  // The request keeps its own copy: another request of this thread may forget the thread's
+  // while this one waits on the daemon.
+  daemon_ = ctx_.daemon;
+  forward_version_ = *daemon_.api_version;
+  version_ = daemon_.version;
   if (r.version) {
-    if (auto d = policy::version_refusal(*r.version, ctx_.daemon.version)) {
+    if (auto d = policy::version_refusal(*r.version, daemon_.version)) {
       audit_.verdict = "deny";
       co_await refuse(d->status, d->rule, d->reason);
       co_return false;
@@ -170,7 +176,7 @@ net::awaitable<bool> connection::prepare_target(const policy::route& r) {
         object_id_.assign(r.param);  // audit mode: forwarded as the client named it
       }
     } else if (object == policy::path_object::exec) {
-      auto [status, body] = co_await upstream_get("/v" + *ctx_.daemon.api_version + "/exec/" +
+      auto [status, body] = co_await upstream_get("/v" + *daemon_.api_version + "/exec/" +
                                                   std::string(r.param) + "/json");
       auto exec = status == 200 ? policy::parse_exec_inspect(body) : std::nullopt;
       std::string exec_container;
@@ -194,7 +200,7 @@ net::awaitable<bool> connection::prepare_target(const policy::route& r) {
       std::optional<std::string> name;  // what the request is forwarded with
       if (policy::valid_object_name(r.param)) {
         auto [status, body] =
-            co_await upstream_get("/v" + *ctx_.daemon.api_version +
+            co_await upstream_get("/v" + *daemon_.api_version +
                                   (network ? "/networks/" : "/volumes/") + std::string(r.param));
         if (network) {
           auto n = status == 200 ? policy::parse_network_inspect(body) : std::nullopt;
@@ -285,7 +291,7 @@ net::awaitable<bool> connection::prepare_target(const policy::route& r) {
 }
 
 net::awaitable<std::optional<std::string>> connection::binds_problem(std::string_view container) {
-  auto [status, body] = co_await upstream_get("/v" + *ctx_.daemon.api_version + "/containers/" +
+  auto [status, body] = co_await upstream_get("/v" + *daemon_.api_version + "/containers/" +
                                               std::string(container) + "/json");
   if (status == 404) co_return std::nullopt;  // the daemon answers the start itself
   auto c = status == 200 ? policy::parse_container_inspect(body) : std::nullopt;
@@ -308,7 +314,7 @@ net::awaitable<std::optional<policy::deny>> connection::check_named_objects(cons
                                                                             policy::rewrite& rw) {
   if (!profile_->rules.confine_to_owned) co_return std::nullopt;
   const std::string& owner = profile_->rules.owner;
-  const std::string version = "/v" + *ctx_.daemon.api_version;
+  const std::string version = "/v" + *daemon_.api_version;
   const std::string in_profile = " (profile " + profile_->name + ")";
   if (!rw.container.empty()) {  // NetworkConnect, NetworkDisconnect
     std::string_view reference = rw.container;

@@ -1,6 +1,7 @@
 // tls:// listeners: TLS terminated by the proxy, client certificates verified against
 // --tls-client-ca, their subject selecting the profile. The docker CLI is the client.
 #include <catch2/catch.hpp>
+#include <thread>
 
 #include "harness.hpp"
 
@@ -106,4 +107,26 @@ TEST_CASE("a TLS key, certificate or CA a user could change is refused at start"
       start(),
       Catch::Contains("--tls-client-ca: refused:"));  // through a symlink into the user's directory
   run("rm -rf " + pki);
+}
+
+// A TLS client that connects and never says hello holds a connection slot; at SIGTERM it is
+// closed at the shutdown deadline like any connection (server.cpp, shutdown_when_signalled),
+// not waited for until its head timeout.
+TEST_CASE("a TLS client stuck in its handshake does not hold SIGTERM past the deadline",
+          "[integration][tls][shutdown]") {
+  const std::string pki = make_pki();
+  const std::string port = free_tcp_port();
+  proxy_process proxy(subject_policy,
+                      {"--listen", "tls://127.0.0.1:" + port, "--tls-cert", pki + "/server.pem",
+                       "--tls-key", pki + "/server.key", "--shutdown-timeout", "1",
+                       "--head-timeout", "60", "--threads", "2"});
+  // Two silent clients: one on each thread.
+  background silent("exec python3 -c \"import socket,time\n"
+                    "a=[socket.create_connection(('127.0.0.1'," + port + ")) for _ in range(2)]\n"
+                    "print('connected',flush=True)\ntime.sleep(120)\"");
+  REQUIRE(silent.read_line(std::chrono::seconds(10)).value_or("") == "connected");
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // accepted, handshaking
+  const auto [status, took] = proxy.terminate();
+  CHECK(status == 0);
+  CHECK(took < std::chrono::seconds(8));  // the deadline is 1 s; the head timeout 60 s
 }
