@@ -20,8 +20,8 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// One keep-alive request on `fd` and its whole answer (head and Content-Length body);
-// empty if the connection ended first.
+// One keep-alive request on `fd` and its whole answer (head, and a Content-Length or
+// chunked body: a long container list comes chunked); empty if the connection ended first.
 std::string exchange(int fd, const std::string& request) {
   if (::send(fd, request.data(), request.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(request.size()))
     return {};
@@ -30,10 +30,14 @@ std::string exchange(int fd, const std::string& request) {
   for (;;) {
     const auto head_end = got.find("\r\n\r\n");
     if (head_end != std::string::npos) {
-      const auto at = got.find("\r\nContent-Length: ");
-      const std::size_t length =
-          at != std::string::npos && at < head_end ? std::stoul(got.substr(at + 18)) : 0;
-      if (got.size() >= head_end + 4 + length) return got;
+      const std::string head = got.substr(0, head_end + 2);
+      if (head.find("\r\nTransfer-Encoding: chunked\r\n") != std::string::npos) {
+        if (got.size() >= head_end + 9 && got.ends_with("\r\n0\r\n\r\n")) return got;
+      } else {
+        const auto at = head.find("\r\nContent-Length: ");
+        const std::size_t length = at != std::string::npos ? std::stoul(head.substr(at + 18)) : 0;
+        if (got.size() >= head_end + 4 + length) return got;
+      }
     }
     const auto n = ::recv(fd, buf, sizeof buf, 0);
     if (n <= 0) return {};
