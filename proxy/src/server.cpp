@@ -370,12 +370,14 @@ int serve(const serve_options& options, policy::policy initial, const policy_loa
     upstream_tls = make_upstream_tls(options);  // throws: a start-up error
   std::unique_ptr<net::ssl::context> tls;
   if (!options.tls_cert.empty()) tls = make_tls_context(options);
+  const protocol::endpoint upstream = [&] {
+    net::io_context once;  // resolved once, at start, for every shard
+    return resolve(once, options.upstream);
+  }();
   shards all;
   for (std::size_t i = 0; i < threads; ++i) {
-    all.push_back(std::make_unique<shard>(options, shared_policy, protocol::endpoint{}, log, audit,
-                                          process));
+    all.push_back(std::make_unique<shard>(options, shared_policy, upstream, log, audit, process));
     proxy_context& c = all.back()->ctx;
-    c.upstream = i == 0 ? resolve(all[0]->ioc, options.upstream) : all[0]->ctx.upstream;
     c.upstream_tls = upstream_tls.get();
     c.request_id_prefix = request_id_prefix + static_cast<std::uint32_t>(i);
     c.max_connections = max_connections;
