@@ -45,9 +45,7 @@ std::string exchange(int fd, const std::string& request) {
   }
 }
 
-unsigned status_of(const std::string& answer) {
-  return answer.size() > 12 ? static_cast<unsigned>(std::stoul(answer.substr(9, 3))) : 0;
-}
+unsigned status_of(const std::string& answer) { return raw_response{answer}.status(); }
 
 // The thread part of an answer's request ID: its first 8 hex digits.
 std::string thread_of(const std::string& answer) {
