@@ -241,6 +241,7 @@ std::unique_ptr<instance_lease> instance_lease::acquire(const client::engine& do
   const lease_holder self = lease_holder::of_this_process();
   const std::string name = std::string(lease_prefix) + c.instance;
   const std::int64_t ttl = c.instance_lease_s;
+  const auto creating_patience = std::chrono::steady_clock::now() + std::chrono::seconds(ttl);
   for (int attempt = 0; attempt < 8; ++attempt) {
     auto created = docker.call("POST", "/containers/create?name=" + name, lease_body(c, self), 60s);
     if (created.status == 201) {
@@ -276,7 +277,17 @@ std::unique_ptr<instance_lease> instance_lease::acquire(const client::engine& do
     unsigned status = 0;
     auto seen = inspect_lease(docker, name, status);
     if (!seen) {
-      if (status == 404) continue;  // removed meanwhile
+      // The name is taken but names no container: removed meanwhile, or another starter's
+      // create is still under way (dockerd reserves the name before the container it names
+      // can be inspected, for as long as making its layer takes). Looked at again shortly,
+      // without spending an attempt, for up to a lease; only then is it counted.
+      if (status == 404) {
+        if (std::chrono::steady_clock::now() < creating_patience) {
+          --attempt;
+          std::this_thread::sleep_for(100ms);
+        }
+        continue;
+      }
       error = "the instance lease " + name + " exists but cannot be read through this gate (" +
               std::to_string(status) + "): is it another profile's container?";
       return nullptr;
