@@ -94,9 +94,10 @@ bool connection::enforce(const policy::deny& d) {
   // them; malformed or ambiguous requests (other 4xx) are refused in every mode.
   if (profile_->mode != policy::profile::mode_kind::audit || (d.status != 403 && d.status != 404))
     return true;
-  if (!would_.empty()) would_ += "; ";
-  would_ += d.reason;
-  audit_.would = would_;
+  auto& would = extras().would;
+  if (!would.empty()) would += "; ";
+  would += d.reason;
+  audit_.would = would;
   return false;
 }
 
@@ -204,7 +205,7 @@ net::awaitable<connection::outcome> connection::serve_one() {
 
   // From here the head's bytes may move (the body is read into the same buffer): the head
   // is serialised first, and only values of head_ are used afterwards.
-  if (!dropped_.empty()) audit_.dropped = dropped_;
+  audit_.dropped = dropped();
   serialize_request_head(shape.upgrade);
   consume(head_size);
   body_decoder_ = http::chunked_decoder{};
@@ -218,7 +219,6 @@ net::awaitable<connection::outcome> connection::serve_one() {
 
 net::awaitable<bool> connection::connect_upstream() {
   if (upstream_ && upstream_->is_open()) co_return true;
-  upstream_buffer_.clear();
   std::string failed;
   if (ctx_.upstream_tls) [[unlikely]] {
     failed = co_await connect_tls_upstream(ctx_, upstream_, upstream_connect_timeout);
@@ -277,10 +277,11 @@ void connection::set_audit_object() {
   if (!object_name_.empty() || !object_id_.empty()) {
     audit_.object_name = object_name_;
     audit_.object_id = object_id_;
-    audit_.object_image = object_image_;
-    audit_.exec_id = exec_id_;
+    const std::string_view image = extras_ ? std::string_view(extras_->object_image) : std::string_view();
+    audit_.object_image = image;
+    audit_.exec_id = extras_ ? std::string_view(extras_->exec_id) : std::string_view();
     audit_.object_digest = audit_image_digest(
-        !object_image_.empty()           ? std::string_view(object_image_)
+        !image.empty()                    ? image
         : audit_.object_type == "image" ? std::string_view(object_name_)
                                          : std::string_view());
   } else {

@@ -134,7 +134,7 @@ class connection {
   // Why a container's binds may not be mounted now (check_bind_source), if they may not.
   net::awaitable<std::optional<std::string>> binds_problem(std::string_view container);
   net::awaitable<void> relay_filtered_list(const http::response_head& res, bool keep);
-  // Reads a whole response body (after the head in the response block) into json_body_.
+  // Reads a whole response body (after the head in the response block) into extras().json_body.
   net::awaitable<bool> read_whole_body(const http::response_head& res, std::size_t limit);
   net::awaitable<bool> read_client_more();
   enum class body_piece { data, done, malformed, closed };
@@ -211,7 +211,6 @@ class connection {
   std::shared_ptr<const policy::policy> policy_;  // the policy of the request being served
   const policy::profile* profile_ptr_;            // nullptr: no profile for this client
   const policy::profile* profile_;                // profile_ptr_, or the empty profile
-  std::string would_;  // audit mode: what the profile would have refused or changed
 
   // Client bytes: the head is parsed in place, so head fields view into this buffer
   // until the head has been forwarded.
@@ -240,9 +239,38 @@ class connection {
   unsigned response_status_ = 0;
   http::chunked_decoder response_decoder_;
 
-  beast::flat_buffer upstream_buffer_;  // ownership lookups (upstream_request) only
   std::string out_;                     // serialisation buffer, reused across requests
-  std::string json_body_;               // a JSON request body, read whole before it is forwarded
+
+  // What only some requests fill in: a JSON body, what the gate left out or the profile
+  // changed, audit mode's findings, a create's image and an exec's ID. Made the first time
+  // a request of the connection needs it, kept for the connection's later requests, and
+  // emptied as each request begins. A connection that never needs it (a ping or inspect
+  // client, most held streams) does not carry it: ~250 of the ~2.5 KiB a held stream costs.
+  struct request_extras {
+    std::string json_body;  // a JSON request body read whole (also a daemon's answer filtered whole)
+    std::string would;      // audit mode: what the profile would have refused or changed
+    std::string dropped;    // what the gate left out because the daemon ignores it
+    std::string seen;       // "record": "fields": what the client set in the body (policy::body_seen)
+    std::vector<policy::body_change> changes;  // what the profile changed, for the audit line
+    std::vector<std::string> warnings;         // added to a create answer: what the profile changed
+    std::string object_image;  // a container create: the image reference its body names
+    std::string exec_id;       // ContainerExec: the exec the daemon created
+    void begin_request() {
+      would.clear();
+      dropped.clear();
+      seen.clear();
+      changes.clear();
+      warnings.clear();
+      object_image.clear();
+      exec_id.clear();
+    }
+  };
+  std::unique_ptr<request_extras> extras_;
+  request_extras& extras() {
+    if (!extras_) extras_ = std::make_unique<request_extras>();
+    return *extras_;
+  }
+  std::string_view dropped() const { return extras_ ? std::string_view(extras_->dropped) : std::string_view(); }
 
   // The parsed head views into the client-bytes buffer; held from a small free list
   // while a request is parsed and forwarded, not while the connection waits.
@@ -250,14 +278,10 @@ class connection {
   http::chunked_decoder body_decoder_;  // the request body's framing state
   std::uint64_t body_remaining_ = 0;    // Content-Length bytes still to come
   std::string path_;                    // the request's path, for the audit line
-  std::vector<policy::body_change> changes_;  // what the profile changed, for the audit line
   std::string query_;              // the query forwarded: the client's parameters the daemon reads
   std::string forward_version_;    // the API version forwarded ("1.41")
   policy::api_version version_{};  // the same, for the body review
   daemon_facts daemon_;            // what the gate knew of the daemon as this request began
-  std::string dropped_;            // what the gate left out because the daemon ignores it
-  std::string seen_;  // "record": "fields": what the client set in the body (policy::body_seen)
-  std::vector<std::string> warnings_;  // added to a create answer: what the profile changed
   static constexpr std::string_view last_chunk = "0\r\n\r\n";
   // A body on an operation that takes none is read up to this and never forwarded.
   static constexpr std::size_t ignored_body_limit = 64 * 1024;
@@ -274,9 +298,6 @@ class connection {
   // bytes move once the body is read).
   std::string object_name_;
   std::string object_id_;
-  std::string object_image_;  // a container create: the image reference its body names
-  std::string exec_id_;       // ContainerExec: the exec the daemon created
-  std::string owned_key_;     // owned_container_id's cache key, built in place
   void note_object(const policy::route& r);
   std::chrono::steady_clock::time_point started_;
   bool idle_ = true;

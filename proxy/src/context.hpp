@@ -147,6 +147,9 @@ struct proxy_context {
   // after create, so a positive answer stays true; names are always resolved afresh.
   std::unordered_set<std::string> owned_containers;
   static constexpr std::size_t owned_cache_limit = 16384;
+  // The cache's key for one lookup, built in place (no allocation once it has grown):
+  // filled and used with no wait in between, so one serves the thread's connections.
+  std::string owned_key;
   metrics stats;  // this thread's; the threads' are summed on the --metrics listener
   // Request IDs: this thread's prefix (the process's random one plus the thread's index)
   // and a count of the requests it has read, so that an ID names one request of one gate

@@ -44,19 +44,20 @@ net::awaitable<bool> connection::read_request_body(const policy::route& r,
   }
   if (body == policy::request_body::dropped) {
     if (!co_await read_json_body(ignored_body_limit)) co_return false;
-    audit_.bytes_in = json_body_.size();
-    json_body_.clear();
+    audit_.bytes_in = extras_->json_body.size();
+    extras_->json_body.clear();
   }
   if (body != policy::request_body::json) co_return true;
   // A create's answer is read whole (it is small): the ID it names goes into the audit line.
   if (r.op == policy::operation::ContainerCreate || r.op == policy::operation::ContainerExec)
     filter_ = response_filter::create_answer;
   if (!co_await read_json_body(policy::json_body_limit(r.op))) co_return false;
+  auto& x = *extras_;  // made by read_json_body
   // Learning: what the client asked for, refused or not (docs/policy.md, "Learning a profile").
-  if (profile_->record_fields && !(seen_ = policy::body_seen(r.op, json_body_)).empty())
-    audit_.seen = seen_;
+  if (profile_->record_fields && !(x.seen = policy::body_seen(r.op, x.json_body)).empty())
+    audit_.seen = x.seen;
   auto reviewed =
-      policy::review_body(*profile_, r.op, json_body_, {version_, daemon_.cgroup_v1});
+      policy::review_body(*profile_, r.op, x.json_body, {version_, daemon_.cgroup_v1});
   if (auto* d = std::get_if<policy::deny>(&reviewed); d && enforce(*d)) {
     audit_.verdict = "deny";
     co_await refuse(d->status, d->rule, d->reason);
@@ -68,13 +69,13 @@ net::awaitable<bool> connection::read_request_body(const policy::route& r,
     // `would` stays a sentence for people: the refusals' reasons and "change <field>
     // <action>" once per field, without values (the body went up as sent).
     if (!rw->changes.empty()) {
-      if (!would_.empty()) would_ += "; ";
-      would_ += "change";
+      if (!x.would.empty()) x.would += "; ";
+      x.would += "change";
       for (const auto& c : rw->changes) {
-        would_ += &c == rw->changes.data() ? " " : ", ";
-        would_ += c.field + " " + c.action;
+        x.would += &c == rw->changes.data() ? " " : ", ";
+        x.would += c.field + " " + c.action;
       }
-      audit_.would = would_;
+      audit_.would = x.would;
     }
     rw = nullptr;
   }
@@ -108,19 +109,19 @@ net::awaitable<bool> connection::read_request_body(const policy::route& r,
   }
   if (rw) {
     // What goes upstream is the proxy's serialisation of what it checked.
-    for (const auto& key : rw->dropped) dropped_ += (dropped_.empty() ? "body:" : ",body:") + key;
-    if (!dropped_.empty()) audit_.dropped = dropped_;
+    for (const auto& key : rw->dropped) x.dropped += (x.dropped.empty() ? "body:" : ",body:") + key;
+    audit_.dropped = x.dropped;
     // The client hears what the profile changed, in the answer's Warnings (the docker
     // CLI and the SDKs print them).
     if (r.op == policy::operation::ContainerCreate) {
-      warnings_ = std::move(rw->warnings);
+      x.warnings = std::move(rw->warnings);
     }
     // The object the body names, for the audit line.
     if (!rw->name.empty() && object_name_.empty()) object_name_ = std::move(rw->name);
-    object_image_ = std::move(rw->image);
-    json_body_ = std::move(rw->body);
-    changes_ = std::move(rw->changes);
-    audit_.changes = changes_;
+    x.object_image = std::move(rw->image);
+    x.json_body = std::move(rw->body);
+    x.changes = std::move(rw->changes);
+    audit_.changes = x.changes;
   }
   co_return true;
 }
@@ -190,10 +191,11 @@ net::awaitable<std::pair<connection::body_piece, std::string_view>> connection::
   }
 }
 
-// Reads a JSON body whole (de-chunked) into json_body_, under `limit`. Nothing has been
-// sent upstream yet: a client that stops mid-body gets nothing forwarded.
+// Reads a JSON body whole (de-chunked) into extras().json_body, under `limit`. Nothing has
+// been sent upstream yet: a client that stops mid-body gets nothing forwarded.
 net::awaitable<bool> connection::read_json_body(std::size_t limit) {
-  json_body_.clear();
+  std::string& json_body = extras().json_body;
+  json_body.clear();
   if (head_->content_length.value_or(0) > limit) {
     co_await refuse(413, "body", "dockgate: request body too large");
     co_return false;
@@ -202,11 +204,11 @@ net::awaitable<bool> connection::read_json_body(std::size_t limit) {
     auto [status, data] = co_await next_body_piece();
     switch (status) {
       case body_piece::data:
-        if (json_body_.size() + data.size() > limit) {
+        if (json_body.size() + data.size() > limit) {
           co_await refuse(413, "body", "dockgate: request body too large");
           co_return false;
         }
-        json_body_ += data;
+        json_body += data;
         break;
       case body_piece::done:
         co_return true;
@@ -224,10 +226,12 @@ net::awaitable<bool> connection::read_json_body(std::size_t limit) {
 // arrives.
 net::awaitable<bool> connection::forward_request(policy::request_body body) {
   const bool json_body = body == policy::request_body::json;
+  // A JSON body was read whole (read_json_body made the extras); others send none here.
+  const std::string_view body_bytes = json_body ? std::string_view(extras_->json_body) : std::string_view();
   // Framing of the forwarded request: the proxy's own.
   if (json_body) {
     out_ += "Content-Length: ";
-    out_ += std::to_string(json_body_.size());
+    out_ += std::to_string(body_bytes.size());
     out_ += "\r\n";
   } else if (body == policy::request_body::dropped) {
     // no body upstream
@@ -253,7 +257,7 @@ net::awaitable<bool> connection::forward_request(policy::request_body body) {
   }
   clear_deadline();
   const std::array<net::const_buffer, 2> request{
-      net::buffer(out_), net::buffer(json_body_.data(), json_body ? json_body_.size() : 0)};
+      net::buffer(out_), net::buffer(body_bytes.data(), body_bytes.size())};
   auto [ec, n] = co_await write_all(*upstream_, request);
   if (ec) {
     upstream_.reset();
@@ -261,7 +265,7 @@ net::awaitable<bool> connection::forward_request(policy::request_body body) {
     co_return false;
   }
   if (json_body)
-    audit_.bytes_in = json_body_.size();
+    audit_.bytes_in = body_bytes.size();
   else if (body == policy::request_body::stream && !co_await forward_body())
     co_return false;
   co_return true;

@@ -93,12 +93,10 @@ connection::admission connection::admit_request(std::size_t head_size) {
       std::string_view(request_id_.data(), static_cast<std::size_t>(id_end - request_id_.data()));
   object_name_.clear();
   object_id_.clear();
-  object_image_.clear();
-  exec_id_.clear();
+  if (extras_) extras_->begin_request();
   upstream_ended_ = false;
   audit_.client = client_json_;
   audit_.profile = profile_->name;
-  would_.clear();
 
   // Step 2: parse and route.
   if (head_size == 0) return policy::deny{431, "framing", "dockgate: request head too large"};
@@ -132,7 +130,6 @@ connection::admission connection::admit_request(std::size_t head_size) {
   auto decision = policy::decide(*profile_, r);
   if (auto* d = std::get_if<policy::deny>(&decision); d && enforce(*d)) return std::move(*d);
   // The query that goes upstream is the gate's: what the daemon ignores is left out.
-  dropped_.clear();
   auto reviewed_query = policy::review_query(*profile_, r);
   if (auto* d = std::get_if<policy::deny>(&reviewed_query)) {
     if (enforce(*d)) return std::move(*d);
@@ -140,7 +137,11 @@ connection::admission connection::admit_request(std::size_t head_size) {
   } else {
     auto& q = std::get<policy::query_review>(reviewed_query);
     query_ = std::move(q.query);
-    for (const auto& name : q.dropped) dropped_ += (dropped_.empty() ? "query:" : ",query:") + name;
+    for (const auto& name : q.dropped) {
+      auto& dropped = extras().dropped;
+      dropped += dropped.empty() ? "query:" : ",query:";
+      dropped += name;
+    }
   }
   // Hijack, endless stream, what becomes of the body, or a refusal (request_shape.hpp).
   const auto shaped = policy::shape_request(r.op, policy::facts_of(*head_));
@@ -148,7 +149,10 @@ connection::admission connection::admit_request(std::size_t head_size) {
     return policy::deny{refused->status, std::string(refused->rule), std::string(refused->reason)};
   const auto& shape = std::get<policy::request_shape>(shaped);
   endless_stream_ = shape.endless_stream;
-  if (shape.body == policy::request_body::dropped) dropped_ += dropped_.empty() ? "body" : ",body";
+  if (shape.body == policy::request_body::dropped) {
+    auto& dropped = extras().dropped;
+    dropped += dropped.empty() ? "body" : ",body";
+  }
   audit_.verdict = "allow";
   return admitted{r, shape};
 }

@@ -96,7 +96,7 @@ net::awaitable<connection::outcome> connection::relay_response(bool hijack_allow
     const bool whole = co_await read_whole_body(res, 64 * 1024 * 1024);
     if (whole) co_await relay_filtered_list(res, keep);
     response_.release();
-    if (json_body_.capacity() > 1024 * 1024) json_body_.shrink_to_fit();
+    if (extras_->json_body.capacity() > 1024 * 1024) extras_->json_body.shrink_to_fit();
     finish_audit(status);
     if (!whole || !upstream_keeps_) upstream_.reset();
     co_return keep&& whole ? outcome::keep_alive : outcome::close;
@@ -202,7 +202,7 @@ void connection::write_response_head(const http::response_head& res, response_fr
 
 net::awaitable<bool> connection::read_whole_body(const http::response_head& res,
                                                  std::size_t limit) {
-  std::string& whole = json_body_;
+  std::string& whole = extras().json_body;
   whole.clear();
   char* buf = response_.get();
   std::string_view in(buf + response_begin_, response_end_ - response_begin_);
@@ -235,15 +235,16 @@ net::awaitable<bool> connection::read_whole_body(const http::response_head& res,
 }
 
 net::awaitable<void> connection::relay_filtered_list(const http::response_head& res, bool keep) {
-  const std::string& whole = json_body_;
+  auto& x = *extras_;  // made by read_whole_body
+  const std::string& whole = x.json_body;
   std::optional<std::string> filtered;
   const std::string& owner = profile_->rules.owner;
   switch (filter_) {
     case response_filter::create_answer:
       // The answer goes back as the daemon wrote it unless the profile has warnings to add.
-      if (!warnings_.empty()) filtered = policy::add_create_warnings(whole, warnings_);
+      if (!x.warnings.empty()) filtered = policy::add_create_warnings(whole, x.warnings);
       if (auto id = policy::created_id(whole))
-        (audit_.operation == "ContainerExec" ? exec_id_ : object_id_) = std::move(*id);
+        (audit_.operation == "ContainerExec" ? x.exec_id : object_id_) = std::move(*id);
       if (!filtered) filtered = whole;
       break;
     case response_filter::networks: {

@@ -53,15 +53,14 @@ net::awaitable<std::pair<unsigned, std::string>> connection::upstream_request(
   beast_http::response_parser<beast_http::string_body> parser;
   parser.body_limit(8 * 1024 * 1024);
   parser.header_limit(http::max_head_bytes);
-  auto [rec, rn] = co_await beast_http::async_read(*upstream_, upstream_buffer_, parser, use_tuple);
+  beast::flat_buffer buffer;  // this answer's bytes only: nothing is kept between lookups
+  auto [rec, rn] = co_await beast_http::async_read(*upstream_, buffer, parser, use_tuple);
   if (rec) {
     upstream_.reset();
     co_return std::pair<unsigned, std::string>{0, {}};
   }
   // Nothing may stay behind the answer: the next response is read from the socket.
-  if (!parser.keep_alive() || upstream_buffer_.size() != 0) upstream_.reset();
-  upstream_buffer_.clear();
-  upstream_buffer_.shrink_to_fit();
+  if (!parser.keep_alive() || buffer.size() != 0) upstream_.reset();
   co_return std::pair<unsigned, std::string>{parser.get().result_int(),
                                              std::move(parser.get().body())};
 }
@@ -95,10 +94,11 @@ net::awaitable<bool> connection::learn_api_version() {
 net::awaitable<bool> connection::owned_container_id(std::string_view reference, std::string& id) {
   const std::string& owner = profile_->rules.owner;
   if (reference.size() == 64) {
-    owned_key_.assign(owner);
-    owned_key_ += '/';
-    owned_key_ += reference;
-    if (ctx_.owned_containers.count(owned_key_)) {
+    std::string& key = ctx_.owned_key;
+    key.assign(owner);
+    key += '/';
+    key += reference;
+    if (ctx_.owned_containers.count(key)) {
       id.assign(reference);
       co_return true;
     }

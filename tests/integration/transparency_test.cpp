@@ -176,6 +176,46 @@ TEST_CASE("transparency: a create answer says what the profile changed", "[integ
   run(direct() + " rm -f " + plain + " " + clamped);
 }
 
+TEST_CASE("transparency: a create's warnings stay with its own answer, not a later one on the connection",
+          "[integration][transparency]") {
+  // One keep-alive connection (as the SDKs keep one): a create the profile clamps (its
+  // answer warns), then, on the same connection, a start, an exec create and a create in
+  // which the client set nothing the profile changes. Neither later answer carries the
+  // first one's warning.
+  proxy_process proxy(cli_policy);
+  const std::string warned = unique_name("dg-warn"), plain = unique_name("dg-quiet");
+  auto create = [&](const std::string& name, const std::string& host_config) {
+    const std::string body = "{\"Image\":\"" + test_image() +
+                             "\",\"Cmd\":[\"sleep\",\"30\"],\"HostConfig\":" + host_config + "}";
+    return "POST /containers/create?name=" + name +
+           " HTTP/1.1\r\nHost: d\r\nContent-Type: application/json\r\nContent-Length: " +
+           std::to_string(body.size()) + "\r\n\r\n" + body;
+  };
+  const std::string exec_body = R"({"Cmd":["true"],"AttachStdout":true})";
+  const std::string pipelined =
+      create(warned, R"({"Memory":8589934592})") + "POST /containers/" + warned +
+      "/start HTTP/1.1\r\nHost: d\r\nContent-Length: 0\r\n\r\n" + "POST /containers/" + warned +
+      "/exec HTTP/1.1\r\nHost: d\r\nContent-Type: application/json\r\nContent-Length: " +
+      std::to_string(exec_body.size()) + "\r\n\r\n" + exec_body + create(plain, "{}");
+  auto r = raw_exchange(proxy.socket_path(), pipelined, true, 10s);
+  INFO(r.bytes);
+  CHECK(r.count() == 4);
+  const auto first = r.bytes.find("HTTP/1.1 201");
+  const auto start = r.bytes.find("HTTP/1.1 204");
+  const auto exec = r.bytes.find("HTTP/1.1 201", start);
+  const auto last = r.bytes.find("HTTP/1.1 201", exec + 1);
+  REQUIRE(first != std::string::npos);
+  REQUIRE(start != std::string::npos);
+  REQUIRE(exec != std::string::npos);
+  REQUIRE(last != std::string::npos);
+  // The clamp is in the first answer only.
+  CHECK(r.bytes.substr(first, start - first).find("HostConfig.Memory clamped") != std::string::npos);
+  CHECK(r.bytes.find("HostConfig.Memory clamped", start) == std::string::npos);
+  // The exec create's answer is the daemon's: an Id and nothing else.
+  CHECK(r.bytes.substr(exec, last - exec).find("Warnings") == std::string::npos);
+  run(direct() + " rm -f " + warned + " " + plain);
+}
+
 TEST_CASE("docker-cli: what a person does with their own containers works, others' stay untouched",
           "[integration][transparency][cli]") {
   proxy_process proxy(cli_policy);
