@@ -273,40 +273,54 @@ void connection::append_request_id_header(std::string& out) const {
   out += "\r\n";
 }
 
-void connection::set_audit_object() {
+audit_record connection::audit_line() const {
+  audit_record line;
+  line.time = audit_.time;
+  line.request_id = request_id();
+  line.client = client_json_;
+  line.profile = profile_->name;
+  line.method = audit_.method;
+  line.path = path_;
+  line.operation = audit_.operation;
   if (!object_name_.empty() || !object_id_.empty()) {
-    audit_.object_name = object_name_;
-    audit_.object_id = object_id_;
-    const std::string_view image = extras_ ? std::string_view(extras_->object_image) : std::string_view();
-    audit_.object_image = image;
-    audit_.exec_id = extras_ ? std::string_view(extras_->exec_id) : std::string_view();
-    audit_.object_digest = audit_image_digest(
-        !image.empty()                    ? image
-        : audit_.object_type == "image" ? std::string_view(object_name_)
-                                         : std::string_view());
-  } else {
-    audit_.object_type = {};
+    line.object_type = audit_object_type(audit_.operation);
+    line.object_name = object_name_;
+    line.object_id = object_id_;
+    if (extras_) {
+      line.object_image = extras_->object_image;
+      line.exec_id = extras_->exec_id;
+    }
+    line.object_digest = audit_image_digest(!line.object_image.empty()    ? line.object_image
+                                            : line.object_type == "image" ? line.object_name
+                                                                          : std::string_view());
   }
+  line.verdict = audit_.verdict;
+  line.rule = audit_.rule;
+  line.reason = audit_.reason;
+  line.changes = audit_.changes;
+  line.would = audit_.would;
+  line.dropped = audit_.dropped;
+  line.seen = audit_.seen;
+  line.status = audit_.status;
+  line.bytes_in = audit_.bytes_in;
+  line.bytes_out = audit_.bytes_out;
+  line.duration_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started_).count();
+  line.hijacked = audit_.hijacked;
+  return line;
 }
 
 bool connection::write_decision_line() {
-  set_audit_object();
-  audit_.duration_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started_)
-          .count();
-  return ctx_.audit.write(audit_);
+  return ctx_.audit.write(audit_line());
 }
 
 void connection::finish_audit(unsigned status) {
-  set_audit_object();
   audit_.status = status;
-  audit_.duration_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started_)
-          .count();
-  ctx_.audit.write(audit_);
+  const audit_record line = audit_line();
+  ctx_.audit.write(line);
   ctx_.stats.record(profile_ptr_ ? std::string_view(profile_->name) : std::string_view(),
                     audit_.operation, audit_.verdict == "deny", status, audit_.rule,
-                    audit_.duration_ms / 1000);
+                    line.duration_ms / 1000);
   if (audit_.rule == "upstream") ctx_.stats.upstream_error();
 }
 

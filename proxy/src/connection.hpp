@@ -33,12 +33,15 @@
 //      finish_audit, connection.cpp
 
 #include <array>
-#include <boost/beast/core/flat_buffer.hpp>
+#include <chrono>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
+#include <span>
 #include <string_view>
 #include <variant>
+#include <vector>
 
 #include "buffer_pool.hpp"
 #include "context.hpp"
@@ -174,7 +177,9 @@ class connection {
   // --audit-mode blocking: the line of the decision (status 0), written before forwarding;
   // false if a sink could not take it.
   bool write_decision_line();
-  void set_audit_object();  // the object named or created, into the audit record
+  // The audit line of this request: what audit_ recorded as it went, with what the
+  // connection's members say (its ID, the client, the profile, the path, the object).
+  audit_record audit_line() const;
 
   std::string_view buffered() const { return {in_data_ + in_begin_, in_end_ - in_begin_}; }
   void consume(std::size_t n) { in_begin_ += n; }
@@ -288,11 +293,30 @@ class connection {
   std::string target_;  // the forwarded request target (pinned version, full IDs)
   response_filter filter_ = response_filter::none;
   std::string event_line_;  // a partial event line while filtering events
-  audit_record audit_;
+  // What the audit line records as the request goes (audit_line() adds the rest, which
+  // lives in members already: the record is not kept twice, a held stream carries it).
+  struct request_record {
+    std::chrono::system_clock::time_point time;  // when the request head arrived
+    std::string_view method;
+    std::string_view operation;  // operationId, empty when routing failed
+    std::string_view verdict;    // "allow" or "deny"
+    std::string_view rule;
+    std::string_view reason;
+    std::span<const policy::body_change> changes;
+    std::string_view would;
+    std::string_view dropped;
+    std::string_view seen;
+    unsigned status = 0;
+    bool hijacked = false;
+    std::uint64_t bytes_in = 0;
+    std::uint64_t bytes_out = 0;
+  };
+  request_record audit_;
   // This request's ID ("<process prefix>-<count>", hex), for the audit line and the
   // Dockgate-Request-Id header of every answer.
-  std::array<char, 32> request_id_{};
-  std::string_view request_id() const { return audit_.request_id; }
+  std::array<char, 32> request_id_{};  // up to 8 + 1 + 16 hex digits
+  std::uint8_t request_id_size_ = 0;
+  std::string_view request_id() const { return {request_id_.data(), request_id_size_}; }
   void append_request_id_header(std::string& out) const;
   // The object the request names or creates, for the audit line (copies: the head's
   // bytes move once the body is read).

@@ -83,20 +83,18 @@ connection::admission connection::admit_request(std::size_t head_size) {
   // The clock is read once per request, here, when the head has arrived (vDSO: no system
   // call): the audit line's time, and the start of its duration.
   started_ = std::chrono::steady_clock::now();
-  audit_ = audit_record{};
+  audit_ = request_record{};
   audit_.time = std::chrono::system_clock::now();
   // "%08x-%012llx" (the gate's random prefix, the request's number), without printf.
   char* id_end = append_hex(request_id_.data(), ctx_.request_id_prefix, 8);
   *id_end++ = '-';
   id_end = append_hex(id_end, ++ctx_.requests, 12);
-  audit_.request_id =
-      std::string_view(request_id_.data(), static_cast<std::size_t>(id_end - request_id_.data()));
+  request_id_size_ = static_cast<std::uint8_t>(id_end - request_id_.data());
+  path_.clear();
   object_name_.clear();
   object_id_.clear();
   if (extras_) extras_->begin_request();
   upstream_ended_ = false;
-  audit_.client = client_json_;
-  audit_.profile = profile_->name;
 
   // Step 2: parse and route.
   if (head_size == 0) return policy::deny{431, "framing", "dockgate: request head too large"};
@@ -107,7 +105,6 @@ connection::admission connection::admit_request(std::size_t head_size) {
   }
   audit_.method = http::method_name(head_->method);
   path_.assign(path_of(head_->target));  // the head's bytes move once the body is read
-  audit_.path = path_;
 
   auto routed = policy::route_request(head_->method, head_->target);
   if (auto* err = std::get_if<policy::route_error>(&routed)) {
@@ -117,7 +114,7 @@ connection::admission connection::admit_request(std::size_t head_size) {
     message += ": ";
     message += audit_.method;
     message += ' ';
-    message += audit_.path;
+    message += path_;
     return policy::deny{policy::route_error_status(*err), "route", std::move(message)};
   }
   const auto& r = std::get<policy::route>(routed);
@@ -160,8 +157,7 @@ connection::admission connection::admit_request(std::size_t head_size) {
 // The object the request names (its path parameter) or creates (a container's name, the
 // reference an image is pulled by), for the audit line.
 void connection::note_object(const policy::route& r) {
-  audit_.object_type = audit_object_type(audit_.operation);
-  if (audit_.object_type.empty()) return;
+  if (audit_object_type(audit_.operation).empty()) return;
   if (!r.param.empty()) {
     object_name_.assign(r.param);
     return;
