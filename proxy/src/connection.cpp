@@ -197,11 +197,11 @@ net::awaitable<connection::outcome> connection::serve_one() {
     co_return outcome::close;
   }
   const auto& [r, shape] = std::get<admitted>(verdict);
-  if (!co_await connect_upstream()) {  // step 4
+  if (!upstream_ready() && !co_await connect_upstream()) {  // step 4
     co_await refuse(502, "upstream", "dockgate: cannot reach the Docker daemon");
     co_return outcome::close;
   }
-  if (!co_await prepare_target(r)) co_return outcome::close;
+  if (!prepare_target_now(r) && !co_await prepare_target(r)) co_return outcome::close;
 
   // From here the head's bytes may move (the body is read into the same buffer): the head
   // is serialised first, and only values of head_ are used afterwards.

@@ -123,6 +123,19 @@ class connection {
   // Step 4 (upstream_lookups.cpp), ownership and version pinning: builds target_ for the
   // forwarded request. Returns false after answering the client itself.
   net::awaitable<bool> prepare_target(const policy::route& r);
+  // The same without waiting, where nothing needs the daemon (its version known, no
+  // object to look up but a container the cache knows, no binds to check) and nothing is
+  // refused: true when target_ is built; false leaves it to prepare_target (which does the
+  // whole step again). No coroutine frame on the way of most requests.
+  bool prepare_target_now(const policy::route& r);
+  // Its parts, shared by both: the version pinned (a refusal if the daemon's is older
+  // than asked), the owner joined to a list's or events' filters (false: malformed), the
+  // forwarded target; whether a start's binds are checked first.
+  std::optional<policy::deny> pin_version(const policy::route& r);
+  bool confine_filters(const policy::route& r);
+  void build_target(const policy::route& r, std::string_view param_as);
+  bool checks_binds_at_start(const policy::route& r) const;
+  bool upstream_ready() { return upstream_ && upstream_->is_open(); }
   net::awaitable<bool> learn_api_version();
   // A GET to the daemon on the upstream connection (inspect, version); status 0 on error.
   net::awaitable<std::pair<unsigned, std::string>> upstream_get(std::string_view target);
@@ -134,6 +147,8 @@ class connection {
   net::awaitable<std::optional<policy::deny>> check_named_objects(const policy::route& r,
                                                                   policy::rewrite& rw);
   net::awaitable<bool> owned_container_id(std::string_view reference, std::string& id);
+  // The same from the thread's cache only (a full ID seen owned): no lookup.
+  bool owned_from_cache(std::string_view reference, std::string& id);
   // Why a container's binds may not be mounted now (check_bind_source), if they may not.
   net::awaitable<std::optional<std::string>> binds_problem(std::string_view container);
   net::awaitable<void> relay_filtered_list(const http::response_head& res, bool keep);
@@ -151,6 +166,11 @@ class connection {
   net::awaitable<outcome> relay_stream();
   // Relays what the response block holds (and the pending head) in one gathered write.
   net::awaitable<void> relay_buffered_stream();
+  // One write's worth of `in` as the client gets it (de-chunked, events filtered, framed
+  // anew) into `out`: the number of buffers, and the body bytes in `total`.
+  static constexpr std::size_t max_stream_pieces = 32;
+  std::size_t gather_stream(std::string_view& in, std::span<net::const_buffer> out,
+                            std::span<char, 24> size_line, std::size_t& total);
   // A held stream: the daemon's side waits in a callback; readable bytes are relayed by
   // relay_available(); upstream_done() and the client's watch end it; stream_over() hands
   // the connection to resume(), which ends the stream (end_stream) and goes on.

@@ -147,67 +147,75 @@ net::awaitable<connection::outcome> connection::end_stream() {
 
 // Relays what the response block holds, and the head if it has not gone yet, in one
 // gathered write: every complete chunk in the block becomes one chunk of the proxy's.
+std::size_t connection::gather_stream(std::string_view& in, std::span<net::const_buffer> out,
+                                      std::span<char, 24> size_line, std::size_t& total) {
+  const bool chunked_out = framing_ == response_framing::chunked;
+  std::array<std::string_view, max_stream_pieces> pieces;
+  std::size_t count = 0;
+  total = 0;
+  while (!in.empty() && count < max_stream_pieces && !stream_ended_) {
+    if (!response_chunked_in_) {  // until close: the bytes as they are
+      pieces[count++] = in;
+      in = {};
+      break;
+    }
+    auto r = response_decoder_.feed(in);
+    in.remove_prefix(r.consumed);
+    if (r.state == http::chunked_decoder::status::data)
+      pieces[count++] = r.data;
+    else if (r.state == http::chunked_decoder::status::done)
+      stream_ended_ = true;
+    else if (r.state == http::chunked_decoder::status::error)
+      relay_failed_ = true;
+    if (relay_failed_) return 0;  // the daemon's framing is broken: the client's connection ends
+  }
+  if (filter_ == response_filter::events && response_status_ == 200 && count > 0) {
+    // Events of containers the profile does not own are dropped, line by line.
+    owned_events_.clear();
+    for (std::size_t i = 0; i < count; ++i) {
+      event_line_.append(pieces[i]);
+      std::size_t keep_upto = 0;
+      for (std::size_t start = 0, nl; (nl = event_line_.find('\n', start)) != std::string::npos;
+           start = nl + 1) {
+        const std::string_view line(event_line_.data() + start, nl + 1 - start);
+        if (policy::event_owned(line, profile_->rules.owner)) owned_events_.append(line);
+        keep_upto = nl + 1;
+      }
+      event_line_.erase(0, keep_upto);
+    }
+    if (event_line_.size() > 1024 * 1024) {  // one event line, not a stream
+      relay_failed_ = true;
+      return 0;
+    }
+    count = owned_events_.empty() ? 0 : 1;
+    pieces[0] = owned_events_;
+  }
+  for (std::size_t i = 0; i < count; ++i) total += pieces[i].size();
+  std::size_t n = 0;
+  if (response_head_pending_) out[n++] = net::buffer(out_);
+  if (total > 0) {
+    if (chunked_out) {
+      const int len = std::snprintf(size_line.data(), size_line.size(), "%zx\r\n", total);
+      out[n++] = net::buffer(size_line.data(), static_cast<std::size_t>(len));
+    }
+    for (std::size_t i = 0; i < count; ++i) out[n++] = net::buffer(pieces[i].data(), pieces[i].size());
+    if (chunked_out) out[n++] = net::buffer("\r\n", 2);
+  }
+  if (stream_ended_ && chunked_out) out[n++] = net::buffer(last_chunk);
+  return n;
+}
+
 net::awaitable<void> connection::relay_buffered_stream() {
   std::string_view in(response_.get() + response_begin_, response_end_ - response_begin_);
   response_begin_ = response_end_ = 0;
-  const bool chunked_out = framing_ == response_framing::chunked;
-  constexpr std::size_t max_pieces = 32;
-  std::array<net::const_buffer, max_pieces + 5> out;
-  std::array<std::string_view, max_pieces> pieces;
+  // The pieces are decoded outside this frame (gather_stream): what waits here while a write
+  // waits is the buffers only, so that the frame stays small enough for Asio to reuse it.
+  std::array<net::const_buffer, max_stream_pieces + 5> out;
+  std::array<char, 24> size_line;
   while (!relay_failed_ && (!in.empty() || response_head_pending_)) {
-    std::size_t count = 0;
-    while (!in.empty() && count < max_pieces && !stream_ended_) {
-      if (!response_chunked_in_) {  // until close: the bytes as they are
-        pieces[count++] = in;
-        in = {};
-        break;
-      }
-      auto r = response_decoder_.feed(in);
-      in.remove_prefix(r.consumed);
-      if (r.state == http::chunked_decoder::status::data)
-        pieces[count++] = r.data;
-      else if (r.state == http::chunked_decoder::status::done)
-        stream_ended_ = true;
-      else if (r.state == http::chunked_decoder::status::error)
-        relay_failed_ = true;
-      if (relay_failed_) co_return;  // the daemon's framing is broken: the client's connection ends
-    }
-    if (filter_ == response_filter::events && response_status_ == 200 && count > 0) {
-      // Events of containers the profile does not own are dropped, line by line.
-      owned_events_.clear();
-      for (std::size_t i = 0; i < count; ++i) {
-        event_line_.append(pieces[i]);
-        std::size_t keep_upto = 0;
-        for (std::size_t start = 0, nl; (nl = event_line_.find('\n', start)) != std::string::npos;
-             start = nl + 1) {
-          const std::string_view line(event_line_.data() + start, nl + 1 - start);
-          if (policy::event_owned(line, profile_->rules.owner)) owned_events_.append(line);
-          keep_upto = nl + 1;
-        }
-        event_line_.erase(0, keep_upto);
-      }
-      if (event_line_.size() > 1024 * 1024) {  // one event line, not a stream
-        relay_failed_ = true;
-        co_return;
-      }
-      count = owned_events_.empty() ? 0 : 1;
-      pieces[0] = owned_events_;
-    }
     std::size_t total = 0;
-    for (std::size_t i = 0; i < count; ++i) total += pieces[i].size();
-    std::size_t n = 0;
-    if (response_head_pending_) out[n++] = net::buffer(out_);
-    char size_line[24];
-    if (total > 0) {
-      if (chunked_out) {
-        const int len = std::snprintf(size_line, sizeof size_line, "%zx\r\n", total);
-        out[n++] = net::buffer(size_line, static_cast<std::size_t>(len));
-      }
-      for (std::size_t i = 0; i < count; ++i)
-        out[n++] = net::buffer(pieces[i].data(), pieces[i].size());
-      if (chunked_out) out[n++] = net::buffer("\r\n", 2);
-    }
-    if (stream_ended_ && chunked_out) out[n++] = net::buffer(last_chunk);
+    const std::size_t n = gather_stream(in, out, size_line, total);
+    if (relay_failed_) co_return;
     if (n > 0) {
       response_head_pending_ = false;
       auto [wec, wn] = co_await write_all(client_, std::span(out.data(), n));

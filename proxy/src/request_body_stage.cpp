@@ -251,7 +251,7 @@ net::awaitable<bool> connection::forward_request(policy::request_body body) {
                     "dockgate: the audit trail cannot be written; request not forwarded");
     co_return false;
   }
-  if (!co_await connect_upstream()) {
+  if (!upstream_ready() && !co_await connect_upstream()) {
     co_await refuse(502, "upstream", "dockgate: cannot reach the Docker daemon");
     co_return false;
   }

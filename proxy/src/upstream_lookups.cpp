@@ -92,18 +92,20 @@ net::awaitable<bool> connection::learn_api_version() {
 // Whether the daemon says the container `reference` names carries this profile's owner
 // label; if it does, its full ID into `id`. A full ID the gate has seen owned is answered
 // from the cache, with no allocation (the key is built in a buffer the connection keeps).
+bool connection::owned_from_cache(std::string_view reference, std::string& id) {
+  if (reference.size() != 64) return false;
+  std::string& key = ctx_.owned_key;
+  key.assign(profile_->rules.owner);
+  key += '/';
+  key += reference;
+  if (!ctx_.owned_containers.count(key)) return false;
+  id.assign(reference);
+  return true;
+}
+
 net::awaitable<bool> connection::owned_container_id(std::string_view reference, std::string& id) {
+  if (owned_from_cache(reference, id)) co_return true;
   const std::string& owner = profile_->rules.owner;
-  if (reference.size() == 64) {
-    std::string& key = ctx_.owned_key;
-    key.assign(owner);
-    key += '/';
-    key += reference;
-    if (ctx_.owned_containers.count(key)) {
-      id.assign(reference);
-      co_return true;
-    }
-  }
   auto [status, body] = co_await upstream_get("/v" + *daemon_.api_version + "/containers/" +
                                               std::string(reference) + "/json");
   if (status != 200) co_return false;
@@ -114,6 +116,90 @@ net::awaitable<bool> connection::owned_container_id(std::string_view reference, 
   ctx_.owned_containers.insert(owner + "/" + c->id);
   id = std::move(c->id);
   co_return true;
+}
+
+bool connection::prepare_target_now(const policy::route& r) {
+  filter_ = response_filter::none;
+  ctx_.sync_daemon();
+  if (!ctx_.daemon.api_version || pin_version(r)) return false;
+  std::string_view param_as = r.param;
+  if (profile_->rules.confine_to_owned) {
+    const auto object = policy::operation_object(r.op);
+    if (object == policy::path_object::container) {
+      if (!owned_from_cache(r.param, object_id_)) return false;
+      param_as = object_id_;
+    } else if (object != policy::path_object::none) {
+      return false;
+    }
+  }
+  if (checks_binds_at_start(r) || !confine_filters(r)) return false;
+  build_target(r, param_as);
+  return true;
+}
+
+std::optional<policy::deny> connection::pin_version(const policy::route& r) {
+  // The client's API version is part of what it reads (formats, defaults): forwarded as
+  // it asked, within what the route table models (1.24 and up) and what the daemon
+  // speaks; a newer one is answered as the daemon answers it. Without one: the daemon's.
+  // The request keeps its own copy: another request of this thread may forget the thread's
+  // while this one waits on the daemon.
+  daemon_ = ctx_.daemon;
+  forward_version_ = *daemon_.api_version;
+  version_ = daemon_.version;
+  if (!r.version) return std::nullopt;
+  if (auto d = policy::version_refusal(*r.version, daemon_.version)) return d;
+  version_ = *r.version;
+  forward_version_ = policy::to_string(*r.version);
+  return std::nullopt;
+}
+
+bool connection::checks_binds_at_start(const policy::route& r) const {
+  return r.op == policy::operation::ContainerStart &&
+         (profile_->rules.workspace || profile_->rules.binds);
+}
+
+bool connection::confine_filters(const policy::route& r) {
+  if (!profile_->rules.confine_to_owned) return true;
+  const bool audit_only = profile_->mode == policy::profile::mode_kind::audit;
+  // Lists, events and prunes see only what the profile owns: the owner label joins the
+  // client's filters (and lists and events are filtered again on the way back).
+  const bool prune = r.op == policy::operation::ContainerPrune ||
+                     r.op == policy::operation::NetworkPrune ||
+                     r.op == policy::operation::VolumePrune;
+  const bool confined_filters = r.op == policy::operation::ContainerList ||
+                                r.op == policy::operation::SystemEvents || prune;
+  if (!audit_only && confined_filters) {
+    const bool events = r.op == policy::operation::SystemEvents;
+    auto confined = policy::confine_query(query_, profile_->rules.owner, events);
+    if (!confined) return false;
+    query_ = std::move(*confined);
+    if (!prune) filter_ = events ? response_filter::events : response_filter::container_list;
+  }
+  // Lists of networks and volumes and the disk-usage view are filtered on the way back.
+  if (!audit_only && r.op == policy::operation::NetworkList) filter_ = response_filter::networks;
+  if (!audit_only && r.op == policy::operation::VolumeList) filter_ = response_filter::volume_list;
+  if (!audit_only && r.op == policy::operation::SystemDataUsage)
+    filter_ = response_filter::data_usage;
+  if (audit_only && r.op == policy::operation::NetworkInspect) filter_ = response_filter::none;
+  return true;
+}
+
+void connection::build_target(const policy::route& r, std::string_view param_as) {
+  // "/v<version>" + the path, its object as resolved (target_ keeps its capacity).
+  target_.assign("/v");
+  target_ += forward_version_;
+  if (param_as.data() == r.param.data()) {
+    target_ += r.path;
+  } else {
+    const std::size_t param_at = static_cast<std::size_t>(r.param.data() - r.path.data());
+    target_.append(r.path.substr(0, param_at));
+    target_ += param_as;
+    target_.append(r.path.substr(param_at + r.param.size()));
+  }
+  if (!query_.empty()) {
+    target_ += '?';
+    target_ += query_;
+  }
 }
 
 net::awaitable<bool> connection::prepare_target(const policy::route& r) {
@@ -135,29 +221,16 @@ net::awaitable<bool> connection::prepare_target(const policy::route& r) {
       co_return false;
     }
   }
-  // The client's API version is part of what it reads (formats, defaults): forwarded as
-  // it asked, within what the route table models (1.24 and up) and what the daemon
-  // speaks; a newer one is answered as the daemon answers it. Without one: the daemon's.
-  // The request keeps its own copy: another request of this thread may forget the thread's
-  // while this one waits on the daemon.
-  daemon_ = ctx_.daemon;
-  forward_version_ = *daemon_.api_version;
-  version_ = daemon_.version;
-  if (r.version) {
-    if (auto d = policy::version_refusal(*r.version, daemon_.version)) {
-      audit_.verdict = "deny";
-      co_await refuse(d->status, d->rule, d->reason);
-      co_return false;
-    }
-    version_ = *r.version;
-    forward_version_ = policy::to_string(*r.version);
+  if (auto d = pin_version(r)) {
+    audit_.verdict = "deny";
+    co_await refuse(d->status, d->rule, d->reason);
+    co_return false;
   }
   // The path is forwarded with the object it names replaced by what the daemon resolved
   // it to (object_id_: a full ID, or a volume's name), else as the client wrote it.
   std::string_view param_as = r.param;
   std::string_view container =
       r.param;                  // the container the request names, by full ID once resolved
-  std::string& query = query_;  // the reviewed query (review_query)
   if (profile_->rules.confine_to_owned) {
     const auto object = policy::operation_object(r.op);
     if (object == policy::path_object::container) {
@@ -231,35 +304,13 @@ net::awaitable<bool> connection::prepare_target(const policy::route& r) {
       }
       if (r.op == policy::operation::NetworkInspect) filter_ = response_filter::networks;
     }
-    const bool audit_only = profile_->mode == policy::profile::mode_kind::audit;
-    // Lists, events and prunes see only what the profile owns: the owner label joins the
-    // client's filters (and lists and events are filtered again on the way back).
-    const bool prune = r.op == policy::operation::ContainerPrune ||
-                       r.op == policy::operation::NetworkPrune ||
-                       r.op == policy::operation::VolumePrune;
-    const bool confined_filters = r.op == policy::operation::ContainerList ||
-                                  r.op == policy::operation::SystemEvents || prune;
-    if (!audit_only && confined_filters) {
-      const bool events = r.op == policy::operation::SystemEvents;
-      auto confined = policy::confine_query(query, profile_->rules.owner, events);
-      if (!confined) {
-        audit_.verdict = "deny";
-        co_await refuse(400, "query", "dockgate: malformed filters");
-        co_return false;
-      }
-      query = std::move(*confined);
-      if (!prune) filter_ = events ? response_filter::events : response_filter::container_list;
-    }
-    // Lists of networks and volumes and the disk-usage view are filtered on the way back.
-    if (!audit_only && r.op == policy::operation::NetworkList) filter_ = response_filter::networks;
-    if (!audit_only && r.op == policy::operation::VolumeList)
-      filter_ = response_filter::volume_list;
-    if (!audit_only && r.op == policy::operation::SystemDataUsage)
-      filter_ = response_filter::data_usage;
-    if (audit_only && r.op == policy::operation::NetworkInspect) filter_ = response_filter::none;
   }
-  if (r.op == policy::operation::ContainerStart &&
-      (profile_->rules.workspace || profile_->rules.binds)) {
+  if (!confine_filters(r)) {
+    audit_.verdict = "deny";
+    co_await refuse(400, "query", "dockgate: malformed filters");
+    co_return false;
+  }
+  if (checks_binds_at_start(r)) {
     // The daemon mounts binds when a container starts, not when it is created: every
     // host path it binds is checked again now, the closest the gate gets to the mount.
     if (auto problem = co_await binds_problem(container)) {
@@ -273,21 +324,7 @@ net::awaitable<bool> connection::prepare_target(const policy::route& r) {
       }
     }
   }
-  // "/v<version>" + the path, its object as resolved (target_ keeps its capacity).
-  target_.assign("/v");
-  target_ += forward_version_;
-  if (param_as.data() == r.param.data()) {
-    target_ += r.path;
-  } else {
-    const std::size_t param_at = static_cast<std::size_t>(r.param.data() - r.path.data());
-    target_.append(r.path.substr(0, param_at));
-    target_ += param_as;
-    target_.append(r.path.substr(param_at + r.param.size()));
-  }
-  if (!query.empty()) {
-    target_ += '?';
-    target_ += query;
-  }
+  build_target(r, param_as);
   co_return true;
 }
 

@@ -1,11 +1,14 @@
 // A malloc counter to LD_PRELOAD into dockgate-proxy, so that a test can show that the
 // proxy allocates nothing per forwarded chunk. On SIGUSR2 it writes the number of
-// malloc/calloc/realloc calls so far to $DOCKGATE_ALLOC_COUNT_FILE.
+// malloc/calloc/realloc calls so far, and of the aligned ones (memalign, aligned_alloc,
+// posix_memalign: Asio's coroutine frames and handlers come from aligned_new, which never
+// calls malloc), to $DOCKGATE_ALLOC_COUNT_FILE.
 #include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstddef>
 #include <cstdlib>
 
@@ -13,6 +16,7 @@ extern "C" {
 void* __libc_malloc(std::size_t);
 void* __libc_calloc(std::size_t, std::size_t);
 void* __libc_realloc(void*, std::size_t);
+void* __libc_memalign(std::size_t, std::size_t);
 }
 
 namespace {
@@ -58,5 +62,21 @@ void* calloc(std::size_t a, std::size_t b) {
 void* realloc(void* p, std::size_t n) {
   allocations.fetch_add(1, std::memory_order_relaxed);
   return __libc_realloc(p, n);
+}
+void* memalign(std::size_t align, std::size_t n) {
+  allocations.fetch_add(1, std::memory_order_relaxed);
+  return __libc_memalign(align, n);
+}
+void* aligned_alloc(std::size_t align, std::size_t n) {
+  allocations.fetch_add(1, std::memory_order_relaxed);
+  return __libc_memalign(align, n);
+}
+int posix_memalign(void** out, std::size_t align, std::size_t n) {
+  if (align % sizeof(void*) != 0 || (align & (align - 1)) != 0) return EINVAL;
+  allocations.fetch_add(1, std::memory_order_relaxed);
+  void* p = __libc_memalign(align, n);
+  if (!p) return ENOMEM;
+  *out = p;
+  return 0;
 }
 }
