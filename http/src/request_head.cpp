@@ -18,7 +18,6 @@ constexpr bool is_tchar(unsigned char c) {
   }
 }
 
-constexpr char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c; }
 
 std::string_view trim_ows(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
@@ -50,11 +49,6 @@ std::optional<std::uint64_t> parse_content_length(std::string_view v) {
 }
 
 }  // namespace
-
-bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() &&
-         std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) { return lower(x) == lower(y); });
-}
 
 std::string_view head_error_text(head_error e) {
   switch (e) {

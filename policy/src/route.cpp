@@ -74,6 +74,35 @@ const std::vector<compiled_route>& routes() {
   return table;
 }
 
+// The routes a target can match, by its first segment: those whose first segment is that
+// literal, and those that begin with their parameter (none in the Engine API today, kept
+// for every lookup). Which of them match does not depend on the order they are tried in.
+struct first_segment_index {
+  std::vector<std::pair<std::string_view, std::vector<const compiled_route*>>> by_first;  // sorted
+  std::vector<const compiled_route*> param_first;
+};
+
+const first_segment_index& index_of_routes() {
+  static const first_segment_index index = [] {
+    first_segment_index ix;
+    for (const auto& r : routes()) {
+      if (r.param == 0) {
+        ix.param_first.push_back(&r);
+        continue;
+      }
+      const std::string_view first = r.segments.front();
+      auto it = std::find_if(ix.by_first.begin(), ix.by_first.end(),
+                             [&](const auto& e) { return e.first == first; });
+      if (it == ix.by_first.end()) it = ix.by_first.insert(ix.by_first.end(), {first, {}});
+      it->second.push_back(&r);
+    }
+    std::sort(ix.by_first.begin(), ix.by_first.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+    return ix;
+  }();
+  return index;
+}
+
 constexpr bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 constexpr bool is_digit(char c) { return c >= '0' && c <= '9'; }
 constexpr bool is_hex(char c) {
@@ -244,12 +273,25 @@ route_result route_request(http::method method, std::string_view target) {
   std::string_view found_param;
   bool path_known = false;
   bool bad_param = false;
-  for (const auto& cr : routes()) {
+  const auto& index = index_of_routes();
+  const std::vector<const compiled_route*>* bucket = nullptr;
+  if (auto it = std::lower_bound(index.by_first.begin(), index.by_first.end(), s[0],
+                                 [](const auto& e, std::string_view key) { return e.first < key; });
+      it != index.by_first.end() && it->first == s[0])
+    bucket = &it->second;
+  auto candidates = [&](auto&& each) {
+    if (bucket)
+      for (const compiled_route* cr : *bucket) each(*cr);
+    for (const compiled_route* cr : index.param_first) each(*cr);
+  };
+  bool ambiguous = false;
+  candidates([&](const compiled_route& cr) {
+    if (ambiguous) return;
     const std::size_t tn = cr.segments.size();
-    if (count < tn) continue;
+    if (count < tn) return;
     std::string_view param;
     if (cr.param < 0) {
-      if (count != tn || !std::equal(s, s + count, cr.segments.begin())) continue;
+      if (count != tn || !std::equal(s, s + count, cr.segments.begin())) return;
     } else {
       // Literal prefix before the parameter, literal suffix after it; the parameter takes
       // whatever lies between, as dockerd's `{name:.*}` does.
@@ -257,23 +299,27 @@ route_result route_request(http::method method, std::string_view target) {
       const std::size_t suffix = tn - p - 1;
       if (!std::equal(s, s + p, cr.segments.begin()) ||
           !std::equal(s + count - suffix, s + count, cr.segments.begin() + p + 1))
-        continue;
+        return;
       const std::size_t last = count - suffix - 1;
       if (last != p && !cr.multi_segment) {
         // dockerd would route this with a `/` inside the parameter.
         if (cr.method == method) bad_param = true;
-        continue;
+        return;
       }
       const char* begin = s[p].data();
       const char* end = s[last].data() + s[last].size();
       param = std::string_view(begin, static_cast<std::size_t>(end - begin));
     }
     path_known = true;
-    if (cr.method != method) continue;
-    if (found) return route_error::ambiguous;
+    if (cr.method != method) return;
+    if (found) {
+      ambiguous = true;
+      return;
+    }
     found = &cr;
     found_param = param;
-  }
+  });
+  if (ambiguous) return route_error::ambiguous;
   if (bad_param) return route_error::bad_parameter;
   if (!found) return path_known ? route_error::method_not_allowed : route_error::not_found;
   r.op = found->op;

@@ -76,6 +76,15 @@ std::optional<head_error> parse_request_head(std::string_view data, request_head
 // True when `name` is a hop-by-hop header: never forwarded as the client wrote it.
 bool is_hop_by_hop(std::string_view name, std::string_view connection_value);
 
-bool iequals(std::string_view a, std::string_view b);
+// ASCII case-insensitive equality (header names, tokens). Inline: the parsers call it
+// for every field they read.
+inline bool iequals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const char x = a[i], y = b[i];
+    if (x != y && ((x | 0x20) != (y | 0x20) || (x | 0x20) < 'a' || (x | 0x20) > 'z')) return false;
+  }
+  return true;
+}
 
 }  // namespace dockgate::http
