@@ -1,6 +1,18 @@
 #include "dockgate/common/error_body.hpp"
 
+#include <array>
+
 namespace dockgate::common {
+
+namespace {
+// The bytes a JSON string cannot hold as they are: controls, DEL, quote, backslash.
+constexpr std::array<bool, 256> needs_escape = [] {
+  std::array<bool, 256> t{};
+  for (int c = 0; c < 0x20; ++c) t[static_cast<std::size_t>(c)] = true;
+  t[0x7f] = t['"'] = t['\\'] = true;
+  return t;
+}();
+}  // namespace
 
 void append_json_escaped(std::string& out, std::string_view s) {
   static constexpr char hex[] = "0123456789abcdef";
@@ -8,7 +20,7 @@ void append_json_escaped(std::string& out, std::string_view s) {
   std::size_t run = 0;
   for (std::size_t i = 0; i < s.size(); ++i) {
     const auto c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x20 && c != 0x7f && c != '"' && c != '\\') continue;
+    if (!needs_escape[c]) continue;
     out.append(s.data() + run, i - run);
     run = i + 1;
     switch (c) {

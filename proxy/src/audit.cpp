@@ -86,22 +86,36 @@ std::string format_audit_client(const audit_client& c) {
 void append_rfc3339(std::string& out, std::chrono::system_clock::time_point t) {
   using namespace std::chrono;
   const auto us = floor<microseconds>(t);
-  const auto day = floor<days>(us);
-  const year_month_day ymd{day};
-  const hh_mm_ss hms{us - day};
-  append_digits(out, static_cast<unsigned>(static_cast<int>(ymd.year())), 4);
-  out += '-';
-  append_digits(out, static_cast<unsigned>(ymd.month()), 2);
-  out += '-';
-  append_digits(out, static_cast<unsigned>(ymd.day()), 2);
-  out += 'T';
-  append_digits(out, static_cast<unsigned>(hms.hours().count()), 2);
-  out += ':';
-  append_digits(out, static_cast<unsigned>(hms.minutes().count()), 2);
-  out += ':';
-  append_digits(out, static_cast<unsigned>(hms.seconds().count()), 2);
+  const auto second = floor<seconds>(us);
+  // "YYYY-MM-DDTHH:MM:SS", made once per second per thread: the lines of one second share it.
+  thread_local seconds cached_second = seconds::min();  // none yet
+  thread_local std::array<char, 19> cached;
+  if (second.time_since_epoch() != cached_second) {
+    const auto day = floor<days>(second);
+    const year_month_day ymd{day};
+    const hh_mm_ss hms{second - day};
+    auto put = [&](std::size_t at, unsigned value, int width) {
+      for (int i = width - 1; i >= 0; --i) {
+        cached[at + static_cast<std::size_t>(i)] = static_cast<char>('0' + value % 10);
+        value /= 10;
+      }
+    };
+    put(0, static_cast<unsigned>(static_cast<int>(ymd.year())), 4);
+    cached[4] = '-';
+    put(5, static_cast<unsigned>(ymd.month()), 2);
+    cached[7] = '-';
+    put(8, static_cast<unsigned>(ymd.day()), 2);
+    cached[10] = 'T';
+    put(11, static_cast<unsigned>(hms.hours().count()), 2);
+    cached[13] = ':';
+    put(14, static_cast<unsigned>(hms.minutes().count()), 2);
+    cached[16] = ':';
+    put(17, static_cast<unsigned>(hms.seconds().count()), 2);
+    cached_second = second.time_since_epoch();
+  }
+  out.append(cached.data(), cached.size());
   out += '.';
-  append_digits(out, static_cast<unsigned>(hms.subseconds().count()), 6);
+  append_digits(out, static_cast<unsigned>((us - second).count()), 6);
   out += 'Z';
 }
 

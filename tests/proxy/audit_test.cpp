@@ -138,6 +138,21 @@ TEST_CASE("audit times are RFC 3339 UTC with microseconds", "[audit]") {
                           std::chrono::hours{23} + std::chrono::minutes{59} +
                           std::chrono::seconds{59} + std::chrono::microseconds{999999});
   CHECK(out == "2028-02-29T23:59:59.999999Z");
+  // The date and time of a second are made once and kept: the next second, one before
+  // it and one far off are each their own.
+  using namespace std::chrono;
+  const auto at = sys_days{year{2026} / 12 / 31} + hours{23} + minutes{59} + seconds{59};
+  auto text = [](system_clock::time_point t) {
+    std::string s;
+    append_rfc3339(s, t);
+    return s;
+  };
+  CHECK(text(at + microseconds{1}) == "2026-12-31T23:59:59.000001Z");
+  CHECK(text(at + microseconds{999998}) == "2026-12-31T23:59:59.999998Z");
+  CHECK(text(at + seconds{1}) == "2027-01-01T00:00:00.000000Z");
+  CHECK(text(at - seconds{1}) == "2026-12-31T23:59:58.000000Z");
+  CHECK(text(system_clock::time_point{} - seconds{1}) == "1969-12-31T23:59:59.000000Z");
+  CHECK(text(at) == "2026-12-31T23:59:59.000000Z");
 }
 
 TEST_CASE("the audit schema accepts the gate's lines and refuses a broken one", "[audit]") {
