@@ -2,6 +2,7 @@
 #include "dockgate/http/request_head.hpp"
 
 #include <algorithm>
+#include <cstring>
 
 namespace dockgate::http {
 
@@ -69,13 +70,18 @@ std::string_view head_error_text(head_error e) {
 }
 
 std::size_t find_head_end(std::string_view data) {
-  auto pos = data.find("\r\n\r\n");
-  const std::size_t limit = pos == std::string_view::npos ? data.size() : pos;
-  // A bare LF before the end: the head is malformed, and waiting for a CRLFCRLF that a
-  // LF-only client never sends would only hold the connection. End the head there.
-  for (std::size_t i = data.find('\n'); i < limit; i = data.find('\n', i + 1))
-    if (i == 0 || data[i - 1] != '\r') return i + 1;
-  return pos == std::string_view::npos ? 0 : pos + 4;
+  // One look at each LF, in order: a bare one (no CR before it) ends a malformed head right
+  // after it (waiting for a CRLFCRLF that an LF-only client never sends would only hold the
+  // connection); one followed by CRLF ends the head.
+  const char* const begin = data.data();
+  const char* const end = begin + data.size();
+  for (const char* p = begin; p != end; ++p) {
+    p = static_cast<const char*>(std::memchr(p, '\n', static_cast<std::size_t>(end - p)));
+    if (p == nullptr) return 0;
+    if (p == begin || p[-1] != '\r') return static_cast<std::size_t>(p - begin) + 1;
+    if (end - p >= 3 && p[1] == '\r' && p[2] == '\n') return static_cast<std::size_t>(p - begin) + 3;
+  }
+  return 0;
 }
 
 std::optional<head_error> parse_request_head(std::string_view data, request_head& out) {

@@ -133,6 +133,13 @@ TEST_CASE("find_head_end needs CRLFCRLF", "[http][request_head]") {
   CHECK(find_head_end("GET / HTTP/1.1\r\nHost: d\r\n") == 0);
   CHECK(find_head_end("GET / HTTP/1.1\n\n") == 15);
   CHECK(find_head_end("GET / HTTP/1.1\r\nHost: d\n") == 24);
+  // The first CRLFCRLF ends the head; a bare LF after it belongs to the body.
+  CHECK(find_head_end("GET / HTTP/1.1\r\n\r\nbody\n") == 18);
+  CHECK(find_head_end("\r\n\r\n") == 4);
+  CHECK(find_head_end("\n") == 1);
+  CHECK(find_head_end("GET / HTTP/1.1\r\nHost: d\r\n\r") == 0);  // not complete yet
+  CHECK(find_head_end("GET / HTTP/1.1\r\nHost: d\r\n\n") == 26);  // a bare LF
+  CHECK(find_head_end("") == 0);
   request_head h;
   CHECK(parse_request_head("GET / HTTP/1.1\n", h) == head_error::bad_line_ending);
 }
