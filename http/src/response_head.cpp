@@ -11,12 +11,12 @@ namespace dockgate::http {
 namespace {
 
 // What a byte is to the field-line scan, one table look-up per byte. In a name (before
-// its colon): 1 refused (space, tab, CR, LF: no obs-fold, no "Name :", no line without a
-// colon), 2 the colon that ends it. In a value: 1 refused (a control character but tab,
-// DEL), 2 the CR that ends it.
+// its colon): 1 refused (anything but a token's byte: so no obs-fold, no "Name :", no line
+// without a colon, no control or non-ASCII byte a client might read past), 2 the colon that
+// ends it. In a value: 1 refused (a control character but tab, DEL), 2 the CR that ends it.
 constexpr std::array<std::uint8_t, 256> name_bytes = [] {
   std::array<std::uint8_t, 256> t{};
-  t[' '] = t['\t'] = t['\r'] = t['\n'] = 1;
+  for (int c = 0; c < 256; ++c) t[static_cast<std::size_t>(c)] = is_tchar(static_cast<unsigned char>(c)) ? 0 : 1;
   t[':'] = 2;
   return t;
 }();
@@ -61,8 +61,8 @@ bool parse_response_head(std::string_view data, response_head& out) {
     if ((c < 0x20 && c != '\t') || c == 0x7f) return false;
   out.keep_alive = out.version_minor == 1;
 
-  // Field lines, in one pass over their bytes: a name without space or tab before a colon
-  // (so no obs-fold, no line without a colon), a value without control characters but
+  // Field lines, in one pass over their bytes: a name of token bytes before a colon (so
+  // no obs-fold, no line without a colon), a value without control characters but
   // tab, and CRLF at the end (a CR or LF anywhere else is refused).
   out.fields = data.substr(eol + 2, data.size() - 2 - (eol + 2));
   bool saw_te = false, connection_seen = false;

@@ -12,6 +12,22 @@ bool endless(operation op) {
          op == operation::ContainerStats || op == operation::ContainerWait;
 }
 
+// Answers that are one document, read by the client whole (request_shape::document).
+bool document(operation op) {
+  switch (op) {
+    case operation::ConfigInspect: case operation::ContainerInspect:
+    case operation::DistributionInspect: case operation::ExecInspect:
+    case operation::ImageInspect: case operation::NetworkInspect: case operation::NodeInspect:
+    case operation::PluginInspect: case operation::SecretInspect: case operation::ServiceInspect:
+    case operation::SwarmInspect: case operation::TaskInspect: case operation::VolumeInspect:
+    case operation::SystemInfo: case operation::SystemVersion: case operation::ContainerTop:
+    case operation::ContainerChanges: case operation::ImageHistory:
+      return true;
+    default:
+      return false;
+  }
+}
+
 // application/x-www-form-urlencoded or multipart/form-data, whatever the parameters and
 // the case of the media type.
 bool form_type(std::string_view content_type) {
@@ -46,7 +62,7 @@ shape_result shape_request(operation op, const request_facts& facts) {
     else
       body = request_body::stream;
   }
-  return request_shape{hijack, upgrade, endless(op), body};
+  return request_shape{hijack, upgrade, endless(op), document(op), body};
 }
 
 std::string_view version_segment(std::string_view path) {

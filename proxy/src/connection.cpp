@@ -84,8 +84,12 @@ void connection::check_deadline(std::chrono::steady_clock::time_point now) {
 }
 
 const policy::profile& connection::no_profile() {
-  static const policy::profile none{
-      "(none)", "clients no rule matches", policy::profile::mode_kind::enforce, {}, {}};
+  static const policy::profile none = [] {
+    policy::profile p;  // enforce, nothing allowed
+    p.name = "(none)";
+    p.description = "clients no rule matches";
+    return p;
+  }();
   return none;
 }
 

@@ -177,6 +177,7 @@ class connection {
   void wait_upstream();
   net::awaitable<void> relay_available();
   void upstream_failed(beast::error_code ec);
+  void note_upstream_error(beast::error_code ec);  // ended (until-close body) or failed
   void upstream_done();
   void stream_over();
   static net::awaitable<void> resume(std::unique_ptr<connection> self);
@@ -346,6 +347,7 @@ class connection {
   std::chrono::steady_clock::time_point started_;
   bool idle_ = true;
   bool endless_stream_ = false;  // events, logs, stats, wait: ended cleanly if the daemon goes
+  bool document_ = false;        // an inspect's answer: relayed to its end, never held
   bool upstream_ended_ = false;  // the daemon's side of a relayed body ended or failed
   bool client_gone_ = false;
   bool relay_failed_ = false;

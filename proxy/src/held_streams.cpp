@@ -23,6 +23,19 @@ net::awaitable<connection::outcome> connection::relay_stream() {
   // What came with the head first: a body already whole (an inspect answer, which the
   // daemon chunks) goes out with the head in one write and never waits.
   co_await relay_buffered_stream();
+  // A document (an inspect whose chunks came apart) is relayed to its end here, by this
+  // coroutine: nothing of the request is given back to be made again for the next one,
+  // and no coroutine is started to take the connection back.
+  while (document_ && !stream_ended_ && !relay_failed_) {
+    auto [ec, n] = co_await upstream_->async_read_some(net::buffer(response_.get(), response_.size()), use_tuple);
+    if (ec) {
+      note_upstream_error(ec);
+      break;
+    }
+    response_begin_ = 0;
+    response_end_ = n;
+    co_await relay_buffered_stream();
+  }
   if (stream_ended_ || relay_failed_) co_return co_await end_stream();
   // A stream that goes on (events, logs, wait): no coroutine waits for it. Two plain
   // callbacks do, on the daemon's side and on the client's, and the connection object is
@@ -54,13 +67,17 @@ void connection::wait_upstream() {
 }
 
 void connection::upstream_failed(beast::error_code ec) {
+  note_upstream_error(ec);
+  upstream_done();
+}
+
+void connection::note_upstream_error(beast::error_code ec) {
   if (ec == net::error::eof && !response_chunked_in_) {
     stream_ended_ = true;  // a body framed by the daemon's close has ended
   } else if (!stream_ended_) {
     upstream_ended_ = ec && ec != net::error::operation_aborted;  // the daemon's side, not ours
     relay_failed_ = true;
   }
-  upstream_done();
 }
 
 // What the daemon has now, relayed as it comes (one recv(2) per read, never waiting);

@@ -146,6 +146,7 @@ connection::admission connection::admit_request(std::size_t head_size) {
     return policy::deny{refused->status, std::string(refused->rule), std::string(refused->reason)};
   const auto& shape = std::get<policy::request_shape>(shaped);
   endless_stream_ = shape.endless_stream;
+  document_ = shape.document;
   if (shape.body == policy::request_body::dropped) {
     auto& dropped = extras().dropped;
     dropped += dropped.empty() ? "body" : ",body";

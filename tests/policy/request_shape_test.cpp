@@ -9,7 +9,7 @@ namespace http = dockgate::http;
 
 namespace {
 
-// "<flags> body=<kind>" (flags: hijack, upgrade, endless) or "<status> <rule>: <reason>".
+// "<flags> body=<kind>" (flags: hijack, upgrade, endless, document) or "<status> <rule>: <reason>".
 std::string shape_text(const shape_result& s) {
   if (const auto* r = std::get_if<shape_refusal>(&s))
     return std::to_string(r->status) + " " + std::string(r->rule) + ": " + std::string(r->reason);
@@ -18,6 +18,7 @@ std::string shape_text(const shape_result& s) {
   if (a.hijack) out += "hijack ";
   if (a.upgrade) out += "upgrade ";
   if (a.endless_stream) out += "endless ";
+  if (a.document) out += "document ";
   constexpr std::string_view kinds[] = {"none", "dropped", "json", "stream"};
   out += "body=";
   out += kinds[static_cast<std::size_t>(a.body)];
@@ -146,6 +147,27 @@ TEST_CASE("request shape: hijack, endless stream, body kept, dropped or refused"
                               << " body=" << t.has_body);
     CHECK(shape_text(shape_request(t.op, facts)) == t.expect);
   }
+}
+
+TEST_CASE("request shape: an inspect's answer is a document, a pull's or an export's is not",
+          "[request_shape]") {
+  const std::vector<http::header_field> fields{{"Host", "docker"}};
+  const request_facts facts{false, "", false, fields};
+  for (auto op : {operation::ContainerInspect, operation::ImageInspect, operation::NetworkInspect,
+                  operation::VolumeInspect, operation::ExecInspect, operation::SystemInfo,
+                  operation::SystemVersion, operation::ContainerTop, operation::ImageHistory}) {
+    INFO(operation_name(op));
+    CHECK(shape_text(shape_request(op, facts)) == "document body=none");
+  }
+  // Streams that may last (progress, a tar, a build's output) stay streams: held, with the
+  // client watched, never waited for in the request's coroutine.
+  for (auto op : {operation::ImageCreate, operation::ImagePush, operation::ContainerExport,
+                  operation::ImageGet, operation::ContainerArchive, operation::ImageBuild,
+                  operation::ContainerList}) {
+    INFO(operation_name(op));
+    CHECK(shape_text(shape_request(op, facts)) == "body=none");
+  }
+  CHECK(shape_text(shape_request(operation::SystemEvents, facts)) == "endless body=none");
 }
 
 TEST_CASE("request shape: the facts are read from a parsed head", "[request_shape]") {

@@ -76,6 +76,18 @@ std::optional<head_error> parse_request_head(std::string_view data, request_head
 // True when `name` is a hop-by-hop header: never forwarded as the client wrote it.
 bool is_hop_by_hop(std::string_view name, std::string_view connection_value);
 
+// A token's byte (RFC 9110 5.6.2: a method, a field name).
+constexpr bool is_tchar(unsigned char c) {
+  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
+  switch (c) {
+    case '!': case '#': case '$': case '%': case '&': case '\'': case '*': case '+':
+    case '-': case '.': case '^': case '_': case '`': case '|': case '~':
+      return true;
+    default:
+      return false;
+  }
+}
+
 // ASCII case-insensitive equality (header names, tokens). Inline: the parsers call it
 // for every field they read.
 inline bool iequals(std::string_view a, std::string_view b) {

@@ -59,6 +59,10 @@ struct request_shape {
   // A stream with no natural end (events, logs, stats, wait): if the daemon goes away
   // mid-stream, the client's stream is ended cleanly (its last chunk) rather than cut.
   bool endless_stream = false;
+  // The answer is one document (an inspect, info, version), however the daemon frames it:
+  // dockerd chunks a JSON answer over 4 KiB and its pieces may come apart. The gate relays
+  // it to its end at once instead of holding it as a stream.
+  bool document = false;
   request_body body = request_body::none;
   bool operator==(const request_shape&) const = default;
 };
