@@ -7,7 +7,8 @@
 // - After any refusal the connection is closed (serve_one returns close), so no request
 //   pipelined behind a refused one is ever read.
 // - A connection that waits (for a request, or for the next event) holds no I/O buffer
-//   and no parsed head: blocks come from the pool when data arrives.
+//   and no parsed head: blocks come from the pool when data arrives. (A document's rest,
+//   milliseconds behind its first piece, is waited for with the response block: step 8.)
 // - One deadline per connection, a time point the watchdog looks at: no timer system call
 //   per request.
 #include "connection.hpp"

@@ -6,6 +6,8 @@
 //   A held stream is no coroutine: two waiting callbacks (the daemon's side, and a watch
 //   of the client) and the connection object; bytes from the daemon start a short
 //   coroutine that relays them in a pooled block and goes back to waiting with none.
+// - A document (request_shape::document: an inspect whose chunks came apart) is not held:
+//   the request's coroutine relays it to its end with its block, and goes on.
 // - An endless stream (request_shape) whose daemon went away mid-stream is ended as the
 //   daemon would have ended it on a clean stop, not cut.
 #include <sys/socket.h>

@@ -6,7 +6,8 @@
 // - The connection is spliced (step 9) only when the operation may hijack (request_shape)
 //   and the daemon answered 101, or the legacy 200 with a raw stream.
 // - A response whose end is already in hand is relayed with one gathered write; a chunked
-//   or until-close body is handed to the held-stream stage (step 8).
+//   or until-close body is handed to the stream stage (step 8), which holds it unless it
+//   is a document.
 // - Lists and a create answer a profile confines are filtered whole: only what the
 //   profile owns goes back.
 #include "connection.hpp"

@@ -6,10 +6,12 @@
 
 #include <atomic>
 #include <catch2/catch.hpp>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "harness.hpp"
 
@@ -21,10 +23,13 @@ const std::string cli_policy = "compose/policies/docker-cli.json";
 
 // A daemon that answers from a script, on a unix socket of its own: /version and /info
 // as the gate needs them to learn the API version, every other request with `answer`
-// (keep-alive). Each connection on a thread; all end with it.
+// (keep-alive), or with `pieces` sent 30 ms apart, the connection then closed if
+// `close_after`. Each connection on a thread; all end with it.
 class scripted_daemon {
  public:
-  explicit scripted_daemon(std::string answer) : answer_(std::move(answer)) {
+  explicit scripted_daemon(std::string answer) : scripted_daemon(std::vector<std::string>{std::move(answer)}) {}
+  explicit scripted_daemon(std::vector<std::string> pieces, bool close_after = false)
+      : pieces_(std::move(pieces)), close_after_(close_after) {
     char dir[] = "/tmp/dg-scripted-XXXXXX";
     REQUIRE(::mkdtemp(dir) != nullptr);
     dir_ = dir;
@@ -79,17 +84,27 @@ class scripted_daemon {
         return "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
                std::to_string(body.size()) + "\r\n\r\n" + body;
       };
-      if (target == "/version")
-        out = json(R"({"ApiVersion":"1.41","Version":"20.10.24"})");
-      else if (target.ends_with("/info"))
-        out = json(R"({"CgroupVersion":"2"})");
-      else
-        out = answer_;
-      if (::send(fd, out.data(), out.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(out.size())) return;
+      if (target == "/version" || target.ends_with("/info")) {
+        out = target == "/version" ? json(R"({"ApiVersion":"1.41","Version":"20.10.24"})")
+                                   : json(R"({"CgroupVersion":"2"})");
+        if (::send(fd, out.data(), out.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(out.size())) return;
+        continue;
+      }
+      for (std::size_t i = 0; i < pieces_.size(); ++i) {
+        if (i > 0) std::this_thread::sleep_for(30ms);
+        const std::string& piece = pieces_[i];
+        if (::send(fd, piece.data(), piece.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(piece.size())) return;
+      }
+      if (close_after_) {
+        ::shutdown(fd, SHUT_RDWR);
+        return;
+      }
     }
   }
 
-  std::string answer_, dir_, path_;
+  std::vector<std::string> pieces_;
+  bool close_after_ = false;
+  std::string dir_, path_;
   int listener_ = -1;
   std::thread acceptor_;
   std::mutex m_;
@@ -242,4 +257,67 @@ TEST_CASE("the daemon's hop-by-hop fields and its Dockgate-Request-Id do not rea
   CHECK(first.ends_with("\r\n\r\nOK"));
   // Asked to close, the gate says so itself.
   CHECK(r.bytes.substr(r.bytes.find("HTTP/1.1", 1)).find("Connection: close\r\n") != std::string::npos);
+}
+
+// An answer that is one document (request_shape::document: SystemVersion here) whose chunks
+// come apart is relayed to its end at once, and the connection goes on.
+TEST_CASE("a document whose chunks come apart arrives whole, and the connection goes on", "[integration][http]") {
+  const std::string body = R"({"Version":"20.10.24","ApiVersion":"1.41","Os":"linux"})";
+  const std::string head =
+      "HTTP/1.1 200 OK\r\nApi-Version: 1.41\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n";
+  auto chunk = [](std::string_view data) {
+    char size[16];
+    std::snprintf(size, sizeof size, "%zx\r\n", data.size());
+    return std::string(size) + std::string(data) + "\r\n";
+  };
+  const std::string_view b = body;
+  scripted_daemon daemon({head + chunk(b.substr(0, 20)), chunk(b.substr(20, 20)), chunk(b.substr(40)) + "0\r\n\r\n"});
+  proxy_process proxy(cli_policy, {}, {}, daemon.upstream());
+
+  SECTION("HTTP/1.1, a pipelined request after it") {
+    auto r = raw_exchange(proxy.socket_path(),
+                          "GET /v1.41/version HTTP/1.1\r\nHost: d\r\n\r\nGET /v1.41/version HTTP/1.1\r\nHost: d\r\n"
+                          "Connection: close\r\n\r\n");
+    INFO(r.bytes);
+    CHECK(r.count() == 2);
+    CHECK(r.status() == 200);
+    // Each answer's body, whatever the chunks the gate made of it, is the daemon's whole.
+    for (std::size_t at = 0, n = 0; n < 2; ++n) {
+      at = r.bytes.find("\r\n\r\n", at);
+      REQUIRE(at != std::string::npos);
+      std::string got;
+      std::size_t p = at + 4;
+      for (;;) {
+        const std::size_t len = std::strtoul(r.bytes.c_str() + p, nullptr, 16);
+        p = r.bytes.find("\r\n", p) + 2;
+        if (len == 0) break;
+        got += r.bytes.substr(p, len);
+        p += len + 2;
+      }
+      CHECK(got == body);
+      at = p;
+    }
+  }
+  SECTION("HTTP/1.0: the body as it is, until the gate closes") {
+    auto r = raw_exchange(proxy.socket_path(), "GET /v1.41/version HTTP/1.0\r\nHost: d\r\n\r\n");
+    INFO(r.bytes);
+    CHECK(r.closed);
+    CHECK(r.status() == 200);
+    CHECK(r.bytes.ends_with("\r\n\r\n" + body));
+  }
+}
+
+TEST_CASE("a document the daemon cuts off is cut off for the client, and the gate serves on", "[integration][http]") {
+  scripted_daemon daemon(
+      {"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n10\r\n{\"Version\":", "\"20."},
+      true);
+  proxy_process proxy(cli_policy, {}, {}, daemon.upstream());
+  auto r = raw_exchange(proxy.socket_path(), "GET /v1.41/version HTTP/1.1\r\nHost: d\r\n\r\n");
+  INFO(r.bytes);
+  CHECK(r.closed);  // the client's connection ends: its answer is not complete
+  CHECK(r.status() == 200);
+  CHECK(r.bytes.find("\r\n0\r\n\r\n") == std::string::npos);  // no last chunk: not an end
+  // The gate goes on serving (a new connection to the daemon).
+  auto again = raw_exchange(proxy.socket_path(), "GET /v1.41/version HTTP/1.1\r\nHost: d\r\n\r\n");
+  CHECK(again.status() == 200);
 }
