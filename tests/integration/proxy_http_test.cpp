@@ -84,18 +84,17 @@ class scripted_daemon {
         return "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
                std::to_string(body.size()) + "\r\n\r\n" + body;
       };
-      if (target == "/version" || target.ends_with("/info")) {
+      const bool learning = target == "/version" || target.ends_with("/info");
+      if (learning)
         out = target == "/version" ? json(R"({"ApiVersion":"1.41","Version":"20.10.24"})")
                                    : json(R"({"CgroupVersion":"2"})");
-        if (::send(fd, out.data(), out.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(out.size())) return;
-        continue;
-      }
-      for (std::size_t i = 0; i < pieces_.size(); ++i) {
+      const std::vector<std::string>& pieces = learning ? std::vector<std::string>{out} : pieces_;
+      for (std::size_t i = 0; i < pieces.size(); ++i) {
         if (i > 0) std::this_thread::sleep_for(30ms);
-        const std::string& piece = pieces_[i];
-        if (::send(fd, piece.data(), piece.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(piece.size())) return;
+        if (::send(fd, pieces[i].data(), pieces[i].size(), MSG_NOSIGNAL) != static_cast<ssize_t>(pieces[i].size()))
+          return;
       }
-      if (close_after_) {
+      if (close_after_ && !learning) {
         ::shutdown(fd, SHUT_RDWR);
         return;
       }
