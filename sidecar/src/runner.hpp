@@ -184,7 +184,12 @@ class cell_runner {
   };
   std::optional<runner_frames::frame> next(waiting& w, std::string& why, bool& timed_out,
                                            runner_state& found);
-  waiting from_now(const patience& p) const;
+  // The waiting points at p's probe, which must outlive it (a temporary patience cannot
+  // be given: its probe would be gone when a late answer asks it).
+  waiting from_now(const patience& p, std::chrono::milliseconds answer_by) const;
+  waiting from_now(const patience& p) const { return from_now(p, p.answer_by); }
+  waiting from_now(patience&&, std::chrono::milliseconds) const = delete;
+  waiting from_now(patience&&) const = delete;
   // Sends a request and reads its answer up to the exit frame.
   run_result exchange(const std::string& request, std::size_t cap, const patience& wait,
                       const std::function<void(int, std::string_view)>& on_output);

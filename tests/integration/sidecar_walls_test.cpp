@@ -333,7 +333,9 @@ TEST_CASE(
     const auto t0 = std::chrono::steady_clock::now();
     auto ran = sidecar.call("POST", "/exec", exec_body(sid, stop_runner, 2000));
     const auto took = std::chrono::steady_clock::now() - t0;
-    INFO(ran.body << "\n" << sidecar.log());
+    // The client's own reading of a failed call (no answer, a reset) comes first: the
+    // sidecar's log can be long.
+    INFO(ran.error << "\n" << ran.body << "\n" << sidecar.log());
     REQUIRE(ran.status == 200);
     // Said as what happened, not as a timeout (124, "execution exceeded").
     CHECK(field(ran.body, "stderr").find("the cell's runner was stopped (SIGSTOP)") !=

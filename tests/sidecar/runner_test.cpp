@@ -580,6 +580,29 @@ TEST_CASE("a runner that breaks the protocol is dropped, what it sends is capped
       CHECK_FALSE(r->usable());
     }
   }
+  SECTION(
+      "a runner stopped before it acknowledged: the caller's probe is asked, the command did not "
+      "run") {
+    // A cell can stop its runner (SIGSTOP) between its fork and the acknowledgement. The
+    // probe asked is the caller's own: the acknowledgement's wait once pointed at a copy
+    // that was gone by then (ASan: stack-use-after-scope; the sidecar died mid-request).
+    fake_engine fake(on_stdout(hello), true);
+    auto r = start(fake);
+    REQUIRE(r);
+    int asked = 0;
+    const cell_runner::patience wait{std::chrono::milliseconds(200), std::chrono::minutes(1),
+                                     [&](int pid) {
+                                       asked = pid;
+                                       return runner_state::stopped;
+                                     }};
+    auto got = r->run({"true"}, {}, 1024, wait, nullptr);
+    CHECK(asked == 42);
+    CHECK(got.state == o::not_started);
+    CHECK(got.found == runner_state::stopped);
+    CHECK_FALSE(got.result.started);
+    CHECK_FALSE(got.result.timed_out);
+    CHECK_FALSE(r->usable());
+  }
   SECTION("a runner found running is waited for up to the hard deadline, and its answer taken") {
     // The answer comes 300 ms after the acknowledgement; the probe is asked at 50 ms.
     fake_engine fake(on_stdout(hello + frame('S', "")), true);
