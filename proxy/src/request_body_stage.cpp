@@ -12,6 +12,7 @@
 #include "connection.hpp"
 #include "dockgate/policy/body_seen.hpp"
 #include "dockgate/policy/request_shape.hpp"
+#include "readiness.hpp"
 #include "socket_io.hpp"
 
 namespace dockgate::proxy {
@@ -258,6 +259,9 @@ net::awaitable<bool> connection::forward_request(policy::request_body body) {
   clear_deadline();
   const std::array<net::const_buffer, 2> request{
       net::buffer(out_), net::buffer(body_bytes.data(), body_bytes.size())};
+  // Its answer cannot be there before the request is: the read of it waits for epoll's
+  // word instead of first meeting EAGAIN (readiness.hpp).
+  not_readable_yet(*upstream_);
   auto [ec, n] = co_await write_all(*upstream_, request);
   if (ec) {
     upstream_.reset();

@@ -21,6 +21,7 @@
 #include "dockgate/policy/owned_objects.hpp"
 #include "dockgate/policy/ownership.hpp"
 #include "dockgate/policy/request_shape.hpp"
+#include "readiness.hpp"
 #include "socket_io.hpp"
 
 namespace dockgate::proxy {
@@ -46,6 +47,7 @@ net::awaitable<std::pair<unsigned, std::string>> connection::upstream_request(
   }
   request += "\r\n";
   request += json;
+  not_readable_yet(*upstream_);  // the answer follows the request (readiness.hpp)
   auto [wec, wn] = co_await write_all(*upstream_, net::buffer(request));
   if (wec) {
     upstream_.reset();
