@@ -18,6 +18,7 @@
 #include <cstring>
 
 #include "dockgate/common/error_body.hpp"
+#include "readiness.hpp"
 #include "socket_io.hpp"
 #include "upstream_tls.hpp"
 
@@ -53,6 +54,7 @@ connection::connection(proxy_context& ctx, connection_slot slot, protocol::socke
       in_block_(ctx.buffers),
       response_(ctx.buffers) {
   set_no_delay(client_);
+  report_end(client_);  // its next request is then awaited with no system call (readiness.hpp)
   ctx_.connections.insert(this);
   ctx_.stats.connection(+1);
 }
@@ -310,7 +312,8 @@ audit_record connection::audit_line() const {
   line.bytes_in = audit_.bytes_in;
   line.bytes_out = audit_.bytes_out;
   line.duration_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started_).count();
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started_)
+          .count();
   line.hijacked = audit_.hijacked;
   return line;
 }

@@ -15,23 +15,47 @@
 // is not news the relay waits for: a daemon that closed an idle connection makes the write
 // fail (EPIPE on a unix socket, a reset on TCP, which epoll reports as an error to the read).
 //
-// Not used for clients, on purpose: a short read of a client does not show the socket is
-// drained, because the client's end (FIN) may have come with its last bytes, and recv(2)
-// returns the bytes without saying so; its event is already spent, so a read queued without
-// a try would wait for an arrival that never comes (tests/integration: a truncated body
-// followed by the client's half-close; tests/proxy/readiness_test.cpp keeps that case).
+// A client's next request is awaited the same way, with two more parts:
+// - until_readable(s) waits for the flag or epoll's next report with no system call.
+//   async_wait cannot: it re-arms the socket with epoll_ctl(2) every time, one more system
+//   call per request than nginx, which waits on the event it registered once.
+// - The flag is cleared after a short read of the client (drained_unless_ended). A short read
+//   alone does not show the socket is drained: the client's end (FIN) may have come with its
+//   last bytes, recv(2) returns the bytes without saying so, and that event is spent, so a
+//   read queued without a try would wait for an arrival that never comes (tests/integration:
+//   a truncated body followed by the client's half-close). nginx's answer is EPOLLRDHUP:
+//   report_end(s) adds it to the socket's registration once, and from then on every event
+//   the reactor takes for the socket says whether the peer has ended. The flag is cleared
+//   only when the last one did not: an end that came before that event is in it, and an end
+//   that came after it is an arrival that epoll will still report.
 //
 // Reaches into Boost 1.81's epoll reactor (detail/, private members, by the standard's
 // explicit-instantiation rule): readiness.cpp checks the version, and a Boost upgrade must
 // re-read epoll_reactor::start_op and descriptor_state::perform_io before changing it.
 
+#include <tuple>
+
 #include "net.hpp"
 
 namespace dockgate::proxy {
 
-// Before writing a request: the read of its answer waits for epoll's word.
+// Before writing a request (the read of its answer waits for epoll's word), and after a
+// read that met EAGAIN (nothing there, and no end either: that would have read as 0).
 void not_readable_yet(protocol::socket& s) noexcept;
 // Whether the reactor would try a read on `s` at once.
 bool maybe_readable(protocol::socket& s) noexcept;
+
+// Once per client socket, before its first wait: epoll reports the peer's end (EPOLLRDHUP)
+// with its readability. One epoll_ctl(2); false if that failed (the flag is then never
+// cleared after a read, which is only slower).
+bool report_end(protocol::socket& s) noexcept;
+// After a read that left room in its buffer: nothing is left unread that epoll will not
+// report, unless the last event the reactor took for `s` said the peer has ended (or its end
+// is not reported at all: report_end), in which case the flag is kept.
+void drained_unless_ended(protocol::socket& s) noexcept;
+// Completes when `s` may have something to read: at once if the reactor's flag says so,
+// otherwise at epoll's next report for it; no system call either way. Cancelled like any
+// operation on `s` (cancel, close).
+net::awaitable<std::tuple<boost::system::error_code>> until_readable(protocol::socket& s);
 
 }  // namespace dockgate::proxy

@@ -6,13 +6,15 @@
 // to one operation and allowed by the profile (decide, review_query, shape_request: the
 // decisions are policy's values, applied here); after any refusal the connection is
 // closed, so no request pipelined behind a refused one is ever read.
+#include <cstdint>
+#include <tuple>
+
 #include "connection.hpp"
 #include "dockgate/policy/body_rules.hpp"
 #include "dockgate/policy/query.hpp"
 #include "dockgate/policy/request_shape.hpp"
+#include "readiness.hpp"
 #include "socket_io.hpp"
-
-#include <cstdint>
 
 namespace dockgate::proxy {
 
@@ -51,21 +53,32 @@ net::awaitable<bool> connection::read_head(std::size_t& head_size) {
     idle_ = have.empty();
     if (idle_ && ctx_.stopping) co_return false;
     if (idle_) {
-      // Waiting for the next request: no buffer and no parsed head held meanwhile.
+      // Waiting for the next request: no buffer and no parsed head held meanwhile, and no
+      // system call either (readiness.hpp).
       release_in_buffer_if_empty();
       ctx_.give_back_head(std::move(head_));
-      auto [wec] = co_await client_.async_wait(net::socket_base::wait_read, use_tuple);
+      auto [wec] = co_await until_readable(client_);
       if (wec) co_return false;
     }
     in_buffer();
     compact();
     if (in_end_ == in_capacity_ && !grow_in_buffer()) co_return true;  // too large
     const net::mutable_buffer room(in_data_ + in_end_, in_capacity_ - in_end_);
-    auto [ec, n] = idle_ ? co_await read_now(client_, room)
-                         : co_await client_.async_read_some(room, use_tuple);
+    boost::system::error_code ec;
+    std::size_t n = 0;
+    if (idle_) {
+      std::tie(ec, n) = read_now(client_, room);  // woken for it: no asio operation
+      if (ec == net::error::would_block) {
+        not_readable_yet(client_);  // nothing there after all: wait again, holding nothing
+        continue;
+      }
+    } else {
+      std::tie(ec, n) = co_await client_.async_read_some(room, use_tuple);
+    }
     idle_ = false;
     in_end_ += n;
     if (ec) co_return false;  // EOF, reset, timeout or shutdown: nothing to answer
+    if (n < room.size()) drained_unless_ended(client_);
   }
 }
 

@@ -1,10 +1,12 @@
 // readiness.hpp: before a request goes to the daemon, the relay tells Asio's epoll reactor
-// that its answer cannot be there yet. Checked on a real socket pair and a real reactor:
-// that the reactor honours it (a read marked so makes no attempt and waits for the next
-// arrival: the first test makes that state on purpose, with data already there), that no
-// answer is lost in the orders the loop can run in, that a daemon which closed first is
-// still noticed, and why clients are never marked (a short read does not show a drained
-// socket: an end that came with the last bytes is seen only by a read tried at once).
+// that its answer cannot be there yet, and a client's next request is awaited with no
+// system call. Checked on a real socket pair and a real reactor: that the reactor honours
+// the mark (a read marked so makes no attempt and waits for the next arrival: the first
+// test makes that state on purpose, with data already there), that no answer is lost in the
+// orders the loop can run in, that a daemon which closed first is still noticed, and that a
+// client's end is never lost: a short read does not show a drained socket when the end came
+// with the last bytes, so a client is marked only when epoll's last report said it had not
+// ended (EPOLLRDHUP, registered by report_end).
 #include "readiness.hpp"
 
 #include <sys/socket.h>
@@ -67,17 +69,33 @@ struct pending_read {
 };
 
 std::string read_now_from(pair_of_sockets& p, std::size_t room) {
-  std::string got;
-  net::co_spawn(
-      p.ioc,
-      [&]() -> net::awaitable<void> {
-        std::string buf(room, '\0');
-        auto [ec, n] = co_await read_now(p.ours, net::buffer(buf));
-        REQUIRE_FALSE(ec);
-        got = buf.substr(0, n);
-      },
-      net::detached);
-  p.turn();
+  std::string buf(room, '\0');
+  auto [ec, n] = read_now(p.ours, net::buffer(buf));
+  REQUIRE_FALSE(ec);
+  return buf.substr(0, n);
+}
+
+// until_readable, its outcome once done.
+struct pending_wait {
+  bool done = false;
+  boost::system::error_code ec;
+  void start(pair_of_sockets& p) {
+    net::co_spawn(
+        p.ioc,
+        [this, &p]() -> net::awaitable<void> {
+          auto [e] = co_await until_readable(p.ours);
+          ec = e;
+          done = true;
+        },
+        net::detached);
+  }
+};
+
+// The relay's read of a client (request_head_stage.cpp): the bytes there now, then the
+// mark if the read left room.
+std::string read_client(pair_of_sockets& p, std::size_t room) {
+  std::string got = read_now_from(p, room);
+  if (got.size() < room) drained_unless_ended(p.ours);
   return got;
 }
 
@@ -159,9 +177,136 @@ TEST_CASE("readiness: a client's end that came with its last bytes is seen after
   REQUIRE(::shutdown(p.peer, SHUT_WR) == 0);
   p.turn();
   CHECK(read_now_from(p, 4096).size() == 62);  // the bytes, not the end: a short read
+  CHECK(maybe_readable(p.ours));
   pending_read r;
   r.start(p.ours);  // the body's next read, as request_body_stage makes it
   p.turn();
   REQUIRE(r.got);  // had read_now marked the socket drained, this read would wait forever
   CHECK(r.ec == net::error::eof);
+}
+
+TEST_CASE("readiness: a client's end is reported with its readability once asked for",
+          "[readiness]") {
+  pair_of_sockets p;
+  REQUIRE(report_end(p.ours));
+  REQUIRE(report_end(p.ours));  // once is enough; again changes nothing
+  SECTION("its end came with its last bytes: not marked, the next wait ends at once") {
+    p.send("GET /_ping HTTP/1.1\r\n\r\n");
+    REQUIRE(::shutdown(p.peer, SHUT_WR) == 0);
+    p.turn();
+    CHECK(read_client(p, 4096).size() == 23);
+    CHECK(maybe_readable(p.ours));  // without the EPOLLRDHUP check the end would be lost
+    pending_wait w;
+    w.start(p);
+    p.turn();
+    REQUIRE(w.done);
+    CHECK_FALSE(w.ec);
+    std::string buf(16, '\0');
+    CHECK(std::get<0>(read_now(p.ours, net::buffer(buf))) == net::error::eof);
+  }
+  SECTION("its end came after the bytes were read: the wait ends with the end's event") {
+    p.send("GET /_ping HTTP/1.1\r\n\r\n");
+    p.turn();
+    CHECK(read_client(p, 4096).size() == 23);
+    CHECK_FALSE(maybe_readable(p.ours));  // drained, and epoll said no end: marked
+    pending_wait w;
+    w.start(p);
+    p.turn();
+    CHECK_FALSE(w.done);  // queued, nothing to read
+    REQUIRE(::shutdown(p.peer, SHUT_WR) == 0);
+    p.turn();
+    REQUIRE(w.done);
+    CHECK_FALSE(w.ec);
+  }
+  SECTION("its end came while the relay was busy, before the wait was queued") {
+    p.send("GET /_ping HTTP/1.1\r\n\r\n");
+    p.turn();
+    CHECK(read_client(p, 4096).size() == 23);
+    REQUIRE(::shutdown(p.peer, SHUT_WR) == 0);
+    p.turn();  // the end's event, with no read or wait queued: "try at once" again
+    CHECK(maybe_readable(p.ours));
+    pending_wait w;
+    w.start(p);
+    p.turn();
+    CHECK(w.done);
+  }
+  SECTION("a read that filled its buffer marks nothing: more may be there") {
+    p.send("GET /_ping HTTP/1.1\r\n\r\n");
+    p.turn();
+    CHECK(read_client(p, 10).size() == 10);
+    CHECK(maybe_readable(p.ours));
+  }
+}
+
+TEST_CASE("readiness: the end that came before it was asked for is still reported", "[readiness]") {
+  pair_of_sockets p;
+  p.send("GET /_ping HTTP/1.1\r\n\r\n");
+  REQUIRE(::shutdown(p.peer, SHUT_WR) == 0);
+  p.turn();  // taken in while the end is not reported: the last event says nothing of it
+  REQUIRE(report_end(p.ours));
+  p.turn();  // the registration's change re-arms the socket: epoll reports it again, end and all
+  CHECK(read_client(p, 4096).size() == 23);
+  CHECK(maybe_readable(p.ours));
+}
+
+TEST_CASE("readiness: a client whose end is not reported is never marked", "[readiness]") {
+  pair_of_sockets p;
+  p.send("GET /_ping HTTP/1.1\r\n\r\n");
+  p.turn();
+  CHECK(read_client(p, 4096).size() == 23);
+  CHECK(maybe_readable(p.ours));
+}
+
+TEST_CASE("readiness: until_readable waits for epoll's word, and is cancelled like a read",
+          "[readiness]") {
+  pair_of_sockets p;
+  SECTION("the flag set: at once, though nothing is there") {
+    REQUIRE(maybe_readable(p.ours));
+    pending_wait w;
+    w.start(p);
+    p.turn();
+    CHECK(w.done);
+    std::string buf(16, '\0');
+    CHECK(std::get<0>(read_now(p.ours, net::buffer(buf))) == net::error::would_block);
+  }
+  SECTION("the flag clear: at the next arrival") {
+    not_readable_yet(p.ours);
+    pending_wait w;
+    w.start(p);
+    p.turn();
+    CHECK_FALSE(w.done);
+    p.send("GET");
+    p.turn();
+    REQUIRE(w.done);
+    CHECK_FALSE(w.ec);
+    CHECK(read_now_from(p, 16) == "GET");
+  }
+  SECTION("cancelled (the gate stopping)") {
+    not_readable_yet(p.ours);
+    pending_wait w;
+    w.start(p);
+    p.turn();
+    p.ours.cancel();
+    p.turn();
+    REQUIRE(w.done);
+    CHECK(w.ec == net::error::operation_aborted);
+  }
+  SECTION("closed (a deadline)") {
+    not_readable_yet(p.ours);
+    pending_wait w;
+    w.start(p);
+    p.turn();
+    p.ours.close();
+    p.turn();
+    REQUIRE(w.done);
+    CHECK(w.ec == net::error::operation_aborted);
+  }
+  SECTION("on a closed socket") {
+    p.ours.close();
+    pending_wait w;
+    w.start(p);
+    p.turn();
+    REQUIRE(w.done);
+    CHECK(w.ec == net::error::bad_descriptor);
+  }
 }
