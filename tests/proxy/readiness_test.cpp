@@ -281,25 +281,22 @@ TEST_CASE("readiness: until_readable waits for epoll's word, and is cancelled li
     CHECK_FALSE(w.ec);
     CHECK(read_now_from(p, 16) == "GET");
   }
-  SECTION("cancelled (the gate stopping)") {
+  // A queued wait ended from outside; its outcome.
+  auto ended_by = [&p](void (*end)(protocol::socket&)) {
     not_readable_yet(p.ours);
     pending_wait w;
     w.start(p);
     p.turn();
-    p.ours.cancel();
+    end(p.ours);
     p.turn();
     REQUIRE(w.done);
-    CHECK(w.ec == net::error::operation_aborted);
+    return w.ec;
+  };
+  SECTION("cancelled (the gate stopping)") {
+    CHECK(ended_by([](protocol::socket& s) { s.cancel(); }) == net::error::operation_aborted);
   }
   SECTION("closed (a deadline)") {
-    not_readable_yet(p.ours);
-    pending_wait w;
-    w.start(p);
-    p.turn();
-    p.ours.close();
-    p.turn();
-    REQUIRE(w.done);
-    CHECK(w.ec == net::error::operation_aborted);
+    CHECK(ended_by([](protocol::socket& s) { s.close(); }) == net::error::operation_aborted);
   }
   SECTION("on a closed socket") {
     p.ours.close();
