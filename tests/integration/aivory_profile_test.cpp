@@ -308,6 +308,51 @@ TEST_CASE("aivory.json: a loose sidecar is held to the profile and widened calls
   CHECK(pull.output.find("dockgate:") != std::string::npos);
 }
 
+TEST_CASE(
+    "aivory.json: the seed sidecar image's own default SANDBOX_IMAGE (aivory-sandbox) is a "
+    "session image, no other bare name is",
+    "[integration][policy][aivory]") {
+  // Dockerfile.sidecar sets SANDBOX_IMAGE=aivory-sandbox:latest: a sidecar started without
+  // compose's variable asks for the bare name, which the daemon reads as
+  // docker.io/library/aivory-sandbox.
+  const std::string tag = unique_name("t");
+  const std::string bare = "aivory-sandbox:" + tag;
+  struct untag {
+    std::vector<std::string> refs;
+    ~untag() {
+      for (const auto& ref : refs) run(direct() + " rmi " + ref + " >/dev/null 2>&1");
+    }
+  } untagged{{bare, "aivory-sandbox-x:" + tag, "someone/aivory-sandbox:" + tag}};
+  for (const auto& ref : untagged.refs)
+    REQUIRE(run(direct() + " tag " + runtime_image() + " " + ref).status == 0);
+  proxy_process proxy(aivory_policy());
+  const std::string docker = proxy.docker();
+
+  const std::string sid = session_id();
+  struct remove {
+    std::string name;
+    ~remove() { run(direct() + " rm -f " + name + " >/dev/null 2>&1"); }
+  } removal{"aivory-sbx-" + sid};
+  auto r = run(sidecar_run(docker, sid, bare));
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  const auto record = inspect("aivory-sbx-" + sid);
+  INFO(record.substr(0, 4000));
+  CHECK(hardening_violations(record, bare) == std::vector<std::string>{});
+
+  // Names that only look like it: another repository, another namespace.
+  for (const auto& ref : {untagged.refs[1], untagged.refs[2]}) {
+    const auto name = unique_name("aivory-sbx-other");
+    auto w = run(docker + " run -d --name " + name + " --network none " + ref + " sleep infinity");
+    INFO(ref << "\n" << w.output);
+    CHECK(w.status != 0);
+    CHECK(w.output.find("dockgate:") != std::string::npos);
+    CHECK_FALSE(container_exists(name));
+    run(direct() + " rm -f " + name + " >/dev/null 2>&1");
+  }
+  CHECK(proxy.audit_contains(R"("verdict":"deny","rule":"Image:images")"));
+}
+
 TEST_CASE("aivory.json: a container the profile does not own is invisible and untouchable",
           "[integration][policy][aivory][ownership]") {
   tagged_image image(unique_name("t"));
