@@ -10,13 +10,17 @@
 #
 #   scripts/test.sh [ctest arguments...]
 #
-# The suite runs twice: the dev build, then the asan-ubsan build (AddressSanitizer and
-# UBSan in every test and in the proxy the integration tests start; the malloc-counting
-# test and the memory-returned test are left out there: the LD_PRELOAD shim does not mix
-# with ASan, and ASan's allocator keeps freed memory on purpose).
-# Then the gate's tests once more under ThreadSanitizer (the tsan build of the proxy, with
-# its threads: a race it reports fails the run).
-# DOCKGATE_SANITIZERS=0 skips the sanitizer runs.
+# The suite runs once, on the asan-ubsan build: AddressSanitizer and UBSan in every unit
+# test, every fuzz corpus replay and every integration test, and in the gate, the sidecar
+# and the mount program those tests start. Two tests need a build without ASan and run on
+# the dev build instead: the allocation counts (the LD_PRELOADed counter cannot come before
+# ASan's runtime, and ASan's allocator is not the one that ships) and the memory of held
+# streams (ASan's shadow and redzones are not what a stream costs); the dev build makes
+# only what they need. Then the gate's integration tests once more under ThreadSanitizer
+# (the tsan build of the proxy, with its threads: a race it reports fails the run).
+# DOCKGATE_SANITIZERS=0 runs the whole suite on the dev build instead, with no sanitizer
+# pass (quicker to build, for a local run; CI runs with them).
+# Each stage's time is printed as it ends ("test.sh: <stage> took N s").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,7 +29,15 @@ if [[ $(id -u) -ne 0 ]]; then
   exit 1
 fi
 
-scripts/install-deps.sh
+# stage NAME COMMAND...: runs a stage and prints how long it took (the budget is CI's).
+stage() {
+  local name=$1 started=$SECONDS
+  shift
+  "$@"
+  echo "test.sh: $name took $((SECONDS - started)) s"
+}
+
+stage packages scripts/install-deps.sh
 # promtool, for the alerting rules' tests only (tests/monitoring): Debian ships it only in
 # the prometheus package, whose postinst enables and starts a Prometheus server where
 # systemd runs. Not in install-deps.sh, which scripts/run.sh also runs on a user's machine;
@@ -36,68 +48,86 @@ if ! command -v promtool >/dev/null; then
   apt-get install -y -qq --no-install-recommends prometheus
   if [ -d /run/systemd/system ]; then systemctl disable --now prometheus.service >/dev/null 2>&1 || true; fi
 fi
-cmake --preset dev >/dev/null
-cmake --build --preset dev
-# The shipped programs, optimised: the images, the Debian package and the first run use them.
-cmake --preset release >/dev/null
-cmake --build --preset release --target dockgate-proxy dockgate-sidecar dockgate-mount
 sanitizers=${DOCKGATE_SANITIZERS:-1}
-if [[ $sanitizers == 1 ]]; then
-  cmake --preset asan-ubsan >/dev/null
-  cmake --build --preset asan-ubsan
-  cmake --preset tsan >/dev/null
-  cmake --build --preset tsan --target dockgate-proxy proxy_integration_test
-fi
+# The allocation counts and the memory of held streams: the tests a sanitizer build cannot run.
+no_sanitizer_tests='without an allocation per (chunk|request)|memory of held streams'
+build() {
+  cmake --preset dev >/dev/null
+  if [[ $sanitizers == 1 ]]; then
+    # Only what the tests above need: the integration binary, the programs it starts and
+    # the allocation counter.
+    cmake --build --preset dev --target proxy_integration_test
+  else
+    cmake --build --preset dev
+  fi
+  # The shipped programs, optimised: the images, the Debian package and the first run use them.
+  cmake --preset release >/dev/null
+  cmake --build --preset release --target dockgate-proxy dockgate-sidecar dockgate-mount
+  if [[ $sanitizers == 1 ]]; then
+    cmake --preset asan-ubsan >/dev/null
+    cmake --build --preset asan-ubsan
+    cmake --preset tsan >/dev/null
+    cmake --build --preset tsan --target dockgate-proxy proxy_integration_test
+  fi
+}
+stage build build
 
 engine_dir=$(mktemp -d /tmp/dockgate-engine.XXXXXX)
 s3_dir=$(mktemp -d /tmp/dockgate-s3.XXXXXX)
 node_dir=$(mktemp -d /tmp/dockgate-node.XXXXXX)
 trap 'scripts/engine.sh stop "$engine_dir" || true; scripts/s3rver.sh stop "$s3_dir" || true; rm -rf "$node_dir"' EXIT
-scripts/engine.sh start "$engine_dir"
-scripts/s3rver.sh start "$s3_dir"
-scripts/node-clients.sh "$node_dir"
+services() {
+  scripts/engine.sh start "$engine_dir"
+  scripts/s3rver.sh start "$s3_dir"
+  scripts/node-clients.sh "$node_dir"
+  # The full session image (the data stack) for the notebook-style test and the first run:
+  # built once per machine (cached in /var/cache/dockgate), imported here.
+  # shellcheck disable=SC1091
+  (source "$engine_dir/env" &&
+    scripts/runtime-image.sh "$DOCKGATE_TEST_ENGINE" dockgate/sandbox-runtime:full --full)
+}
+stage services services
 # shellcheck disable=SC1091
 source "$engine_dir/env"
 # shellcheck disable=SC1091
 source "$s3_dir/env"
 # shellcheck disable=SC1091
 source "$node_dir/env"
-export DOCKGATE_BUILD_DIR=$PWD/build/dev
-# The full session image (the data stack) for the notebook-style test and the first run:
-# built once per machine (cached in /var/cache/dockgate), imported here.
-scripts/runtime-image.sh "$DOCKGATE_TEST_ENGINE" dockgate/sandbox-runtime:full --full
 export DOCKGATE_TEST_FULL_RUNTIME_IMAGE=dockgate/sandbox-runtime:full
 
-ctest --preset dev --output-on-failure "$@"
+if [[ $sanitizers == 1 ]]; then
+  # Every test once, under ASan and UBSan, but the two that cannot run there.
+  export DOCKGATE_BUILD_DIR=$PWD/build/asan-ubsan
+  stage "ctest (asan-ubsan)" ctest --preset asan-ubsan --output-on-failure -E "$no_sanitizer_tests" "$@"
+  if [[ $# -eq 0 ]]; then
+    export DOCKGATE_BUILD_DIR=$PWD/build/dev
+    stage "ctest (dev: allocations, memory)" ctest --preset dev --output-on-failure -R "$no_sanitizer_tests"
+  fi
+else
+  export DOCKGATE_BUILD_DIR=$PWD/build/dev
+  stage "ctest (dev)" ctest --preset dev --output-on-failure "$@"
+fi
 # What ships: the images and compose stacks, and the Debian package (once, not per build).
 if [[ $# -eq 0 ]]; then
-  tests/stack/compose_stack_test.sh
-  tests/package/deb_test.sh
-  tests/first_run/first_run_test.sh
+  stage "compose stacks" tests/stack/compose_stack_test.sh
+  stage "Debian package" tests/package/deb_test.sh
+  stage "first run" tests/first_run/first_run_test.sh
   # The benchmarks as smoke tests: they complete and print their numbers (no ratio is
   # judged here; see README, Benchmarks).
-  scripts/bench.sh --smoke
-  scripts/bench-sidecar.sh --smoke
+  stage "bench smoke" scripts/bench.sh --smoke
+  stage "sidecar bench smoke" scripts/bench-sidecar.sh --smoke
   # The fleet on one machine (three hosts, HAProxy, one host killed): every session answers
   # again with its files, and nothing is left behind (scripts/fleet.sh; README, A fleet).
-  scripts/fleet.sh smoke
+  stage "fleet smoke" scripts/fleet.sh smoke
 fi
-if [[ $sanitizers == 1 ]]; then
-  export DOCKGATE_BUILD_DIR=$PWD/build/asan-ubsan
-  # Left out under ASan: the allocation counts (the LD_PRELOADed counter cannot come
-  # before ASan's runtime, and ASan's allocator is not the one that ships) and the memory
-  # of held streams (ASan's shadow and redzones are not what a stream costs).
-  ctest --preset asan-ubsan --output-on-failure \
-    -E "without an allocation per (chunk|request)|memory of held streams" "$@"
-fi
-if [[ $sanitizers == 1 && $# -eq 0 ]]; then
+tsan_pass() {
   # The gate's tests (not the sidecar's, which has threads of its own and its own suite
   # above) against the tsan build of dockgate-proxy, run with its default threads (one per
   # CPU). TSan writes a report per process that saw a race; any report fails the run. Left
   # out as under ASan: the allocation counts and the memory of held streams.
   export DOCKGATE_BUILD_DIR=$PWD/build/tsan
+  local tsan_reports spec= tag
   tsan_reports=$(mktemp -d /tmp/dockgate-tsan.XXXXXX)
-  spec=
   for tag in server signals metrics shutdown limits upstream version listener tls audit sinks \
     http stream hijack attack ownership cli clients transparency policy operator; do
     spec+="${spec:+,}[$tag]~[sidecar]~[alloc]~[memory]"
@@ -106,7 +136,10 @@ if [[ $sanitizers == 1 && $# -eq 0 ]]; then
   if compgen -G "$tsan_reports/report*" >/dev/null; then
     cat "$tsan_reports"/report*
     echo "scripts/test.sh: ThreadSanitizer reported a race (above)" >&2
-    exit 1
+    return 1
   fi
   rm -rf "$tsan_reports"
+}
+if [[ $sanitizers == 1 && $# -eq 0 ]]; then
+  stage "tsan" tsan_pass
 fi
