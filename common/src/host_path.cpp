@@ -97,6 +97,34 @@ std::optional<fd_handle> open_directory_nofollow(std::string_view path, std::str
   return current;
 }
 
+std::optional<fd_handle> open_root_controlled_directory(std::string_view path,
+                                                        std::string& error) {
+  walk_options walk;
+  walk.only_owner_replaceable = true;
+  auto dir = open_directory_nofollow(path, error, walk);
+  if (!dir) return dir;
+  struct stat st {};
+  if (::fstat(dir->get(), &st) != 0) {
+    error = quoted(path) + ": " + std::strerror(errno);
+    return std::nullopt;
+  }
+  // Its owner may unlink, rename and plant what it holds whatever its mode; group or other
+  // write lets them do so too (the sticky bit still lets them create a free name).
+  if (!trusted_owner(st)) {
+    error = quoted(path) + " is owned by uid " + std::to_string(st.st_uid) +
+            ", not root: that user can remove or replace what the gate keeps in it";
+    return std::nullopt;
+  }
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    error = quoted(path) + " is writable by group or others (mode " + mode +
+            "): they can remove or replace what the gate keeps in it";
+    return std::nullopt;
+  }
+  return dir;
+}
+
 namespace {
 
 // One directory of the walk: open, its status, and the path it was reached by (for the

@@ -50,25 +50,20 @@ class fd_output : public audit_output {
 
 // The gate (root, as a rule) appends to PATH only where no one else can choose what PATH
 // is or read and edit what it holds: its directory walked from / as host_path.hpp walks
-// (every component root's or ours, one others may write sticky), PATH opened without
-// following a symlink, a regular file root or we own that no group or other user may
-// write. Otherwise a user who can write the directory could point PATH at /etc/shadow
-// and have the gate append to it, or rewrite the trail. Checked at every (re)open.
+// (every component root's or ours, one others may write sticky), the directory itself
+// root's or ours and writable by no group or other user (its owner, or anyone who may
+// write it, could unlink the trail, plant a file of their own at PATH before a SIGHUP,
+// or take the name a rotation is about to use), PATH opened relative to that directory's
+// descriptor without following a symlink, a regular file root or we own that no group or
+// other user may write. Otherwise a user could point PATH at /etc/shadow and have the
+// gate append to it, or rewrite or remove the trail. Checked at every (re)open.
 int open_append(const std::string& path, std::string& error) {
   const auto slash = path.rfind('/');  // absolute: options.cpp refuses a relative PATH
   const std::string dir = slash == 0 ? std::string("/") : path.substr(0, slash);
   const std::string base = path.substr(slash + 1);
   std::string why;
-  common::walk_options walk;
-  walk.only_owner_replaceable = true;
-  auto d = common::open_directory_nofollow(dir, why, walk);
-  // The directory itself: one others may write must be sticky, or they could rename
-  // PATH away and put their own in its place between two writes.
-  struct stat ds {};
-  if (d && (::fstat(d->get(), &ds) != 0 ||
-            ((ds.st_mode & (S_IWGRP | S_IWOTH)) != 0 && (ds.st_mode & S_ISVTX) == 0)))
-    why = "others may write it and it is not sticky";
-  if (!d || !why.empty()) {
+  auto d = common::open_root_controlled_directory(dir, why);
+  if (!d) {
     error = "cannot open " + path + ": its directory: " + why;
     return -1;
   }
@@ -100,6 +95,13 @@ int open_append(const std::string& path, std::string& error) {
   return fd;
 }
 
+// Whether the file open at `fd` still has a name (st_nlink: 0 once the last name is
+// unlinked). Lines written into a nameless inode reach no one and vanish at close.
+bool linked(int fd) {
+  struct stat st {};
+  return ::fstat(fd, &st) == 0 && st.st_nlink > 0;
+}
+
 std::uint64_t size_of(int fd) {
   struct stat st {};
   return ::fstat(fd, &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : 0;
@@ -117,7 +119,9 @@ class file_output : public fd_output {
   std::string reopen() override {
     std::string error;
     const int fd = open_append(path_, error);
-    if (fd < 0) return error + " (the open file stays in use)";
+    if (fd < 0)
+      return error + (linked(fd_) ? " (the open file stays in use)"
+                                  : " (the open file was removed: lines are kept in memory)");
     ::close(fd_);
     fd_ = fd;
     size_ = size_of(fd);
@@ -127,7 +131,20 @@ class file_output : public fd_output {
  protected:
   // Whole lines go to a file while it stays within max_ bytes (a line longer than max_ alone
   // in a file); then the file is rotated.
+  //
+  // Never into a file that lost its last name (removed, or renamed over, by root: no one
+  // else may write the directory): PATH is opened again first, and while that fails
+  // nothing is written, so the lines stay queued, the sink reports down and blocking mode
+  // refuses requests. A file that was renamed (logrotate before its SIGHUP) keeps a name
+  // and is written until the signal.
   std::size_t write(std::string_view bytes, std::span<const std::size_t> ends) override {
+    if (!linked(fd_)) {
+      const std::string error = reopen();
+      if (!error.empty()) {
+        last_error = path_ + " was removed and cannot be created again: " + error;
+        return 0;
+      }
+    }
     std::size_t done = 0, line = 0;
     while (done < bytes.size()) {
       std::size_t end = done;

@@ -11,6 +11,7 @@ namespace dockgate::proxy {
 void audit_output::add(const audit_record& r, std::string_view line) {
   if (queue_.size() > max_queued) {
     ++lost_;
+    lost_bytes_ += line.size() + 1;  // the JSON line and its newline (the file's encoding)
     return;
   }
   encode(queue_, r, line);
@@ -20,7 +21,9 @@ void audit_output::add(const audit_record& r, std::string_view line) {
 bool audit_output::flush() {
   if (queue_.empty()) return true;
   const std::size_t done = write(queue_, ends_);
-  if (done == 0 && !queue_.empty()) return false;
+  up_ = done == queue_.size();
+  if (!up_) ++write_errors_;
+  if (done == 0) return false;
   queue_.erase(0, done);
   std::size_t whole = 0;
   while (whole < ends_.size() && ends_[whole] <= done) ++whole;
@@ -29,6 +32,18 @@ bool audit_output::flush() {
   if (queue_.capacity() > 4 * max_queued / 16 && queue_.size() < max_queued / 64)
     queue_.shrink_to_fit();
   return queue_.empty();
+}
+
+audit_sink_health audit_output::health() const {
+  return {name_, up_, queue_.size(), ends_.size(), lost_, lost_bytes_, write_errors_};
+}
+
+std::vector<audit_sink_health> audit_sink::health() {
+  const std::lock_guard lock(mutex_);
+  std::vector<audit_sink_health> out;
+  out.reserve(outputs_.size());
+  for (const auto& o : outputs_) out.push_back(o->health());
+  return out;
 }
 
 bool audit_sink::write(const audit_record& r) {

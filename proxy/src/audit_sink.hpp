@@ -15,6 +15,10 @@
 //   lost and the loss is logged): a sink that recovers receives what it missed.
 // - A sink that cannot be opened at start is a start-up error (server.cpp): never a gate
 //   without its audit trail.
+// - Each sink's health is on /metrics (audit_sink::health, metrics.hpp): down since a write
+//   left lines queued, the bytes and lines held in memory, the lines and bytes lost, and
+//   the failed writes, so that an outage (a full disk in batch mode) is seen before its
+//   queue is full (compose/monitoring/alerts.yml: DockgateAuditSinkDown).
 // - The gate's threads share one audit_sink: write, flush and reopen hold its mutex, so a
 //   connection's lines keep their order and the lines of two threads never interleave.
 
@@ -26,6 +30,7 @@
 #include <vector>
 
 #include "dockgate/proxy/audit.hpp"
+#include "dockgate/proxy/metrics.hpp"
 #include "dockgate/proxy/options.hpp"
 
 namespace spdlog {
@@ -51,6 +56,8 @@ class audit_output {
   const std::string& name() const { return name_; }
   std::size_t queued() const { return queue_.size(); }
   std::uint64_t lost() const { return lost_; }
+  // What /metrics says of this sink.
+  audit_sink_health health() const;
   std::string last_error;  // why the last flush failed
 
  protected:
@@ -65,6 +72,9 @@ class audit_output {
   std::string queue_;
   std::vector<std::size_t> ends_;
   std::uint64_t lost_ = 0;
+  std::uint64_t lost_bytes_ = 0;
+  std::uint64_t write_errors_ = 0;
+  bool up_ = true;  // the last write took all that was queued
 };
 
 // Opens one --audit sink; nullptr and `error` set when it cannot be opened.
@@ -85,6 +95,8 @@ class audit_sink {
   // SIGHUP: the queues written, then files opened again at their paths (logrotate).
   void reopen();
   bool blocking() const { return blocking_; }
+  // Every sink's health, in --audit order (for /metrics).
+  std::vector<audit_sink_health> health();
 
  private:
   bool flush_locked();

@@ -98,6 +98,44 @@ std::string metrics::render() const {
   out += std::string("dockgate_daemon_up ") + (daemon_up_ ? "1" : "0") + "\n";
   out += "# HELP dockgate_upstream_errors_total Requests the daemon could not be reached for or that lost it.\n";
   out += "# TYPE dockgate_upstream_errors_total counter\ndockgate_upstream_errors_total " + std::to_string(upstream_errors_) + "\n";
+  // The audit sinks: one series each, labelled with its --audit value.
+  auto per_sink = [&](std::string_view header, std::string_view name, auto value) {
+    out += header;
+    for (const auto& s : audit_sinks_)
+      out += std::string(name) + "{sink=\"" + label_value(s.sink) + "\"} " +
+             std::to_string(value(s)) + "\n";
+  };
+  per_sink(
+      "# HELP dockgate_audit_sink_up 1 if the audit sink took every line at its last write, 0 "
+      "while lines wait in memory for it.\n# TYPE dockgate_audit_sink_up gauge\n",
+      "dockgate_audit_sink_up", [](const audit_sink_health& s) { return s.up ? 1 : 0; });
+  per_sink(
+      "# HELP dockgate_audit_sink_pending_bytes Audit bytes held in memory for the sink, not yet "
+      "written (past 16 MiB its new lines are lost).\n"
+      "# TYPE dockgate_audit_sink_pending_bytes gauge\n",
+      "dockgate_audit_sink_pending_bytes",
+      [](const audit_sink_health& s) { return s.pending_bytes; });
+  per_sink(
+      "# HELP dockgate_audit_sink_pending_lines Audit lines held in memory for the sink, not yet "
+      "written.\n# TYPE dockgate_audit_sink_pending_lines gauge\n",
+      "dockgate_audit_sink_pending_lines",
+      [](const audit_sink_health& s) { return s.pending_lines; });
+  per_sink(
+      "# HELP dockgate_audit_sink_lost_lines_total Audit lines the sink never gets: they came "
+      "while its queue was full.\n# TYPE dockgate_audit_sink_lost_lines_total counter\n",
+      "dockgate_audit_sink_lost_lines_total",
+      [](const audit_sink_health& s) { return s.lost_lines; });
+  per_sink(
+      "# HELP dockgate_audit_sink_lost_bytes_total Bytes of the audit lines the sink never gets "
+      "(each JSON line and its newline).\n# TYPE dockgate_audit_sink_lost_bytes_total counter\n",
+      "dockgate_audit_sink_lost_bytes_total",
+      [](const audit_sink_health& s) { return s.lost_bytes; });
+  per_sink(
+      "# HELP dockgate_audit_sink_write_errors_total Writes to the sink that left lines queued "
+      "(a full disk, a removed file, a collector gone).\n"
+      "# TYPE dockgate_audit_sink_write_errors_total counter\n",
+      "dockgate_audit_sink_write_errors_total",
+      [](const audit_sink_health& s) { return s.write_errors; });
   return out;
 }
 

@@ -182,7 +182,9 @@ net::awaitable<void> serve_metrics(shards& all, protocol::socket socket) {
     ctx.stats.daemon_up(co_await daemon_answers(ctx, stream.get_executor()));  // at most 2 s
     status = 200;
     type = "text/plain; version=0.0.4; charset=utf-8";
-    body = (co_await all_metrics(all)).render();
+    metrics sum = co_await all_metrics(all);
+    sum.audit_sinks(ctx.audit.health());
+    body = sum.render();
   } else if (line.starts_with("GET /healthz ")) {
     const bool up = co_await daemon_answers(ctx, stream.get_executor());
     status = up ? 200 : 503;

@@ -70,3 +70,54 @@ TEST_CASE("root-controlled files: symlinks followed and judged, a user's file or
   }
   fs::remove_all(base);
 }
+
+// A directory the gate keeps files in (the audit file's): every component above it as the
+// walk's rule says, and the directory itself root's (or ours) and writable by no one else,
+// sticky or not. open_directory_nofollow keeps its own rule for its other callers (bind
+// sources, mountpoints): the last component may be any user's.
+TEST_CASE("root-controlled directories: the directory itself root's and no one else's to write",
+          "[common][host_path][trust]") {
+  namespace fs = std::filesystem;
+  using dockgate::common::open_directory_nofollow;
+  using dockgate::common::open_root_controlled_directory;
+  const fs::path base = fs::temp_directory_path() / ("dg-trust-dir-" + std::to_string(::getpid()));
+  fs::remove_all(base);
+  fs::create_directories(base / "log/dockgate");
+  for (const auto& d : {base, base / "log", base / "log/dockgate"}) ::chmod(d.c_str(), 0755);
+  const std::string dir = (base / "log/dockgate").string();
+  std::string error;
+  CHECK(open_root_controlled_directory(dir, error));
+  CHECK(error.empty());
+  for (const auto mode : {0775, 0757, 01777, 01770}) {
+    INFO(mode);
+    ::chmod(dir.c_str(), static_cast<mode_t>(mode));
+    error.clear();
+    CHECK(!open_root_controlled_directory(dir, error));
+    CHECK_THAT(error, Catch::Contains("is writable by group or others (mode " +
+                                      std::string(mode & 01000 ? "1" : "0")));
+  }
+  ::chmod(dir.c_str(), 0755);
+  // A symlink as the last component is not followed.
+  fs::create_directory_symlink("dockgate", base / "log/link");
+  error.clear();
+  CHECK(!open_root_controlled_directory((base / "log/link").string(), error));
+  CHECK_THAT(error, Catch::Contains("passes through a symlink"));
+  if (::geteuid() == 0) {
+    dockgate::common::walk_options walk;
+    walk.only_owner_replaceable = true;
+    REQUIRE(::chown(dir.c_str(), 65534, 65534) == 0);  // nobody's, mode 0755
+    error.clear();
+    CHECK(!open_root_controlled_directory(dir, error));
+    CHECK_THAT(error, Catch::Contains("\"" + dir + "\" is owned by uid 65534, not root"));
+    error.clear();
+    CHECK(open_directory_nofollow(dir, error, walk));  // the walk's other callers: as before
+    // A component above it another user's: the walk's own refusal.
+    REQUIRE(::chown(dir.c_str(), 0, 0) == 0);
+    REQUIRE(::chown((base / "log").c_str(), 65534, 65534) == 0);
+    error.clear();
+    CHECK(!open_root_controlled_directory(dir, error));
+    CHECK_THAT(error, Catch::Contains("can be replaced by a user other than root"));
+    REQUIRE(::chown((base / "log").c_str(), 0, 0) == 0);
+  }
+  fs::remove_all(base);
+}

@@ -1,10 +1,12 @@
 // Audit sinks and delivery (docs/operating.md, "Audit sinks"): a file rotated by size and
 // opened again on SIGHUP, the journal's native protocol, syslog (RFC 5424) over unix
-// datagrams, UDP and TCP, blocking mode failing closed, and a sink that cannot be opened
-// stopping the gate at start. Each test judges what the sink received (the files, the
+// datagrams, UDP and TCP, blocking mode failing closed, a sink that cannot be opened
+// stopping the gate at start (a file's directory another user owns or may write among
+// them), a removed file never written into, and an outage shown on /metrics. Each test judges what the sink received (the files, the
 // datagrams, the stream), counted against the answers the client received, with the gate
 // stopped by SIGTERM right behind the last answer (before a batch's flush).
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -144,6 +146,14 @@ std::map<std::string, std::string> parse_journal_entry(const std::string& d) {
     }
   }
   return fields;
+}
+
+// The value of the series `name{sink="SINK"}` in a /metrics answer, or -1 if absent.
+long long sink_metric(const std::string& scrape, const std::string& name, const std::string& sink) {
+  const std::string key = name + "{sink=\"" + sink + "\"} ";
+  const auto at = scrape.find("\n" + key);
+  if (at == std::string::npos) return -1;
+  return std::stoll(scrape.substr(at + 1 + key.size()));
 }
 
 std::string request_id_of(const std::string& answer) {
@@ -348,7 +358,9 @@ TEST_CASE("Blocking mode fails closed when a sink cannot be written: the daemon 
           "[integration][audit][sinks]") {
   dir_guard d{temp_dir()};
   const std::string mnt = d.path + "/full";
-  REQUIRE(run("mkdir -p " + mnt + " && mount -t tmpfs -o size=64k tmpfs " + mnt).status == 0);
+  // mode=0755: a tmpfs's root is 1777 otherwise, a directory others may write.
+  REQUIRE(run("mkdir -p " + mnt + " && mount -t tmpfs -o size=64k,mode=0755 tmpfs " + mnt).status ==
+          0);
   struct unmount {
     std::string at;
     ~unmount() { run("umount " + at); }
@@ -439,4 +451,179 @@ TEST_CASE("A file sink someone else could redirect or edit stops the gate at sta
   std::ifstream in(target);
   std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   CHECK(content == "precious\n");  // nothing went through the symlink
+}
+
+// Issue 39, item 9: the audit file's own directory. Its owner (or anyone who may write it)
+// could unlink the trail, plant a file at PATH before a SIGHUP, or take the name a
+// rotation is about to use: a directory another user owns, or others may write (sticky or
+// not), is refused at start like every component above it, and nothing is created in it.
+TEST_CASE("A file sink in a directory another user owns or may write stops the gate at start",
+          "[integration][audit][sinks]") {
+  dir_guard d{temp_dir()};
+  const std::string policy = root_owned_copy(cli_policy);
+  const std::string nobodys = d.path + "/nobodys", sticky = d.path + "/sticky",
+                    group = d.path + "/group";
+  for (const auto& [dir, mode] : {std::pair{nobodys, 0755}, {sticky, 01777}, {group, 0775}}) {
+    REQUIRE(::mkdir(dir.c_str(), 0700) == 0);
+    REQUIRE(::chmod(dir.c_str(), static_cast<mode_t>(mode)) == 0);
+  }
+  REQUIRE(::chown(nobodys.c_str(), 65534, 65534) == 0);
+  const std::map<std::string, std::string> why{
+      {nobodys, "is owned by uid 65534, not root"},
+      {sticky, "is writable by group or others (mode 1777)"},
+      {group, "is writable by group or others (mode 0775)"}};
+  for (const auto& [dir, reason] : why) {
+    const std::string sink = "file:" + dir + "/audit.log";
+    INFO(sink);
+    const auto r = run("timeout 20 " + std::string(DOCKGATE_PROXY_BIN) + " --upstream " +
+                       engine_host() + " --listen unix://" + d.path + "/gate.sock --policy " +
+                       policy + " --audit " + quoted(sink) + " 2>&1");
+    INFO(r.output);
+    CHECK(r.status == 1);
+    CHECK(r.output.find("--audit " + sink + ": cannot open " + dir +
+                        "/audit.log: its directory: \"" + dir + "\" " + reason) !=
+          std::string::npos);
+    CHECK(!exists(d.path + "/gate.sock"));
+    CHECK(!exists(dir + "/audit.log"));
+  }
+}
+
+// Item 9's sibling: the file removed (by root: no one else may write the directory now) and
+// another user's file planted at PATH before a routine SIGHUP. The planted file is refused
+// at the reopen, and the gate never writes into the removed inode (lines there reach no
+// one): blocking mode refuses requests, the daemon sees nothing, and once PATH can be
+// created again the lines kept meanwhile are written there.
+TEST_CASE("A removed file sink with a planted file in its place is never written: blocking refuses",
+          "[integration][audit][sinks][signals]") {
+  dir_guard d{temp_dir()};
+  const std::string log = d.path + "/audit.log";
+  const std::string name = unique_name("dg-audit-planted");
+  int old_inode = -1;
+  {
+    proxy_process proxy(cli_policy, {"--audit", "file:" + log, "--audit-mode", "blocking"});
+    CHECK(occurrences(pings(proxy, 2), "HTTP/1.1 200") == 2);
+    old_inode = ::open(log.c_str(), O_RDONLY | O_CLOEXEC);  // to read the removed file later
+    REQUIRE(old_inode >= 0);
+    REQUIRE(::unlink(log.c_str()) == 0);
+    { std::ofstream(log) << "planted\n"; }
+    REQUIRE(::chown(log.c_str(), 65534, 65534) == 0);
+    ::kill(proxy.pid(), SIGHUP);
+    for (int i = 0;
+         i < 200 && occurrences(slurp(proxy.dir() + "/proxy.err"), "SIGHUP: policy") == 0; ++i)
+      std::this_thread::sleep_for(25ms);
+    const std::string said = slurp(proxy.dir() + "/proxy.err");
+    INFO(said);
+    CHECK(said.find("SIGHUP: audit sink file:" + log + ": cannot open " + log +
+                    ": owned by another user (the open file was removed") != std::string::npos);
+    const std::string body = R"({"Image":")" + test_image() + R"(","Cmd":["true"]})";
+    const auto refused =
+        raw_exchange(proxy.socket_path(),
+                     "POST /v1.41/containers/create?name=" + name +
+                         " HTTP/1.1\r\nHost: d\r\nContent-Type: application/json\r\n"
+                         "Content-Length: " +
+                         std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body);
+    INFO(refused.bytes);
+    CHECK(refused.status() == 503);
+    CHECK(!container_exists(name));  // the daemon's record
+    CHECK(slurp(log) == "planted\n");
+    // PATH free again: the gate creates it, writes what it kept, and serves.
+    REQUIRE(::unlink(log.c_str()) == 0);
+    CHECK(raw_exchange(proxy.socket_path(),
+                       "GET /_ping HTTP/1.1\r\nHost: d\r\nConnection: close\r\n\r\n")
+              .status() == 200);
+    proxy.terminate();
+  }
+  // The removed inode holds the two pings' lines (decision and answer each) and nothing
+  // written after it lost its name.
+  std::string removed;
+  char buf[65536];
+  for (ssize_t n; (n = ::read(old_inode, buf, sizeof buf)) > 0;) removed.append(buf, n);
+  ::close(old_inode);
+  CHECK(lines_of(removed).size() == 4);
+  CHECK(removed.find("ContainerCreate") == std::string::npos);
+  const auto lines = lines_of(slurp(log));
+  REQUIRE(lines.size() == 4);  // the create's decision and its 503, the ping's two
+  CHECK(lines[0].find("\"operation\":\"ContainerCreate\"") != std::string::npos);
+  CHECK(lines[1].find("\"status\":503,") != std::string::npos);
+  CHECK(lines[3].find("\"status\":200,") != std::string::npos);
+  struct stat st {};
+  REQUIRE(::stat(log.c_str(), &st) == 0);
+  CHECK(st.st_uid == 0);
+  if (container_exists(name)) run(docker_cli() + " -H " + engine_host() + " rm -f " + name);
+}
+
+// Issue 39, item 10: an audit outage shows on /metrics. A file sink on a full file system in
+// batch mode keeps its lines in memory: the scrape says the sink is down and what waits;
+// past its 16 MiB queue new lines are lost and counted; when space returns the queue is
+// written and the sink is up. Judged by the scrape and by the file's lines.
+TEST_CASE(
+    "A full disk under a batch file sink shows on /metrics: down with lines pending and lost until "
+    "space returns",
+    "[integration][audit][sinks][metrics]") {
+  dir_guard d{temp_dir()};
+  const std::string mnt = d.path + "/full";
+  REQUIRE(run("mkdir -p " + mnt + " && mount -t tmpfs -o size=32m,mode=0755 tmpfs " + mnt).status ==
+          0);
+  struct unmount {
+    std::string at;
+    ~unmount() { run("umount " + at); }
+  } unmount_after{mnt};
+  const std::string log = mnt + "/audit.log", sink = "file:" + log;
+  const std::string port = free_tcp_port();
+  proxy_process proxy(cli_policy, {"--audit", sink, "--metrics", "tcp://127.0.0.1:" + port});
+  auto scrape = [&] { return run("curl -s http://127.0.0.1:" + port + "/metrics").output; };
+  // Polls until `name` of the sink satisfies `ok` (the batch is written once a second).
+  auto until = [&](const std::string& name, auto ok) {
+    std::string text;
+    for (int i = 0; i < 100; ++i) {
+      text = scrape();
+      if (ok(sink_metric(text, name, sink))) break;
+      std::this_thread::sleep_for(100ms);
+    }
+    return text;
+  };
+  std::string text = scrape();
+  INFO(text);
+  CHECK(sink_metric(text, "dockgate_audit_sink_up", sink) == 1);
+  CHECK(sink_metric(text, "dockgate_audit_sink_pending_bytes", sink) == 0);
+
+  run("dd if=/dev/zero of=" + mnt + "/filler bs=1M 2>/dev/null");
+  std::size_t answered = occurrences(pings(proxy, 5), "HTTP/1.1 200");
+  CHECK(answered == 5);
+  text = until("dockgate_audit_sink_up", [](long long v) { return v == 0; });
+  INFO(text);
+  CHECK(sink_metric(text, "dockgate_audit_sink_up", sink) == 0);
+  CHECK(sink_metric(text, "dockgate_audit_sink_pending_lines", sink) == 5);
+  CHECK(sink_metric(text, "dockgate_audit_sink_pending_bytes", sink) > 5 * 100);
+  CHECK(sink_metric(text, "dockgate_audit_sink_write_errors_total", sink) >= 1);
+  CHECK(sink_metric(text, "dockgate_audit_sink_lost_lines_total", sink) == 0);
+  CHECK(slurp(log).empty());
+
+  // Past 16 MiB kept: requests with 60 KB paths (refused: no route; a line of ~120 KB, the
+  // path in its reason too), one a connection (the gate closes after such a refusal).
+  const std::string long_request =
+      "GET /" + std::string(60000, 'a') + " HTTP/1.1\r\nHost: d\r\nConnection: close\r\n\r\n";
+  for (int c = 0; c < 180; ++c) answered += raw_exchange(proxy.socket_path(), long_request).count();
+  CHECK(answered == 5 + 180);
+  text = until("dockgate_audit_sink_lost_lines_total", [](long long v) { return v > 0; });
+  const long long lost = sink_metric(text, "dockgate_audit_sink_lost_lines_total", sink);
+  CHECK(sink_metric(text, "dockgate_audit_sink_up", sink) == 0);
+  CHECK(lost > 0);
+  CHECK(sink_metric(text, "dockgate_audit_sink_lost_bytes_total", sink) > lost * 60000);
+  CHECK(sink_metric(text, "dockgate_audit_sink_pending_bytes", sink) > (16ll << 20));
+  CHECK(sink_metric(text, "dockgate_audit_sink_pending_lines", sink) ==
+        static_cast<long long>(answered) - lost);
+
+  // Space again: the queue is written within a second or two, and the sink is up.
+  run("rm -f " + mnt + "/filler");
+  text = until("dockgate_audit_sink_pending_bytes", [](long long v) { return v == 0; });
+  CHECK(sink_metric(text, "dockgate_audit_sink_up", sink) == 1);
+  CHECK(sink_metric(text, "dockgate_audit_sink_pending_bytes", sink) == 0);
+  CHECK(sink_metric(text, "dockgate_audit_sink_pending_lines", sink) == 0);
+  CHECK(sink_metric(text, "dockgate_audit_sink_lost_lines_total", sink) == lost);  // a counter
+  const auto lines = lines_of(slurp(log));
+  CHECK(static_cast<long long>(lines.size()) == static_cast<long long>(answered) - lost);
+  for (const auto& l : lines) CHECK((l.front() == '{' && l.back() == '}'));
+  CHECK(slurp(proxy.dir() + "/proxy.err").find("line(s) lost in all") != std::string::npos);
+  proxy.terminate();
 }

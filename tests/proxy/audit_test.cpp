@@ -1,5 +1,8 @@
 #include "dockgate/proxy/audit.hpp"
 
+#include <fcntl.h>
+#include <spdlog/sinks/null_sink.h>
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -7,6 +10,9 @@
 #include <fstream>
 #include <string>
 #include <vector>
+
+#include "audit_outputs.hpp"
+#include "audit_sink.hpp"
 
 using namespace dockgate::proxy;
 
@@ -237,4 +243,73 @@ TEST_CASE("audit lines carry the changes as a JSON array, from only where the cl
                   R"({"field":"Labels","action":"owner stamped","to":"<redacted>"}],)") != std::string::npos);
   audit_record none;
   CHECK(format_audit(none).find("changes") == std::string::npos);
+}
+
+// A sink that cannot write (the stdout sink's descriptor on /dev/full: every write ENOSPC,
+// as on a full disk) shows on /metrics as down, with what waits for it in memory; past its
+// queue's 16 MiB new lines are lost and counted; when it can write again (the descriptor
+// now /dev/null) it is up and its queue empty.
+TEST_CASE(
+    "an audit sink that cannot write reports down with lines pending and lost until it writes "
+    "again",
+    "[audit][metrics]") {
+  const int fd = ::open("/dev/full", O_WRONLY | O_CLOEXEC);
+  REQUIRE(fd >= 0);
+  auto logger = std::make_shared<spdlog::logger>("audit-test",
+                                                 std::make_shared<spdlog::sinks::null_sink_mt>());
+  std::vector<std::unique_ptr<audit_output>> outputs;
+  outputs.push_back(open_fd_output(fd, "stdout"));
+  audit_sink sink(std::move(outputs), false, *logger);
+  auto r = sample();
+  const std::string line = format_audit(r);
+
+  auto health = [&] {
+    const auto h = sink.health();
+    REQUIRE(h.size() == 1);
+    CHECK(h[0].sink == "stdout");
+    return h[0];
+  };
+  CHECK(health().up);
+  CHECK(sink.write(r));  // batch: queued
+  CHECK(health().pending_lines == 1);
+  CHECK(!sink.flush());  // ENOSPC
+  auto h = health();
+  CHECK(!h.up);
+  CHECK(h.pending_lines == 1);
+  CHECK(h.pending_bytes == line.size() + 1);
+  CHECK(h.write_errors == 1);
+  CHECK(h.lost_lines == 0);
+
+  // Past 16 MiB queued: each new line is lost, and counted with its bytes.
+  const std::size_t fit = (std::size_t{16} << 20) / (line.size() + 1) + 1;
+  for (std::size_t i = 1; i < fit + 10; ++i) sink.write(r);  // fit + 10 in all
+  h = health();
+  CHECK(!h.up);
+  CHECK(h.pending_lines == fit);
+  CHECK(h.pending_bytes == fit * (line.size() + 1));
+  CHECK(h.lost_lines == 10);
+  CHECK(h.lost_bytes == 10 * (line.size() + 1));
+  CHECK(h.write_errors > 1);
+
+  metrics m;
+  m.audit_sinks(sink.health());
+  const std::string text = m.render();
+  INFO(text);
+  CHECK(text.find("dockgate_audit_sink_up{sink=\"stdout\"} 0\n") != std::string::npos);
+  CHECK(text.find("dockgate_audit_sink_pending_lines{sink=\"stdout\"} " + std::to_string(fit) +
+                  "\n") != std::string::npos);
+  CHECK(text.find("dockgate_audit_sink_lost_lines_total{sink=\"stdout\"} 10\n") !=
+        std::string::npos);
+
+  // Room again: the queue is written, the sink is up, the loss stays counted.
+  const int null = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+  REQUIRE(null >= 0);
+  REQUIRE(::dup2(null, fd) == fd);
+  ::close(null);
+  CHECK(sink.flush());
+  h = health();
+  CHECK(h.up);
+  CHECK(h.pending_lines == 0);
+  CHECK(h.pending_bytes == 0);
+  CHECK(h.lost_lines == 10);
 }

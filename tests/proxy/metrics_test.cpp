@@ -94,3 +94,29 @@ TEST_CASE("metrics of the gate's threads add up, the process's facts stay the fi
   CHECK(text.find("dockgate_connection_limit 10\n") != std::string::npos);
   CHECK(text.find("dockgate_daemon_up 1\n") != std::string::npos);
 }
+
+TEST_CASE("metrics show each audit sink's health with what waits in memory and what was lost",
+          "[metrics][audit]") {
+  metrics m;
+  std::string text = m.render();
+  // Declared with no sink (the dashboard's and the rules' names are always there).
+  CHECK(text.find("# TYPE dockgate_audit_sink_up gauge\n") != std::string::npos);
+  CHECK(text.find("# TYPE dockgate_audit_sink_lost_lines_total counter\n") != std::string::npos);
+  m.audit_sinks({{"file:/var/log/dockgate/audit.log", false, 4096, 10, 3, 900, 7},
+                 {"syslog:udp://\"x\":514", true, 0, 0, 0, 0, 0}});
+  metrics other;  // another thread's: the sinks are the process's, never summed
+  other.audit_sinks({{"stdout", false, 1, 1, 1, 1, 1}});
+  m.add(other);
+  text = m.render();
+  INFO(text);
+  const std::string f = "{sink=\"file:/var/log/dockgate/audit.log\"} ";
+  CHECK(text.find("dockgate_audit_sink_up" + f + "0\n") != std::string::npos);
+  CHECK(text.find("dockgate_audit_sink_pending_bytes" + f + "4096\n") != std::string::npos);
+  CHECK(text.find("dockgate_audit_sink_pending_lines" + f + "10\n") != std::string::npos);
+  CHECK(text.find("dockgate_audit_sink_lost_lines_total" + f + "3\n") != std::string::npos);
+  CHECK(text.find("dockgate_audit_sink_lost_bytes_total" + f + "900\n") != std::string::npos);
+  CHECK(text.find("dockgate_audit_sink_write_errors_total" + f + "7\n") != std::string::npos);
+  CHECK(text.find("dockgate_audit_sink_up{sink=\"syslog:udp://\\\"x\\\":514\"} 1\n") !=
+        std::string::npos);  // escaped
+  CHECK(text.find("sink=\"stdout\"") == std::string::npos);
+}

@@ -52,6 +52,16 @@ struct walk_options {
 std::optional<fd_handle> open_directory_nofollow(std::string_view path, std::string& error,
                                                  walk_options options = {});
 
+// Opens the directory `path` (absolute, clean) as O_PATH when no one but root (or this
+// process's user) can change which names it holds: the walk of open_directory_nofollow
+// with only_owner_replaceable, and the directory itself owned by root (or us) and writable
+// by no group and no other user, sticky or not (in a sticky directory others may still
+// create a name that is not there yet: the one a rename or a rotation is about to use).
+// For a directory the gate creates and replaces files in (the audit file's); the walk's
+// other callers (bind sources, mountpoints) keep open_directory_nofollow's rule, under
+// which the last component may be any user's.
+std::optional<fd_handle> open_root_controlled_directory(std::string_view path, std::string& error);
+
 // A file the gate's configuration comes from, read whole, or why not.
 struct file_contents {
   std::string bytes;

@@ -10,8 +10,22 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace dockgate::proxy {
+
+// One --audit sink as /metrics shows it (audit_sink.hpp): whether its last write took all
+// that was queued, what waits in memory for it, what it lost (its queue full) and how many
+// writes failed.
+struct audit_sink_health {
+  std::string sink;  // the --audit value: stdout, file:PATH, journald, syslog:ADDR
+  bool up = true;
+  std::uint64_t pending_bytes = 0;
+  std::uint64_t pending_lines = 0;
+  std::uint64_t lost_lines = 0;
+  std::uint64_t lost_bytes = 0;
+  std::uint64_t write_errors = 0;
+};
 
 class metrics {
  public:
@@ -37,6 +51,8 @@ class metrics {
   }
   // Whether the daemon answered a ping, asked when metrics are scraped.
   void daemon_up(bool up) { daemon_up_ = up; }
+  // The audit sinks' health, a process fact read when metrics are scraped (not summed).
+  void audit_sinks(std::vector<audit_sink_health> sinks) { audit_sinks_ = std::move(sinks); }
   // Another thread's counts of requests and what is open now, added to these.
   void add(const metrics& other);
   std::string render() const;
@@ -73,6 +89,7 @@ class metrics {
   bool last_reload_ok_ = true;
   double last_load_time_ = 0;
   bool daemon_up_ = false;
+  std::vector<audit_sink_health> audit_sinks_;
 };
 
 }  // namespace dockgate::proxy
