@@ -3,10 +3,13 @@
 // the audit lines, and the same workload through the learned profile behaves as it does
 // straight at the daemon (exit codes, output, the daemon's inspect), while a request
 // outside what was seen is refused or held to what was seen, and what the invariants
-// forbid is listed as seen and refused, never learned.
+// forbid is listed as seen and refused, never learned. And the log is not trusted: an
+// edited line (a widening list emptied, an operation the profile never allows, no record at
+// all) teaches nothing, is named with its number, and the learned gate still refuses it.
 #include <stdlib.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <sstream>
@@ -41,8 +44,10 @@ learned learn_from(proxy_process& gate, const std::string& name) {
   char dir[] = "/tmp/dockgate-learned.XXXXXX";
   REQUIRE(::mkdtemp(dir) != nullptr);
   const std::string file = std::string(dir) + "/" + name + ".json";
-  auto r = run(std::string(DOCKGATE_PROXY_BIN) + " learn --audit " + gate.dir() +
-               "/audit.log --profile learn --name " + name + " -o " + file + " 2>&1");
+  // --policy: the policy the gate recorded under (its own copy).
+  auto r = run(std::string(DOCKGATE_PROXY_BIN) + " learn --policy " + gate.dir() +
+               "/policy.json --audit " + gate.dir() + "/audit.log --profile learn --name " + name +
+               " -o " + file + " 2>&1");
   INFO(r.output);
   REQUIRE(r.status == 0);
   return {slurp(file), r.output, file};
@@ -302,4 +307,159 @@ TEST_CASE("learn: a read-only monitor, learned, reads as before and can change n
   CHECK(create.status != 0);
   CHECK(create.output.find("ContainerCreate") != std::string::npos);
   CHECK_FALSE(container_exists(name));
+}
+
+namespace {
+
+// A line of `log` that contains every one of `parts`.
+std::string line_with(const std::string& log, std::initializer_list<std::string_view> parts) {
+  std::istringstream in(log);
+  for (std::string l; std::getline(in, l);)
+    if (std::all_of(parts.begin(), parts.end(),
+                    [&](std::string_view p) { return l.find(p) != std::string::npos; }))
+      return l;
+  return {};
+}
+
+// `line` with `text` inserted after the first `after`.
+std::string edited(std::string line, const std::string& after, const std::string& text) {
+  const auto at = line.find(after);
+  REQUIRE(at != std::string::npos);
+  return line.insert(at + after.size(), text);
+}
+
+}  // namespace
+
+TEST_CASE(
+    "learn: an edited audit log teaches nothing: forged lines are named, and the learned gate "
+    "still refuses a host PID namespace and seccomp=unconfined",
+    "[integration][learn]") {
+  const std::string prefix = unique_name("dg-learn-forged");
+  std::string recorded, policy_copy;
+  char dir[] = "/tmp/dockgate-forged.XXXXXX";
+  REQUIRE(::mkdtemp(dir) != nullptr);
+  {
+    proxy_process gate("compose/policies/learn.json");
+    REQUIRE(run(gate.docker() + " create --name " + prefix + "-seed --memory 64m " + test_image() +
+                " true")
+                .status == 0);
+    gate.terminate();
+    recorded = slurp(gate.dir() + "/audit.log");
+    policy_copy = std::string(dir) + "/learn.json";
+    REQUIRE(run("cp " + gate.dir() + "/policy.json " + policy_copy).status == 0);
+  }
+  run(direct() + " rm -f " + prefix + "-seed");
+  // The gate's own line for that create, edited three ways: a host PID namespace and an
+  // unconfined seccomp added to its values (its "widening" left as it was: []), and the
+  // same record made a swarm init, an operation learn.json never allows.
+  const std::string create = line_with(recorded, {"\"operation\":\"ContainerCreate\"",
+                                                  "\"verdict\":\"allow\"", "\"widening\":[]"});
+  INFO("recorded:\n" << recorded);
+  REQUIRE(!create.empty());
+  const std::string pid_host = edited(create, "\"values\":{", "\"HostConfig.PidMode\":\"host\",");
+  const std::string seccomp =
+      edited(create, "\"values\":{", "\"HostConfig.SecurityOpt\":[\"seccomp=unconfined\"],");
+  std::string swarm = line_with(recorded, {"\"verdict\":\"allow\"", "\"operation\":\"SystemPing"});
+  REQUIRE(!swarm.empty());
+  {
+    const auto at = swarm.find("\"operation\":\"") + 13;
+    swarm.replace(at, swarm.find('"', at) - at, "SwarmInit");
+  }
+  const std::string no_record = R"({"profile":"learn","operation":"PluginPull","verdict":"allow"})";
+
+  const std::string log = std::string(dir) + "/forged.log";
+  std::ofstream(log) << recorded << pid_host << "\n" << seccomp << "\n" << swarm << "\n"
+                     << no_record << "\n";
+  std::size_t recorded_lines = std::count(recorded.begin(), recorded.end(), '\n');
+  const std::string out = std::string(dir) + "/forged.json";
+  auto learn = run(std::string(DOCKGATE_PROXY_BIN) + " learn --policy " + policy_copy +
+                   " --audit " + log + " --profile learn --name forged -o " + out + " 2>&1");
+  INFO("learn:\n" << learn.output);
+  CHECK(learn.status == 0);  // the gate's own lines are still learned
+  auto named = [&](std::size_t n, const std::string& why) {
+    return learn.output.find("refused line " + log + ":" + std::to_string(recorded_lines + n) +
+                             ": " + why) != std::string::npos;
+  };
+  CHECK(named(1, "seen.widening leaves out HostConfig.PidMode"));
+  CHECK(named(2, "seen.widening leaves out HostConfig.SecurityOpt"));
+  CHECK(named(3, "operation SwarmInit is not one profile learn allows"));
+  CHECK(named(4, "not an audit line (docs/audit.schema.json): (line): has no \"time\""));
+  const std::string learned = slurp(out);
+  INFO("learned:\n" << learned);
+  CHECK(learned.find("SwarmInit") == std::string::npos);
+  CHECK(learned.find("PluginPull") == std::string::npos);
+  CHECK(learned.find("seccomp") == std::string::npos);
+  CHECK(learned.find("PidMode") == std::string::npos);
+
+  // A gate running what was learned: the same create passes, the forged values do not,
+  // by the daemon's record.
+  proxy_process gate(learned);
+  const std::string ok = prefix + "-ok", pid = prefix + "-pid", unconfined = prefix + "-seccomp";
+  CHECK(run(gate.docker() + " create --name " + ok + " --memory 64m " + test_image() + " true")
+            .status == 0);
+  CHECK(container_exists(ok));
+  auto refused_pid = run(gate.docker() + " create --name " + pid + " --pid host --memory 64m " +
+                         test_image() + " true 2>&1");
+  CHECK(refused_pid.status != 0);
+  CHECK(refused_pid.output.find("HostConfig.PidMode") != std::string::npos);
+  CHECK_FALSE(container_exists(pid));
+  auto refused_seccomp =
+      run(gate.docker() + " create --name " + unconfined +
+          " --security-opt seccomp=unconfined --memory 64m " + test_image() + " true 2>&1");
+  CHECK(refused_seccomp.status != 0);
+  CHECK(refused_seccomp.output.find("HostConfig.SecurityOpt") != std::string::npos);
+  CHECK_FALSE(container_exists(unconfined));
+  run(direct() + " rm -f " + ok + " " + pid + " " + unconfined);
+
+  // Only forged lines: nothing valid, nothing written, exit 1.
+  const std::string only = std::string(dir) + "/only.log", none = std::string(dir) + "/none.json";
+  std::ofstream(only) << pid_host << "\n" << swarm << "\n" << no_record << "\n";
+  auto nothing = run(std::string(DOCKGATE_PROXY_BIN) + " learn --policy " + policy_copy +
+                     " --audit " + only + " --profile learn -o " + none + " 2>&1");
+  INFO("only forged:\n" << nothing.output);
+  CHECK(nothing.status == 1);
+  CHECK(nothing.output.find("refused line " + only + ":1: seen.widening leaves out "
+                            "HostConfig.PidMode") != std::string::npos);
+  CHECK(nothing.output.find("refused line " + only + ":2: operation SwarmInit") !=
+        std::string::npos);
+  CHECK(nothing.output.find("refused line " + only + ":3: not an audit line") !=
+        std::string::npos);
+  CHECK(nothing.output.find("nothing valid was learned") != std::string::npos);
+  struct stat st{};
+  CHECK(::stat(none.c_str(), &st) != 0);  // nothing written
+  run(std::string("rm -rf ") + dir);
+}
+
+TEST_CASE("learn: --help is its usage, and lines recorded without record fields say to record "
+          "under learn.json",
+          "[integration][learn]") {
+  auto help = run(std::string(DOCKGATE_PROXY_BIN) + " learn --help 2>&1");
+  CHECK(help.status == 0);
+  CHECK(help.output.find("dockgate-proxy learn --policy FILE --audit FILE") != std::string::npos);
+  CHECK(help.output.find("unknown argument") == std::string::npos);
+
+  // A profile that records no fields: its create lines carry no "seen".
+  const std::string plain =
+      R"({"default_profile":"plain","profiles":{"plain":{"allow":["SystemPing","SystemPingHead",)"
+      R"("ContainerCreate","ContainerDelete"],"images":{"allow":["*"]}}}})";
+  const std::string name = unique_name("dg-learn-plain");
+  char dir[] = "/tmp/dockgate-plain.XXXXXX";
+  REQUIRE(::mkdtemp(dir) != nullptr);
+  {
+    proxy_process gate(plain);
+    REQUIRE(run(gate.docker() + " create --name " + name + " " + test_image() + " true").status ==
+            0);
+    gate.terminate();
+    REQUIRE(run("cp " + gate.dir() + "/policy.json " + gate.dir() + "/audit.log " + dir).status ==
+            0);
+  }
+  run(direct() + " rm -f " + name);
+  auto r = run(std::string(DOCKGATE_PROXY_BIN) + " learn --policy " + dir + "/policy.json --audit " +
+               dir + "/audit.log --profile plain -o " + dir + "/out.json 2>&1");
+  INFO(r.output);
+  CHECK(r.status == 0);
+  CHECK(r.output.find("profile plain was recorded without \"record\": \"fields\": 1 create/exec "
+                      "line(s) carry no \"seen\"") != std::string::npos);
+  CHECK(r.output.find("record the client under compose/policies/learn.json") != std::string::npos);
+  run(std::string("rm -rf ") + dir);
 }
