@@ -3,7 +3,8 @@
 // Invariant: every keyword the schema puts on a member is checked here (type, required,
 // additionalProperties false, enum, const, pattern, minLength, minimum, maximum,
 // minProperties, the client's transport conditions, changes' oneOf, seen.values'
-// propertyNames), so a line learn reads is one the gate could have written. The patterns
+// propertyNames), so a line learn reads is one the gate could have written. Beyond the
+// schema, a member given twice is refused: JSON readers differ on which one counts. The patterns
 // are written out as code (no regex engine on input an attacker may have forged); each
 // one's schema text is in `patterns` below and the drift test holds them equal.
 #include "dockgate/policy/audit_line.hpp"
@@ -13,6 +14,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <vector>
 
 namespace dockgate::policy {
 
@@ -201,9 +203,14 @@ struct checker {
                std::span<const std::string_view> required) {
     simdjson::dom::object obj;
     if (o.get_object().get(obj) != simdjson::SUCCESS) return fail(where, "is not an object");
-    for (auto [key, value] : obj)
+    std::vector<std::string_view> keys;
+    for (auto [key, value] : obj) {
       if (!in(known, key))
         return fail(where, "has an unknown member \"" + std::string(key) + "\"");
+      // The gate never writes a member twice; readers differ on which one counts.
+      if (in(keys, key)) return fail(where, "has \"" + std::string(key) + "\" twice");
+      keys.push_back(key);
+    }
     for (std::string_view r : required)
       if (o.at_key(r).error() != simdjson::SUCCESS)
         return fail(where, "has no \"" + std::string(r) + "\"");

@@ -455,6 +455,10 @@ TEST_CASE("learn: lines that are no audit record are refused with their number a
             R"("verdict":"allow","seen":{"fields":[],"values":{"Env":["A=b"]},"widening":[]})"),
        "seen.values: records the value of \"Env\""},
       {with(R"("verdict":"allow")", R"("verdict":"allow","hijacked":false)"), "hijacked"},
+      // Beyond the schema: a member twice (a reader taking the last would see allow).
+      {with(R"("verdict":"allow")", R"("verdict":"deny","verdict":"allow")"),
+       "(line): has \"verdict\" twice"},
+      {with(R"("uid":0)", R"("uid":0,"uid":0)"), "client: has \"uid\" twice"},
   };
   std::string log = good;
   for (const auto& b : table) log += b.text + "\n";
