@@ -24,17 +24,17 @@ using simdjson::dom::element;
 using simdjson::dom::element_type;
 
 constexpr std::array<std::string_view, 20> line_properties{
-    "time",    "request_id", "client", "profile", "method",  "path",   "operation",
-    "object",  "verdict",    "rule",   "reason",  "changes", "dropped", "would",
-    "seen",    "status",     "bytes_in", "bytes_out", "duration_ms", "hijacked"};
+    "time",   "request_id", "client",   "profile",   "method",      "path",    "operation",
+    "object", "verdict",    "rule",     "reason",    "changes",     "dropped", "would",
+    "seen",   "status",     "bytes_in", "bytes_out", "duration_ms", "hijacked"};
 constexpr std::array<std::string_view, 12> line_required{
-    "time",    "request_id", "client",   "profile",   "method",     "path",
-    "operation", "verdict",  "status",   "bytes_in",  "bytes_out",  "duration_ms"};
+    "time",      "request_id", "client", "profile",  "method",    "path",
+    "operation", "verdict",    "status", "bytes_in", "bytes_out", "duration_ms"};
 constexpr std::array<std::string_view, 8> client_properties{
     "transport", "uid", "gid", "pid", "process", "address", "port", "subject"};
 constexpr std::array<std::string_view, 1> client_required{"transport"};
-constexpr std::array<std::string_view, 6> object_properties{"type",   "name", "id",
-                                                             "image",  "digest", "exec_id"};
+constexpr std::array<std::string_view, 6> object_properties{"type",  "name",   "id",
+                                                            "image", "digest", "exec_id"};
 constexpr std::array<std::string_view, 1> object_required{"type"};
 constexpr std::array<std::string_view, 3> seen_properties{"fields", "values", "widening"};
 constexpr std::array<std::string_view, 3> seen_required{"fields", "values", "widening"};
@@ -43,9 +43,9 @@ constexpr std::array<std::string_view, 2> change_required{"field", "action"};
 
 constexpr std::array<std::string_view, 2> verdicts{"allow", "deny"};
 constexpr std::array<std::string_view, 4> transports{"unix", "tcp", "tls", "unknown"};
-constexpr std::array<std::string_view, 11> object_types{
-    "container", "exec", "image", "network", "volume", "plugin",
-    "secret",    "config", "service", "node", "task"};
+constexpr std::array<std::string_view, 11> object_types{"container", "exec",   "image",  "network",
+                                                        "volume",    "plugin", "secret", "config",
+                                                        "service",   "node",   "task"};
 
 constexpr std::array<audit_schema_object, 5> objects{{
     {"", line_properties, line_required},
@@ -114,8 +114,12 @@ bool lower_hex(std::string_view s) {
   return std::all_of(s.begin(), s.end(),
                      [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
-bool lower_alnum(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
-bool alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+bool lower_alnum(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+}
+bool alpha(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
 
 // Two digits from `lo` to `hi`.
 bool two_digits(std::string_view s, int lo, int hi) {
@@ -163,7 +167,9 @@ bool digest_pattern(std::string_view s) {
          });
 }
 
-bool exec_id_pattern(std::string_view s) { return s.size() == 64 && lower_hex(s); }
+bool exec_id_pattern(std::string_view s) {
+  return s.size() == 64 && lower_hex(s);
+}
 
 bool secret_value_name(std::string_view s) {
   for (std::string_view p :
@@ -205,8 +211,7 @@ struct checker {
     if (o.get_object().get(obj) != simdjson::SUCCESS) return fail(where, "is not an object");
     std::vector<std::string_view> keys;
     for (auto [key, value] : obj) {
-      if (!in(known, key))
-        return fail(where, "has an unknown member \"" + std::string(key) + "\"");
+      if (!in(known, key)) return fail(where, "has an unknown member \"" + std::string(key) + "\"");
       // The gate never writes a member twice; readers differ on which one counts.
       if (in(keys, key)) return fail(where, "has \"" + std::string(key) + "\" twice");
       keys.push_back(key);
@@ -244,14 +249,15 @@ struct checker {
     transport = c.at_key("transport").get_string().value_unsafe();
     for (std::string_view k : {"uid", "gid", "pid"})
       if (auto v = c.at_key(k); v.error() == simdjson::SUCCESS &&
-                                 !integer(v.value_unsafe(), "client." + std::string(k), 0, 1e300))
+                                !integer(v.value_unsafe(), "client." + std::string(k), 0, 1e300))
         return false;
     if (auto v = c.at_key("port");
         v.error() == simdjson::SUCCESS && !integer(v.value_unsafe(), "client.port", 0, 65535))
       return false;
     for (std::string_view k : {"process", "address", "subject"})
-      if (auto v = c.at_key(k); v.error() == simdjson::SUCCESS &&
-                                 !string(v.value_unsafe(), "client." + std::string(k), true, nullptr))
+      if (auto v = c.at_key(k);
+          v.error() == simdjson::SUCCESS &&
+          !string(v.value_unsafe(), "client." + std::string(k), true, nullptr))
         return false;
     // The member a transport cannot carry.
     std::span<const std::string_view> absent;
@@ -264,21 +270,21 @@ struct checker {
     if (transport == "tls") absent = tls_absent;
     for (std::string_view k : absent)
       if (c.at_key(k).error() == simdjson::SUCCESS)
-        return fail("client." + std::string(k), "is not carried by transport " +
-                                                    std::string(transport));
+        return fail("client." + std::string(k),
+                    "is not carried by transport " + std::string(transport));
     return true;
   }
 
   bool object(element o) {
-    if (!members(o, "object", object_properties, object_required))
-      return false;
+    if (!members(o, "object", object_properties, object_required)) return false;
     simdjson::dom::object obj = o.get_object().value_unsafe();
     if (obj.size() < 2) return fail("object", "has fewer than 2 members");
     if (!string(o.at_key("type").value_unsafe(), "object.type", false, nullptr, object_types))
       return false;
     for (std::string_view k : {"name", "id", "image"})
-      if (auto v = o.at_key(k); v.error() == simdjson::SUCCESS &&
-                                 !string(v.value_unsafe(), "object." + std::string(k), true, nullptr))
+      if (auto v = o.at_key(k);
+          v.error() == simdjson::SUCCESS &&
+          !string(v.value_unsafe(), "object." + std::string(k), true, nullptr))
         return false;
     if (auto v = o.at_key("digest");
         v.error() == simdjson::SUCCESS &&
@@ -354,7 +360,8 @@ struct checker {
     if (!is_number(at("duration_ms"))) return fail("duration_ms", "is not a number");
     if (number_of(at("duration_ms")) < 0) return fail("duration_ms", "is negative");
     bool hijacked = false;
-    if (has("hijacked") && (at("hijacked").get_bool().get(hijacked) != simdjson::SUCCESS || !hijacked))
+    if (has("hijacked") &&
+        (at("hijacked").get_bool().get(hijacked) != simdjson::SUCCESS || !hijacked))
       return fail("hijacked", "is not true");
     return true;
   }
@@ -365,16 +372,23 @@ struct checker {
 std::string audit_line_problem(std::string_view text) {
   simdjson::dom::parser parser;
   element line;
-  if (parser.parse(text.data(), text.size()).get(line) != simdjson::SUCCESS)
-    return "not JSON";
+  if (parser.parse(text.data(), text.size()).get(line) != simdjson::SUCCESS) return "not JSON";
   checker c;
   if (!c.line(line)) return c.problem;
   return {};
 }
 
-std::span<const audit_schema_object> audit_schema_objects() { return objects; }
-std::span<const audit_schema_enum> audit_schema_enums() { return enums; }
-std::span<const audit_schema_pattern> audit_schema_patterns() { return patterns; }
-std::span<const audit_schema_type> audit_schema_types() { return types; }
+std::span<const audit_schema_object> audit_schema_objects() {
+  return objects;
+}
+std::span<const audit_schema_enum> audit_schema_enums() {
+  return enums;
+}
+std::span<const audit_schema_pattern> audit_schema_patterns() {
+  return patterns;
+}
+std::span<const audit_schema_type> audit_schema_types() {
+  return types;
+}
 
 }  // namespace dockgate::policy

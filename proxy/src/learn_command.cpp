@@ -61,11 +61,13 @@ int run_learn(const learn_command& c) {
   o.sources = c.audit_files;
   o.recorded = &*recorded.value;
   auto learned = policy::learn_profile(views, o);
-  for (const auto& e : learned.errors) std::cerr << "dockgate-proxy learn: refused line " << e << '\n';
+  for (const auto& e : learned.errors)
+    std::cerr << "dockgate-proxy learn: refused line " << e << '\n';
   for (const auto& r : learned.refused_seen)
     std::cerr << "dockgate-proxy learn: seen and refused, not learned: " << r << '\n';
   for (const auto& p : learned.unrecorded_profiles)
-    std::cerr << "dockgate-proxy learn: profile " << p << " was recorded without \"record\": \"fields\""
+    std::cerr << "dockgate-proxy learn: profile " << p
+              << " was recorded without \"record\": \"fields\""
               << (learned.unrecorded_bodies
                       ? ": " + std::to_string(learned.unrecorded_bodies) +
                             " create/exec line(s) carry no \"seen\", so no body rule (allow lists, "

@@ -21,7 +21,7 @@ std::string audit_line_problem(std::string_view line);
 
 // The schema's lists, as the validator enforces them (for the drift test).
 struct audit_schema_object {
-  std::string_view where;  // "" (the line), "client", "object", "seen"
+  std::string_view where;                        // "" (the line), "client", "object", "seen"
   std::span<const std::string_view> properties;  // additionalProperties: false
   std::span<const std::string_view> required;
 };
