@@ -6,6 +6,16 @@
 // and volumes the profile owns). Everything else a client did beyond that is reported,
 // never learned, so running a hostile client in learning mode cannot teach the gate to
 // let it out.
+//
+// Invariant: the line is not trusted to say what it widens, nor to be a record at all (an
+// audit log is a file anyone with write access can edit). Every line must match
+// docs/audit.schema.json; its profile must be one of the recording policy's and allow its
+// operation; its "seen" values are decoded as the gate decodes a body (go_json), the
+// widening set recomputed from them with the gate's table (widening_fields.hpp) and
+// compared with the line's own list; an allowed line's values must pass its profile's
+// review again; and what is learned is read from that decoded body, the same tree that
+// was checked. As a last wall, write_rules drops from an allow list any value the table
+// calls a host namespace or a SecurityOpt weakener (learnable_create_value).
 #include "dockgate/policy/learn.hpp"
 
 #include <simdjson.h>
@@ -16,8 +26,15 @@
 #include <optional>
 #include <set>
 
+#include <variant>
+
 #include "dockgate/common/error_body.hpp"
+#include "dockgate/policy/audit_line.hpp"
+#include "dockgate/policy/body_review.hpp"
+#include "dockgate/policy/go_json.hpp"
 #include "dockgate/policy/image_ref.hpp"
+#include "dockgate/policy/policy_file.hpp"
+#include "widening_fields.hpp"
 
 namespace dockgate::policy {
 
@@ -92,6 +109,97 @@ void append_string(std::string& out, std::string_view s) {
   out += '"';
 }
 
+// A line's "seen", decoded: the body its values describe, read as the gate reads a body.
+struct seen_body {
+  json_object root;                     // canonical field names (go_json)
+  std::set<std::string> unknown;        // paths whose value was too long to record
+  std::vector<std::string> widening;    // the line's own list
+  std::vector<std::string> recomputed;  // the widening table on `root` and `fields`
+};
+
+bool is_omitted(element v) {
+  std::string_view s;
+  return v.get_string().get(s) == simdjson::SUCCESS && s.starts_with("<omitted: ") &&
+         s.ends_with(" bytes>");
+}
+
+// The body `values` describe: each path "A.B" as member B of object A, each value as
+// written, put together and decoded as the gate decodes a ContainerCreate (ExecConfig)
+// body, keys that name no field refused. Err: why the values are no such body.
+std::variant<seen_body, std::string> decode_seen(element seen, bool create) {
+  seen_body out;
+  std::map<std::string, std::string, std::less<>> top;                   // key: raw JSON
+  std::map<std::string, std::map<std::string, std::string>, std::less<>> nested;
+  for (auto [key, value] : seen.at_key("values").get_object().value_unsafe()) {
+    if (is_omitted(value)) {
+      out.unknown.emplace(key);
+      continue;
+    }
+    std::string raw = simdjson::minify(value);
+    const auto dot = key.find('.');
+    std::string_view head = key.substr(0, dot);
+    if (dot == std::string_view::npos) {
+      if (!top.emplace(std::string(key), std::move(raw)).second)
+        return "seen.values names " + std::string(key) + " twice";
+      continue;
+    }
+    std::string_view rest = key.substr(dot + 1);
+    if (rest.empty() || rest.find('.') != std::string_view::npos)
+      return "seen.values names " + std::string(key) + ", no field path of a request body";
+    if (!nested[std::string(head)].emplace(std::string(rest), std::move(raw)).second)
+      return "seen.values names " + std::string(key) + " twice";
+  }
+  std::string body = "{";
+  auto member = [&](std::string_view key, const std::string& raw) {
+    if (body.size() > 1) body += ',';
+    append_string(body, key);
+    body += ':';
+    body += raw;
+  };
+  for (const auto& [key, raw] : top) {
+    if (nested.contains(key)) return "seen.values names " + key + " and fields inside it";
+    member(key, raw);
+  }
+  for (const auto& [head, members] : nested) {
+    std::string inner = "{";
+    for (const auto& [key, raw] : members) {
+      if (inner.size() > 1) inner += ',';
+      append_string(inner, key);
+      inner += ':' + raw;
+    }
+    member(head, inner + "}");
+  }
+  body += '}';
+  auto decoded = decode_body(body, create ? schema::container_create : schema::exec_config,
+                             unknown_keys::refuse);
+  if (!decoded.value || !decoded.value->as_object())
+    return "seen.values are not a " + std::string(create ? "ContainerCreate" : "ContainerExec") +
+           " body the gate would read: " + decoded.error;
+  out.root = std::move(*decoded.value->as_object());
+
+  std::set<std::string_view> fields;
+  for (element f : seen.at_key("fields").get_array().value_unsafe())
+    fields.insert(f.get_string().value_unsafe());
+  for (element w : seen.at_key("widening").get_array().value_unsafe())
+    out.widening.emplace_back(w.get_string().value_unsafe());
+  auto table = create ? std::span<const widening_field>(create_widening_fields)
+                      : std::span<const widening_field>(exec_widening_fields);
+  for (const auto& w : table) {
+    const json_value* v = locate(out.root, w.path);
+    bool widens = false;
+    if (out.unknown.contains(std::string(w.path)))
+      widens = true;  // set to a value too long to record: not known to be safe
+    else if (v)
+      widens = !is_safe(out.root, v, w.safe);
+    else if (fields.contains(w.path))
+      // Set (not a zero value), its value never recorded: off its safe value, except a
+      // log driver, which may be a local one (the line's own list says which).
+      widens = w.safe != safe_when::log_config;
+    if (widens) out.recomputed.emplace_back(w.path);
+  }
+  return out;
+}
+
 struct learner {
   const learn_options& options;
   learn_result result;
@@ -124,8 +232,9 @@ struct learner {
     bind_targets[std::string(target)].note(time, id);
   }
 
-  // Why a line teaches nothing, or empty when it may be learned.
-  std::string refusal(element line, std::string_view verdict, element seen, bool has_seen) {
+  // Why a line teaches nothing, or empty when it may be learned. The widening fields are
+  // the line's list with the recomputed set (equal, once read_line has compared them).
+  std::string refusal(element line, std::string_view verdict, const seen_body* body) {
     if (verdict == "deny") {
       std::string why(text_at(line, "reason"));
       return why.empty() ? "refused (" + std::string(text_at(line, "rule")) + ")" : why;
@@ -133,100 +242,142 @@ struct learner {
     // Audit mode: a refusal is recorded as its reason, which starts with "dockgate:".
     if (auto would = text_at(line, "would"); would.find("dockgate:") != std::string_view::npos)
       return "audit mode would refuse: " + std::string(would);
-    if (!has_seen) return {};
+    if (!body) return {};
+    std::set<std::string> widening(body->widening.begin(), body->widening.end());
+    widening.insert(body->recomputed.begin(), body->recomputed.end());
     std::string unsafe;
-    simdjson::dom::array widening;
-    if (seen.at_key("widening").get_array().get(widening) == simdjson::SUCCESS)
-      for (element w : widening) {
-        std::string_view path;
-        if (w.get_string().get(path) != simdjson::SUCCESS) continue;
-        bool bounded = contains(boundable_widening, path);
-        if (path == "HostConfig.NetworkMode") {
-          // host and container:<id> share a namespace: no ownership rule bounds them.
-          std::string_view mode;
-          if (seen.at_pointer("/values/HostConfig.NetworkMode").get_string().get(mode) ==
-                  simdjson::SUCCESS &&
-              (mode == "host" || mode.starts_with("container:")))
-            bounded = false;
-        }
-        if (!bounded) unsafe += (unsafe.empty() ? "" : ", ") + std::string(path);
+    for (const auto& path : widening) {
+      bool bounded = contains(boundable_widening, path);
+      if (path == "HostConfig.NetworkMode") {
+        // host and container:<id> share a namespace: no ownership rule bounds them.
+        const json_value* mode = locate(body->root, path);
+        if (!mode || !mode->as_string() ||
+            !learnable_create_value(path, *mode->as_string()))
+          bounded = false;
       }
+      if (!bounded) unsafe += (unsafe.empty() ? "" : ", ") + path;
+    }
     if (!unsafe.empty()) return "never learned (security invariants): " + unsafe;
     return {};
   }
 
-  void learn_create(element values, std::string_view time, std::string_view id) {
-    simdjson::dom::object o;
-    if (values.get_object().get(o) != simdjson::SUCCESS) return;
-    for (auto [key, v] : o) {
-      std::string path(key);
-      if (path == "Image") {
-        std::string_view ref;
-        if (v.get_string().get(ref) == simdjson::SUCCESS) note_image(ref, time, id);
-      } else if (contains(allow_fields, path)) {
-        auto& f = create[path];
-        f.from.note(time, id);
-        std::string_view s;
-        if (v.get_string().get(s) == simdjson::SUCCESS) f.values.emplace(s);
-        simdjson::dom::array a;
-        if (v.get_array().get(a) == simdjson::SUCCESS)
-          for (element item : a)
-            if (item.get_string().get(s) == simdjson::SUCCESS) f.values.emplace(s);
-        if (path == "HostConfig.NetworkMode" && !predefined_network(std::string_view(s)))
-          join_owned.note(time, id);
-      } else if (contains(max_fields, path)) {
-        std::int64_t n = 0;
-        if (v.get_int64().get(n) != simdjson::SUCCESS || n <= 0) continue;
-        auto& f = create[path];
-        f.from.note(time, id);
-        f.max = std::max(f.max, n);
-      } else if (path == "HostConfig.Binds") {
-        simdjson::dom::array a;
-        std::string_view s;
-        if (v.get_array().get(a) == simdjson::SUCCESS)
-          for (element item : a)
-            if (item.get_string().get(s) == simdjson::SUCCESS) note_bind(s, time, id);
-      } else if (path == "HostConfig.Mounts") {
-        simdjson::dom::array a;
-        if (v.get_array().get(a) != simdjson::SUCCESS) continue;
-        for (element m : a) {
-          const std::string_view type = text_at(m, "Type");
-          if (type == "volume") mount_owned.note(time, id);
-          if (type != "bind") continue;
-          bind_sources[std::string(text_at(m, "Source"))].note(time, id);
-          bind_targets[std::string(text_at(m, "Target"))].note(time, id);
-        }
-      } else if (path == "Volumes") {
-        mount_owned.note(time, id);
-      } else if (path == "NetworkingConfig.EndpointsConfig") {
-        simdjson::dom::object endpoints;
-        if (v.get_object().get(endpoints) != simdjson::SUCCESS) continue;
-        for (auto [network, endpoint] : endpoints) {
-          if (!predefined_network(network)) join_owned.note(time, id);
-          if (endpoint.at_key("Aliases").error() == simdjson::SUCCESS) aliases.note(time, id);
-        }
-      }
-    }
+  static void note_strings(field_seen& f, const json_value& v) {
+    if (const auto* s = v.as_string()) f.values.emplace(*s);
+    if (const auto* a = v.as_array())
+      for (const auto& item : *a)
+        if (const auto* s = item.as_string()) f.values.emplace(*s);
   }
 
-  void learn_exec(element values, std::string_view time, std::string_view id) {
-    std::string_view user;
-    if (values.at_key("User").get_string().get(user) != simdjson::SUCCESS) return;
+  void learn_create(const seen_body& body, std::string_view time, std::string_view id) {
+    const json_object& root = body.root;
+    if (const json_value* image = locate(root, "Image"); image && image->as_string())
+      note_image(*image->as_string(), time, id);
+    for (std::string_view path : allow_fields) {
+      const json_value* v = locate(root, path);
+      if (is_empty_value(v)) continue;
+      auto& f = create[std::string(path)];
+      f.from.note(time, id);
+      note_strings(f, *v);
+      if (path == "HostConfig.NetworkMode" && v->as_string() &&
+          !predefined_network(*v->as_string()))
+        join_owned.note(time, id);
+    }
+    for (std::string_view path : max_fields) {
+      const json_value* v = locate(root, path);
+      const auto n = v ? v->as_int() : std::nullopt;
+      if (!n || *n <= 0) continue;
+      auto& f = create[std::string(path)];
+      f.from.note(time, id);
+      f.max = std::max(f.max, *n);
+    }
+    if (const json_value* binds = locate(root, "HostConfig.Binds"); binds && binds->as_array())
+      for (const auto& item : *binds->as_array())
+        if (const auto* s = item.as_string()) note_bind(*s, time, id);
+    if (const json_value* mounts = locate(root, "HostConfig.Mounts"); mounts && mounts->as_array())
+      for (const auto& m : *mounts->as_array()) {
+        if (!m.as_object()) continue;
+        auto str = [&](std::string_view k) {
+          const json_value* f = find(*m.as_object(), k);
+          return f && f->as_string() ? *f->as_string() : std::string();
+        };
+        const std::string type = str("Type");
+        if (type == "volume") mount_owned.note(time, id);
+        if (type != "bind") continue;
+        bind_sources[str("Source")].note(time, id);
+        bind_targets[str("Target")].note(time, id);
+      }
+    if (!is_empty_value(locate(root, "Volumes"))) mount_owned.note(time, id);
+    if (const json_value* endpoints = locate(root, "NetworkingConfig.EndpointsConfig");
+        endpoints && endpoints->as_object())
+      for (const auto& [network, endpoint] : *endpoints->as_object()) {
+        if (!predefined_network(network)) join_owned.note(time, id);
+        if (endpoint.as_object() && !is_empty_value(find(*endpoint.as_object(), "Aliases")))
+          aliases.note(time, id);
+      }
+  }
+
+  void learn_exec(const seen_body& body, std::string_view time, std::string_view id) {
+    const json_value* user = locate(body.root, "User");
+    if (!user || !user->as_string() || user->as_string()->empty()) return;
     auto& f = exec["User"];
     f.from.note(time, id);
-    f.values.emplace(user);
+    f.values.emplace(*user->as_string());
   }
 
-  void read_line(std::string_view text, std::size_t number, simdjson::dom::parser& parser) {
+  // Whether the line's profile, by the recording policy, could have let it through; why
+  // not otherwise. Only lines the gate let through are judged: a refusal is a fact the
+  // gate may well have written for any operation.
+  std::string impossible(element line, const profile& p, operation op, const seen_body* body,
+                         bool has_seen) {
+    const std::string_view verdict = text_at(line, "verdict");
+    const bool audit_would_refuse =
+        p.mode == profile::mode_kind::audit &&
+        text_at(line, "would").find("dockgate:") != std::string_view::npos;
+    if (has_seen && !p.record_fields)
+      return "has \"seen\" but profile " + p.name + " does not record fields";
+    const bool body_op = op == operation::ContainerCreate || op == operation::ContainerExec;
+    if (has_seen && !body_op)
+      return "has \"seen\" on " + std::string(operation_name(op)) +
+             ", which has no create or exec body";
+    if (verdict != "allow" || audit_would_refuse) return {};
+    if (!p.allows(op))
+      return "operation " + std::string(operation_name(op)) + " is not one profile " + p.name +
+             " allows: no line the gate let through";
+    if (body_op && p.record_fields && !has_seen)
+      return "profile " + p.name + " records fields, but this " +
+             std::string(operation_name(op)) + " line has no \"seen\"";
+    if (p.mode == profile::mode_kind::audit) return {};
+    if (op == operation::ImageCreate)
+      if (auto name = line.at_pointer("/object/name"); name.is_string()) {
+        const decision d = review_image_reference(p, name.get_string().value_unsafe());
+        if (const auto* x = std::get_if<deny>(&d))
+          return "says allow, but profile " + p.name + " refuses the image: " + x->reason;
+      }
+    if (!body) return {};
+    // The values once more through the profile's own review: a line that says allow for
+    // values its profile refuses was not written by the gate. (A workspace profile's
+    // review needs the workspace label, whose value is never recorded: not judged here.)
+    if (op == operation::ContainerCreate && p.rules.workspace) return {};
+    const std::string text = to_json(json_value(body->root));
+    const decision d = op == operation::ContainerCreate ? review_container_create(p, text)
+                                                        : review_container_exec(p, text);
+    if (const auto* x = std::get_if<deny>(&d))
+      return "says allow, but profile " + p.name + " refuses its values: " + x->reason;
+    return {};
+  }
+
+  void read_line(std::string_view text, std::string_view where, simdjson::dom::parser& parser) {
     if (text.find_first_not_of(" \t\r") == std::string_view::npos) return;
+    auto reject = [&](const std::string& why) {
+      result.errors.push_back(std::string(where) + ": " + why + ", not learned");
+    };
+    if (auto problem = audit_line_problem(text); !problem.empty())
+      return reject("not an audit line (docs/audit.schema.json): " + problem);
     element line;
-    if (parser.parse(text.data(), text.size()).get(line) != simdjson::SUCCESS ||
-        !line.is_object()) {
-      result.errors.push_back("line " + std::to_string(number) + ": not a JSON audit line");
-      return;
-    }
-    const std::string_view profile = text_at(line, "profile");
-    if (!options.from_profile.empty() && profile != options.from_profile) return;
+    if (parser.parse(text.data(), text.size()).get(line) != simdjson::SUCCESS)
+      return reject("not an audit line: not JSON");
+    const std::string_view profile_name = text_at(line, "profile");
+    if (!options.from_profile.empty() && profile_name != options.from_profile) return;
     const std::string_view op = text_at(line, "operation");
     if (op.empty()) return;  // routing failed: no operation to allow
     // --audit-mode blocking writes a decision line (status 0) before forwarding and the
@@ -234,12 +385,42 @@ struct learner {
     std::int64_t status = -1;
     if (line.at_key("status").get(status) == simdjson::SUCCESS && status == 0) return;
     ++result.lines_read;
+    const auto known_op = operation_from_name(op);
+    if (!known_op) return reject("operation " + std::string(op) + " is no Engine API operation");
+    const profile* p = options.recorded ? options.recorded->find(profile_name) : nullptr;
+    if (!p)
+      return reject("profile " + std::string(profile_name) +
+                    " is not one of the recording policy's (--policy)");
+    if (!p->record_fields &&
+        std::find(result.unrecorded_profiles.begin(), result.unrecorded_profiles.end(), p->name) ==
+            result.unrecorded_profiles.end())
+      result.unrecorded_profiles.push_back(p->name);
+    element seen;
+    const bool has_seen = line.at_key("seen").get(seen) == simdjson::SUCCESS;
+    std::optional<seen_body> body;
+    if (has_seen && (*known_op == operation::ContainerCreate ||
+                     *known_op == operation::ContainerExec)) {
+      auto decoded = decode_seen(seen, *known_op == operation::ContainerCreate);
+      if (auto* why = std::get_if<std::string>(&decoded)) return reject(*why);
+      body = std::move(std::get<seen_body>(decoded));
+      // The line's own list must name every field its values widen: one that leaves any
+      // out was edited (or forged), and says nothing learn can trust.
+      std::string left_out;
+      for (const auto& path : body->recomputed)
+        if (std::find(body->widening.begin(), body->widening.end(), path) == body->widening.end())
+          left_out += (left_out.empty() ? "" : ", ") + path;
+      if (!left_out.empty())
+        return reject("seen.widening leaves out " + left_out +
+                      ", which the line's own values set off the safe value: an edited line");
+    }
+    if (auto why = impossible(line, *p, *known_op, body ? &*body : nullptr, has_seen);
+        !why.empty())
+      return reject(why);
     const std::string_view time = text_at(line, "time"), id = text_at(line, "request_id");
     if (first_time.empty() || time < first_time) first_time = time;
     if (time > last_time) last_time = time;
-    element seen;
-    const bool has_seen = line.at_key("seen").get(seen) == simdjson::SUCCESS && seen.is_object();
-    if (auto why = refusal(line, text_at(line, "verdict"), seen, has_seen); !why.empty()) {
+    if (auto why = refusal(line, text_at(line, "verdict"), body ? &*body : nullptr);
+        !why.empty()) {
       refused[std::string(op) + ": " + why].note(time, id);
       return;
     }
@@ -250,19 +431,26 @@ struct learner {
         note_image(name.get_string().value_unsafe(), time, id);
     if (op == "NetworkCreate") join_owned.note(time, id);
     if (op == "VolumeCreate") mount_owned.note(time, id);
-    if (!has_seen) return;
-    element values;
-    if (seen.at_key("values").get(values) != simdjson::SUCCESS) return;
-    if (op == "ContainerCreate") learn_create(values, time, id);
-    if (op == "ContainerExec") learn_exec(values, time, id);
+    if (*known_op == operation::ContainerCreate || *known_op == operation::ContainerExec) {
+      if (!body) {
+        ++result.unrecorded_bodies;
+        return;
+      }
+      if (*known_op == operation::ContainerCreate) learn_create(*body, time, id);
+      if (*known_op == operation::ContainerExec) learn_exec(*body, time, id);
+    }
   }
 
   // The container_create / container_exec rules, one a line.
-  static void write_rules(std::string& out, const std::map<std::string, field_seen>& fields,
-                          bool skip_network_mode) {
+  // For container_create, an allow list keeps only learnable values (the last wall: no
+  // host namespace, no SecurityOpt weakener, whatever the lines said).
+  static void write_rules(std::string& out, std::map<std::string, field_seen> fields,
+                          bool skip_network_mode, bool create_rules) {
     bool first = true;
-    for (const auto& [path, f] : fields) {
+    for (auto& [path, f] : fields) {
       if (skip_network_mode && path == "HostConfig.NetworkMode") continue;
+      if (create_rules)
+        std::erase_if(f.values, [&](const std::string& v) { return !learnable_create_value(path, v); });
       if (f.max == 0 && f.values.empty()) continue;
       out += first ? "\n        " : ",\n        ";
       first = false;
@@ -374,11 +562,11 @@ struct learner {
     }
     if (creates) {
       out += ",\n      \"container_create\": {";
-      write_rules(out, create, networks);
+      write_rules(out, create, networks, true);
     }
     if (operations.contains("ContainerExec")) {
       out += ",\n      \"container_exec\": {";
-      write_rules(out, exec, false);
+      write_rules(out, exec, false, false);
     }
     if (!bind_sources.empty()) {
       out += ",\n      \"binds\": {\"source_roots\": ";
@@ -398,14 +586,29 @@ struct learner {
 
 }  // namespace
 
+bool learnable_create_value(std::string_view path, std::string_view value) {
+  if (path == "HostConfig.NetworkMode" && (value == "host" || value.find(':') != std::string_view::npos))
+    return false;  // the host's network, or container:<id>'s
+  for (const auto& w : create_widening_fields) {
+    if (w.path != path) continue;
+    if (w.safe == safe_when::network) return true;  // an owned network: join_owned bounds it
+    const json_value v = w.safe == safe_when::security_opt ? json_value(json_array{json_value(std::string(value))})
+                                                           : json_value(std::string(value));
+    return is_safe(json_object{}, &v, w.safe);
+  }
+  return true;
+}
+
 learn_result learn_profile(std::span<const std::string_view> audit_texts, const learn_options& o) {
   learner l{o, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}};
   simdjson::dom::parser parser;
-  for (std::string_view text : audit_texts) {
+  for (std::size_t i = 0; i < audit_texts.size(); ++i) {
+    std::string_view text = audit_texts[i];
+    const std::string file = i < o.sources.size() ? o.sources[i] : "audit text " + std::to_string(i + 1);
     std::size_t number = 0;
     while (!text.empty()) {
       const auto nl = text.find('\n');
-      l.read_line(text.substr(0, nl), ++number, parser);
+      l.read_line(text.substr(0, nl), file + ":" + std::to_string(++number), parser);
       if (nl == std::string_view::npos) break;
       text.remove_prefix(nl + 1);
     }

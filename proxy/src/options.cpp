@@ -118,7 +118,7 @@ std::string usage() {
   dockgate-proxy check --policy FILE
   dockgate-proxy healthcheck URL   (exit 0 if the --metrics listener at URL says the daemon answers)
   dockgate-proxy explain --policy FILE [--profile NAME] METHOD TARGET [BODY_FILE]
-  dockgate-proxy learn --audit FILE [--audit FILE ...] [--profile NAME] [--name NAME] [-o OUT]
+  dockgate-proxy learn --policy FILE --audit FILE [--audit FILE ...] [--profile NAME] [--name NAME] [-o OUT]
 
 serve options:
   --upstream URL            the Docker daemon: unix:///var/run/docker.sock, tcp://host:port,
@@ -166,9 +166,13 @@ check validates a policy file and prints every error at once (exit status 1 if a
 learn reads audit lines (a profile with "record": "fields", e.g. compose/policies/learn.json)
 and writes the narrowest policy file that allows what they show: the operations, image
 repositories, body values (allow lists, max clamps), binds, networks and volumes seen, each
-with where it came from. --profile reads only that profile's lines; --name names the result
-(default: the --profile, else "learned"). What the security invariants forbid is never
-learned: it is printed on stderr as "seen and refused" and kept in the profile's comment.
+with where it came from. --policy is the policy the gate recorded the lines under: a line
+is read only if it matches docs/audit.schema.json, names one of its profiles, and is one
+that profile could have let through. --profile reads only that profile's lines; --name
+names the result (default: the --profile, else "learned"). What the security invariants
+forbid is never learned: it is printed on stderr as "seen and refused" and kept in the
+profile's comment; a line that is no record the gate could have written is printed with
+its number and why. Exit status 1 when no line was learned (nothing is written).
 )";
 }
 
@@ -199,7 +203,9 @@ std::variant<command, parse_error> parse_learn(const std::vector<std::string>& a
   learn_command l;
   for (std::size_t i = 1; i < args.size(); ++i) {
     const std::string& a = args[i];
+    if (a == "-h" || a == "--help") return command{help_request{usage()}};
     std::string* into = a == "--audit"     ? nullptr
+                        : a == "--policy"  ? &l.policy_file
                         : a == "--profile" ? &l.profile
                         : a == "--name"    ? &l.name
                         : a == "-o"        ? &l.output
@@ -212,6 +218,8 @@ std::variant<command, parse_error> parse_learn(const std::vector<std::string>& a
       l.audit_files.push_back(args[++i]);
   }
   if (l.audit_files.empty()) return parse_error{"learn: at least one --audit FILE"};
+  if (l.policy_file.empty())
+    return parse_error{"learn: --policy FILE, the policy the audit lines were recorded under (e.g. compose/policies/learn.json)"};
   if (l.name.empty()) l.name = l.profile.empty() ? "learned" : l.profile;
   return command{l};
 }

@@ -3,12 +3,16 @@
 // the audit lines, and the same workload through the learned profile behaves as it does
 // straight at the daemon (exit codes, output, the daemon's inspect), while a request
 // outside what was seen is refused or held to what was seen, and what the invariants
-// forbid is listed as seen and refused, never learned.
+// forbid is listed as seen and refused, never learned. And the log is not trusted: an
+// edited line (a widening list emptied, an operation the profile never allows, no record at
+// all) teaches nothing, is named with its number, and the learned gate still refuses it.
 #include <stdlib.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "harness.hpp"
@@ -41,8 +45,10 @@ learned learn_from(proxy_process& gate, const std::string& name) {
   char dir[] = "/tmp/dockgate-learned.XXXXXX";
   REQUIRE(::mkdtemp(dir) != nullptr);
   const std::string file = std::string(dir) + "/" + name + ".json";
-  auto r = run(std::string(DOCKGATE_PROXY_BIN) + " learn --audit " + gate.dir() +
-               "/audit.log --profile learn --name " + name + " -o " + file + " 2>&1");
+  // --policy: the policy the gate recorded under (its own copy).
+  auto r = run(std::string(DOCKGATE_PROXY_BIN) + " learn --policy " + gate.dir() +
+               "/policy.json --audit " + gate.dir() + "/audit.log --profile learn --name " + name +
+               " -o " + file + " 2>&1");
   INFO(r.output);
   REQUIRE(r.status == 0);
   return {slurp(file), r.output, file};
@@ -302,4 +308,296 @@ TEST_CASE("learn: a read-only monitor, learned, reads as before and can change n
   CHECK(create.status != 0);
   CHECK(create.output.find("ContainerCreate") != std::string::npos);
   CHECK_FALSE(container_exists(name));
+}
+
+namespace {
+
+// A line of `log` that contains every one of `parts`.
+std::string line_with(const std::string& log, std::initializer_list<std::string_view> parts) {
+  std::istringstream in(log);
+  for (std::string l; std::getline(in, l);)
+    if (std::all_of(parts.begin(), parts.end(),
+                    [&](std::string_view p) { return l.find(p) != std::string::npos; }))
+      return l;
+  return {};
+}
+
+// `line` with `text` inserted after the first `after`.
+std::string edited(std::string line, const std::string& after, const std::string& text) {
+  const auto at = line.find(after);
+  REQUIRE(at != std::string::npos);
+  return line.insert(at + after.size(), text);
+}
+
+}  // namespace
+
+TEST_CASE(
+    "learn: an edited audit log teaches nothing: forged lines are named, and the learned gate "
+    "still refuses a host PID namespace and seccomp=unconfined",
+    "[integration][learn]") {
+  const std::string prefix = unique_name("dg-learn-forged");
+  std::string recorded, policy_copy;
+  char dir[] = "/tmp/dockgate-forged.XXXXXX";
+  REQUIRE(::mkdtemp(dir) != nullptr);
+  {
+    proxy_process gate("compose/policies/learn.json");
+    REQUIRE(run(gate.docker() + " create --name " + prefix + "-seed --memory 64m " + test_image() +
+                " true")
+                .status == 0);
+    gate.terminate();
+    recorded = slurp(gate.dir() + "/audit.log");
+    policy_copy = std::string(dir) + "/learn.json";
+    REQUIRE(run("cp " + gate.dir() + "/policy.json " + policy_copy).status == 0);
+  }
+  run(direct() + " rm -f " + prefix + "-seed");
+  // The gate's own line for that create, edited three ways: a host PID namespace and an
+  // unconfined seccomp added to its values (its "widening" left as it was: []), and the
+  // same record made a swarm init, an operation learn.json never allows.
+  const std::string create = line_with(recorded, {"\"operation\":\"ContainerCreate\"",
+                                                  "\"verdict\":\"allow\"", "\"widening\":[]"});
+  INFO("recorded:\n" << recorded);
+  REQUIRE(!create.empty());
+  const std::string pid_host = edited(create, "\"values\":{", "\"HostConfig.PidMode\":\"host\",");
+  const std::string seccomp =
+      edited(create, "\"values\":{", "\"HostConfig.SecurityOpt\":[\"seccomp=unconfined\"],");
+  std::string swarm = line_with(recorded, {"\"verdict\":\"allow\"", "\"operation\":\"SystemPing"});
+  REQUIRE(!swarm.empty());
+  {
+    const auto at = swarm.find("\"operation\":\"") + 13;
+    swarm.replace(at, swarm.find('"', at) - at, "SwarmInit");
+  }
+  const std::string no_record = R"({"profile":"learn","operation":"PluginPull","verdict":"allow"})";
+
+  const std::string log = std::string(dir) + "/forged.log";
+  std::ofstream(log) << recorded << pid_host << "\n" << seccomp << "\n" << swarm << "\n"
+                     << no_record << "\n";
+  std::size_t recorded_lines = std::count(recorded.begin(), recorded.end(), '\n');
+  const std::string out = std::string(dir) + "/forged.json";
+  auto learn = run(std::string(DOCKGATE_PROXY_BIN) + " learn --policy " + policy_copy +
+                   " --audit " + log + " --profile learn --name forged -o " + out + " 2>&1");
+  INFO("learn:\n" << learn.output);
+  CHECK(learn.status == 0);  // the gate's own lines are still learned
+  auto named = [&](std::size_t n, const std::string& why) {
+    return learn.output.find("refused line " + log + ":" + std::to_string(recorded_lines + n) +
+                             ": " + why) != std::string::npos;
+  };
+  CHECK(named(1, "seen.widening leaves out HostConfig.PidMode"));
+  CHECK(named(2, "seen.widening leaves out HostConfig.SecurityOpt"));
+  CHECK(named(3, "operation SwarmInit is not one profile learn allows"));
+  CHECK(named(4, "not an audit line (docs/audit.schema.json): (line): has no \"time\""));
+  const std::string learned = slurp(out);
+  INFO("learned:\n" << learned);
+  CHECK(learned.find("SwarmInit") == std::string::npos);
+  CHECK(learned.find("PluginPull") == std::string::npos);
+  CHECK(learned.find("seccomp") == std::string::npos);
+  CHECK(learned.find("PidMode") == std::string::npos);
+
+  // A gate running what was learned: the same create passes, the forged values do not,
+  // by the daemon's record.
+  proxy_process gate(learned);
+  const std::string ok = prefix + "-ok", pid = prefix + "-pid", unconfined = prefix + "-seccomp";
+  CHECK(run(gate.docker() + " create --name " + ok + " --memory 64m " + test_image() + " true")
+            .status == 0);
+  CHECK(container_exists(ok));
+  auto refused_pid = run(gate.docker() + " create --name " + pid + " --pid host --memory 64m " +
+                         test_image() + " true 2>&1");
+  CHECK(refused_pid.status != 0);
+  CHECK(refused_pid.output.find("HostConfig.PidMode") != std::string::npos);
+  CHECK_FALSE(container_exists(pid));
+  auto refused_seccomp =
+      run(gate.docker() + " create --name " + unconfined +
+          " --security-opt seccomp=unconfined --memory 64m " + test_image() + " true 2>&1");
+  CHECK(refused_seccomp.status != 0);
+  CHECK(refused_seccomp.output.find("HostConfig.SecurityOpt") != std::string::npos);
+  CHECK_FALSE(container_exists(unconfined));
+  run(direct() + " rm -f " + ok + " " + pid + " " + unconfined);
+
+  // Only forged lines: nothing valid, nothing written, exit 1.
+  const std::string only = std::string(dir) + "/only.log", none = std::string(dir) + "/none.json";
+  std::ofstream(only) << pid_host << "\n" << swarm << "\n" << no_record << "\n";
+  auto nothing = run(std::string(DOCKGATE_PROXY_BIN) + " learn --policy " + policy_copy +
+                     " --audit " + only + " --profile learn -o " + none + " 2>&1");
+  INFO("only forged:\n" << nothing.output);
+  CHECK(nothing.status == 1);
+  CHECK(nothing.output.find("refused line " + only + ":1: seen.widening leaves out "
+                            "HostConfig.PidMode") != std::string::npos);
+  CHECK(nothing.output.find("refused line " + only + ":2: operation SwarmInit") !=
+        std::string::npos);
+  CHECK(nothing.output.find("refused line " + only + ":3: not an audit line") !=
+        std::string::npos);
+  CHECK(nothing.output.find("nothing valid was learned") != std::string::npos);
+  struct stat st{};
+  CHECK(::stat(none.c_str(), &st) != 0);  // nothing written
+  run(std::string("rm -rf ") + dir);
+}
+
+TEST_CASE("learn: --help is its usage, and lines recorded without record fields say to record "
+          "under learn.json",
+          "[integration][learn]") {
+  auto help = run(std::string(DOCKGATE_PROXY_BIN) + " learn --help 2>&1");
+  CHECK(help.status == 0);
+  CHECK(help.output.find("dockgate-proxy learn --policy FILE --audit FILE") != std::string::npos);
+  CHECK(help.output.find("unknown argument") == std::string::npos);
+
+  // A profile that records no fields: its create lines carry no "seen".
+  const std::string plain =
+      R"({"default_profile":"plain","profiles":{"plain":{"allow":["SystemPing","SystemPingHead",)"
+      R"("ContainerCreate","ContainerDelete"],"images":{"allow":["*"]}}}})";
+  const std::string name = unique_name("dg-learn-plain");
+  char dir[] = "/tmp/dockgate-plain.XXXXXX";
+  REQUIRE(::mkdtemp(dir) != nullptr);
+  {
+    proxy_process gate(plain);
+    REQUIRE(run(gate.docker() + " create --name " + name + " " + test_image() + " true").status ==
+            0);
+    gate.terminate();
+    REQUIRE(run("cp " + gate.dir() + "/policy.json " + gate.dir() + "/audit.log " + dir).status ==
+            0);
+  }
+  run(direct() + " rm -f " + name);
+  auto r = run(std::string(DOCKGATE_PROXY_BIN) + " learn --policy " + dir + "/policy.json --audit " +
+               dir + "/audit.log --profile plain -o " + dir + "/out.json 2>&1");
+  INFO(r.output);
+  // No "seen": no image was learned for the create, so the result does not load (as
+  // docs/policy.md says); either way learn says how to record.
+  CHECK(r.status == 1);
+  CHECK(r.output.find("lists no images") != std::string::npos);
+  CHECK(r.output.find("profile plain was recorded without \"record\": \"fields\": 1 create/exec "
+                      "line(s) carry no \"seen\"") != std::string::npos);
+  CHECK(r.output.find("record the client under compose/policies/learn.json") != std::string::npos);
+  run(std::string("rm -rf ") + dir);
+}
+
+// The lines learn refuses as no audit record are exactly those docs/audit.schema.json
+// refuses, as python3-jsonschema reads the schema (scripts/check-audit-log.py): every
+// keyword, pattern edge and transport condition, one mutation of a good line each.
+TEST_CASE("learn: the lines it refuses as no audit record are those python3-jsonschema refuses",
+          "[integration][learn]") {
+  const std::string good =
+      R"({"time":"2026-12-01T21:00:00.000000Z","request_id":"0123abcd-0123456789ab",)"
+      R"("client":{"transport":"unix","uid":0,"gid":0,"pid":7,"process":"docker"},)"
+      R"("profile":"learn","method":"HEAD","path":"/_ping","operation":"SystemPingHead",)"
+      R"("verdict":"allow","status":200,"bytes_in":0,"bytes_out":0,"duration_ms":0.25})";
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string l = good;
+    const auto at = l.find(from);
+    REQUIRE(at != std::string::npos);
+    return l.replace(at, from.size(), to);
+  };
+  auto added = [&](const std::string& member) { return with(R"("status":200)", member + R"(,"status":200)"); };
+  const std::string hex64(64, 'a');
+  const std::string client = R"("client":{"transport":"unix","uid":0,"gid":0,"pid":7,"process":"docker"})";
+  const std::vector<std::string> lines{
+      good,
+      with("21:00:00.000000Z", "23:59:60.999999Z"),
+      with("2026-12-01", "2026-00-01"),
+      with("2026-12-01", "2026-12-32"),
+      with("21:00:00", "24:00:00"),
+      with("00.000000Z", "00.00000Z"),
+      with("000000Z", "000000z"),
+      with(".000000Z", ".000000+00:00"),
+      with("0123456789ab\"", "0123456789abcdef\""),
+      with("0123456789ab\"", "0123456789abcdef0\""),
+      with("0123456789ab\"", "0123456789a\""),
+      with("0123abcd-", "0123ABCD-"),
+      with("0123abcd-", "0123abc-"),
+      with("\"SystemPingHead\"", "\"\""),
+      with("\"SystemPingHead\"", "\"systemPing\""),
+      with("\"SystemPingHead\"", "\"System1\""),
+      with("\"SystemPingHead\"", "\"S\""),
+      added(R"("object":{"type":"image","digest":"sha256:)" + hex64 + "\"}"),
+      added(R"("object":{"type":"image","digest":"sha256:short"})"),
+      added(R"("object":{"type":"image","digest":"sha256+b64u:)" + std::string(32, 'A') + "\"}"),
+      added(R"("object":{"type":"image","digest":"-sha256:)" + hex64 + "\"}"),
+      added(R"("object":{"type":"image","digest":"sha..256:)" + hex64 + "\"}"),
+      added(R"("object":{"type":"image","digest":"SHA256:)" + hex64 + "\"}"),
+      added(R"("object":{"type":"exec","exec_id":")" + hex64 + "\"}"),
+      added(R"("object":{"type":"exec","exec_id":")" + hex64.substr(1) + "\"}"),
+      added(R"("object":{"type":"container"})"),
+      added(R"("object":{"type":"container","name":""})"),
+      added(R"("object":{"type":"daemon","name":"x"})"),
+      added(R"("object":{"type":"container","name":"x","owner":"y"})"),
+      with(client, R"("client":{"transport":"unix","uid":0,"address":"1.2.3.4"})"),
+      with(client, R"("client":{"transport":"tls","address":"1.2.3.4","port":1,"subject":"CN=a"})"),
+      with(client, R"("client":{"transport":"tls","subject":"CN=a","uid":0})"),
+      with(client, R"("client":{"transport":"tcp","address":"1.2.3.4","port":65535})"),
+      with(client, R"("client":{"transport":"tcp","address":"1.2.3.4","port":65536})"),
+      with(client, R"("client":{"transport":"tcp","address":"1.2.3.4","uid":0})"),
+      with(client, R"("client":{"transport":"unknown","uid":0,"address":"a"})"),
+      with(client, R"("client":{"transport":"unix","uid":1.0})"),
+      with(client, R"("client":{"transport":"unix","uid":1.5})"),
+      with(client, R"("client":{"transport":"unix","uid":-1})"),
+      with(client, R"("client":{"transport":"unix","process":""})"),
+      with(client, R"("client":{"uid":0})"),
+      with(client, R"("client":{"transport":"vsock"})"),
+      with(client, R"("client":"unix")"),
+      with(R"("status":200)", R"("status":0)"),
+      with(R"("status":200)", R"("status":1)"),
+      with(R"("status":200)", R"("status":99)"),
+      with(R"("status":200)", R"("status":100)"),
+      with(R"("status":200)", R"("status":599)"),
+      with(R"("status":200)", R"("status":600)"),
+      with(R"("status":200)", R"("status":200.0)"),
+      with(R"("duration_ms":0.25)", R"("duration_ms":0)"),
+      with(R"("duration_ms":0.25)", R"("duration_ms":-0.1)"),
+      with(R"("duration_ms":0.25)", R"("duration_ms":"1")"),
+      with(R"("bytes_in":0)", R"("bytes_in":-1)"),
+      added(R"("hijacked":true)"),
+      added(R"("hijacked":false)"),
+      added(R"("changes":"")"),
+      added(R"("changes":"x forced")"),
+      added(R"("changes":[])"),
+      added(R"("changes":[{"field":"a","action":"b","from":1,"to":null}])"),
+      added(R"("changes":[{"field":"a"}])"),
+      added(R"("changes":[{"field":"a","action":"b","why":1}])"),
+      added(R"("changes":5)"),
+      added(R"("seen":{"fields":[],"values":{"Envy":1},"widening":[]})"),
+      added(R"("seen":{"fields":[],"values":{"Env.x":1},"widening":[]})"),
+      added(R"("seen":{"fields":[],"values":{"HostConfig.LogConfig":1},"widening":[]})"),
+      added(R"("seen":{"fields":[],"values":{"HostConfig.LogConfigs":1},"widening":[]})"),
+      added(R"("seen":{"fields":[""],"values":{},"widening":[]})"),
+      added(R"("seen":{"fields":[],"values":[],"widening":[]})"),
+      added(R"("seen":{"fields":[],"values":{},"widening":[],"trusted":true})"),
+      added(R"("rule":"")"),
+      added(R"("would":"dockgate: x")"),
+      added(R"("dropped":"")"),
+      added(R"("extra":1)"),
+      with(R"("verdict":"allow")", R"("verdict":"deny")"),
+      with(R"("verdict":"allow")", R"("verdict":"Allow")"),
+      with(R"("profile":"learn")", R"("profile":"")"),
+      with(R"("method":"HEAD",)", ""),
+      with(R"("path":"/_ping")", R"("path":5)"),
+      "[]",
+      "not json",
+  };
+  char dir[] = "/tmp/dockgate-schema.XXXXXX";
+  REQUIRE(::mkdtemp(dir) != nullptr);
+  const std::string log = std::string(dir) + "/lines.log";
+  {
+    std::ofstream out(log);
+    for (const auto& l : lines) out << l << "\n";
+  }
+  auto numbers = [&](const std::string& output, const std::string& marker) {
+    std::set<std::size_t> out;
+    const std::string prefix = log + ":";
+    for (std::size_t at = 0; (at = output.find(prefix, at)) != std::string::npos;) {
+      at += prefix.size();
+      const auto end = output.find('\n', at);
+      const std::string rest = output.substr(at, end - at);
+      if (rest.find(marker) != std::string::npos) out.insert(std::stoul(rest));
+    }
+    return out;
+  };
+  auto python = run("/usr/bin/python3 " + repo_root() + "/scripts/check-audit-log.py " +
+                    repo_root() + "/docs/audit.schema.json " + log + " 2>&1");
+  auto learn = run(std::string(DOCKGATE_PROXY_BIN) + " learn --policy " + repo_root() +
+                   "/compose/policies/learn.json --audit " + log + " -o " + dir + "/out.json 2>&1");
+  INFO("python3-jsonschema:\n" << python.output << "\nlearn:\n" << learn.output);
+  const auto by_schema = numbers(python.output, ":");
+  const auto by_learn = numbers(learn.output, "not an audit line");
+  CHECK(by_schema.size() > 30);  // the table does reach the schema's refusals
+  CHECK_FALSE(by_schema.contains(1));
+  CHECK(by_learn == by_schema);
+  CHECK(learn.status == 0);  // the good lines are learned
+  run(std::string("rm -rf ") + dir);
 }

@@ -97,20 +97,32 @@ TEST_CASE("tls:// upstreams: the CA is required, the cert path fills what is not
 }
 
 TEST_CASE("learn takes audit files, a profile, a name and an output", "[options][learn]") {
-  auto r = parse_command_line(
-      {"learn", "--audit", "a.log", "--audit", "b.log", "--profile", "learn", "-o", "out.json"});
+  auto r = parse_command_line({"learn", "--policy", "learn.json", "--audit", "a.log", "--audit",
+                               "b.log", "--profile", "learn", "-o", "out.json"});
   REQUIRE(std::holds_alternative<command>(r));
   auto& l = std::get<learn_command>(std::get<command>(r));
+  CHECK(l.policy_file == "learn.json");
   CHECK(l.audit_files == std::vector<std::string>{"a.log", "b.log"});
   CHECK(l.profile == "learn");
   CHECK(l.name == "learn");  // named after the profile it learned from
   CHECK(l.output == "out.json");
-  auto named = parse_command_line({"learn", "--audit", "a.log", "--name", "ci"});
+  auto named = parse_command_line({"learn", "--policy", "p", "--audit", "a.log", "--name", "ci"});
   CHECK(std::get<learn_command>(std::get<command>(named)).name == "ci");
   CHECK(std::holds_alternative<parse_error>(parse_command_line({"learn"})));
   CHECK(std::holds_alternative<parse_error>(parse_command_line({"learn", "--audit"})));
+  // The recording policy is required: without it no line's profile can be judged.
+  CHECK(std::holds_alternative<parse_error>(parse_command_line({"learn", "--audit", "a"})));
   CHECK(std::holds_alternative<parse_error>(
-      parse_command_line({"learn", "--audit", "a", "--policy", "p"})));
+      parse_command_line({"learn", "--audit", "a", "--policy", "p", "--record"})));
+  // --help is usage, not an error, wherever it stands.
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"learn", "--help"}, {"learn", "-h"}, {"learn", "--audit", "a", "--help"}}) {
+    auto help = parse_command_line(args);
+    REQUIRE(std::holds_alternative<command>(help));
+    REQUIRE(std::holds_alternative<help_request>(std::get<command>(help)));
+    CHECK(std::get<help_request>(std::get<command>(help)).text.find("dockgate-proxy learn") !=
+          std::string::npos);
+  }
 }
 
 TEST_CASE("audit sinks and mode parse: none given means stdout", "[options][audit]") {

@@ -6,8 +6,9 @@
 
 namespace dockgate::proxy {
 
-// Exit status: 0 written, 1 the files could not be read or written, or the result is not
-// a valid policy (a bug: it is printed, not written).
+// Exit status: 0 written; 1 the files could not be read or written, the --policy does not
+// load, no line was learned (nothing is written), or the result is not a valid policy (a
+// bug: it is printed, not written).
 int run_learn(const learn_command& c);
 
 }  // namespace dockgate::proxy

@@ -87,6 +87,7 @@ struct explain_options {
 // profile").
 struct learn_command {
   std::vector<std::string> audit_files;  // --audit FILE, repeatable, at least one
+  std::string policy_file;               // --policy FILE: the policy the lines were recorded under
   std::string profile;                   // --profile NAME: lines of that profile only
   std::string name;    // --name NAME: the learned profile's (default: NAME or "learned")
   std::string output;  // -o FILE; empty: stdout
