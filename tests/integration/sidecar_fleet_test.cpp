@@ -9,7 +9,9 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <mutex>
 
 #include "fuse_harness.hpp"
@@ -34,8 +36,16 @@ std::string container_id(const std::string& container) {
 std::string fleet_key_file(const std::string& name = "fleet.key",
                            const std::string& secret = "fleet-secret-0123456789abcdef-0123456789") {
   const std::string path = "/tmp/dockgate-test-" + std::to_string(::getpid()) + "-" + name;
+  static struct removed_at_exit {
+    std::vector<std::string> paths;
+    ~removed_at_exit() {
+      for (const auto& p : paths) std::remove(p.c_str());
+    }
+  } made;
   std::ofstream(path, std::ios::trunc) << secret << "\n";
   ::chmod(path.c_str(), 0600);
+  if (std::find(made.paths.begin(), made.paths.end(), path) == made.paths.end())
+    made.paths.push_back(path);
   return path;
 }
 
@@ -160,6 +170,8 @@ std::string fleet_signature_of(const std::string& secret, const std::string& fro
       << method << "\n" << path << "\n" << body_hash;
   const std::string mac =
       hex(run("openssl dgst -sha256 -hmac '" + secret + "' " + dir + "-text").output);
+  std::remove((dir + "-body").c_str());
+  std::remove((dir + "-text").c_str());
   return "v1 " + from + " " + to + " " + when + " " + nonce + " " + mac;
 }
 
