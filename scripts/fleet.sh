@@ -168,8 +168,14 @@ host_start() { # host_start K: engine, gate and sidecar of host K (its network i
   record $! "$h/gate.pid"
   wait_for 20 test -S "$h/gate.sock" || { tail -n 20 "$h/gate.log" >&2; return 1; }
   local addr; addr=$(host_addr "$k")
+  # The members a sidecar forwards to (never an address read from the store) and the
+  # fleet's shared secret that signs the hop (docs/sidecar.md, "Members trust each other").
+  local members="" m
+  for ((m = 1; m <= $(cat "$dir/hosts"); m++)); do members+="${members:+,}fleet-$m=http://$(host_addr "$m"):8000"; done
+  [[ -s $dir/fleet.key ]] || (umask 077 && openssl rand -hex 32 >"$dir/fleet.key")
   in_cg "$k" env -u SANDBOX_ALLOW_NO_AUTH -u AWS_CA_BUNDLE \
     DOCKER_HOST="unix://$h/gate.sock" SANDBOX_LISTEN="$addr:8000" SANDBOX_FLEET_URL="http://$addr:8000" \
+    SANDBOX_FLEET_MEMBERS="$members" SANDBOX_FLEET_KEY_FILE="$dir/fleet.key" \
     SANDBOX_INSTANCE="fleet-$k" SANDBOX_INSTANCE_LEASE_S="$lease" SANDBOX_API_KEY="$api_key" \
     SANDBOX_IMAGE="$image" SANDBOX_PULL_ON_START=0 SANDBOX_WARM_POOL=0 SANDBOX_CPUS=0.5 \
     SANDBOX_MAX_SESSIONS=120 SANDBOX_MAX_CONCURRENT_EXECS=64 SANDBOX_MAX_CONCURRENT_CREATES=8 \

@@ -5,6 +5,8 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
 
 #include "dockgate/common/endpoint.hpp"
 #include "dockgate/sidecar/s3.hpp"
@@ -217,6 +219,51 @@ config_result load_config(const std::map<std::string, std::string>& env) {
       r.errors.push_back("SANDBOX_FLEET_URL: expected http://host:port, got \"" + c.fleet_url +
                          "\"" + (why.empty() ? "" : " (" + why + ")"));
   }
+  // The fleet's members and its own credential (fleet_auth.hpp): forwarding goes only to
+  // a listed member, signed with the key; neither is read from the store.
+  std::string members;
+  text("SANDBOX_FLEET_MEMBERS", members);
+  for (std::size_t start = 0; start < members.size();) {
+    auto end = members.find(',', start);
+    if (end == std::string::npos) end = members.size();
+    std::string entry = members.substr(start, end - start);
+    start = end + 1;
+    while (!entry.empty() && std::isspace(static_cast<unsigned char>(entry.back()))) entry.pop_back();
+    while (!entry.empty() && std::isspace(static_cast<unsigned char>(entry.front()))) entry.erase(0, 1);
+    if (entry.empty()) continue;
+    const auto eq = entry.find('=');
+    std::string name = eq == std::string::npos ? std::string() : entry.substr(0, eq);
+    std::string url = eq == std::string::npos ? std::string() : entry.substr(eq + 1);
+    while (url.ends_with('/')) url.pop_back();
+    std::string why;
+    if (name.empty() || !url.starts_with("http://") ||
+        !common::parse_endpoint("tcp://" + url.substr(7), &why))
+      r.errors.push_back("SANDBOX_FLEET_MEMBERS: expected instance=http://host:port, got \"" +
+                         entry + "\"" + (why.empty() ? "" : " (" + why + ")"));
+    else if (!c.fleet_members.emplace(name, url).second)
+      r.errors.push_back("SANDBOX_FLEET_MEMBERS: instance \"" + name + "\" is listed twice");
+  }
+  if (!c.fleet_members.empty() && c.workspace_mode != "fuse")
+    r.errors.push_back("SANDBOX_FLEET_MEMBERS needs SANDBOX_WORKSPACE_MODE=fuse (a fleet's "
+                       "sessions live in the store)");
+  text("SANDBOX_FLEET_KEY_FILE", c.fleet_key_file);
+  if (!c.fleet_key_file.empty()) {
+    std::ifstream in(c.fleet_key_file, std::ios::binary);
+    std::string key((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    while (!key.empty() && (key.back() == '\n' || key.back() == '\r')) key.pop_back();
+    if (!in.good() && !in.eof())
+      r.errors.push_back("SANDBOX_FLEET_KEY_FILE: cannot read " + c.fleet_key_file);
+    else if (key.size() < 32)
+      r.errors.push_back("SANDBOX_FLEET_KEY_FILE: " + c.fleet_key_file +
+                         " must hold at least 32 bytes (the fleet's shared secret; e.g. "
+                         "openssl rand -hex 32)");
+    else
+      c.fleet_key = std::move(key);
+  }
+  if ((!c.fleet_url.empty() || !c.fleet_members.empty()) && c.fleet_key_file.empty())
+    r.errors.push_back("SANDBOX_FLEET_URL and SANDBOX_FLEET_MEMBERS need SANDBOX_FLEET_KEY_FILE "
+                       "(the members' own credential: a forwarded call is signed with it, and "
+                       "the client's key is never passed on)");
   text("SANDBOX_DISK_SIZE", c.disk_size);
   text("SANDBOX_SECCOMP_PROFILE", c.seccomp_profile);
   integer("SANDBOX_MAX_OUTPUT_BYTES", c.max_output_bytes, 1);

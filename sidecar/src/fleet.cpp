@@ -3,9 +3,11 @@
 #include "fleet.hpp"
 
 #include <algorithm>
+#include <ctime>
 #include <iostream>
 
 #include "dockgate/client/http_client.hpp"
+#include "fleet_auth.hpp"
 #include "request.hpp"
 #include "session_lifecycle.hpp"
 #include "session_registry.hpp"
@@ -91,13 +93,19 @@ std::optional<http_reply> fleet::decide(const http_request& r, const std::string
       if (!holder.found() && !holder.absent())
         return detail(503, "the fleet's store is unreachable: " + holder.error);
       if (lease_live(holder, lease_->ttl_s())) {
-        if (!r.forwarded.empty() || holder.record->url.empty())
+        if (!r.forwarded.empty())
           return detail(503, "session " + sid + " is held by instance " + record.owner +
-                                 (holder.record->url.empty()
-                                      ? " (which has no SANDBOX_FLEET_URL to reach it)"
-                                      : " (a forwarded call is not forwarded again)"));
-        remember_holder(sid, *holder.record);
-        forward_to = *holder.record;
+                                 " (a forwarded call is not forwarded again)");
+        // Dialled only where the operator listed the holder (fleet_auth.hpp): the record's
+        // `url` is never used, so a store writer cannot send calls elsewhere.
+        if (!config_.fleet_members.contains(record.owner))
+          return detail(503, "session " + sid + " is held by instance " + record.owner +
+                                 ", which is not a member of this sidecar's fleet "
+                                 "(SANDBOX_FLEET_MEMBERS): the call is not forwarded");
+        lease_record to = *holder.record;
+        to.instance = record.owner;  // the member is the one the record names
+        remember_holder(sid, to);
+        forward_to = to;
         return std::nullopt;
       }
     }
@@ -120,18 +128,26 @@ std::optional<http_reply> fleet::decide(const http_request& r, const std::string
 
 http_reply fleet::forward(const http_request& r, const lease_record& holder,
                           const std::string& sid) {
-  // SANDBOX_FLEET_URL is http://host:port (config.cpp checks it where it is set; a lease
-  // written by another sidecar is read the same way and refused otherwise).
+  // Only to a member the operator listed, at the address listed (SANDBOX_FLEET_MEMBERS,
+  // http://host:port, checked by config.cpp): never where a record in the store points.
+  const auto member = config_.fleet_members.find(holder.instance);
+  if (member == config_.fleet_members.end() || config_.fleet_key.empty())
+    return detail(503, "session " + sid + " is held by instance " + holder.instance +
+                           ", which is not a member of this sidecar's fleet "
+                           "(SANDBOX_FLEET_MEMBERS): the call is not forwarded");
+  const std::string& url = member->second;
   std::string error;
-  std::optional<common::endpoint> where;
-  if (holder.url.starts_with("http://"))
-    where = common::parse_endpoint("tcp://" + holder.url.substr(7), &error);
+  auto where = common::parse_endpoint("tcp://" + url.substr(7), &error);
   if (!where || where->scheme != common::endpoint::kind::tcp)
     return detail(503, "session " + sid + " is held by instance " + holder.instance +
-                           ", whose address cannot be used: " + holder.url);
+                           ", whose address cannot be used: " + url);
   client::transport to{*where, nullptr};
-  std::string headers = "Authorization: " + r.authorization + "\r\nX-Dockgate-Forwarded: " +
-                        config_.instance + "\r\n";
+  // The fleet's own credential, never the client's Authorization (fleet_auth.hpp).
+  std::string headers = "X-Dockgate-Forwarded: " + config_.instance + "\r\nX-Dockgate-Fleet: " +
+                        fleet_signature(config_.fleet_key, config_.instance, holder.instance,
+                                        static_cast<std::int64_t>(std::time(nullptr)),
+                                        random_hex(16), r.method, r.path, r.body) +
+                        "\r\n";
   if (!r.accept.empty()) headers += "Accept: " + r.accept + "\r\n";
   // As long as the holder may take: the longest cell and its collection, and the calls.
   const auto timeout = std::chrono::milliseconds(config_.exec_timeout_cap_ms) +
@@ -142,11 +158,11 @@ http_reply fleet::forward(const http_request& r, const lease_record& holder,
       std::chrono::milliseconds(std::clamp<std::int64_t>(lease_->ttl_s() * 1000 / 5, 500, 3000));
   auto answer = client::http_request(to, r.method, r.path, r.body, timeout,
                                      static_cast<std::size_t>(config_.max_body_bytes) * 2, headers,
-                                     holder.url.substr(7), "application/json", connect_timeout);
+                                     url.substr(7), "application/json", connect_timeout);
   if (answer.status == 0 || answer.status == 503) forget_holder(sid);
   if (answer.status == 0)
     return detail(503, "session " + sid + " is held by instance " + holder.instance + " at " +
-                           holder.url + ", which did not answer: " + answer.error);
+                           url + ", which did not answer: " + answer.error);
   if (answer.content_type.empty() || answer.content_type.starts_with("application/json"))
     return {answer.status, std::move(answer.body)};
   // A streamed answer (an exec's events): passed on whole, with its type.

@@ -4,9 +4,11 @@
 // the sidecar library.
 //
 // - No record: not a session of the fleet; served here (the local 404, DELETE's ok).
-// - Its holder's store lease is live: the call is forwarded to the holder
-//   (SANDBOX_FLEET_URL in its lease), once — a forwarded call (X-Dockgate-Forwarded) is
-//   never forwarded again; the client sees one service whichever member it reached.
+// - Its holder's store lease is live: the call is forwarded to the holder at the address
+//   the operator listed for it (SANDBOX_FLEET_MEMBERS; never the `url` its records hold),
+//   signed with the fleet's key and without the client's Authorization (fleet_auth.hpp),
+//   once — a forwarded call (X-Dockgate-Forwarded) is never forwarded again; the client
+//   sees one service whichever member it reached. A holder not listed: 503 naming it.
 // - Its holder's lease has expired (or is this instance's own, a hold it lost track of):
 //   the record is rewritten to name this holder (If-Match: of two sidecars taking it, one
 //   wins; the other looks again) and the session is made here (take_over).

@@ -272,6 +272,8 @@ void http_server::serve_connection(int fd) {
       if (http::iequals(head.fields[i].name, "accept")) req.accept = std::string(head.fields[i].value);
       if (http::iequals(head.fields[i].name, "x-dockgate-forwarded"))
         req.forwarded = std::string(head.fields[i].value);
+      if (http::iequals(head.fields[i].name, "x-dockgate-fleet"))
+        req.fleet_auth = std::string(head.fields[i].value);
     }
     const bool keep = head.keep_alive;
     buffer.erase(0, head_size);

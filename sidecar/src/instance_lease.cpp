@@ -3,6 +3,8 @@
 #include "dockgate/sidecar/instance_lease.hpp"
 #include "labels.hpp"  // session_user
 
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <simdjson.h>
 #include <unistd.h>
 
@@ -158,6 +160,23 @@ std::string utc(std::int64_t t) {
 
 }  // namespace
 
+std::string lease_name(const config& c) {
+  std::string name = std::string(lease_prefix) + c.instance;
+  if (c.api_key.empty()) return name;
+  const std::string text = "dockgate-instance-lease\n" + c.instance;
+  unsigned char mac[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  HMAC(EVP_sha256(), c.api_key.data(), static_cast<int>(c.api_key.size()),
+       reinterpret_cast<const unsigned char*>(text.data()), text.size(), mac, &len);
+  static constexpr char digits[] = "0123456789abcdef";
+  name += '-';
+  for (unsigned i = 0; i < 8 && i < len; ++i) {
+    name += digits[mac[i] >> 4];
+    name += digits[mac[i] & 15];
+  }
+  return name;
+}
+
 lease_holder lease_holder::of_this_process() {
   lease_holder h;
   h.id = random_hex(16);
@@ -239,7 +258,7 @@ instance_lease::~instance_lease() {
 std::unique_ptr<instance_lease> instance_lease::acquire(const client::engine& docker,
                                                         const config& c, std::string& error) {
   const lease_holder self = lease_holder::of_this_process();
-  const std::string name = std::string(lease_prefix) + c.instance;
+  const std::string name = lease_name(c);
   const std::int64_t ttl = c.instance_lease_s;
   const auto creating_patience = std::chrono::steady_clock::now() + std::chrono::seconds(ttl);
   for (int attempt = 0; attempt < 8; ++attempt) {
@@ -285,8 +304,18 @@ std::unique_ptr<instance_lease> instance_lease::acquire(const client::engine& do
         if (std::chrono::steady_clock::now() < creating_patience) {
           --attempt;
           std::this_thread::sleep_for(100ms);
+          continue;
         }
-        continue;
+        // Still taken and still unseen after a lease: no create takes that long. It is an
+        // object of another owner of the engine (made through another gate, or on the
+        // engine directly), which this gate neither shows nor removes: not a lease.
+        error = "the instance lease's name " + name +
+                " is taken on the engine by a container this gate does not show (another "
+                "owner's: made through another gate or on the engine directly); it is not a "
+                "lease of instance \"" + c.instance + "\", and this sidecar cannot remove it. " +
+                "Remove it on the engine (docker rm -f " + name +
+                ") or give this sidecar another SANDBOX_INSTANCE";
+        return nullptr;
       }
       error = "the instance lease " + name + " exists but cannot be read through this gate (" +
               std::to_string(status) + "): is it another profile's container?";

@@ -5,10 +5,13 @@
 
 #include <simdjson.h>
 
+#include <ctime>
+
 #include "archive_store.hpp"
 #include "cells.hpp"
 #include "files.hpp"
 #include "fleet.hpp"
+#include "fleet_auth.hpp"
 #include "pool_sessions.hpp"
 #include "request.hpp"
 #include "session_containers.hpp"
@@ -36,7 +39,8 @@ struct service::rooms {
         fleet(c, lease, registry, lifecycle),
         cells(c, docker, containers, registry, lifecycle),
         files(c, containers, registry),
-        storage(c) {}
+        storage(c),
+        fleet_auth(c.fleet_key, c.instance) {}
 
   session_containers containers;
   workspace_mounts mounts;
@@ -49,6 +53,7 @@ struct service::rooms {
   class cells cells;
   class files files;
   storage_api storage;
+  fleet_verifier fleet_auth;  // checks the fleet's credential on forwarded calls
 };
 
 service::service(config c, client::engine docker, store_lease* fleet)
@@ -91,7 +96,17 @@ http_reply service::handle(const http_request& r) {
     if (r.method != "GET") return detail(405, "Method Not Allowed");
     return healthz();
   }
-  if (!config_.allow_no_auth) {
+  if (!r.forwarded.empty() || !r.fleet_auth.empty()) {
+    // A call another member forwarded: served only with the fleet's own credential,
+    // addressed to this instance (fleet_auth.hpp). The client's key, which a member never
+    // passes on, does not stand in for it, nor does SANDBOX_ALLOW_NO_AUTH.
+    if (auto refused = rooms_->fleet_auth.check(r.fleet_auth, r.forwarded, r.method, r.path,
+                                                r.body, static_cast<std::int64_t>(std::time(nullptr)))) {
+      std::string body = R"({"error":"unauthorized","detail":)";
+      client::append_json_string(body, "forwarded call refused: " + *refused);
+      return {401, body + "}"};
+    }
+  } else if (!config_.allow_no_auth) {
     // Constant-time comparison of the whole header with "Bearer <key>".
     const std::string expected = "Bearer " + config_.api_key;
     unsigned char diff = r.authorization.size() == expected.size() ? 0 : 1;

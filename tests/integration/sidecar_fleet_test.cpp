@@ -3,7 +3,16 @@
 // reaches another sidecar is forwarded to a live holder, and takes the session over once
 // the holder's lease has expired, with every file its workspace held. Judged by the
 // answers, the daemon's record of the session's container and the objects in the store.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+
+#include <algorithm>
 #include <atomic>
+#include <cstdio>
+#include <mutex>
 
 #include "fuse_harness.hpp"
 
@@ -23,14 +32,103 @@ std::string container_id(const std::string& container) {
   return r.status == 0 ? r.output.substr(0, r.output.find('\n')) : "";
 }
 
-// A fleet member: its own gate and workspace root, the shared store prefix, a short lease.
+// The fleet's shared secret (SANDBOX_FLEET_KEY_FILE), one per test process.
+std::string fleet_key_file(const std::string& name = "fleet.key",
+                           const std::string& secret = "fleet-secret-0123456789abcdef-0123456789") {
+  const std::string path = "/tmp/dockgate-test-" + std::to_string(::getpid()) + "-" + name;
+  static struct removed_at_exit {
+    std::vector<std::string> paths;
+    ~removed_at_exit() {
+      for (const auto& p : paths) std::remove(p.c_str());
+    }
+  } made;
+  std::ofstream(path, std::ios::trunc) << secret << "\n";
+  ::chmod(path.c_str(), 0600);
+  if (std::find(made.paths.begin(), made.paths.end(), path) == made.paths.end())
+    made.paths.push_back(path);
+  return path;
+}
+
+// A fleet member: its own gate and workspace root, the shared store prefix, a short lease,
+// the fleet's key.
 std::vector<std::string> member_env(const fuse_setup& fs) {
   auto env = fs.env();
   env.push_back("SANDBOX_FLEET_URL=self");
+  env.push_back("SANDBOX_FLEET_KEY_FILE=" + fleet_key_file());
   env.push_back("SANDBOX_INSTANCE_LEASE_S=5");
   env.push_back("SANDBOX_WARM_POOL=0");
   return env;
 }
+
+// Two members that list each other (SANDBOX_FLEET_MEMBERS), each at a port chosen ahead.
+struct fleet_pair {
+  std::string instance_a = unique_name("fa"), instance_b = unique_name("fb");
+  std::string port_a = free_tcp_port(), port_b = free_tcp_port();
+  std::vector<std::string> env(const fuse_setup& fs, bool a) const {
+    auto e = member_env(fs);
+    e.insert(e.begin(), {"SANDBOX_INSTANCE=" + (a ? instance_a : instance_b),
+                         "SANDBOX_LISTEN=127.0.0.1:" + (a ? port_a : port_b),
+                         "SANDBOX_FLEET_MEMBERS=" + instance_a + "=http://127.0.0.1:" + port_a +
+                             "," + instance_b + "=http://127.0.0.1:" + port_b});
+    return e;
+  }
+};
+
+// A TCP listener on 127.0.0.1 standing for a server a store writer points a record at:
+// it records every byte any connection sends it.
+class listener {
+ public:
+  listener() {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    REQUIRE(::listen(fd_, 16) == 0);
+    socklen_t len = sizeof a;
+    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+    thread_ = std::thread([this] {
+      while (!stop_) {
+        pollfd p{fd_, POLLIN, 0};
+        if (::poll(&p, 1, 100) <= 0) continue;
+        const int c = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+        if (c < 0) continue;
+        ++connections_;
+        char buf[4096];
+        for (int i = 0; i < 20; ++i) {  // up to 2 s of what it sends; it gets no answer
+          pollfd q{c, POLLIN, 0};
+          if (::poll(&q, 1, 100) <= 0) continue;
+          const auto n = ::read(c, buf, sizeof buf);
+          if (n <= 0) break;
+          std::lock_guard g(m_);
+          seen_.append(buf, static_cast<std::size_t>(n));
+        }
+        ::close(c);
+      }
+    });
+  }
+  ~listener() {
+    stop_ = true;
+    thread_.join();
+    ::close(fd_);
+  }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  int connections() const { return connections_; }
+  std::string seen() {
+    std::lock_guard g(m_);
+    return seen_;
+  }
+
+ private:
+  int fd_ = -1;
+  std::uint16_t port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> connections_{0};
+  std::mutex m_;
+  std::string seen_;
+  std::thread thread_;
+};
 
 // PUT of an object under the prefix, as another sidecar of the fleet would write it
 // (s3rver takes unsigned requests).
@@ -40,6 +138,41 @@ int put_object(const fuse_setup& fs, const std::string& key, const std::string& 
   return run("curl -sf -X PUT --data-binary @" + file + " " + env_or("DOCKGATE_TEST_S3_ENDPOINT") + "/" +
              env_or("DOCKGATE_TEST_S3_BUCKET") + "/" + fs.prefix + "/" + key + " -o /dev/null")
       .status;
+}
+
+// A call to a member with exactly `headers`.
+dockgate::client::http_response raw_call(const std::string& port, const std::string& method,
+                                         const std::string& path, const std::string& body,
+                                         const std::string& headers) {
+  dockgate::client::transport ep{{dockgate::common::endpoint::kind::tcp, "", "127.0.0.1",
+                                  static_cast<std::uint16_t>(std::stoi(port))},
+                                 nullptr};
+  return dockgate::client::http_request(ep, method, path, body, 120s, 1 << 20, headers);
+}
+
+// The X-Dockgate-Fleet value a member with `secret` sends, computed here with openssl's
+// command line (as docs/sidecar.md describes it), not with the sidecar's code.
+std::string fleet_signature_of(const std::string& secret, const std::string& from,
+                               const std::string& to, const std::string& method,
+                               const std::string& path, const std::string& body,
+                               const std::string& nonce) {
+  const std::string dir = "/tmp/dockgate-test-" + std::to_string(::getpid());
+  std::ofstream(dir + "-body", std::ios::trunc) << body;
+  auto hex = [](const std::string& out) {
+    auto v = out.substr(out.rfind(' ') + 1);
+    while (!v.empty() && v.back() == '\n') v.pop_back();
+    return v;
+  };
+  const std::string body_hash = hex(run("openssl dgst -sha256 " + dir + "-body").output);
+  const std::string when = std::to_string(std::time(nullptr));
+  std::ofstream(dir + "-text", std::ios::trunc)
+      << "dockgate-fleet-v1\n" << from << "\n" << to << "\n" << when << "\n" << nonce << "\n"
+      << method << "\n" << path << "\n" << body_hash;
+  const std::string mac =
+      hex(run("openssl dgst -sha256 -hmac '" + secret + "' " + dir + "-text").output);
+  std::remove((dir + "-body").c_str());
+  std::remove((dir + "-text").c_str());
+  return "v1 " + from + " " + to + " " + when + " " + nonce + " " + mac;
 }
 
 }  // namespace
@@ -52,8 +185,9 @@ TEST_CASE("fleet: a call for a session held elsewhere is forwarded to its live h
   fb.prefix = fa.prefix;
   proxy_process pa(fa.policy);
   proxy_process pb(fb.policy);
-  sidecar_process a(pa, member_env(fa));
-  sidecar_process b(pb, member_env(fb));
+  const fleet_pair fleet;
+  sidecar_process a(pa, fleet.env(fa, true));
+  sidecar_process b(pb, fleet.env(fb, false));
 
   auto created = a.create(R"({"archive_key":"fleet-conv","idle_ttl_sec":900})");
   INFO(created.body << a.log());
@@ -111,7 +245,7 @@ TEST_CASE("fleet: a call for a session held elsewhere is forwarded to its live h
   // A comes back; B stops (SIGTERM): B hands the session over (its container and mount
   // go, the record stays, its store lease is released), so A's next call takes it over
   // at once, with no lease to wait for.
-  sidecar_process a2(pa, member_env(fa));
+  sidecar_process a2(pa, fleet.env(fa, true));
   b.stop(SIGTERM);
   CHECK_FALSE(container_exists(name));
   CHECK_FALSE(mounted(fb.root + "/" + sid));
@@ -204,4 +338,127 @@ TEST_CASE("fleet: a store that ignores conditional writes is refused at start", 
   INFO(refused->log_text());
   CHECK(status == 1);
   CHECK(refused->log_text().find("does not honour conditional writes") != std::string::npos);
+}
+
+TEST_CASE("fleet: the store never chooses where a call goes, and the client's key never leaves the member it reached",
+          "[integration][sidecar][fuse][fleet]") {
+  REQUIRE(!env_or("DOCKGATE_TEST_S3_ENDPOINT").empty());
+  fuse_setup fa;
+  fuse_setup fb;
+  fb.prefix = fa.prefix;
+  proxy_process pa(fa.policy);
+  proxy_process pb(fb.policy);
+  const fleet_pair fleet;
+  sidecar_process a(pa, fleet.env(fa, true));
+  sidecar_process b(pb, fleet.env(fb, false));
+  auto created = a.create(R"({"archive_key":"trust-conv"})");
+  INFO(created.body << a.log());
+  REQUIRE(created.status == 200);
+  const std::string sid = field(created.body, "session_id");
+  listener intruder;
+  const std::string record_key = ".dockgate-fleet/sessions/" + sid + ".json";
+  const std::string record = fa.object(record_key);
+  const std::string owner_a = "\"owner\":\"" + fleet.instance_a + "\"";
+  REQUIRE(record.find(owner_a) != std::string::npos);
+
+  // 1. A store writer names a holder the operator never listed, with a live lease whose
+  // url is the intruder's listener: B does not forward, and says why.
+  std::string forged = record;
+  forged.replace(forged.find(owner_a), owner_a.size(), "\"owner\":\"intruder\"");
+  REQUIRE(put_object(fa, ".dockgate-fleet/instances/intruder.json",
+                     R"({"instance":"intruder","holder":"h","url":")" + intruder.url() +
+                         R"(","host":"elsewhere","pid":1,"beat":1})") == 0);
+  REQUIRE(put_object(fa, record_key, forged) == 0);
+  auto refused = b.call("POST", "/exec", exec_body(sid, "print('ran')"));
+  INFO(refused.body << b.log());
+  CHECK(refused.status == 503);
+  CHECK(field(refused.body, "detail") ==
+        "session " + sid +
+            " is held by instance intruder, which is not a member of this sidecar's fleet "
+            "(SANDBOX_FLEET_MEMBERS): the call is not forwarded");
+
+  // 2. A store writer points the live holder's own lease at the listener: B forwards to
+  // the holder where the operator listed it (A answers), or, if A has already seen its
+  // lease rewritten and stopped, answers 503 naming it; never the listener.
+  REQUIRE(put_object(fa, record_key, record) == 0);
+  const std::string lease_key = ".dockgate-fleet/instances/" + fleet.instance_a + ".json";
+  std::string lease = fa.object(lease_key);
+  const auto url_at = lease.find("\"url\":\"");
+  REQUIRE(url_at != std::string::npos);
+  lease.replace(url_at, lease.find('"', url_at + 7) + 1 - url_at, "\"url\":\"" + intruder.url() + "\"");
+  REQUIRE(put_object(fa, lease_key, lease) == 0);
+  auto via_b = b.call("POST", "/exec", exec_body(sid, "print('ran')"));
+  INFO(via_b.body << b.log());
+  if (via_b.status == 200)
+    CHECK(field(via_b.body, "stdout") == "ran\n");
+  else
+    CHECK(field(via_b.body, "detail").find("held by instance " + fleet.instance_a) !=
+          std::string::npos);
+
+  // The intruder's server heard nothing: no connection, no key.
+  std::this_thread::sleep_for(500ms);
+  CHECK(intruder.connections() == 0);
+  CHECK(intruder.seen().find("Authorization") == std::string::npos);
+  CHECK(intruder.seen().find(api_key) == std::string::npos);
+}
+
+TEST_CASE("fleet: a call that says it was forwarded is served only with the fleet's credential, once",
+          "[integration][sidecar][fuse][fleet]") {
+  REQUIRE(!env_or("DOCKGATE_TEST_S3_ENDPOINT").empty());
+  fuse_setup fa;
+  proxy_process pa(fa.policy);
+  const fleet_pair fleet;
+  sidecar_process a(pa, fleet.env(fa, true));
+  auto created = a.create(R"({"archive_key":"cred-conv"})");
+  INFO(created.body << a.log());
+  REQUIRE(created.status == 200);
+  const std::string sid = field(created.body, "session_id");
+  const std::string from_b = "X-Dockgate-Forwarded: " + fleet.instance_b + "\r\n";
+  auto write_cell = [&](const std::string& name) {
+    return exec_body(sid, "open('/workspace/outputs/" + name + "','w').write('ran')");
+  };
+  const std::string secret = "fleet-secret-0123456789abcdef-0123456789";
+
+  // The client's own key does not make a forwarded call: refused before anything runs.
+  const std::string body1 = write_cell("bearer.txt");
+  auto with_bearer = raw_call(fleet.port_a, "POST", "/exec", body1,
+                              "Authorization: Bearer " + api_key + "\r\n" + from_b);
+  CHECK(with_bearer.status == 401);
+  CHECK(field(with_bearer.body, "detail") ==
+        "forwarded call refused: a forwarded call needs the fleet's credential (X-Dockgate-Fleet)");
+  // Signed under another fleet's key: refused.
+  const std::string body2 = write_cell("other-key.txt");
+  auto other_key = raw_call(
+      fleet.port_a, "POST", "/exec", body2,
+      from_b + "X-Dockgate-Fleet: " +
+          fleet_signature_of("another-fleet-secret-0123456789abcdef", fleet.instance_b,
+                             fleet.instance_a, "POST", "/exec", body2,
+                             "00112233445566778899aabbccddeeff") +
+          "\r\n");
+  CHECK(other_key.status == 401);
+  // Signed for another call (the signature of one body sent with another): refused.
+  const std::string body3 = write_cell("swapped.txt");
+  auto swapped = raw_call(fleet.port_a, "POST", "/exec", body3,
+                          from_b + "X-Dockgate-Fleet: " +
+                              fleet_signature_of(secret, fleet.instance_b, fleet.instance_a,
+                                                 "POST", "/exec", exec_body(sid, "print(1)"),
+                                                 "10112233445566778899aabbccddeeff") +
+                              "\r\n");
+  CHECK(swapped.status == 401);
+  // The fleet's credential, as a member makes it: served. Sent again: refused (replay).
+  const std::string body4 = write_cell("genuine.txt");
+  const std::string genuine = from_b + "X-Dockgate-Fleet: " +
+                              fleet_signature_of(secret, fleet.instance_b, fleet.instance_a,
+                                                 "POST", "/exec", body4,
+                                                 "20112233445566778899aabbccddeeff") +
+                              "\r\n";
+  auto served = raw_call(fleet.port_a, "POST", "/exec", body4, genuine);
+  INFO(served.body << a.log());
+  CHECK(served.status == 200);
+  CHECK(field(served.body, "exit_code") == "0");
+  CHECK(raw_call(fleet.port_a, "POST", "/exec", body4, genuine).status == 401);
+
+  // The session's own record of what ran: only the genuine call's file.
+  auto listed = a.exec(sid, "import os; print(sorted(os.listdir('/workspace/outputs')))");
+  CHECK(field(listed, "stdout") == "['genuine.txt']\n");
 }

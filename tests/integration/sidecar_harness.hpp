@@ -94,6 +94,9 @@ class sidecar_process {
   sidecar_process(const proxy_process& proxy, std::vector<std::string> env = {},
                   std::string hosts_file = {}) {
     port_ = free_tcp_port();
+    // A test that lists its members' addresses ahead (a fleet) chooses the port itself.
+    for (const auto& e : env)
+      if (e.starts_with("SANDBOX_LISTEN=127.0.0.1:")) port_ = e.substr(25);
     // The test's variables come first: getenv returns the first of a name.
     std::vector<std::string> full = env;
     // The test's S3 endpoint (s3rver) is one the operator allows.

@@ -5,6 +5,8 @@
 // them, and whether the processes are alive.
 #include <sys/wait.h>
 
+#include <fstream>
+
 #include "sidecar_harness.hpp"
 
 using namespace dockgate::test;
@@ -26,14 +28,40 @@ bool healthy(const std::string& port) {
   return dockgate::client::http_request(ep, "GET", "/healthz", "", 5s, 1 << 20, "").status == 200;
 }
 
+// The lease container's name for `instance` under the test's API key, computed here with
+// openssl's command line as docs/sidecar.md gives it: the first 16 hex digits of
+// HMAC-SHA256(key, "dockgate-instance-lease\n" + instance).
+std::string lease_container(const std::string& instance) {
+  auto out = run("printf 'dockgate-instance-lease\\n%s' '" + instance +
+                 "' | openssl dgst -sha256 -hmac '" + api_key + "'")
+                 .output;
+  return "dockgate-instance-" + instance + "-" + out.substr(out.rfind(' ') + 1, 16);
+}
+
 std::string lease_label(const std::string& instance, const std::string& label) {
-  return run(direct() + " inspect -f '{{index .Config.Labels \"" + label +
-             "\"}}' dockgate-instance-" + instance + " 2>/dev/null")
+  return run(direct() + " inspect -f '{{index .Config.Labels \"" + label + "\"}}' " +
+             lease_container(instance) + " 2>/dev/null")
       .output;
 }
 
 std::string read_back(const dockgate::client::http_response& r) {
   return field(r.body, "data_base64");
+}
+
+// The sandbox profile under another owner: a second tenant's gate on the same engine.
+std::string other_owner_policy() {
+  std::ifstream in(repo_root() + "/compose/policies/sandbox.json");
+  std::string policy((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string owner = "\"owner\": \"sandbox\"";
+  REQUIRE(policy.find(owner) != std::string::npos);
+  policy.replace(policy.find(owner), owner.size(), "\"owner\": \"another-tenant\"");
+  return policy;
+}
+
+std::string engine_state(const std::string& container) {
+  return run(direct() + " inspect -f '{{.State.Status}} {{index .Config.Labels \"dockgate.owner\"}}' " +
+             container + " 2>/dev/null")
+      .output;
 }
 
 }  // namespace
@@ -141,7 +169,7 @@ TEST_CASE("sidecar lease: after a SIGKILL the restart takes the lease over and a
         "a2VwdA==");
   // A clean stop gives the lease back.
   restarted.stop(SIGTERM);
-  CHECK_FALSE(container_exists("dockgate-instance-" + instance));
+  CHECK_FALSE(container_exists(lease_container(instance)));
 }
 
 TEST_CASE(
@@ -161,7 +189,7 @@ TEST_CASE(
   }
   // Its lease as a sidecar on another host would have left it: nothing here can tell
   // whether that holder lives, only its heartbeat can (written now, never renewed).
-  const std::string lease = "dockgate-instance-" + instance;
+  const std::string lease = lease_container(instance);
   run(direct() + " rm -f " + lease);
   auto made = run(direct() + " run -d --name " + lease +
                   " --label dockgate.owner=sandbox --label sandbox.lease=" + instance +
@@ -205,7 +233,7 @@ TEST_CASE("sidecar lease: a holder whose lease is gone stops at once and leaves 
   const std::string sid = new_session(holder);
   // Another sidecar took it over (as after a stall longer than the lease): the lease
   // container this one made is removed.
-  run(direct() + " rm -f dockgate-instance-" + instance);
+  run(direct() + " rm -f " + lease_container(instance));
   for (int i = 0; i < 600 && !exited(holder.pid()); ++i) std::this_thread::sleep_for(50ms);
   INFO(holder.log());
   CHECK(exited(holder.pid()));
@@ -213,4 +241,78 @@ TEST_CASE("sidecar lease: a holder whose lease is gone stops at once and leaves 
   // It touched nothing on its way out: the session's container still runs.
   CHECK(run(direct() + " inspect -f '{{.State.Running}}' dockgate-sbx-" + sid).output == "true\n");
   run(direct() + " rm -f dockgate-sbx-" + sid);
+}
+
+TEST_CASE("sidecar lease: another owner's container on the guessable name does not keep the sidecar from starting",
+          "[integration][sidecar][lease]") {
+  proxy_process proxy("compose/policies/sandbox.json");
+  proxy_process other(other_owner_policy());
+  const std::string instance = unique_name("lease");
+  const std::vector<std::string> env = {"SANDBOX_INSTANCE=" + instance,
+                                        "SANDBOX_INSTANCE_LEASE_S=6", "SANDBOX_WARM_POOL=0"};
+  const std::string plain = "dockgate-instance-" + instance;
+  // Another tenant of the engine takes the name first, through its own gate: a container
+  // never started (this gate neither shows nor removes it).
+  auto made = run(other.docker() + " create --name " + plain + " " + runtime_image() +
+                  " sleep infinity 2>&1");
+  INFO(made.output);
+  REQUIRE(made.status == 0);
+  REQUIRE(engine_state(plain) == "created another-tenant\n");
+  {
+    sidecar_process s(proxy, env);  // fails the test if it does not start
+    const std::string sid = new_session(s);
+    CHECK(field(s.exec(sid, "print('up')"), "stdout") == "up\n");
+    // The engine's record: the lease is this sidecar's own running container, with its
+    // labels; the other tenant's container is as it was.
+    CHECK(lease_label(instance, "sandbox.lease") == instance + "\n");
+    CHECK(engine_state(lease_container(instance)) == "running sandbox\n");
+    CHECK(engine_state(plain) == "created another-tenant\n");
+  }
+  // Its sibling: the name taken by a running container made on the engine directly, with
+  // labels of its own (a lease's, even): still no denial of service.
+  run(direct() + " rm -f " + plain);
+  REQUIRE(run(direct() + " run -d --name " + plain + " --label sandbox.lease=" + instance +
+              " --label sandbox.lease.holder=feedfacefeedfacefeedfacefeedface " + runtime_image() +
+              " sleep infinity")
+              .status == 0);
+  {
+    sidecar_process s(proxy, env);
+    CHECK(field(s.exec(new_session(s), "print('up')"), "stdout") == "up\n");
+    CHECK(engine_state(lease_container(instance)) == "running sandbox\n");
+    CHECK(run(direct() + " inspect -f '{{.State.Running}}' " + plain).output == "true\n");
+  }
+  run(direct() + " rm -f " + plain);
+}
+
+TEST_CASE("sidecar lease: a foreign container on the lease's own name is named, with what to do",
+          "[integration][sidecar][lease]") {
+  proxy_process proxy("compose/policies/sandbox.json");
+  proxy_process other(other_owner_policy());
+  const std::string instance = unique_name("lease");
+  const std::vector<std::string> env = {"SANDBOX_INSTANCE=" + instance,
+                                        "SANDBOX_INSTANCE_LEASE_S=5", "SANDBOX_WARM_POOL=0"};
+  // As if the key had leaked: the keyed name itself, taken by another tenant.
+  const std::string keyed = lease_container(instance);
+  REQUIRE(run(other.docker() + " create --name " + keyed + " " + runtime_image() +
+              " sleep infinity")
+              .status == 0);
+  auto refused = start_sidecar(proxy, env);
+  int status = wait_exit(refused->pid, 60s);
+  if (status == -1) {
+    ::kill(refused->pid, SIGTERM);
+    status = wait_exit(refused->pid, 60s);
+  }
+  const std::string said = refused->log_text();
+  INFO(said);
+  CHECK(status == 1);
+  CHECK(said.find("the instance lease's name " + keyed +
+                  " is taken on the engine by a container this gate does not show") !=
+        std::string::npos);
+  CHECK(said.find("Remove it on the engine (docker rm -f " + keyed +
+                  ") or give this sidecar another SANDBOX_INSTANCE") != std::string::npos);
+  CHECK(engine_state(keyed) == "created another-tenant\n");  // untouched
+  // Done as told: the sidecar starts.
+  run(direct() + " rm -f " + keyed);
+  sidecar_process s(proxy, env);
+  CHECK(engine_state(keyed) == "running sandbox\n");
 }

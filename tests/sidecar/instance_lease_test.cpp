@@ -66,3 +66,23 @@ TEST_CASE("instance lease: this process names itself, and its labels name it bac
   CHECK(back.pid == 42);
   CHECK(back.describe() == "holder " + me.id + " on host h, pid 42, since (unknown)");
 }
+
+TEST_CASE("instance lease: its name is keyed by the API key, so another owner cannot take it first",
+          "[lease]") {
+  config c;
+  c.instance = "default";
+  c.api_key = "test-key-0123456789";
+  // Known answer (openssl dgst -sha256 -hmac test-key-0123456789 over
+  // "dockgate-instance-lease\ndefault"): the first 64 bits.
+  CHECK(lease_name(c) == "dockgate-instance-default-6dceb6b7cffeeb0a");
+  config other = c;
+  other.api_key = "another-owners-key";
+  CHECK(lease_name(other) != lease_name(c));
+  other = c;
+  other.instance = "default2";
+  CHECK(lease_name(other) != lease_name(c));
+  // No key (SANDBOX_ALLOW_NO_AUTH): the plain, guessable name.
+  other = c;
+  other.api_key.clear();
+  CHECK(lease_name(other) == "dockgate-instance-default");
+}

@@ -1,4 +1,8 @@
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
+#include <cstdio>
+#include <fstream>
 
 #include "dockgate/sidecar/config.hpp"
 #include "util.hpp"
@@ -95,7 +99,15 @@ TEST_CASE("config: the FUSE workspace mode needs its store, and SANDBOX_FLEET_UR
     CHECK_FALSE(load_config(env).value);
   }
   env["SANDBOX_FLEET_URL"] = "http://10.77.0.11:8000/";
+  // A member needs the fleet's own credential (sidecar/src/fleet_auth.hpp).
+  auto keyless = load_config(env);
+  REQUIRE_FALSE(keyless.value);
+  CHECK(keyless.errors.front().find("need SANDBOX_FLEET_KEY_FILE") != std::string::npos);
+  const std::string key_file = "/tmp/dockgate-util-test-fleet-" + std::to_string(::getpid()) + ".key";
+  std::ofstream(key_file) << "0123456789abcdef0123456789abcdef\n";
+  env["SANDBOX_FLEET_KEY_FILE"] = key_file;
   auto member = load_config(env);
+  std::remove(key_file.c_str());
   REQUIRE(member.value);
   CHECK(member.value->fleet_url == "http://10.77.0.11:8000");
   env["SANDBOX_WORKSPACE_MODE"] = "tmpfs";  // a fleet's sessions live in the store

@@ -78,6 +78,17 @@ struct config {
   // With it set, a stop hands the sessions over (containers removed, records kept)
   // instead of ending them.
   std::string fleet_url;
+  // SANDBOX_FLEET_MEMBERS: the fleet's members, instance=http://host:port,... A call for a
+  // session another instance holds is forwarded only to that instance's address here; a
+  // holder not listed is not dialled (the store names who holds a session, never where
+  // to dial). Empty: nothing is forwarded (such a call answers 503 naming the holder).
+  std::map<std::string, std::string> fleet_members;
+  // SANDBOX_FLEET_KEY_FILE: a file holding the fleet's shared secret (at least 32 bytes,
+  // the same on every member; a trailing newline is not part of it). Forwarded calls are
+  // signed with it (fleet_auth.hpp) and accepted only when signed with it. Needed with
+  // SANDBOX_FLEET_URL or SANDBOX_FLEET_MEMBERS.
+  std::string fleet_key_file;
+  std::string fleet_key;
   std::string disk_size;
   std::string seccomp_profile;
   std::int64_t max_output_bytes = 32768;

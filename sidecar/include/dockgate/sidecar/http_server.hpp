@@ -35,6 +35,8 @@ struct http_request {
   // X-Dockgate-Forwarded: the instance that forwarded this call to the session's holder
   // (fleet.cpp); a forwarded call is never forwarded again.
   std::string forwarded;
+  // X-Dockgate-Fleet: the forwarding member's signature of this call (fleet_auth.hpp).
+  std::string fleet_auth;
   std::string body;
   reply_stream* stream = nullptr;  // for a handler that answers as it goes
 };

@@ -8,8 +8,17 @@
 //
 // The engine is the only state two such sidecars share, and the sidecar reaches it only
 // through the gate's sandbox profile, so the lease is made of what that profile allows:
-//   - the lease is a container named `dockgate-instance-<instance>`: creating a name is
-//     atomic on the engine (the second create of a name is a 409), so at most one exists;
+//   - the lease is a container named `dockgate-instance-<instance>-<tag>` (lease_name):
+//     creating a name is atomic on the engine (the second create of a name is a 409), so
+//     at most one exists. Container names are one namespace for every owner of the
+//     engine, and the gate shows or removes only its own: a name another owner could
+//     guess could be taken first by a container this sidecar can neither see nor remove,
+//     and deny it service. So the tag is a keyed hash of the instance under
+//     SANDBOX_API_KEY (what every sidecar of the instance has and no other owner does);
+//     without a key (SANDBOX_ALLOW_NO_AUTH) the name is the plain
+//     `dockgate-instance-<instance>`. A name found taken by an object the gate does not
+//     show, for longer than a create takes, is refused with that object named and what
+//     to do, never mistaken for a lease;
 //     its labels name its holder (a random holder ID, host, PID, start time, and what
 //     makes the process unique on its kernel: boot ID, PID namespace, start tick);
 //   - labels cannot change, so renewal is a heartbeat inside it: the holder keeps one exec
@@ -54,6 +63,11 @@ inline constexpr std::string_view lease_host_label = "sandbox.lease.host";
 inline constexpr std::string_view lease_pid_label = "sandbox.lease.pid";
 inline constexpr std::string_view lease_started_label = "sandbox.lease.started_at";
 inline constexpr std::string_view lease_process_label = "sandbox.lease.process";
+
+// The lease container's name for `c.instance`: "dockgate-instance-<instance>-<16 hex>",
+// the hex the first 64 bits of HMAC-SHA256(SANDBOX_API_KEY, "dockgate-instance-lease\n" +
+// instance); "dockgate-instance-<instance>" when there is no key.
+std::string lease_name(const config& c);
 
 // Who holds a lease, as its labels say.
 struct lease_holder {
