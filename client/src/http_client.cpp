@@ -119,15 +119,20 @@ std::optional<connection> connection::open(const transport& t, clock_type::time_
     SSL* ssl = SSL_new(static_cast<SSL_CTX*>(t.tls->native()));
     c.ssl_ = ssl;
     SSL_set_fd(ssl, fd);
-    // The server is who DOCKER_HOST names: its certificate must say so.
+    // The server is who DOCKER_HOST names: its certificate must say so, where Go's
+    // crypto/x509 (the docker CLI, dockerd) reads it: in its subjectAltName only, never
+    // the subject's CN of a certificate without DNS names (OpenSSL's fallback), and no
+    // partial wildcards. A name that cannot be set is a refusal, not an unchecked peer.
     unsigned char ip[16];
     X509_VERIFY_PARAM* param = SSL_get0_param(ssl);
-    if (::inet_pton(AF_INET, ep.host.c_str(), ip) == 1 || ::inet_pton(AF_INET6, ep.host.c_str(), ip) == 1) {
-      X509_VERIFY_PARAM_set1_ip_asc(param, ep.host.c_str());
-    } else {
-      SSL_set_tlsext_host_name(ssl, ep.host.c_str());
-      SSL_set1_host(ssl, ep.host.c_str());
-    }
+    X509_VERIFY_PARAM_set_hostflags(
+        param, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS | X509_CHECK_FLAG_NEVER_CHECK_SUBJECT);
+    const bool named = ::inet_pton(AF_INET, ep.host.c_str(), ip) == 1 ||
+                               ::inet_pton(AF_INET6, ep.host.c_str(), ip) == 1
+                           ? X509_VERIFY_PARAM_set1_ip_asc(param, ep.host.c_str()) == 1
+                           : SSL_set_tlsext_host_name(ssl, ep.host.c_str()) == 1 &&
+                                 SSL_set1_host(ssl, ep.host.c_str()) == 1;
+    if (!named) return fail("TLS: cannot verify the server name " + ep.host);
     for (;;) {
       const int r = SSL_connect(ssl);
       if (r == 1) break;

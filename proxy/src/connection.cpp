@@ -70,6 +70,7 @@ void connection::shutdown() {
 }
 
 void connection::abort() {
+  end_held_stream_now();  // a held stream gets its end (held_streams.cpp), not a cut
   beast::error_code ignored;
   client_.close(ignored);
   if (upstream_) upstream_->close(ignored);

@@ -182,7 +182,15 @@ class connection {
   void stream_over();
   static net::awaitable<void> resume(std::unique_ptr<connection> self);
   net::awaitable<outcome> end_stream();
+  // Whether end_stream writes the terminating chunk itself (the daemon's did not come).
+  bool gate_ends_stream() const;
   void watch_client();
+  // The client ended its side mid-stream: passed on to the daemon, whose end is relayed
+  // (or, past half_close_grace, the gate's).
+  void client_ended();
+  // The shutdown deadline: a held stream between two chunks gets its end before abort()
+  // closes it.
+  void end_held_stream_now() noexcept;
   net::awaitable<void> splice(std::string_view response_leftover);
   // One direction of a hijacked stream, through a pipe with splice(2).
   net::awaitable<void> splice_one_way(protocol::socket& from, protocol::socket& to,
@@ -309,6 +317,9 @@ class connection {
   policy::api_version version_{};  // the same, for the body review
   daemon_facts daemon_;            // what the gate knew of the daemon as this request began
   static constexpr std::string_view last_chunk = "0\r\n\r\n";
+  // How long a daemon has to end a stream after the client ended its side (dockerd ends it
+  // at once); then the gate cuts the daemon off and ends the stream itself.
+  static constexpr auto half_close_grace = std::chrono::seconds(5);
   // A body on an operation that takes none is read up to this and never forwarded.
   static constexpr std::size_t ignored_body_limit = 64 * 1024;
   std::string target_;  // the forwarded request target (pinned version, full IDs)
@@ -349,7 +360,9 @@ class connection {
   bool endless_stream_ = false;  // events, logs, stats, wait: ended cleanly if the daemon goes
   bool document_ = false;        // an inspect's answer: relayed to its end, never held
   bool upstream_ended_ = false;  // the daemon's side of a relayed body ended or failed
-  bool client_gone_ = false;
+  bool client_gone_ = false;     // the client went away, or a write to it failed: nothing more goes
+  bool client_ended_ = false;    // the client ended its side mid-stream (it may still read)
+  bool client_writing_ = false;  // a held stream's write to the client is under way
   bool relay_failed_ = false;
 };
 

@@ -10,6 +10,16 @@
 //   the request's coroutine relays it to its end with its block, and goes on.
 // - An endless stream (request_shape) whose daemon went away mid-stream is ended as the
 //   daemon would have ended it on a clean stop, not cut.
+// - A client that shuts down its side (its write half: the end of its request) gets the
+//   answer dockerd gives it: dockerd reads that end as a cancelled request and ends its
+//   answer (a terminating chunk; a wait's error document first). The gate passes the end
+//   on to the daemon and relays the daemon's own end; a daemon that has not ended within
+//   half_close_grace is cut off and the gate ends an endless stream itself.
+// - The client never gets part of a chunk followed by more bytes: each of the gate's
+//   chunks goes out in one write, and after a write that failed (maybe part of a chunk)
+//   nothing more is written. An end the gate writes (the daemon gone, the client's end,
+//   the shutdown deadline) goes between two chunks; at the shutdown deadline a stream
+//   whose client has not taken its last chunk yet is closed as it is.
 #include <sys/socket.h>
 
 #include <cerrno>
@@ -151,17 +161,26 @@ net::awaitable<void> connection::resume(std::unique_ptr<connection> self) {
 // The end of a relayed stream, held or not: the daemon's end passed on, the audit line,
 // whether the connections go on.
 net::awaitable<connection::outcome> connection::end_stream() {
-  // A daemon that went away mid-stream (restart, crash) ends an endless stream as the
-  // daemon would have on a clean stop; the client (not gone) sees its end, not a cut.
-  if (relay_failed_ && !client_gone_ && endless_stream_ && upstream_ended_ &&
-      framing_ == response_framing::chunked)
-    co_await write_all(client_, net::buffer(last_chunk));
+  // The gate ends an endless stream itself where the daemon's end did not come and the
+  // client still reads: the daemon went away mid-stream (restart, crash), which ends it as
+  // a clean stop would, or the client ended its side and the daemon did not end within
+  // half_close_grace. The client sees an end, not a cut.
+  if (gate_ends_stream()) co_await write_all(client_, net::buffer(last_chunk));
+  clear_deadline();
   response_.release();
   finish_audit(response_status_);
-  if (relay_failed_ || client_gone_ || !upstream_keeps_ || !stream_ended_ || !response_chunked_in_)
+  // After the client's end the daemon's connection has had its end too: not reused.
+  if (relay_failed_ || client_gone_ || client_ended_ || !upstream_keeps_ || !stream_ended_ ||
+      !response_chunked_in_)
     upstream_.reset();
-  if (relay_failed_ || client_gone_ || !stream_ended_) co_return outcome::close;
+  if (relay_failed_ || client_gone_ || client_ended_ || !stream_ended_) co_return outcome::close;
   co_return response_keep_alive_ ? outcome::keep_alive : outcome::close;
+}
+
+bool connection::gate_ends_stream() const {
+  return !stream_ended_ && !client_gone_ && endless_stream_ &&
+         framing_ == response_framing::chunked &&
+         (client_ended_ || (relay_failed_ && upstream_ended_));
 }
 
 // Relays what the response block holds, and the head if it has not gone yet, in one
@@ -237,9 +256,12 @@ net::awaitable<void> connection::relay_buffered_stream() {
     if (relay_failed_) co_return;
     if (n > 0) {
       response_head_pending_ = false;
+      client_writing_ = true;
       auto [wec, wn] = co_await write_all(client_, std::span(out.data(), n));
+      client_writing_ = false;
       audit_.bytes_out += total;
-      if (wec) relay_failed_ = true;
+      // Maybe part of a chunk went: nothing more may follow it (no end of the gate's).
+      if (wec) relay_failed_ = client_gone_ = true;
     }
     if (stream_ended_) {
       if (!in.empty())
@@ -249,8 +271,8 @@ net::awaitable<void> connection::relay_buffered_stream() {
   }
 }
 
-// The client's side of a stream: readable means it went away (or pipelined a request,
-// which waits in the kernel until the stream ends).
+// The client's side of a stream: readable means it ended its side, went away, or
+// pipelined a request (which waits in the kernel until the stream ends).
 void connection::watch_client() {
   watch_pending_ = true;
   client_.async_wait(net::socket_base::wait_read, [this](beast::error_code ec) {
@@ -260,10 +282,36 @@ void connection::watch_client() {
     const ssize_t n = ec ? -1 : ::recv(client_.native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
     if (n < 0 && !ec && (errno == EAGAIN || errno == EINTR)) return watch_client();
     if (n > 0) return;  // a pipelined request: read when the stream is over
+    if (n == 0)
+      return client_ended();  // its end (shutdown(SHUT_WR), or a close): it may still read
     client_gone_ = true;
     beast::error_code ignored;
     if (upstream_) upstream_->cancel(ignored);  // the daemon's side ends, then the stream
   });
+}
+
+// The client ended its side mid-stream. dockerd reads its client's end as a cancelled
+// request and ends the answer (Go's net/http cancels the request's context): the end goes
+// on to the daemon, whose own end the stream relays as any. One that has not ended within
+// half_close_grace is cut off by the watchdog (the daemon's side only), and end_stream
+// ends the stream. Not watched again: the end stays readable.
+void connection::client_ended() {
+  client_ended_ = true;
+  beast::error_code ignored;
+  if (upstream_) upstream_->shutdown(net::socket_base::shutdown_send, ignored);
+  set_deadline(half_close_grace, true);
+}
+
+// The shutdown deadline (server.cpp): a held stream between two chunks is ended as end_stream
+// would end it, in what the socket takes now; one whose client has not taken its last chunk
+// yet is closed as it is (that client reads nothing more anyway).
+void connection::end_held_stream_now() noexcept {
+  if (!stream_waiting_ || client_writing_) return;
+  relay_failed_ = upstream_ended_ = true;  // to the client, the gate's stop is the daemon's
+  if (gate_ends_stream())
+    (void)::send(client_.native_handle(), last_chunk.data(), last_chunk.size(),
+                 MSG_NOSIGNAL | MSG_DONTWAIT);
+  client_gone_ = true;  // nothing more is written to it
 }
 
 }  // namespace dockgate::proxy

@@ -106,7 +106,7 @@ net::awaitable<connection::outcome> connection::relay_response(bool hijack_allow
   write_response_head(res, framing, keep);
   response_status_ = status;
   response_keep_alive_ = keep;
-  client_gone_ = relay_failed_ = false;
+  client_gone_ = client_ended_ = relay_failed_ = false;
 
   if (framing == response_framing::none || framing == response_framing::length) {
     // A sized response: the head goes out with the body bytes in hand, in one write.

@@ -6,6 +6,11 @@
 //   for a name, _set1_ip_asc for an address), checked during the handshake, so neither an
 //   untrusted CA nor another host's certificate gets a request (or the client key's use).
 //   There is no mode without verification.
+// - The name is read where Go reads it (crypto/x509 VerifyHostname, so the docker CLI and
+//   dockerd): in the certificate's subjectAltName only. OpenSSL would take the subject's
+//   CN of a certificate without DNS names (X509_CHECK_FLAG_NEVER_CHECK_SUBJECT turns that
+//   off), so a CN-only certificate Docker's own clients refuse would pass here; and no
+//   partial wildcards (`f*.example`), which Go does not match either.
 // - The CA, the certificate and the key are read only from files root controls (a user
 //   who could replace the CA could choose the daemon; host_path.hpp), from the descriptor
 //   that was checked.
@@ -173,7 +178,8 @@ net::awaitable<std::string> connect_tls_upstream(proxy_context& ctx, upstream_so
 
   SSL* ssl = r->tls_.native_handle();
   X509_VERIFY_PARAM* param = SSL_get0_param(ssl);
-  X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+  X509_VERIFY_PARAM_set_hostflags(
+      param, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS | X509_CHECK_FLAG_NEVER_CHECK_SUBJECT);
   const bool named =
       config.server_is_ip
           ? X509_VERIFY_PARAM_set1_ip_asc(param, config.server_name.c_str()) == 1

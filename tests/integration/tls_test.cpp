@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <thread>
 
+#include "dockgate/client/http_client.hpp"
 #include "harness.hpp"
 
 using namespace dockgate::test;
@@ -129,4 +130,95 @@ TEST_CASE("a TLS client stuck in its handshake does not hold SIGTERM past the de
   const auto [status, took] = proxy.terminate();
   CHECK(status == 0);
   CHECK(took < std::chrono::seconds(8));  // the deadline is 1 s; the head timeout 60 s
+}
+
+// Go's crypto/x509 (the docker CLI, dockerd) reads a server's name only from the
+// certificate's subjectAltName; OpenSSL, unless told otherwise, falls back to the subject's
+// CN when there are no DNS names. Both of dockgate's TLS clients must refuse what Docker's
+// refuse: the gate's tls:// upstream (proxy/src/upstream_tls.cpp) and the client library
+// the sidecar reaches a tls:// gate with (client/src/http_client.cpp). The server is a
+// gate's TLS listener in front of the test engine with a certificate for "localhost" from
+// the test CA: CN only, or the same name as a DNS subjectAltName (the control, which all
+// accept). Judged by the docker CLI's answer (the reference) and the engine's record: a
+// create through a refusing client never happens.
+TEST_CASE("a server certificate naming its host only in the subject CN is refused as Go refuses it",
+          "[integration][tls][upstream]") {
+  const std::string pki = make_pki();
+  REQUIRE(run("(cd " + pki +
+              " && printf 'subjectAltName=DNS:localhost\\n' > san.ext && "
+              "openssl req -newkey rsa:2048 -nodes -keyout localhost.key -out localhost.csr -subj "
+              "/CN=localhost && "
+              "openssl x509 -req -in localhost.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out "
+              "cn-only.pem -days 1 && "
+              "openssl x509 -req -in localhost.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out "
+              "san.pem -days 1 -extfile san.ext) >/dev/null 2>&1")
+              .status == 0);
+  // The case's premise: the first names localhost only in its subject.
+  REQUIRE(run("openssl x509 -in " + pki + "/cn-only.pem -noout -ext subjectAltName")
+              .output.find("DNS:") == std::string::npos);
+  const std::string direct = docker_cli() + " -H " + engine_host();
+  const std::string front_policy =
+      R"({"default_profile":"p","profiles":{"p":{"confine_to_owned":false,"allow":["SystemPing","SystemVersion","ContainerCreate"],"images":{"allow":["*"]}}}})";
+  for (const bool cn_only : {true, false}) {
+    SECTION(cn_only ? "subject CN only: refused" : "subjectAltName DNS: accepted") {
+      const std::string port = free_tcp_port();
+      const std::string cert = pki + (cn_only ? "/cn-only.pem" : "/san.pem");
+      proxy_process front(front_policy, {"--listen", "tls://127.0.0.1:" + port, "--tls-cert", cert,
+                                         "--tls-key", pki + "/localhost.key"});
+      // The reference: the docker CLI (Go) to https://localhost:<port>.
+      auto cli = run(docker_cli() + " --tlsverify --tlscacert " + pki + "/ca.pem --tlscert " + pki +
+                     "/client.pem --tlskey " + pki + "/client.key -H tcp://localhost:" + port +
+                     " version --format '{{.Server.APIVersion}}'");
+      INFO("docker CLI: " << cli.output);
+      CHECK((cli.status == 0) == !cn_only);
+      if (cn_only)
+        CHECK(cli.output.find("x509: certificate relies on legacy Common Name field") !=
+              std::string::npos);
+
+      // The gate's tls:// upstream.
+      {
+        proxy_process gate(front_policy,
+                           {"--upstream-tlscacert", pki + "/ca.pem", "--upstream-tlscert",
+                            pki + "/client.pem", "--upstream-tlskey", pki + "/client.key"},
+                           {}, "tls://localhost:" + port);
+        const std::string name = unique_name("cn-upstream");
+        auto create =
+            run(gate.docker() + " create --name " + name + " --network none " + test_image());
+        INFO("create through the gate: " << create.output);
+        CHECK((create.status == 0) == !cn_only);
+        CHECK(container_exists(name) == !cn_only);
+        if (cn_only) {
+          auto log = run("cat " + gate.dir() + "/proxy.err").output;
+          INFO(log);
+          CHECK(log.find("upstream connect failed: TLS handshake") != std::string::npos);
+          CHECK(log.find("hostname mismatch") != std::string::npos);
+        }
+        run(direct + " rm -f " + name);
+      }
+
+      // The client library, as the sidecar uses it for DOCKER_HOST=tcp://localhost:<port>
+      // with DOCKER_TLS_VERIFY (client/src/engine.cpp).
+      {
+        std::string error;
+        auto tls = dockgate::client::tls_context::create(pki + "/ca.pem", pki + "/client.pem",
+                                                         pki + "/client.key", &error);
+        REQUIRE(tls);
+        dockgate::client::transport where{{dockgate::common::endpoint::kind::tcp, "", "localhost",
+                                           static_cast<std::uint16_t>(std::stoi(port))},
+                                          tls};
+        const std::string name = unique_name("cn-client");
+        auto created = dockgate::client::http_request(
+            where, "POST", "/v1.41/containers/create?name=" + name,
+            "{\"Image\":\"" + test_image() + "\",\"HostConfig\":{\"NetworkMode\":\"none\"}}",
+            std::chrono::seconds(20));
+        INFO("create through the client library: " << created.status << " " << created.error
+                                                   << created.body);
+        CHECK((created.status == 201) == !cn_only);
+        CHECK(container_exists(name) == !cn_only);
+        if (cn_only) CHECK(created.error.find("hostname mismatch") != std::string::npos);
+        run(direct + " rm -f " + name);
+      }
+    }
+  }
+  run("rm -rf " + pki);
 }
