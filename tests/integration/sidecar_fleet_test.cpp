@@ -348,3 +348,38 @@ TEST_CASE("fleet: a holder stalled past its lease writes nothing the taker's ses
   CHECK(fa.object(b_file) == "B");
   CHECK(b.call("DELETE", "/sessions/" + sid, "{}").body == R"({"ok":true})");
 }
+
+TEST_CASE("fleet: a takeover cut short mid-copy is redone from the generation it copied, never from the half-made one",
+          "[integration][sidecar][fuse][fleet][split-brain]") {
+  REQUIRE(!env_or("DOCKGATE_TEST_S3_ENDPOINT").empty());
+  fuse_setup fs;
+  proxy_process proxy(fs.policy);
+  sidecar_process b(proxy, member_env(fs));
+  // The store as a taker left it when it died mid-copy: the record names it (its lease is
+  // gone), a new generation half made, and copy_from the generation it was copying.
+  const std::string sid = "5e55100cafe0000000000000000000d1";
+  const std::string half = "g.1111111111111111";
+  REQUIRE(put_object(fs, "mid-copy/notes.txt", "whole") == 0);
+  REQUIRE(put_object(fs, "mid-copy/more.txt", "more") == 0);
+  REQUIRE(put_object(fs, half + "/mid-copy/notes.txt", "half") == 0);
+  REQUIRE(put_object(fs, ".dockgate-fleet/sessions/" + sid + ".json",
+                     R"({"session_id":")" + sid + R"(","archive_key":"mid-copy","storage":"s3://)" +
+                         env_or("DOCKGATE_TEST_S3_BUCKET") + "/" + fs.prefix + "/" + half +
+                         R"(/mid-copy/","idle_ttl_sec":0,"kernel":"","owner":"died-mid-copy","holder":"gone",)"
+                         R"("created_at":"1","generation":")" + half + R"(","copy_from":""})") == 0);
+
+  auto read = b.call("POST", "/exec",
+                     exec_body(sid, "print(open('/workspace/notes.txt').read(), open('/workspace/more.txt').read())"));
+  INFO(read.body << b.log());
+  REQUIRE(read.status == 200);
+  CHECK(field(read.body, "stdout") == "whole more\n");
+  const std::string record = fs.object(".dockgate-fleet/sessions/" + sid + ".json");
+  INFO(record);
+  const std::string generation = field(record, "generation");
+  CHECK(generation.starts_with("g."));
+  CHECK(generation != half);
+  CHECK(field(record, "copy_from") == "<absent>");
+  CHECK(fs.object(generation + "/mid-copy/notes.txt") == "whole");
+  CHECK(field(fs.object(".dockgate-fleet/workspaces/mid-copy.json"), "generation") == generation);
+  CHECK(b.call("DELETE", "/sessions/" + sid, "{}").body == R"({"ok":true})");
+}
