@@ -180,11 +180,7 @@ int main(int argc, char** argv) {
     std::cerr << "dockgate-sidecar: " << e.what() << '\n';
     return 1;  // the lease is released (its destructor): the next start need not wait
   }
-  // The fleet may take over what was handed over at once, in the same generation of each
-  // workspace (fleet.cpp): only when no session container was left running here
-  // (SANDBOX_KEEP_SESSIONS_ON_STOP). Otherwise the lease is left to expire, and a takeover
-  // meanwhile fences the kept containers by generation.
-  if (held && !loaded.value->keep_sessions_on_stop) held->release();
+  if (held) held->release();  // the fleet may take over what was handed over, at once
   lease->release();  // last: the sessions were ended or left for the next start
   return 0;
 }

@@ -86,10 +86,8 @@ std::optional<http_reply> fleet::decide(const http_request& r, const std::string
     if (seen.absent()) return std::nullopt;
     if (!seen.found()) return detail(503, "the fleet's store is unreachable: " + seen.error);
     const session_record& record = *seen.record;
-    bool released = false;  // its holder's lease is gone: released by a clean stop
     if (record.owner != config_.instance) {
       auto holder = store.read_lease(record.owner);
-      released = holder.absent();
       if (!holder.found() && !holder.absent())
         return detail(503, "the fleet's store is unreachable: " + holder.error);
       if (lease_live(holder, lease_->ttl_s())) {
@@ -108,11 +106,13 @@ std::optional<http_reply> fleet::decide(const http_request& r, const std::string
     session_record mine = record;
     mine.owner = config_.instance;
     mine.holder = lease_->holder();
-    // A new generation unless the last holder is known to write no more: a released lease
-    // (a clean stop removed its containers and mounts first) of a record not mid-copy.
-    // An expired lease may be a stalled holder whose container and s3fs still write
+    mine.handed_over.clear();
+    // A new generation unless the last holder said it writes no more: a clean stop marks
+    // the record handed over by its holder once the container is gone (a record not
+    // mid-copy). Any other holder may be stalled, its container and s3fs still writing
     // (fleet_store.hpp): its generation is copied, never mounted again.
-    const bool fence = !deleting && (!released || record.copy_from);
+    const bool handed_over = !record.handed_over.empty() && record.handed_over == record.holder;
+    const bool fence = !deleting && (!handed_over || record.copy_from);
     if (fence) {
       mine.copy_from = record.copy_from ? *record.copy_from : record.generation;
       mine.generation = fleet_store::new_generation();

@@ -100,6 +100,7 @@ std::string session_record::to_json() const {
   field(out, "created_at", created_at);
   field(out, "generation", generation);
   if (copy_from) field(out, "copy_from", *copy_from);
+  if (!handed_over.empty()) field(out, "handed_over", handed_over);
   return out + "}";
 }
 
@@ -116,6 +117,7 @@ std::optional<session_record> session_record::parse(std::string_view json) {
   r.holder = o.text("holder");
   r.created_at = o.text("created_at");
   r.generation = o.text("generation");
+  r.handed_over = o.text("handed_over");
   std::string_view from;
   if (o.object["copy_from"].get_string().get(from) == simdjson::SUCCESS) r.copy_from = std::string(from);
   if (r.session_id.empty() || r.archive_key.empty() || r.owner.empty()) return std::nullopt;

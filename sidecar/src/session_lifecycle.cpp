@@ -469,6 +469,7 @@ session_record session_lifecycle::record_of(const session& s) const {
 bool session_lifecycle::claim_record(session_record record, const std::string& etag) {
   record.owner = config_.instance;
   record.holder = fleet_->holder();
+  record.handed_over.clear();
   return fleet_->store().write_session(record, etag).ok();
 }
 
@@ -579,10 +580,33 @@ std::size_t session_lifecycle::end_all_sessions() {
     }
     // A fleet member hands its sessions over: their records stay in the store and the
     // next call for each, on any sidecar of the fleet, takes it over (the store lease is
-    // released last, so at once).
-    remove_session_containers(*s, s->recorded && !config_.fleet_url.empty());
+    // released last, so at once) — in the same generation once the record says its
+    // container is gone (mark_handed_over), else into a new one.
+    const bool handing_over = s->recorded && !config_.fleet_url.empty();
+    remove_session_containers(*s, handing_over);
+    if (handing_over && fleet_) mark_handed_over(*s);
   }
   return kept;
+}
+
+void session_lifecycle::mark_handed_over(const session& s) {
+  // The daemon's word that the container is gone (a removal that failed leaves it
+  // running, and its cell writing): without it the record stays unmarked.
+  auto inspect = docker_.call("GET", "/containers/" + s.container + "/json", {}, 20s);
+  if (inspect.status != 404) {
+    std::cerr << "dockgate-sidecar: session " << s.id
+              << ": its container may still run here; handed over unmarked (a takeover "
+                 "fences it by generation)"
+              << std::endl;
+    return;
+  }
+  auto seen = fleet_->store().read_session(s.id);
+  if (!seen.found() || seen.record->owner != config_.instance ||
+      seen.record->holder != fleet_->holder() || seen.record->copy_from)
+    return;
+  session_record marked = *seen.record;
+  marked.handed_over = fleet_->holder();
+  fleet_->store().write_session(marked, seen.etag);  // a 412: it moved on, nothing to mark
 }
 
 std::size_t session_lifecycle::fence() {

@@ -122,6 +122,8 @@ TEST_CASE("fleet: a call for a session held elsewhere is forwarded to its live h
   CHECK_FALSE(container_exists(name));
   CHECK_FALSE(mounted(fb.root + "/" + sid));
   CHECK(field(fa.object(".dockgate-fleet/sessions/" + sid + ".json"), "owner") == instance_b);
+  CHECK(field(fa.object(".dockgate-fleet/sessions/" + sid + ".json"), "handed_over") ==
+        field(fa.object(".dockgate-fleet/sessions/" + sid + ".json"), "holder"));
   CHECK(fa.object(".dockgate-fleet/instances/" + instance_b + ".json").empty());
   auto back = a2.call("POST", "/exec", exec_body(sid, read_both));
   INFO(back.body << a2.log());
@@ -386,4 +388,38 @@ TEST_CASE("fleet: a takeover cut short mid-copy is redone from the generation it
   CHECK(fs.object(generation + "/mid-copy/notes.txt") == "whole");
   CHECK(field(fs.object(".dockgate-fleet/workspaces/mid-copy.json"), "generation") == generation);
   CHECK(b.call("DELETE", "/sessions/" + sid, "{}").body == R"({"ok":true})");
+}
+
+TEST_CASE("fleet: a stop that keeps its session containers hands nothing over in place: the takeover makes a new generation",
+          "[integration][sidecar][fuse][fleet][split-brain]") {
+  REQUIRE(!env_or("DOCKGATE_TEST_S3_ENDPOINT").empty());
+  fuse_setup fa;
+  fuse_setup fb;
+  fb.prefix = fa.prefix;
+  proxy_process pa(fa.policy);
+  proxy_process pb(fb.policy);
+  auto keeping = member_env(fa);
+  keeping.push_back("SANDBOX_KEEP_SESSIONS_ON_STOP=1");
+  sidecar_process a(pa, keeping);
+  sidecar_process b(pb, member_env(fb));
+  auto created = a.create(R"({"archive_key":"kept-on-stop"})");
+  REQUIRE(created.status == 200);
+  const std::string sid = field(created.body, "session_id");
+  const std::string name = "dockgate-sbx-" + sid;
+  CHECK(field(a.exec(sid, "open('/workspace/kept.txt','w').write('kept')"), "exit_code") == "0");
+  // A stops and keeps its container (for its next start to adopt): it runs on, so the
+  // record is not marked handed over, though the store lease is released.
+  a.stop(SIGTERM);
+  CHECK(container_exists(name));
+  const std::string before = fa.object(".dockgate-fleet/sessions/" + sid + ".json");
+  CHECK(field(before, "handed_over") == "<absent>");
+  auto read = b.call("POST", "/exec", exec_body(sid, "print(open('/workspace/kept.txt').read())"));
+  INFO(read.body << b.log());
+  CHECK(read.status == 200);
+  CHECK(field(read.body, "stdout") == "kept\n");
+  const std::string after = fa.object(".dockgate-fleet/sessions/" + sid + ".json");
+  CHECK(field(after, "generation").starts_with("g."));
+  CHECK(field(after, "generation") != field(before, "generation"));
+  CHECK(b.call("DELETE", "/sessions/" + sid, "{}").body == R"({"ok":true})");
+  run(direct() + " rm -f " + name + " >/dev/null 2>&1");
 }

@@ -48,6 +48,9 @@ struct session_record {
   // from. A taker that dies mid-copy leaves it set, and the next takeover copies from it
   // again (never from the half-made one).
   std::optional<std::string> copy_from;
+  // Set by a holder's clean stop once the session's container here is gone (its holder
+  // ID): nothing of that holder writes the generation any more, so a takeover keeps it.
+  std::string handed_over;
   std::string to_json() const;
   static std::optional<session_record> parse(std::string_view json);
 };
