@@ -1,6 +1,8 @@
 // dockgate-sidecar: the sandbox session service. Configuration from SANDBOX_* variables,
 // Docker only through DOCKER_HOST (the gate).
 #include <algorithm>
+#include <atomic>
+#include <mutex>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -19,6 +21,33 @@
 
 namespace {
 dockgate::sidecar::http_server* running_server = nullptr;
+// The service once it runs, and the store lease (fuse mode): what a lost lease fences
+// before the process stops.
+std::atomic<dockgate::sidecar::service*> fenced_service{nullptr};
+std::atomic<dockgate::sidecar::store_lease*> held_lease{nullptr};
+std::mutex stopping;
+
+// A lease was lost: the process stops (exit 1). When the store lease has lapsed too (a
+// stall past both: the fleet may take the sessions over, or has), the FUSE sessions'
+// containers and mounts here are removed first (session_lifecycle::fence), so that none
+// of this holder's processes keeps running; their data is fenced by generation already
+// (fleet.cpp). One stop: a second loss waits for the first's exit.
+[[noreturn]] void stop_lost(const std::string& what, const std::string& why) {
+  std::lock_guard g(stopping);
+  auto* lease = held_lease.load();
+  const bool fence = lease && lease->lapsed();
+  std::cerr << "dockgate-sidecar: the " << what << " was lost (" << why << "): "
+            << (fence ? "fencing this host's sessions, then stopping, the sessions left to the "
+                        "fleet"
+                      : "stopping at once, the sessions left to the sidecar that holds it")
+            << std::endl;
+  if (auto* svc = fence ? fenced_service.load() : nullptr) {
+    const auto fenced = svc->fence_fuse_sessions();
+    std::cerr << "dockgate-sidecar: fenced " << fenced
+              << " session(s): their containers and mounts removed" << std::endl;
+  }
+  std::_Exit(1);
+}
 void on_signal(int) {
   if (running_server) running_server->stop();
 }
@@ -74,15 +103,17 @@ int main(int argc, char** argv) {
             << lease->holder().describe() << ")" << std::endl;
   lease->start_renewal([](const std::string& why) {
     // Another sidecar may hold this instance's sessions now: stop at once and touch
-    // nothing (no session ended, no pool container removed), as a SIGKILL would.
-    std::cerr << "dockgate-sidecar: the instance lease was lost (" << why
-              << "): stopping at once, the sessions left to the sidecar that holds it" << std::endl;
-    std::_Exit(1);
+    // nothing (no session ended, no pool container removed), as a SIGKILL would — unless
+    // the store lease lapsed as well (stop_lost).
+    stop_lost("instance lease", why);
   });
   // FUSE workspaces: the sessions live in the store, and this instance's hold on them is
   // its store lease (store_lease.hpp), taken before anything is adopted.
   std::unique_ptr<sidecar::fleet_store> store;
   std::unique_ptr<sidecar::store_lease> held;
+  struct unpublish_lease {
+    ~unpublish_lease() { held_lease = nullptr; }
+  } gone_with_held;  // cleared before `held` goes
   if (loaded.value->workspace_mode == "fuse") {
     store = std::make_unique<sidecar::fleet_store>(*loaded.value);
     held = sidecar::store_lease::acquire(*store, *loaded.value, error);
@@ -92,17 +123,20 @@ int main(int argc, char** argv) {
     }
     std::cerr << "dockgate-sidecar: holding the store lease " << store->lease_key(loaded.value->instance)
               << " (holder " << held->holder() << ")" << std::endl;
+    held_lease = held.get();
     held->start_renewal([](const std::string& why) {
-      // Another sidecar may take this instance's sessions over now: stop at once, as on a
-      // lost instance lease.
-      std::cerr << "dockgate-sidecar: the store lease was lost (" << why
-                << "): stopping at once, the sessions left to the fleet" << std::endl;
-      std::_Exit(1);
+      // Another sidecar may take this instance's sessions over now (or has: this process
+      // may have been stalled past its lease): fenced, then stopped (stop_lost).
+      stop_lost("store lease", why);
     });
   }
   try {
     sidecar::service svc(*loaded.value, client::engine(*engine_config), held.get());
     svc.reconcile();
+    struct unpublish {
+      ~unpublish() { fenced_service = nullptr; }
+    } gone_with_svc;  // declared after svc: cleared before it is destroyed
+    if (held) fenced_service = &svc;
     // Temporaries of archive writes cut short by a kill: older than any write can take.
     if (const auto n = sidecar::remove_stale_temporaries(
             loaded.value->local_storage_dir,

@@ -114,16 +114,67 @@ std::optional<http_reply> fleet::decide(const http_request& r, const std::string
     session_record mine = record;
     mine.owner = config_.instance;
     mine.holder = lease_->holder();
+    mine.handed_over.clear();
+    // A new generation unless the last holder said it writes no more: a clean stop marks
+    // the record handed over by its holder once the container is gone (a record not
+    // mid-copy). Any other holder may be stalled, its container and s3fs still writing
+    // (fleet_store.hpp): its generation is copied, never mounted again.
+    const bool handed_over = !record.handed_over.empty() && record.handed_over == record.holder;
+    const bool fence = !deleting && (!handed_over || record.copy_from);
+    if (fence) {
+      mine.copy_from = record.copy_from ? *record.copy_from : record.generation;
+      mine.generation = fleet_store::new_generation();
+      mine.storage = store.workspace_place(mine.archive_key, mine.generation);
+    }
     auto wrote = store.write_session(mine, seen.etag);
     if (wrote.status == 412 || wrote.status == 404) continue;  // it moved first: look again
     if (!wrote.ok())
       return detail(503, "the fleet's store refused the takeover: " + wrote.describe());
     std::cerr << "dockgate-sidecar: session " << sid << " taken over from instance "
-              << record.owner << std::endl;
+              << record.owner
+              << (fence ? " into generation " + mine.generation + " of its workspace"
+                        : std::string())
+              << std::endl;
     if (deleting) return std::nullopt;  // ended here: its record goes with it
+    if (fence) {
+      if (auto failed = new_generation(record, mine, wrote.etag)) return failed;
+    }
     return lifecycle_.take_over(mine);
   }
   return detail(503, "session " + sid + " moved while it was being taken over; try again");
+}
+
+std::optional<http_reply> fleet::new_generation(const session_record& was, session_record& mine,
+                                                std::string etag) {
+  auto& store = lease_->store();
+  const std::string from = *mine.copy_from;
+  // The copy: the old generation as the store has it now. Whatever the old holder writes
+  // there later is read by nobody (the answer to this call comes after the copy).
+  if (auto error = store.copy_workspace(mine.archive_key, from, mine.generation); !error.empty())
+    return detail(503, "session " + mine.session_id +
+                           ": the takeover could not copy its workspace (asked again, it copies "
+                           "again): " + error);
+  // The key's pointer moves on from the generation copied (or from the half-made one of a
+  // taker that died mid-copy), never from one another session of the key moved it to.
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    auto current = store.read_workspace(mine.archive_key);
+    if (!current.found() && !current.absent())
+      return detail(503, "the fleet's store is unreachable: " + current.error);
+    const std::string at = current.found() ? current.record->generation : std::string();
+    if (at != from && at != was.generation) break;
+    workspace_record moved{mine.archive_key, mine.generation};
+    auto wrote = store.write_workspace(moved, current.found() ? current.etag : std::string());
+    if (wrote.ok()) break;
+    if (wrote.status != 412 && wrote.status != 404)
+      return detail(503, "the fleet's store refused the workspace's generation: " + wrote.describe());
+  }
+  // Copied: the record says so (If-Match: a taker that stalled since its write finds the
+  // session moved on, and stops here).
+  mine.copy_from.reset();
+  auto done = store.write_session(mine, etag);
+  if (!done.ok())
+    return detail(503, "session " + mine.session_id + " moved while it was being taken over; try again");
+  return std::nullopt;
 }
 
 http_reply fleet::forward(const http_request& r, const lease_record& holder,

@@ -49,6 +49,11 @@ class fleet {
   // call goes to that live holder) or not (served here).
   std::optional<http_reply> decide(const http_request& r, const std::string& sid, bool deleting,
                                    std::optional<lease_record>& forward_to);
+  // A takeover's new generation (`mine`, written with `etag`; `was` the record it replaced):
+  // the old generation copied into it on the store, the key's current generation moved on,
+  // the record's copy marked done. nullopt when done, else the answer.
+  std::optional<http_reply> new_generation(const session_record& was, session_record& mine,
+                                           std::string etag);
   http_reply forward(const http_request& r, const lease_record& holder, const std::string& sid);
   std::shared_ptr<std::mutex> takeover_lock(const std::string& sid);
   void drop_takeover_lock(const std::string& sid);

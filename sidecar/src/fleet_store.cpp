@@ -4,13 +4,24 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
 #include <thread>
+#include <vector>
 
 #include "dockgate/client/engine.hpp"
+#include "request.hpp"
 
 namespace dockgate::sidecar {
 
 namespace {
+
+bool valid_generation(std::string_view g) {
+  if (g.empty()) return true;
+  return g.size() == 18 && g.starts_with("g.") &&
+         std::all_of(g.begin() + 2, g.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
+}
 
 void field(std::string& out, std::string_view name, std::string_view value) {
   out += out.size() > 1 ? ",\"" : "\"";
@@ -87,6 +98,9 @@ std::string session_record::to_json() const {
   field(out, "owner", owner);
   field(out, "holder", holder);
   field(out, "created_at", created_at);
+  field(out, "generation", generation);
+  if (copy_from) field(out, "copy_from", *copy_from);
+  if (!handed_over.empty()) field(out, "handed_over", handed_over);
   return out + "}";
 }
 
@@ -102,7 +116,31 @@ std::optional<session_record> session_record::parse(std::string_view json) {
   r.owner = o.text("owner");
   r.holder = o.text("holder");
   r.created_at = o.text("created_at");
+  r.generation = o.text("generation");
+  r.handed_over = o.text("handed_over");
+  std::string_view from;
+  if (o.object["copy_from"].get_string().get(from) == simdjson::SUCCESS) r.copy_from = std::string(from);
   if (r.session_id.empty() || r.archive_key.empty() || r.owner.empty()) return std::nullopt;
+  // A generation is "" or g.<hex> (a record that names anything else is not mounted).
+  if (!valid_generation(r.generation) || (r.copy_from && !valid_generation(*r.copy_from)))
+    return std::nullopt;
+  return r;
+}
+
+std::string workspace_record::to_json() const {
+  std::string out = "{";
+  field(out, "archive_key", archive_key);
+  field(out, "generation", generation);
+  return out + "}";
+}
+
+std::optional<workspace_record> workspace_record::parse(std::string_view json) {
+  json_object o(json);
+  if (!o.ok) return std::nullopt;
+  workspace_record r;
+  r.archive_key = o.text("archive_key");
+  r.generation = o.text("generation");
+  if (r.archive_key.empty() || !valid_generation(r.generation)) return std::nullopt;
   return r;
 }
 
@@ -143,15 +181,67 @@ fleet_store::fleet_store(const config& c)
         // A lease is renewed every third of its life: no single call may take longer.
         s.timeout = std::chrono::seconds(std::max<std::int64_t>(2, c.instance_lease_s / 3));
         return s;
+      }()),
+      copy_client_([&] {
+        s3_config s;
+        s.endpoint = c.store.endpoint;
+        s.region = c.store.region;
+        s.bucket = c.store.bucket;
+        s.access_key = c.store.access_key;
+        s.secret_key = c.store.secret_key;
+        s.max_attempts = static_cast<int>(c.s3_max_attempts);
+        s.timeout = std::chrono::seconds(
+            std::max<std::int64_t>(60, c.s3_read_timeout_s + c.s3_connect_timeout_s));
+        return s;
       }()) {
   enabled_ = c.workspace_mode == "fuse" && !c.store.bucket.empty() && !c.store.endpoint.empty();
   const std::string prefix = c.store.prefix.empty() ? "" : c.store.prefix + "/";
   root_ = prefix + ".dockgate-fleet/";
+  prefix_ = prefix;
   place_ = "s3://" + c.store.bucket + "/" + prefix;
 }
 
-std::string fleet_store::workspace_place(std::string_view archive_key) const {
-  return place_ + std::string(archive_key) + "/";
+std::string fleet_store::new_generation() { return "g." + random_hex(8); }
+
+std::string fleet_store::workspace_key(std::string_view archive_key, std::string_view generation) {
+  return (generation.empty() ? std::string() : std::string(generation) + "/") + std::string(archive_key);
+}
+
+std::string fleet_store::workspace_place(std::string_view archive_key,
+                                         std::string_view generation) const {
+  return place_ + workspace_key(archive_key, generation) + "/";
+}
+
+std::string fleet_store::workspace_record_key(std::string_view archive_key) const {
+  return root_ + "workspaces/" + std::string(archive_key) + ".json";
+}
+
+store_read<workspace_record> fleet_store::read_workspace(std::string_view archive_key) {
+  return read_record<workspace_record>(client_, workspace_record_key(archive_key));
+}
+
+s3_result fleet_store::write_workspace(const workspace_record& r, const std::string& if_match) {
+  return client_.put_object(workspace_record_key(r.archive_key), r.to_json(), "application/json",
+                            &if_match);
+}
+
+std::string fleet_store::copy_workspace(std::string_view archive_key,
+                                        std::string_view from_generation,
+                                        std::string_view to_generation) {
+  const std::string from = prefix_ + workspace_key(archive_key, from_generation) + "/";
+  const std::string to = prefix_ + workspace_key(archive_key, to_generation) + "/";
+  std::vector<s3_object> objects;
+  auto listed = copy_client_.list_objects(from, objects);
+  if (listed.status != 200) return "list " + from + ": " + listed.describe();
+  for (const auto& o : objects) {
+    if (!o.key.starts_with(from)) continue;
+    const std::string target = to + o.key.substr(from.size());
+    auto copied = copy_client_.copy_object(o.key, target);
+    // Gone since the listing (its writer deleted it): nothing to copy.
+    if (copied.status == 404) continue;
+    if (copied.status != 200) return "copy " + o.key + ": " + copied.describe();
+  }
+  return {};
 }
 std::string fleet_store::session_key(std::string_view sid) const {
   return root_ + "sessions/" + std::string(sid) + ".json";

@@ -78,6 +78,10 @@ std::size_t service::end_all_sessions() {
   return rooms_->lifecycle.end_all_sessions();
 }
 
+std::size_t service::fence_fuse_sessions() {
+  return rooms_->lifecycle.fence();
+}
+
 void service::start_pool() {
   rooms_->pool.start();
 }

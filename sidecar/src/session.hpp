@@ -31,6 +31,9 @@ struct session {
   std::optional<std::string> restored_generation;
   std::atomic<bool> terminating{false};
   bool fuse = false;  // /workspace is its own FUSE mount (dockgate-mount), bound by the gate
+  // The generation of its FUSE workspace it mounted (fleet_store.hpp): "" the key's own
+  // prefix, g.<hex> one a takeover made.
+  std::string generation;
   // Its record is in the fleet's store (fleet_store.hpp), naming this instance: removed
   // when the session ends, kept when it is handed over (a fleet member's stop).
   bool recorded = false;

@@ -106,7 +106,15 @@ http_reply session_lifecycle::create_session(const http_request& r) {
   mount_guard mounted{mounts_, sid};
   if (s->fuse) {
     s->storage.reset();
-    if (auto problem = mounts_.mount(sid, s->archive_key))
+    if (fleet_) {
+      // The key's current generation (a takeover may have moved it): never the key's own
+      // prefix by default when the store cannot say which it is.
+      auto current = fleet_->store().read_workspace(s->archive_key);
+      if (!current.found() && !current.absent())
+        return detail(503, "the fleet's store is unreachable: " + current.error);
+      if (current.found()) s->generation = current.record->generation;
+    }
+    if (auto problem = mounts_.mount(sid, fleet_store::workspace_key(s->archive_key, s->generation)))
       return detail(500, "workspace mount failed: " + *problem);
     mounted.armed = true;
   }
@@ -396,6 +404,7 @@ void session_lifecycle::reconcile() {
         continue;
       }
       s->recorded = true;
+      s->generation = seen.record->generation;
     }
     if (fuse) s->storage.reset();                     // the bucket is its storage
     s->last_used = std::chrono::steady_clock::now();  // the TTL restarts at boot
@@ -445,7 +454,8 @@ session_record session_lifecycle::record_of(const session& s) const {
   session_record r;
   r.session_id = s.id;
   r.archive_key = s.archive_key;
-  r.storage = fleet_->store().workspace_place(s.archive_key);
+  r.storage = fleet_->store().workspace_place(s.archive_key, s.generation);
+  r.generation = s.generation;
   r.idle_ttl_sec = s.ttl_seconds;
   r.kernel = s.kernel;
   r.owner = config_.instance;
@@ -459,6 +469,7 @@ session_record session_lifecycle::record_of(const session& s) const {
 bool session_lifecycle::claim_record(session_record record, const std::string& etag) {
   record.owner = config_.instance;
   record.holder = fleet_->holder();
+  record.handed_over.clear();
   return fleet_->store().write_session(record, etag).ok();
 }
 
@@ -485,14 +496,16 @@ std::optional<http_reply> session_lifecycle::take_over(const session_record& rec
   s->fuse = true;
   s->recorded = true;
   s->restored_generation = std::string();
+  s->generation = record.generation;
   if (auto k = kernel_name(record.kernel)) {
     s->kernel = *k;
     s->kernel_replaced = true;  // its kernel's state went with its last host
   }
   const std::string name = std::string(container_prefix) + s->id;
-  // The workspace is the same prefix of the store: mounted here before the container.
+  // The workspace is the record's generation (a new one, copied from the last holder's,
+  // when that holder may still be writing: fleet.cpp): mounted here before the container.
   mounts_.unmount(s->id);  // a mount left by an earlier hold of it on this host
-  if (auto problem = mounts_.mount(s->id, s->archive_key))
+  if (auto problem = mounts_.mount(s->id, fleet_store::workspace_key(s->archive_key, s->generation)))
     return detail(500, "workspace mount failed: " + *problem);
   mount_guard mounted{mounts_, s->id, true};
   std::string container_id = name;
@@ -567,10 +580,56 @@ std::size_t session_lifecycle::end_all_sessions() {
     }
     // A fleet member hands its sessions over: their records stay in the store and the
     // next call for each, on any sidecar of the fleet, takes it over (the store lease is
-    // released last, so at once).
-    remove_session_containers(*s, s->recorded && !config_.fleet_url.empty());
+    // released last, so at once) — in the same generation once the record says its
+    // container is gone (mark_handed_over), else into a new one.
+    const bool handing_over = s->recorded && !config_.fleet_url.empty();
+    remove_session_containers(*s, handing_over);
+    if (handing_over && fleet_) mark_handed_over(*s);
   }
   return kept;
+}
+
+void session_lifecycle::mark_handed_over(const session& s) {
+  // The daemon's word that the container is gone (a removal that failed leaves it
+  // running, and its cell writing): without it the record stays unmarked.
+  auto inspect = docker_.call("GET", "/containers/" + s.container + "/json", {}, 20s);
+  if (inspect.status != 404) {
+    std::cerr << "dockgate-sidecar: session " << s.id
+              << ": its container may still run here; handed over unmarked (a takeover "
+                 "fences it by generation)"
+              << std::endl;
+    return;
+  }
+  auto seen = fleet_->store().read_session(s.id);
+  if (!seen.found() || seen.record->owner != config_.instance ||
+      seen.record->holder != fleet_->holder() || seen.record->copy_from)
+    return;
+  session_record marked = *seen.record;
+  marked.handed_over = fleet_->holder();
+  fleet_->store().write_session(marked, seen.etag);  // a 412: it moved on, nothing to mark
+}
+
+std::size_t session_lifecycle::fence() {
+  std::size_t fenced = 0;
+  for (const auto& s : registry_.all()) {
+    if (!s->fuse) continue;
+    s->terminating = true;  // a racing call gets a fast 404
+    if (fleet_) {
+      // A successor of this instance on this engine (it holds the instance lease now, and
+      // adopted the container: its record names that process's holder) keeps it.
+      auto seen = fleet_->store().read_session(s->id);
+      if (seen.found() && seen.record->owner == config_.instance &&
+          seen.record->holder != fleet_->holder()) {
+        std::cerr << "dockgate-sidecar: session " << s->id
+                  << " is held by another holder of this instance: left to it" << std::endl;
+        continue;
+      }
+    }
+    containers_.remove(s->container);
+    mounts_.unmount(s->id);
+    ++fenced;
+  }
+  return fenced;
 }
 
 }  // namespace dockgate::sidecar

@@ -46,6 +46,16 @@ class session_lifecycle {
   // container removed, as a DELETE would; one whose archive cannot be written now keeps
   // its container for the next start to adopt. Returns how many were kept.
   std::size_t end_all_sessions();
+  // A handed-over session's record marked `handed_over` by this holder, once the daemon
+  // says its container is gone: the next takeover keeps its generation (fleet.cpp).
+  void mark_handed_over(const session& s);
+  // The store lease was lost (another member may take the sessions over, or has): each
+  // FUSE session's container is removed, then its mount (s3fs) cleaned, with no session
+  // lock taken (a cell may hold one for its whole run) and no record touched — except a
+  // session whose record names another holder of this same instance (a successor on this
+  // engine adopted it). Its data is fenced by generation already (fleet.cpp); this ends
+  // the old holder's processes. Returns how many were fenced.
+  std::size_t fence();
   // A session's end on the engine: its container removed (a warm one is never returned to
   // the pool), its FUSE mount cleaned, the session forgotten, then its claim record removed;
   // its record in the fleet's store too unless `handed_over` (another sidecar serves it next).

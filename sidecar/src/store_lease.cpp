@@ -4,7 +4,9 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <condition_variable>
+#include <limits>
 #include <mutex>
 #include <thread>
 
@@ -19,7 +21,13 @@ struct store_lease::state {
   std::condition_variable wake;
   bool stopping = false;
   std::thread thread;
+  // valid_until of the renewal thread (clock ticks), for lapsed(); max until it runs.
+  std::atomic<clock::rep> valid_until{std::numeric_limits<clock::rep>::max()};
 };
+
+bool store_lease::lapsed() const {
+  return clock::now().time_since_epoch().count() >= state_->valid_until.load();
+}
 
 bool lease_live(const store_read<lease_record>& r, std::int64_t ttl_s) {
   return r.found() && (r.age_s < 0 || r.age_s <= ttl_s + 1);
@@ -130,12 +138,14 @@ void store_lease::start_renewal(std::function<void(const std::string& why)> on_l
     const auto every = std::chrono::milliseconds(ttl_s_ * 1000 / 3);
     // Held until a lease (less a second) after the last successful renewal was sent.
     auto valid_until = clock::now() + ttl - std::chrono::seconds(1);
+    state_->valid_until = valid_until.time_since_epoch().count();
     auto next = clock::now() + every;
     std::unique_lock lock(state_->mutex);
     for (;;) {
       state_->wake.wait_until(lock, std::min(next, valid_until), [&] { return state_->stopping; });
       if (state_->stopping) return;
       if (clock::now() >= valid_until) {
+        state_->valid_until = clock::rep{0};
         on_lost("not renewed in the fleet store for a whole lease");
         return;
       }
@@ -159,8 +169,10 @@ void store_lease::start_renewal(std::function<void(const std::string& why)> on_l
         record_ = r;
         etag_ = wrote.etag;
         valid_until = sent + ttl - std::chrono::seconds(1);
+        state_->valid_until = valid_until.time_since_epoch().count();
         next = sent + every;
       } else if (wrote.status == 412 || wrote.status == 404) {
+        state_->valid_until = clock::rep{0};
         on_lost("the store lease " + store_.lease_key(record_.instance) +
                 " was written by another holder");
         return;

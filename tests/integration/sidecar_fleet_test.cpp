@@ -8,11 +8,14 @@
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include <algorithm>
 #include <atomic>
+#include <csignal>
 #include <cstdio>
 #include <mutex>
+#include <set>
 
 #include "fuse_harness.hpp"
 
@@ -238,7 +241,9 @@ TEST_CASE("fleet: a call for a session held elsewhere is forwarded to its live h
   CHECK(!instance_b.empty());
   CHECK(instance_b != instance_a);
   CHECK(container_id(name) != held_by_a);
-  CHECK(field(fa.object(".dockgate-fleet/sessions/" + sid + ".json"), "owner") == instance_b);
+  const std::string taken = fa.object(".dockgate-fleet/sessions/" + sid + ".json");
+  CHECK(field(taken, "owner") == instance_b);
+  CHECK(field(taken, "generation").starts_with("g."));
   CHECK(mounted(fb.root + "/" + sid));
   CHECK(b.log().find("session " + sid + " taken over from instance " + instance_a) != std::string::npos);
 
@@ -250,19 +255,34 @@ TEST_CASE("fleet: a call for a session held elsewhere is forwarded to its live h
   CHECK_FALSE(container_exists(name));
   CHECK_FALSE(mounted(fb.root + "/" + sid));
   CHECK(field(fa.object(".dockgate-fleet/sessions/" + sid + ".json"), "owner") == instance_b);
+  CHECK(field(fa.object(".dockgate-fleet/sessions/" + sid + ".json"), "handed_over") ==
+        field(fa.object(".dockgate-fleet/sessions/" + sid + ".json"), "holder"));
   CHECK(fa.object(".dockgate-fleet/instances/" + instance_b + ".json").empty());
   auto back = a2.call("POST", "/exec", exec_body(sid, read_both));
   INFO(back.body << a2.log());
   CHECK(back.status == 200);
   CHECK(field(back.body, "stdout") == "from A cell on A\n");
   CHECK(label_of(name, "sandbox.instance") == instance_a);
+  CHECK(field(fa.object(".dockgate-fleet/sessions/" + sid + ".json"), "generation") ==
+        field(taken, "generation"));
 
   // Ended: container, mount and record gone; the files stay in the store.
   CHECK(a2.call("DELETE", "/sessions/" + sid, "{}").body == R"({"ok":true})");
   CHECK_FALSE(container_exists(name));
   CHECK_FALSE(mounted(fa.root + "/" + sid));
   CHECK(fa.object(".dockgate-fleet/sessions/" + sid + ".json").empty());
-  CHECK(fa.object("fleet-conv/uploads/in.txt") == "from A");
+  // The files are where the key's next session mounts them: the generation B's takeover
+  // made (A was gone, not stopped cleanly: a new generation), which A's takeover after B's
+  // clean stop kept (nothing of B's wrote any more).
+  const std::string current = field(fa.object(".dockgate-fleet/workspaces/fleet-conv.json"), "generation");
+  CHECK(current.starts_with("g."));
+  CHECK(fa.object(current + "/fleet-conv/uploads/in.txt") == "from A");
+  CHECK(fa.object(current + "/fleet-conv/outputs/cell.txt") == "cell on A");
+  auto next = a2.create(R"({"archive_key":"fleet-conv"})");
+  REQUIRE(next.status == 200);
+  const std::string next_sid = field(next.body, "session_id");
+  CHECK(field(a2.exec(next_sid, read_both), "stdout") == "from A cell on A\n");
+  CHECK(a2.call("DELETE", "/sessions/" + next_sid, "{}").status == 200);
 }
 
 TEST_CASE("fleet: the store lease is refused while another holder renews it, waited for when it stops, and lost when rewritten",
@@ -300,7 +320,11 @@ TEST_CASE("fleet: the store lease is refused while another holder renews it, wai
   // The holder stops renewing: the start waits for its expiry, then holds the lease.
   auto runs = start_sidecar(proxy, env);
   std::string mine;
-  for (int i = 0; i < 200 && field(mine = fs.object(key), "holder") == "other-holder"; ++i)
+  // (s3rver writes an object in place: a read that meets a renewal mid-write is read again.)
+  auto other_or_torn = [](const std::string& holder) {
+    return holder == "other-holder" || holder == "<not json>" || holder == "<absent>";
+  };
+  for (int i = 0; i < 200 && other_or_torn(field(mine = fs.object(key), "holder")); ++i)
     std::this_thread::sleep_for(100ms);
   INFO(runs->log_text());
   CHECK(field(mine, "holder") != "other-holder");
@@ -461,4 +485,197 @@ TEST_CASE("fleet: a call that says it was forwarded is served only with the flee
   // The session's own record of what ran: only the genuine call's file.
   auto listed = a.exec(sid, "import os; print(sorted(os.listdir('/workspace/outputs')))");
   CHECK(field(listed, "stdout") == "['genuine.txt']\n");
+}
+
+TEST_CASE("fleet: a holder stalled past its lease writes nothing the taker's session reads, and fences itself when it wakes",
+          "[integration][sidecar][fuse][fleet][split-brain]") {
+  REQUIRE(!env_or("DOCKGATE_TEST_S3_ENDPOINT").empty());
+  fuse_setup fa;
+  fuse_setup fb;
+  fb.prefix = fa.prefix;
+  proxy_process pa(fa.policy);
+  proxy_process pb(fb.policy);
+  sidecar_process a(pa, member_env(fa));
+  sidecar_process b(pb, member_env(fb));
+
+  auto created = a.create(R"({"archive_key":"split-brain","idle_ttl_sec":900})");
+  INFO(created.body << a.log());
+  REQUIRE(created.status == 200);
+  const std::string sid = field(created.body, "session_id");
+  const std::string name = "dockgate-sbx-" + sid;
+  const std::string instance_a = label_of(name, "sandbox.instance");
+  const std::string a_container = container_id(name);
+  REQUIRE(!a_container.empty());
+
+  // A's cell writes /workspace/loop.txt over and over (s3fs uploads it at every close).
+  const std::string loop =
+      "import time\ni = 0\nwhile True:\n    i += 1\n"
+      "    with open('/workspace/loop.txt', 'w') as f: f.write('A %d' % i)\n"
+      "    time.sleep(0.1)\n";
+  std::thread cell([&] { a.call("POST", "/exec", exec_body(sid, loop, 300000)); });
+  struct joiner {
+    std::thread& t;
+    pid_t held;
+    ~joiner() {
+      ::kill(held, SIGCONT);  // a failed check while A is stopped: its call ends with it
+      if (t.joinable()) t.join();
+    }
+  } join_cell{cell, a.pid()};
+  std::string seen;
+  for (int i = 0; i < 200 && !(seen = fa.object("split-brain/loop.txt")).starts_with("A "); ++i)
+    std::this_thread::sleep_for(100ms);
+  REQUIRE(seen.starts_with("A "));
+
+  // A's sidecar stalls past its lease. Its container lives on (on a host of its own it
+  // would be on another engine, out of B's reach: renamed here, B's gate cannot find it by
+  // the session's name), and its cell keeps writing through A's s3fs.
+  REQUIRE(::kill(a.pid(), SIGSTOP) == 0);
+  REQUIRE(run(direct() + " rename " + name + " " + name + "-on-a").status == 0);
+  std::this_thread::sleep_for(8s);  // the lease (5 s) + 1 s, and more: B takes it over
+
+  dockgate::client::http_response taken;
+  for (int i = 0; i < 120; ++i) {
+    taken = b.call("POST", "/exec",
+                   exec_body(sid, "open('/workspace/loop.txt','w').write('B')\n"
+                                  "open('/workspace/b.txt','w').write('from B')\nprint('ok')"));
+    if (taken.status != 503) break;
+    std::this_thread::sleep_for(250ms);
+  }
+  INFO(taken.body << b.log());
+  REQUIRE(taken.status == 200);
+  CHECK(field(taken.body, "stdout") == "ok\n");
+  CHECK(b.log().find("session " + sid + " taken over from instance " + instance_a) != std::string::npos);
+
+  // Where B's session reads and writes, by its record; and what a next session of the key
+  // mounts, by the key's record: a generation of B's, not the prefix A's s3fs writes.
+  const std::string record = fa.object(".dockgate-fleet/sessions/" + sid + ".json");
+  const std::string generation = field(record, "generation");
+  INFO(record);
+  CHECK(generation.starts_with("g."));
+  CHECK(field(record, "storage") == "s3://" + env_or("DOCKGATE_TEST_S3_BUCKET") + "/" + fa.prefix + "/" +
+                                        generation + "/split-brain/");
+  CHECK(field(record, "copy_from") == "<absent>");
+  CHECK(field(fa.object(".dockgate-fleet/workspaces/split-brain.json"), "generation") == generation);
+  // The objects B's session reads are those under its record's `storage`.
+  const std::string place = field(record, "storage");
+  const std::string root = "s3://" + env_or("DOCKGATE_TEST_S3_BUCKET") + "/" + fa.prefix + "/";
+  REQUIRE(place.starts_with(root));
+  const std::string b_dir = place.substr(root.size());
+  const std::string b_file = b_dir + "loop.txt";
+
+  // For 8 s after the takeover answered, the store's objects as s3rver has them: B's file
+  // stays B's, while A's cell is still writing (its own prefix keeps changing: the stall
+  // was real, and its writes went on).
+  std::set<std::string> a_values;
+  const auto until = std::chrono::steady_clock::now() + 8s;
+  int b_reads = 0, b_intact = 0;
+  while (std::chrono::steady_clock::now() < until) {
+    const std::string mine = fa.object(b_file);
+    ++b_reads;
+    if (mine == "B") ++b_intact;
+    else
+      UNSCOPED_INFO("B's loop.txt read " << mine);
+    a_values.insert(fa.object("split-brain/loop.txt"));
+    std::this_thread::sleep_for(100ms);
+  }
+  CHECK(b_reads >= 4);  // the store was read all along the window (each read may be slow on a loaded machine)
+  CHECK(b_intact == b_reads);
+  CHECK(a_values.size() > 3);  // the old holder's container wrote on after the answer
+  CHECK(fa.object(b_dir + "b.txt") == "from B");
+  auto read = b.call("POST", "/exec", exec_body(sid, "print(open('/workspace/loop.txt').read())"));
+  CHECK(field(read.body, "stdout") == "B\n");
+
+  // A wakes: its store lease is lost; it removes its container and its mount, then stops.
+  REQUIRE(::kill(a.pid(), SIGCONT) == 0);
+  int a_status = -1;
+  for (int i = 0; i < 600 && a_status < 0; ++i) {
+    siginfo_t info{};
+    if (::waitid(P_PID, static_cast<id_t>(a.pid()), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+        info.si_pid == a.pid())
+      a_status = info.si_status;
+    else
+      std::this_thread::sleep_for(50ms);
+  }
+  INFO(a.log());
+  CHECK(a_status == 1);
+  CHECK(a.log().find("the store lease was lost") != std::string::npos);
+  CHECK(a.log().find("fenced 1 session(s)") != std::string::npos);
+  CHECK(container_id(a_container).empty());  // the daemon has no container of A's left
+  CHECK_FALSE(mounted(fa.root + "/" + sid));
+  CHECK(run("pgrep -f '[s]3fs .* " + fa.root + "/" + sid + "( |$)'").status != 0);  // no s3fs left
+  // Nothing of A's writes any more; B's session is B's.
+  const std::string last_a = fa.object("split-brain/loop.txt");
+  std::this_thread::sleep_for(2s);
+  CHECK(fa.object("split-brain/loop.txt") == last_a);
+  CHECK(fa.object(b_file) == "B");
+  CHECK(b.call("DELETE", "/sessions/" + sid, "{}").body == R"({"ok":true})");
+}
+
+TEST_CASE("fleet: a takeover cut short mid-copy is redone from the generation it copied, never from the half-made one",
+          "[integration][sidecar][fuse][fleet][split-brain]") {
+  REQUIRE(!env_or("DOCKGATE_TEST_S3_ENDPOINT").empty());
+  fuse_setup fs;
+  proxy_process proxy(fs.policy);
+  sidecar_process b(proxy, member_env(fs));
+  // The store as a taker left it when it died mid-copy: the record names it (its lease is
+  // gone), a new generation half made, and copy_from the generation it was copying.
+  const std::string sid = "5e55100cafe0000000000000000000d1";
+  const std::string half = "g.1111111111111111";
+  REQUIRE(put_object(fs, "mid-copy/notes.txt", "whole") == 0);
+  REQUIRE(put_object(fs, "mid-copy/more.txt", "more") == 0);
+  REQUIRE(put_object(fs, half + "/mid-copy/notes.txt", "half") == 0);
+  REQUIRE(put_object(fs, ".dockgate-fleet/sessions/" + sid + ".json",
+                     R"({"session_id":")" + sid + R"(","archive_key":"mid-copy","storage":"s3://)" +
+                         env_or("DOCKGATE_TEST_S3_BUCKET") + "/" + fs.prefix + "/" + half +
+                         R"(/mid-copy/","idle_ttl_sec":0,"kernel":"","owner":"died-mid-copy","holder":"gone",)"
+                         R"("created_at":"1","generation":")" + half + R"(","copy_from":""})") == 0);
+
+  auto read = b.call("POST", "/exec",
+                     exec_body(sid, "print(open('/workspace/notes.txt').read(), open('/workspace/more.txt').read())"));
+  INFO(read.body << b.log());
+  REQUIRE(read.status == 200);
+  CHECK(field(read.body, "stdout") == "whole more\n");
+  const std::string record = fs.object(".dockgate-fleet/sessions/" + sid + ".json");
+  INFO(record);
+  const std::string generation = field(record, "generation");
+  CHECK(generation.starts_with("g."));
+  CHECK(generation != half);
+  CHECK(field(record, "copy_from") == "<absent>");
+  CHECK(fs.object(generation + "/mid-copy/notes.txt") == "whole");
+  CHECK(field(fs.object(".dockgate-fleet/workspaces/mid-copy.json"), "generation") == generation);
+  CHECK(b.call("DELETE", "/sessions/" + sid, "{}").body == R"({"ok":true})");
+}
+
+TEST_CASE("fleet: a stop that keeps its session containers hands nothing over in place: the takeover makes a new generation",
+          "[integration][sidecar][fuse][fleet][split-brain]") {
+  REQUIRE(!env_or("DOCKGATE_TEST_S3_ENDPOINT").empty());
+  fuse_setup fa;
+  fuse_setup fb;
+  fb.prefix = fa.prefix;
+  proxy_process pa(fa.policy);
+  proxy_process pb(fb.policy);
+  auto keeping = member_env(fa);
+  keeping.push_back("SANDBOX_KEEP_SESSIONS_ON_STOP=1");
+  sidecar_process a(pa, keeping);
+  sidecar_process b(pb, member_env(fb));
+  auto created = a.create(R"({"archive_key":"kept-on-stop"})");
+  REQUIRE(created.status == 200);
+  const std::string sid = field(created.body, "session_id");
+  const std::string name = "dockgate-sbx-" + sid;
+  CHECK(field(a.exec(sid, "open('/workspace/kept.txt','w').write('kept')"), "exit_code") == "0");
+  // A stops and keeps its container (for its next start to adopt): it runs on, so the
+  // record is not marked handed over, though the store lease is released.
+  a.stop(SIGTERM);
+  CHECK(container_exists(name));
+  const std::string before = fa.object(".dockgate-fleet/sessions/" + sid + ".json");
+  CHECK(field(before, "handed_over") == "<absent>");
+  auto read = b.call("POST", "/exec", exec_body(sid, "print(open('/workspace/kept.txt').read())"));
+  INFO(read.body << b.log());
+  CHECK(read.status == 200);
+  CHECK(field(read.body, "stdout") == "kept\n");
+  const std::string after = fa.object(".dockgate-fleet/sessions/" + sid + ".json");
+  CHECK(field(after, "generation").starts_with("g."));
+  CHECK(field(after, "generation") != field(before, "generation"));
+  CHECK(b.call("DELETE", "/sessions/" + sid, "{}").body == R"({"ok":true})");
+  run(direct() + " rm -f " + name + " >/dev/null 2>&1");
 }

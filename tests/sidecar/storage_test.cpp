@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "dockgate/sidecar/fleet_store.hpp"
 #include "dockgate/sidecar/storage.hpp"
 #include "dockgate/sidecar/storage_endpoint.hpp"
 
@@ -267,4 +268,46 @@ TEST_CASE("the local object store: atomic, generations, copies, listings, contai
   CHECK_FALSE(valid_object_key("a/../b"));
   CHECK_FALSE(valid_object_key("a\\b"));
   std::filesystem::remove_all(dir);
+}
+
+// The fleet's records name a workspace generation (fleet_store.hpp): only "" or g.<16 hex>
+// is read from the store, so that a record cannot point a mount at another key's files or
+// outside the prefix.
+TEST_CASE("fleet records: a workspace generation is empty or g.<16 hex digits>, and none is inside another's prefix",
+          "[sidecar][fleet]") {
+  session_record r;
+  r.session_id = "0123456789abcdef0123456789abcdef";
+  r.archive_key = "conv-1";
+  r.owner = "sbx-a";
+  r.generation = "g.0123456789abcdef";
+  r.copy_from = "";
+  auto back = session_record::parse(r.to_json());
+  REQUIRE(back);
+  CHECK(back->generation == "g.0123456789abcdef");
+  REQUIRE(back->copy_from);
+  CHECK(back->copy_from->empty());
+  r.copy_from.reset();
+  back = session_record::parse(r.to_json());
+  REQUIRE(back);
+  CHECK_FALSE(back->copy_from);
+  for (const char* bad : {"../other", "other-key", "g.0123", "g.0123456789ABCDEF", "g.0123456789abcdef/x",
+                          "g/0123456789abcdef"}) {
+    INFO(bad);
+    r.generation = bad;
+    CHECK_FALSE(session_record::parse(r.to_json()));
+    r.generation = "";
+    r.copy_from = bad;
+    CHECK_FALSE(session_record::parse(r.to_json()));
+    r.copy_from.reset();
+    CHECK_FALSE(workspace_record::parse(R"({"archive_key":"conv-1","generation":")" + std::string(bad) + "\"}"));
+  }
+  CHECK(workspace_record::parse(R"({"archive_key":"conv-1","generation":"g.0123456789abcdef"})"));
+  // A generation's key: the archive key under g.<hex>/ (a name with a dot, which no archive
+  // key has: never inside <key>/, nor another key's prefix).
+  CHECK(fleet_store::workspace_key("conv-1", "") == "conv-1");
+  CHECK(fleet_store::workspace_key("conv-1", "g.0123456789abcdef") == "g.0123456789abcdef/conv-1");
+  const auto one = fleet_store::new_generation(), two = fleet_store::new_generation();
+  CHECK(one != two);
+  r.generation = one;
+  CHECK(session_record::parse(r.to_json()));
 }

@@ -36,6 +36,10 @@ class service {
   // container removed, as a DELETE would; one whose archive cannot be written now keeps
   // its container for the next start to adopt. Returns how many were kept.
   std::size_t end_all_sessions();
+  // The store lease was lost (fuse mode): the FUSE sessions' containers and mounts here
+  // are removed, touching no record, before the process stops (session_lifecycle::fence).
+  // Returns how many sessions were fenced.
+  std::size_t fence_fuse_sessions();
   // The warm pool (SANDBOX_WARM_POOL): start after reconcile(); stop before
   // end_all_sessions() (its unclaimed containers are removed; returns how many).
   void start_pool();

@@ -48,6 +48,9 @@ class store_lease {
   // sessions can be taken over at once.
   void release();
   // This process's holder ID (the same for the whole hold).
+  // Whether its renewals have lapsed: a lease has passed (less a second) since the last
+  // renewal that succeeded was sent, or it was lost. Any thread.
+  bool lapsed() const;
   const std::string& holder() const { return holder_; }
   fleet_store& store() const { return store_; }
   std::int64_t ttl_s() const { return ttl_s_; }
