@@ -72,6 +72,9 @@ ctest --preset dev --output-on-failure "$@"
 # What ships: the images and compose stacks, and the Debian package (once, not per build).
 if [[ $# -eq 0 ]]; then
   tests/stack/compose_stack_test.sh
+  # engine.sh and fleet.sh beside a host's dockerd (FORWARD DROP, br_netfilter), made in a
+  # network namespace of the test's own.
+  tests/stack/beside_host_docker_test.sh
   tests/package/deb_test.sh
   tests/first_run/first_run_test.sh
   # The benchmarks as smoke tests: they complete and print their numbers (no ratio is

@@ -97,7 +97,9 @@ done
 
 # --- scripts/fleet.sh --------------------------------------------------------------------
 if [[ ${FLEET:-1} == 1 ]]; then
-  # The fleet's bridge, namespaces and HAProxy, all made from inside this namespace.
+  # The fleet's bridge, namespaces and HAProxy, all made from inside this namespace (which
+  # has no way out: HAProxy is installed before, as fleet.sh would).
+  command -v haproxy >/dev/null || { apt-get update -qq && apt-get install -y -qq --no-install-recommends haproxy; }
   in_ns env SKIP_DEPS=1 DOCKGATE_RELEASE_DIR="$release" "$root/scripts/fleet.sh" start "$work/fleet" 2 \
     >"$work/fleet.log" 2>&1 || { tail -n 30 "$work/fleet.log"; exit 1; }
   check "fleet: host 1 reaches host 2's sidecar across dgfleet0" \
