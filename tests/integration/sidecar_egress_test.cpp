@@ -16,8 +16,10 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <atomic>
 #include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "sidecar_harness.hpp"
@@ -466,4 +468,70 @@ for i, ip in enumerate([')" +
                       .output) == "1");
   sidecar.call("DELETE", "/sessions/" + a, "");
   sidecar.call("DELETE", "/sessions/" + b, "");
+}
+
+TEST_CASE("sidecar egress: warm pool containers each have a network of their own, which goes with them",
+          "[sidecar][egress]") {
+  proxy_process gate("compose/policies/sandbox-egress.json");
+  char squid_dir[] = "/tmp/dockgate-egress.XXXXXX";
+  REQUIRE(::mkdtemp(squid_dir));
+  egress_proxy squid(squid_dir, "SANDBOX_EGRESS_ALLOW=pypi.test");
+  const std::string instance =
+      "t" + std::to_string(std::hash<std::string>{}(gate.dir()) % 1000000007);
+  // The instance's session networks, as the daemon lists them (label sandbox.instance).
+  auto networks = [&] {
+    return trimmed(run(direct() + " network ls -q --filter label=sandbox.instance=" + instance +
+                       " | wc -l")
+                       .output);
+  };
+  // Each warm container on its own network: named for the container, alone on it.
+  auto each_alone = [&](const std::string& ids) {
+    std::istringstream in(ids);
+    int n = 0;
+    for (std::string id; in >> id; ++n) {
+      const std::string name = inspect_field(id, "{{.Name}}").substr(1);
+      const std::string mode = inspect_field(id, "{{.HostConfig.NetworkMode}}");
+      CHECK(mode == "dockgate-egress-" + name.substr(std::string("dockgate-sbx-").size()));
+      CHECK(inspect_field(mode, "{{len .Containers}}") == "1");
+    }
+    return n;
+  };
+  std::string claimed;
+  {
+    sidecar_process sidecar(gate, {"SANDBOX_NETWORK=allowlist", "SANDBOX_EGRESS_ALLOW=pypi.test",
+                                   "SANDBOX_WARM_POOL=2"});
+    auto warm = [&] {
+      return run(direct() + " ps -q --no-trunc --filter label=sandbox.instance=" + instance +
+                 " --filter label=sandbox.pool")
+          .output;
+    };
+    std::string ids;
+    for (int i = 0; i < 300; ++i) {
+      ids = warm();
+      if (std::count(ids.begin(), ids.end(), '\n') == 2) break;
+      std::this_thread::sleep_for(100ms);
+    }
+    INFO(ids << sidecar.log());
+    REQUIRE(each_alone(ids) == 2);
+    // A session takes a warm container, and with it that container's network and proxy.
+    const std::string sid = new_session(sidecar);
+    claimed = container_of(sid);
+    REQUIRE_FALSE(claimed.empty());
+    const std::string gateway =
+        inspect_field(claimed, "{{range .NetworkSettings.Networks}}{{.Gateway}}{{end}}");
+    CHECK_THAT(sidecar.exec(sid, "import os; print(os.environ['HTTP_PROXY'])"),
+               Catch::Contains("http://" + gateway + ":3128"));
+    // The pool refills: every warm container and the session's, each alone on its own.
+    for (int i = 0; i < 300 && std::count(ids.begin(), ids.end(), '\n') != 2; ++i) {
+      std::this_thread::sleep_for(100ms);
+      ids = warm();
+    }
+    each_alone(ids + claimed + "\n");
+    const std::string mode = inspect_field(claimed, "{{.HostConfig.NetworkMode}}");
+    sidecar.call("DELETE", "/sessions/" + sid, "");
+    // The session's network went with its container.
+    CHECK(run(direct() + " network inspect " + mode + " >/dev/null 2>&1").status != 0);
+  }
+  // The sidecar stopped: its warm containers went, and every network with them.
+  CHECK(networks() == "0");
 }
