@@ -61,11 +61,14 @@ other_daemon_gone() {
   in_ns "$other" -D FORWARD -m comment --comment other-daemon -j DROP
   in_ns "$other" -P FORWARD "$(awk '{print $3}' <<<"$policy_before")"
 }
-all_rules() { in_ns iptables -S; if command -v iptables-legacy >/dev/null; then in_ns iptables-legacy -S; fi; }
+# Legacy iptables where this kernel has it (a CI container may not load its tables).
+legacy=no
+if command -v iptables-legacy >/dev/null && in_ns iptables-legacy -S >/dev/null 2>&1; then legacy=yes; fi
+all_rules() { in_ns iptables -S; if [[ $legacy == yes ]]; then in_ns iptables-legacy -S; fi; }
 
 # --- scripts/engine.sh -------------------------------------------------------------------
 backends=(iptables)
-if command -v iptables-legacy >/dev/null; then backends+=(iptables-legacy); fi
+if [[ $legacy == yes ]]; then backends+=(iptables-legacy); else echo "note: no legacy iptables here: nf_tables only"; fi
 for backend in "${backends[@]}"; do
   [[ $backend == iptables ]] || other_daemon_gone
   other_daemon "$backend"
