@@ -219,10 +219,9 @@ decision review_network_create(const profile& p, std::string_view body) {
     const std::string driver = text(find(root, "Driver"));
     // The one option a body may carry: exactly the bridge name networks.bridge_prefix
     // gives (the gate's own rewrite, reviewed again, passes unchanged).
-    const std::string own_bridge =
-        p.rules.networks.bridge_prefix.empty()
-            ? std::string()
-            : network_bridge_name(p.rules.networks.bridge_prefix, name);
+    const std::string own_bridge = p.rules.networks.bridge_prefix.empty()
+                                       ? std::string()
+                                       : network_bridge_name(p.rules.networks.bridge_prefix, name);
     auto own_bridge_option = [&](const json_value* options) {
       if (own_bridge.empty() || !options || !options->as_object()) return false;
       const auto& o = *options->as_object();

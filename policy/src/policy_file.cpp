@@ -294,7 +294,9 @@ class loader {
         object o;
         const std::string w = where + "." + std::string(key);
         if (value.get_object().get(o) != simdjson::SUCCESS) {
-          error(w, key == "networks" ? "must be an object {join_owned, aliases, internal, bridge_prefix}" : "must be an object {mount_owned}");
+          error(w, key == "networks"
+                       ? "must be an object {join_owned, aliases, internal, bridge_prefix}"
+                       : "must be an object {mount_owned}");
           return;
         }
         each_key(o, w, [&](std::string_view k, element v) {
@@ -310,13 +312,16 @@ class loader {
               p.rules.networks.bridge_prefix = *prefix;
             return;
           }
-          bool* flag = key == "networks" ? (k == "join_owned" ? &p.rules.networks.join_owned
-                                            : k == "aliases"  ? &p.rules.networks.aliases
-                                            : k == "internal" ? &p.rules.networks.internal
-                                                              : nullptr)
-                                         : (k == "mount_owned" ? &p.rules.volumes.mount_owned : nullptr);
-          if (!flag) error(w, "unknown key \"" + std::string(k) + "\"");
-          else if (v.get_bool().get(*flag) != simdjson::SUCCESS) error(w + "." + std::string(k), "must be true or false");
+          bool* flag = key == "networks"
+                           ? (k == "join_owned" ? &p.rules.networks.join_owned
+                              : k == "aliases"  ? &p.rules.networks.aliases
+                              : k == "internal" ? &p.rules.networks.internal
+                                                : nullptr)
+                           : (k == "mount_owned" ? &p.rules.volumes.mount_owned : nullptr);
+          if (!flag)
+            error(w, "unknown key \"" + std::string(k) + "\"");
+          else if (v.get_bool().get(*flag) != simdjson::SUCCESS)
+            error(w + "." + std::string(k), "must be true or false");
         });
       } else if (key == "allow") {
         have_allow = true;

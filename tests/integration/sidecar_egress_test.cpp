@@ -196,19 +196,19 @@ TEST_CASE("sidecar egress: the listed name through the proxy and nothing else ou
   // The session's own network, as the daemon keeps it: the sidecar's (owner label),
   // internal, on a bridge named by the gate (dgsbx<hash>) that is on this host.
   const std::string network = "dockgate-egress-" + sid;
-  const std::string net = inspect_field(
-      network,
-      "{{.Internal}} {{index .Labels \"dockgate.owner\"}} "
-      "{{index .Options \"com.docker.network.bridge.name\"}} {{range .IPAM.Config}}{{.Gateway}}{{end}}");
+  const std::string net = inspect_field(network,
+                                        "{{.Internal}} {{index .Labels \"dockgate.owner\"}} "
+                                        "{{index .Options \"com.docker.network.bridge.name\"}} "
+                                        "{{range .IPAM.Config}}{{.Gateway}}{{end}}");
   INFO(net << "\n" << sidecar.log());
   REQUIRE(net.starts_with("true sandbox dgsbx"));
   const std::string bridge = net.substr(13, 15);
   const std::string gateway = net.substr(13 + 16);
   CHECK(run("ip link show " + bridge + " >/dev/null 2>&1").status == 0);
   // The session's container joined that network and no other, with the proxy named.
-  CHECK(inspect_field(container, "{{.HostConfig.NetworkMode}} {{range $k, $v := "
-                                 ".NetworkSettings.Networks}}{{$k}} {{end}}") ==
-        network + " " + network);
+  CHECK(inspect_field(container,
+                      "{{.HostConfig.NetworkMode}} {{range $k, $v := "
+                      ".NetworkSettings.Networks}}{{$k}} {{end}}") == network + " " + network);
   const std::string env =
       run(direct() + " inspect " + container + " -f '{{json .Config.Env}}'").output;
   const std::string proxy_url = "http://" + gateway + ":3128";
@@ -380,8 +380,8 @@ TEST_CASE("sidecar egress: a session sees no other session (no name, no address,
   // on a user-defined network, and its hostname), its address, its network's gateway.
   const std::string b_name = inspect_field(b_container, "{{.Name}}").substr(1);
   const std::string b_hostname = inspect_field(b_container, "{{.Config.Hostname}}");
-  const std::string b_address = inspect_field(
-      b_container, "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}");
+  const std::string b_address =
+      inspect_field(b_container, "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}");
   const std::string b_gateway =
       inspect_field(b_container, "{{range .NetworkSettings.Networks}}{{.Gateway}}{{end}}");
   INFO("b: " << b_name << " " << b_hostname << " " << b_address << " via " << b_gateway);
@@ -414,9 +414,9 @@ print('accepted', n)
   });
   bool listening = false;
   for (int i = 0; i < 100 && !listening; ++i) {
-    listening = run(direct() + " exec " + b_container +
-                    " grep -q ':1B58 00000000:0000 0A' /proc/net/tcp")
-                    .status == 0;
+    listening =
+        run(direct() + " exec " + b_container + " grep -q ':1B58 00000000:0000 0A' /proc/net/tcp")
+            .status == 0;
     if (!listening) std::this_thread::sleep_for(100ms);
   }
   if (!listening) listener.join();
@@ -470,8 +470,9 @@ for i, ip in enumerate([')" +
   sidecar.call("DELETE", "/sessions/" + b, "");
 }
 
-TEST_CASE("sidecar egress: warm pool containers each have a network of their own, which goes with them",
-          "[sidecar][egress]") {
+TEST_CASE(
+    "sidecar egress: warm pool containers each have a network of their own, which goes with them",
+    "[sidecar][egress]") {
   proxy_process gate("compose/policies/sandbox-egress.json");
   char squid_dir[] = "/tmp/dockgate-egress.XXXXXX";
   REQUIRE(::mkdtemp(squid_dir));
@@ -480,9 +481,9 @@ TEST_CASE("sidecar egress: warm pool containers each have a network of their own
       "t" + std::to_string(std::hash<std::string>{}(gate.dir()) % 1000000007);
   // The instance's session networks, as the daemon lists them (label sandbox.instance).
   auto networks = [&] {
-    return trimmed(run(direct() + " network ls -q --filter label=sandbox.instance=" + instance +
-                       " | wc -l")
-                       .output);
+    return trimmed(
+        run(direct() + " network ls -q --filter label=sandbox.instance=" + instance + " | wc -l")
+            .output);
   };
   // Each warm container on its own network: named for the container, alone on it.
   auto each_alone = [&](const std::string& ids) {

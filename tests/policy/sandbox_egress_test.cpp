@@ -71,8 +71,7 @@ TEST_CASE("sandbox-egress: every network it creates is on a bridge named dgsbx<h
   CHECK(bridge.size() == 15);  // Linux's longest interface name
   CHECK(bridge.starts_with("dgsbx"));
   CHECK(bridge != network_bridge_name("dgsbx", "dockgate-egress-s2"));
-  const std::string forced =
-      R"("Options":{"com.docker.network.bridge.name":")" + bridge + R"("})";
+  const std::string forced = R"("Options":{"com.docker.network.bridge.name":")" + bridge + R"("})";
   rewrite rw;
   const auto out = reviewed(operation::NetworkCreate, R"({"Name":"dockgate-egress-s1"})", &rw);
   CHECK_THAT(out, Catch::Contains(forced));
@@ -87,9 +86,11 @@ TEST_CASE("sandbox-egress: every network it creates is on a bridge named dgsbx<h
                  R"({"Name":"dockgate-egress-s1","Options":{"com.docker.network.bridge.name":")" +
                      bridge + R"(","com.docker.network.driver.mtu":"9000"}})")
             .starts_with("DENY"));
-  CHECK(reviewed(operation::NetworkCreate,
-                 R"({"Name":"dockgate-egress-s1","Options":{"com.docker.network.bridge.name":"docker0"}})")
-            .starts_with("DENY"));
+  CHECK(
+      reviewed(
+          operation::NetworkCreate,
+          R"({"Name":"dockgate-egress-s1","Options":{"com.docker.network.bridge.name":"docker0"}})")
+          .starts_with("DENY"));
 }
 
 TEST_CASE("sandbox-egress: a session joins an owned network or none, never the daemon's bridge",
@@ -114,7 +115,8 @@ TEST_CASE("sandbox-egress: a session joins an owned network or none, never the d
   // A network by name: the proxy asks the daemon whose it is (one the profile did not
   // make, not internal say, is refused at the create); endpoints are emptied.
   for (const std::string extra :
-       {std::string(), std::string(R"(,"NetworkingConfig":{"EndpointsConfig":{"other":{},"bridge":{}}})")}) {
+       {std::string(),
+        std::string(R"(,"NetworkingConfig":{"EndpointsConfig":{"other":{},"bridge":{}}})")}) {
     CAPTURE(extra);
     rewrite rw;
     const auto out = reviewed(
