@@ -1,25 +1,36 @@
 #!/usr/bin/env bash
 # The egress proxy of SANDBOX_NETWORK=allowlist (docs/sidecar.md, Egress): Debian's squid
-# (squid-openssl) on the host, listening only on the gateway address of the sidecar's
-# internal network, letting through CONNECT and plain HTTP to SANDBOX_EGRESS_ALLOW's names
-# only, and a CONNECT tunnel only when the TLS ClientHello inside it names (SNI) a listed
-# name too; and the host firewall rules that make it the only thing a session can reach.
+# (squid-openssl) on the host, reachable only from the sessions' bridges, letting through
+# CONNECT and plain HTTP to SANDBOX_EGRESS_ALLOW's names only, and a CONNECT tunnel only
+# when the TLS ClientHello inside it names (SNI) a listed name too; and the host firewall
+# rules that make it the only thing a session reaches.
 #
-#   scripts/egress-proxy.sh start DIR   # DOCKER_HOST: the engine (directly or through the gate)
+#   scripts/egress-proxy.sh start DIR
 #   scripts/egress-proxy.sh stop DIR
 #
 # Environment: SANDBOX_EGRESS_ALLOW (names, comma-separated; ".example.org" for the name
-# and its subdomains), SANDBOX_EGRESS_NETWORK (dockgate-egress), SANDBOX_EGRESS_PROXY_PORT
-# (3128), SANDBOX_EGRESS_PORTS (the destination ports, 80,443), EGRESS_HOSTS_FILE (a
-# hosts file squid resolves names from first: tests point a listed name at a local server).
+# and its subdomains), SANDBOX_EGRESS_PROXY_PORT (3128), SANDBOX_EGRESS_PORTS (the
+# destination ports, 80,443), SANDBOX_EGRESS_BRIDGE_PREFIX (dgsbx: the sandbox-egress
+# profile's networks.bridge_prefix), EGRESS_HOSTS_FILE (a hosts file squid resolves names
+# from first: tests point a listed name at a local server).
+#
+# Every session has a network of its own (sidecar/src/egress_network.cpp: alone on it, no
+# session resolves, reaches or sees another), on a bridge the gate names
+# <prefix><hash> (networks.bridge_prefix). The rules hold every such bridge by the
+# interface pattern <prefix>+, so they are in place before the first session's network is
+# made, with nothing to watch or add later: no window in which a new bridge is open.
 #
 # Why firewall rules: a container on an internal Docker network still reaches every
 # address of the host through its bridge (the packets go to INPUT, which Docker's rules
 # leave alone), and on an engine started with --iptables=false (scripts/engine.sh) it even
-# has a default route through the host. The rules accept, from the network's bridge, only
-# TCP to the proxy's address and port (and what belongs to those connections), and drop
-# everything else the bridge sends to the host or through it: other host services, DNS to
-# any resolver, other containers' networks, the outside.
+# has a default route through the host. The rules accept, from a session bridge, only TCP
+# to the proxy's port on that bridge's own address (its gateway: addrtype LOCAL limited to
+# the incoming interface, so no session learns whether another network's gateway exists),
+# and drop everything else a session bridge sends to the host or through it (other host
+# services, DNS to any resolver, other sessions' networks, other networks, the outside) and
+# everything forwarded onto one. squid listens on the port on every IPv4 address (the
+# gateways come and go with the sessions); a rule drops what reaches the port from any
+# other interface, loopback included.
 #
 # Why the SNI check: a CONNECT to a listed name could carry a TLS ClientHello naming any
 # other host that the listed name's front end (a CDN) also serves (domain fronting). squid
@@ -27,23 +38,30 @@
 # present and listed; anything else, including bytes that are not TLS, is refused. The
 # certificate that squid's ssl-bump port insists on is made here, for squid alone, and is
 # never used: nothing is bumped, nobody is told to trust it.
-# Needs root (iptables, squid binding the address).
+# Needs root (iptables, squid binding the port).
 set -euo pipefail
 
 cmd=${1:?usage: egress-proxy.sh start|stop DIR}
 dir=${2:?usage: egress-proxy.sh start|stop DIR}
-network=${SANDBOX_EGRESS_NETWORK:-dockgate-egress}
 port=${SANDBOX_EGRESS_PROXY_PORT:-3128}
 ports=${SANDBOX_EGRESS_PORTS:-80,443}
+prefix=${SANDBOX_EGRESS_BRIDGE_PREFIX:-dgsbx}
+chain=DGEGRESS-$prefix
+guard=DGEGRESS-$prefix-port
 
 unrule() {
-  local chain; chain=$(cat "$dir/chain" 2>/dev/null) || return 0
-  local bridge; bridge=$(cat "$dir/bridge")
-  while iptables -D INPUT -i "$bridge" -j "$chain" 2>/dev/null; do :; done
-  while iptables -D FORWARD -i "$bridge" -j "$chain" 2>/dev/null; do :; done
-  while iptables -D FORWARD -o "$bridge" -j "$chain" 2>/dev/null; do :; done
-  iptables -F "$chain" 2>/dev/null || true
-  iptables -X "$chain" 2>/dev/null || true
+  [[ -s $dir/chain ]] || return 0
+  local p c g port_was
+  p=$(cat "$dir/prefix") c=DGEGRESS-$(cat "$dir/prefix") g=DGEGRESS-$(cat "$dir/prefix")-port
+  port_was=$(cat "$dir/port")
+  while iptables -D INPUT -i "$p+" -j "$c" 2>/dev/null; do :; done
+  while iptables -D FORWARD -i "$p+" -j "$c" 2>/dev/null; do :; done
+  while iptables -D FORWARD -o "$p+" -j "$c" 2>/dev/null; do :; done
+  while iptables -D INPUT -p tcp --dport "$port_was" -j "$g" 2>/dev/null; do :; done
+  for c in "$c" "$g"; do
+    iptables -F "$c" 2>/dev/null || true
+    iptables -X "$c" 2>/dev/null || true
+  done
   rm -f "$dir/chain"
 }
 
@@ -84,33 +102,27 @@ if ((${#names[@]} == 0)); then
 fi
 [[ $ports =~ ^[0-9]+(,[0-9]+)*$ ]] || { echo "egress-proxy.sh: SANDBOX_EGRESS_PORTS: ports, comma-separated" >&2; exit 2; }
 
-# The network is the sidecar's: it creates it (through the gate) before its first session.
-info=
-for _ in $(seq 120); do
-  info=$(docker network inspect "$network" \
-    -f '{{.Id}} {{.Internal}} {{range .IPAM.Config}}{{.Gateway}} {{.Subnet}} {{end}}' 2>/dev/null) && break
-  sleep 0.5
-done
-read -r id internal gateway subnet _ <<<"$info"
-if [[ -z ${id:-} || $internal != true || -z ${gateway:-} ]]; then
-  echo "egress-proxy.sh: network $network: not there, not internal or no IPv4 gateway ($info)" >&2
-  exit 1
-fi
-bridge="br-${id:0:12}"
-ip link show "$bridge" >/dev/null 2>&1 || { echo "egress-proxy.sh: no bridge $bridge on this host" >&2; exit 1; }
+[[ $prefix =~ ^[a-z0-9]{1,5}$ ]] || { echo "egress-proxy.sh: SANDBOX_EGRESS_BRIDGE_PREFIX: 1-5 of a-z 0-9" >&2; exit 2; }
 
 unrule
-chain="DGEGRESS-${id:0:12}"
-iptables -N "$chain"
-# Replies of the proxy's connections go out through OUTPUT; what comes in on the bridge
-# is the session's half of a connection to the proxy, or nothing at all.
-iptables -A "$chain" -i "$bridge" -d "$gateway" -p tcp --dport "$port" -j ACCEPT
-iptables -A "$chain" -j DROP
-iptables -I INPUT 1 -i "$bridge" -j "$chain"
-iptables -I FORWARD 1 -i "$bridge" -j "$chain"
-iptables -I FORWARD 1 -o "$bridge" -j "$chain"
+# Recorded first: a start that fails half-way is undone by the next start or a stop.
+echo "$prefix" >"$dir/prefix"
+echo "$port" >"$dir/port"
 echo "$chain" >"$dir/chain"
-echo "$bridge" >"$dir/bridge"
+iptables -N "$chain"
+# Replies of the proxy's connections go out through OUTPUT; what comes in on a session
+# bridge is the session's half of a connection to the proxy on that bridge's own address,
+# or nothing at all.
+iptables -A "$chain" -p tcp --dport "$port" -m addrtype --dst-type LOCAL --limit-iface-in -j ACCEPT
+iptables -A "$chain" -j DROP
+# The proxy's port from anywhere but a session bridge (loopback, the LAN): dropped.
+iptables -N "$guard"
+iptables -A "$guard" -i "$prefix+" -j RETURN
+iptables -A "$guard" -j DROP
+iptables -I INPUT 1 -p tcp --dport "$port" -j "$guard"
+iptables -I INPUT 1 -i "$prefix+" -j "$chain"
+iptables -I FORWARD 1 -i "$prefix+" -j "$chain"
+iptables -I FORWARD 1 -o "$prefix+" -j "$chain"
 
 hosts_line=
 if [[ -n ${EGRESS_HOSTS_FILE:-} ]]; then
@@ -133,7 +145,7 @@ HELPER
 chmod 0755 "$dir/sni-present"
 {
   echo "# written by scripts/egress-proxy.sh"
-  echo "http_port $gateway:$port ssl-bump tls-cert=$dir/bump.pem tls-key=$dir/bump.key generate-host-certificates=off"
+  echo "http_port 0.0.0.0:$port ssl-bump tls-cert=$dir/bump.pem tls-key=$dir/bump.key generate-host-certificates=off"
   echo "pid_filename $dir/squid.pid"
   echo "access_log stdio:$dir/access.log"
   echo "cache_log $dir/cache.log"
@@ -145,7 +157,6 @@ chmod 0755 "$dir/sni-present"
   echo "via off"
   echo "forwarded_for delete"
   [[ -n $hosts_line ]] && echo "$hosts_line"
-  echo "acl sessions src $subnet"
   echo "acl egress_ports port ${ports//,/ }"
   # -n: compare the request's host as written, never a reverse lookup of an address.
   echo "acl egress_names dstdomain -n ${names[*]}"
@@ -153,7 +164,6 @@ chmod 0755 "$dir/sni-present"
   # name is compared: the list names hosts, and an address reaches whatever answers there.
   echo 'acl ip_literal dstdom_regex -n ^[0-9.]+$ ^0x[0-9a-f.x]+$ ^\[?[0-9a-f:.]*:[0-9a-f:.]*\]?$'
   echo "acl CONNECT method CONNECT"
-  echo "http_access deny !sessions"
   echo "http_access deny ip_literal"
   echo "http_access deny !egress_ports"
   echo "http_access allow egress_names"
@@ -182,9 +192,11 @@ squid -k parse -f "$dir/squid.conf" >"$dir/parse.log" 2>&1 || { cat "$dir/parse.
 squid -N -f "$dir/squid.conf" >>"$dir/squid.out" 2>&1 &
 echo $! >"$dir/squid.pid.own"
 for _ in $(seq 100); do
-  if (exec 3<>"/dev/tcp/$gateway/$port") 2>/dev/null; then
-    echo "egress-proxy.sh: squid on $gateway:$port for $network (${names[*]})"
-    echo "EGRESS_PROXY=http://$gateway:$port" >"$dir/env"
+  # Listening (state 0A) on 0.0.0.0:PORT, from the kernel's table: a connect to it from
+  # here would meet the port's guard.
+  if awk -v a="00000000:$(printf %04X "$port")" '$2 == a && $4 == "0A" {f = 1} END {exit !f}' /proc/net/tcp; then
+    echo "egress-proxy.sh: squid on port $port of every session bridge ($prefix+; ${names[*]})"
+    echo "EGRESS_PROXY_PORT=$port" >"$dir/env"
     exit 0
   fi
   kill -0 "$(cat "$dir/squid.pid.own")" 2>/dev/null || break

@@ -6,12 +6,26 @@
 #
 # The engine has its own --data-root, --exec-root, --pidfile and socket, so it never
 # touches a daemon the user already runs. It has the default bridge network (clients such
-# as testcontainers inspect it) on a bridge of its own, and does not touch iptables:
-# containers reach each other, not the outside. Debian's crun is registered as a second
-# runtime ("crun"), to prove that a profile can hold containers to a stronger one.
+# as testcontainers inspect it) on a bridge of its own, and its networks' addresses come
+# from a /16 of its own (DIR/pool: 10.N.0.0/16, N from 200 to 254, one no route and no
+# other running engine.sh uses); dockerd leaves iptables alone (--iptables=false):
+# containers reach each other, not the outside.
+# Beside another dockerd (most developers' machines): that daemon sets the FORWARD policy
+# to DROP, and with br_netfilter even traffic bridged between two containers on one of our
+# bridges passes FORWARD, so our containers could not reach each other. The engine's own
+# chain DGENGINE-<hash> accepts, from FORWARD's first rule, what goes between its pool's
+# addresses and across its default bridge, nothing else, and only in the iptables backends
+# in use (nf_tables always; legacy only if its filter table is loaded, where such a daemon
+# put its DROP); stop removes the chain and its jump. The other daemon's rules and policy
+# are never touched (scripts/lib.sh).
+# Debian's crun is registered as a second runtime ("crun"), to prove that a profile can
+# hold containers to a stronger one.
 # Test images are made offline: busybox from Debian's busybox-static, imported with
 # `docker import`, and pushed to the local registry on 127.0.0.1 for pull tests.
 set -euo pipefail
+
+# shellcheck source=scripts/lib.sh
+source "$(dirname "$0")/lib.sh"
 
 cmd=${1:?usage: engine.sh start|stop DIR}
 dir=${2:?usage: engine.sh start|stop DIR}
@@ -40,22 +54,67 @@ stop_pid() { # stop_pid PIDFILE: TERM, wait up to 20 s, then KILL
   rm -f "$f"
 }
 
+# pool_take DIR: a 10.N.0.0/16 that no route of this network namespace overlaps and no
+# other engine.sh holds (/run/dockgate-engine-pools/N, made with mkdir: atomic), recorded
+# in DIR/pool. A claim whose engine directory is gone is stale and taken back.
+pool_claims=/run/dockgate-engine-pools
+pool_take() {
+  local n owner
+  mkdir -p "$pool_claims"
+  for n in $(seq 200 254); do
+    # Any route but the default one that overlaps the /16 (a LAN, a VPN, another engine).
+    if ip -4 route show table all 2>/dev/null | awk '$1 ~ /^[0-9]/ {print $1}' |
+      python3 -c 'import ipaddress, sys
+pool = ipaddress.ip_network(sys.argv[1])
+sys.exit(0 if any(ipaddress.ip_network(l.strip(), strict=False).overlaps(pool) for l in sys.stdin if l.strip()) else 1)' "10.$n.0.0/16"; then
+      continue
+    fi
+    if ! mkdir "$pool_claims/$n" 2>/dev/null; then
+      owner=$(cat "$pool_claims/$n/dir" 2>/dev/null || true)
+      [[ -n $owner && ! -d $owner ]] || continue
+      rm -rf "${pool_claims:?}/$n"
+      mkdir "$pool_claims/$n" 2>/dev/null || continue
+    fi
+    echo "$dir" >"$pool_claims/$n/dir"
+    echo "10.$n.0.0/16" >"$dir/pool"
+    return 0
+  done
+  echo "engine.sh: no free 10.N.0.0/16 (N 200-254) for the engine's networks" >&2
+  return 1
+}
+pool_release() {
+  local pool n
+  pool=$(cat "$dir/pool" 2>/dev/null) || return 0
+  n=${pool#10.}; n=${n%%.*}
+  if [[ $(cat "$pool_claims/$n/dir" 2>/dev/null) == "$dir" ]]; then rm -rf "${pool_claims:?}/$n"; fi
+  rm -f "$dir/pool"
+}
+
 start() {
   mkdir -p "$dir"
   dir=$(cd "$dir" && pwd)
   local sock="$dir/docker.sock"
   # The default bridge network on a bridge of its own (never the host's docker0, never
-  # another engine's); dockerd gives it a free subnet. Removed by stop.
-  local bridge; bridge="dg$(printf %s "$dir" | md5sum | cut -c1-10)"
+  # another engine's); dockerd gives it a free subnet of the pool. Removed by stop.
+  local hash bridge pool
+  hash=$(printf %s "$dir" | md5sum | cut -c1-10)
+  bridge="dg$hash"
   ip link add "$bridge" type bridge 2>/dev/null || true
   ip link set "$bridge" up
   echo "$bridge" >"$dir/bridge"
+  pool_take
+  pool=$(cat "$dir/pool")
+  # FORWARD beside another dockerd (scripts/lib.sh): what goes between the pool's
+  # addresses (every network of the engine, the default bridge's included) and anything
+  # across the default bridge.
+  forward_chain_add "$dir/iptables" "DGENGINE-$hash" "-s $pool -d $pool" "-i $bridge -o $bridge"
   # DOCKGATE_DOCKERD_ARGS: more flags, split on spaces (scripts/fleet.sh: --cgroup-parent).
   local more=()
   read -r -a more <<<"${DOCKGATE_DOCKERD_ARGS:-}"
   dockerd \
     --data-root "$dir/data" --exec-root "$dir/exec" --pidfile "$dir/dockerd.pid" \
     --host "unix://$sock" --bridge "$bridge" --iptables=false --ip-masq=false \
+    --default-address-pool "base=$pool,size=24" \
     --add-runtime crun=/usr/bin/crun "${more[@]}" \
     >"$dir/dockerd.log" 2>&1 &
   if ! wait_for 60 docker -H "unix://$sock" version; then
@@ -101,8 +160,11 @@ YML
   docker -H "unix://$sock" push "$remote" >/dev/null
   docker -H "unix://$sock" rmi "$remote" >/dev/null
 
-  # The python session image for sidecar tests (debootstrap, cached between runs).
-  "$(dirname "$0")/runtime-image.sh" "unix://$sock" dockgate/sandbox-runtime:test
+  # The python session image for sidecar tests (debootstrap, cached between runs);
+  # ENGINE_RUNTIME_IMAGE=0 leaves it out (tests that need busybox only).
+  if [[ ${ENGINE_RUNTIME_IMAGE:-1} != 0 ]]; then
+    "$(dirname "$0")/runtime-image.sh" "unix://$sock" dockgate/sandbox-runtime:test
+  fi
 
   cat >"$dir/env" <<ENV
 export DOCKGATE_TEST_ENGINE=unix://$sock
@@ -115,6 +177,7 @@ ENV
 
 stop() {
   [[ -d $dir ]] || return 0
+  dir=$(cd "$dir" && pwd)
   stop_pid "$dir/registry.pid"
   stop_pid "$dir/dockerd.pid"
   # dockerd unmounts its layers on a clean stop; anything left behind goes now.
@@ -122,6 +185,21 @@ stop() {
     umount -l "$m" || true
   done
   if [[ -s $dir/bridge ]]; then ip link del "$(cat "$dir/bridge")" 2>/dev/null || true; fi
+  # The bridges of the engine's own networks (dockerd leaves them up when it stops): those
+  # with an address of its pool, and only those.
+  if [[ -s $dir/pool ]]; then
+    local link
+    for link in $(ip -4 -o addr show 2>/dev/null | python3 -c 'import ipaddress, sys
+pool = ipaddress.ip_network(sys.argv[1])
+for l in sys.stdin:
+    f = l.split()
+    if f[2] == "inet" and ipaddress.ip_interface(f[3]).ip in pool and f[1].startswith("br-"):
+        print(f[1])' "$(cat "$dir/pool")"); do
+      ip link del "$link" 2>/dev/null || true
+    done
+  fi
+  forward_chain_remove "$dir/iptables"
+  pool_release
   rm -rf "$dir" 2>/dev/null || true
 }
 

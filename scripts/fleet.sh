@@ -23,10 +23,20 @@
 # `ip netns exec`, which would also give them a mount namespace of their own: the FUSE
 # mounts a sidecar makes must be visible to its host's dockerd. Needs root. Figures are
 # printed; nothing timed is asserted.
+# Beside a Docker daemon the user runs (FORWARD policy DROP; with br_netfilter frames
+# bridged between two hosts' veths pass FORWARD too), the chain DGFLEET accepts what
+# crosses dgfleet0 from one of its ports to another, nothing else; stop removes it
+# (scripts/lib.sh, as scripts/engine.sh does for each host's engine).
+# Every PID file holds the program's own PID (nsenter, sh and setsid exec it), so a stop's
+# SIGTERM reaches the sidecar, which ends its sessions and says so in its log.
+# DOCKGATE_RELEASE_DIR: the programs, built by the caller (default: build/release, built
+# here).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
-bin=$repo/build/release
+# shellcheck source=scripts/lib.sh
+source scripts/lib.sh
+bin=${DOCKGATE_RELEASE_DIR:-$repo/build/release}
 lease=10               # SANDBOX_INSTANCE_LEASE_S: the instance lease and the store's session lease
 api_key=fleet-smoke    # SANDBOX_API_KEY, the same on every host
 image=dockgate/sandbox-runtime:test  # python3 only (scripts/runtime-image.sh)
@@ -46,9 +56,19 @@ wait_for() { # wait_for SECONDS COMMAND...: bounded retry
     sleep 0.2
   done
 }
-record() { # record PID FILE: the PID in FILE, and in DIR/started (what stop checks is gone)
+record() { # record PID FILE [PROGRAM]: the PID in FILE, and in DIR/started (what stop
+  # checks is gone); with PROGRAM, the PID must be that program's own, not a wrapper's
+  # (its /proc/PID/exe, waited for: the exec chain may still be under way).
   echo "$1" >"$2"
   echo "$1" >>"$dir/started"
+  [[ -n ${3:-} ]] || return 0
+  local exe
+  for _ in $(seq 50); do
+    exe=$(readlink "/proc/$1/exe" 2>/dev/null || true)
+    [[ $exe == "$3" ]] && return 0
+    sleep 0.1
+  done
+  fail "PID $1 in $2 is $exe, not $3"
 }
 stop_pid() { # stop_pid PIDFILE [SECONDS]: TERM, wait, then KILL
   local f=$1 wait=${2:-30} pid
@@ -97,6 +117,8 @@ net_up() {
   ip link add "$bridge" type bridge
   ip addr add 10.77.0.1/24 dev "$bridge"
   ip link set "$bridge" up
+  # Host to host across the bridge, beside another dockerd (scripts/lib.sh).
+  forward_chain_add "$dir/iptables" DGFLEET "-i $bridge -o $bridge"
 }
 host_net_up() { # host_net_up K: the namespace, its veth into the bridge, lo
   local k=$1
@@ -140,6 +162,17 @@ cg_remove() { # host K's cgroups, in every hierarchy dockerd made them in (v1) o
 }
 # in_cg K PROGRAM...: PROGRAM in host K's network namespace and CPU cgroup
 in_cg() { local k=$1; shift; nsenter --net="/run/netns/dgfleet-$k" sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$(cg_dir "$k")" "$@"; }
+# spawn K PIDFILE EXE PROGRAM...: PROGRAM in the background, as in_cg, its own PID in
+# PIDFILE. A simple command run with & is exec'd in bash's child, and nsenter, sh, env and
+# setsid each exec the next (setsid without a fork: the child leads no process group), so
+# $! is PROGRAM's PID; record checks it is EXE. (`in_cg ... &` would record the PID of a
+# subshell running the function: a stop's SIGTERM ended that shell, never PROGRAM.)
+spawn() {
+  local k=$1 f=$2 exe=$3
+  shift 3
+  nsenter --net="/run/netns/dgfleet-$k" sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$(cg_dir "$k")" "$@" &
+  record $! "$f" "$exe"
+}
 
 # ---- the object store ---------------------------------------------------------------
 s3_start() { # s3rver (with S3's conditional writes: the store's leases) on the bridge
@@ -162,10 +195,8 @@ host_start() { # host_start K: engine, gate and sidecar of host K (its network i
   # root; root's file, not writable by others (the gate refuses anything else).
   sed "s|\"/mnt/aimem\"|\"$h/mnt\"|" compose/policies/sandbox.json >"$h/sandbox.json.tmp"
   install -m 0644 "$h/sandbox.json.tmp" "$h/sandbox.json" && rm -f "$h/sandbox.json.tmp"
-  # nsenter and setsid exec the program: $! is its PID.
-  in_cg "$k" setsid "$bin/proxy/dockgate-proxy" --upstream "unix://$h/engine/docker.sock" \
-    --listen "unix://$h/gate.sock" --policy "$h/sandbox.json" >"$h/gate-audit.log" 2>"$h/gate.log" </dev/null &
-  record $! "$h/gate.pid"
+  spawn "$k" "$h/gate.pid" "$bin/proxy/dockgate-proxy" setsid "$bin/proxy/dockgate-proxy" --upstream "unix://$h/engine/docker.sock" \
+    --listen "unix://$h/gate.sock" --policy "$h/sandbox.json" >"$h/gate-audit.log" 2>"$h/gate.log" </dev/null
   wait_for 20 test -S "$h/gate.sock" || { tail -n 20 "$h/gate.log" >&2; return 1; }
   local addr; addr=$(host_addr "$k")
   # The members a sidecar forwards to (never an address read from the store) and the
@@ -173,7 +204,7 @@ host_start() { # host_start K: engine, gate and sidecar of host K (its network i
   local members="" m
   for ((m = 1; m <= $(cat "$dir/hosts"); m++)); do members+="${members:+,}fleet-$m=http://$(host_addr "$m"):8000"; done
   [[ -s $dir/fleet.key ]] || (umask 077 && openssl rand -hex 32 >"$dir/fleet.key")
-  in_cg "$k" env -u SANDBOX_ALLOW_NO_AUTH -u AWS_CA_BUNDLE \
+  spawn "$k" "$h/sidecar.pid" "$bin/sidecar/dockgate-sidecar" env -u SANDBOX_ALLOW_NO_AUTH -u AWS_CA_BUNDLE \
     DOCKER_HOST="unix://$h/gate.sock" SANDBOX_LISTEN="$addr:8000" SANDBOX_FLEET_URL="http://$addr:8000" \
     SANDBOX_FLEET_MEMBERS="$members" SANDBOX_FLEET_KEY_FILE="$dir/fleet.key" \
     SANDBOX_INSTANCE="fleet-$k" SANDBOX_INSTANCE_LEASE_S="$lease" SANDBOX_API_KEY="$api_key" \
@@ -183,8 +214,7 @@ host_start() { # host_start K: engine, gate and sidecar of host K (its network i
     AIMEM_BUCKET="$DOCKGATE_TEST_S3_BUCKET" AIMEM_ENDPOINT="$DOCKGATE_TEST_S3_ENDPOINT" \
     AIMEM_ACCESS_KEY="$DOCKGATE_TEST_S3_ACCESS_KEY" AIMEM_SECRET_KEY="$DOCKGATE_TEST_S3_SECRET_KEY" \
     AIMEM_PREFIX=fleet AIMEM_MOUNT_ROOT="$h/mnt" \
-    setsid "$bin/sidecar/dockgate-sidecar" >"$h/sidecar.log" 2>&1 </dev/null &
-  record $! "$h/sidecar.pid"
+    setsid "$bin/sidecar/dockgate-sidecar" >"$h/sidecar.log" 2>&1 </dev/null
   cat "$h/engine/dockerd.pid" "$h/engine/registry.pid" >>"$dir/started"
   wait_for 60 curl -fsS "http://$addr:8000/healthz" || { tail -n 20 "$h/sidecar.log" >&2; return 1; }
 }
@@ -198,7 +228,7 @@ haproxy_start() { # haproxy_start N: HAProxy with hosts 1..N, waiting until all 
   for ((k = 1; k <= n; k++)); do env+=("FLEET_HOST_$k=$(host_addr "$k"):8000"); done
   env FLEET_BIND="127.0.0.1:$port" FLEET_ADMIN_SOCKET="$dir/haproxy.sock" "${env[@]}" \
     setsid haproxy -db -f compose/fleet/haproxy.cfg >>"$dir/haproxy.log" 2>&1 </dev/null &
-  record $! "$dir/haproxy.pid"
+  record $! "$dir/haproxy.pid" "$(command -v haproxy)"
   wait_for 20 servers_up "$n" || { tail -n 20 "$dir/haproxy.log" >&2; fail "HAProxy's servers did not come up"; }
 }
 servers_up() { # servers_up N: HAProxy's runtime API says N servers of new_sessions are UP
@@ -228,8 +258,10 @@ start() {
   ! ip link show "$bridge" >/dev/null 2>&1 || fail "$bridge exists: a fleet runs already (scripts/fleet.sh stop ITS_DIR)"
   [[ ${SKIP_DEPS:-0} == 1 ]] || scripts/install-deps.sh
   ensure_haproxy
-  cmake --preset release >/dev/null
-  cmake --build --preset release --target dockgate-proxy dockgate-sidecar dockgate-mount >/dev/null
+  if [[ -z ${DOCKGATE_RELEASE_DIR:-} ]]; then
+    cmake --preset release >/dev/null
+    cmake --build --preset release --target dockgate-proxy dockgate-sidecar dockgate-mount >/dev/null
+  fi
   mkdir -p "$dir" && chmod 755 "$dir"
   echo "$n" >"$dir/hosts"
   net_up
@@ -306,7 +338,11 @@ PY
 host_stop() { # host_stop K: sidecar, gate, engine of host K; what a killed host left
   local k=$1 h=$dir/host$1 pids
   # The sidecar first: it ends its sessions (unmounting their workspaces) through the gate.
-  stop_pid "$h/sidecar.pid" 30
+  # A live one must say it stopped cleanly (SIGTERM reached it, not a wrapper's shell).
+  if alive "$h/sidecar.pid"; then
+    stop_pid "$h/sidecar.pid" 30
+    grep -q '^dockgate-sidecar: stopped' "$h/sidecar.log" 2>/dev/null || echo "$k" >>"$dir/unclean"
+  fi
   if alive "$h/gate.pid" && [[ -S $h/engine/docker.sock ]]; then
     docker -H "unix://$h/engine/docker.sock" ps -aq | xargs -r docker -H "unix://$h/engine/docker.sock" rm -f >/dev/null 2>&1 || true
   fi
@@ -341,9 +377,12 @@ stop() {
     cg_remove "$k"
   done
   ip link del "$bridge" 2>/dev/null || true
+  forward_chain_remove "$dir/iptables"
   if [[ -d $dir/s3 ]]; then scripts/s3rver.sh stop "$dir/s3" || true; fi
-  # What is left, said: nothing of the fleet may run or be mounted.
-  local left_mounts p
+  # What is left, said: nothing of the fleet may run or be mounted, and every sidecar
+  # that was alive stopped cleanly.
+  local left_mounts p unclean
+  unclean=$(sort -n "$dir/unclean" 2>/dev/null | tr '\n' ' ' || true)
   left_mounts=$(grep -c " $dir/" /proc/mounts || true)
   while read -r p; do
     if kill -0 "$p" 2>/dev/null; then left_pids+=" $p"; fi
@@ -351,6 +390,10 @@ stop() {
   rm -rf "$dir"
   if [[ $left_mounts != 0 || -n $left_pids ]] || ip link show "$bridge" >/dev/null 2>&1; then
     echo "fleet.sh: left behind: $left_mounts mounts, processes:${left_pids:- none}" >&2
+    return 1
+  fi
+  if [[ -n $unclean ]]; then
+    echo "fleet.sh: the sidecar of host(s) $unclean did not stop cleanly (no 'stopped' line in its log)" >&2
     return 1
   fi
   echo "fleet.sh: stopped; nothing of the fleet runs or is mounted (checked /proc/mounts and the recorded PIDs)"

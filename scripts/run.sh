@@ -79,6 +79,8 @@ mkdir -p "$state/archives"
 profile=sandbox
 if [[ ${SANDBOX_NETWORK:-none} == allowlist ]]; then profile=sandbox-egress; fi
 scripts/egress-proxy.sh stop "$state/egress"
+# The egress proxy before the sidecar: its rules hold every session bridge from the first.
+if [[ $profile == sandbox-egress ]]; then scripts/egress-proxy.sh start "$state/egress"; fi
 install -m 0644 "compose/policies/$profile.json" "$state/$profile.json"
 setsid build/release/proxy/dockgate-proxy serve --upstream "$engine" --listen "unix://$gate_socket" \
   --metrics "tcp://$metrics" --policy "$state/$profile.json" \
@@ -92,9 +94,6 @@ echo $! >"$state/sidecar.pid"
 for _ in $(seq 100); do build/release/sidecar/dockgate-sidecar healthcheck "tcp://127.0.0.1:$sidecar_port" 2>/dev/null && break; sleep 0.2; done
 build/release/sidecar/dockgate-sidecar healthcheck "tcp://127.0.0.1:$sidecar_port" || {
   echo "run.sh: the sidecar is not healthy; $state/sidecar.log:" >&2; tail -n 20 "$state/sidecar.log" >&2; exit 1; }
-if [[ $profile == sandbox-egress ]]; then
-  DOCKER_HOST=$engine scripts/egress-proxy.sh start "$state/egress"
-fi
 
 say "demonstration"
 key=$(cat "$state/api-key")

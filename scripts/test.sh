@@ -110,6 +110,9 @@ fi
 # What ships: the images and compose stacks, and the Debian package (once, not per build).
 if [[ $# -eq 0 ]]; then
   stage "compose stacks" tests/stack/compose_stack_test.sh
+  # engine.sh and fleet.sh beside a host's dockerd (FORWARD DROP, br_netfilter), made in a
+  # network namespace of the test's own.
+  stage "beside a host's dockerd" tests/stack/beside_host_docker_test.sh
   stage "Debian package" tests/package/deb_test.sh
   stage "first run" tests/first_run/first_run_test.sh
   # The benchmarks as smoke tests: they complete and print their numbers (no ratio is

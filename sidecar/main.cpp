@@ -78,18 +78,24 @@ int main(int argc, char** argv) {
     std::cerr << "dockgate-sidecar: " << error << '\n';
     return 1;
   }
-  // SANDBOX_NETWORK=allowlist: the sessions' network before anything is created (under the
-  // sandbox-egress profile every container joins it, the lease's too); without it no
-  // session could have its wall, so the sidecar does not start.
+  // SANDBOX_NETWORK=allowlist: each session gets a network of its own. One is made and
+  // removed now: if the engine cannot make an internal one (the gate's sandbox-egress
+  // profile, the daemon's address pools), no session could have its wall, so the sidecar
+  // does not start.
   if (loaded.value->network == "allowlist") {
-    const auto proxy =
-        sidecar::egress_network(client::engine(*engine_config), *loaded.value, error);
+    const client::engine docker(*engine_config);
+    const std::string probe =
+        sidecar::egress_network_name(*loaded.value, "probe-" + loaded.value->instance);
+    const auto proxy = sidecar::egress_network(docker, *loaded.value, probe, error);
+    sidecar::remove_egress_network(docker, probe);
     if (proxy.empty()) {
       std::cerr << "dockgate-sidecar: SANDBOX_NETWORK=allowlist: " << error << std::endl;
       return 1;
     }
-    std::cerr << "dockgate-sidecar: sessions reach out only through the egress proxy " << proxy
-              << std::endl;
+    std::cerr << "dockgate-sidecar: sessions reach out only through the egress proxy, each on "
+                 "its own network ("
+              << loaded.value->egress_network << "-<id>, port " << loaded.value->egress_proxy_port
+              << ")" << std::endl;
   }
   // The instance's lease first: nothing of the instance is adopted or removed without it
   // (instance_lease.hpp). Another live sidecar holding it is a refusal, the holder named.

@@ -17,7 +17,21 @@
 
 namespace dockgate::policy {
 
+std::string network_bridge_name(std::string_view bridge_prefix, std::string_view name) {
+  std::uint64_t h = 14695981039346656037ull;  // FNV-1a, 64 bits
+  for (unsigned char c : name) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string out(bridge_prefix);
+  for (int i = 0; i < 10; ++i) out += hex[(h >> (60 - 4 * i)) & 0xf];
+  return out;
+}
+
 namespace {
+
+constexpr std::string_view bridge_name_option = "com.docker.network.bridge.name";
 
 // The path every JSON body takes, kept in one place: decoded as dockerd decodes `spec` (a
 // body it would not read is a 400 naming `operation`), judged by `judge(root, reviewer)`,
@@ -203,6 +217,17 @@ decision review_network_create(const profile& p, std::string_view body) {
     // IPv6 or swarm-only kinds.
     const std::string name = text(find(root, "Name"));
     const std::string driver = text(find(root, "Driver"));
+    // The one option a body may carry: exactly the bridge name networks.bridge_prefix
+    // gives (the gate's own rewrite, reviewed again, passes unchanged).
+    const std::string own_bridge = p.rules.networks.bridge_prefix.empty()
+                                       ? std::string()
+                                       : network_bridge_name(p.rules.networks.bridge_prefix, name);
+    auto own_bridge_option = [&](const json_value* options) {
+      if (own_bridge.empty() || !options || !options->as_object()) return false;
+      const auto& o = *options->as_object();
+      const json_value* b = find(o, bridge_name_option);
+      return o.size() == 1 && b && b->as_string() && *b->as_string() == own_bridge;
+    };
     const std::string scope = text(find(root, "Scope"));
     bool ok = true;
     if (!valid_object_name(name))
@@ -211,7 +236,7 @@ decision review_network_create(const profile& p, std::string_view body) {
       ok = r.refuse("Driver", "networks", "\"" + driver + "\" is not allowed (bridge only)");
     else if (!(scope.empty() || scope == "local"))
       ok = r.refuse("Scope", "networks", "\"" + scope + "\" is not allowed");
-    else if (!is_empty_value(find(root, "Options")))
+    else if (!is_empty_value(find(root, "Options")) && !own_bridge_option(find(root, "Options")))
       ok = r.refuse("Options", "networks", "are not allowed (host options)");
     else if (!is_empty_value(find(root, "EnableIPv6")))
       ok = r.refuse("EnableIPv6", "networks", "is not allowed");
@@ -240,6 +265,18 @@ decision review_network_create(const profile& p, std::string_view body) {
       if (!already) {
         r.changes.record("Internal", "forced", v);
         set(*parent, key, json_value(true));
+      }
+    }
+    if (ok && !p.rules.networks.bridge_prefix.empty()) {
+      // networks.bridge_prefix: the bridge's name is the profile's, so that the host's
+      // firewall holds the network by its interface pattern from its first packet.
+      json_object* parent = nullptr;
+      std::string_view key;
+      json_value* v = locate(root, "Options", true, &parent, &key);
+      if (!own_bridge_option(v)) {
+        r.changes.record("Options", "forced", v);
+        set(*parent, key,
+            json_value(json_object{{std::string(bridge_name_option), json_value(own_bridge)}}));
       }
     }
     if (ok) created = name;

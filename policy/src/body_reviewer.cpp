@@ -283,6 +283,13 @@ bool body_reviewer::check_networks(json_object& root) {
   std::string mode =
       mode_value && mode_value->as_string() ? *mode_value->as_string() : std::string();
   auto join = [&](std::string_view where, const std::string& name) {
+    // networks.internal: the daemon's bridge is no internal network; a container joins
+    // an owned one (all internal) or none.
+    if (p.rules.networks.internal && (name.empty() || name == "default" || name == "bridge"))
+      return refuse(where, "networks",
+                    "value \"" + (name.empty() ? std::string("default") : name) +
+                        "\" is not allowed (the profile's networks are internal: an owned "
+                        "network or none)");
     if (name.empty() || name == "default" || name == "bridge" || name == "none") return true;
     if (!valid_object_name(name) || name == "host")
       return refuse(where, "networks", "value \"" + name + "\" is not allowed");

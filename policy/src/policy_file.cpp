@@ -294,17 +294,34 @@ class loader {
         object o;
         const std::string w = where + "." + std::string(key);
         if (value.get_object().get(o) != simdjson::SUCCESS) {
-          error(w, key == "networks" ? "must be an object {join_owned, aliases, internal}" : "must be an object {mount_owned}");
+          error(w, key == "networks"
+                       ? "must be an object {join_owned, aliases, internal, bridge_prefix}"
+                       : "must be an object {mount_owned}");
           return;
         }
         each_key(o, w, [&](std::string_view k, element v) {
-          bool* flag = key == "networks" ? (k == "join_owned" ? &p.rules.networks.join_owned
-                                            : k == "aliases"  ? &p.rules.networks.aliases
-                                            : k == "internal" ? &p.rules.networks.internal
-                                                              : nullptr)
-                                         : (k == "mount_owned" ? &p.rules.volumes.mount_owned : nullptr);
-          if (!flag) error(w, "unknown key \"" + std::string(k) + "\"");
-          else if (v.get_bool().get(*flag) != simdjson::SUCCESS) error(w + "." + std::string(k), "must be true or false");
+          if (key == "networks" && k == "bridge_prefix") {
+            auto prefix = string_of(v, w + ".bridge_prefix");
+            if (!prefix) return;
+            if (prefix->empty() || prefix->size() > 5 ||
+                !std::all_of(prefix->begin(), prefix->end(), [](char c) {
+                  return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+                }))
+              error(w + ".bridge_prefix", "must be 1-5 of a-z 0-9");
+            else
+              p.rules.networks.bridge_prefix = *prefix;
+            return;
+          }
+          bool* flag = key == "networks"
+                           ? (k == "join_owned" ? &p.rules.networks.join_owned
+                              : k == "aliases"  ? &p.rules.networks.aliases
+                              : k == "internal" ? &p.rules.networks.internal
+                                                : nullptr)
+                           : (k == "mount_owned" ? &p.rules.volumes.mount_owned : nullptr);
+          if (!flag)
+            error(w, "unknown key \"" + std::string(k) + "\"");
+          else if (v.get_bool().get(*flag) != simdjson::SUCCESS)
+            error(w + "." + std::string(k), "must be true or false");
         });
       } else if (key == "allow") {
         have_allow = true;

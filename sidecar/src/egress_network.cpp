@@ -1,14 +1,25 @@
-// The egress network of SANDBOX_NETWORK=allowlist. Invariant: a session's network is
-// internal (no masquerading, nothing forwarded off it by the daemon's rules) and the
-// sidecar's own; its gateway, the host's address on the bridge, is where the egress proxy
-// listens (scripts/egress-proxy.sh, whose firewall rules leave it the only address a
-// session reaches). The gate stamps the owner label and, under the sandbox-egress
-// profile's networks.internal, makes every network it creates internal whatever this body
-// says; the daemon picks the subnet. A network of that name that is not internal is no
-// egress network: refused here, and the gate refuses a session joining one it does not own.
+// The egress networks of SANDBOX_NETWORK=allowlist, one per session container. Invariant:
+// no session learns of another, reaches another or shares a resolver's view with one
+// (issue 39): the daemon's embedded DNS answers, for a container, the names and addresses
+// of every container on its networks (forward and reverse: dockgate-sbx-<session id>),
+// whatever its own settings, and on one shared bridge every neighbour answers ARP and TCP.
+// So each session container joins a network of its own, "<SANDBOX_EGRESS_NETWORK>-<sid>",
+// where it is alone: its resolver knows itself only, its bridge has no other port, and
+// what it sends off its subnet the host drops. Each network is internal (no masquerading,
+// nothing forwarded off it by the daemon's rules) and the sidecar's own; its gateway, the
+// host's address on the bridge, is where the egress proxy listens. The gate stamps the
+// owner label and, under the sandbox-egress profile, makes every network it creates
+// internal (networks.internal) and names its bridge dgsbx<hash> (networks.bridge_prefix),
+// whatever this body says: scripts/egress-proxy.sh's firewall rules on dgsbx+ hold the
+// bridge from its first packet and leave the proxy the only address a session reaches.
+// The daemon picks the subnet. A network of that name that is not internal is no egress
+// network: refused here, and the gate refuses a session joining one it does not own.
+// A network goes with its container (session_containers::remove).
 #include "dockgate/sidecar/egress_network.hpp"
 
 #include <simdjson.h>
+
+#include "labels.hpp"
 
 namespace dockgate::sidecar {
 
@@ -46,22 +57,40 @@ std::string internal_gateway(const client::engine& docker, const std::string& na
 
 }  // namespace
 
-std::string egress_network(const client::engine& docker, const config& c, std::string& why) {
-  std::string gw = internal_gateway(docker, c.egress_network, why);
+std::string egress_network_name(const config& c, std::string_view sid) {
+  return c.egress_network + "-" + std::string(sid);
+}
+
+bool is_egress_network(const config& c, std::string_view name) {
+  return name.size() > c.egress_network.size() + 1 && name.starts_with(c.egress_network) &&
+         name[c.egress_network.size()] == '-';
+}
+
+std::string egress_network(const client::engine& docker, const config& c, const std::string& name,
+                           std::string& why) {
+  std::string gw = internal_gateway(docker, name, why);
   if (gw.empty() && why.ends_with("inspect 404")) {
     std::string body = "{\"Name\":";
-    client::append_json_string(body, c.egress_network);
-    body += R"(,"CheckDuplicate":true,"Driver":"bridge","Internal":true})";
+    client::append_json_string(body, name);
+    body += R"(,"CheckDuplicate":true,"Driver":"bridge","Internal":true,"Labels":{)";
+    client::append_json_string(body, instance_label);
+    body += ':';
+    client::append_json_string(body, c.instance);
+    body += "}}";
     auto made = docker.call("POST", "/networks/create", body, 20s);
     if (made.status != 201 && made.status != 409) {
-      why = "egress network " + c.egress_network + " not created: " + std::to_string(made.status) +
-            " " + made.body;
+      why = "egress network " + name + " not created: " + std::to_string(made.status) + " " +
+            made.body;
       return {};
     }
-    gw = internal_gateway(docker, c.egress_network, why);
+    gw = internal_gateway(docker, name, why);
   }
   if (gw.empty()) return {};
   return "http://" + gw + ":" + std::to_string(c.egress_proxy_port);
+}
+
+void remove_egress_network(const client::engine& docker, const std::string& name) {
+  docker.call("DELETE", "/networks/" + name, {}, 20s);
 }
 
 }  // namespace dockgate::sidecar

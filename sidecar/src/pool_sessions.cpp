@@ -152,6 +152,7 @@ std::optional<pooled_container> session_pool::create(std::string& error, bool& f
   auto created = docker_.call("POST", "/containers/create?name=" + name,
                               containers_.create_body(c.sid, blank, session_containers::body_kind::pool), 60s);
   if (created.status != 201) {
+    containers_.remove_unused_network(c.sid);
     error = "create failed: " + (created.status ? created.body : created.error);
     return std::nullopt;
   }

@@ -92,16 +92,18 @@ std::string session_containers::create_body(const std::string& sid, const sessio
     if (s.fuse) label(common::workspace_label, sid);  // the gate binds <root>/<sid> at /workspace
     if (!s.kernel.empty()) label(kernel_label, s.kernel);
   }
-  // SANDBOX_NETWORK=allowlist: the proxy's address in every way clients look for it (curl
-  // and requests read the lower-case names, others the upper; pip has its own). The cell
-  // needs no DNS: the proxy resolves the names it lets through. Without the proxy's
-  // address (the network could not be made) the create names the network anyway, and the
-  // daemon refuses it if it is not there: no session without its wall.
+  // SANDBOX_NETWORK=allowlist: the container's own network (egress_network.cpp: alone on
+  // it, no session sees another) and the proxy's address on its gateway in every way
+  // clients look for it (curl and requests read the lower-case names, others the upper;
+  // pip has its own). The cell needs no DNS: the proxy resolves the names it lets through.
+  // Without the proxy's address (the network could not be made) the create names the
+  // network anyway, and the daemon refuses it if it is not there: no session without its
+  // wall. A pool claim's marker is never started: no network.
   std::string network = "none";
-  if (config_.network == "allowlist") {
-    network = config_.egress_network;
+  if (config_.network == "allowlist" && kind != body_kind::claim) {
+    network = egress_network_name(config_, sid);
     b += "},\"Env\":[";
-    if (const std::string proxy = egress_proxy(); !proxy.empty()) {
+    if (const std::string proxy = egress_proxy(sid); !proxy.empty()) {
       bool first = true;
       for (std::string_view name :
            {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "PIP_PROXY"}) {
@@ -186,7 +188,21 @@ bool session_containers::running(const std::string& container) const {
 }
 
 void session_containers::remove(const std::string& container) const {
+  // SANDBOX_NETWORK=allowlist: the container's own network goes with it (read from the
+  // daemon's record first: `container` may be a name or an ID).
+  std::string network;
+  if (config_.network == "allowlist") {
+    auto r = docker_.call("GET", "/containers/" + container + "/json", {}, 20s);
+    simdjson::dom::parser p;
+    simdjson::dom::element doc;
+    std::string_view mode;
+    if (r.status == 200 && p.parse(r.body).get(doc) == simdjson::SUCCESS &&
+        doc["HostConfig"]["NetworkMode"].get_string().get(mode) == simdjson::SUCCESS &&
+        is_egress_network(config_, mode))
+      network = std::string(mode);
+  }
   docker_.call("DELETE", "/containers/" + container + "?force=1", {}, 30s);
+  if (!network.empty()) remove_egress_network(docker_, network);
 }
 
 client::exec_result session_containers::run_in(const std::string& container,
@@ -289,15 +305,17 @@ bool session_containers::image_present() {
   return ready;
 }
 
-std::string session_containers::egress_proxy() const {
-  std::lock_guard lock(egress_mutex_);
-  if (egress_proxy_.empty()) {
-    std::string why;
-    egress_proxy_ = egress_network(docker_, config_, why);
-    if (egress_proxy_.empty())
-      std::cerr << "dockgate-sidecar: " << why << ": sessions get no proxy" << std::endl;
-  }
-  return egress_proxy_;
+std::string session_containers::egress_proxy(const std::string& sid) const {
+  std::string why;
+  std::string proxy = egress_network(docker_, config_, egress_network_name(config_, sid), why);
+  if (proxy.empty())
+    std::cerr << "dockgate-sidecar: " << why << ": the session gets no proxy" << std::endl;
+  return proxy;
+}
+
+void session_containers::remove_unused_network(const std::string& sid) const {
+  if (config_.network == "allowlist")
+    remove_egress_network(docker_, egress_network_name(config_, sid));
 }
 
 }  // namespace dockgate::sidecar

@@ -79,18 +79,19 @@ class session_containers {
   // Whether the image was seen since start (not asked again).
   bool image_seen() const { return image_ready_; }
 
-  // SANDBOX_NETWORK=allowlist: the egress network, created through the gate if it is not
-  // on the engine (internal: no route off it), and the proxy's URL on its gateway
-  // ("http://GATEWAY:PORT"); "" when the engine could not make or show it. Asked once,
-  // then remembered.
-  std::string egress_proxy() const;
+  // SANDBOX_NETWORK=allowlist: the session container `sid`'s own network
+  // (egress_network_name), created through the gate if it is not on the engine (internal:
+  // no route off it), and the proxy's URL on its gateway ("http://GATEWAY:PORT"); "" when
+  // the engine could not make or show it.
+  std::string egress_proxy(const std::string& sid) const;
+  // After a create for `sid` failed: its network, if made, removed (the daemon refuses to
+  // remove one a container still uses). Nothing without SANDBOX_NETWORK=allowlist.
+  void remove_unused_network(const std::string& sid) const;
 
  private:
   const config& config_;
   const client::engine& docker_;
   std::atomic<bool> image_ready_{false};
-  mutable std::mutex egress_mutex_;
-  mutable std::string egress_proxy_;  // guarded by egress_mutex_
 };
 
 }  // namespace dockgate::sidecar

@@ -432,8 +432,10 @@ std::optional<http_reply> session_lifecycle::create_and_start(const std::string&
                                                               std::string& container_id) {
   auto created =
       docker_.call("POST", "/containers/create?name=" + name, containers_.create_body(s.id, s), 60s);
-  if (created.status != 201)
+  if (created.status != 201) {
+    containers_.remove_unused_network(s.id);
     return detail(500, "docker run failed: " + (created.status ? created.body : created.error));
+  }
   {
     simdjson::dom::parser p;
     simdjson::dom::element doc;

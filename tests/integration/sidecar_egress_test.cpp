@@ -1,6 +1,8 @@
 // SANDBOX_NETWORK=allowlist (issue 21 item 4, docs/sidecar.md "Egress"): a session's only
-// way out is the egress proxy (squid, scripts/egress-proxy.sh) on its internal network's
-// gateway, and the proxy lets through only the listed names. Each way out is judged by
+// way out is the egress proxy (squid, scripts/egress-proxy.sh) on its own internal
+// network's gateway, and the proxy lets through only the listed names. No session sees
+// another (issue 39 item 1): no name, address or id through the resolver, no packet to
+// it, judged by the other session's listener and the resolver's answers. Each way out is judged by
 // whether a listener on the host saw it (accepts and datagrams counted here), not by what
 // the cell says: the listed name reaches its server; an unlisted name, an IP literal, a
 // direct connection past the proxy (to the host's addresses) and DNS to a resolver do not.
@@ -14,8 +16,10 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <atomic>
 #include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "sidecar_harness.hpp"
@@ -153,48 +157,28 @@ std::string trimmed(std::string s) {
   return s;
 }
 
+// The container of session `sid` (its full ID) and what the daemon says of it.
+std::string container_of(const std::string& sid) {
+  return trimmed(
+      run(direct() + " ps -q --no-trunc --filter label=sandbox.session_id=" + sid).output);
+}
+std::string inspect_field(const std::string& object, const std::string& format) {
+  return trimmed(run(direct() + " inspect " + object + " -f '" + format + "'").output);
+}
+
 }  // namespace
 
 TEST_CASE("sidecar egress: the listed name through the proxy and nothing else out of the session",
           "[sidecar][egress]") {
-  const std::string network = "dockgate-egress";
-  run(direct() + " network rm " + network + " >/dev/null 2>&1");  // a previous run's
   proxy_process gate("compose/policies/sandbox-egress.json");
   const test_tls_context server_tls(gate.dir());
   counting_listener http("127.0.0.1", false);  // the package index (pypi.test), host-local
   counting_listener tls("127.0.0.1", false, server_tls.ctx);  // its file host, TLS by CONNECT
   counting_listener bypass("0.0.0.0", false);                 // a host service on every address
   counting_listener resolver("0.0.0.0", true);                // a DNS server on every address
-  sidecar_process sidecar(gate,
-                          {"SANDBOX_NETWORK=allowlist", "SANDBOX_EGRESS_ALLOW=pypi.test,files.test",
-                           "SANDBOX_WARM_POOL=0"});
-  const std::string sid = new_session(sidecar);
-  const std::string container =
-      trimmed(run(direct() + " ps -q --no-trunc --filter label=sandbox.session_id=" + sid).output);
-  REQUIRE_FALSE(container.empty());
-
-  // The network as the daemon keeps it: the sidecar's (owner label), internal.
-  const std::string net = trimmed(run(direct() + " network inspect " + network +
-                                      " -f '{{.Internal}} {{index .Labels \"dockgate.owner\"}} "
-                                      "{{range .IPAM.Config}}{{.Gateway}}{{end}}'")
-                                      .output);
-  INFO(net << "\n" << sidecar.log());
-  REQUIRE(net.starts_with("true sandbox "));
-  const std::string gateway = net.substr(std::string("true sandbox ").size());
-  // The session's container joined that network and no other, with the proxy named.
-  CHECK(trimmed(run(direct() + " inspect " + container +
-                    " -f '{{.HostConfig.NetworkMode}} {{range $k, $v := "
-                    ".NetworkSettings.Networks}}{{$k}} {{end}}'")
-                    .output) == network + " " + network);
-  const std::string env =
-      run(direct() + " inspect " + container + " -f '{{json .Config.Env}}'").output;
-  const std::string proxy_url = "http://" + gateway + ":3128";
-  for (const char* name :
-       {"HTTP_PROXY=", "HTTPS_PROXY=", "http_proxy=", "https_proxy=", "PIP_PROXY="})
-    CHECK_THAT(env, Catch::Contains(std::string(name) + proxy_url));
-
-  // The proxy: both names resolve (inside squid) to the host-local servers; other.test too,
-  // so that only squid's allowlist stands between a cell and the server.
+  // The proxy first: its rules hold every session bridge (dgsbx+) before the first is made.
+  // Both names resolve (inside squid) to the host-local servers; other.test too, so that
+  // only squid's allowlist stands between a cell and the server.
   const std::string hosts = gate.dir() + "/egress-hosts";  // copied by the script
   std::ofstream(hosts) << "127.0.0.1 pypi.test files.test other.test\n";
   // squid drops to its own user: a directory it can enter (the gate's is root's alone).
@@ -203,6 +187,34 @@ TEST_CASE("sidecar egress: the listed name through the proxy and nothing else ou
   egress_proxy squid(squid_dir, "SANDBOX_EGRESS_ALLOW=pypi.test,files.test SANDBOX_EGRESS_PORTS=" +
                                     std::to_string(http.port()) + "," + std::to_string(tls.port()) +
                                     " EGRESS_HOSTS_FILE=" + hosts);
+  sidecar_process sidecar(gate,
+                          {"SANDBOX_NETWORK=allowlist", "SANDBOX_EGRESS_ALLOW=pypi.test,files.test",
+                           "SANDBOX_WARM_POOL=0"});
+  const std::string sid = new_session(sidecar);
+  const std::string container = container_of(sid);
+  REQUIRE_FALSE(container.empty());
+  // The session's own network, as the daemon keeps it: the sidecar's (owner label),
+  // internal, on a bridge named by the gate (dgsbx<hash>) that is on this host.
+  const std::string network = "dockgate-egress-" + sid;
+  const std::string net = inspect_field(network,
+                                        "{{.Internal}} {{index .Labels \"dockgate.owner\"}} "
+                                        "{{index .Options \"com.docker.network.bridge.name\"}} "
+                                        "{{range .IPAM.Config}}{{.Gateway}}{{end}}");
+  INFO(net << "\n" << sidecar.log());
+  REQUIRE(net.starts_with("true sandbox dgsbx"));
+  const std::string bridge = net.substr(13, 15);
+  const std::string gateway = net.substr(13 + 16);
+  CHECK(run("ip link show " + bridge + " >/dev/null 2>&1").status == 0);
+  // The session's container joined that network and no other, with the proxy named.
+  CHECK(inspect_field(container,
+                      "{{.HostConfig.NetworkMode}} {{range $k, $v := "
+                      ".NetworkSettings.Networks}}{{$k}} {{end}}") == network + " " + network);
+  const std::string env =
+      run(direct() + " inspect " + container + " -f '{{json .Config.Env}}'").output;
+  const std::string proxy_url = "http://" + gateway + ":3128";
+  for (const char* name :
+       {"HTTP_PROXY=", "HTTPS_PROXY=", "http_proxy=", "https_proxy=", "PIP_PROXY="})
+    CHECK_THAT(env, Catch::Contains(std::string(name) + proxy_url));
   const std::string host_address = trimmed(
       run("ip -4 -o addr show scope global | awk '{split($4, a, \"/\"); print a[1]}' | grep -vx '" +
           gateway + "' | head -1")
@@ -348,5 +360,179 @@ except Exception as e:
   CHECK(tls.count() == 1);
   CHECK_THAT(tls.seen(), Catch::StartsWith("GET /packages/x.whl HTTP/1.1"));
   sidecar.call("DELETE", "/sessions/" + sid, "");
-  run(direct() + " network rm " + network + " >/dev/null 2>&1");
+  // The network went with its session.
+  CHECK(run(direct() + " network inspect " + network + " >/dev/null 2>&1").status != 0);
+  CHECK(run("ip link show " + bridge + " >/dev/null 2>&1").status != 0);
+}
+
+TEST_CASE("sidecar egress: a session sees no other session (no name, no address, no packet)",
+          "[sidecar][egress]") {
+  proxy_process gate("compose/policies/sandbox-egress.json");
+  char squid_dir[] = "/tmp/dockgate-egress.XXXXXX";
+  REQUIRE(::mkdtemp(squid_dir));
+  egress_proxy squid(squid_dir, "SANDBOX_EGRESS_ALLOW=pypi.test");
+  sidecar_process sidecar(
+      gate, {"SANDBOX_NETWORK=allowlist", "SANDBOX_EGRESS_ALLOW=pypi.test", "SANDBOX_WARM_POOL=0"});
+  const std::string a = new_session(sidecar), b = new_session(sidecar);
+  const std::string b_container = container_of(b);
+  REQUIRE_FALSE(b_container.empty());
+  // What a neighbour is known by: its name (with the session id), its short ID (an alias
+  // on a user-defined network, and its hostname), its address, its network's gateway.
+  const std::string b_name = inspect_field(b_container, "{{.Name}}").substr(1);
+  const std::string b_hostname = inspect_field(b_container, "{{.Config.Hostname}}");
+  const std::string b_address =
+      inspect_field(b_container, "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}");
+  const std::string b_gateway =
+      inspect_field(b_container, "{{range .NetworkSettings.Networks}}{{.Gateway}}{{end}}");
+  INFO("b: " << b_name << " " << b_hostname << " " << b_address << " via " << b_gateway);
+  REQUIRE(b_name == "dockgate-sbx-" + b);
+  REQUIRE_FALSE(b_address.empty());
+
+  // B listens on a TCP port for 15 s and says how many connections it accepted; once the
+  // kernel shows the listener (B's /proc/net/tcp, read by the daemon's exec), A, knowing
+  // everything the test knows, looks B up every way the resolver answers, and tries TCP,
+  // ICMP echo (an unprivileged datagram socket) and B's gateway.
+  std::string b_out;
+  std::thread listener([&] {
+    b_out = sidecar.exec(b, R"(import socket, time
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(('0.0.0.0', 7000))
+s.listen(8)
+s.settimeout(0.2)
+n = 0
+end = time.time() + 15
+while time.time() < end:
+    try:
+        c, _ = s.accept()
+        n += 1
+        c.close()
+    except OSError:
+        pass
+print('accepted', n)
+)");
+  });
+  bool listening = false;
+  for (int i = 0; i < 100 && !listening; ++i) {
+    listening =
+        run(direct() + " exec " + b_container + " grep -q ':1B58 00000000:0000 0A' /proc/net/tcp")
+            .status == 0;
+    if (!listening) std::this_thread::sleep_for(100ms);
+  }
+  if (!listening) listener.join();
+  REQUIRE(listening);
+  const std::string a_out = sidecar.exec(
+      a, "import socket, struct\nnames = ['" + b_name + "', '" + b_hostname + "', '" + b_name +
+             ".dockgate-egress-" + b + "', '" + b_name + ".dockgate-egress', '" + b + "']\n" +
+             R"(for i, n in enumerate(names):
+    try:
+        print('name', i, 'resolved', socket.gethostbyname(n))
+    except OSError as e:
+        print('name', i, 'none')
+for i, ip in enumerate([')" +
+             b_address + "', '" + b_gateway + R"(']):
+    try:
+        print('address', i, 'resolved', socket.gethostbyaddr(ip)[0])
+    except OSError as e:
+        print('address', i, 'none')
+    try:
+        socket.create_connection((ip, 7000), timeout=3)
+        print('address', i, 'tcp connected')
+    except OSError as e:
+        print('address', i, 'tcp', 'refused' if isinstance(e, ConnectionRefusedError) else 'silent')
+    try:
+        p = socket.socket(socket.AF_INET, socket.SOCK_DGRAM, socket.IPPROTO_ICMP)
+        p.settimeout(2)
+        p.sendto(struct.pack('!BBHHH', 8, 0, 0, 1, 1) + b'x' * 8, (ip, 0))
+        p.recv(64)
+        print('address', i, 'icmp answered')
+    except OSError as e:
+        print('address', i, 'icmp silent')
+)");
+  listener.join();
+  INFO("a: " << a_out << "\nb: " << b_out);
+  // The daemon's record and B's own count decide: B accepted nothing; A's resolver knew
+  // none of B's names, its address or its gateway; no TCP answer (not even a refusal) and
+  // no echo reply came back.
+  CHECK_THAT(b_out, Catch::Contains("accepted 0"));
+  CHECK_THAT(a_out, Catch::Contains("address 1 icmp"));  // the cell ran to its end
+  CHECK_THAT(a_out, !Catch::Contains("resolved"));
+  CHECK_THAT(a_out, !Catch::Contains("connected"));
+  CHECK_THAT(a_out, !Catch::Contains("refused"));
+  CHECK_THAT(a_out, !Catch::Contains("answered"));
+  CHECK_THAT(a_out, !Catch::Contains(b));
+  // Each session is alone on its network: the daemon lists one container on each.
+  for (const std::string& sid : {a, b})
+    CHECK(trimmed(run(direct() + " network inspect dockgate-egress-" + sid +
+                      " -f '{{len .Containers}}'")
+                      .output) == "1");
+  sidecar.call("DELETE", "/sessions/" + a, "");
+  sidecar.call("DELETE", "/sessions/" + b, "");
+}
+
+TEST_CASE(
+    "sidecar egress: warm pool containers each have a network of their own, which goes with them",
+    "[sidecar][egress]") {
+  proxy_process gate("compose/policies/sandbox-egress.json");
+  char squid_dir[] = "/tmp/dockgate-egress.XXXXXX";
+  REQUIRE(::mkdtemp(squid_dir));
+  egress_proxy squid(squid_dir, "SANDBOX_EGRESS_ALLOW=pypi.test");
+  const std::string instance =
+      "t" + std::to_string(std::hash<std::string>{}(gate.dir()) % 1000000007);
+  // The instance's session networks, as the daemon lists them (label sandbox.instance).
+  auto networks = [&] {
+    return trimmed(
+        run(direct() + " network ls -q --filter label=sandbox.instance=" + instance + " | wc -l")
+            .output);
+  };
+  // Each warm container on its own network: named for the container, alone on it.
+  auto each_alone = [&](const std::string& ids) {
+    std::istringstream in(ids);
+    int n = 0;
+    for (std::string id; in >> id; ++n) {
+      const std::string name = inspect_field(id, "{{.Name}}").substr(1);
+      const std::string mode = inspect_field(id, "{{.HostConfig.NetworkMode}}");
+      CHECK(mode == "dockgate-egress-" + name.substr(std::string("dockgate-sbx-").size()));
+      CHECK(inspect_field(mode, "{{len .Containers}}") == "1");
+    }
+    return n;
+  };
+  std::string claimed;
+  {
+    sidecar_process sidecar(gate, {"SANDBOX_NETWORK=allowlist", "SANDBOX_EGRESS_ALLOW=pypi.test",
+                                   "SANDBOX_WARM_POOL=2"});
+    auto warm = [&] {
+      return run(direct() + " ps -q --no-trunc --filter label=sandbox.instance=" + instance +
+                 " --filter label=sandbox.pool")
+          .output;
+    };
+    std::string ids;
+    for (int i = 0; i < 300; ++i) {
+      ids = warm();
+      if (std::count(ids.begin(), ids.end(), '\n') == 2) break;
+      std::this_thread::sleep_for(100ms);
+    }
+    INFO(ids << sidecar.log());
+    REQUIRE(each_alone(ids) == 2);
+    // A session takes a warm container, and with it that container's network and proxy.
+    const std::string sid = new_session(sidecar);
+    claimed = container_of(sid);
+    REQUIRE_FALSE(claimed.empty());
+    const std::string gateway =
+        inspect_field(claimed, "{{range .NetworkSettings.Networks}}{{.Gateway}}{{end}}");
+    CHECK_THAT(sidecar.exec(sid, "import os; print(os.environ['HTTP_PROXY'])"),
+               Catch::Contains("http://" + gateway + ":3128"));
+    // The pool refills: every warm container and the session's, each alone on its own.
+    for (int i = 0; i < 300 && std::count(ids.begin(), ids.end(), '\n') != 2; ++i) {
+      std::this_thread::sleep_for(100ms);
+      ids = warm();
+    }
+    each_alone(ids + claimed + "\n");
+    const std::string mode = inspect_field(claimed, "{{.HostConfig.NetworkMode}}");
+    sidecar.call("DELETE", "/sessions/" + sid, "");
+    // The session's network went with its container.
+    CHECK(run(direct() + " network inspect " + mode + " >/dev/null 2>&1").status != 0);
+  }
+  // The sidecar stopped: its warm containers went, and every network with them.
+  CHECK(networks() == "0");
 }

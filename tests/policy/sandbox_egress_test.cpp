@@ -1,6 +1,7 @@
 // The sandbox-egress profile (compose/policies/sandbox-egress.json, SANDBOX_NETWORK=allowlist):
-// a session's container joins exactly the owned, internal dockgate-egress network and
-// nothing else; every network the profile creates is internal; and everything else is the
+// a session's container joins an owned network (its own, internal) or none, never the
+// daemon's bridge; every network the profile creates is internal and on a bridge named
+// dgsbx<hash> (what scripts/egress-proxy.sh's rules hold); and everything else is the
 // sandbox profile's, rule for rule (the two files cannot drift apart unseen).
 #include <simdjson.h>
 
@@ -49,8 +50,8 @@ std::string minified(simdjson::dom::element e) {
 TEST_CASE("sandbox-egress: every network it creates is internal, whatever the body says",
           "[sandbox_egress]") {
   for (const char* body :
-       {R"({"Name":"dockgate-egress"})", R"({"Name":"dockgate-egress","Internal":false})",
-        R"({"Name":"dockgate-egress","Internal":true,"Driver":"bridge"})"}) {
+       {R"({"Name":"dockgate-egress-s1"})", R"({"Name":"dockgate-egress-s1","Internal":false})",
+        R"({"Name":"dockgate-egress-s1","Internal":true,"Driver":"bridge"})"}) {
     CAPTURE(body);
     const auto out = reviewed(operation::NetworkCreate, body);
     CHECK_THAT(out, Catch::Contains(R"("Internal":true)"));
@@ -64,24 +65,67 @@ TEST_CASE("sandbox-egress: every network it creates is internal, whatever the bo
             .starts_with("DENY"));
 }
 
-TEST_CASE("sandbox-egress: a session joins dockgate-egress and nothing else", "[sandbox_egress]") {
+TEST_CASE("sandbox-egress: every network it creates is on a bridge named dgsbx<hash>",
+          "[sandbox_egress]") {
+  const std::string bridge = network_bridge_name("dgsbx", "dockgate-egress-s1");
+  CHECK(bridge.size() == 15);  // Linux's longest interface name
+  CHECK(bridge.starts_with("dgsbx"));
+  CHECK(bridge != network_bridge_name("dgsbx", "dockgate-egress-s2"));
+  const std::string forced = R"("Options":{"com.docker.network.bridge.name":")" + bridge + R"("})";
+  rewrite rw;
+  const auto out = reviewed(operation::NetworkCreate, R"({"Name":"dockgate-egress-s1"})", &rw);
+  CHECK_THAT(out, Catch::Contains(forced));
+  // The gate's own rewrite, reviewed again, passes unchanged; any other bridge name, or
+  // any other option beside it, is refused.
+  CHECK(reviewed(operation::NetworkCreate, out) == out);
+  CHECK(reviewed(operation::NetworkCreate,
+                 R"({"Name":"dockgate-egress-s1","Options":{"com.docker.network.bridge.name":")" +
+                     network_bridge_name("dgsbx", "other") + R"("}})")
+            .starts_with("DENY"));
+  CHECK(reviewed(operation::NetworkCreate,
+                 R"({"Name":"dockgate-egress-s1","Options":{"com.docker.network.bridge.name":")" +
+                     bridge + R"(","com.docker.network.driver.mtu":"9000"}})")
+            .starts_with("DENY"));
+  CHECK(
+      reviewed(
+          operation::NetworkCreate,
+          R"({"Name":"dockgate-egress-s1","Options":{"com.docker.network.bridge.name":"docker0"}})")
+          .starts_with("DENY"));
+}
+
+TEST_CASE("sandbox-egress: a session joins an owned network or none, never the daemon's bridge",
+          "[sandbox_egress]") {
   const std::string image = R"("Image":"dockgate/test-busybox")";
+  // The daemon's bridge (named or by default), the host's network, another container's:
+  // refused.
   for (const std::string mode :
        {"", R"(,"HostConfig":{"NetworkMode":"host"})", R"(,"HostConfig":{"NetworkMode":"bridge"})",
-        R"(,"HostConfig":{"NetworkMode":"none"})", R"(,"HostConfig":{"NetworkMode":"default"})",
-        R"(,"HostConfig":{"NetworkMode":"other"})",
+        R"(,"HostConfig":{"NetworkMode":"default"})", R"(,"HostConfig":{"NetworkMode":""})",
         R"(,"HostConfig":{"NetworkMode":"container:x"})",
-        R"(,"HostConfig":{"NetworkMode":"dockgate-egress"})",
-        R"(,"NetworkingConfig":{"EndpointsConfig":{"other":{},"bridge":{}}})"}) {
+        R"(,"NetworkingConfig":{"EndpointsConfig":{"bridge":{}}})"}) {
     CAPTURE(mode);
+    CHECK(reviewed(operation::ContainerCreate, "{" + image + mode + "}").starts_with("DENY"));
+  }
+  // none: no network at all (the instance lease's container, a pool claim's marker).
+  rewrite none;
+  const auto out_none = reviewed(operation::ContainerCreate,
+                                 "{" + image + R"(,"HostConfig":{"NetworkMode":"none"}})", &none);
+  REQUIRE_FALSE(out_none.starts_with("DENY"));
+  CHECK(none.networks.empty());
+  // A network by name: the proxy asks the daemon whose it is (one the profile did not
+  // make, not internal say, is refused at the create); endpoints are emptied.
+  for (const std::string extra :
+       {std::string(),
+        std::string(R"(,"NetworkingConfig":{"EndpointsConfig":{"other":{},"bridge":{}}})")}) {
+    CAPTURE(extra);
     rewrite rw;
-    const auto out = reviewed(operation::ContainerCreate, "{" + image + mode + "}", &rw);
+    const auto out = reviewed(
+        operation::ContainerCreate,
+        "{" + image + R"(,"HostConfig":{"NetworkMode":"dockgate-egress-s1"})" + extra + "}", &rw);
     REQUIRE_FALSE(out.starts_with("DENY"));
-    CHECK_THAT(out, Catch::Contains(R"("NetworkMode":"dockgate-egress")"));
+    CHECK_THAT(out, Catch::Contains(R"("NetworkMode":"dockgate-egress-s1")"));
     CHECK_THAT(out, Catch::Contains(R"("EndpointsConfig":{})"));
-    // The proxy asks the daemon whose the network is: a dockgate-egress made by anyone but
-    // this profile (not internal, say) is refused at the create.
-    CHECK(rw.networks == std::vector<std::string>{"dockgate-egress"});
+    CHECK(rw.networks == std::vector<std::string>{"dockgate-egress-s1"});
   }
 }
 
@@ -91,8 +135,9 @@ TEST_CASE("sandbox-egress is the sandbox profile but for its network", "[sandbox
   const std::string b_text = read_file("compose/policies/sandbox-egress.json");
   simdjson::dom::element a = pa.parse(a_text)["profiles"]["sandbox"];
   simdjson::dom::element b = pb.parse(b_text)["profiles"]["sandbox-egress"];
-  // The differences, all of them: the network it forces, the two network operations the
-  // sidecar needs to make and find it, the networks rule, the description.
+  // The differences, all of them: no network forced (a session's own, checked by the
+  // networks rule), the three network operations the sidecar needs to make, find and remove
+  // them, the networks rule, the description.
   const std::set<std::string> own_keys{"description", "allow", "networks", "container_create"};
   simdjson::dom::object oa, ob, ca, cb;
   REQUIRE(a.get_object().get(oa) == simdjson::SUCCESS);
@@ -114,16 +159,18 @@ TEST_CASE("sandbox-egress is the sandbox profile but for its network", "[sandbox
   REQUIRE(b["allow"].get_array().get(list_b) == simdjson::SUCCESS);
   for (auto v : list_a) allow_a.emplace_back(v.get_string().value());
   for (auto v : list_b) allow_b.emplace_back(v.get_string().value());
-  allow_a.insert(allow_a.end(), {"NetworkCreate", "NetworkInspect"});
+  allow_a.insert(allow_a.end(), {"NetworkCreate", "NetworkInspect", "NetworkDelete"});
   CHECK(allow_a == allow_b);
-  CHECK(minified(b["networks"]) == R"({"join_owned":true,"internal":true})");
+  CHECK(minified(b["networks"]) ==
+        R"({"join_owned":true,"internal":true,"bridge_prefix":"dgsbx"})");
   std::set<std::string> rules;
   for (auto [k, v] : ca) rules.emplace(k);
   for (auto [k, v] : cb) rules.emplace(k);
   for (const auto& k : rules) {
     CAPTURE(k);
     if (k == "HostConfig.NetworkMode") {
-      CHECK(minified(b["container_create"][k]) == R"({"force":"dockgate-egress"})");
+      CHECK(minified(a["container_create"][k]) == R"({"force":"none"})");
+      CHECK(b["container_create"][k].error() == simdjson::NO_SUCH_FIELD);
       continue;
     }
     CHECK(minified(a["container_create"][k]) == minified(b["container_create"][k]));

@@ -7,7 +7,8 @@
 # session container behind. Judged by the daemon (inspect), not by the services. Then
 # SANDBOX_NETWORK=allowlist (compose/egress.yml on standalone.yml): a session reaches a
 # listed name served on the host only through the stack's egress proxy, an unlisted one
-# not (judged by the servers), and `down` leaves no firewall chain and no squid.
+# not (judged by the servers), each session alone on a network of its own, and `down`
+# leaves no firewall chain, no squid and no session network.
 #
 # Needs DOCKGATE_TEST_ENGINE and DOCKGATE_TEST_RUNTIME_IMAGE (scripts/engine.sh) and the
 # release programs (DOCKGATE_RELEASE_DIR, default build/release).
@@ -140,7 +141,6 @@ for _ in $(seq 50); do [[ -s $listeners/listed.port && -s $listeners/other.port 
 listed_port=$(cat "$listeners/listed.port") other_port=$(cat "$listeners/other.port")
 echo "127.0.0.1 pypi.test other.test" >"$listeners/hosts"
 export EGRESS_HOSTS_FILE=$listeners/hosts SANDBOX_EGRESS_ALLOW=pypi.test SANDBOX_EGRESS_PORTS=$listed_port,$other_port
-$docker network rm dockgate-egress >/dev/null 2>&1 || true  # another run's
 egress_stack() { stack standalone.yml -f "$root/compose/egress.yml" "$@"; }
 egress_stack up -d
 egress=${project}_egress_1
@@ -151,10 +151,11 @@ session=$(curl -fsS -H "Authorization: Bearer $SANDBOX_API_KEY" -H 'Content-Type
   sed -n 's/.*"session_id":"\([^"]*\)".*/\1/p')
 check "allowlist: a session" test -n "$session"
 check "allowlist: the egress proxy is up on the sidecar's network" healthy "$egress"
-netid=$($docker network inspect -f '{{.Id}}' dockgate-egress 2>/dev/null || true)
-chain=DGEGRESS-${netid:0:12}
-check "allowlist: the session is on the internal network dockgate-egress" \
-  test "$($docker inspect -f '{{.HostConfig.NetworkMode}}' "dockgate-sbx-$session" 2>/dev/null)" = dockgate-egress
+chain=DGEGRESS-dgsbx
+check "allowlist: the session is alone on its own internal network dockgate-egress-<id>, bridge dgsbx<hash>" \
+  test "$($docker inspect -f '{{.HostConfig.NetworkMode}}' "dockgate-sbx-$session" 2>/dev/null) $($docker network inspect \
+    -f '{{.Internal}} {{len .Containers}} {{slice (index .Options "com.docker.network.bridge.name") 0 5}}' \
+    "dockgate-egress-$session" 2>/dev/null)" = "dockgate-egress-$session true 1 dgsbx"
 check "allowlist: the firewall chain is on the host ($chain)" sh -c "iptables -S | grep -q -- '-N $chain\$'"
 check "allowlist: squid runs on the host" pgrep -f 'squid -N -f /run/dockgate-egress/squid[.]conf'
 cell() {  # cell CODE: the session runs it; prints the answer
@@ -186,7 +187,7 @@ check "allowlist: down took under 30 s" test $(($(date +%s) - started)) -lt 30
 check "allowlist: no firewall chain left ($chain)" sh -c "! iptables -S | grep -q -- '$chain'"
 check "allowlist: no squid left" sh -c "! pgrep -f 'squid -N -f /run/dockgate-egress/squid[.]conf' >/dev/null"
 check "allowlist: no session container left" test -z "$($docker ps -aq --filter "label=sandbox.instance=$project")"
-$docker network rm dockgate-egress >/dev/null 2>&1 || true
+check "allowlist: no session network left" test -z "$($docker network ls -q --filter "label=sandbox.instance=$project")"
 
 if ((failures)); then echo "$failures check(s) failed"; exit 1; fi
 echo "all stack checks passed"

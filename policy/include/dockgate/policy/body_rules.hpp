@@ -64,7 +64,15 @@ struct network_rule {
   // network no masquerading and drops what it would forward off it (sandbox-egress: the
   // sessions' only network, whose one open address is the egress proxy).
   bool internal = false;
+  // Every NetworkCreate gets the bridge name <bridge_prefix><10 hex of its name's hash>
+  // (the driver option com.docker.network.bridge.name), whatever the body says; "" for
+  // the daemon's br-<id>. With it, the host's firewall can hold every network the profile
+  // makes by one interface pattern, the moment it is made (sandbox-egress: "dgsbx", the
+  // rules of scripts/egress-proxy.sh on dgsbx+). 1-5 of a-z 0-9.
+  std::string bridge_prefix;
 };
+// The bridge name bridge_prefix gives the network `name` (FNV-1a of the name, 10 hex).
+std::string network_bridge_name(std::string_view bridge_prefix, std::string_view name);
 struct volume_rule {
   bool mount_owned = false;  // Binds "<name>:<target>", Mounts of type volume and anonymous volumes
 };

@@ -1,16 +1,27 @@
 #pragma once
-// SANDBOX_NETWORK=allowlist: the sessions' one network (docs/sidecar.md, Egress).
+// SANDBOX_NETWORK=allowlist: each session's own network (docs/sidecar.md, Egress).
 
 #include <string>
+#include <string_view>
 
 #include "dockgate/client/engine.hpp"
 #include "dockgate/sidecar/config.hpp"
 
 namespace dockgate::sidecar {
 
-// The egress network (config.egress_network), created through the gate if the engine does
+// The network of the session container named for `sid`: "<egress_network>-<sid>".
+std::string egress_network_name(const config& c, std::string_view sid);
+
+// The network `name` (egress_network_name), created through the gate if the engine does
 // not show it, and the egress proxy's URL on its gateway ("http://GATEWAY:PORT"); "" with
 // `why` when it cannot be made, is not internal or has no IPv4 gateway.
-std::string egress_network(const client::engine& docker, const config& c, std::string& why);
+std::string egress_network(const client::engine& docker, const config& c, const std::string& name,
+                           std::string& why);
+
+// Whether `name` is a session's egress network of this configuration (by its name).
+bool is_egress_network(const config& c, std::string_view name);
+
+// The network removed (after its container: the daemon refuses one still in use).
+void remove_egress_network(const client::engine& docker, const std::string& name);
 
 }  // namespace dockgate::sidecar
