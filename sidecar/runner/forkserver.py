@@ -18,8 +18,9 @@
 # count from the cell's module), sys.path from the session's own files, or the exec where
 # the fork cannot (fork_fits: a .pth or customize module in the user site). Random states
 # are reseeded in every fork (random's at-fork hook, numpy's in prepare_process). What
-# stays the runner's: the hash seed, the modules already imported, gc.freeze()'s
-# permanent generation, the atexit entries and the unraisable hook start_cell uses.
+# stays the runner's: the hash seed, the modules already imported and what their import
+# left (numpy's warnings filters), gc.freeze()'s permanent generation, the atexit entries
+# and the unraisable hook start_cell uses.
 # So:
 # - The runner never runs user code: only the grandchild does, after every fd but its own
 #   pipes is closed. What it inherits is a copy of the runner's memory (its own to read:
