@@ -328,8 +328,8 @@ print('end of the module')
 }  // namespace
 
 TEST_CASE(
-    "fork server: a cell starts with the interpreter state of a fresh python3 (probes compared with "
-    "plain execs)",
+    "fork server: a cell starts with the interpreter state of a fresh python3 (probes compared "
+    "with plain execs)",
     "[integration][sidecar][runner][forkserver]") {
   proxy_process proxy("compose/policies/sandbox.json");
   sidecar_process fast(proxy);
@@ -386,7 +386,8 @@ TEST_CASE(
   CHECK(field(shadowed, "stdout") == "mine /tmp\n");
 }
 
-TEST_CASE("fork server: every cell's random state is its own", "[integration][sidecar][runner][forkserver]") {
+TEST_CASE("fork server: every cell's random state is its own",
+          "[integration][sidecar][runner][forkserver]") {
   proxy_process proxy("compose/policies/sandbox.json");
   sidecar_process sidecar(proxy);
   const std::string sid = new_session(sidecar);

@@ -476,11 +476,11 @@ TEST_CASE(
     // (read through the engine) and by their answers.
     for (int i = 0; i < 2; ++i) {
       const std::string mark = "/workspace/ran-" + std::to_string(i);
-      auto next = sidecar->call(
-          "POST", "/exec",
-          exec_body(sid, "open('" + mark + "', 'w').write('yes')\nprint('real', " +
-                             std::to_string(i) + ")\nraise SystemExit(7)",
-                    20000));
+      auto next = sidecar->call("POST", "/exec",
+                                exec_body(sid,
+                                          "open('" + mark + "', 'w').write('yes')\nprint('real', " +
+                                              std::to_string(i) + ")\nraise SystemExit(7)",
+                                          20000));
       INFO(next.body);
       REQUIRE(next.status == 200);
       CHECK(field(next.body, "stdout") == "real " + std::to_string(i) + "\n");
