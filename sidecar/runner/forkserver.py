@@ -11,7 +11,17 @@
 # the cell's status as GNU timeout exits), which forks the cell: signals, mask and
 # dumpability reset to a fresh interpreter's, the captured environment, argv, sys.path
 # (script directory, user site) as `python3 <cell>` builds them, a fresh `__main__`, and
-# the code run as it. So:
+# the code run as it. What a fork inherits that a fresh `python3 <cell>` would not have is
+# made as python3 makes it (issue 39 item 6): sys.stdin/stdout/stderr as create_stdio
+# makes them (fresh_stdio), sys.flags and the C globals without what -I set (fresh_flags),
+# no frame of the runner's under the cell (start_cell: recursion, tracebacks and stacks
+# count from the cell's module), sys.path from the session's own files, or the exec where
+# the fork cannot (fork_fits: a .pth or customize module in the user site). Random states
+# are reseeded in every fork (random's at-fork hook, numpy's in prepare_process). What
+# stays the runner's: the hash seed, the modules already imported and what their import
+# left (numpy's warnings filters), gc.freeze()'s permanent generation, the atexit entries
+# and the unraisable hook start_cell uses.
+# So:
 # - The runner never runs user code: only the grandchild does, after every fd but its own
 #   pipes is closed. What it inherits is a copy of the runner's memory (its own to read:
 #   nothing in it is a secret) and its PID, which it may signal as any cell may (above).
@@ -101,18 +111,26 @@ def warm_imports(agg):
 def fork_fits(env, cell_path):
     """Whether a fork of the warm interpreter starts the cell as `python3 <cell>` would:
     not where the cell's sys.path puts a module of the session's own before one the warm
-    interpreter imported (a file by that name in the script's directory or the user site,
-    pip install --user's), nor where matplotlib would read a configuration of the session's.
-    Names are listed, nothing is opened. Otherwise the cell runs as the exec."""
+    interpreter imported (a file by that name in the script's directory; in the user site,
+    pip install --user's, one by the name of any module the runner has, start-up ones
+    included: python3 has the user site on sys.path while site still imports), nor where
+    the user site holds what python3 runs at its start before any import of the cell's (a
+    .pth file: its lines put directories anywhere on sys.path and run imports;
+    usercustomize, sitecustomize), nor where matplotlib would read a configuration of the
+    session's. Names are listed, nothing is opened. Otherwise the cell runs as the exec."""
     tops = imported_tops()
     env, user_site = cell_places(env)
     home = env.get("HOME") or os.path.expanduser("~")
-    for directory in (os.path.dirname(os.fsdecode(cell_path)), user_site):
+    everything = frozenset(n.split(".", 1)[0] for n in list(sys.modules)) | USER_SITE_STARTUP
+    for directory, names in ((os.path.dirname(os.fsdecode(cell_path)), tops), (user_site, everything)):
         try:
-            if any(entry.split(".", 1)[0].split("-", 1)[0] in tops for entry in os.listdir(directory)):
-                return False
+            entries = os.listdir(directory)
         except OSError:
-            pass
+            continue
+        if any(entry.split(".", 1)[0].split("-", 1)[0] in names for entry in entries):
+            return False
+        if directory == user_site and any(entry.endswith(".pth") for entry in entries):
+            return False
     if "matplotlib" not in tops:
         return True
     config = env.get("MPLCONFIGDIR") or os.path.join(env.get("XDG_CONFIG_HOME") or os.path.join(home, ".config"),
@@ -120,6 +138,9 @@ def fork_fits(env, cell_path):
     places = [os.path.join(os.getcwd(), "matplotlibrc"), os.path.join(config, "matplotlibrc")]
     return not (env.get("MATPLOTLIBRC") or env.get("MPLCONFIGDIR") or any(os.path.lexists(p) for p in places))
 
+
+# What site imports from the user site at python3's start, by name.
+USER_SITE_STARTUP = frozenset(("usercustomize", "sitecustomize"))
 
 _tops = (0, frozenset())
 
@@ -210,7 +231,7 @@ class Pair:
             raise
         if pid == 0:
             # Never back into the runner's loop: the stand-in ends with os._exit, the cell
-            # only by the interpreter's exit (run_cell raises SystemExit to the top).
+            # unwinds to the program's top level (CellStart) and ends with os._exit.
             got = None
             try:
                 set_title(READY_TITLES[0], READY_TITLES[0][0])
@@ -223,7 +244,9 @@ class Pair:
                 os._exit(127)
             if got is None:
                 os._exit(127)
-            run_cell(cell_path, code)
+            # Down to the program's top level, where start_cell() runs the cell with no
+            # frame of the runner's under it.
+            raise CellStart(cell_path, code)
         self.pid = pid
         for fd in (fds[0], fds[3], fds[5], fds[6]):
             os.close(fd)
@@ -393,7 +416,7 @@ def prepare_process(env):
     for key, value in env:
         os.environb[key] = value
     fresh_stdio(dict(env))
-    sys.dont_write_bytecode = bool(dict(env).get(b"PYTHONDONTWRITEBYTECODE"))
+    fresh_flags(dict(env))
     random = sys.modules.get("numpy.random")
     if random is not None:
         random.seed()  # the global state reseeded, as a fresh import would
@@ -433,26 +456,99 @@ def prepare_cell(cell_path):
         sys.modules.pop("usercustomize", None)
 
 
+# What -I sets in the runner and `python3 <cell>` does not have: sys.flags' fields and the
+# C globals the interpreter reads at run time (Py_GETENV: PYTHONBREAKPOINT).
+ISOLATION = {"isolated": 0, "ignore_environment": 0, "no_user_site": 0, "safe_path": False}
+ISOLATION_GLOBALS = ("Py_IsolatedFlag", "Py_IgnoreEnvironmentFlag", "Py_NoUserSiteDirectory")
+
+
+def fresh_flags(env):
+    """sys.flags as `python3 <cell>` has them: the runner's (-I) without what -I set, and
+    dont_write_bytecode as PYTHONDONTWRITEBYTECODE says; the C globals to match. Read by
+    the standard library where it matters: the command lines of multiprocessing's spawned
+    children and subprocess._args_from_interpreter_flags (no -I there: they see the user
+    site and the environment, as python3's do), site, asyncio's debug switch,
+    breakpoint(). sys.flags is a struct sequence the interpreter makes once: the cell's
+    is a tuple of the same fields, names, repr and order."""
+    import operator
+    old = sys.flags
+    names = type(old).__match_args__
+    values = dict(zip(names, old), **ISOLATION)
+    values["dont_write_bytecode"] = int(bool(env.get(b"PYTHONDONTWRITEBYTECODE")))
+
+    class flags(tuple):
+        __slots__ = ()
+        n_fields = n_sequence_fields = len(names)
+        n_unnamed_fields = 0
+        __match_args__ = names
+
+        def __repr__(self):
+            return "sys.flags(%s)" % ", ".join("%s=%r" % pair for pair in zip(names, self))
+
+    for i, name in enumerate(names):
+        setattr(flags, name, property(operator.itemgetter(i)))
+    flags.__module__ = "sys"
+    sys.flags = flags(values[n] for n in names)
+    sys.dont_write_bytecode = bool(values["dont_write_bytecode"])
+    for name in ISOLATION_GLOBALS:
+        try:
+            ctypes.c_int.in_dll(ctypes.pythonapi, name).value = 0
+        except ValueError:  # not exported: nothing reads it then
+            pass
+
+
 def fresh_stdio(env):
     """sys.stdin/stdout/stderr as a fresh interpreter makes them on fds 0-2 (CPython's
-    create_stdio): the runner's own wrap the protocol's old fds, buffered as -I left them.
-    PYTHONUNBUFFERED: the writers' binary layer unbuffered and their text write-through;
-    stderr line-buffered always."""
+    create_stdio, step for step): the runner's own wrap the protocol's old fds, buffered as
+    -I left them. io.open's buffer (the pipe's block size), the raw file's name
+    ("<stdout>"), newline "\n" for all three, the text file's mode; under PYTHONUNBUFFERED
+    the writers' binary layer unbuffered and all three write-through, else stderr (and a
+    tty) line-buffered. Encoding and errors are the runner's: both come from the same
+    locale, and PYTHONIOENCODING turns the fork path off."""
     import io
-    unbuffered = bool(env.get(b"PYTHONUNBUFFERED"))
+    buffered = not env.get(b"PYTHONUNBUFFERED")
     for fd, name in ((0, "stdin"), (1, "stdout"), (2, "stderr")):
         old = getattr(sys, name)
-        raw = io.FileIO(fd, "rb" if fd == 0 else "wb", closefd=False)
-        buf = raw if unbuffered and fd else (io.BufferedReader(raw) if fd == 0 else io.BufferedWriter(raw))
-        new = io.TextIOWrapper(buf, encoding=old.encoding, errors=old.errors, newline=None if fd == 0 else "\n",
-                               line_buffering=fd == 2, write_through=unbuffered and fd != 0)
+        write = fd != 0
+        buf = io.open(fd, "wb" if write else "rb", -1 if buffered or not write else 0, None, None, None, False)
+        raw = buf.raw if isinstance(buf, io.BufferedIOBase) else buf
+        raw.name = "<%s>" % name
+        new = io.TextIOWrapper(buf, old.encoding, old.errors, "\n", buffered and (raw.isatty() or fd == 2),
+                               not buffered)
+        new.mode = "w" if write else "r"
         setattr(sys, name, new)
         setattr(sys, "__%s__" % name, new)
 
 
-def run_cell(cell_path, code):
-    """The cell run as `__main__`; its end (SystemExit) is the interpreter's own exit.
-    Exceptions as the interpreter prints them: from the cell's frame on."""
+class CellStart(BaseException):
+    """Raised in the cell's process once it is prepared: it unwinds every frame of the
+    runner's (nothing on the way catches a BaseException) to the program's top level."""
+
+    def __init__(self, cell_path, code):
+        super().__init__()
+        self.cell_path, self.code = cell_path, code
+
+
+# The cell's entry and what it needs, held here for the cell's whole life (start_cell).
+_cell = {}
+
+
+def start_cell(cell_path, code):
+    """At the program's top level, in the cell's process: the cell is run with no frame of
+    the runner's under it, as `python3 <cell>` runs a script. Python calls back into no
+    function of ours once the program's top level has returned, but it does run the atexit
+    callbacks from C, with an empty stack, before anything is torn down: the cell is one
+    of them, its module's code called from C (partial, chain, starmap: no frame of their
+    own), so its `<module>` frame has no f_back, recursion counts as in a script, and
+    tracebacks and stacks hold only its frames. `threading` is out of sys.modules until then, so the interpreter's own thread
+    shutdown, which comes first, does nothing (it would mark the main thread stopped); the
+    callback before the cell's puts it back. The cell's end is finish()'s: an exception
+    (SystemExit included) leaves the callback into the unraisable hook (cell_raised), a
+    return falls through to cell_returned."""
+    import atexit
+    import functools
+    import itertools
+    import types
     main = sys.modules["__main__"]
     try:
         if site_user_enabled():
@@ -462,35 +558,66 @@ def run_cell(cell_path, code):
                 pass
         compiled = compile(code, sys.argv[0], "exec", dont_inherit=True)
     except SyntaxError as e:
+        e.__traceback__ = None  # as the interpreter reports a script's: no frame of its own
         sys.excepthook(type(e), e, None)
-        raise SystemExit(1)
-    try:
-        exec(compiled, main.__dict__)
-    except SystemExit as e:
+        finish(1)
+    # The module's code as a function (code that is not a function's runs with its
+    # globals as its locals, as PyEval_EvalCode runs it): called from C through starmap,
+    # not exec(), whose call counts one level of recursion more. `returned` is set after
+    # it, in the same C call, only if the cell's code returned.
+    done = {}
+    entry = functools.partial(list, itertools.chain(
+        itertools.starmap(types.FunctionType(compiled, main.__dict__), [()]),
+        itertools.starmap(done.__setitem__, [("returned", True)])))
+    _cell.update(entry=entry, done=done, threading=sys.modules.pop("threading", None))
+    # Run last to first: cell_begins, the cell, cell_returned.
+    for callback in (cell_returned, entry, cell_begins):
+        atexit.register(callback)
+
+
+def cell_begins():
+    threading = _cell.get("threading")
+    if threading is not None:
+        sys.modules["threading"] = threading
+    sys.unraisablehook = cell_raised
+
+
+def cell_raised(unraisable):
+    """The unraisable hook while the cell runs: the cell's own exception, as the
+    interpreter ends a script on one; any other unraisable to the default hook."""
+    if unraisable.object is not _cell.get("entry"):
+        sys.__unraisablehook__(unraisable)
+        return
+    sys.unraisablehook = sys.__unraisablehook__
+    e = unraisable.exc_value
+    if isinstance(e, SystemExit):
         if e.code is None or isinstance(e.code, int):
             finish(e.code or 0)
         print(e.code, file=sys.stderr)
         finish(1)
-    except BaseException as e:
-        # From the cell's frame on (the interpreter prints the exception's own
-        # __traceback__, whatever tb excepthook is given).
-        e.__traceback__ = e.__traceback__.tb_next
-        sys.excepthook(type(e), e, e.__traceback__)
-        finish(130 if isinstance(e, KeyboardInterrupt) else 1)
-    finish(0)
+    sys.excepthook(type(e), e, e.__traceback__)
+    finish(1, interrupted=isinstance(e, KeyboardInterrupt))
 
 
-def finish(code):
+def cell_returned():
+    # Not returned: its exception went to an unraisable hook of the cell's own.
+    finish(0 if _cell["done"].get("returned") else 1)
+
+
+def finish(code, interrupted=False):
     """The interpreter's exit as the cell sees it (non-daemon threads joined, atexit run,
     stdio flushed: what Py_FinalizeEx does first), without tearing down the warm modules'
     heap, which costs ~200 ms with the data stack loaded and is seen by no one."""
+    import atexit
+    for callback in (_cell.get("entry"), cell_begins, cell_returned):
+        if callback is not None:
+            atexit.unregister(callback)
     threading = sys.modules.get("threading")
     try:
         if threading is not None:
             threading._shutdown()
     except BaseException:
         pass
-    import atexit
     atexit._run_exitfuncs()
     for f in (sys.stdout, sys.stderr):
         try:
@@ -498,6 +625,11 @@ def finish(code):
         except BaseException:
             if code == 0:
                 code = 120  # as the interpreter, when flushing stdout fails at exit
+    if interrupted:
+        # As the interpreter ends on a KeyboardInterrupt: killed by SIGINT.
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
+        code = 130
     os._exit(code & 0xFF)
 
 
@@ -506,4 +638,11 @@ def site_user_enabled():
     return site.USER_SITE is not None and os.path.isdir(site.USER_SITE)
 
 
-main()
+try:
+    main()
+except CellStart as start:
+    _cell["start"] = start.cell_path, start.code
+# Outside the except clause: nothing of CellStart is left (no exception context). main()
+# itself only ever ends by SystemExit.
+if "start" in _cell:
+    start_cell(*_cell.pop("start"))

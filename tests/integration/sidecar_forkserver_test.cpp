@@ -254,3 +254,154 @@ TEST_CASE(
   INFO(exec_cell << sidecar.log());
   CHECK(field(exec_cell, "stdout") == "False []\n");
 }
+
+namespace {
+
+// The cell's file name made the same on both paths (a random 32-character stem).
+std::string same_cell(std::string text) {
+  for (std::size_t at = 0; (at = text.find("dockgate-cell-", at)) != std::string::npos;) {
+    at += 14;
+    if (text.size() >= at + 32) text.replace(at, 32, 32, '0');
+  }
+  return text;
+}
+
+// Interpreter state `python3 <cell>` starts with, printed one probe a line: what a fork of
+// the warm interpreter could inherit instead (issue 39 item 6). Nothing in it depends on
+// the process or the session (no PID, no address, the cell's own path left out).
+const std::string interpreter_probes = R"(import os, sys
+print('flags', sys.flags)
+print('dont_write_bytecode', sys.dont_write_bytecode)
+print('path', sys.path[0] == os.path.dirname(__file__), sys.path[1:])
+for name in ('stdin', 'stdout', 'stderr'):
+    f = getattr(sys, name)
+    raw = getattr(f.buffer, 'raw', f.buffer)
+    print(name, f.line_buffering, f.write_through, type(f.buffer).__name__, f.encoding, f.errors,
+          getattr(f, 'mode', None), raw.name, f is getattr(sys, '__%s__' % name))
+print('stdin newline', repr(sys.stdin.read()), sys.stdin.newlines)
+def depth():
+    f, n = sys._getframe(), 0
+    while f: n, f = n + 1, f.f_back
+    return n
+print('frames', depth())
+try:
+    sys._getframe(1)
+    print('a frame under the module')
+except ValueError as e:
+    print('frame 1:', e)
+import traceback
+print('stack', [(f.name, f.line) for f in traceback.extract_stack()])
+def reach(n):
+    try: return reach(n + 1)
+    except RecursionError: return n
+print('recursion', sys.getrecursionlimit(), reach(0))
+import signal
+print('signals', sorted((s.name, str(signal.getsignal(s))) for s in signal.valid_signals()
+                        if s not in (signal.SIGKILL, signal.SIGSTOP) and signal.getsignal(s) != signal.SIG_DFL))
+print('mask', signal.pthread_sigmask(signal.SIG_BLOCK, []))
+import warnings
+print('warnings', warnings.filters)
+import threading
+print('threads', threading.active_count(), threading.main_thread().is_alive(),
+      threading.current_thread() is threading.main_thread())
+import subprocess
+print('child flags', subprocess._args_from_interpreter_flags())
+import site
+print('site', site.ENABLE_USER_SITE, site.USER_SITE is not None)
+print('hooks', sys.excepthook is sys.__excepthook__, sys.displayhook is sys.__displayhook__,
+      sys.breakpointhook is sys.__breakpointhook__, sys.gettrace(), sys.getprofile())
+print('umask', os.umask(0o022), os.getcwd())
+print('main', __name__, sorted(k for k in vars(sys.modules['__main__']) if k.startswith('__')))
+os.environ['PYTHONBREAKPOINT'] = '0'
+breakpoint()
+print('breakpoint honours PYTHONBREAKPOINT')
+import atexit
+atexit.register(print, 'at exit')
+def late():
+    import time
+    time.sleep(0.2)
+    print('thread joined')
+threading.Thread(target=late).start()
+print('end of the module')
+)";
+
+}  // namespace
+
+TEST_CASE(
+    "fork server: a cell starts with the interpreter state of a fresh python3 (probes compared "
+    "with plain execs)",
+    "[integration][sidecar][runner][forkserver]") {
+  proxy_process proxy("compose/policies/sandbox.json");
+  sidecar_process fast(proxy);
+  sidecar_process plain(proxy, {"SANDBOX_CELL_RUNNER=0", "SANDBOX_INSTANCE=plain" + fast.port()});
+  const std::string fast_sid = new_session(fast);
+  const std::string plain_sid = new_session(plain);
+  // The fork path serves the fast session: a fresh python3 has not imported ctypes.
+  CHECK(field(fast.exec(fast_sid, "import sys\nprint('ctypes' in sys.modules)"), "stdout") ==
+        "True\n");
+  CHECK(field(plain.exec(plain_sid, "import sys\nprint('ctypes' in sys.modules)"), "stdout") ==
+        "False\n");
+  auto both = [&](const std::string& code) {
+    auto a = fast.call("POST", "/exec", exec_body(fast_sid, code, 20000));
+    auto b = plain.call("POST", "/exec", exec_body(plain_sid, code, 20000));
+    INFO(code << "\nfork:  " << a.body << "\nplain: " << b.body << fast.log());
+    CHECK(a.status == 200);
+    CHECK(same_cell(a.body) == same_cell(b.body));
+    return same_cell(a.body);
+  };
+  // Every probe; and the module's end as python3's: the thread joined, then atexit.
+  const std::string probed = both(interpreter_probes);
+  CHECK(field(probed, "stdout").find("frame 1: call stack is not deep enough\n") !=
+        std::string::npos);
+  CHECK(field(probed, "stdout").ends_with("end of the module\nthread joined\nat exit\n"));
+  // A runaway recursion's traceback: the same count of repeated lines (no frame of the
+  // runner's under the cell's).
+  const std::string runaway = both("def down(n):\n    return down(n + 1)\ndown(0)\n");
+  CHECK(field(runaway, "stderr").find("more times]\nRecursionError: maximum recursion depth") !=
+        std::string::npos);
+  CHECK(field(runaway, "exit_code") == "1");
+  // Exits: a SyntaxError, SystemExit with text, a KeyboardInterrupt (python3 ends by
+  // SIGINT: 130).
+  const std::string syntax = both("x = (\n");
+  INFO(syntax);
+  CHECK(field(syntax, "stderr").starts_with("File \"/tmp/dockgate-cell-"));
+  CHECK(field(both("import sys\nsys.exit('bye')"), "exit_code") == "1");
+  CHECK(field(both("import os, signal\nos.kill(os.getpid(), signal.SIGINT)"), "exit_code") ==
+        "130");
+  // Output order across the two streams, flushed at exit.
+  both("import sys\nprint('a', end='')\nsys.stderr.write('b')\nprint('c' * 10000)\n");
+
+  // A user-site .pth that puts a directory first on sys.path: python3 imports the
+  // session's struct from it, not the one the warm interpreter holds (ctypes imports it).
+  const std::string plant =
+      "import os, site\n"
+      "os.makedirs('/tmp/first', exist_ok=True)\n"
+      "open('/tmp/first/struct.py', 'w').write('X = \"mine\"\\n')\n"
+      "os.makedirs(site.getusersitepackages(), exist_ok=True)\n"
+      "open(os.path.join(site.getusersitepackages(), 'first.pth'), 'w')"
+      ".write('import sys; sys.path.insert(0, \"/tmp/first\")\\n')\n";
+  both(plant);
+  const std::string shadowed =
+      both("import struct, sys\nprint(getattr(struct, 'X', 'stdlib'), sys.path[0])\n");
+  CHECK(field(shadowed, "stdout") == "mine /tmp\n");
+}
+
+TEST_CASE("fork server: every cell's random state is its own",
+          "[integration][sidecar][runner][forkserver]") {
+  proxy_process proxy("compose/policies/sandbox.json");
+  sidecar_process sidecar(proxy);
+  const std::string sid = new_session(sidecar);
+  // The warm interpreter has imported random (tempfile does): each fork reseeds it, as a
+  // fresh import would, and tempfile's names are drawn anew.
+  const std::string draw =
+      "import random, sys, tempfile\n"
+      "print('random' in sys.modules, random.random(), next(tempfile._get_candidate_names()))\n";
+  std::set<std::string> seen;
+  for (int i = 0; i < 3; ++i) {
+    auto a = sidecar.exec(sid, draw);
+    INFO(a);
+    CHECK(field(a, "exit_code") == "0");
+    seen.insert(field(a, "stdout"));
+  }
+  CHECK(seen.size() == 3);
+}

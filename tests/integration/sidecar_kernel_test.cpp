@@ -573,3 +573,48 @@ TEST_CASE("kernel: output is capped as a plain cell's", "[integration][sidecar][
   CHECK(field(loud.body, "stderr") ==
         std::string(2048, 'e') + "\n... [truncated, stderr exceeded 2KB]");
 }
+
+TEST_CASE(
+    "kernel: a cell that replaces the kernel's execute handler forges every later answer of that "
+    "kernel as documented and a restart ends it",
+    "[integration][sidecar][kernel]") {
+  REQUIRE_FULL_IMAGE();
+  proxy_process proxy("compose/policies/sandbox.json");
+  sidecar_process sidecar(proxy, {"SANDBOX_IMAGE=" + image});
+  const std::string sid = kernel_session(sidecar);
+  const std::string container = "dockgate-sbx-" + sid;
+  // The kernel is one process the cells own: a cell can replace what runs the next ones.
+  const std::string replace =
+      "k = get_ipython().kernel\n"
+      "def forged(stream, ident, parent):\n"
+      "    k.session.send(k.iopub_socket, 'stream', {'name': 'stdout', 'text': 'FORGED\\n'}, "
+      "parent=parent)\n"
+      "    k.session.send(stream, 'execute_reply', {'status': 'ok', 'execution_count': 1, "
+      "'user_expressions': {}, 'payload': []}, parent, ident=ident)\n"
+      "k.shell_handlers['execute_request'] = forged\n"
+      "print('replaced')\n";
+  auto first = exec(sidecar, sid, replace);
+  INFO(first.body << sidecar.log());
+  REQUIRE(first.status == 200);
+  CHECK(field(first.body, "stdout") == "replaced\n");
+  const std::string write_mark = "open('/workspace/ran', 'w').write('yes')\nprint('real')\n1 / 0\n";
+  auto seen = [&] {
+    return run(direct() + " exec -u 1000:1000 " + container + " cat /workspace/ran 2>&1").output;
+  };
+  // What docs/sidecar.md says a kernel cell can do: the next answer is the forger's, exit
+  // 0, and the code never ran (no file in the container, read through the engine).
+  auto forged = exec(sidecar, sid, write_mark);
+  INFO(forged.body);
+  REQUIRE(forged.status == 200);
+  CHECK(field(forged.body, "stdout") == "FORGED\n");
+  CHECK(field(forged.body, "exit_code") == "0");
+  CHECK(seen().find("No such file") != std::string::npos);
+  // A restart is a new kernel process: the next cell's answer is its code's again.
+  REQUIRE(sidecar.call("POST", "/sessions/" + sid + "/restart", "").status == 200);
+  auto real = exec(sidecar, sid, write_mark);
+  INFO(real.body);
+  REQUIRE(real.status == 200);
+  CHECK(field(real.body, "stdout") == "real\n");
+  CHECK(field(real.body, "exit_code") == "1");
+  CHECK(seen() == "yes");
+}

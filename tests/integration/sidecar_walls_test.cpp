@@ -425,3 +425,67 @@ time.sleep(60)
   CHECK(std::count(seen.begin(), seen.end(), '\n') == 1);
   CHECK(processes(container) == "/sbin/docker-init -- sleep infinity\nsleep infinity\n<runner>\n");
 }
+
+namespace {
+
+// A cell that replaces, in its own process, everything that could answer for a later
+// cell (issue 39 item 5, the trick that forges a kernel session's later answers): every
+// function and class of the runner's program it can reach (through its hooks, its frames
+// and the collector), exec, compile and the hooks, each made to print FORGED and exit 0.
+const std::string replace_answerer = R"(import builtins, gc, os, sys
+write, leave = os.write, os._exit
+def forged(*args, **kwargs):
+    write(1, b'FORGED\n')
+    leave(0)
+places = [getattr(o, '__globals__', None) for o in gc.get_objects() + [sys.unraisablehook, sys.excepthook]]
+frame = sys._getframe()
+while frame is not None:
+    places.append(frame.f_globals)
+    frame = frame.f_back
+runner = [g for g in places if isinstance(g, dict) and 'kill_sweep' in g]
+for g in runner:
+    for name, value in list(g.items()):
+        if callable(value) and getattr(value, '__module__', None) == g.get('__name__'):
+            g[name] = forged
+builtins.exec = builtins.compile = forged
+sys.excepthook = sys.displayhook = forged
+print('replaced the runner:', bool(runner), flush=True)
+)";
+
+}  // namespace
+
+TEST_CASE(
+    "walls: a cell that replaces what answers for it forges its own answer only and the next "
+    "cell's is its code's (both paths)",
+    "[integration][sidecar][cells][walls]") {
+  proxy_process proxy("compose/policies/sandbox.json");
+  sidecar_process fast(proxy);
+  sidecar_process plain(proxy, {"SANDBOX_CELL_RUNNER=0", "SANDBOX_INSTANCE=plain" + fast.port()});
+  for (const auto* sidecar : {&fast, &plain}) {
+    const std::string sid = new_session(*sidecar);
+    const std::string container = "dockgate-sbx-" + sid;
+    auto forger = sidecar->call("POST", "/exec", exec_body(sid, replace_answerer, 20000));
+    INFO(forger.body << sidecar->log());
+    REQUIRE(forger.status == 200);
+    // On the fork path the cell is a copy of the runner: it found and replaced its code
+    // (this test would prove nothing otherwise); a plain python3 holds none of it.
+    CHECK(field(forger.body, "stdout")
+              .starts_with(sidecar == &fast ? "replaced the runner: True\n"
+                                            : "replaced the runner: False\n"));
+    // The next cells run their own code, judged by what they wrote in the container
+    // (read through the engine) and by their answers.
+    for (int i = 0; i < 2; ++i) {
+      const std::string mark = "/workspace/ran-" + std::to_string(i);
+      auto next = sidecar->call("POST", "/exec",
+                                exec_body(sid,
+                                          "open('" + mark + "', 'w').write('yes')\nprint('real', " +
+                                              std::to_string(i) + ")\nraise SystemExit(7)",
+                                          20000));
+      INFO(next.body);
+      REQUIRE(next.status == 200);
+      CHECK(field(next.body, "stdout") == "real " + std::to_string(i) + "\n");
+      CHECK(field(next.body, "exit_code") == "7");
+      CHECK(run(direct() + " exec -u 1000:1000 " + container + " cat " + mark).output == "yes");
+    }
+  }
+}
