@@ -130,7 +130,16 @@ std::variant<seen_body, std::string> decode_seen(element seen, bool create) {
   seen_body out;
   std::map<std::string, std::string, std::less<>> top;                   // key: raw JSON
   std::map<std::string, std::map<std::string, std::string>, std::less<>> nested;
-  for (auto [key, value] : seen.at_key("values").get_object().value_unsafe()) {
+  // The schema (audit_line.cpp) made each of these what it says; read into values here:
+  // a range-for over value_unsafe() of a temporary result would iterate a dangling
+  // reference (the result dies at the end of the range's initializer).
+  simdjson::dom::object values;
+  simdjson::dom::array fields_seen, widening_seen;
+  if (seen.at_key("values").get(values) != simdjson::SUCCESS ||
+      seen.at_key("fields").get(fields_seen) != simdjson::SUCCESS ||
+      seen.at_key("widening").get(widening_seen) != simdjson::SUCCESS)
+    return std::string("seen has no values, fields and widening");
+  for (auto [key, value] : values) {
     if (is_omitted(value)) {
       out.unknown.emplace(key);
       continue;
@@ -178,10 +187,8 @@ std::variant<seen_body, std::string> decode_seen(element seen, bool create) {
   out.root = std::move(*decoded.value->as_object());
 
   std::set<std::string_view> fields;
-  for (element f : seen.at_key("fields").get_array().value_unsafe())
-    fields.insert(f.get_string().value_unsafe());
-  for (element w : seen.at_key("widening").get_array().value_unsafe())
-    out.widening.emplace_back(w.get_string().value_unsafe());
+  for (element f : fields_seen) fields.insert(f.get_string().value_unsafe());
+  for (element w : widening_seen) out.widening.emplace_back(w.get_string().value_unsafe());
   auto table = create ? std::span<const widening_field>(create_widening_fields)
                       : std::span<const widening_field>(exec_widening_fields);
   for (const auto& w : table) {
