@@ -67,7 +67,8 @@ build() {
     cmake --preset asan-ubsan >/dev/null
     cmake --build --preset asan-ubsan
     cmake --preset tsan >/dev/null
-    cmake --build --preset tsan --target dockgate-proxy proxy_integration_test
+    # Only the gate: the tsan pass runs the asan build's test binary against it.
+    cmake --build --preset tsan --target dockgate-proxy
   fi
 }
 stage build build
@@ -97,14 +98,11 @@ export DOCKGATE_TEST_FULL_RUNTIME_IMAGE=dockgate/sandbox-runtime:full
 
 if [[ $sanitizers == 1 ]]; then
   # Every test once, under ASan and UBSan, but the two that cannot run there.
-  export DOCKGATE_BUILD_DIR=$PWD/build/asan-ubsan
   stage "ctest (asan-ubsan)" ctest --preset asan-ubsan --output-on-failure -E "$no_sanitizer_tests" "$@"
   if [[ $# -eq 0 ]]; then
-    export DOCKGATE_BUILD_DIR=$PWD/build/dev
     stage "ctest (dev: allocations, memory)" ctest --preset dev --output-on-failure -R "$no_sanitizer_tests"
   fi
 else
-  export DOCKGATE_BUILD_DIR=$PWD/build/dev
   stage "ctest (dev)" ctest --preset dev --output-on-failure "$@"
 fi
 # What ships: the images and compose stacks, and the Debian package (once, not per build).
@@ -125,17 +123,19 @@ if [[ $# -eq 0 ]]; then
 fi
 tsan_pass() {
   # The gate's tests (not the sidecar's, which has threads of its own and its own suite
-  # above) against the tsan build of dockgate-proxy, run with its default threads (one per
-  # CPU). TSan writes a report per process that saw a race; any report fails the run. Left
-  # out as under ASan: the allocation counts and the memory of held streams.
-  export DOCKGATE_BUILD_DIR=$PWD/build/tsan
+  # above) against the tsan build of dockgate-proxy (DOCKGATE_TEST_PROXY_BIN: the test
+  # binary is the asan build's, the gate it starts the tsan build's), run with its default
+  # threads (one per CPU). TSan writes a report per process that saw a race; any report
+  # fails the run. Left out as under ASan: the allocation counts and the memory of held
+  # streams.
   local tsan_reports spec= tag
   tsan_reports=$(mktemp -d /tmp/dockgate-tsan.XXXXXX)
   for tag in server signals metrics shutdown limits upstream version listener tls audit sinks \
     http stream hijack attack ownership cli clients transparency policy operator; do
     spec+="${spec:+,}[$tag]~[sidecar]~[alloc]~[memory]"
   done
-  TSAN_OPTIONS="log_path=$tsan_reports/report" build/tsan/tests/integration/proxy_integration_test "$spec"
+  DOCKGATE_TEST_PROXY_BIN=$PWD/build/tsan/proxy/dockgate-proxy TSAN_OPTIONS="log_path=$tsan_reports/report" \
+    build/asan-ubsan/tests/integration/proxy_integration_test "$spec"
   if compgen -G "$tsan_reports/report*" >/dev/null; then
     cat "$tsan_reports"/report*
     echo "scripts/test.sh: ThreadSanitizer reported a race (above)" >&2

@@ -410,7 +410,7 @@ TEST_CASE("A sink that cannot be opened at start stops the gate, naming the sink
                                   std::string("journald"), "syslog:" + d.path + "/no-log.sock"}) {
     INFO(sink);
     const auto r = run("DOCKGATE_JOURNAL_SOCKET=" + d.path + "/no-journal.sock timeout 20 " +
-                       std::string(DOCKGATE_PROXY_BIN) + " --upstream " + engine_host() +
+                       proxy_bin() + " --upstream " + engine_host() +
                        " --listen unix://" + d.path + "/gate.sock --policy " + policy +
                        " --audit stdout --audit " + quoted(sink) + " 2>&1");
     CHECK(r.status == 1);
@@ -439,7 +439,7 @@ TEST_CASE("A file sink someone else could redirect or edit stops the gate at sta
                                   d.path + "/theirs.log", d.path + "/shared.log"}) {
     const std::string sink = "file:" + file;
     INFO(sink);
-    const auto r = run("timeout 20 " + std::string(DOCKGATE_PROXY_BIN) + " --upstream " +
+    const auto r = run("timeout 20 " + proxy_bin() + " --upstream " +
                        engine_host() + " --listen unix://" + d.path + "/gate.sock --policy " +
                        policy + " --audit " + quoted(sink) + " 2>&1");
     INFO(r.output);
@@ -475,7 +475,7 @@ TEST_CASE("A file sink in a directory another user owns or may write stops the g
   for (const auto& [dir, reason] : why) {
     const std::string sink = "file:" + dir + "/audit.log";
     INFO(sink);
-    const auto r = run("timeout 20 " + std::string(DOCKGATE_PROXY_BIN) + " --upstream " +
+    const auto r = run("timeout 20 " + proxy_bin() + " --upstream " +
                        engine_host() + " --listen unix://" + d.path + "/gate.sock --policy " +
                        policy + " --audit " + quoted(sink) + " 2>&1");
     INFO(r.output);

@@ -67,6 +67,11 @@ std::string docker_cli() {
 }
 std::string repo_root() { return DOCKGATE_SOURCE_DIR; }
 
+std::string proxy_bin() {
+  const char* v = std::getenv("DOCKGATE_TEST_PROXY_BIN");
+  return v && *v ? v : DOCKGATE_PROXY_BIN;
+}
+
 std::string unique_name(const std::string& prefix) {
   static std::mt19937_64 rng{std::random_device{}()};
   std::ostringstream s;
@@ -116,7 +121,7 @@ proxy_process::proxy_process(const std::string& policy, std::vector<std::string>
     if (!in) throw std::runtime_error("cannot read " + policy);
     std::ofstream(policy_path, std::ios::binary) << in.rdbuf();
   }
-  std::vector<std::string> args = {DOCKGATE_PROXY_BIN, "--upstream", upstream.empty() ? engine_host() : upstream, "--listen",
+  std::vector<std::string> args = {proxy_bin(), "--upstream", upstream.empty() ? engine_host() : upstream, "--listen",
                                    "unix://" + socket_};
   if (!policy.empty()) args.insert(args.end(), {"--policy", policy_path});  // else: Tecnativa's variables
   args.insert(args.end(), extra_args.begin(), extra_args.end());

@@ -19,6 +19,9 @@ std::string registry();       // 127.0.0.1:PORT
 std::string test_image();     // local busybox image
 std::string docker_cli();     // the docker CLI binary
 std::string repo_root();
+// The gate under test: $DOCKGATE_TEST_PROXY_BIN if set (scripts/test.sh's ThreadSanitizer
+// pass runs these tests against the tsan build's gate), else this build's dockgate-proxy.
+std::string proxy_bin();
 std::string unique_name(const std::string& prefix);
 std::string free_tcp_port();  // a loopback port that was free a moment ago
 

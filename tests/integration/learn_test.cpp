@@ -46,7 +46,7 @@ learned learn_from(proxy_process& gate, const std::string& name) {
   REQUIRE(::mkdtemp(dir) != nullptr);
   const std::string file = std::string(dir) + "/" + name + ".json";
   // --policy: the policy the gate recorded under (its own copy).
-  auto r = run(std::string(DOCKGATE_PROXY_BIN) + " learn --policy " + gate.dir() +
+  auto r = run(proxy_bin() + " learn --policy " + gate.dir() +
                "/policy.json --audit " + gate.dir() + "/audit.log --profile learn --name " + name +
                " -o " + file + " 2>&1");
   INFO(r.output);
@@ -56,7 +56,7 @@ learned learn_from(proxy_process& gate, const std::string& name) {
 
 void check_passes(const learned& l) {
   ::chmod(l.file.c_str(), 0644);
-  auto c = run(std::string(DOCKGATE_PROXY_BIN) + " check --policy " + l.file + " 2>&1");
+  auto c = run(proxy_bin() + " check --policy " + l.file + " 2>&1");
   INFO(c.output << "\n" << l.policy);
   REQUIRE(c.status == 0);
 }
@@ -373,7 +373,7 @@ TEST_CASE(
                      << no_record << "\n";
   std::size_t recorded_lines = std::count(recorded.begin(), recorded.end(), '\n');
   const std::string out = std::string(dir) + "/forged.json";
-  auto learn = run(std::string(DOCKGATE_PROXY_BIN) + " learn --policy " + policy_copy +
+  auto learn = run(proxy_bin() + " learn --policy " + policy_copy +
                    " --audit " + log + " --profile learn --name forged -o " + out + " 2>&1");
   INFO("learn:\n" << learn.output);
   CHECK(learn.status == 0);  // the gate's own lines are still learned
@@ -415,7 +415,7 @@ TEST_CASE(
   // Only forged lines: nothing valid, nothing written, exit 1.
   const std::string only = std::string(dir) + "/only.log", none = std::string(dir) + "/none.json";
   std::ofstream(only) << pid_host << "\n" << swarm << "\n" << no_record << "\n";
-  auto nothing = run(std::string(DOCKGATE_PROXY_BIN) + " learn --policy " + policy_copy +
+  auto nothing = run(proxy_bin() + " learn --policy " + policy_copy +
                      " --audit " + only + " --profile learn -o " + none + " 2>&1");
   INFO("only forged:\n" << nothing.output);
   CHECK(nothing.status == 1);
@@ -434,7 +434,7 @@ TEST_CASE(
 TEST_CASE("learn: --help is its usage, and lines recorded without record fields say to record "
           "under learn.json",
           "[integration][learn]") {
-  auto help = run(std::string(DOCKGATE_PROXY_BIN) + " learn --help 2>&1");
+  auto help = run(proxy_bin() + " learn --help 2>&1");
   CHECK(help.status == 0);
   CHECK(help.output.find("dockgate-proxy learn --policy FILE --audit FILE") != std::string::npos);
   CHECK(help.output.find("unknown argument") == std::string::npos);
@@ -455,7 +455,7 @@ TEST_CASE("learn: --help is its usage, and lines recorded without record fields 
             0);
   }
   run(direct() + " rm -f " + name);
-  auto r = run(std::string(DOCKGATE_PROXY_BIN) + " learn --policy " + dir + "/policy.json --audit " +
+  auto r = run(proxy_bin() + " learn --policy " + dir + "/policy.json --audit " +
                dir + "/audit.log --profile plain -o " + dir + "/out.json 2>&1");
   INFO(r.output);
   // No "seen": no image was learned for the create, so the result does not load (as
@@ -590,7 +590,7 @@ TEST_CASE("learn: the lines it refuses as no audit record are those python3-json
   };
   auto python = run("/usr/bin/python3 " + repo_root() + "/scripts/check-audit-log.py " +
                     repo_root() + "/docs/audit.schema.json " + log + " 2>&1");
-  auto learn = run(std::string(DOCKGATE_PROXY_BIN) + " learn --policy " + repo_root() +
+  auto learn = run(proxy_bin() + " learn --policy " + repo_root() +
                    "/compose/policies/learn.json --audit " + log + " -o " + dir + "/out.json 2>&1");
   INFO("python3-jsonschema:\n" << python.output << "\nlearn:\n" << learn.output);
   const auto by_schema = numbers(python.output, ":");

@@ -81,7 +81,7 @@ TEST_CASE("a refused start accepts no connection on any listener, not even brief
   const std::string dir = tmpl;
   const std::string policy = root_owned_copy("compose/policies/read-only.json");
   const std::string socket = dir + "/gate.sock";
-  std::vector<std::string> args = {DOCKGATE_PROXY_BIN, "--upstream", engine_host(), "--policy", policy,
+  std::vector<std::string> args = {proxy_bin(), "--upstream", engine_host(), "--policy", policy,
                                    "--listen", "unix://" + socket, "--listen", "tcp://0.0.0.0:" + free_tcp_port()};
   const pid_t pid = ::fork();
   if (pid == 0) {
@@ -170,7 +170,7 @@ TEST_CASE("systemd socket activation: the listener systemd opened is used, and l
   // systemd-socket-activate listens, then execs the proxy with LISTEN_FDS=1 on the first
   // connection, as systemd does for dockgate-proxy.socket.
   background activated("systemd-socket-activate -l " + sock + " " +
-                       std::string(DOCKGATE_PROXY_BIN) + " --upstream " + engine_host() +
+                       proxy_bin() + " --upstream " + engine_host() +
                        " --listen unix://" + sock + " --policy " +
                        root_owned_copy("compose/policies/read-only.json"));
   for (int i = 0; i < 100 && run("test -S " + sock).status != 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -222,12 +222,12 @@ TEST_CASE("descriptors: the soft limit is raised, every held stream is served, a
   const std::string sock = dir + "/gate.sock";
   std::ofstream(dir + "/hold.py") << hold_events;
   // Started as with the default soft limit of many hosts (here 256), under a hard limit of 4096.
-  background gate("prlimit --nofile=256:4096 " + std::string(DOCKGATE_PROXY_BIN) + " --upstream " +
+  background gate("prlimit --nofile=256:4096 " + proxy_bin() + " --upstream " +
                   engine_host() + " --listen unix://" + sock + " --policy " +
                   root_owned_copy("compose/policies/read-only.json") + " 2>" + dir + "/err");
   for (int i = 0; i < 200 && run("test -S " + sock).status != 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   // (the proxy itself: prlimit execs it; the shell that started prlimit is not it)
-  const std::string pid = run("pgrep -f '^" + std::string(DOCKGATE_PROXY_BIN) + " .*listen unix://" + sock + "' | head -n 1").output;
+  const std::string pid = run("pgrep -f '^" + proxy_bin() + " .*listen unix://" + sock + "' | head -n 1").output;
   INFO(run("cat " + dir + "/err").output);
   CHECK(run("grep 'Max open files' /proc/" + pid.substr(0, pid.size() - 1) + "/limits").output.find("4096                 4096") !=
         std::string::npos);
