@@ -185,6 +185,8 @@ class connection {
   // Whether end_stream writes the terminating chunk itself (the daemon's did not come).
   bool gate_ends_stream() const;
   void watch_client();
+  // Whether a unix client closed (both directions shut) rather than ending only its side.
+  static bool closed_both_ways(int fd) noexcept;
   // The client ended its side mid-stream: passed on to the daemon, whose end is relayed
   // (or, past half_close_grace, the gate's).
   void client_ended();

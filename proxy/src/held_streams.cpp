@@ -20,6 +20,7 @@
 //   nothing more is written. An end the gate writes (the daemon gone, the client's end,
 //   the shutdown deadline) goes between two chunks; at the shutdown deadline a stream
 //   whose client has not taken its last chunk yet is closed as it is.
+#include <poll.h>
 #include <sys/socket.h>
 
 #include <cerrno>
@@ -282,12 +283,21 @@ void connection::watch_client() {
     const ssize_t n = ec ? -1 : ::recv(client_.native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
     if (n < 0 && !ec && (errno == EAGAIN || errno == EINTR)) return watch_client();
     if (n > 0) return;  // a pipelined request: read when the stream is over
-    if (n == 0)
-      return client_ended();  // its end (shutdown(SHUT_WR), or a close): it may still read
+    // Its end: only its side (shutdown(SHUT_WR): it may still read) or a close. A unix
+    // client that closed has both directions of this socket shut, which poll reports as
+    // POLLHUP (unix_release_sock sets the peer's sk_shutdown to SHUTDOWN_MASK; a shutdown
+    // of the write side sets RCV_SHUTDOWN only): gone, nothing to end for it. A TCP
+    // client's close is a FIN like a shutdown, told apart only by a later write: its end.
+    if (n == 0 && !closed_both_ways(client_.native_handle())) return client_ended();
     client_gone_ = true;
     beast::error_code ignored;
     if (upstream_) upstream_->cancel(ignored);  // the daemon's side ends, then the stream
   });
+}
+
+bool connection::closed_both_ways(int fd) noexcept {
+  pollfd p{fd, POLLIN | POLLRDHUP, 0};
+  return ::poll(&p, 1, 0) == 1 && (p.revents & POLLHUP) != 0;
 }
 
 // The client ended its side mid-stream. dockerd reads its client's end as a cancelled
