@@ -14,7 +14,7 @@
 # profile's networks.bridge_prefix), EGRESS_HOSTS_FILE (a hosts file squid resolves names
 # from first: tests point a listed name at a local server).
 #
-# Every session has a network of its own (sidecar/src/egress_network.cpp: alone on it, no
+# Every session has a network of its own (sidecar/src/egress/egress_network.cpp: alone on it, no
 # session resolves, reaches or sees another), on a bridge the gate names
 # <prefix><hash> (networks.bridge_prefix). The rules hold every such bridge by the
 # interface pattern <prefix>+, so they are in place before the first session's network is

@@ -12,12 +12,12 @@
 #include "dockgate/client/healthcheck.hpp"
 #include "dockgate/common/environment.hpp"
 #include "dockgate/sidecar/config.hpp"
-#include "dockgate/sidecar/egress_network.hpp"
-#include "dockgate/sidecar/http_server.hpp"
-#include "dockgate/sidecar/instance_lease.hpp"
+#include "egress/egress_network.hpp"
+#include "front/http_server.hpp"
+#include "sessions/instance_lease.hpp"
 #include "dockgate/sidecar/service.hpp"
-#include "dockgate/sidecar/store_lease.hpp"
-#include "dockgate/sidecar/storage.hpp"
+#include "fleet/store_lease.hpp"
+#include "storage/storage.hpp"
 
 namespace {
 dockgate::sidecar::http_server* running_server = nullptr;

@@ -13,8 +13,8 @@
 #include <thread>
 #include <vector>
 
-#include "dockgate/sidecar/s3.hpp"
-#include "dockgate/sidecar/storage.hpp"
+#include "storage/s3.hpp"
+#include "storage/storage.hpp"
 #include "harness.hpp"
 
 using dockgate::sidecar::s3_client;

@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "dockgate/sidecar/archive.hpp"
+#include "storage/archive.hpp"
 
 using namespace dockgate::sidecar;
 

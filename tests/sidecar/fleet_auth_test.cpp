@@ -1,7 +1,7 @@
-// The fleet's own credential on a forwarded call (sidecar/src/fleet_auth.hpp): accepted
+// The fleet's own credential on a forwarded call (sidecar/src/fleet/fleet_auth.hpp): accepted
 // only for the call it signs, addressed to this instance, from the member that sent it,
 // once, within the clock window, under the fleet's key.
-#include "fleet_auth.hpp"
+#include "fleet/fleet_auth.hpp"
 
 #include <unistd.h>
 

@@ -1,4 +1,4 @@
-#include "dockgate/sidecar/instance_lease.hpp"
+#include "sessions/instance_lease.hpp"
 
 #include <unistd.h>
 

@@ -1,7 +1,7 @@
 // Kernel sessions' decisions (kernel.hpp): the kernel names a session may ask for, the
 // driver's hello and status frames (untrusted: parsed strictly), the answer's `kernel`
 // object, the cell request's framing.
-#include "kernel.hpp"
+#include "cells/kernel.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -1,6 +1,6 @@
-// The warm pool's bookkeeping (sidecar/src/pool.hpp) with in-memory containers: the
+// The warm pool's bookkeeping (sidecar/src/sessions/pool/pool.hpp) with in-memory containers: the
 // Engine API side is covered by tests/integration/sidecar_pool_test.cpp.
-#include "../../sidecar/src/pool.hpp"
+#include "sessions/pool/pool.hpp"
 
 #include <atomic>
 #include <catch2/catch.hpp>

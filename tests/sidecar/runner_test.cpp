@@ -1,7 +1,7 @@
 // The cell runner's framing and parsing (everything the sidecar reads from it is
 // untrusted), the embedded runner program itself (run here with the host's python3),
 // and the event stream's pieces.
-#include "runner.hpp"
+#include "cells/runner.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -19,7 +19,7 @@
 #include <set>
 #include <thread>
 
-#include "kernel.hpp"
+#include "cells/kernel.hpp"
 
 using namespace dockgate::sidecar;
 

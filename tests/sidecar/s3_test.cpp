@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "dockgate/sidecar/s3.hpp"
+#include "storage/s3.hpp"
 
 using namespace dockgate::sidecar;
 

@@ -4,9 +4,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "dockgate/sidecar/fleet_store.hpp"
-#include "dockgate/sidecar/storage.hpp"
-#include "dockgate/sidecar/storage_endpoint.hpp"
+#include "fleet/fleet_store.hpp"
+#include "storage/storage.hpp"
+#include "storage/storage_endpoint.hpp"
 
 using namespace dockgate::sidecar;
 

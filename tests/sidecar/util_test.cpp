@@ -5,7 +5,7 @@
 #include <fstream>
 
 #include "dockgate/sidecar/config.hpp"
-#include "util.hpp"
+#include "util/util.hpp"
 
 using namespace dockgate::sidecar;
 
@@ -99,7 +99,7 @@ TEST_CASE("config: the FUSE workspace mode needs its store, and SANDBOX_FLEET_UR
     CHECK_FALSE(load_config(env).value);
   }
   env["SANDBOX_FLEET_URL"] = "http://10.77.0.11:8000/";
-  // A member needs the fleet's own credential (sidecar/src/fleet_auth.hpp).
+  // A member needs the fleet's own credential (sidecar/src/fleet/fleet_auth.hpp).
   auto keyless = load_config(env);
   REQUIRE_FALSE(keyless.value);
   CHECK(keyless.errors.front().find("need SANDBOX_FLEET_KEY_FILE") != std::string::npos);

@@ -12,7 +12,8 @@
 
 #include "dockgate/client/engine.hpp"
 #include "dockgate/sidecar/config.hpp"
-#include "dockgate/sidecar/http_server.hpp"
+#include "engine/docker_engine.hpp"
+#include "front/http_server.hpp"
 
 namespace dockgate::sidecar {
 
@@ -50,9 +51,9 @@ class service {
   http_reply healthz();
   std::optional<http_reply> route_in_fleet(const http_request& r);
 
-  struct rooms;  // the sidecar's objects, wired to each other (service.cpp)
+  struct rooms;  // the session core and the front's own parts (service.cpp)
   config config_;
-  client::engine docker_;
+  docker_engine engine_;  // the seam to the engine, the real client behind it
   std::unique_ptr<rooms> rooms_;
 };
 

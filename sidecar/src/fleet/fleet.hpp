@@ -1,0 +1,78 @@
+#pragma once
+// The fleet (SANDBOX_WORKSPACE_MODE=fuse, sessions in the store: fleet_store.hpp): a call
+// for a session this sidecar does not hold is routed by the session's record. Internal to
+// the sidecar library.
+//
+// - No record: not a session of the fleet; served here (the local 404, DELETE's ok).
+// - Its holder's store lease is live: the call is forwarded to the holder at the address
+//   the operator listed for it (SANDBOX_FLEET_MEMBERS; never the `url` its records hold),
+//   signed with the fleet's key and without the client's Authorization (fleet_auth.hpp),
+//   once — a forwarded call (X-Dockgate-Forwarded) is never forwarded again; the client
+//   sees one service whichever member it reached. A holder not listed: 503 naming it.
+// - Its holder's lease has expired (or is this instance's own, a hold it lost track of):
+//   the record is rewritten to name this holder (If-Match: of two sidecars taking it, one
+//   wins; the other looks again) and the session is made here (take_over).
+// Takeovers of one session on this sidecar are serialised; those of different sessions run
+// side by side. Where a session's live holder is reached is remembered for a third of a
+// lease, so that a forwarded call costs no read of the store; an answer of 503 (or none)
+// from the holder forgets it. Only the forward is cached: a takeover always reads the store.
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "dockgate/sidecar/config.hpp"
+#include "front/http_server.hpp"
+#include "fleet/store_lease.hpp"
+
+namespace dockgate::sidecar {
+
+class session_lifecycle;
+class session_registry;
+
+class fleet {
+ public:
+  fleet(const config& c, store_lease* lease, session_registry& registry,
+        session_lifecycle& lifecycle)
+      : config_(c), lease_(lease), registry_(registry), lifecycle_(lifecycle) {}
+  bool enabled() const { return lease_ != nullptr; }
+  // For a call `r` naming session `sid`, which this sidecar does not hold: nullopt to serve
+  // it here (taken over now, or not the fleet's), else the answer. `deleting`: a DELETE,
+  // which needs the record only (no container is made to be removed).
+  std::optional<http_reply> route(const http_request& r, const std::string& sid, bool deleting);
+
+ private:
+  // Under the session's takeover lock: the answer, or nullopt with `forward_to` set (the
+  // call goes to that live holder) or not (served here).
+  std::optional<http_reply> decide(const http_request& r, const std::string& sid, bool deleting,
+                                   std::optional<lease_record>& forward_to);
+  // A takeover's new generation (`mine`, written with `etag`; `was` the record it replaced):
+  // the old generation copied into it on the store, the key's current generation moved on,
+  // the record's copy marked done. nullopt when done, else the answer.
+  std::optional<http_reply> new_generation(const session_record& was, session_record& mine,
+                                           std::string etag);
+  http_reply forward(const http_request& r, const lease_record& holder, const std::string& sid);
+  std::shared_ptr<std::mutex> takeover_lock(const std::string& sid);
+  void drop_takeover_lock(const std::string& sid);
+
+  const config& config_;
+  store_lease* lease_;
+  session_registry& registry_;
+  session_lifecycle& lifecycle_;
+  struct known_holder {
+    lease_record lease;
+    std::chrono::steady_clock::time_point until;
+  };
+  std::optional<lease_record> cached_holder(const std::string& sid);
+  void remember_holder(const std::string& sid, const lease_record& lease);
+  void forget_holder(const std::string& sid);
+  std::mutex holders_mutex_;
+  std::map<std::string, known_holder> holders_;
+  std::mutex locks_mutex_;
+  std::map<std::string, std::weak_ptr<std::mutex>> takeover_locks_;
+};
+
+}  // namespace dockgate::sidecar

@@ -1,0 +1,37 @@
+#pragma once
+// The Aivory sidecar's API as a route table over the session core: each route a method, a
+// path pattern and a handler; each handler parses its request once (fields, limits, the
+// id), calls the core, and answers through replies.hpp. One file of handlers per room.
+// Internal to the sidecar library.
+
+#include <string_view>
+
+#include "core/session_core.hpp"
+#include "front/http_server.hpp"
+#include "front/route_table.hpp"
+
+namespace dockgate::sidecar::aivory {
+
+// A route's handler: the request, and what its pattern's {id} matched ("" if none).
+using handler = http_reply (*)(session_core&, const http_request&, std::string_view id);
+
+// The table (routes.cpp).
+const route_table<handler>& routes();
+
+// session_routes.cpp: POST /sessions, DELETE /sessions/{id}
+http_reply create_session(session_core& core, const http_request& r, std::string_view id);
+http_reply delete_session(session_core& core, const http_request& r, std::string_view id);
+// cell_routes.cpp: POST /exec, POST /sessions/{id}/restart
+http_reply exec(session_core& core, const http_request& r, std::string_view id);
+http_reply restart_kernel(session_core& core, const http_request& r, std::string_view id);
+// file_routes.cpp: POST /files, /files/get, /files/list, /files/reset-inputs
+http_reply put_file(session_core& core, const http_request& r, std::string_view id);
+http_reply get_file(session_core& core, const http_request& r, std::string_view id);
+http_reply list_files(session_core& core, const http_request& r, std::string_view id);
+http_reply reset_inputs(session_core& core, const http_request& r, std::string_view id);
+// storage_routes.cpp: POST /storage/put, /storage/delete, /storage/gc
+http_reply storage_put(session_core& core, const http_request& r, std::string_view id);
+http_reply storage_delete(session_core& core, const http_request& r, std::string_view id);
+http_reply storage_gc(session_core& core, const http_request& r, std::string_view id);
+
+}  // namespace dockgate::sidecar::aivory

@@ -1,0 +1,77 @@
+#pragma once
+// Reading the sidecar's JSON requests and writing the seed's replies: handler errors
+// as {"detail": ...}, FastAPI's 422 shape, the ids and keys the seed accepts. Internal
+// to the sidecar library.
+
+#include <simdjson.h>
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "dockgate/client/engine.hpp"
+#include "front/http_server.hpp"
+
+namespace dockgate::sidecar {
+
+inline http_reply detail(unsigned status, std::string_view message) {
+  std::string body = "{\"detail\":";
+  client::append_json_string(body, message);
+  return {status, body + "}"};
+}
+
+// FastAPI's shape for a validation error.
+inline http_reply invalid(std::string_view field, std::string_view msg, std::string_view type) {
+  std::string body = R"({"detail":[{"loc":["body",)";
+  client::append_json_string(body, field);
+  body += "],\"msg\":";
+  client::append_json_string(body, msg);
+  body += ",\"type\":";
+  client::append_json_string(body, type);
+  return {422, body + "}]}"};
+}
+
+// A parsed JSON request body (object), or the 422 to answer.
+struct body_fields {
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  std::optional<http_reply> error;
+
+  explicit body_fields(const std::string& body, bool allow_empty = false) {
+    if (body.empty() && allow_empty) {
+      if (parser.parse("{}", 2).get(doc) != simdjson::SUCCESS) error = invalid("body", "internal", "internal");
+      return;
+    }
+    if (parser.parse(body).get(doc) != simdjson::SUCCESS || !doc.is_object())
+      error = invalid("body", "value is not a valid JSON object", "value_error.jsondecode");
+  }
+  std::optional<std::string> string(const char* key, bool required, std::optional<http_reply>& err) {
+    simdjson::dom::element v;
+    if (doc.at_key(key).get(v) != simdjson::SUCCESS || v.is_null()) {
+      if (required && !err) err = invalid(key, "field required", "value_error.missing");
+      return std::nullopt;
+    }
+    std::string_view s;
+    if (v.get_string().get(s) != simdjson::SUCCESS) {
+      if (!err) err = invalid(key, "str type expected", "type_error.str");
+      return std::nullopt;
+    }
+    return std::string(s);
+  }
+  std::optional<std::int64_t> integer(const char* key, std::optional<http_reply>& err) {
+    simdjson::dom::element v;
+    if (doc.at_key(key).get(v) != simdjson::SUCCESS || v.is_null()) return std::nullopt;
+    std::int64_t n = 0;
+    if (v.get_int64().get(n) != simdjson::SUCCESS) {
+      if (!err) err = invalid(key, "value is not a valid integer", "type_error.integer");
+      return std::nullopt;
+    }
+    return n;
+  }
+  bool boolean(const char* key) {
+    bool b = false;
+    return doc.at_key(key).get_bool().get(b) == simdjson::SUCCESS && b;
+  }
+};
+
+}  // namespace dockgate::sidecar

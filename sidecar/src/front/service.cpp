@@ -1,0 +1,147 @@
+// The service: the HTTP face of the session core. Health, authentication (the client's
+// key, or a fleet member's credential on a forwarded call), a call for a session another
+// member holds forwarded there, then the Aivory front's route table (front/aivory). Holds
+// no state of its own but the core.
+#include "dockgate/sidecar/service.hpp"
+
+#include <simdjson.h>
+
+#include <ctime>
+
+#include "core/session_core.hpp"
+#include "fleet/fleet_auth.hpp"
+#include "front/aivory/routes.hpp"
+#include "front/request.hpp"
+#include "util/ids.hpp"
+
+namespace dockgate::sidecar {
+
+using namespace std::chrono_literals;
+
+// The session core and what the front adds to it: the check of forwarded calls.
+struct service::rooms {
+  rooms(const config& c, const container_engine& engine, const client::engine& docker, store_lease* lease)
+      : core(c, engine, docker, lease), fleet_auth(c.fleet_key, c.instance) {}
+  session_core core;
+  fleet_verifier fleet_auth;  // checks the fleet's credential on forwarded calls
+};
+
+service::service(config c, client::engine docker, store_lease* fleet)
+    : config_(std::move(c)),
+      engine_(std::move(docker)),
+      rooms_(std::make_unique<rooms>(config_, engine_, engine_.client(), fleet)) {}
+
+service::~service() {
+  // The reaper first: it ends sessions through the objects that go next.
+  rooms_->core.registry.stop_reaper();
+}
+
+void service::reconcile() {
+  rooms_->core.lifecycle.reconcile();
+}
+
+void service::start_reaper() {
+  rooms_->core.registry.start_reaper([this](session& s) { rooms_->core.lifecycle.reap(s); });
+}
+
+std::size_t service::end_all_sessions() {
+  return rooms_->core.lifecycle.end_all_sessions();
+}
+
+std::size_t service::fence_fuse_sessions() {
+  return rooms_->core.lifecycle.fence();
+}
+
+void service::start_pool() {
+  rooms_->core.pool.start();
+}
+
+std::size_t service::stop_pool() {
+  return rooms_->core.pool.stop();
+}
+
+std::size_t service::max_body(std::string_view path) const {
+  return static_cast<std::size_t>(path == "/storage/put" ? config_.max_storage_body_bytes
+                                                         : config_.max_body_bytes);
+}
+
+http_reply service::handle(const http_request& r) {
+  if (r.path == "/healthz") {
+    if (r.method != "GET") return detail(405, "Method Not Allowed");
+    return healthz();
+  }
+  if (!r.forwarded.empty() || !r.fleet_auth.empty()) {
+    // A call another member forwarded: served only with the fleet's own credential,
+    // addressed to this instance (fleet_auth.hpp). The client's key, which a member never
+    // passes on, does not stand in for it, nor does SANDBOX_ALLOW_NO_AUTH.
+    if (auto refused = rooms_->fleet_auth.check(r.fleet_auth, r.forwarded, r.method, r.path,
+                                                r.body, static_cast<std::int64_t>(std::time(nullptr)))) {
+      std::string body = R"({"error":"unauthorized","detail":)";
+      client::append_json_string(body, "forwarded call refused: " + *refused);
+      return {401, body + "}"};
+    }
+  } else if (!config_.allow_no_auth) {
+    // Constant-time comparison of the whole header with "Bearer <key>".
+    const std::string expected = "Bearer " + config_.api_key;
+    unsigned char diff = r.authorization.size() == expected.size() ? 0 : 1;
+    for (std::size_t i = 0; i < expected.size(); ++i)
+      diff |= static_cast<unsigned char>(expected[i] ^
+                                         (i < r.authorization.size() ? r.authorization[i] : 0));
+    if (diff != 0) return {401, R"({"error":"unauthorized"})"};
+  }
+  if (rooms_->core.fleet.enabled())
+    if (auto routed = route_in_fleet(r)) return *routed;
+  const auto route = aivory::routes().find(r.method, r.path);
+  if (route.handler) return (*route.handler)(rooms_->core, r, route.id);
+  return route.method_missed ? detail(405, "Method Not Allowed") : detail(404, "Not Found");
+}
+
+// A call naming a session this sidecar does not hold goes where the fleet's store says
+// (fleet.hpp); one it holds, or one naming none, is served here.
+std::optional<http_reply> service::route_in_fleet(const http_request& r) {
+  std::string sid;
+  bool deleting = false;
+  if (r.path.starts_with("/sessions/")) {
+    const auto end = r.path.find('/', 10);
+    sid = r.path.substr(10, end == std::string::npos ? std::string::npos : end - 10);
+    deleting = end == std::string::npos && r.method == "DELETE";
+  } else if (r.method == "POST" && (r.path == "/exec" || r.path.starts_with("/files"))) {
+    // A body the route will refuse names no session here: the route answers it.
+    body_fields f(r.body);
+    std::optional<http_reply> err;
+    if (!f.error)
+      if (auto id = f.string("session_id", true, err); id && !err) sid = *id;
+  }
+  if (!valid_session_id(sid) || rooms_->core.registry.find(sid)) return std::nullopt;
+  return rooms_->core.fleet.route(r, sid, deleting);
+}
+
+http_reply service::healthz() {
+  auto version = engine_.version(10s);
+  std::string docker_version;
+  if (version.status == 200) {
+    simdjson::dom::parser p;
+    simdjson::dom::element doc;
+    std::string_view v;
+    if (p.parse(version.body).get(doc) == simdjson::SUCCESS &&
+        doc["Version"].get_string().get(v) == simdjson::SUCCESS)
+      docker_version = std::string(v);
+  }
+  std::string body = "{\"ok\":";
+  if (docker_version.empty()) {
+    body += "false,\"docker\":\"\",\"image\":";
+    client::append_json_string(body, config_.image);
+    return {503, body + "}"};
+  }
+  const bool ready = rooms_->core.containers.image_present();
+  body += ready ? "true" : "false";
+  body += ",\"docker\":";
+  client::append_json_string(body, docker_version);
+  body += ",\"image\":";
+  client::append_json_string(body, config_.image);
+  body += ",\"image_ready\":";
+  body += ready ? "true" : "false";
+  return {ready ? 200u : 503u, body + "}"};
+}
+
+}  // namespace dockgate::sidecar

@@ -1,0 +1,639 @@
+// Sessions: create, delete, the idle reaper's end of one, start-up reconciliation and the
+// shutdown's end of all (seed §1.4, §1.7).
+#include "sessions/session_lifecycle.hpp"
+
+#include <simdjson.h>
+
+#include <algorithm>
+#include <iostream>
+#include <map>
+#include <set>
+
+#include "sessions/archive_store.hpp"
+#include "dockgate/common/workspace_id.hpp"
+#include "fleet/store_lease.hpp"
+#include "cells/kernel.hpp"
+#include "engine/labels.hpp"
+#include "sessions/pool/pool_sessions.hpp"
+#include "front/request.hpp"
+#include "sessions/workspace_layout.hpp"
+#include "util/ids.hpp"
+#include "cells/runner.hpp"
+#include "sessions/session.hpp"
+#include "sessions/session_containers.hpp"
+#include "sessions/session_limit.hpp"
+#include "sessions/session_registry.hpp"
+#include "sessions/workspace_mounts.hpp"
+
+namespace dockgate::sidecar {
+
+using namespace std::chrono_literals;
+
+namespace {
+
+// A place of the create queue (SANDBOX_MAX_CONCURRENT_CREATES), given back on every path.
+struct create_slot {
+  std::counting_semaphore<1 << 20>& slots;
+  ~create_slot() { slots.release(); }
+};
+
+// A FUSE workspace mounted for a session that is not up yet: unmounted again unless the
+// session came up (armed cleared).
+struct mount_guard {
+  const workspace_mounts& mounts;
+  std::string sid;
+  bool armed = false;
+  ~mount_guard() {
+    if (armed) mounts.unmount(sid);
+  }
+};
+
+}  // namespace
+
+session_lifecycle::session_lifecycle(const config& c, const client::engine& docker,
+                                     session_containers& containers, session_registry& registry,
+                                     archive_store& archives, const workspace_mounts& mounts,
+                                     session_pool& pool, session_limit& limit,
+                                     store_lease* fleet)
+    : config_(c),
+      docker_(docker),
+      containers_(containers),
+      registry_(registry),
+      archives_(archives),
+      mounts_(mounts),
+      pool_(pool),
+      limit_(limit),
+      fleet_(fleet),
+      create_slots_(c.max_concurrent_creates > 0 ? c.max_concurrent_creates : (1 << 20)) {}
+
+http_reply session_lifecycle::create_session(const http_request& r) {
+  body_fields f(r.body, true);
+  if (f.error) return *f.error;
+  std::optional<http_reply> err;
+  auto ttl = f.integer("idle_ttl_sec", err);
+  auto key = f.string("archive_key", false, err);
+  auto kernel = f.string("kernel", false, err);
+  if (err) return *err;
+  // A kernel is asked for by name; an unknown name is refused before anything is made.
+  std::optional<std::string> kernel_kind;
+  if (kernel && !(kernel_kind = kernel_name(*kernel)))
+    return detail(400, "unknown kernel: " + *kernel + " (known: python)");
+  // A storage block the sidecar cannot use is refused now, not found out at delete.
+  auto storage = request_storage(r.body, config_);
+  if (storage.error) return detail(400, *storage.error);
+
+  if (!create_slots_.try_acquire_for(std::chrono::seconds(config_.queue_timeout_seconds)))
+    return detail(429, "session create queue is full");
+  create_slot slot{create_slots_};
+
+  // A warm container when the pool has one ready (or one nearly: the one being made now,
+  // as far along as a create of this request's own would be): created, started and its
+  // workspace made already; it left the pool for this request alone.
+  std::optional<pooled_container> warm =
+      pool_.claim(std::chrono::seconds(config_.docker_call_timeout_s));
+  if (!warm && !containers_.image_seen() && !containers_.image_present())
+    return detail(503, "sandbox image not available yet: " + config_.image);
+  const std::string sid = warm ? warm->sid : random_hex(16);
+  const std::string name = std::string(container_prefix) + sid;
+  auto s = std::make_shared<session>();
+  s->id = sid;
+  s->archive_key = key && valid_archive_key(*key) ? *key : sid;
+  s->storage = storage.spec;
+  s->ttl_seconds =
+      ttl && *ttl > 0 ? std::clamp<std::int64_t>(*ttl, 1, config_.idle_ttl_cap_seconds) : 0;
+  s->fuse = config_.workspace_mode == "fuse";
+  if (kernel_kind) s->kernel = *kernel_kind;
+  // A FUSE workspace is its own storage (the bucket prefix of the archive key): mounted
+  // before the container exists, unmounted again if the session does not come up.
+  mount_guard mounted{mounts_, sid};
+  if (s->fuse) {
+    s->storage.reset();
+    if (fleet_) {
+      // The key's current generation (a takeover may have moved it): never the key's own
+      // prefix by default when the store cannot say which it is.
+      auto current = fleet_->store().read_workspace(s->archive_key);
+      if (!current.found() && !current.absent())
+        return detail(503, "the fleet's store is unreachable: " + current.error);
+      if (current.found()) s->generation = current.record->generation;
+    }
+    if (auto problem = mounts_.mount(sid, fleet_store::workspace_key(s->archive_key, s->generation)))
+      return detail(500, "workspace mount failed: " + *problem);
+    mounted.armed = true;
+  }
+  // The archive is fetched and checked before the container exists, so that the
+  // container's labels (or a pool container's claim record) record where the workspace
+  // came from (for a restarted sidecar).
+  prepared_restore restore;
+  if (s->storage) {
+    restore = archives_.prepare_restore(*s->storage, s->archive_key);
+    s->restored_generation = restore.generation;
+  } else {
+    s->restored_generation = std::string();
+  }
+  s->restore_status = restore.report.status;
+  std::string container_id = name;  // replaced by the full ID once created
+  if (!warm) {
+    bool at_limit = false;
+    {
+      std::lock_guard g(limit_.mutex);
+      at_limit = at_session_limit();
+      if (!at_limit)
+        if (auto failed = create_and_start(name, *s, container_id)) return *failed;
+    }
+    if (at_limit) {
+      // The room left may be held by warm containers (ready, or being made since this
+      // request looked): one of those serves it; otherwise the limit is reached.
+      warm = pool_.claim(std::chrono::seconds(config_.docker_call_timeout_s));
+      if (!warm) return detail(429, "too many active sessions");
+      // Its session ID is the one its name and labels carry: the request's is not used
+      // yet (nothing was created or mounted under it: the pool serves tmpfs mode only).
+      s->id = warm->sid;
+      if (!(key && valid_archive_key(*key))) {
+        // Without an archive key the workspace's key is the session ID: looked up again.
+        s->archive_key = warm->sid;
+        if (s->storage) {
+          restore = archives_.prepare_restore(*s->storage, s->archive_key);
+          s->restored_generation = restore.generation;
+          s->restore_status = restore.report.status;
+        }
+      }
+    }
+  }
+  if (warm) container_id = warm->id;
+  s->container = container_id;
+  s->pooled = warm.has_value();
+  if (warm) s->runner = std::move(warm->runner);  // under no lock yet: nobody else has s
+  if (!warm) {  // (a warm one was given its workspace, and its runner, in the pool)
+    // The runner the first cell would start is started now and makes the folders: the
+    // session's first answer waits for one exec, not two.
+    if (auto error =
+            containers_.make_workspace(container_id, s->kernel.empty() ? &s->runner : nullptr);
+        !error.empty()) {
+      containers_.remove(container_id);
+      return detail(500, error);
+    }
+  }
+  if (!s->kernel.empty()) {
+    if (auto error = start_kernel(*s); !error.empty()) {
+      containers_.remove(container_id);
+      if (warm) containers_.remove(container_id + std::string(claim_suffix));
+      return detail(500, error);
+    }
+  }
+  // Inputs are staged afresh for every run: emptied again only where an archive may have
+  // brought some back (a new workspace has just made them, empty).
+  const bool unpacking = restore.plan.members > 0 && (restore.report.status == "restored" ||
+                                                      restore.report.status == "partial");
+  archives_.unpack_restore(container_id, restore);
+  s->restore_status = restore.report.status;
+  if (unpacking) {
+    auto reset =
+        containers_.run_in(container_id, {"sh", "-c", std::string(reset_inputs_script)}, 30s);
+    if (!reset.started || reset.exit_code != 0) {
+      containers_.remove(container_id);
+      return detail(500, "reset inputs failed: " + reset.stderr_data);
+    }
+  }
+  if (warm) {
+    // The claim record, before the answer: once the client knows the session, a restarted
+    // sidecar adopts it (a kill before this point removes the container at the next
+    // start: no answer named it, and its workspace is the archive it came from).
+    if (auto error = pool_.write_claim_record(*s); !error.empty()) {
+      remove_session_containers(*s);
+      return detail(500, error);
+    }
+  }
+  if (s->fuse && fleet_) {
+    // The record, before the answer: from now on any sidecar of the fleet can serve it.
+    auto wrote = fleet_->store().write_session(record_of(*s), "");
+    if (!wrote.ok()) {
+      containers_.remove(container_id);
+      return detail(500, "session record failed: " + wrote.describe());
+    }
+    s->recorded = true;
+  }
+  s->last_used = std::chrono::steady_clock::now();
+  registry_.add(s);
+  mounted.armed = false;
+  std::string body = "{\"session_id\":";
+  client::append_json_string(body, s->id);
+  return {200, body + ",\"restore\":" + restore.report.to_json() + "}"};
+}
+
+http_reply session_lifecycle::delete_session(std::string_view id, const std::string& body) {
+  if (!valid_session_id(id)) return detail(400, "invalid session_id");
+  body_fields f(body, true);
+  if (f.error) return *f.error;
+  std::optional<http_reply> err;
+  const bool discard = f.boolean("discard");
+  auto key = f.string("archive_key", false, err);
+  if (err) return *err;
+  simdjson::dom::element block;
+  const bool block_given =
+      f.doc.at_key("storage").get(block) == simdjson::SUCCESS && !block.is_null();
+  auto storage = request_storage(body, config_);
+  if (storage.error) return detail(400, *storage.error);  // refused before anything is removed
+
+  std::optional<archive_outcome> outcome;
+  auto s = registry_.find(std::string(id));
+  if (s) {
+    s->terminating = true;  // a racing /exec gets a fast 404
+    std::unique_lock lock(s->lock, std::defer_lock);
+    if (!lock.try_lock_for(std::chrono::seconds(config_.queue_timeout_seconds))) {
+      s->terminating = false;
+      return detail(429, "session is busy");
+    }
+    // The session's storage is the one it was created with; a block here may only bring
+    // back the credentials of that same place (a session adopted after a restart).
+    if (block_given && storage.spec && s->storage && !s->storage->has_credentials &&
+        s->storage->same_place(*storage.spec))
+      s->storage = storage.spec;
+    if (discard) {
+      const auto& where = s->storage ? s->storage : storage.spec;
+      if (where)
+        outcome = archives_.discard_archives(
+            *where, key && valid_archive_key(*key) ? *key : s->archive_key);
+    } else if (s->storage) {
+      outcome = archives_.archive_workspace(*s);
+    }
+    remove_session_containers(*s);
+  } else {
+    if (discard && key && valid_archive_key(*key) && storage.spec)
+      outcome = archives_.discard_archives(*storage.spec, *key);
+    // Idempotent, also for a session a restart forgot — but never another instance's.
+    const std::string name = std::string(container_prefix) + std::string(id);
+    auto inspect = docker_.call("GET", "/containers/" + name + "/json", {}, 20s);
+    simdjson::dom::parser p;
+    simdjson::dom::element doc;
+    std::string_view instance = "default";
+    if (inspect.status == 200 && p.parse(inspect.body).get(doc) == simdjson::SUCCESS) {
+      if (doc["Config"]["Labels"][instance_label].get_string().get(instance) != simdjson::SUCCESS)
+        instance = "default";
+      if (instance == config_.instance) {
+        containers_.remove(name);
+        containers_.remove(name + std::string(claim_suffix));  // if it came from the warm pool
+      }
+    }
+    if (config_.workspace_mode == "fuse" && (inspect.status == 404 || instance == config_.instance))
+      mounts_.unmount(std::string(id));
+    // A session of the fleet's store this sidecar took over for this DELETE (fleet.cpp):
+    // its record names this instance now, and goes.
+    if (fleet_) forget_record(id);
+  }
+  std::string reply = R"({"ok":true)";
+  if (outcome) reply += ",\"archive\":" + outcome->to_json();
+  return {200, reply + "}"};
+}
+
+// A session's end on the engine: its container removed (a warm one is never returned to
+// the pool), its FUSE mount cleaned, the session forgotten, then its claim record removed
+// (after the container: a kill between the two leaves a record without its container,
+// which the next start removes).
+void session_lifecycle::remove_session_containers(const session& s, bool handed_over) {
+  containers_.remove(s.container);
+  if (s.fuse) mounts_.unmount(s.id);
+  registry_.forget(s.id);
+  if (s.recorded && !handed_over) forget_record(s.id);
+  if (s.pooled)
+    containers_.remove(std::string(container_prefix) + s.id + std::string(claim_suffix));
+  pool_.wake();  // SANDBOX_MAX_SESSIONS has room again
+}
+
+void session_lifecycle::reconcile() {
+  auto mine = containers_.own(true);
+  if (!mine) return;
+  auto label_of = [](const session_containers::listed& c,
+                     std::string_view name) -> const std::string* {
+    auto it = c.labels.find(std::string(name));
+    return it == c.labels.end() ? nullptr : &it->second;
+  };
+  // Claim records (never started), by the session they name.
+  std::map<std::string, const session_containers::listed*> records;
+  for (const auto& c : *mine) {
+    const std::string* sid = label_of(c, session_label);
+    if (label_of(c, claim_label) && sid) records[*sid] = &c;
+  }
+  std::set<std::string> adopted_records;
+  for (const auto& c : *mine) {
+    if (label_of(c, claim_label)) continue;
+    const std::string* sid = label_of(c, session_label);
+    if (!sid || !valid_session_id(*sid)) continue;
+    // A warm pool container's labels are not a session's; its claim record's are.
+    const session_containers::listed* labelled = &c;
+    const bool pooled = label_of(c, pool_label) != nullptr;
+    if (pooled) {
+      auto record = records.find(*sid);
+      const std::string* claimed =
+          record == records.end() ? nullptr : label_of(*record->second, claim_label);
+      if (c.state != "running" || !claimed || *claimed != c.id) {
+        // Never claimed, or claimed by a request that a kill cut short before its record
+        // was written (as a create cut short): nothing of a session's is lost with it.
+        containers_.remove(c.id);
+        continue;
+      }
+      labelled = record->second;
+      adopted_records.insert(*sid);
+    }
+    auto label = [&](std::string_view name) { return label_of(*labelled, name); };
+    const bool fuse = label(common::workspace_label) != nullptr;
+    if (c.state != "running") {
+      // A stopped session container of an earlier run: its tmpfs workspace went with it.
+      // Removed without archiving, so that the last good archive under its key (if any)
+      // is not overwritten by an empty one; a FUSE workspace's mount is cleaned.
+      containers_.remove(c.id);
+      if (fuse) mounts_.unmount(*sid);
+      continue;
+    }
+    auto s = std::make_shared<session>();
+    s->id = *sid;
+    s->container = c.id;
+    const std::string* key = label(archive_label);
+    s->archive_key = key && valid_archive_key(*key) ? *key : s->id;
+    if (const std::string* where = label(storage_label)) {
+      s->storage = storage_from_label(*where, config_);
+      if (!s->storage)
+        std::cerr << "dockgate-sidecar: session " << s->id
+                  << ": unreadable storage label, its workspace will not be archived" << std::endl;
+    } else if (!label(instance_label)) {
+      // A container of a sidecar before storage labels: the operator's directory, as then.
+      s->storage = choose_storage(R"({"provider":"local"})", config_).spec;
+    }
+    if (const std::string* ttl = label(ttl_label))
+      s->ttl_seconds = std::clamp<std::int64_t>(std::strtoll(ttl->c_str(), nullptr, 10), 0,
+                                                config_.idle_ttl_cap_seconds);
+    if (const std::string* status = label(restore_label)) s->restore_status = *status;
+    if (const std::string* generation = label(generation_label))
+      s->restored_generation = *generation;
+    else if (!label(instance_label))
+      s->restored_generation = std::nullopt;  // unknown: never overwrite
+    s->fuse = fuse;
+    s->pooled = pooled;
+    if (const std::string* k = label(kernel_label)) {
+      // Its kernel went with the last run (the sweep below ends it): the next cell starts
+      // a new one and says so.
+      if (auto name = kernel_name(*k)) s->kernel = *name;
+      s->kernel_replaced = true;
+    }
+    // The last run may have died mid-cell, its runner with it: the cell's processes may
+    // be alive. They end now (nothing a cell starts outlives its answer, and none may
+    // meet the session's next runner: cells.cpp). One the sweep could not end ends the
+    // container; when the host could not say, the next cell sweeps again first.
+    const auto swept = containers_.sweep_cell_processes(c.id);
+    if (swept == session_containers::sweep_outcome::tainted) {
+      std::cerr << "dockgate-sidecar: session " << s->id
+                << ": a process left by a cell outlived the kill sweep; its container is removed"
+                << std::endl;
+      containers_.remove(c.id);
+      if (pooled)
+        containers_.remove(std::string(container_prefix) + *sid + std::string(claim_suffix));
+      if (fuse) mounts_.unmount(*sid);
+      continue;
+    }
+    s->sweep_before_runner = swept != session_containers::sweep_outcome::clean;
+    if (fuse && fleet_) {
+      // Adopted only if its record still names this instance and is rewritten to name this
+      // holder before another sidecar's takeover lands (If-Match): otherwise it moved while
+      // this instance was away (or ended), and its container here goes.
+      auto seen = fleet_->store().read_session(*sid);
+      if (!seen.found() || seen.record->owner != config_.instance ||
+          !claim_record(*seen.record, seen.etag)) {
+        std::cerr << "dockgate-sidecar: session " << *sid
+                  << (seen.found() ? " is held by instance " + seen.record->owner
+                                   : std::string(" has no record in the fleet's store"))
+                  << " now: its container here is removed" << std::endl;
+        containers_.remove(c.id);
+        mounts_.unmount(*sid);
+        continue;
+      }
+      s->recorded = true;
+      s->generation = seen.record->generation;
+    }
+    if (fuse) s->storage.reset();                     // the bucket is its storage
+    s->last_used = std::chrono::steady_clock::now();  // the TTL restarts at boot
+    registry_.add(std::move(s));
+  }
+  for (const auto& [sid, record] : records)
+    if (!adopted_records.contains(sid)) containers_.remove(record->id);
+}
+
+bool session_lifecycle::at_session_limit() {
+  if (config_.max_sessions <= 0) return false;
+  // Running containers of this instance on the daemon (the gate confines the list to its
+  // profile's own; the instance label to this sidecar's), warm ones included, and the warm
+  // ones being made.
+  std::int64_t live = 0;
+  if (auto mine = containers_.own(false))
+    live = static_cast<std::int64_t>(mine->size());
+  else
+    live = static_cast<std::int64_t>(registry_.size());
+  return live + limit_.reserved.load() >= config_.max_sessions;
+}
+
+std::optional<http_reply> session_lifecycle::create_and_start(const std::string& name,
+                                                              session& s,
+                                                              std::string& container_id) {
+  auto created =
+      docker_.call("POST", "/containers/create?name=" + name, containers_.create_body(s.id, s), 60s);
+  if (created.status != 201) {
+    containers_.remove_unused_network(s.id);
+    return detail(500, "docker run failed: " + (created.status ? created.body : created.error));
+  }
+  {
+    simdjson::dom::parser p;
+    simdjson::dom::element doc;
+    std::string_view id;
+    if (p.parse(created.body).get(doc) == simdjson::SUCCESS &&
+        doc["Id"].get_string().get(id) == simdjson::SUCCESS)
+      container_id = std::string(id);
+  }
+  auto started = docker_.call("POST", "/containers/" + container_id + "/start", {}, 60s);
+  if (started.status != 204 && started.status != 304) {
+    containers_.remove(container_id);
+    return detail(500, "docker run failed: " + (started.status ? started.body : started.error));
+  }
+  return std::nullopt;
+}
+
+session_record session_lifecycle::record_of(const session& s) const {
+  session_record r;
+  r.session_id = s.id;
+  r.archive_key = s.archive_key;
+  r.storage = fleet_->store().workspace_place(s.archive_key, s.generation);
+  r.generation = s.generation;
+  r.idle_ttl_sec = s.ttl_seconds;
+  r.kernel = s.kernel;
+  r.owner = config_.instance;
+  r.holder = fleet_->holder();
+  r.created_at = std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
+                                    std::chrono::system_clock::now().time_since_epoch())
+                                    .count());
+  return r;
+}
+
+bool session_lifecycle::claim_record(session_record record, const std::string& etag) {
+  record.owner = config_.instance;
+  record.holder = fleet_->holder();
+  record.handed_over.clear();
+  return fleet_->store().write_session(record, etag).ok();
+}
+
+void session_lifecycle::forget_record(std::string_view sid) {
+  auto seen = fleet_->store().read_session(sid);
+  if (seen.found() && seen.record->owner == config_.instance) {
+    auto gone = fleet_->store().delete_session(sid);
+    if (!gone.ok())
+      std::cerr << "dockgate-sidecar: the record of session " << sid
+                << " could not be removed: " << gone.describe() << std::endl;
+  }
+}
+
+std::optional<http_reply> session_lifecycle::take_over(const session_record& record) {
+  if (!create_slots_.try_acquire_for(std::chrono::seconds(config_.queue_timeout_seconds)))
+    return detail(429, "session create queue is full");
+  create_slot slot{create_slots_};
+  if (!containers_.image_seen() && !containers_.image_present())
+    return detail(503, "sandbox image not available yet: " + config_.image);
+  auto s = std::make_shared<session>();
+  s->id = record.session_id;
+  s->archive_key = valid_archive_key(record.archive_key) ? record.archive_key : s->id;
+  s->ttl_seconds = std::clamp<std::int64_t>(record.idle_ttl_sec, 0, config_.idle_ttl_cap_seconds);
+  s->fuse = true;
+  s->recorded = true;
+  s->restored_generation = std::string();
+  s->generation = record.generation;
+  if (auto k = kernel_name(record.kernel)) {
+    s->kernel = *k;
+    s->kernel_replaced = true;  // its kernel's state went with its last host
+  }
+  const std::string name = std::string(container_prefix) + s->id;
+  // The workspace is the record's generation (a new one, copied from the last holder's,
+  // when that holder may still be writing: fleet.cpp): mounted here before the container.
+  mounts_.unmount(s->id);  // a mount left by an earlier hold of it on this host
+  if (auto problem = mounts_.mount(s->id, fleet_store::workspace_key(s->archive_key, s->generation)))
+    return detail(500, "workspace mount failed: " + *problem);
+  mount_guard mounted{mounts_, s->id, true};
+  std::string container_id = name;
+  {
+    std::lock_guard g(limit_.mutex);
+    if (at_session_limit()) return detail(429, "too many active sessions");
+    // A container left here by an earlier hold of this session (this instance's: the
+    // gate lists only the profile's own) goes first.
+    containers_.remove(name);
+    if (auto failed = create_and_start(name, *s, container_id)) return *failed;
+  }
+  s->container = container_id;
+  if (auto error = containers_.make_workspace(container_id, s->kernel.empty() ? &s->runner : nullptr);
+      !error.empty()) {
+    containers_.remove(container_id);
+    return detail(500, error);
+  }
+  if (!s->kernel.empty()) {
+    if (auto error = start_kernel(*s); !error.empty()) {
+      containers_.remove(container_id);
+      return detail(500, error);
+    }
+  }
+  s->last_used = std::chrono::steady_clock::now();
+  registry_.add(s);
+  mounted.armed = false;
+  return std::nullopt;
+}
+
+std::string session_lifecycle::start_kernel(session& s) {
+  // A kernel session's container runs no cell runner (the driver's sweep would end it,
+  // and it would hold nothing the kernel needs): a warm container's is closed (it reads
+  // EOF and exits; the driver's first sweep ends it if it has not yet). The driver starts
+  // where no process of the session user ran any code: a new container.
+  if (s.runner) s.runner->close();
+  s.runner.reset();
+  std::string why;
+  s.kernel_driver = start_kernel_driver(docker_, s.container, 90s, &why);
+  return s.kernel_driver ? std::string() : why;
+}
+
+void session_lifecycle::reap(session& s) {
+  s.terminating = true;
+  if (s.storage) {
+    const auto outcome = archives_.archive_workspace(s);
+    if (outcome.status == "not_written" && outcome.retry) {
+      // Storage unreachable (or its credentials unknown): the workspace stays in its
+      // container until a later sweep (or a DELETE) can archive it.
+      s.terminating = false;
+      return;
+    }
+  }
+  remove_session_containers(s);
+}
+
+std::size_t session_lifecycle::end_all_sessions() {
+  const auto all = registry_.all();
+  std::size_t kept = 0;
+  for (const auto& s : all) {
+    std::unique_lock lock(s->lock);  // a request in flight finishes first
+    if (s->terminating) continue;
+    s->terminating = true;
+    if (s->storage) {
+      const auto outcome = archives_.archive_workspace(*s);
+      if (outcome.status == "not_written" && outcome.retry) {
+        // Storage unreachable: the container stays, and the next start adopts it.
+        std::cerr << "dockgate-sidecar: session " << s->id
+                  << " kept for the next start: " << outcome.reason << std::endl;
+        ++kept;
+        continue;
+      }
+    }
+    // A fleet member hands its sessions over: their records stay in the store and the
+    // next call for each, on any sidecar of the fleet, takes it over (the store lease is
+    // released last, so at once) — in the same generation once the record says its
+    // container is gone (mark_handed_over), else into a new one.
+    const bool handing_over = s->recorded && !config_.fleet_url.empty();
+    remove_session_containers(*s, handing_over);
+    if (handing_over && fleet_) mark_handed_over(*s);
+  }
+  return kept;
+}
+
+void session_lifecycle::mark_handed_over(const session& s) {
+  // The daemon's word that the container is gone (a removal that failed leaves it
+  // running, and its cell writing): without it the record stays unmarked.
+  auto inspect = docker_.call("GET", "/containers/" + s.container + "/json", {}, 20s);
+  if (inspect.status != 404) {
+    std::cerr << "dockgate-sidecar: session " << s.id
+              << ": its container may still run here; handed over unmarked (a takeover "
+                 "fences it by generation)"
+              << std::endl;
+    return;
+  }
+  auto seen = fleet_->store().read_session(s.id);
+  if (!seen.found() || seen.record->owner != config_.instance ||
+      seen.record->holder != fleet_->holder() || seen.record->copy_from)
+    return;
+  session_record marked = *seen.record;
+  marked.handed_over = fleet_->holder();
+  fleet_->store().write_session(marked, seen.etag);  // a 412: it moved on, nothing to mark
+}
+
+std::size_t session_lifecycle::fence() {
+  std::size_t fenced = 0;
+  for (const auto& s : registry_.all()) {
+    if (!s->fuse) continue;
+    s->terminating = true;  // a racing call gets a fast 404
+    if (fleet_) {
+      // A successor of this instance on this engine (it holds the instance lease now, and
+      // adopted the container: its record names that process's holder) keeps it.
+      auto seen = fleet_->store().read_session(s->id);
+      if (seen.found() && seen.record->owner == config_.instance &&
+          seen.record->holder != fleet_->holder()) {
+        std::cerr << "dockgate-sidecar: session " << s->id
+                  << " is held by another holder of this instance: left to it" << std::endl;
+        continue;
+      }
+    }
+    containers_.remove(s->container);
+    mounts_.unmount(s->id);
+    ++fenced;
+  }
+  return fenced;
+}
+
+}  // namespace dockgate::sidecar
