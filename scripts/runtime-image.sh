@@ -26,9 +26,10 @@ if ((full)); then
   # compose/runtime/Dockerfile: one list for both images.
   runtime_dir=$(cd "$(dirname "$0")/../compose/runtime" && pwd)
   mapfile -t full_stack < <(grep -v '^#' "$runtime_dir/packages.txt" | grep .)
-  # The cache is named by a short hash of the files that make it (the list, the finishing
-  # step and its inputs): a change to any of them builds a new rootfs, never a stale one.
-  stack_hash=$(cat "$runtime_dir"/{packages.txt,finish.sh,matplotlibrc,dockgate_mplcache.py} \
+  # The cache is named by a short hash of what makes it (the list's package lines, the
+  # finishing step and its inputs): a change to any of them builds a new rootfs, never a
+  # stale one; a change to the list's comments alone builds nothing.
+  stack_hash=$({ printf '%s\n' "${full_stack[@]}"; cat "$runtime_dir"/{finish.sh,matplotlibrc,dockgate_mplcache.py}; } \
     | sha256sum | cut -c1-12)
   tarball=$cache/sandbox-runtime-full-rootfs.$stack_hash.tar.gz
   log=$cache/debootstrap-full.log
