@@ -17,7 +17,8 @@ LABEL org.opencontainers.image.title="dockgate-egress" \
       org.opencontainers.image.version="${VERSION}" \
       org.opencontainers.image.vendor="dockgate"
 COPY --from=files /rootfs/ /
-COPY scripts/egress-proxy.sh compose/egress-entrypoint.sh /usr/local/bin/
+# lib.sh beside egress-proxy.sh, which sources it from its own directory.
+COPY scripts/egress-proxy.sh scripts/lib.sh compose/egress-entrypoint.sh /usr/local/bin/
 HEALTHCHECK --interval=2s --timeout=5s --start-period=120s --retries=3 \
   CMD ["test", "-s", "/run/dockgate-egress/env"]
 ENTRYPOINT ["egress-entrypoint.sh"]

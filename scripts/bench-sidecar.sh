@@ -25,6 +25,8 @@
 #                                        within 90 s; never fails on a ratio)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/lib.sh
+source scripts/lib.sh  # free_port
 rounds=5
 scale=${SCALE:-50}
 pool=${POOL:-2}
@@ -67,7 +69,7 @@ for _ in $(seq 100); do [[ -S $work/proxy.sock ]] && break; sleep 0.05; done
 
 # sidecar NAME WARM_POOL: a sidecar of its own instance on a free port (sets port, pid).
 sidecar() {
-  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  port=$(free_port)
   DOCKER_HOST=unix://$work/proxy.sock SANDBOX_LISTEN=127.0.0.1:$port SANDBOX_API_KEY=bench \
     SANDBOX_IMAGE=$image SANDBOX_INSTANCE=$1 SANDBOX_WARM_POOL=$2 \
     SANDBOX_MAX_SESSIONS=$((scale + 8)) SANDBOX_MAX_CONCURRENT_EXECS=$((scale + 8)) \

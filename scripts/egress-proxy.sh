@@ -40,6 +40,8 @@
 # never used: nothing is bumped, nobody is told to trust it.
 # Needs root (iptables, squid binding the port).
 set -euo pipefail
+# shellcheck source=scripts/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"  # stop_pid
 
 cmd=${1:?usage: egress-proxy.sh start|stop DIR}
 dir=${2:?usage: egress-proxy.sh start|stop DIR}
@@ -67,13 +69,7 @@ unrule() {
 
 case $cmd in
 stop)
-  if [[ -s $dir/squid.pid.own ]]; then
-    pid=$(cat "$dir/squid.pid.own")
-    kill "$pid" 2>/dev/null || true
-    for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -9 "$pid" 2>/dev/null || true
-    rm -f "$dir/squid.pid.own"
-  fi
+  stop_pid "$dir/squid.pid.own" 10
   unrule
   exit 0
   ;;

@@ -17,7 +17,7 @@
 # addresses and across its default bridge, nothing else, and only in the iptables backends
 # in use (nf_tables always; legacy only if its filter table is loaded, where such a daemon
 # put its DROP); stop removes the chain and its jump. The other daemon's rules and policy
-# are never touched (scripts/lib.sh).
+# are never touched (scripts/lib.sh, which also holds wait_for, free_port and stop_pid).
 # Debian's crun is registered as a second runtime ("crun"), to prove that a profile can
 # hold containers to a stronger one.
 # Test images are made offline: busybox from Debian's busybox-static, imported with
@@ -29,30 +29,6 @@ source "$(dirname "$0")/lib.sh"
 
 cmd=${1:?usage: engine.sh start|stop DIR}
 dir=${2:?usage: engine.sh start|stop DIR}
-
-wait_for() { # wait_for SECONDS COMMAND...: bounded retry
-  local deadline=$((SECONDS + $1)); shift
-  until "$@" >/dev/null 2>&1; do
-    ((SECONDS < deadline)) || return 1
-    sleep 0.2
-  done
-}
-
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-
-stop_pid() { # stop_pid PIDFILE: TERM, wait up to 20 s, then KILL
-  local f=$1 pid
-  [[ -s $f ]] || return 0
-  pid=$(cat "$f")
-  if kill -0 "$pid" 2>/dev/null; then
-    kill -TERM "$pid" 2>/dev/null || true
-    for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
-    kill -KILL "$pid" 2>/dev/null || true
-  fi
-  rm -f "$f"
-}
 
 # pool_take DIR: a 10.N.0.0/16 that no route of this network namespace overlaps and no
 # other engine.sh holds (/run/dockgate-engine-pools/N, made with mkdir: atomic), recorded
@@ -178,8 +154,8 @@ ENV
 stop() {
   [[ -d $dir ]] || return 0
   dir=$(cd "$dir" && pwd)
-  stop_pid "$dir/registry.pid"
-  stop_pid "$dir/dockerd.pid"
+  stop_pid "$dir/registry.pid" 20
+  stop_pid "$dir/dockerd.pid" 20
   # dockerd unmounts its layers on a clean stop; anything left behind goes now.
   { grep -o " $dir/[^ ]*" /proc/mounts || true; } | sort -r | while read -r m; do
     umount -l "$m" || true

@@ -44,18 +44,7 @@ bridge=dgfleet0
 
 say() { printf '== %s\n' "$*"; }
 fail() { echo "fleet.sh: $*" >&2; exit 1; }
-alive() { [[ -s $1 ]] && kill -0 "$(cat "$1")" 2>/dev/null; }
 host_addr() { echo "10.77.0.1$1"; }
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-wait_for() { # wait_for SECONDS COMMAND...: bounded retry
-  local deadline=$((SECONDS + $1)); shift
-  until "$@" >/dev/null 2>&1; do
-    ((SECONDS < deadline)) || return 1
-    sleep 0.2
-  done
-}
 record() { # record PID FILE [PROGRAM]: the PID in FILE, and in DIR/started (what stop
   # checks is gone); with PROGRAM, the PID must be that program's own, not a wrapper's
   # (its /proc/PID/exe, waited for: the exec chain may still be under way).
@@ -69,17 +58,6 @@ record() { # record PID FILE [PROGRAM]: the PID in FILE, and in DIR/started (wha
     sleep 0.1
   done
   fail "PID $1 in $2 is $exe, not $3"
-}
-stop_pid() { # stop_pid PIDFILE [SECONDS]: TERM, wait, then KILL
-  local f=$1 wait=${2:-30} pid
-  [[ -s $f ]] || return 0
-  pid=$(cat "$f")
-  if kill -0 "$pid" 2>/dev/null; then
-    kill -TERM "$pid" 2>/dev/null || true
-    for _ in $(seq $((wait * 5))); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
-    kill -KILL "$pid" 2>/dev/null || true
-  fi
-  rm -f "$f"
 }
 
 # The PIDs of a host: every process in its network namespace (sidecar, gate, dockerd,

@@ -1,6 +1,55 @@
 # shellcheck shell=bash
-# Helpers shared by scripts/engine.sh and scripts/fleet.sh (sourced, not run).
-#
+# What the scripts would otherwise each write again (sourced, not run): scripts/*.sh and the
+# tests' shell scripts (tests/stack, tests/package, tests/first_run) source it from their
+# own directory (`source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"`, or ../../scripts/lib.sh).
+# It only defines: nothing runs, no option is set. compose/egress.Dockerfile copies it
+# beside egress-proxy.sh, which sources it there too.
+
+# wait_for SECONDS COMMAND...: COMMAND run (its output dropped) every 0.2 s until it
+# succeeds; 1 if SECONDS pass first.
+wait_for() {
+  local deadline=$((SECONDS + $1))
+  shift
+  until "$@" >/dev/null 2>&1; do
+    ((SECONDS < deadline)) || return 1
+    sleep 0.2
+  done
+}
+
+# free_port [ADDRESS]: a TCP port free on ADDRESS (default 127.0.0.1), as the kernel picks
+# one for a bind to port 0. Free when asked: the caller binds it soon after.
+# shellcheck disable=SC2120  # ADDRESS is optional
+free_port() {
+  python3 -c 'import socket, sys; s=socket.socket(); s.bind((sys.argv[1], 0)); print(s.getsockname()[1])' \
+    "${1:-127.0.0.1}"
+}
+
+# alive PIDFILE: the process PIDFILE names is running.
+alive() { [[ -s $1 ]] && kill -0 "$(cat "$1")" 2>/dev/null; }
+
+# stop_pid PIDFILE [SECONDS]: the process PIDFILE names sent TERM, waited for up to SECONDS
+# (default 30), then sent KILL; PIDFILE removed. Nothing to stop when PIDFILE is missing
+# or empty.
+stop_pid() {
+  local f=$1 wait=${2:-30} pid
+  [[ -s $f ]] || return 0
+  pid=$(cat "$f")
+  if kill -0 "$pid" 2>/dev/null; then
+    kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq $((wait * 5))); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+    kill -KILL "$pid" 2>/dev/null || true
+  fi
+  rm -f "$f"
+}
+
+# check DESCRIPTION COMMAND...: the tests' shell scripts' one check: "ok: DESCRIPTION" when
+# COMMAND succeeds, else "FAILED: DESCRIPTION" and one more in the caller's `failures`.
+check() {
+  local what=$1
+  shift
+  if "$@"; then echo "ok: $what"; else echo "FAILED: $what"; failures=$((failures + 1)); fi
+}
+
 # Forwarding beside another dockerd. A Docker daemon the user runs sets iptables' FORWARD
 # policy to DROP, and with br_netfilter (net.bridge.bridge-nf-call-iptables=1) even frames
 # bridged between two ports of one bridge pass FORWARD: containers on the scripts' own

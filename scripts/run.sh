@@ -12,6 +12,8 @@
 # default /var/lib/dockgate-run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/lib.sh
+source scripts/lib.sh  # alive, stop_pid
 state=${DOCKGATE_RUN_DIR:-/var/lib/dockgate-run}
 gate_socket=$state/dockgate.sock
 sidecar_port=${DOCKGATE_SIDECAR_PORT:-48217}
@@ -19,15 +21,6 @@ metrics=127.0.0.1:${DOCKGATE_METRICS_PORT:-9323}
 image=dockgate/sandbox-runtime:local-full  # the data stack (runtime-image.sh --full)
 
 say() { printf '\n== %s\n' "$*"; }
-alive() { [[ -s $1 ]] && kill -0 "$(cat "$1")" 2>/dev/null; }
-stop_pid() {  # stop_pid PIDFILE: TERM, then KILL after 30 s
-  alive "$1" || { rm -f "$1"; return 0; }
-  local pid; pid=$(cat "$1")
-  kill -TERM "$pid"
-  for _ in $(seq 150); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
-  kill -KILL "$pid" 2>/dev/null || true
-  rm -f "$1"
-}
 
 if [[ ${1:-} == stop ]]; then
   stop_pid "$state/sidecar.pid"  # first: it ends its sessions through the gate

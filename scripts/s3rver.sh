@@ -17,6 +17,8 @@ dir=${2:?usage: s3rver.sh start|stop DIR}
 cache=${DOCKGATE_CACHE:-/var/cache/dockgate}/s3rver
 address=${S3RVER_ADDRESS:-127.0.0.1}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=scripts/lib.sh
+source "$here/lib.sh"  # free_port, stop_pid
 
 case $cmd in
   start)
@@ -27,7 +29,7 @@ case $cmd in
         exit 1
       }
     fi
-    port=$(python3 -c 'import socket,sys; s=socket.socket(); s.bind((sys.argv[1],0)); print(s.getsockname()[1])' "$address")
+    port=$(free_port "$address")
     NODE_PATH=$cache/node_modules node "$here/s3rver-conditional.js" "$dir/data" "$address" "$port" dockgate-test \
       >"$dir/s3rver.log" 2>&1 &
     echo $! >"$dir/s3rver.pid"
@@ -46,12 +48,7 @@ ENV
     echo "s3rver.sh: s3rver on $address:$port"
     ;;
   stop)
-    if [[ -s $dir/s3rver.pid ]]; then
-      pid=$(cat "$dir/s3rver.pid")
-      kill "$pid" 2>/dev/null || true
-      for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-      kill -9 "$pid" 2>/dev/null || true
-    fi
+    stop_pid "$dir/s3rver.pid" 5
     rm -rf "$dir"
     ;;
 esac

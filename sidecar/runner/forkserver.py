@@ -319,12 +319,6 @@ def forked(env, ready, ms, cell_path, code):
         raise
 
 
-def write_all(fd, data):
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
-
-
 def read_all(fd):
     parts = []
     while True:

@@ -47,7 +47,6 @@ import subprocess  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 
-CHUNK = 65536
 ANSI = re.compile(rb"\x1b\[[0-9;?]*[ -/]*[@-~]")
 IMAGES = (("image/png", ".png", True), ("image/jpeg", ".jpg", True), ("image/svg+xml", ".svg", False))
 
@@ -125,17 +124,7 @@ class Kernel:
             # The last cell's kernel died: this one starts a new one (its state is gone).
             restarted = self.restart()
         send(b"S")
-        kept = {b"O": 0, b"E": 0}
-        dropped = {b"O": 0, b"E": 0}
-
-        def out(kind, data):
-            room = max(0, cap - kept[kind])
-            keep = data[:room]
-            dropped[kind] += len(data) - len(keep)
-            for i in range(0, len(keep), CHUNK):
-                send(kind, keep[i:i + CHUNK])
-            kept[kind] += len(keep)
-
+        output = Output(send, cap)
         figures = [0]
 
         def image(data):
@@ -186,15 +175,15 @@ class Kernel:
                 elif kind == "execute_input":
                     self.count = content.get("execution_count") or self.count
                 elif kind == "stream":
-                    out(b"E" if content.get("name") == "stderr" else b"O", content.get("text", "").encode())
+                    output.add(b"E" if content.get("name") == "stderr" else b"O", content.get("text", "").encode())
                 elif kind in ("execute_result", "display_data"):
                     data = content.get("data", {})
                     if not image(data) and "text/plain" in data:
-                        out(b"O", data["text/plain"].encode() + b"\n")
+                        output.add(b"O", data["text/plain"].encode() + b"\n")
                 elif kind == "error":
                     exit_code = 1
                     text = "\n".join(content.get("traceback", [])).encode()
-                    out(b"E", ANSI.sub(b"", text) + b"\n")
+                    output.add(b"E", ANSI.sub(b"", text) + b"\n")
             if interrupted_at is not None:
                 exit_code = 124  # as timeout(1) reports it: the sidecar's timeout message
             if idle:
@@ -217,16 +206,12 @@ class Kernel:
                         exit_code = 1
                     self.count = reply.get("content", {}).get("execution_count") or self.count
                     break
-        send(b"X", b"%d %d %d" % (exit_code, dropped[b"O"], dropped[b"E"]))
+        output.exit(exit_code)
         send(b"K", b"%d %d %d" % (int(restarted), int(died), self.count))
         # A kernel found dead was reaped (is_alive polls it): its PID may be another's now,
         # and is spared no more.
         kill_sweep(self.pid() if not died and self.km.is_alive() else None)
-        after = listing(outputs)
-        text = oom_count() + b"\n" + oom_before + b"\n" + before + b"\0" + after
-        for i in range(0, len(text), CHUNK):
-            send(b"L", text[i:i + CHUNK])
-        send(b"D")
+        send_report(send, cell_report(oom_before, before, outputs))
 
 
 def save(outputs, stem, ext, raw):
@@ -245,5 +230,5 @@ def save(outputs, stem, ext, raw):
         return
 
 
-# Channel, oom_count() and listing() are protocol.py's, kill_sweep() sweep.py's:
-# sidecar/CMakeLists.txt appends both files to this one, then the call of main().
+# Channel, Output, cell_report(), send_report() and CHUNK are protocol.py's, kill_sweep()
+# sweep.py's: sidecar/CMakeLists.txt appends both files to this one, then the call of main().

@@ -1,12 +1,22 @@
-# What the cell runner (runner.py) and the kernel's driver (kernel.py) share besides the
-# kill sweep: the runner protocol's framing and what both report after a cell (the files
-# under its outputs directory, the memory cgroup's OOM-kill count). sidecar/CMakeLists.txt
-# puts this file into both programs, after their own part; it only defines (nothing runs
-# at import) and uses their imports (os, stat, struct, sys).
+# What the cell runner (runner.py, with forkserver.py) and the kernel's driver (kernel.py)
+# share besides the kill sweep: the runner protocol's framing, a cell's capped output and
+# exit frame, and what both report after a cell (the memory cgroup's OOM-kill count, the
+# files under its outputs directory). sidecar/CMakeLists.txt puts this file and sweep.py,
+# as one part, into both programs after their own part; it only defines (nothing runs at
+# import) and uses their imports (os, stat, struct, sys).
 #
 # Requests (stdin): u32 length, then u8 op, u32 output cap, u32 list count, and per list
 # u32 item count and items (u32 length, bytes). Answers (stdout): u8 kind, u32 length,
 # payload.
+
+# The most bytes read from a pipe at once, and the most payload in one O, E or L frame.
+CHUNK = 65536
+
+
+def write_all(fd, data):
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
 
 
 # The protocol's two pipes, made private: the process's fds 0 and 1 (the sidecar's request
@@ -22,9 +32,7 @@ class Channel:
         os.close(null)
 
     def send(self, kind, payload=b""):
-        data = kind + struct.pack(">I", len(payload)) + payload
-        while data:
-            data = data[os.write(self.answers, data):]
+        write_all(self.answers, kind + struct.pack(">I", len(payload)) + payload)
 
     def read_exact(self, n):
         out = b""
@@ -56,6 +64,42 @@ class Channel:
         cap = count()
         lists = [[take(count()) for _ in range(count())] for _ in range(count())]
         return op, cap, lists
+
+
+# A cell's stdout (O) and stderr (E) as the sidecar takes them: at most `cap` bytes of each
+# sent, in frames of at most CHUNK; the rest only counted, the counts in the exit frame X
+# ("<exit code> <stdout dropped> <stderr dropped>").
+class Output:
+    def __init__(self, send, cap):
+        self.send, self.cap = send, cap
+        self.kept = {b"O": 0, b"E": 0}
+        self.dropped = {b"O": 0, b"E": 0}
+
+    def add(self, kind, data):
+        keep = data[:max(0, self.cap - self.kept[kind])]
+        self.dropped[kind] += len(data) - len(keep)
+        self.kept[kind] += len(keep)
+        for i in range(0, len(keep), CHUNK):
+            self.send(kind, keep[i:i + CHUNK])
+
+    def exit(self, code):
+        self.send(b"X", b"%d %d %d" % (code, self.dropped[b"O"], self.dropped[b"E"]))
+
+
+# What a cell's clean-up reports, as the plain path's clean-up prints it: the OOM-kill
+# count after the cell, the count before it, the outputs listing before it, a NUL, the
+# listing after it (the count read first, then the listing, in that path's order).
+def cell_report(oom_before, before, outputs):
+    oom_after = oom_count()
+    return oom_after + b"\n" + oom_before + b"\n" + before + b"\0" + listing(outputs)
+
+
+# The end of a cell's answer after its X (and the kernel's K): the report in L frames of
+# at most CHUNK, then D.
+def send_report(send, report):
+    for i in range(0, len(report), CHUNK):
+        send(b"L", report[i:i + CHUNK])
+    send(b"D")
 
 
 # The memory cgroup's OOM-kill count, as the sidecar's oom_count script reads it (cgroup v2

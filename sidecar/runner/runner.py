@@ -63,8 +63,6 @@ import struct  # noqa: E402
 import subprocess  # noqa: E402
 import time  # noqa: E402
 
-CHUNK = 65536
-
 # ioprio_get(IOPRIO_WHO_PROCESS, 0): the syscall's number on the two architectures the
 # images are built for (x86-64, arm64); None elsewhere (not compared).
 _IOPRIO_GET = {"x86_64": 252, "aarch64": 31}.get(os.uname().machine)
@@ -124,8 +122,8 @@ def main():
             sys.exit(4)
 
 
-# Channel, oom_count() and listing() are protocol.py's, kill_sweep() sweep.py's:
-# sidecar/CMakeLists.txt puts both files after this one.
+# Channel, Output, cell_report(), send_report(), write_all() and CHUNK are protocol.py's,
+# kill_sweep() sweep.py's: sidecar/CMakeLists.txt puts both files after this one.
 
 
 def write_file(path, data):
@@ -169,14 +167,10 @@ def cell(argv, code, cell_path, before_file, oom_file, outputs, sweep, cap, send
     else:
         kill_sweep()
     remove(cell_path)
-    oom_after = oom_count()
-    after = listing(outputs)
+    report = cell_report(oom_before, before, outputs)
     remove(before_file)
     remove(oom_file)
-    text = oom_after + b"\n" + oom_before + b"\n" + before + b"\0" + after
-    for i in range(0, len(text), CHUNK):
-        send(b"L", text[i:i + CHUNK])
-    send(b"D")
+    send_report(send, report)
 
 
 def run(argv, stdin_data, cap, send, fork=None):
@@ -193,10 +187,8 @@ def run(argv, stdin_data, cap, send, fork=None):
         send(b"X", b"127 0 0")
         return
     send(b"S")
-    out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
-    kept = {out_fd: 0, err_fd: 0}
-    dropped = {out_fd: 0, err_fd: 0}
-    kinds = {out_fd: b"O", err_fd: b"E"}
+    output = Output(send, cap)
+    kinds = {proc.stdout.fileno(): b"O", proc.stderr.fileno(): b"E"}
     sel = selectors.DefaultSelector()
     for fd in kinds:
         os.set_blocking(fd, False)
@@ -212,15 +204,6 @@ def run(argv, stdin_data, cap, send, fork=None):
     # (as docker exec ends when its process exits).
     exited = os.pidfd_open(proc.pid)
     sel.register(exited, selectors.EVENT_READ)
-
-    def take_output(fd, data):
-        room = max(0, cap - kept[fd])
-        keep = data[:room]
-        dropped[fd] += len(data) - len(keep)
-        if not keep:
-            return
-        kept[fd] += len(keep)
-        send(kinds[fd], keep)
 
     open_fds = set(kinds)
     done = False
@@ -246,7 +229,7 @@ def run(argv, stdin_data, cap, send, fork=None):
                 except BlockingIOError:
                     continue
                 if data:
-                    take_output(fd, data)
+                    output.add(kinds[fd], data)
                 else:
                     sel.unregister(fd)
                     open_fds.discard(fd)
@@ -259,7 +242,7 @@ def run(argv, stdin_data, cap, send, fork=None):
                 break
             if not data:
                 break
-            take_output(fd, data)
+            output.add(kinds[fd], data)
     sel.close()
     os.close(exited)
     if not proc.stdin.closed:
@@ -272,6 +255,6 @@ def run(argv, stdin_data, cap, send, fork=None):
     proc.stderr.close()
     if code < 0:
         code = 128 - code  # killed by a signal: 128 + n, as docker reports it
-    send(b"X", b"%d %d %d" % (code, dropped[out_fd], dropped[err_fd]))
+    output.exit(code)
 
 # main() is called at the end of forkserver.py, the program's last part.

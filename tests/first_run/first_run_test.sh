@@ -5,7 +5,8 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 state=$(mktemp -d /tmp/dockgate-run.XXXXXX)
-free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+# shellcheck source=scripts/lib.sh
+source "$root/scripts/lib.sh"  # free_port
 export DOCKGATE_RUN_DIR=$state DOCKGATE_SIDECAR_PORT=$(free_port) DOCKGATE_METRICS_PORT=$(free_port)
 trap '"$root/scripts/run.sh" stop >/dev/null 2>&1 || true; rm -rf "$state"' EXIT
 

@@ -1,5 +1,5 @@
 // compose/policies/aivory.json with the real docker CLI: every call the Aivory sandbox
-// sidecar makes (shared/research/seed_systems.md §1.4–1.11, its exact argv and flags)
+// sidecar makes (docs/aivory-api.md, "Docker calls", its exact argv and flags)
 // succeeds through the gate, and the daemon's record of its session container holds every
 // hardening value of the profile, whatever the sidecar asked for. A widened call is
 // refused, a container the profile does not own is invisible and untouchable.
@@ -58,7 +58,8 @@ struct tagged_image {
   tagged_image& operator=(const tagged_image&) = delete;
 };
 
-// `docker run -d` exactly as the sidecar builds it (§1.10, every optional part on).
+// `docker run -d` exactly as the sidecar builds it (docs/aivory-api.md, "The session
+// container", every optional part on).
 std::string sidecar_run(const std::string& docker, const std::string& sid,
                         const std::string& image) {
   return docker + " run -d --name aivory-sbx-" + sid +

@@ -1,5 +1,5 @@
-// dockgate-sidecar's /files paths answer what the seed's sidecar answers (§1.6 of the
-// seed research: normpath, then `realpath -m` checked under /workspace, then `test -f`),
+// dockgate-sidecar's /files paths answer what the seed's sidecar answers (docs/aivory-api.md,
+// "Files": normpath, then `realpath -m` checked under /workspace, then `test -f`),
 // judged by the status and the bytes the client receives. Where the seed would follow a
 // symlink that stays inside the workspace, dockgate refuses it (it never follows one).
 #include "sidecar_harness.hpp"

@@ -12,10 +12,8 @@ engine=${DOCKGATE_TEST_ENGINE:?run under scripts/test.sh}
 release=${DOCKGATE_RELEASE_DIR:-$root/build/release}
 docker="/usr/bin/docker -H $engine"
 failures=0
-check() {
-  local what=$1; shift
-  if "$@"; then echo "ok: $what"; else echo "FAILED: $what"; failures=$((failures + 1)); fi
-}
+# shellcheck source=scripts/lib.sh
+source "$root/scripts/lib.sh"  # check
 
 version=$(sed -n 's/^project(dockgate VERSION \([0-9.]*\).*/\1/p' "$root/CMakeLists.txt")
 deb=$release/dockgate_${version}_amd64.deb

@@ -191,7 +191,7 @@ TEST_CASE("the read-only and dashboard profiles allow no operation that changes 
 
 TEST_CASE("the aivory profile allows exactly the Aivory sidecar's docker CLI calls",
           "[policy][profiles]") {
-  // shared/research/seed_systems.md §1.11, plus the wait `docker run -d` opens.
+  // docs/aivory-api.md, "Docker calls", plus the wait `docker run -d` opens.
   std::ifstream in(std::string(DOCKGATE_SOURCE_DIR) + "/compose/policies/aivory.json");
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   auto r = parse_policy(text);

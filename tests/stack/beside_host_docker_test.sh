@@ -19,10 +19,8 @@ release=${DOCKGATE_RELEASE_DIR:-$root/build/release}
 ns=dgbeside$$
 work=$(mktemp -d /tmp/dockgate-beside.XXXXXX)
 failures=0
-check() {  # check DESCRIPTION COMMAND...
-  local what=$1; shift
-  if "$@"; then echo "ok: $what"; else echo "FAILED: $what"; failures=$((failures + 1)); fi
-}
+# shellcheck source=scripts/lib.sh
+source "$root/scripts/lib.sh"  # check
 in_ns() { nsenter --net="/run/netns/$ns" "$@"; }
 
 ip netns add "$ns"

@@ -18,15 +18,13 @@ engine=${DOCKGATE_TEST_ENGINE:?run under scripts/test.sh}
 release=${DOCKGATE_RELEASE_DIR:-$root/build/release}
 docker="/usr/bin/docker -H $engine"
 failures=0
-check() {  # check DESCRIPTION COMMAND...
-  local what=$1; shift
-  if "$@"; then echo "ok: $what"; else echo "FAILED: $what"; failures=$((failures + 1)); fi
-}
+# shellcheck source=scripts/lib.sh
+source "$root/scripts/lib.sh"  # check, free_port
 
 "$root/scripts/images.sh" "$engine" "$release"
 
 project=dgstack$$
-port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$(free_port)
 export DOCKER_HOST=$engine
 export DOCKER_SOCKET=${engine#unix://}
 DOCKER_GID=$(stat -c %g "$DOCKER_SOCKET"); export DOCKER_GID

@@ -1,6 +1,6 @@
 #pragma once
 // Where workspace archives and /storage objects live: the request's `storage` block
-// (the seed's snake_case fields, shared/research/seed_systems.md §1.8), validated once,
+// (the seed's snake_case fields, docs/aivory-api.md "Archives and storage"), validated once,
 // and one object-store interface over the operator's local directory, S3-compatible
 // storage (path-style with an endpoint, virtual-hosted on AWS) and Aliyun OSS through its
 // S3-compatible API (virtual-hosted, SigV4).
