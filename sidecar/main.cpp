@@ -13,6 +13,7 @@
 #include "dockgate/common/environment.hpp"
 #include "dockgate/sidecar/config.hpp"
 #include "egress/egress_network.hpp"
+#include "engine/docker_engine.hpp"
 #include "front/http_server.hpp"
 #include "sessions/instance_lease.hpp"
 #include "dockgate/sidecar/service.hpp"
@@ -82,12 +83,13 @@ int main(int argc, char** argv) {
   // removed now: if the engine cannot make an internal one (the gate's sandbox-egress
   // profile, the daemon's address pools), no session could have its wall, so the sidecar
   // does not start.
+  // The engine (through the gate) for what runs before the service: the probe, the lease.
+  const sidecar::docker_engine engine{client::engine(*engine_config)};
   if (loaded.value->network == "allowlist") {
-    const client::engine docker(*engine_config);
     const std::string probe =
         sidecar::egress_network_name(*loaded.value, "probe-" + loaded.value->instance);
-    const auto proxy = sidecar::egress_network(docker, *loaded.value, probe, error);
-    sidecar::remove_egress_network(docker, probe);
+    const auto proxy = sidecar::egress_network(engine, *loaded.value, probe, error);
+    sidecar::remove_egress_network(engine, probe);
     if (proxy.empty()) {
       std::cerr << "dockgate-sidecar: SANDBOX_NETWORK=allowlist: " << error << std::endl;
       return 1;
@@ -99,8 +101,7 @@ int main(int argc, char** argv) {
   }
   // The instance's lease first: nothing of the instance is adopted or removed without it
   // (instance_lease.hpp). Another live sidecar holding it is a refusal, the holder named.
-  auto lease =
-      sidecar::instance_lease::acquire(client::engine(*engine_config), *loaded.value, error);
+  auto lease = sidecar::instance_lease::acquire(engine, *loaded.value, error);
   if (!lease) {
     std::cerr << "dockgate-sidecar: " << error << std::endl;
     return 1;

@@ -140,8 +140,7 @@ engine_answer fake_engine::top(std::string_view id, std::string_view, timeout) c
   auto* c = lookup(id);
   if (!c) return message(404, "No such container: " + std::string(id));
   if (c->state != "running") return message(409, "Container " + std::string(id) + " is not running");
-  // The container's own init, as the keep-alive's uid (session_containers.cpp).
-  return answer(200, R"({"Titles":["PID","UID","STAT","NLWP"],"Processes":[["1","0","Ss","1"]]})");
+  return answer(200, R"({"Titles":["PID","UID","STAT","NLWP"],"Processes":)" + top_processes + "}");
 }
 
 engine_answer fake_engine::pause(std::string_view id, timeout) const {

@@ -66,6 +66,10 @@ class fake_engine final : public container_engine {
                                                    std::string* error)>
       on_attach;
   bool image_present = true;
+  // What top answers for every running container (its "Processes": pid, uid, stat,
+  // threads). Default: the container's own init, as the keep-alive's uid
+  // (session_containers.cpp): a clean sweep.
+  std::string top_processes = R"([["1","65534","Ss","1"]])";
 
  private:
   std::optional<engine_answer> injected(const std::string& op, std::string_view target) const;

@@ -2,7 +2,10 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
+
+#include "fake_engine.hpp"
 
 using namespace dockgate::sidecar;
 
@@ -85,4 +88,86 @@ TEST_CASE("instance lease: its name is keyed by the API key, so another owner ca
   other = c;
   other.api_key.clear();
   CHECK(lease_name(other) == "dockgate-instance-default");
+}
+
+// The lease's acquire against the fake engine (its answers the Engine API's own): what it
+// removes, and whom it refuses.
+namespace {
+config lease_config() {
+  config c;
+  c.instance = "default";
+  c.api_key = "test-key-0123456789";
+  c.instance_lease_s = 2;
+  return c;
+}
+
+std::map<std::string, std::string> held_by(const std::string& holder) {
+  return {{"sandbox.lease", "default"},
+          {"sandbox.lease.holder", holder},
+          {"sandbox.lease.host", "elsewhere"},
+          {"sandbox.lease.pid", "7"},
+          {"sandbox.lease.started_at", "0"}};
+}
+
+// The heartbeat as read_heartbeat's exec prints it: the container's clock, the file's
+// mtime, its sequence number.
+dockgate::client::exec_result beat_seen(std::int64_t now, std::int64_t mtime, int seq) {
+  dockgate::client::exec_result e;
+  e.started = true;
+  e.exit_code = 0;
+  e.stdout_data =
+      std::to_string(now) + "\n" + std::to_string(mtime) + "\n" + std::to_string(seq) + "\n";
+  return e;
+}
+}  // namespace
+
+TEST_CASE("instance lease: an expired lease is removed by its container ID, never by name",
+          "[lease]") {
+  const config c = lease_config();
+  const std::string name = lease_name(c);
+  SECTION("its container stopped") {
+    testing::fake_engine e;
+    const std::string old = e.add_running(name, held_by("gone"));
+    e.set_state(old, "exited");
+    std::string error;
+    auto lease = instance_lease::acquire(e, c, error);
+    // The fake runs no held exec: the new lease cannot beat, and is removed again (by ID).
+    CHECK_FALSE(lease);
+    CHECK(error.find("could not be made live") != std::string::npos);
+    CHECK_FALSE(e.find(old));
+    CHECK(e.count("remove") >= 1);
+    const auto calls = e.calls();
+    for (const auto& call : calls) CHECK(call != "remove " + name);
+    CHECK(std::count(calls.begin(), calls.end(), "remove " + old) == 1);
+  }
+  SECTION("its heartbeat older than a lease") {
+    testing::fake_engine e;
+    const std::string old = e.add_running(name, held_by("silent"));
+    e.on_exec = [](const auto&, const dockgate::client::exec_options&) {
+      return beat_seen(1000, 990, 4);
+    };
+    std::string error;
+    instance_lease::acquire(e, c, error);
+    CHECK_FALSE(e.find(old));
+    for (const auto& call : e.calls()) CHECK(call != "remove " + name);
+  }
+}
+
+TEST_CASE("instance lease: a lease renewed while this start watches refuses it, the holder named",
+          "[lease]") {
+  const config c = lease_config();
+  testing::fake_engine e;
+  const std::string live = e.add_running(lease_name(c), held_by("h-live"));
+  int reads = 0;
+  e.on_exec = [&reads](const auto&, const dockgate::client::exec_options&) {
+    ++reads;
+    return reads == 1 ? beat_seen(1000, 1000, 1) : beat_seen(1000, 1000, 2);
+  };
+  std::string error;
+  CHECK_FALSE(instance_lease::acquire(e, c, error));
+  CHECK(error.find("is held by a live sidecar: holder h-live on host elsewhere") !=
+        std::string::npos);
+  CHECK(e.find(live));  // the live holder's lease stays
+  CHECK(e.count("remove") == 0);
+  CHECK(e.count("create") == 1);  // the one that found the name taken
 }

@@ -1,17 +1,20 @@
 #include "core/session_core.hpp"
 
+#include "core/session_executors.hpp"
+
 namespace dockgate::sidecar {
 
 session_core::session_core(const config& c, const container_engine& e, const client::engine& docker,
                            store_lease* lease)
     : config_of(c),
       engine(e),
-      containers(c, docker),
+      executors(session_executors(docker)),
+      containers(c, e, executors),
       mounts(c),
       registry(c, containers),
       archives(c, containers),
-      pool(c, docker, containers, registry, limit),
-      lifecycle(c, docker, containers, registry, archives, mounts, pool, limit, lease),
+      pool(c, e, executors, containers, registry, limit),
+      lifecycle(c, e, executors, containers, registry, archives, mounts, pool, limit, lease),
       fleet(c, lease, registry, lifecycle),
       cells(c, docker, containers, registry, lifecycle),
       files(c, containers, registry),

@@ -10,13 +10,14 @@
 #include "engine/container_engine.hpp"
 #include "files/files.hpp"
 #include "fleet/fleet.hpp"
+#include "sessions/executor_hooks.hpp"
 #include "sessions/pool/pool_sessions.hpp"
 #include "sessions/session_containers.hpp"
 #include "sessions/session_lifecycle.hpp"
 #include "sessions/session_limit.hpp"
 #include "sessions/session_registry.hpp"
-#include "sessions/workspace_mounts.hpp"
-#include "sessions/archive_store.hpp"
+#include "sessions/workspace/archive_store.hpp"
+#include "sessions/workspace/workspace_mounts.hpp"
 #include "storage/storage_api.hpp"
 
 namespace dockgate::sidecar {
@@ -34,6 +35,8 @@ struct session_core {
 
   const config& config_of;
   const container_engine& engine;
+  // The sessions room's way to start a session's executors (cells/): session_executors.hpp.
+  executor_hooks executors;
   session_containers containers;
   workspace_mounts mounts;
   session_registry registry;

@@ -28,9 +28,9 @@ using namespace std::chrono_literals;
 namespace {
 
 // The network's IPv4 gateway if it is there and internal; "" otherwise.
-std::string internal_gateway(const client::engine& docker, const std::string& name,
+std::string internal_gateway(const container_engine& engine, const std::string& name,
                              std::string& why) {
-  auto r = docker.call("GET", "/networks/" + name, {}, 10s);
+  auto r = engine.network_inspect(name, 10s);
   simdjson::dom::parser p;
   simdjson::dom::element doc;
   simdjson::dom::array ipam;
@@ -66,9 +66,9 @@ bool is_egress_network(const config& c, std::string_view name) {
          name[c.egress_network.size()] == '-';
 }
 
-std::string egress_network(const client::engine& docker, const config& c, const std::string& name,
+std::string egress_network(const container_engine& engine, const config& c, const std::string& name,
                            std::string& why) {
-  std::string gw = internal_gateway(docker, name, why);
+  std::string gw = internal_gateway(engine, name, why);
   if (gw.empty() && why.ends_with("inspect 404")) {
     std::string body = "{\"Name\":";
     client::append_json_string(body, name);
@@ -77,20 +77,20 @@ std::string egress_network(const client::engine& docker, const config& c, const 
     body += ':';
     client::append_json_string(body, c.instance);
     body += "}}";
-    auto made = docker.call("POST", "/networks/create", body, 20s);
+    auto made = engine.network_create(body, 20s);
     if (made.status != 201 && made.status != 409) {
       why = "egress network " + name + " not created: " + std::to_string(made.status) + " " +
             made.body;
       return {};
     }
-    gw = internal_gateway(docker, name, why);
+    gw = internal_gateway(engine, name, why);
   }
   if (gw.empty()) return {};
   return "http://" + gw + ":" + std::to_string(c.egress_proxy_port);
 }
 
-void remove_egress_network(const client::engine& docker, const std::string& name) {
-  docker.call("DELETE", "/networks/" + name, {}, 20s);
+void remove_egress_network(const container_engine& engine, const std::string& name) {
+  engine.network_remove(name, 20s);
 }
 
 }  // namespace dockgate::sidecar

@@ -4,8 +4,8 @@
 #include <string>
 #include <string_view>
 
-#include "dockgate/client/engine.hpp"
 #include "dockgate/sidecar/config.hpp"
+#include "engine/container_engine.hpp"
 
 namespace dockgate::sidecar {
 
@@ -15,13 +15,13 @@ std::string egress_network_name(const config& c, std::string_view sid);
 // The network `name` (egress_network_name), created through the gate if the engine does
 // not show it, and the egress proxy's URL on its gateway ("http://GATEWAY:PORT"); "" with
 // `why` when it cannot be made, is not internal or has no IPv4 gateway.
-std::string egress_network(const client::engine& docker, const config& c, const std::string& name,
+std::string egress_network(const container_engine& engine, const config& c, const std::string& name,
                            std::string& why);
 
 // Whether `name` is a session's egress network of this configuration (by its name).
 bool is_egress_network(const config& c, std::string_view name);
 
 // The network removed (after its container: the daemon refuses one still in use).
-void remove_egress_network(const client::engine& docker, const std::string& name);
+void remove_egress_network(const container_engine& engine, const std::string& name);
 
 }  // namespace dockgate::sidecar

@@ -5,8 +5,9 @@
 #include <utility>
 #include <vector>
 
+#include "front/aivory/session_request.hpp"
 #include "front/request.hpp"
-#include "sessions/workspace_layout.hpp"
+#include "sessions/workspace/workspace_layout.hpp"
 #include "sessions/session.hpp"
 #include "sessions/session_containers.hpp"
 #include "sessions/session_registry.hpp"
@@ -109,7 +110,7 @@ http_reply files::put_file(const http_request& r) {
   auto target = workspace_path(*path);
   if (!target || *target == "/workspace") return detail(400, "path must be under /workspace");
   held_session held;
-  if (auto refused = registry_.acquire(*sid, held)) return *refused;
+  if (auto refused = aivory::acquire(registry_, *sid, held)) return *refused;
   const auto& s = held.s;
   auto written = containers_.run_in(s->container,
                         {"python3", "-I", "-c", std::string(workspace_file), "write", target->substr(11), std::to_string(max)}, 60s,
@@ -134,7 +135,7 @@ http_reply files::get_file(const http_request& r) {
   auto target = workspace_path(*path);
   if (!target) return detail(400, "path must be under /workspace");
   held_session held;
-  if (auto refused = registry_.acquire(*sid, held)) return *refused;
+  if (auto refused = aivory::acquire(registry_, *sid, held)) return *refused;
   const auto& s = held.s;
   // Bounded: the answer is base64 in JSON, in memory.
   const std::size_t cap = static_cast<std::size_t>(config_.max_body_bytes);
@@ -154,7 +155,7 @@ http_reply files::get_file(const http_request& r) {
 
 http_reply files::list_files(const http_request& r) {
   held_session held;
-  if (auto refused = registry_.session_request(r, held)) return *refused;
+  if (auto refused = aivory::session_request(registry_, r, held)) return *refused;
   const auto& s = held.s;
   auto found = containers_.run_in(s->container,
                       {"sh", "-c", "find /workspace -maxdepth 6 -type f -printf '%s\\t%P\\0' 2>/dev/null | head -c 1000000"},
@@ -184,7 +185,7 @@ http_reply files::list_files(const http_request& r) {
 
 http_reply files::reset_inputs(const http_request& r) {
   held_session held;
-  if (auto refused = registry_.session_request(r, held)) return *refused;
+  if (auto refused = aivory::session_request(registry_, r, held)) return *refused;
   const auto& s = held.s;
   auto reset = containers_.run_in(s->container,
                       {"sh", "-c", std::string(reset_inputs_script)},

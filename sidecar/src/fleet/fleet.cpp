@@ -8,6 +8,7 @@
 
 #include "dockgate/client/http_client.hpp"
 #include "fleet/fleet_auth.hpp"
+#include "front/aivory/replies.hpp"
 #include "front/request.hpp"
 #include "util/ids.hpp"
 #include "sessions/session_lifecycle.hpp"
@@ -140,7 +141,8 @@ std::optional<http_reply> fleet::decide(const http_request& r, const std::string
     if (fence) {
       if (auto failed = new_generation(record, mine, wrote.etag)) return failed;
     }
-    return lifecycle_.take_over(mine);
+    if (auto refused = lifecycle_.take_over(mine)) return aivory::reply(*refused);
+    return std::nullopt;
   }
   return detail(503, "session " + sid + " moved while it was being taken over; try again");
 }

@@ -1,7 +1,6 @@
 // The instance lease. See instance_lease.hpp for the invariant kept and why it is made
 // this way.
 #include "sessions/instance_lease.hpp"
-#include "engine/labels.hpp"  // session_user
 
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
@@ -17,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "engine/labels.hpp"  // session_user
 #include "util/ids.hpp"
 
 namespace dockgate::sidecar {
@@ -88,9 +88,9 @@ struct seen_lease {
 };
 
 // The lease container as the engine has it; nullopt with `status` the engine's answer.
-std::optional<seen_lease> inspect_lease(const client::engine& docker, const std::string& name,
+std::optional<seen_lease> inspect_lease(const container_engine& engine, const std::string& name,
                                         unsigned& status) {
-  auto r = docker.call("GET", "/containers/" + name + "/json", {}, 20s);
+  auto r = engine.inspect(name, 20s);
   status = r.status;
   if (r.status != 200) return std::nullopt;
   simdjson::dom::parser p;
@@ -123,7 +123,7 @@ struct heartbeat {
   std::optional<std::int64_t> mtime;  // none: no heartbeat written yet
   std::string seq;
 };
-std::optional<heartbeat> read_heartbeat(const client::engine& docker, const std::string& id) {
+std::optional<heartbeat> read_heartbeat(const container_engine& engine, const std::string& id) {
   client::exec_options o;
   // Exits 0 while the container runs, with or without a heartbeat yet: a holder between
   // its start and its first beat is alive (watched until it beats or a lease passes), not
@@ -134,7 +134,7 @@ std::optional<heartbeat> read_heartbeat(const client::engine& docker, const std:
   o.timeout = 20s;
   o.max_stdout = 4096;
   o.user = session_user;
-  auto r = docker.exec(id, o);
+  auto r = engine.exec(id, o);
   if (!r.started || r.exit_code != 0) return std::nullopt;  // gone or stopped: looked at again
   auto lines = words(r.stdout_data);
   if (lines.size() < 2) return std::nullopt;
@@ -145,8 +145,8 @@ std::optional<heartbeat> read_heartbeat(const client::engine& docker, const std:
   return h;
 }
 
-void remove_by_id(const client::engine& docker, const std::string& id) {
-  docker.call("DELETE", "/containers/" + id + "?force=1", {}, 30s);
+void remove_by_id(const container_engine& engine, const std::string& id) {
+  engine.remove(id, 30s);
 }
 
 std::string utc(std::int64_t t) {
@@ -243,9 +243,9 @@ struct instance_lease::state {
   bool released = false;
 };
 
-instance_lease::instance_lease(const client::engine& docker, const config& c, lease_holder h,
+instance_lease::instance_lease(const container_engine& engine, const config& c, lease_holder h,
                                std::string id)
-    : docker_(docker),
+    : engine_(engine),
       ttl_(std::chrono::seconds(c.instance_lease_s)),
       holder_(std::move(h)),
       id_(std::move(id)),
@@ -255,132 +255,178 @@ instance_lease::~instance_lease() {
   release();
 }
 
-std::unique_ptr<instance_lease> instance_lease::acquire(const client::engine& docker,
-                                                        const config& c, std::string& error) {
+// One start's try for the lease, step by step: create it; or, its name taken, look at the
+// lease there (waiting out another starter's create or start), and judge its holder:
+// expired or provably gone (removed, tried again), or alive (refused).
+struct instance_lease::attempt {
+  enum class next {
+    again,       // tried again (an attempt spent)
+    again_free,  // looked at again shortly, no attempt spent (another starter's create)
+    done,        // the answer is made: the lease, or nullptr with `error`
+  };
+
+  attempt(const container_engine& e, const config& cfg, std::string& err)
+      : engine(e), c(cfg), error(err) {}
+
+  const container_engine& engine;
+  const config& c;
+  std::string& error;
   const lease_holder self = lease_holder::of_this_process();
   const std::string name = lease_name(c);
   const std::int64_t ttl = c.instance_lease_s;
-  const auto creating_patience = std::chrono::steady_clock::now() + std::chrono::seconds(ttl);
-  for (int attempt = 0; attempt < 8; ++attempt) {
-    auto created = docker.call("POST", "/containers/create?name=" + name, lease_body(c, self), 60s);
-    if (created.status == 201) {
-      simdjson::dom::parser p;
-      simdjson::dom::element doc;
-      std::string_view id;
-      if (p.parse(created.body).get(doc) != simdjson::SUCCESS ||
-          doc["Id"].get_string().get(id) != simdjson::SUCCESS) {
-        error = "the instance lease " + name + ": no Id in the engine's answer";
-        return nullptr;
-      }
-      std::unique_ptr<instance_lease> lease(new instance_lease(docker, c, self, std::string(id)));
-      auto started = docker.call("POST", "/containers/" + lease->id_ + "/start", {}, 60s);
-      std::string why;
-      // Removed before it ran (another start took it for a dead one): tried again.
-      if (started.status == 404 || started.status == 409) continue;
-      if (started.status != 204 && started.status != 304)
-        why = "start: " + (started.status ? started.body : started.error);
-      else if (const auto first = lease->beat(why); first == beat_result::renewed)
-        return lease;
-      else if (first == beat_result::lost)
-        continue;  // likewise, between its start and its first heartbeat
-      error = "the instance lease " + name + " could not be made live (" + why + ")";
-      return nullptr;  // its destructor removes the container
-    }
+  const std::chrono::steady_clock::time_point creating_patience =
+      std::chrono::steady_clock::now() + std::chrono::seconds(ttl);
+  std::unique_ptr<instance_lease> lease;
+
+  next once() {
+    auto created = engine.create(name, lease_body(c, self), 60s);
+    if (created.status == 201) return made(created.body);
     if (created.status != 409) {
       error =
           "the instance lease " + name + " could not be created: " +
           (created.status ? std::to_string(created.status) + " " + created.body : created.error);
-      return nullptr;
+      return next::done;
     }
     // The name is taken: by a live holder, a dead one, or another starter just now.
     unsigned status = 0;
-    auto seen = inspect_lease(docker, name, status);
-    if (!seen) {
-      // The name is taken but names no container: removed meanwhile, or another starter's
-      // create is still under way (dockerd reserves the name before the container it names
-      // can be inspected, for as long as making its layer takes). Looked at again shortly,
-      // without spending an attempt, for up to a lease; only then is it counted.
-      if (status == 404) {
-        if (std::chrono::steady_clock::now() < creating_patience) {
-          --attempt;
-          std::this_thread::sleep_for(100ms);
-          continue;
-        }
-        // Still taken and still unseen after a lease: no create takes that long. It is an
-        // object of another owner of the engine (made through another gate, or on the
-        // engine directly), which this gate neither shows nor removes: not a lease.
-        error = "the instance lease's name " + name +
-                " is taken on the engine by a container this gate does not show (another "
-                "owner's: made through another gate or on the engine directly); it is not a "
-                "lease of instance \"" + c.instance + "\", and this sidecar cannot remove it. " +
-                "Remove it on the engine (docker rm -f " + name +
-                ") or give this sidecar another SANDBOX_INSTANCE";
-        return nullptr;
-      }
-      error = "the instance lease " + name + " exists but cannot be read through this gate (" +
-              std::to_string(status) + "): is it another profile's container?";
-      return nullptr;
-    }
+    auto seen = inspect_lease(engine, name, status);
+    if (!seen) return unseen(status);
     // Made and not started yet: its holder is between its create and its start. Given a
     // lease to start it; still not started then, it is a dead holder's.
     for (int i = 0; seen && seen->created && i < 4 * ttl; ++i) {
       std::this_thread::sleep_for(250ms);
-      seen = inspect_lease(docker, name, status);
+      seen = inspect_lease(engine, name, status);
     }
-    if (!seen) continue;
-    const std::string who = seen->holder.describe();
-    if (!seen->running) {
+    if (!seen) return next::again;
+    return judge(*seen);
+  }
+
+  // The lease container made: started, and live once its first heartbeat is written.
+  next made(const std::string& body) {
+    simdjson::dom::parser p;
+    simdjson::dom::element doc;
+    std::string_view id;
+    if (p.parse(body).get(doc) != simdjson::SUCCESS ||
+        doc["Id"].get_string().get(id) != simdjson::SUCCESS) {
+      error = "the instance lease " + name + ": no Id in the engine's answer";
+      return next::done;
+    }
+    std::unique_ptr<instance_lease> made(new instance_lease(engine, c, self, std::string(id)));
+    auto started = engine.start(made->id_, 60s);
+    std::string why;
+    // Removed before it ran (another start took it for a dead one): tried again.
+    if (started.status == 404 || started.status == 409) return next::again;
+    if (started.status != 204 && started.status != 304) {
+      why = "start: " + (started.status ? started.body : started.error);
+    } else if (const auto first = made->beat(why); first == beat_result::renewed) {
+      lease = std::move(made);
+      return next::done;
+    } else if (first == beat_result::lost) {
+      return next::again;  // likewise, between its start and its first heartbeat
+    }
+    error = "the instance lease " + name + " could not be made live (" + why + ")";
+    return next::done;  // its destructor removes the container
+  }
+
+  // The name is taken but names no container this gate shows.
+  next unseen(unsigned status) {
+    if (status != 404) {
+      error = "the instance lease " + name + " exists but cannot be read through this gate (" +
+              std::to_string(status) + "): is it another profile's container?";
+      return next::done;
+    }
+    // Removed meanwhile, or another starter's create is still under way (dockerd reserves
+    // the name before the container it names can be inspected, for as long as making its
+    // layer takes). Looked at again shortly, without spending an attempt, for up to a
+    // lease; only then is it counted.
+    if (std::chrono::steady_clock::now() < creating_patience) {
+      std::this_thread::sleep_for(100ms);
+      return next::again_free;
+    }
+    // Still taken and still unseen after a lease: no create takes that long. It is an
+    // object of another owner of the engine (made through another gate, or on the engine
+    // directly), which this gate neither shows nor removes: not a lease.
+    error = "the instance lease's name " + name +
+            " is taken on the engine by a container this gate does not show (another "
+            "owner's: made through another gate or on the engine directly); it is not a "
+            "lease of instance \"" +
+            c.instance + "\", and this sidecar cannot remove it. " +
+            "Remove it on the engine (docker rm -f " + name +
+            ") or give this sidecar another SANDBOX_INSTANCE";
+    return next::done;
+  }
+
+  // A lease another holder made: taken over when it has expired or its holder is gone.
+  next judge(const seen_lease& seen) {
+    const std::string who = seen.holder.describe();
+    if (!seen.running) {
       std::cerr << "dockgate-sidecar: the lease of instance " << c.instance << " (" << who
                 << ") has expired: its container is not running; taking it over" << std::endl;
-      remove_by_id(docker, seen->id);
-      continue;
+      remove_by_id(engine, seen.id);
+      return next::again;
     }
-    if (holder_provably_gone(seen->holder, self, start_tick_of_pid)) {
+    if (holder_provably_gone(seen.holder, self, start_tick_of_pid)) {
       std::cerr << "dockgate-sidecar: the lease of instance " << c.instance << " (" << who
                 << ") is taken over: no such process runs on this host any more" << std::endl;
-      remove_by_id(docker, seen->id);
-      continue;
+      remove_by_id(engine, seen.id);
+      return next::again;
     }
-    auto first = read_heartbeat(docker, seen->id);
-    if (!first) continue;  // gone or stopped meanwhile: looked at again
+    switch (watch(seen)) {
+      case verdict::renewed:
+        error = "instance \"" + c.instance + "\" is held by a live sidecar: " + who +
+                " (lease container " + name +
+                ", renewed while this one watched). Two sidecars must not share an instance: " +
+                "give this one its own SANDBOX_INSTANCE, or stop that one first";
+        return next::done;
+      case verdict::expired:
+        std::cerr << "dockgate-sidecar: the lease of instance " << c.instance << " (" << who
+                  << ") has expired: not renewed for " << ttl << " s; taking it over" << std::endl;
+        remove_by_id(engine, seen.id);
+        return next::again;
+      case verdict::vanished:
+        return next::again;  // gone or stopped meanwhile: looked at again
+    }
+    return next::again;
+  }
+
+  // Its heartbeat watched: renewed while watched, the holder is alive; not renewed for a
+  // whole lease, it has expired.
+  enum class verdict { expired, renewed, vanished };
+  verdict watch(const seen_lease& seen) {
+    auto first = read_heartbeat(engine, seen.id);
+    if (!first) return verdict::vanished;
     const std::int64_t since = first->mtime.value_or(first->now);
     if (first->now - since < ttl)
-      std::cerr << "dockgate-sidecar: instance " << c.instance << " has a lease (" << who
-                << ", renewed " << first->now - since << " s ago): watching it for up to "
-                << ttl - (first->now - since) << " s" << std::endl;
-    // Renewed while watched: alive. Not renewed for a whole lease: expired.
-    enum { expired, renewed, vanished } verdict;
+      std::cerr << "dockgate-sidecar: instance " << c.instance << " has a lease ("
+                << seen.holder.describe() << ", renewed " << first->now - since
+                << " s ago): watching it for up to " << ttl - (first->now - since) << " s"
+                << std::endl;
     for (auto beat = first;;) {
-      if (beat->seq != first->seq || beat->mtime != first->mtime) {
-        verdict = renewed;
-        break;
-      }
-      if (beat->now - since >= ttl) {
-        verdict = expired;
-        break;
-      }
+      if (beat->seq != first->seq || beat->mtime != first->mtime) return verdict::renewed;
+      if (beat->now - since >= ttl) return verdict::expired;
       std::this_thread::sleep_for(
           std::chrono::milliseconds(std::min<std::int64_t>(1000, ttl * 200)));
-      beat = read_heartbeat(docker, seen->id);
-      if (!beat) {
-        verdict = vanished;  // gone or stopped meanwhile: looked at again
-        break;
-      }
-    }
-    if (verdict == renewed) {
-      error = "instance \"" + c.instance + "\" is held by a live sidecar: " + who +
-              " (lease container " + name +
-              ", renewed while this one watched). Two sidecars must not share an instance: " +
-              "give this one its own SANDBOX_INSTANCE, or stop that one first";
-      return nullptr;
-    }
-    if (verdict == expired) {
-      std::cerr << "dockgate-sidecar: the lease of instance " << c.instance << " (" << who
-                << ") has expired: not renewed for " << ttl << " s; taking it over" << std::endl;
-      remove_by_id(docker, seen->id);
+      beat = read_heartbeat(engine, seen.id);
+      if (!beat) return verdict::vanished;
     }
   }
-  error = "the instance lease " + name +
+};
+
+std::unique_ptr<instance_lease> instance_lease::acquire(const container_engine& engine,
+                                                        const config& c, std::string& error) {
+  attempt a{engine, c, error};
+  for (int tries = 0; tries < 8; ++tries) {
+    switch (a.once()) {
+      case attempt::next::done:
+        return std::move(a.lease);
+      case attempt::next::again_free:
+        --tries;
+        break;
+      case attempt::next::again:
+        break;
+    }
+  }
+  error = "the instance lease " + a.name +
           " could not be taken: it changed hands while this sidecar tried";
   return nullptr;
 }
@@ -392,7 +438,7 @@ instance_lease::beat_result instance_lease::beat(std::string& why) {
     // One exec for as long as it lasts: the shell writes each line's number to the
     // heartbeat file and answers "ok". When this process dies, its stdin ends.
     std::string err;
-    auto attached = docker_.exec_attach(
+    auto attached = engine_.exec_attach(
         id_,
         {"sh", "-c", "while read -r n; do echo \"$n\" > /tmp/lease-beat || exit 1; echo ok; done"},
         session_user, deadline, &err);
@@ -464,7 +510,7 @@ void instance_lease::release() {
   state_->wake.notify_all();
   if (state_->renewer.joinable()) state_->renewer.join();
   state_->stream.reset();
-  remove_by_id(docker_, id_);
+  remove_by_id(engine_, id_);
   state_->released = true;
 }
 

@@ -53,6 +53,7 @@
 
 #include "dockgate/client/engine.hpp"
 #include "dockgate/sidecar/config.hpp"
+#include "engine/container_engine.hpp"
 
 namespace dockgate::sidecar {
 
@@ -96,8 +97,8 @@ class instance_lease {
  public:
   // Takes the lease of `c.instance` (waiting at most one lease for a silent holder to
   // expire); nullptr with `error` set when another live sidecar holds it or the engine
-  // could not make it.
-  static std::unique_ptr<instance_lease> acquire(const client::engine& docker, const config& c,
+  // could not make it. `engine` outlives the lease.
+  static std::unique_ptr<instance_lease> acquire(const container_engine& engine, const config& c,
                                                  std::string& error);
   ~instance_lease();
   // Renews it on a thread of its own until release(); `on_lost` is called (on that
@@ -110,11 +111,12 @@ class instance_lease {
 
  private:
   struct state;
-  instance_lease(const client::engine& docker, const config& c, lease_holder h, std::string id);
+  struct attempt;  // acquire()'s steps (instance_lease.cpp)
+  instance_lease(const container_engine& engine, const config& c, lease_holder h, std::string id);
   enum class beat_result { renewed, transient, lost };
   beat_result beat(std::string& why);
 
-  client::engine docker_;
+  const container_engine& engine_;
   std::chrono::seconds ttl_;
   lease_holder holder_;
   std::string id_;

@@ -1,5 +1,6 @@
-// The session containers on the engine (seed §1.4, §1.10): their create body, the list,
-// commands run in them as the session user, the workspace, the kill sweep.
+// The session containers on the engine (docs/aivory-api.md, "Create: POST /sessions" and "The
+// session container"): their create body, the list, commands run in them as the session user, the
+// workspace, the kill sweep.
 #include "sessions/session_containers.hpp"
 
 #include <simdjson.h>
@@ -9,7 +10,6 @@
 #include "dockgate/common/workspace_id.hpp"
 #include "egress/egress_network.hpp"
 #include "engine/labels.hpp"
-#include "cells/runner.hpp"
 #include "sessions/session.hpp"
 
 namespace dockgate::sidecar {
@@ -61,10 +61,10 @@ std::string kill_cell_processes() {
 
 std::string session_containers::create_body(const std::string& sid, const session& s,
                                             body_kind kind, const std::string& claim_of) const {
-  // The hardened host config of the seed (§1.10). The gate's sandbox profile forces all
-  // of it anyway; asking for it too keeps the sidecar honest against a looser profile.
-  // A warm pool container gets exactly this body (the host config is the same whatever
-  // `kind` is); only its labels differ: none of a request's, since none is known yet.
+  // The hardened host config of the seed (docs/aivory-api.md, "The session container"). The gate's
+  // sandbox profile forces all of it anyway; asking for it too keeps the sidecar honest against a
+  // looser profile. A warm pool container gets exactly this body (the host config is the same
+  // whatever `kind` is); only its labels differ: none of a request's, since none is known yet.
   std::string b = "{\"Image\":";
   client::append_json_string(b, config_.image);
   b += R"(,"Cmd":["sleep","infinity"],"User":)";
@@ -143,11 +143,7 @@ std::string session_containers::create_body(const std::string& sid, const sessio
 std::optional<std::vector<session_containers::listed>> session_containers::own(bool all) const {
   // Every session container the gate lets us see, then only this instance's: a container
   // without the instance label predates it and belongs to the "default" instance.
-  auto list =
-      docker_.call("GET",
-                   std::string("/containers/json?") + (all ? "all=1&" : "") +
-                       "filters=%7B%22label%22%3A%5B%22" + std::string(session_label) + "%22%5D%7D",
-                   {}, 20s);
+  auto list = engine_.list(session_label, all, 20s);
   simdjson::dom::parser p;
   simdjson::dom::element doc;
   simdjson::dom::array arr;
@@ -178,7 +174,7 @@ std::optional<std::vector<session_containers::listed>> session_containers::own(b
 }
 
 bool session_containers::running(const std::string& container) const {
-  auto r = docker_.call("GET", "/containers/" + container + "/json", {}, 20s);
+  auto r = engine_.inspect(container, 20s);
   if (r.status != 200) return false;
   simdjson::dom::parser p;
   simdjson::dom::element doc;
@@ -192,7 +188,7 @@ void session_containers::remove(const std::string& container) const {
   // daemon's record first: `container` may be a name or an ID).
   std::string network;
   if (config_.network == "allowlist") {
-    auto r = docker_.call("GET", "/containers/" + container + "/json", {}, 20s);
+    auto r = engine_.inspect(container, 20s);
     simdjson::dom::parser p;
     simdjson::dom::element doc;
     std::string_view mode;
@@ -201,8 +197,8 @@ void session_containers::remove(const std::string& container) const {
         is_egress_network(config_, mode))
       network = std::string(mode);
   }
-  docker_.call("DELETE", "/containers/" + container + "?force=1", {}, 30s);
-  if (!network.empty()) remove_egress_network(docker_, network);
+  engine_.remove(container, 30s);
+  if (!network.empty()) remove_egress_network(engine_, network);
 }
 
 client::exec_result session_containers::run_in(const std::string& container,
@@ -220,7 +216,7 @@ client::exec_result session_containers::run_in(const std::string& container,
   o.timeout = timeout;
   o.max_stdout = max_out;
   o.max_stderr = 64 * 1024;
-  return docker_.exec(container, o);
+  return engine_.exec(container, o);
 }
 
 std::string session_containers::make_workspace(const std::string& container,
@@ -228,20 +224,13 @@ std::string session_containers::make_workspace(const std::string& container,
   // Before the answer that names the session: no request can touch the folders earlier.
   const std::vector<std::string> mkdir = {"mkdir", "-p", "/workspace/uploads", "/workspace/outputs",
                                           "/workspace/skills"};
-  if (runner && config_.cell_runner) {
+  if (runner && config_.cell_runner && executors_.start_runner) {
     // The same command through the runner (its own process, as the session user, like the
     // exec's); a runner that fails here is closed and the exec below says why, if anything.
     std::string why;
-    if (auto started = cell_runner::start(docker_, container, 20s, &why)) {
-      auto made = started->run(mkdir, {}, 64 * 1024, {20s, 20s, {}}, nullptr);
-      if (made.state == cell_runner::outcome::done && made.result.exit_code == 0) {
-        *runner = std::move(started);
-        return {};
-      }
-      started->close();
-      why = made.state == cell_runner::outcome::done
-                ? "mkdir exit " + std::to_string(made.result.exit_code)
-                : made.why;
+    if (auto started = executors_.start_runner(container, mkdir, why)) {
+      *runner = std::move(started);
+      return {};
     }
     std::cerr << "dockgate-sidecar: container " << container.substr(0, 12)
               << ": cell runner not started (" << why << "); its first cell will start one"
@@ -264,8 +253,7 @@ session_containers::sweep_outcome session_containers::only_own_processes(
   // what a process in the container cannot shape (numeric uids, the kernel's states).
   // A zombie counts as gone only with no thread left: a thread-group leader that exited
   // while its other threads run shows as "Zl", alive.
-  auto top = docker_.call(
-      "GET", "/containers/" + container + "/top?ps_args=-o%20pid%2Cuid%2Cstat%2Cnlwp", {}, 20s);
+  auto top = engine_.top(container, "-o%20pid%2Cuid%2Cstat%2Cnlwp", 20s);
   simdjson::dom::parser p;
   simdjson::dom::element doc;
   simdjson::dom::array rows, titles;
@@ -288,7 +276,7 @@ session_containers::sweep_outcome session_containers::only_own_processes(
 }
 
 std::string session_containers::image_id() const {
-  auto r = docker_.call("GET", "/images/" + config_.image + "/json", {}, 10s);
+  auto r = engine_.image_inspect(config_.image, 10s);
   simdjson::dom::parser p;
   simdjson::dom::element doc;
   std::string_view id;
@@ -299,15 +287,14 @@ std::string session_containers::image_id() const {
 }
 
 bool session_containers::image_present() {
-  const bool ready =
-      docker_.call("GET", "/images/" + config_.image + "/json", {}, 10s).status == 200;
+  const bool ready = engine_.image_inspect(config_.image, 10s).status == 200;
   if (ready) image_ready_ = true;
   return ready;
 }
 
 std::string session_containers::egress_proxy(const std::string& sid) const {
   std::string why;
-  std::string proxy = egress_network(docker_, config_, egress_network_name(config_, sid), why);
+  std::string proxy = egress_network(engine_, config_, egress_network_name(config_, sid), why);
   if (proxy.empty())
     std::cerr << "dockgate-sidecar: " << why << ": the session gets no proxy" << std::endl;
   return proxy;
@@ -315,7 +302,7 @@ std::string session_containers::egress_proxy(const std::string& sid) const {
 
 void session_containers::remove_unused_network(const std::string& sid) const {
   if (config_.network == "allowlist")
-    remove_egress_network(docker_, egress_network_name(config_, sid));
+    remove_egress_network(engine_, egress_network_name(config_, sid));
 }
 
 }  // namespace dockgate::sidecar

@@ -15,11 +15,10 @@
 
 #include "dockgate/client/engine.hpp"
 #include "dockgate/sidecar/config.hpp"
+#include "engine/container_engine.hpp"
+#include "sessions/executor_hooks.hpp"
 
 namespace dockgate::sidecar {
-
-class cell_runner;  // runner.hpp
-struct session;     // session.hpp
 
 // The sweep's shell script: every process of the session user in the container killed
 // but the container's init and its `sleep` (and the shell itself); see the .cpp.
@@ -27,7 +26,10 @@ std::string kill_cell_processes();
 
 class session_containers {
  public:
-  session_containers(const config& c, const client::engine& docker) : config_(c), docker_(docker) {}
+  // `executors`: how a new container's cell runner is started (make_workspace).
+  session_containers(const config& c, const container_engine& engine,
+                     const executor_hooks& executors)
+      : config_(c), engine_(engine), executors_(executors) {}
 
   bool running(const std::string& container) const;
   void remove(const std::string& container) const;
@@ -54,9 +56,9 @@ class session_containers {
 
   // The workspace a new session starts with (uploads, outputs, skills), made in a
   // started container as the session user; the error ("" when made). With `runner` (and
-  // SANDBOX_CELL_RUNNER on) the container's cell runner is started now and makes them:
-  // no exec of their own; it is left in *runner. Otherwise (or if the runner does not come
-  // up) one exec makes them.
+  // SANDBOX_CELL_RUNNER on) the container's cell runner is started now and makes them
+  // (executor_hooks::start_runner): no exec of their own; it is left in *runner. Otherwise (or if
+  // the runner does not come up) one exec makes them.
   std::string make_workspace(const std::string& container,
                              std::shared_ptr<cell_runner>* runner = nullptr) const;
 
@@ -90,7 +92,8 @@ class session_containers {
 
  private:
   const config& config_;
-  const client::engine& docker_;
+  const container_engine& engine_;
+  const executor_hooks& executors_;
   std::atomic<bool> image_ready_{false};
 };
 

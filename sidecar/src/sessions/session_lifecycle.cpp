@@ -1,5 +1,5 @@
 // Sessions: create, delete, the idle reaper's end of one, start-up reconciliation and the
-// shutdown's end of all (seed §1.4, §1.7).
+// shutdown's end of all (docs/aivory-api.md, "Create: POST /sessions" and "Session lifecycle").
 #include "sessions/session_lifecycle.hpp"
 
 #include <simdjson.h>
@@ -9,21 +9,18 @@
 #include <map>
 #include <set>
 
-#include "sessions/archive_store.hpp"
 #include "dockgate/common/workspace_id.hpp"
-#include "fleet/store_lease.hpp"
-#include "cells/kernel.hpp"
 #include "engine/labels.hpp"
+#include "fleet/store_lease.hpp"
 #include "sessions/pool/pool_sessions.hpp"
-#include "front/request.hpp"
-#include "sessions/workspace_layout.hpp"
-#include "util/ids.hpp"
-#include "cells/runner.hpp"
 #include "sessions/session.hpp"
 #include "sessions/session_containers.hpp"
 #include "sessions/session_limit.hpp"
 #include "sessions/session_registry.hpp"
-#include "sessions/workspace_mounts.hpp"
+#include "sessions/workspace/archive_store.hpp"
+#include "sessions/workspace/workspace_layout.hpp"
+#include "sessions/workspace/workspace_mounts.hpp"
+#include "util/ids.hpp"
 
 namespace dockgate::sidecar {
 
@@ -50,13 +47,14 @@ struct mount_guard {
 
 }  // namespace
 
-session_lifecycle::session_lifecycle(const config& c, const client::engine& docker,
+session_lifecycle::session_lifecycle(const config& c, const container_engine& engine,
+                                     const executor_hooks& executors,
                                      session_containers& containers, session_registry& registry,
                                      archive_store& archives, const workspace_mounts& mounts,
-                                     session_pool& pool, session_limit& limit,
-                                     store_lease* fleet)
+                                     session_pool& pool, session_limit& limit, store_lease* fleet)
     : config_(c),
-      docker_(docker),
+      engine_(engine),
+      executors_(executors),
       containers_(containers),
       registry_(registry),
       archives_(archives),
@@ -66,24 +64,9 @@ session_lifecycle::session_lifecycle(const config& c, const client::engine& dock
       fleet_(fleet),
       create_slots_(c.max_concurrent_creates > 0 ? c.max_concurrent_creates : (1 << 20)) {}
 
-http_reply session_lifecycle::create_session(const http_request& r) {
-  body_fields f(r.body, true);
-  if (f.error) return *f.error;
-  std::optional<http_reply> err;
-  auto ttl = f.integer("idle_ttl_sec", err);
-  auto key = f.string("archive_key", false, err);
-  auto kernel = f.string("kernel", false, err);
-  if (err) return *err;
-  // A kernel is asked for by name; an unknown name is refused before anything is made.
-  std::optional<std::string> kernel_kind;
-  if (kernel && !(kernel_kind = kernel_name(*kernel)))
-    return detail(400, "unknown kernel: " + *kernel + " (known: python)");
-  // A storage block the sidecar cannot use is refused now, not found out at delete.
-  auto storage = request_storage(r.body, config_);
-  if (storage.error) return detail(400, *storage.error);
-
+outcome<created_session> session_lifecycle::create_session(const create_request& r) {
   if (!create_slots_.try_acquire_for(std::chrono::seconds(config_.queue_timeout_seconds)))
-    return detail(429, "session create queue is full");
+    return refuse(refusal_kind::busy, "session create queue is full");
   create_slot slot{create_slots_};
 
   // A warm container when the pool has one ready (or one nearly: the one being made now,
@@ -92,197 +75,219 @@ http_reply session_lifecycle::create_session(const http_request& r) {
   std::optional<pooled_container> warm =
       pool_.claim(std::chrono::seconds(config_.docker_call_timeout_s));
   if (!warm && !containers_.image_seen() && !containers_.image_present())
-    return detail(503, "sandbox image not available yet: " + config_.image);
-  const std::string sid = warm ? warm->sid : random_hex(16);
-  const std::string name = std::string(container_prefix) + sid;
-  auto s = std::make_shared<session>();
-  s->id = sid;
-  s->archive_key = key && valid_archive_key(*key) ? *key : sid;
-  s->storage = storage.spec;
-  s->ttl_seconds =
-      ttl && *ttl > 0 ? std::clamp<std::int64_t>(*ttl, 1, config_.idle_ttl_cap_seconds) : 0;
-  s->fuse = config_.workspace_mode == "fuse";
-  if (kernel_kind) s->kernel = *kernel_kind;
+    return refuse(refusal_kind::unavailable, "sandbox image not available yet: " + config_.image);
+  auto s = new_session(r, warm ? warm->sid : random_hex(16));
   // A FUSE workspace is its own storage (the bucket prefix of the archive key): mounted
   // before the container exists, unmounted again if the session does not come up.
-  mount_guard mounted{mounts_, sid};
+  mount_guard mounted{mounts_, s->id};
   if (s->fuse) {
-    s->storage.reset();
-    if (fleet_) {
-      // The key's current generation (a takeover may have moved it): never the key's own
-      // prefix by default when the store cannot say which it is.
-      auto current = fleet_->store().read_workspace(s->archive_key);
-      if (!current.found() && !current.absent())
-        return detail(503, "the fleet's store is unreachable: " + current.error);
-      if (current.found()) s->generation = current.record->generation;
-    }
-    if (auto problem = mounts_.mount(sid, fleet_store::workspace_key(s->archive_key, s->generation)))
-      return detail(500, "workspace mount failed: " + *problem);
+    if (auto refused = mount_fuse_workspace(*s)) return *refused;
     mounted.armed = true;
   }
-  // The archive is fetched and checked before the container exists, so that the
-  // container's labels (or a pool container's claim record) record where the workspace
-  // came from (for a restarted sidecar).
-  prepared_restore restore;
-  if (s->storage) {
-    restore = archives_.prepare_restore(*s->storage, s->archive_key);
-    s->restored_generation = restore.generation;
-  } else {
-    s->restored_generation = std::string();
-  }
-  s->restore_status = restore.report.status;
-  std::string container_id = name;  // replaced by the full ID once created
-  if (!warm) {
-    bool at_limit = false;
-    {
-      std::lock_guard g(limit_.mutex);
-      at_limit = at_session_limit();
-      if (!at_limit)
-        if (auto failed = create_and_start(name, *s, container_id)) return *failed;
-    }
-    if (at_limit) {
-      // The room left may be held by warm containers (ready, or being made since this
-      // request looked): one of those serves it; otherwise the limit is reached.
-      warm = pool_.claim(std::chrono::seconds(config_.docker_call_timeout_s));
-      if (!warm) return detail(429, "too many active sessions");
-      // Its session ID is the one its name and labels carry: the request's is not used
-      // yet (nothing was created or mounted under it: the pool serves tmpfs mode only).
-      s->id = warm->sid;
-      if (!(key && valid_archive_key(*key))) {
-        // Without an archive key the workspace's key is the session ID: looked up again.
-        s->archive_key = warm->sid;
-        if (s->storage) {
-          restore = archives_.prepare_restore(*s->storage, s->archive_key);
-          s->restored_generation = restore.generation;
-          s->restore_status = restore.report.status;
-        }
-      }
-    }
-  }
+  prepared_restore restore = prepare_restore_of(*s);
+  std::string container_id = std::string(container_prefix) + s->id;  // the ID once created
+  if (!warm)
+    if (auto refused = place_session(r, *s, restore, warm, container_id)) return *refused;
   if (warm) container_id = warm->id;
   s->container = container_id;
   s->pooled = warm.has_value();
   if (warm) s->runner = std::move(warm->runner);  // under no lock yet: nobody else has s
+  if (auto refused = ready_workspace(*s, warm.has_value(), restore)) return *refused;
+  if (auto refused = record_session(*s, warm.has_value())) return *refused;
+  s->last_used = std::chrono::steady_clock::now();
+  registry_.add(s);
+  mounted.armed = false;
+  return created_session{s->id, std::move(restore.report)};
+}
+
+std::shared_ptr<session> session_lifecycle::new_session(const create_request& r,
+                                                        const std::string& sid) const {
+  auto s = std::make_shared<session>();
+  s->id = sid;
+  s->archive_key = r.archive_key ? *r.archive_key : sid;
+  s->storage = r.storage;
+  s->ttl_seconds = r.idle_ttl_sec && *r.idle_ttl_sec > 0
+                       ? std::clamp<std::int64_t>(*r.idle_ttl_sec, 1, config_.idle_ttl_cap_seconds)
+                       : 0;
+  s->fuse = config_.workspace_mode == "fuse";
+  if (s->fuse) s->storage.reset();  // the bucket is its storage
+  s->kernel = r.kernel;
+  return s;
+}
+
+std::optional<refusal> session_lifecycle::mount_fuse_workspace(session& s) {
+  if (fleet_) {
+    // The key's current generation (a takeover may have moved it): never the key's own
+    // prefix by default when the store cannot say which it is.
+    auto current = fleet_->store().read_workspace(s.archive_key);
+    if (!current.found() && !current.absent())
+      return refuse(refusal_kind::unavailable,
+                    "the fleet's store is unreachable: " + current.error);
+    if (current.found()) s.generation = current.record->generation;
+  }
+  if (auto problem = mounts_.mount(s.id, fleet_store::workspace_key(s.archive_key, s.generation)))
+    return refuse(refusal_kind::failed, "workspace mount failed: " + *problem);
+  return std::nullopt;
+}
+
+prepared_restore session_lifecycle::prepare_restore_of(session& s) {
+  // The archive is fetched and checked before the container exists, so that the
+  // container's labels (or a pool container's claim record) record where the workspace
+  // came from (for a restarted sidecar).
+  prepared_restore restore;
+  if (s.storage) {
+    restore = archives_.prepare_restore(*s.storage, s.archive_key);
+    s.restored_generation = restore.generation;
+  } else {
+    s.restored_generation = std::string();
+  }
+  s.restore_status = restore.report.status;
+  return restore;
+}
+
+std::optional<refusal> session_lifecycle::place_session(const create_request& r, session& s,
+                                                        prepared_restore& restore,
+                                                        std::optional<pooled_container>& warm,
+                                                        std::string& container_id) {
+  {
+    std::lock_guard g(limit_.mutex);
+    const std::string name = container_id;
+    if (!at_session_limit()) return create_and_start(name, s, container_id);
+  }
+  // The room left may be held by warm containers (ready, or being made since this request
+  // looked): one of those serves it; otherwise the limit is reached.
+  warm = pool_.claim(std::chrono::seconds(config_.docker_call_timeout_s));
+  if (!warm) return refuse(refusal_kind::busy, "too many active sessions");
+  // Its session ID is the one its name and labels carry: the request's is not used yet
+  // (nothing was created or mounted under it: the pool serves tmpfs mode only).
+  s.id = warm->sid;
+  if (!r.archive_key) {
+    // Without an archive key the workspace's key is the session ID: looked up again.
+    s.archive_key = warm->sid;
+    if (s.storage) restore = prepare_restore_of(s);
+  }
+  return std::nullopt;
+}
+
+std::optional<refusal> session_lifecycle::ready_workspace(session& s, bool warm,
+                                                          prepared_restore& restore) {
+  const std::string& id = s.container;
   if (!warm) {  // (a warm one was given its workspace, and its runner, in the pool)
     // The runner the first cell would start is started now and makes the folders: the
     // session's first answer waits for one exec, not two.
-    if (auto error =
-            containers_.make_workspace(container_id, s->kernel.empty() ? &s->runner : nullptr);
+    if (auto error = containers_.make_workspace(id, s.kernel.empty() ? &s.runner : nullptr);
         !error.empty()) {
-      containers_.remove(container_id);
-      return detail(500, error);
+      containers_.remove(id);
+      return refuse(refusal_kind::failed, error);
     }
   }
-  if (!s->kernel.empty()) {
-    if (auto error = start_kernel(*s); !error.empty()) {
-      containers_.remove(container_id);
-      if (warm) containers_.remove(container_id + std::string(claim_suffix));
-      return detail(500, error);
+  if (!s.kernel.empty()) {
+    std::string error = executors_.start_kernel ? executors_.start_kernel(s)
+                                                : std::string("no kernel can be started here");
+    if (!error.empty()) {
+      containers_.remove(id);
+      if (warm) containers_.remove(id + std::string(claim_suffix));
+      return refuse(refusal_kind::failed, error);
     }
   }
   // Inputs are staged afresh for every run: emptied again only where an archive may have
   // brought some back (a new workspace has just made them, empty).
   const bool unpacking = restore.plan.members > 0 && (restore.report.status == "restored" ||
                                                       restore.report.status == "partial");
-  archives_.unpack_restore(container_id, restore);
-  s->restore_status = restore.report.status;
+  archives_.unpack_restore(id, restore);
+  s.restore_status = restore.report.status;
   if (unpacking) {
-    auto reset =
-        containers_.run_in(container_id, {"sh", "-c", std::string(reset_inputs_script)}, 30s);
+    auto reset = containers_.run_in(id, {"sh", "-c", std::string(reset_inputs_script)}, 30s);
     if (!reset.started || reset.exit_code != 0) {
-      containers_.remove(container_id);
-      return detail(500, "reset inputs failed: " + reset.stderr_data);
+      containers_.remove(id);
+      return refuse(refusal_kind::failed, "reset inputs failed: " + reset.stderr_data);
     }
   }
+  return std::nullopt;
+}
+
+std::optional<refusal> session_lifecycle::record_session(session& s, bool warm) {
   if (warm) {
     // The claim record, before the answer: once the client knows the session, a restarted
     // sidecar adopts it (a kill before this point removes the container at the next
     // start: no answer named it, and its workspace is the archive it came from).
-    if (auto error = pool_.write_claim_record(*s); !error.empty()) {
-      remove_session_containers(*s);
-      return detail(500, error);
+    if (auto error = pool_.write_claim_record(s); !error.empty()) {
+      remove_session_containers(s);
+      return refuse(refusal_kind::failed, error);
     }
   }
-  if (s->fuse && fleet_) {
+  if (s.fuse && fleet_) {
     // The record, before the answer: from now on any sidecar of the fleet can serve it.
-    auto wrote = fleet_->store().write_session(record_of(*s), "");
+    auto wrote = fleet_->store().write_session(record_of(s), "");
     if (!wrote.ok()) {
-      containers_.remove(container_id);
-      return detail(500, "session record failed: " + wrote.describe());
+      containers_.remove(s.container);
+      return refuse(refusal_kind::failed, "session record failed: " + wrote.describe());
     }
-    s->recorded = true;
+    s.recorded = true;
   }
-  s->last_used = std::chrono::steady_clock::now();
-  registry_.add(s);
-  mounted.armed = false;
-  std::string body = "{\"session_id\":";
-  client::append_json_string(body, s->id);
-  return {200, body + ",\"restore\":" + restore.report.to_json() + "}"};
+  return std::nullopt;
 }
 
-http_reply session_lifecycle::delete_session(std::string_view id, const std::string& body) {
-  if (!valid_session_id(id)) return detail(400, "invalid session_id");
-  body_fields f(body, true);
-  if (f.error) return *f.error;
-  std::optional<http_reply> err;
-  const bool discard = f.boolean("discard");
-  auto key = f.string("archive_key", false, err);
-  if (err) return *err;
-  simdjson::dom::element block;
-  const bool block_given =
-      f.doc.at_key("storage").get(block) == simdjson::SUCCESS && !block.is_null();
-  auto storage = request_storage(body, config_);
-  if (storage.error) return detail(400, *storage.error);  // refused before anything is removed
-
-  std::optional<archive_outcome> outcome;
-  auto s = registry_.find(std::string(id));
-  if (s) {
-    s->terminating = true;  // a racing /exec gets a fast 404
-    std::unique_lock lock(s->lock, std::defer_lock);
-    if (!lock.try_lock_for(std::chrono::seconds(config_.queue_timeout_seconds))) {
-      s->terminating = false;
-      return detail(429, "session is busy");
-    }
-    // The session's storage is the one it was created with; a block here may only bring
-    // back the credentials of that same place (a session adopted after a restart).
-    if (block_given && storage.spec && s->storage && !s->storage->has_credentials &&
-        s->storage->same_place(*storage.spec))
-      s->storage = storage.spec;
-    if (discard) {
-      const auto& where = s->storage ? s->storage : storage.spec;
-      if (where)
-        outcome = archives_.discard_archives(
-            *where, key && valid_archive_key(*key) ? *key : s->archive_key);
-    } else if (s->storage) {
-      outcome = archives_.archive_workspace(*s);
-    }
-    remove_session_containers(*s);
-  } else {
-    if (discard && key && valid_archive_key(*key) && storage.spec)
-      outcome = archives_.discard_archives(*storage.spec, *key);
-    // Idempotent, also for a session a restart forgot — but never another instance's.
-    const std::string name = std::string(container_prefix) + std::string(id);
-    auto inspect = docker_.call("GET", "/containers/" + name + "/json", {}, 20s);
-    simdjson::dom::parser p;
-    simdjson::dom::element doc;
-    std::string_view instance = "default";
-    if (inspect.status == 200 && p.parse(inspect.body).get(doc) == simdjson::SUCCESS) {
-      if (doc["Config"]["Labels"][instance_label].get_string().get(instance) != simdjson::SUCCESS)
-        instance = "default";
-      if (instance == config_.instance) {
-        containers_.remove(name);
-        containers_.remove(name + std::string(claim_suffix));  // if it came from the warm pool
-      }
-    }
-    if (config_.workspace_mode == "fuse" && (inspect.status == 404 || instance == config_.instance))
-      mounts_.unmount(std::string(id));
-    // A session of the fleet's store this sidecar took over for this DELETE (fleet.cpp):
-    // its record names this instance now, and goes.
-    if (fleet_) forget_record(id);
+outcome<deleted_session> session_lifecycle::delete_session(const delete_request& r) {
+  deleted_session out;
+  auto s = registry_.find(r.session_id);
+  if (!s) {
+    out.archive = end_unheld_session(r);
+    return out;
   }
-  std::string reply = R"({"ok":true)";
-  if (outcome) reply += ",\"archive\":" + outcome->to_json();
-  return {200, reply + "}"};
+  s->terminating = true;  // a racing /exec gets a fast 404
+  std::unique_lock lock(s->lock, std::defer_lock);
+  if (!lock.try_lock_for(std::chrono::seconds(config_.queue_timeout_seconds))) {
+    s->terminating = false;
+    return refuse(refusal_kind::busy, "session is busy");
+  }
+  out.archive = end_held_session(*s, r);
+  return out;
+}
+
+std::optional<archive_outcome> session_lifecycle::end_held_session(session& s,
+                                                                   const delete_request& r) {
+  std::optional<archive_outcome> archive;
+  // The session's storage is the one it was created with; a block here may only bring
+  // back the credentials of that same place (a session adopted after a restart).
+  if (r.storage_given && r.storage && s.storage && !s.storage->has_credentials &&
+      s.storage->same_place(*r.storage))
+    s.storage = r.storage;
+  if (r.discard) {
+    const auto& where = s.storage ? s.storage : r.storage;
+    if (where)
+      archive = archives_.discard_archives(*where, r.archive_key ? *r.archive_key : s.archive_key);
+  } else if (s.storage) {
+    archive = archives_.archive_workspace(s);
+  }
+  remove_session_containers(s);
+  return archive;
+}
+
+std::optional<archive_outcome> session_lifecycle::end_unheld_session(const delete_request& r) {
+  std::optional<archive_outcome> archive;
+  if (r.discard && r.archive_key && r.storage)
+    archive = archives_.discard_archives(*r.storage, *r.archive_key);
+  // Idempotent, also for a session a restart forgot — but never another instance's.
+  const std::string name = std::string(container_prefix) + r.session_id;
+  auto inspect = engine_.inspect(name, 20s);
+  simdjson::dom::parser p;
+  simdjson::dom::element doc;
+  std::string_view instance = "default";
+  if (inspect.status == 200 && p.parse(inspect.body).get(doc) == simdjson::SUCCESS) {
+    if (doc["Config"]["Labels"][instance_label].get_string().get(instance) != simdjson::SUCCESS)
+      instance = "default";
+    if (instance == config_.instance) {
+      containers_.remove(name);
+      containers_.remove(name + std::string(claim_suffix));  // if it came from the warm pool
+    }
+  }
+  if (config_.workspace_mode == "fuse" && (inspect.status == 404 || instance == config_.instance))
+    mounts_.unmount(r.session_id);
+  // A session of the fleet's store this sidecar took over for this DELETE (fleet.cpp):
+  // its record names this instance now, and goes.
+  if (fleet_) forget_record(r.session_id);
+  return archive;
 }
 
 // A session's end on the engine: its container removed (a warm one is never returned to
@@ -299,121 +304,143 @@ void session_lifecycle::remove_session_containers(const session& s, bool handed_
   pool_.wake();  // SANDBOX_MAX_SESSIONS has room again
 }
 
+namespace {
+const std::string* label_of(const session_containers::listed& c, std::string_view name) {
+  auto it = c.labels.find(std::string(name));
+  return it == c.labels.end() ? nullptr : &it->second;
+}
+}  // namespace
+
 void session_lifecycle::reconcile() {
   auto mine = containers_.own(true);
   if (!mine) return;
-  auto label_of = [](const session_containers::listed& c,
-                     std::string_view name) -> const std::string* {
-    auto it = c.labels.find(std::string(name));
-    return it == c.labels.end() ? nullptr : &it->second;
-  };
   // Claim records (never started), by the session they name.
-  std::map<std::string, const session_containers::listed*> records;
+  claim_records claims;
   for (const auto& c : *mine) {
     const std::string* sid = label_of(c, session_label);
-    if (label_of(c, claim_label) && sid) records[*sid] = &c;
+    if (label_of(c, claim_label) && sid) claims[*sid] = &c;
   }
-  std::set<std::string> adopted_records;
-  for (const auto& c : *mine) {
-    if (label_of(c, claim_label)) continue;
-    const std::string* sid = label_of(c, session_label);
-    if (!sid || !valid_session_id(*sid)) continue;
-    // A warm pool container's labels are not a session's; its claim record's are.
-    const session_containers::listed* labelled = &c;
-    const bool pooled = label_of(c, pool_label) != nullptr;
-    if (pooled) {
-      auto record = records.find(*sid);
-      const std::string* claimed =
-          record == records.end() ? nullptr : label_of(*record->second, claim_label);
-      if (c.state != "running" || !claimed || *claimed != c.id) {
-        // Never claimed, or claimed by a request that a kill cut short before its record
-        // was written (as a create cut short): nothing of a session's is lost with it.
-        containers_.remove(c.id);
-        continue;
-      }
-      labelled = record->second;
-      adopted_records.insert(*sid);
-    }
-    auto label = [&](std::string_view name) { return label_of(*labelled, name); };
-    const bool fuse = label(common::workspace_label) != nullptr;
-    if (c.state != "running") {
-      // A stopped session container of an earlier run: its tmpfs workspace went with it.
-      // Removed without archiving, so that the last good archive under its key (if any)
-      // is not overwritten by an empty one; a FUSE workspace's mount is cleaned.
+  std::set<std::string> adopted_claims;
+  for (const auto& c : *mine)
+    if (!label_of(c, claim_label)) adopt_or_remove(c, claims, adopted_claims);
+  for (const auto& [sid, record] : claims)
+    if (!adopted_claims.contains(sid)) containers_.remove(record->id);
+}
+
+void session_lifecycle::adopt_or_remove(const session_containers::listed& c,
+                                        const claim_records& claims,
+                                        std::set<std::string>& adopted_claims) {
+  const std::string* sid = label_of(c, session_label);
+  if (!sid || !valid_session_id(*sid)) return;
+  // A warm pool container's labels are not a session's; its claim record's are.
+  const session_containers::listed* labelled = &c;
+  const bool pooled = label_of(c, pool_label) != nullptr;
+  if (pooled) {
+    auto record = claims.find(*sid);
+    const std::string* claimed =
+        record == claims.end() ? nullptr : label_of(*record->second, claim_label);
+    if (c.state != "running" || !claimed || *claimed != c.id) {
+      // Never claimed, or claimed by a request that a kill cut short before its record
+      // was written (as a create cut short): nothing of a session's is lost with it.
       containers_.remove(c.id);
-      if (fuse) mounts_.unmount(*sid);
-      continue;
+      return;
     }
-    auto s = std::make_shared<session>();
-    s->id = *sid;
-    s->container = c.id;
-    const std::string* key = label(archive_label);
-    s->archive_key = key && valid_archive_key(*key) ? *key : s->id;
-    if (const std::string* where = label(storage_label)) {
-      s->storage = storage_from_label(*where, config_);
-      if (!s->storage)
-        std::cerr << "dockgate-sidecar: session " << s->id
-                  << ": unreadable storage label, its workspace will not be archived" << std::endl;
-    } else if (!label(instance_label)) {
-      // A container of a sidecar before storage labels: the operator's directory, as then.
-      s->storage = choose_storage(R"({"provider":"local"})", config_).spec;
-    }
-    if (const std::string* ttl = label(ttl_label))
-      s->ttl_seconds = std::clamp<std::int64_t>(std::strtoll(ttl->c_str(), nullptr, 10), 0,
-                                                config_.idle_ttl_cap_seconds);
-    if (const std::string* status = label(restore_label)) s->restore_status = *status;
-    if (const std::string* generation = label(generation_label))
-      s->restored_generation = *generation;
-    else if (!label(instance_label))
-      s->restored_generation = std::nullopt;  // unknown: never overwrite
-    s->fuse = fuse;
-    s->pooled = pooled;
-    if (const std::string* k = label(kernel_label)) {
-      // Its kernel went with the last run (the sweep below ends it): the next cell starts
-      // a new one and says so.
-      if (auto name = kernel_name(*k)) s->kernel = *name;
-      s->kernel_replaced = true;
-    }
-    // The last run may have died mid-cell, its runner with it: the cell's processes may
-    // be alive. They end now (nothing a cell starts outlives its answer, and none may
-    // meet the session's next runner: cells.cpp). One the sweep could not end ends the
-    // container; when the host could not say, the next cell sweeps again first.
-    const auto swept = containers_.sweep_cell_processes(c.id);
-    if (swept == session_containers::sweep_outcome::tainted) {
+    labelled = record->second;
+    adopted_claims.insert(*sid);
+  }
+  if (c.state != "running") {
+    // A stopped session container of an earlier run: its tmpfs workspace went with it.
+    // Removed without archiving, so that the last good archive under its key (if any)
+    // is not overwritten by an empty one; a FUSE workspace's mount is cleaned.
+    containers_.remove(c.id);
+    if (label_of(*labelled, common::workspace_label)) mounts_.unmount(*sid);
+    return;
+  }
+  auto s = session_of_labels(c, *labelled, pooled);
+  if (!settle_adopted(*s)) return;
+  if (s->fuse) s->storage.reset();                  // the bucket is its storage
+  s->last_used = std::chrono::steady_clock::now();  // the TTL restarts at boot
+  registry_.add(std::move(s));
+}
+
+std::shared_ptr<session> session_lifecycle::session_of_labels(
+    const session_containers::listed& c, const session_containers::listed& labelled,
+    bool pooled) const {
+  auto label = [&](std::string_view name) { return label_of(labelled, name); };
+  auto s = std::make_shared<session>();
+  s->id = *label_of(c, session_label);
+  s->container = c.id;
+  const std::string* key = label(archive_label);
+  s->archive_key = key && valid_archive_key(*key) ? *key : s->id;
+  if (const std::string* where = label(storage_label)) {
+    s->storage = storage_from_label(*where, config_);
+    if (!s->storage)
       std::cerr << "dockgate-sidecar: session " << s->id
-                << ": a process left by a cell outlived the kill sweep; its container is removed"
-                << std::endl;
-      containers_.remove(c.id);
-      if (pooled)
-        containers_.remove(std::string(container_prefix) + *sid + std::string(claim_suffix));
-      if (fuse) mounts_.unmount(*sid);
-      continue;
-    }
-    s->sweep_before_runner = swept != session_containers::sweep_outcome::clean;
-    if (fuse && fleet_) {
-      // Adopted only if its record still names this instance and is rewritten to name this
-      // holder before another sidecar's takeover lands (If-Match): otherwise it moved while
-      // this instance was away (or ended), and its container here goes.
-      auto seen = fleet_->store().read_session(*sid);
-      if (!seen.found() || seen.record->owner != config_.instance ||
-          !claim_record(*seen.record, seen.etag)) {
-        std::cerr << "dockgate-sidecar: session " << *sid
-                  << (seen.found() ? " is held by instance " + seen.record->owner
-                                   : std::string(" has no record in the fleet's store"))
-                  << " now: its container here is removed" << std::endl;
-        containers_.remove(c.id);
-        mounts_.unmount(*sid);
-        continue;
-      }
-      s->recorded = true;
-      s->generation = seen.record->generation;
-    }
-    if (fuse) s->storage.reset();                     // the bucket is its storage
-    s->last_used = std::chrono::steady_clock::now();  // the TTL restarts at boot
-    registry_.add(std::move(s));
+                << ": unreadable storage label, its workspace will not be archived" << std::endl;
+  } else if (!label(instance_label)) {
+    // A container of a sidecar before storage labels: the operator's directory, as then.
+    s->storage = choose_storage(R"({"provider":"local"})", config_).spec;
   }
-  for (const auto& [sid, record] : records)
-    if (!adopted_records.contains(sid)) containers_.remove(record->id);
+  if (const std::string* ttl = label(ttl_label))
+    s->ttl_seconds = std::clamp<std::int64_t>(std::strtoll(ttl->c_str(), nullptr, 10), 0,
+                                              config_.idle_ttl_cap_seconds);
+  if (const std::string* status = label(restore_label)) s->restore_status = *status;
+  if (const std::string* generation = label(generation_label))
+    s->restored_generation = *generation;
+  else if (!label(instance_label))
+    s->restored_generation = std::nullopt;  // unknown: never overwrite
+  s->fuse = label(common::workspace_label) != nullptr;
+  s->pooled = pooled;
+  if (const std::string* k = label(kernel_label)) {
+    // Its kernel went with the last run (the sweep below ends it): the next cell starts
+    // a new one and says so.
+    if (auto name = known_kernel(*k)) s->kernel = *name;
+    s->kernel_replaced = true;
+  }
+  return s;
+}
+
+bool session_lifecycle::settle_adopted(session& s) {
+  // The last run may have died mid-cell, its runner with it: the cell's processes may
+  // be alive. They end now (nothing a cell starts outlives its answer, and none may
+  // meet the session's next runner: cells.cpp). One the sweep could not end ends the
+  // container; when the host could not say, the next cell sweeps again first.
+  const auto swept = containers_.sweep_cell_processes(s.container);
+  if (swept == session_containers::sweep_outcome::tainted) {
+    std::cerr << "dockgate-sidecar: session " << s.id
+              << ": a process left by a cell outlived the kill sweep; its container is removed"
+              << std::endl;
+    containers_.remove(s.container);
+    if (s.pooled)
+      containers_.remove(std::string(container_prefix) + s.id + std::string(claim_suffix));
+    if (s.fuse) mounts_.unmount(s.id);
+    return false;
+  }
+  s.sweep_before_runner = swept != session_containers::sweep_outcome::clean;
+  if (s.fuse && fleet_) {
+    // Adopted only if its record still names this instance and is rewritten to name this
+    // holder before another sidecar's takeover lands (If-Match): otherwise it moved while
+    // this instance was away (or ended), and its container here goes.
+    auto seen = fleet_->store().read_session(s.id);
+    if (!seen.found() || seen.record->owner != config_.instance ||
+        !claim_record(*seen.record, seen.etag)) {
+      std::cerr << "dockgate-sidecar: session " << s.id
+                << (seen.found() ? " is held by instance " + seen.record->owner
+                                 : std::string(" has no record in the fleet's store"))
+                << " now: its container here is removed" << std::endl;
+      containers_.remove(s.container);
+      mounts_.unmount(s.id);
+      return false;
+    }
+    s.recorded = true;
+    s.generation = seen.record->generation;
+  }
+  return true;
+}
+
+std::optional<std::string> session_lifecycle::known_kernel(std::string_view name) const {
+  if (!executors_.kernel_name) return std::nullopt;
+  return executors_.kernel_name(name);
 }
 
 bool session_lifecycle::at_session_limit() {
@@ -429,14 +456,13 @@ bool session_lifecycle::at_session_limit() {
   return live + limit_.reserved.load() >= config_.max_sessions;
 }
 
-std::optional<http_reply> session_lifecycle::create_and_start(const std::string& name,
-                                                              session& s,
-                                                              std::string& container_id) {
-  auto created =
-      docker_.call("POST", "/containers/create?name=" + name, containers_.create_body(s.id, s), 60s);
+std::optional<refusal> session_lifecycle::create_and_start(const std::string& name, session& s,
+                                                           std::string& container_id) {
+  auto created = engine_.create(name, containers_.create_body(s.id, s), 60s);
   if (created.status != 201) {
     containers_.remove_unused_network(s.id);
-    return detail(500, "docker run failed: " + (created.status ? created.body : created.error));
+    return refuse(refusal_kind::failed,
+                  "docker run failed: " + (created.status ? created.body : created.error));
   }
   {
     simdjson::dom::parser p;
@@ -446,10 +472,11 @@ std::optional<http_reply> session_lifecycle::create_and_start(const std::string&
         doc["Id"].get_string().get(id) == simdjson::SUCCESS)
       container_id = std::string(id);
   }
-  auto started = docker_.call("POST", "/containers/" + container_id + "/start", {}, 60s);
+  auto started = engine_.start(container_id, 60s);
   if (started.status != 204 && started.status != 304) {
     containers_.remove(container_id);
-    return detail(500, "docker run failed: " + (started.status ? started.body : started.error));
+    return refuse(refusal_kind::failed,
+                  "docker run failed: " + (started.status ? started.body : started.error));
   }
   return std::nullopt;
 }
@@ -487,12 +514,12 @@ void session_lifecycle::forget_record(std::string_view sid) {
   }
 }
 
-std::optional<http_reply> session_lifecycle::take_over(const session_record& record) {
+std::optional<refusal> session_lifecycle::take_over(const session_record& record) {
   if (!create_slots_.try_acquire_for(std::chrono::seconds(config_.queue_timeout_seconds)))
-    return detail(429, "session create queue is full");
+    return refuse(refusal_kind::busy, "session create queue is full");
   create_slot slot{create_slots_};
   if (!containers_.image_seen() && !containers_.image_present())
-    return detail(503, "sandbox image not available yet: " + config_.image);
+    return refuse(refusal_kind::unavailable, "sandbox image not available yet: " + config_.image);
   auto s = std::make_shared<session>();
   s->id = record.session_id;
   s->archive_key = valid_archive_key(record.archive_key) ? record.archive_key : s->id;
@@ -501,7 +528,7 @@ std::optional<http_reply> session_lifecycle::take_over(const session_record& rec
   s->recorded = true;
   s->restored_generation = std::string();
   s->generation = record.generation;
-  if (auto k = kernel_name(record.kernel)) {
+  if (auto k = known_kernel(record.kernel)) {
     s->kernel = *k;
     s->kernel_replaced = true;  // its kernel's state went with its last host
   }
@@ -509,46 +536,26 @@ std::optional<http_reply> session_lifecycle::take_over(const session_record& rec
   // The workspace is the record's generation (a new one, copied from the last holder's,
   // when that holder may still be writing: fleet.cpp): mounted here before the container.
   mounts_.unmount(s->id);  // a mount left by an earlier hold of it on this host
-  if (auto problem = mounts_.mount(s->id, fleet_store::workspace_key(s->archive_key, s->generation)))
-    return detail(500, "workspace mount failed: " + *problem);
+  if (auto problem =
+          mounts_.mount(s->id, fleet_store::workspace_key(s->archive_key, s->generation)))
+    return refuse(refusal_kind::failed, "workspace mount failed: " + *problem);
   mount_guard mounted{mounts_, s->id, true};
   std::string container_id = name;
   {
     std::lock_guard g(limit_.mutex);
-    if (at_session_limit()) return detail(429, "too many active sessions");
+    if (at_session_limit()) return refuse(refusal_kind::busy, "too many active sessions");
     // A container left here by an earlier hold of this session (this instance's: the
     // gate lists only the profile's own) goes first.
     containers_.remove(name);
     if (auto failed = create_and_start(name, *s, container_id)) return *failed;
   }
   s->container = container_id;
-  if (auto error = containers_.make_workspace(container_id, s->kernel.empty() ? &s->runner : nullptr);
-      !error.empty()) {
-    containers_.remove(container_id);
-    return detail(500, error);
-  }
-  if (!s->kernel.empty()) {
-    if (auto error = start_kernel(*s); !error.empty()) {
-      containers_.remove(container_id);
-      return detail(500, error);
-    }
-  }
+  prepared_restore none;  // the workspace is the mounted generation: nothing to unpack
+  if (auto refused = ready_workspace(*s, false, none)) return *refused;
   s->last_used = std::chrono::steady_clock::now();
   registry_.add(s);
   mounted.armed = false;
   return std::nullopt;
-}
-
-std::string session_lifecycle::start_kernel(session& s) {
-  // A kernel session's container runs no cell runner (the driver's sweep would end it,
-  // and it would hold nothing the kernel needs): a warm container's is closed (it reads
-  // EOF and exits; the driver's first sweep ends it if it has not yet). The driver starts
-  // where no process of the session user ran any code: a new container.
-  if (s.runner) s.runner->close();
-  s.runner.reset();
-  std::string why;
-  s.kernel_driver = start_kernel_driver(docker_, s.container, 90s, &why);
-  return s.kernel_driver ? std::string() : why;
 }
 
 void session_lifecycle::reap(session& s) {
@@ -596,7 +603,7 @@ std::size_t session_lifecycle::end_all_sessions() {
 void session_lifecycle::mark_handed_over(const session& s) {
   // The daemon's word that the container is gone (a removal that failed leaves it
   // running, and its cell writing): without it the record stays unmarked.
-  auto inspect = docker_.call("GET", "/containers/" + s.container + "/json", {}, 20s);
+  auto inspect = engine_.inspect(s.container, 20s);
   if (inspect.status != 404) {
     std::cerr << "dockgate-sidecar: session " << s.id
               << ": its container may still run here; handed over unmarked (a takeover "

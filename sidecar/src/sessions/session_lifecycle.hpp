@@ -5,21 +5,26 @@
 // shutdown. Internal to the sidecar library.
 
 #include <cstddef>
+#include <map>
+#include <memory>
+#include <optional>
 #include <semaphore>
+#include <set>
 #include <string>
 #include <string_view>
 
-#include <optional>
-
-#include "dockgate/client/engine.hpp"
 #include "dockgate/sidecar/config.hpp"
+#include "engine/container_engine.hpp"
 #include "fleet/fleet_store.hpp"
-#include "front/http_server.hpp"
+#include "sessions/executor_hooks.hpp"
+#include "sessions/pool/pool.hpp"
+#include "sessions/session_containers.hpp"
+#include "sessions/session_request.hpp"
+#include "util/refusal.hpp"
 
 namespace dockgate::sidecar {
 
 class archive_store;
-class session_containers;
 class session_pool;
 class session_registry;
 class store_lease;
@@ -29,13 +34,23 @@ struct session_limit;
 
 class session_lifecycle {
  public:
-  session_lifecycle(const config& c, const client::engine& docker, session_containers& containers,
+  session_lifecycle(const config& c, const container_engine& engine,
+                    const executor_hooks& executors, session_containers& containers,
                     session_registry& registry, archive_store& archives,
                     const workspace_mounts& mounts, session_pool& pool, session_limit& limit,
                     store_lease* fleet);
 
-  http_reply create_session(const http_request& r);
-  http_reply delete_session(std::string_view id, const std::string& body);
+  // A new session: a warm container claimed, or one created and started (within
+  // SANDBOX_MAX_CONCURRENT_CREATES and SANDBOX_MAX_SESSIONS), its workspace made and
+  // restored from its archive; registered only once all of it is done. Refused: busy (the
+  // create queue or the session limit is full), unavailable (no image yet, the fleet's
+  // store unreachable), failed (anything the engine or the workspace refused: nothing it
+  // made is left behind).
+  outcome<created_session> create_session(const create_request& r);
+  // A session ended on request: its workspace archived (or its archives discarded), its
+  // containers removed; idempotent for a session this sidecar does not hold (only this
+  // instance's container is removed). Refused: busy (held past the queue timeout).
+  outcome<deleted_session> delete_session(const delete_request& r);
   // Start-up: adopt running session containers left by a previous run, remove the rest.
   void reconcile();
   // The idle reaper's end of a session (held under its lock, idle past its TTL):
@@ -63,20 +78,55 @@ class session_lifecycle {
   // A session of the fleet's store taken over by this sidecar (its record, rewritten to name
   // this instance, in `record`): its workspace mounted, its container made on this engine,
   // its runner (or kernel: a new one, said at the next answer) started. nullopt when it is
-  // served here now, else the answer.
-  std::optional<http_reply> take_over(const session_record& record);
+  // served here now, else the refusal.
+  std::optional<refusal> take_over(const session_record& record);
   // The record of a session that ended here, removed from the store if it still names this
   // instance.
   void forget_record(std::string_view sid);
-  // A kernel session's kernel driver started in its container (kernel.hpp); "" when it
-  // runs, else the error to answer.
-  std::string start_kernel(session& s);
 
  private:
+  // create_session's steps, in order.
+  std::shared_ptr<session> new_session(const create_request& r, const std::string& sid) const;
+  // A FUSE workspace mounted for `s` (its generation read from the fleet's store first).
+  std::optional<refusal> mount_fuse_workspace(session& s);
+  // The archive fetched and checked before the container exists (its labels record it).
+  prepared_restore prepare_restore_of(session& s);
+  // A cold container created and started for `s` within SANDBOX_MAX_SESSIONS, or (at the
+  // limit) a warm one claimed in its place, `s` moved to its session ID.
+  std::optional<refusal> place_session(const create_request& r, session& s,
+                                       prepared_restore& restore,
+                                       std::optional<pooled_container>& warm,
+                                       std::string& container_id);
+  // The workspace made (cold), the kernel started, the archive unpacked and the inputs
+  // emptied again; on a failure the container is removed.
+  std::optional<refusal> ready_workspace(session& s, bool warm, prepared_restore& restore);
+  // The claim record (warm) and the fleet's record (FUSE), before the answer.
+  std::optional<refusal> record_session(session& s, bool warm);
+
+  // delete_session's two cases: a session held here, and one that is not.
+  std::optional<archive_outcome> end_held_session(session& s, const delete_request& r);
+  std::optional<archive_outcome> end_unheld_session(const delete_request& r);
+
+  // reconcile's steps. One session container of this instance (not a claim record)
+  // adopted into the registry, or removed; `claims`: the claim records by the session they
+  // name, those of an adopted warm container added to `adopted_claims`.
+  using claim_records = std::map<std::string, const session_containers::listed*>;
+  void adopt_or_remove(const session_containers::listed& c, const claim_records& claims,
+                       std::set<std::string>& adopted_claims);
+  // The session its labels (`labelled`: a warm container's claim record's) describe.
+  std::shared_ptr<session> session_of_labels(const session_containers::listed& c,
+                                             const session_containers::listed& labelled,
+                                             bool pooled) const;
+  // What the last run left running in it swept, and (FUSE, in a fleet) its record claimed
+  // for this holder; false when it cannot be adopted (its container then removed).
+  bool settle_adopted(session& s);
+
   // Create and start a session container `name` for `s` (its ID in `container_id`); the
-  // answer when either fails (the container removed).
-  std::optional<http_reply> create_and_start(const std::string& name, session& s,
-                                             std::string& container_id);
+  // refusal when either fails (the container removed).
+  std::optional<refusal> create_and_start(const std::string& name, session& s,
+                                          std::string& container_id);
+  // The kernel a label or record names, as it is known (executor_hooks::kernel_name).
+  std::optional<std::string> known_kernel(std::string_view name) const;
   // Whether the session's place in SANDBOX_MAX_SESSIONS is taken (under limit_.mutex).
   bool at_session_limit();
   // Rewrites a record read with `etag` to name this holder: false when another sidecar
@@ -84,7 +134,8 @@ class session_lifecycle {
   bool claim_record(session_record record, const std::string& etag);
   session_record record_of(const session& s) const;
   const config& config_;
-  const client::engine& docker_;
+  const container_engine& engine_;
+  const executor_hooks& executors_;
   session_containers& containers_;
   session_registry& registry_;
   archive_store& archives_;

@@ -1,10 +1,9 @@
-// The session registry: the table, acquire, and the idle reaper (seed §1.7). See
-// session_registry.hpp for the invariants.
+// The session registry: the table, acquire, and the idle reaper (docs/aivory-api.md, "Session
+// lifecycle"). See session_registry.hpp for the invariants.
 #include "sessions/session_registry.hpp"
 
-#include "front/request.hpp"
-#include "util/ids.hpp"
 #include "sessions/session_containers.hpp"
+#include "util/ids.hpp"
 
 namespace dockgate::sidecar {
 
@@ -41,29 +40,20 @@ std::vector<std::shared_ptr<session>> session_registry::all() {
   return out;
 }
 
-std::optional<http_reply> session_registry::acquire(const std::string& id, held_session& out) {
-  if (!valid_session_id(id)) return detail(400, "invalid session_id");
+std::optional<refusal> session_registry::acquire(const std::string& id, held_session& out) {
+  if (!valid_session_id(id)) return refuse(refusal_kind::invalid, "invalid session_id");
   out.s = find(id);
-  if (!out.s || out.s->terminating) return detail(404, "session not found or not running");
+  if (!out.s || out.s->terminating)
+    return refuse(refusal_kind::not_found, "session not found or not running");
   out.lock = std::unique_lock(out.s->lock, std::defer_lock);
   if (!out.lock.try_lock_for(std::chrono::seconds(config_.queue_timeout_seconds)))
-    return detail(429, "session is busy");
+    return refuse(refusal_kind::busy, "session is busy");
   if (!containers_.running(out.s->container))
-    return detail(404, "session not found or not running");
+    return refuse(refusal_kind::not_found, "session not found or not running");
   return std::nullopt;
 }
 
-std::optional<http_reply> session_registry::session_request(const http_request& r,
-                                                            held_session& out) {
-  body_fields f(r.body);
-  if (f.error) return f.error;
-  std::optional<http_reply> err;
-  auto sid = f.string("session_id", true, err);
-  if (err) return err;
-  return acquire(*sid, out);
-}
-
-void session_registry::reap_once() {
+void session_registry::reap_idle(const std::function<void(session&)>& reap) {
   const auto sessions = all();
   const auto now = std::chrono::steady_clock::now();
   for (const auto& s : sessions) {
@@ -73,7 +63,7 @@ void session_registry::reap_once() {
     std::unique_lock lock(s->lock, std::try_to_lock);
     if (!lock.owns_lock()) continue;  // busy: next sweep
     if (std::chrono::steady_clock::now() - s->last_used.load() <= ttl) continue;
-    reap_(*s);
+    reap(*s);
   }
 }
 
@@ -85,7 +75,7 @@ void session_registry::start_reaper(std::function<void(session&)> reap) {
       reaper_wake_.wait_for(lock, std::chrono::seconds(config_.idle_reaper_sweep_interval));
       if (stopping_) break;
       lock.unlock();
-      reap_once();
+      reap_idle(reap_);
       lock.lock();
     }
   });

@@ -20,8 +20,8 @@
 #include <vector>
 
 #include "dockgate/sidecar/config.hpp"
-#include "front/http_server.hpp"
 #include "sessions/session.hpp"
+#include "util/refusal.hpp"
 
 namespace dockgate::sidecar {
 
@@ -42,20 +42,19 @@ class session_registry {
   std::vector<std::shared_ptr<session>> all();
 
   // The session, locked (per-session serialisation) and checked to be running; or the
-  // answer: 400 malformed id, 404 unknown or terminating, 429 busy past the queue timeout.
-  std::optional<http_reply> acquire(const std::string& id, held_session& out);
-  // For routes whose body names only a session: parse it and acquire the session.
-  std::optional<http_reply> session_request(const http_request& r, held_session& out);
+  // refusal: invalid (a malformed id), not_found (unknown, terminating, or its container
+  // not running), busy (held by another request past SANDBOX_QUEUE_TIMEOUT_SECONDS).
+  std::optional<refusal> acquire(const std::string& id, held_session& out);
 
   // The idle reaper: every SANDBOX_IDLE_REAPER_SWEEP_INTERVAL seconds, each session idle
   // past its TTL is passed, locked, to `reap` (which ends it, or keeps it for the next
   // sweep). Stopped by stop_reaper() (and the destructor).
   void start_reaper(std::function<void(session&)> reap);
   void stop_reaper();
+  // One sweep of the reaper, now, on this thread.
+  void reap_idle(const std::function<void(session&)>& reap);
 
  private:
-  void reap_once();
-
   const config& config_;
   const session_containers& containers_;
   std::mutex table_mutex_;

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <ctime>
 
-#include "sessions/archive_store.hpp"
+#include "sessions/workspace/archive_store.hpp"
 #include "front/request.hpp"
 #include "util/util.hpp"
 

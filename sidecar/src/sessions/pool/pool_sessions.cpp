@@ -17,24 +17,15 @@
 #include <iostream>
 
 #include "engine/labels.hpp"
-#include "util/ids.hpp"
-#include "cells/runner.hpp"
 #include "sessions/session.hpp"
 #include "sessions/session_containers.hpp"
 #include "sessions/session_limit.hpp"
 #include "sessions/session_registry.hpp"
+#include "util/ids.hpp"
 
 namespace dockgate::sidecar {
 
 using namespace std::chrono_literals;
-
-namespace {
-
-// How long a warm container's runner has to answer the claim's round trip: a few ms when
-// it runs (a fork and exec of `true` in the container), never when it is frozen.
-constexpr auto warm_check_timeout = 100ms;
-
-}  // namespace
 
 bool inspect_runs_now(std::string_view body) {
   simdjson::dom::parser p;
@@ -69,19 +60,15 @@ void session_pool::start() {
     return ids;
   };
   // Whether a warm container can run a cell now. With its runner: a round trip through it
-  // (`true` run and answered within warm_check_timeout), which only a running, unfrozen
-  // container whose runner lives can make. It proves more than the engine's State: a
+  // (executor_hooks::runner_ready: `true` run and answered within 100 ms), which only a running,
+  // unfrozen container whose runner lives can make. It proves more than the engine's State: a
   // paused container's runner stream is open and quiet, a killed or stopped runner leaves
   // the container running, and a freezer set outside Docker is not in State. Without one
   // (SANDBOX_CELL_RUNNER=0, or its start failed in the pool; the session's first cell
   // starts one): the engine's State, Running and neither Paused nor Restarting.
   h.ready = [this](pooled_container& c) {
-    if (c.runner) {
-      auto r =
-          c.runner->run({"true"}, {}, 64, {warm_check_timeout, warm_check_timeout, {}}, nullptr);
-      return r.state == cell_runner::outcome::done && r.result.exit_code == 0;
-    }
-    auto r = docker_.call("GET", "/containers/" + c.id + "/json", {}, 10s);
+    if (c.runner) return executors_.runner_ready && executors_.runner_ready(*c.runner);
+    auto r = engine_.inspect(c.id, 10s);
     return r.status == 200 && inspect_runs_now(r.body);
   };
   h.sweep = [this](const std::set<std::string>& made) -> std::optional<std::set<std::string>> {
@@ -136,7 +123,8 @@ std::optional<pooled_container> session_pool::create(std::string& error, bool& f
         error = "the engine did not list the session containers";
         return std::nullopt;
       }
-      if (static_cast<std::int64_t>(mine->size()) + limit_.reserved.load() >= config_.max_sessions) {
+      if (static_cast<std::int64_t>(mine->size()) + limit_.reserved.load() >=
+          config_.max_sessions) {
         full = true;
         return std::nullopt;
       }
@@ -149,8 +137,8 @@ std::optional<pooled_container> session_pool::create(std::string& error, bool& f
     ~reservation() { --n; }
   } reserved{limit_.reserved};
   session blank;  // no request yet: create_body writes none of a session's labels
-  auto created = docker_.call("POST", "/containers/create?name=" + name,
-                              containers_.create_body(c.sid, blank, session_containers::body_kind::pool), 60s);
+  auto created = engine_.create(
+      name, containers_.create_body(c.sid, blank, session_containers::body_kind::pool), 60s);
   if (created.status != 201) {
     containers_.remove_unused_network(c.sid);
     error = "create failed: " + (created.status ? created.body : created.error);
@@ -168,7 +156,7 @@ std::optional<pooled_container> session_pool::create(std::string& error, bool& f
     }
     c.id = std::string(id);
   }
-  auto started = docker_.call("POST", "/containers/" + c.id + "/start", {}, 60s);
+  auto started = engine_.start(c.id, 60s);
   if (started.status != 204 && started.status != 304) {
     containers_.remove(c.id);
     error = "start failed: " + (started.status ? started.body : started.error);
@@ -199,9 +187,9 @@ std::optional<pooled_container> session_pool::claim(std::chrono::milliseconds wa
 // answered with an error may still have been made: the caller removes it by name.
 std::string session_pool::write_claim_record(const session& s) {
   const std::string name = std::string(container_prefix) + s.id + std::string(claim_suffix);
-  auto made = docker_.call("POST", "/containers/create?name=" + name,
-                           containers_.create_body(s.id, s, session_containers::body_kind::claim, s.container),
-                           std::chrono::seconds(config_.docker_call_timeout_s));
+  auto made = engine_.create(
+      name, containers_.create_body(s.id, s, session_containers::body_kind::claim, s.container),
+      std::chrono::seconds(config_.docker_call_timeout_s));
   if (made.status == 201) return {};
   return "claim record not written: " + (made.status ? made.body : made.error);
 }

@@ -10,8 +10,9 @@
 #include <optional>
 #include <string>
 
-#include "dockgate/client/engine.hpp"
 #include "dockgate/sidecar/config.hpp"
+#include "engine/container_engine.hpp"
+#include "sessions/executor_hooks.hpp"
 #include "sessions/pool/pool.hpp"
 
 namespace dockgate::sidecar {
@@ -23,9 +24,16 @@ struct session_limit;
 
 class session_pool {
  public:
-  session_pool(const config& c, const client::engine& docker, const session_containers& containers,
-               session_registry& registry, session_limit& limit)
-      : config_(c), docker_(docker), containers_(containers), registry_(registry), limit_(limit) {}
+  // `executors`: whether a warm container's runner answers (executor_hooks::runner_ready).
+  session_pool(const config& c, const container_engine& engine, const executor_hooks& executors,
+               const session_containers& containers, session_registry& registry,
+               session_limit& limit)
+      : config_(c),
+        engine_(engine),
+        executors_(executors),
+        containers_(containers),
+        registry_(registry),
+        limit_(limit) {}
 
   // Start after the sessions are adopted (reconcile); stop before they end (its
   // unclaimed containers are removed; returns how many). Without SANDBOX_WARM_POOL, or in
@@ -46,7 +54,8 @@ class session_pool {
   std::optional<pooled_container> create(std::string& error, bool& full);
 
   const config& config_;
-  const client::engine& docker_;
+  const container_engine& engine_;
+  const executor_hooks& executors_;
   const session_containers& containers_;
   session_registry& registry_;
   session_limit& limit_;

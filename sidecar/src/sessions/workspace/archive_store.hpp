@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "storage/archive.hpp"
 #include "dockgate/sidecar/config.hpp"
+#include "storage/archive.hpp"
 #include "storage/storage.hpp"
 
 namespace dockgate::sidecar {
@@ -20,23 +20,23 @@ namespace dockgate::sidecar {
 class session_containers;
 struct session;
 
-// What a session's restore did (answered by POST /sessions as "restore").
+// What a session's restore did (answered by POST /sessions as "restore": the Aivory front
+// writes it, front/aivory/session_routes.cpp).
 struct restore_report {
   std::string status = "none";  // restored | partial | none | failed
   std::string key;              // the archive's object key, when storage is used
   std::vector<skipped_member> skipped;
   std::vector<std::string> conflicts;  // archives kept beside it by sessions that lost a race
   std::string error;                   // failed: why
-  std::string to_json() const;
 };
 
 // What became of a workspace when its session ended (answered by DELETE as "archive").
+// status not_discarded: a discard that could not be done (its reason says why).
 struct archive_outcome {
   std::string status;  // written | conflict | not_written | discarded
   std::string key;     // where it went
   std::string reason;  // conflict, not_written: why
   bool retry = false;  // a storage error: a reaped session is kept for the next sweep
-  std::string to_json() const;
 };
 
 // An archive fetched and filtered before its session's container exists.
@@ -47,6 +47,7 @@ struct prepared_restore {
 };
 
 // The storage block of a request body (its "storage" member), chosen and validated.
+// (A parse of the body: the fronts' and storage_api's, until it moves there.)
 storage_choice request_storage(const std::string& body, const config& c);
 
 class archive_store {
@@ -62,6 +63,14 @@ class archive_store {
 
  private:
   std::shared_ptr<std::mutex> key_lock(const std::string& where);
+  // The workspace of `s` as tar.gz, checked to read back whole; nullopt with `failed` (a
+  // not_written outcome) when it cannot be.
+  std::optional<std::string> tar_workspace(const session& s, const std::string& main_key,
+                                           archive_outcome& failed) const;
+  // `tgz` written under the key's locks: over the archive, or beside it (conflict).
+  archive_outcome store_archive(session& s, const std::string& main_key, std::string tgz);
+  archive_outcome not_written(const session& s, const std::string& main_key, std::string reason,
+                              bool retry) const;
 
   const config& config_;
   const session_containers& containers_;

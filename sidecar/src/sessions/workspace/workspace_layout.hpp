@@ -8,6 +8,7 @@ namespace dockgate::sidecar {
 // Inputs (uploads, skills) are staged afresh for every run: emptied on create and on
 // /files/reset-inputs, never archived.
 inline constexpr std::string_view reset_inputs_script =
-    "rm -rf -- /workspace/uploads /workspace/skills && mkdir -p -- /workspace/uploads /workspace/skills";
+    "rm -rf -- /workspace/uploads /workspace/skills && mkdir -p -- /workspace/uploads "
+    "/workspace/skills";
 
 }  // namespace dockgate::sidecar

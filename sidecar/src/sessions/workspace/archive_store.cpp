@@ -1,4 +1,5 @@
-// Workspace archives: restore on create, archive on delete and reap, discard (seed §1.8).
+// Workspace archives: restore on create, archive on delete and reap, discard (docs/aivory-api.md,
+// "Archives and storage").
 //
 // Nothing is lost: an archive is replaced only by the workspace of a session that was
 // restored from exactly that archive (same generation), completely; anything else — a
@@ -10,12 +11,11 @@
 // directory for sidecars sharing it); in S3 the write is conditional on the generation
 // checked (If-Match / If-None-Match), so a sidecar on another host cannot slip in between
 // where the store supports conditional writes.
-#include "sessions/archive_store.hpp"
+#include "sessions/workspace/archive_store.hpp"
 
 #include <simdjson.h>
 
 #include <iostream>
-
 
 #include "sessions/session.hpp"
 #include "sessions/session_containers.hpp"
@@ -39,52 +39,23 @@ std::string sibling(const std::string& main_key, std::string_view suffix) {
   return main_key.substr(0, main_key.size() - 4) + std::string(suffix);
 }
 
+// Why a session's archive goes beside the key's instead of over it (the key's generation
+// now: "" when nothing is there), or "" when it may replace it: only the workspace of a
+// session restored whole from exactly that generation replaces it.
+std::string conflict_reason(const session& s, const std::string& current) {
+  if (s.restore_status == "failed" || s.restore_status == "partial")
+    return "the restore of this session was " + s.restore_status +
+           ": the archive it came from is kept";
+  // Nothing under the key now (never written, discarded, or collected): no one's work is
+  // in the way.
+  if (current.empty()) return {};
+  if (!s.restored_generation) return "the archive this session was restored from is not known";
+  if (current != *s.restored_generation)
+    return "another session wrote the archive after this one was restored";
+  return {};
+}
+
 }  // namespace
-
-std::string restore_report::to_json() const {
-  std::string out = "{\"status\":";
-  client::append_json_string(out, status);
-  if (!key.empty()) {
-    out += ",\"key\":";
-    client::append_json_string(out, key);
-  }
-  out += ",\"skipped\":[";
-  for (std::size_t i = 0; i < skipped.size(); ++i) {
-    out += i ? ",{\"path\":" : "{\"path\":";
-    client::append_json_string(out, valid_utf8(skipped[i].path));
-    out += ",\"reason\":";
-    client::append_json_string(out, valid_utf8(skipped[i].reason));
-    out += '}';
-  }
-  out += ']';
-  if (!conflicts.empty()) {
-    out += ",\"conflicts\":[";
-    for (std::size_t i = 0; i < conflicts.size(); ++i) {
-      if (i) out += ',';
-      client::append_json_string(out, conflicts[i]);
-    }
-    out += ']';
-  }
-  if (!error.empty()) {
-    out += ",\"error\":";
-    client::append_json_string(out, valid_utf8(error));
-  }
-  return out + "}";
-}
-
-std::string archive_outcome::to_json() const {
-  std::string out = "{\"status\":";
-  client::append_json_string(out, status);
-  if (!key.empty()) {
-    out += ",\"key\":";
-    client::append_json_string(out, key);
-  }
-  if (!reason.empty()) {
-    out += ",\"reason\":";
-    client::append_json_string(out, valid_utf8(reason));
-  }
-  return out + "}";
-}
 
 storage_choice request_storage(const std::string& body, const config& c) {
   std::string block;
@@ -163,93 +134,107 @@ void archive_store::unpack_restore(const std::string& container, prepared_restor
 }
 
 archive_outcome archive_store::archive_workspace(session& s) {
-  archive_outcome out;
   const storage_spec& storage = *s.storage;
   const std::string main_key = storage.archive_key(s.archive_key);
-  auto not_written = [&](std::string reason, bool retry) {
-    out.status = "not_written";
-    out.reason = std::move(reason);
-    out.retry = retry;
-    std::cerr << "dockgate-sidecar: archive of session " << s.id << " (" << storage.where() << " "
-              << main_key << ") not written: " << out.reason << std::endl;
-    return out;
-  };
   if (!storage.has_credentials)
     return not_written(
+        s, main_key,
         "the credentials of " + storage.where() +
             " are not known since the sidecar restarted; DELETE with the storage block archives it",
         true);
   // The workspace first (the long part, no lock held), checked to read back whole.
+  archive_outcome failed;
+  auto tgz = tar_workspace(s, main_key, failed);
+  if (!tgz) return failed;
+  return store_archive(s, main_key, std::move(*tgz));
+}
+
+archive_outcome archive_store::not_written(const session& s, const std::string& main_key,
+                                           std::string reason, bool retry) const {
+  archive_outcome out;
+  out.status = "not_written";
+  out.reason = std::move(reason);
+  out.retry = retry;
+  std::cerr << "dockgate-sidecar: archive of session " << s.id << " (" << s.storage->where() << " "
+            << main_key << ") not written: " << out.reason << std::endl;
+  return out;
+}
+
+std::optional<std::string> archive_store::tar_workspace(const session& s,
+                                                        const std::string& main_key,
+                                                        archive_outcome& failed) const {
   auto tar = containers_.run_in(s.container, {"sh", "-c", std::string(archive_script)},
                                 std::chrono::seconds(config_.archive_timeout_s), {}, false, {},
                                 static_cast<std::size_t>(config_.max_archive_bytes));
-  if (!tar.started) return not_written("tar could not run: " + tar.error, true);
-  if (tar.timed_out)
-    return not_written("tar did not finish within SANDBOX_ARCHIVE_TIMEOUT_S (" +
-                           std::to_string(config_.archive_timeout_s) + " s)",
-                       false);
-  if (tar.stdout_dropped)
-    return not_written("the workspace archive is larger than SANDBOX_MAX_ARCHIVE_BYTES (" +
-                           std::to_string(config_.max_archive_bytes) + " bytes)",
-                       false);
+  if (!tar.started) {
+    failed = not_written(s, main_key, "tar could not run: " + tar.error, true);
+    return std::nullopt;
+  }
+  if (tar.timed_out) {
+    failed = not_written(s, main_key,
+                         "tar did not finish within SANDBOX_ARCHIVE_TIMEOUT_S (" +
+                             std::to_string(config_.archive_timeout_s) + " s)",
+                         false);
+    return std::nullopt;
+  }
+  if (tar.stdout_dropped) {
+    failed = not_written(s, main_key,
+                         "the workspace archive is larger than SANDBOX_MAX_ARCHIVE_BYTES (" +
+                             std::to_string(config_.max_archive_bytes) + " bytes)",
+                         false);
+    return std::nullopt;
+  }
   const auto check = check_archive(tar.stdout_data);
-  if (check.error)
-    return not_written("tar exited " + std::to_string(tar.exit_code) +
-                           " with an unreadable archive (" + *check.error +
-                           "): " + tar.stderr_data.substr(0, 300),
-                       false);
+  if (check.error) {
+    failed = not_written(s, main_key,
+                         "tar exited " + std::to_string(tar.exit_code) +
+                             " with an unreadable archive (" + *check.error +
+                             "): " + tar.stderr_data.substr(0, 300),
+                         false);
+    return std::nullopt;
+  }
   if (tar.exit_code != 0)
     std::cerr << "dockgate-sidecar: archive of session " << s.id << ": tar exited " << tar.exit_code
               << " (archived what it could read): " << tar.stderr_data.substr(0, 300) << std::endl;
+  return std::move(tar.stdout_data);
+}
 
-  // Then, under the key's locks (this sidecar's, and the store's across sidecars on this
-  // host), where it may go: over the archive only if it came from exactly that one.
+archive_outcome archive_store::store_archive(session& s, const std::string& main_key,
+                                             std::string tgz) {
+  // Under the key's locks (this sidecar's, and the store's across sidecars on this host),
+  // where it may go: over the archive only if it came from exactly that one.
+  const storage_spec& storage = *s.storage;
   auto store = open_store(storage, config_);
   auto lock = key_lock(storage.where() + "\n" + main_key);
   std::lock_guard held(*lock);
   auto shared = store->lock_key(main_key);
   const std::string conflict_key = sibling(main_key, ".conflict-" + s.id + ".tgz");
-  std::string target = main_key;
   std::string error;
   const auto current = store->generation(main_key, error);
-  if (!current) return not_written(error, true);
-  if (s.restore_status == "failed" || s.restore_status == "partial") {
-    target = conflict_key;
-    out.reason = "the restore of this session was " + s.restore_status +
-                 ": the archive it came from is kept";
-  } else if (current->empty()) {
-    // Nothing under the key now (never written, discarded, or collected): no one's work
-    // is in the way.
-  } else if (!s.restored_generation) {
-    target = conflict_key;
-    out.reason = "the archive this session was restored from is not known";
-  } else if (*current != *s.restored_generation) {
-    target = conflict_key;
-    out.reason = "another session wrote the archive after this one was restored";
-  }
-
-  if (target == main_key) {
+  if (!current) return not_written(s, main_key, error, true);
+  archive_outcome out;
+  out.reason = conflict_reason(s, *current);
+  if (out.reason.empty()) {
     if (!current->empty() && !store->copy(main_key, sibling(main_key, ".prev.tgz"), error))
-      return not_written("the previous generation could not be kept: " + error, true);
+      return not_written(s, main_key, "the previous generation could not be kept: " + error, true);
     bool changed = false;
     // Conditional: a sidecar on another host may have written the key since the check.
-    if (auto written = store->replace(main_key, tar.stdout_data, "application/gzip", *current,
-                                      changed, error)) {
+    if (auto written =
+            store->replace(main_key, tgz, "application/gzip", *current, changed, error)) {
       s.restored_generation = *written;  // a second archive of this session replaces its own
       out.status = "written";
       out.key = main_key;
       return out;
     }
-    if (!changed) return not_written(error, true);
-    target = conflict_key;
+    if (!changed) return not_written(s, main_key, error, true);
     out.reason = "another session wrote the archive after this one was restored";
   }
-  if (!store->put(target, tar.stdout_data, "application/gzip", error))
-    return not_written(error, true);
+  if (!store->put(conflict_key, tgz, "application/gzip", error))
+    return not_written(s, main_key, error, true);
   out.status = "conflict";
-  out.key = target;
-  std::cerr << "dockgate-sidecar: archive of session " << s.id << " kept as " << target << ": "
-            << out.reason << std::endl;
+  out.key = conflict_key;
+  std::cerr << "dockgate-sidecar: archive of session " << s.id << " kept as " << conflict_key
+            << ": " << out.reason << std::endl;
   return out;
 }
 

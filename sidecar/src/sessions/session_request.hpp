@@ -1,0 +1,52 @@
+#pragma once
+// A session's create and delete as the session core takes them: typed, every field
+// already read and checked by the front that parsed the request (front/aivory/
+// session_routes.cpp for the Aivory API), and what the core answers. No HTTP here.
+// Internal to the sidecar library.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "sessions/workspace/archive_store.hpp"
+#include "storage/storage.hpp"
+
+namespace dockgate::sidecar {
+
+// POST /sessions.
+struct create_request {
+  // The idle TTL asked for, in seconds (clamped to SANDBOX_IDLE_TTL_CAP_SECONDS; none or
+  // <= 0: SANDBOX_IDLE_TTL_SECONDS).
+  std::optional<std::int64_t> idle_ttl_sec;
+  // The workspace's archive key, only when it is a valid one (util/ids.hpp); none: the
+  // session ID is its key.
+  std::optional<std::string> archive_key;
+  // A known kernel's name (executor_hooks::kernel_name); "": a plain session.
+  std::string kernel;
+  // Where its workspace is archived (the request's storage block, chosen and checked);
+  // none: not kept.
+  std::optional<storage_spec> storage;
+};
+
+struct created_session {
+  std::string session_id;
+  restore_report restore;  // what the restore of its workspace did
+};
+
+// DELETE /sessions/{id}.
+struct delete_request {
+  std::string session_id;  // a valid session ID
+  bool discard = false;    // its archives discarded instead of its workspace archived
+  // The archive key named, only when it is a valid one.
+  std::optional<std::string> archive_key;
+  // A storage block was given (not null), and what it chose (none: it names no storage).
+  bool storage_given = false;
+  std::optional<storage_spec> storage;
+};
+
+// What became of the workspace (none: nothing was archived or discarded).
+struct deleted_session {
+  std::optional<archive_outcome> archive;
+};
+
+}  // namespace dockgate::sidecar
