@@ -13,7 +13,7 @@ session_core::session_core(const config& c, const container_engine& e, const cli
       pool(c, docker, containers, registry, limit),
       lifecycle(c, docker, containers, registry, archives, mounts, pool, limit, lease),
       fleet(c, lease, registry, lifecycle),
-      cells(c, docker, containers, registry, lifecycle),
+      cells(c, e, containers, registry, lifecycle),
       files(c, containers, registry),
       storage(c) {}
 

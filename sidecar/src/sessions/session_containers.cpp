@@ -8,6 +8,7 @@
 
 #include "dockgate/common/workspace_id.hpp"
 #include "egress/egress_network.hpp"
+#include "engine/docker_engine.hpp"
 #include "engine/labels.hpp"
 #include "cells/runner.hpp"
 #include "sessions/session.hpp"
@@ -232,7 +233,7 @@ std::string session_containers::make_workspace(const std::string& container,
     // The same command through the runner (its own process, as the session user, like the
     // exec's); a runner that fails here is closed and the exec below says why, if anything.
     std::string why;
-    if (auto started = cell_runner::start(docker_, container, 20s, &why)) {
+    if (auto started = cell_runner::start(docker_engine(docker_), container, 20s, &why)) {
       auto made = started->run(mkdir, {}, 64 * 1024, {20s, 20s, {}}, nullptr);
       if (made.state == cell_runner::outcome::done && made.result.exit_code == 0) {
         *runner = std::move(started);

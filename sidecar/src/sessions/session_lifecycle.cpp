@@ -13,6 +13,7 @@
 #include "dockgate/common/workspace_id.hpp"
 #include "fleet/store_lease.hpp"
 #include "cells/kernel.hpp"
+#include "engine/docker_engine.hpp"
 #include "engine/labels.hpp"
 #include "sessions/pool/pool_sessions.hpp"
 #include "front/request.hpp"
@@ -547,7 +548,7 @@ std::string session_lifecycle::start_kernel(session& s) {
   if (s.runner) s.runner->close();
   s.runner.reset();
   std::string why;
-  s.kernel_driver = start_kernel_driver(docker_, s.container, 90s, &why);
+  s.kernel_driver = start_kernel_driver(docker_engine(docker_), s.container, 90s, &why);
   return s.kernel_driver ? std::string() : why;
 }
 
