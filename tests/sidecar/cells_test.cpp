@@ -568,6 +568,7 @@ TEST_CASE("aivory /exec: the request's 422, 413 and 400 before the core; the ans
     if (is_cell(o)) {
       if (o.on_output) o.on_output(1, "h\xc3");
       if (o.on_output) o.on_output(1, "\xa9");
+      if (o.on_output) o.on_output(2, "\xe2\x82");  // cut short: held, then sent at the end
       res.stdout_data = "h\xc3\xa9";
       res.stderr_data = "\"q\"";
       res.exit_code = 1;
@@ -584,6 +585,7 @@ TEST_CASE("aivory /exec: the request's 422, 413 and 400 before the core; the ans
   auto streamed = post_exec(r, ok("1"), &stream);
   CHECK(streamed.streamed);
   CHECK(stream.text == "event: stdout\ndata: \"h\"\n\nevent: stdout\ndata: \"é\"\n\n"
+                       "event: stderr\ndata: \"\xef\xbf\xbd\xef\xbf\xbd\"\n\n"
                        "event: result\ndata: " + body + "\n\n");
   // An error before any output: a plain answer, the stream never opened.
   recording unopened;
