@@ -145,6 +145,11 @@ std::optional<connection> connection::open(const transport& t, clock_type::time_
   return c;
 }
 
+connection connection::adopt(int fd) {
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+  return connection(fd);
+}
+
 connection::~connection() {
   if (ssl_) SSL_free(static_cast<SSL*>(ssl_));
   if (fd_ >= 0) ::close(fd_);

@@ -2,10 +2,12 @@
 // driver's hello and status frames (untrusted: parsed strictly), the answer's `kernel`
 // object, the cell request's framing.
 #include "cells/kernel.hpp"
+#include "front/aivory/cell_answers.hpp"
 
 #include <catch2/catch.hpp>
 
 using namespace dockgate::sidecar;
+using dockgate::sidecar::aivory::kernel_json;
 
 TEST_CASE("kernel names: python (and Jupyter's python3) only", "[sidecar][kernel]") {
   CHECK(kernel_name("python") == "python");

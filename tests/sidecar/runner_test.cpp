@@ -20,8 +20,13 @@
 #include <thread>
 
 #include "cells/kernel.hpp"
+#include "engine/docker_engine.hpp"
+#include "front/aivory/cell_answers.hpp"
 
 using namespace dockgate::sidecar;
+using dockgate::sidecar::aivory::cell_events;
+using dockgate::sidecar::aivory::utf8_whole_prefix;
+using dockgate::sidecar::aivory::wants_event_stream;
 
 namespace {
 
@@ -425,9 +430,10 @@ struct fake_engine {
     }
     for (int fd : held) ::close(fd);
   }
-  dockgate::client::engine engine() const {
-    return dockgate::client::engine(dockgate::client::engine_config{
-        {{dockgate::common::endpoint::kind::unix_socket, path, "", 0}, nullptr}});
+  // The real engine seam over it (docker_engine: the client the sidecar uses).
+  docker_engine engine() const {
+    return docker_engine(dockgate::client::engine(dockgate::client::engine_config{
+        {{dockgate::common::endpoint::kind::unix_socket, path, "", 0}, nullptr}}));
   }
 };
 

@@ -23,8 +23,7 @@ struct front_rig {
   explicit front_rig(config cfg = plain()) : c(std::move(cfg)) {}
   config c;
   testing::fake_engine engine;
-  dockgate::client::engine unused{dockgate::client::engine_config{}};
-  session_core core{c, engine, unused, nullptr};
+  session_core core{c, engine, nullptr};
 
   http_reply call(const std::string& method, const std::string& path, const std::string& body) {
     http_request r;

@@ -1,61 +1,60 @@
 #pragma once
-// Cells: POST /exec, one cell run in a session's container (through its cell runner, or
-// plain execs), the clean-up that nothing a cell started outlives, and the artifacts.
+// Cells: one cell run in a session's container by one of its three executors (plain
+// execs, the session's cell runner, a kernel session's kernel: executors.hpp), the
+// clean-up that nothing a cell started outlives, and the artifacts. A front parses the
+// request (cell_contract.hpp) and writes the result in its API's shape; cells know no HTTP.
 // Internal to the sidecar library; the invariants are at the top of cells.cpp.
 
-#include <chrono>
-#include <functional>
 #include <semaphore>
-#include <string>
-#include <vector>
+#include <string_view>
 
-#include "dockgate/client/engine.hpp"
+#include "cells/cell_contract.hpp"
+#include "cells/cell_output.hpp"
+#include "cells/executors.hpp"
 #include "dockgate/sidecar/config.hpp"
-#include "front/http_server.hpp"
+#include "util/refusal.hpp"
 
 namespace dockgate::sidecar {
 
-class cell_events;  // runner.hpp
-struct cell_listing;  // cell_listing.hpp
-struct session;       // session.hpp
+class container_engine;
 class session_containers;
 class session_lifecycle;
 class session_registry;
+struct session;
 
 class cells {
  public:
-  cells(const config& c, const client::engine& docker, const session_containers& containers,
+  cells(const config& c, const container_engine& engine, const session_containers& containers,
         session_registry& registry, session_lifecycle& lifecycle)
-      : config_(c),
-        docker_(docker),
-        containers_(containers),
-        registry_(registry),
-        lifecycle_(lifecycle),
+      : registry_(registry),
+        context_{c, engine, containers, lifecycle},
+        plain_(context_),
+        runner_(context_, plain_),
+        kernel_(context_),
         exec_slots_(c.max_concurrent_execs > 0 ? c.max_concurrent_execs : (1 << 20)) {}
 
-  http_reply exec(const http_request& r);
-  // POST /sessions/{id}/restart: a kernel session's kernel replaced by a new one
-  // (kernel_cells.cpp); 404 for an unknown session, 400 for one without a kernel.
-  http_reply restart_kernel(std::string_view id);
+  // A cell, run to its answer; its output also goes to `output` as it comes (null: not
+  // streamed). Refused: not_found (no such session, or it is ending), busy (the session
+  // past the queue timeout, or no exec slot), failed (the cell could not be run, or its
+  // clean-up ended the session).
+  outcome<cell_result> run(const cell_request& request, cell_output* output);
+  // POST /sessions/{id}/restart on a session its caller holds (session_registry::acquire):
+  // its kernel replaced by a new one; invalid for a session without a kernel.
+  outcome<kernel_restart> restart_kernel(session& s) { return kernel_.restart(s); }
+
+  // The executor a cell of `s` runs on: the kernel for a kernel session, else the
+  // session's runner where it has (or now starts) one, else plain execs. Refused when the
+  // sweep before a new runner ended the session. Under the session's lock.
+  outcome<cell_executor*> executor_for(session& s);
 
  private:
-  http_reply run_cell(const http_request& r, cell_events& events);
-  // A cell of a kernel session, under the session's lock (kernel_cells.cpp).
-  http_reply run_kernel_cell(session& s, const std::string& code, std::int64_t ms,
-                             cell_events& events);
-  // A command that is no user code, run in the session's container (an artifact's `cat`).
-  using artifact_reader = std::function<client::exec_result(
-      std::vector<std::string>, std::chrono::milliseconds, std::size_t)>;
-  // The answer's `files` array: new or changed regular files under /workspace/outputs,
-  // read with `read`, within the artifact limits (what is skipped is said in `errs`).
-  std::string artifacts(const cell_listing& listing, const artifact_reader& read,
-                        std::string& errs) const;
+  std::int64_t timeout_of(const cell_request& request) const;
 
-  const config& config_;
-  const client::engine& docker_;
-  const session_containers& containers_;
   session_registry& registry_;
-  session_lifecycle& lifecycle_;  // a session whose clean-up failed is ended
+  cell_context context_;
+  plain_executor plain_;
+  runner_executor runner_;
+  kernel_executor kernel_;
   std::counting_semaphore<1 << 20> exec_slots_;
 };
 

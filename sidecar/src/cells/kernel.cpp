@@ -6,6 +6,7 @@
 #include <charconv>
 
 #include "dockgate/client/engine.hpp"
+#include "engine/container_engine.hpp"
 
 namespace dockgate::sidecar {
 
@@ -74,15 +75,6 @@ std::optional<kernel_status> parse_kernel_status(std::string_view payload) {
   return kernel_status{*restarted, *died, *count};
 }
 
-std::string kernel_json(std::string_view name, const kernel_status& st) {
-  std::string out = "{\"name\":";
-  client::append_json_string(out, name);
-  out += ",\"restarted\":";
-  out += st.restarted ? "true" : "false";
-  out += ",\"execution_count\":" + std::to_string(st.execution_count) + "}";
-  return out;
-}
-
 std::string kernel_cell_request(std::string_view code, std::int64_t timeout_ms,
                                 std::int64_t grace_ms, std::string_view outputs,
                                 std::uint32_t cap) {
@@ -90,7 +82,7 @@ std::string kernel_cell_request(std::string_view code, std::int64_t timeout_ms,
   return runner_request('K', cap, {{code}, {t, g}, {outputs}});
 }
 
-std::shared_ptr<cell_runner> start_kernel_driver(const client::engine& docker,
+std::shared_ptr<cell_runner> start_kernel_driver(const container_engine& engine,
                                                  const std::string& container,
                                                  std::chrono::milliseconds timeout,
                                                  std::string* error) {
@@ -98,7 +90,7 @@ std::shared_ptr<cell_runner> start_kernel_driver(const client::engine& docker,
   // -I, as the runner: nothing the session's files can change is imported by the driver
   // (the kernel it starts is a plain `python3 -m ipykernel_launcher`, as a cell's python3).
   auto driver = cell_runner::start_program(
-      docker, container, {"python3", "-I", "-c", std::string(kernel_program), "dockgate-kernel"},
+      engine, container, {"python3", "-I", "-c", std::string(kernel_program), "dockgate-kernel"},
       [](std::string_view payload) -> std::optional<int> {
         auto h = parse_kernel_hello(payload);
         if (!h || h->st != kernel_hello::state::ready) return std::nullopt;

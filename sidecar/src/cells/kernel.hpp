@@ -44,9 +44,6 @@ struct kernel_status {
 };
 std::optional<kernel_status> parse_kernel_status(std::string_view payload);
 
-// The answer's `kernel` object: {"name":..,"restarted":..,"execution_count":..}.
-std::string kernel_json(std::string_view name, const kernel_status& st);
-
 // A cell's request: its code, its timeout and the kill grace after the interrupt, the
 // outputs directory. (A restart is the sidecar's own: the driver ended, the container swept
 // as judged from the host, a new driver started: kernel_cells.cpp.)
@@ -55,7 +52,7 @@ std::string kernel_cell_request(std::string_view code, std::int64_t timeout_ms,
 
 // The driver started in `container` as the session user; it answers once its kernel is
 // ready. nullptr with `error` set (the image's missing packages named when that is why).
-std::shared_ptr<cell_runner> start_kernel_driver(const client::engine& docker,
+std::shared_ptr<cell_runner> start_kernel_driver(const container_engine& engine,
                                                  const std::string& container,
                                                  std::chrono::milliseconds timeout,
                                                  std::string* error);

@@ -6,6 +6,7 @@
 #include <cctype>
 #include <charconv>
 
+#include "engine/container_engine.hpp"
 #include "engine/labels.hpp"
 #include "util/util.hpp"
 
@@ -142,14 +143,14 @@ std::string runner_request(char op, std::uint32_t cap,
   return out + body;
 }
 
-std::shared_ptr<cell_runner> cell_runner::start(const client::engine& docker,
+std::shared_ptr<cell_runner> cell_runner::start(const container_engine& engine,
                                                 const std::string& container,
                                                 std::chrono::milliseconds timeout,
                                                 std::string* error) {
   const auto deadline = client::clock_type::now() + timeout;
   // -I: no user site, no PYTHON* variables, no script directory on sys.path: nothing
   // the session's files can change is imported before the runner is in place.
-  auto stream = docker.exec_attach(
+  auto stream = engine.exec_attach(
       container, {"python3", "-I", "-c", std::string(runner_program), "dockgate-runner"},
       session_user, deadline, error);
   if (!stream) return nullptr;
@@ -168,11 +169,11 @@ std::shared_ptr<cell_runner> cell_runner::start(const client::engine& docker,
 }
 
 std::shared_ptr<cell_runner> cell_runner::start_program(
-    const client::engine& docker, const std::string& container, std::vector<std::string> argv,
+    const container_engine& engine, const std::string& container, std::vector<std::string> argv,
     const std::function<std::optional<int>(std::string_view)>& parse_hello,
     std::chrono::milliseconds timeout, std::string* error, std::string* hello_payload) {
   const auto deadline = client::clock_type::now() + timeout;
-  auto stream = docker.exec_attach(container, std::move(argv), session_user, deadline, error);
+  auto stream = engine.exec_attach(container, argv, session_user, deadline, error);
   if (!stream) return nullptr;
   std::shared_ptr<cell_runner> runner(new cell_runner(std::move(*stream)));
   std::string why;
@@ -363,67 +364,6 @@ cell_runner::cell_result cell_runner::run_request(
     close();
     return out;
   }
-}
-
-bool wants_event_stream(std::string_view accept) {
-  while (!accept.empty()) {
-    const auto comma = accept.find(',');
-    std::string_view range = accept.substr(0, comma);
-    accept = comma == std::string_view::npos ? std::string_view{} : accept.substr(comma + 1);
-    range = range.substr(0, range.find(';'));
-    while (!range.empty() && (range.front() == ' ' || range.front() == '\t'))
-      range.remove_prefix(1);
-    while (!range.empty() && (range.back() == ' ' || range.back() == '\t')) range.remove_suffix(1);
-    constexpr std::string_view wanted = "text/event-stream";
-    if (range.size() == wanted.size() &&
-        std::equal(range.begin(), range.end(), wanted.begin(),
-                   [](char a, char b) { return std::tolower(static_cast<unsigned char>(a)) == b; }))
-      return true;
-  }
-  return false;
-}
-
-std::size_t utf8_whole_prefix(std::string_view s) {
-  // Look back over at most three continuation bytes for the sequence's lead byte.
-  for (std::size_t back = 1; back <= 4 && back <= s.size(); ++back) {
-    const auto c = static_cast<unsigned char>(s[s.size() - back]);
-    if ((c & 0xC0) == 0x80) continue;  // a continuation byte
-    const std::size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
-    return need > back ? s.size() - back : s.size();
-  }
-  return s.size();  // no lead byte near the end: nothing worth holding
-}
-
-void cell_events::output(int stream, std::string_view data) {
-  std::string& held = held_[stream == 2 ? 1 : 0];
-  held.append(data);
-  const std::size_t whole = utf8_whole_prefix(held);
-  if (whole == 0) return;
-  send(stream == 2 ? "stderr" : "stdout", valid_utf8(std::string_view(held).substr(0, whole)),
-       false);
-  held.erase(0, whole);
-}
-
-void cell_events::flush() {
-  for (int i = 0; i < 2; ++i) {
-    if (held_[i].empty()) continue;
-    send(i ? "stderr" : "stdout", valid_utf8(held_[i]), false);
-    held_[i].clear();
-  }
-}
-
-void cell_events::send(std::string_view event, std::string_view data, bool json) {
-  if (!stream_) return;
-  if (!stream_->opened()) stream_->open(200, "text/event-stream");
-  std::string e = "event: ";
-  e += event;
-  e += "\ndata: ";
-  if (json)
-    e += data;
-  else
-    client::append_json_string(e, data);
-  e += "\n\n";
-  stream_->write(e);  // a client that stopped reading: the cell still runs to its end
 }
 
 }  // namespace dockgate::sidecar

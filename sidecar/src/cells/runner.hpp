@@ -25,9 +25,10 @@
 #include <vector>
 
 #include "dockgate/client/engine.hpp"
-#include "front/http_server.hpp"
 
 namespace dockgate::sidecar {
+
+class container_engine;
 
 // The runner's source, embedded at build time (runner_program.cpp.in).
 extern const std::string_view runner_program;
@@ -123,7 +124,7 @@ class cell_runner {
   // Starts the runner in `container` and waits for its hello; nullptr (with `error`) if
   // it does not answer as expected within `timeout`.
   // It runs as the session user (session_user), as cells do.
-  static std::shared_ptr<cell_runner> start(const client::engine& docker,
+  static std::shared_ptr<cell_runner> start(const container_engine& engine,
                                             const std::string& container,
                                             std::chrono::milliseconds timeout, std::string* error);
   // Its PID in the container, as its hello said.
@@ -132,7 +133,7 @@ class cell_runner {
   // kernel.hpp): `argv` started as the session user, its first frame a hello that
   // `parse_hello` turns into its PID; the hello's payload is left in *hello either way.
   static std::shared_ptr<cell_runner> start_program(
-      const client::engine& docker, const std::string& container, std::vector<std::string> argv,
+      const container_engine& engine, const std::string& container, std::vector<std::string> argv,
       const std::function<std::optional<int>(std::string_view)>& parse_hello,
       std::chrono::milliseconds timeout, std::string* error, std::string* hello);
 
@@ -197,31 +198,6 @@ class cell_runner {
   std::optional<client::exec_stream> stream_;
   runner_frames frames_;
   int pid_ = 0;
-};
-
-// Streamed output (POST /exec with Accept: text/event-stream): `event: stdout` and
-// `event: stderr` whose data is the JSON string of a piece of output, as it arrives
-// (a UTF-8 sequence cut by a read is held back until it is whole), then `event: result`
-// with the answer's JSON object, or `event: error` with an error body once output has
-// gone out. The stream opens with the first event.
-bool wants_event_stream(std::string_view accept);
-// The longest prefix of `s` that does not end inside a UTF-8 sequence.
-std::size_t utf8_whole_prefix(std::string_view s);
-
-class cell_events {
- public:
-  explicit cell_events(reply_stream* stream) : stream_(stream) {}
-  bool active() const { return stream_ != nullptr; }
-  bool opened() const { return stream_ && stream_->opened(); }
-  void output(int stream, std::string_view data);
-  // What is held back, sent as it is (an incomplete sequence becomes U+FFFD).
-  void flush();
-  // `data`: JSON text if `json`, else a string to send as a JSON string.
-  void send(std::string_view event, std::string_view data, bool json);
-
- private:
-  reply_stream* stream_;
-  std::string held_[2];  // stdout, stderr
 };
 
 }  // namespace dockgate::sidecar

@@ -4,11 +4,10 @@
 
 namespace dockgate::sidecar {
 
-session_core::session_core(const config& c, const container_engine& e, const client::engine& docker,
-                           store_lease* lease)
+session_core::session_core(const config& c, const container_engine& e, store_lease* lease)
     : config_of(c),
       engine(e),
-      executors(session_executors(docker)),
+      executors(session_executors(e)),
       containers(c, e, executors),
       mounts(c),
       registry(c, containers),
@@ -16,7 +15,7 @@ session_core::session_core(const config& c, const container_engine& e, const cli
       pool(c, e, executors, containers, registry, limit),
       lifecycle(c, e, executors, containers, registry, archives, mounts, pool, limit, lease),
       fleet(c, lease, registry, lifecycle),
-      cells(c, docker, containers, registry, lifecycle),
+      cells(c, e, containers, registry, lifecycle),
       files(c, containers, registry),
       storage(c) {}
 

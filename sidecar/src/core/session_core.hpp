@@ -5,7 +5,6 @@
 // Internal to the sidecar library.
 
 #include "cells/cells.hpp"
-#include "dockgate/client/engine.hpp"
 #include "dockgate/sidecar/config.hpp"
 #include "engine/container_engine.hpp"
 #include "files/files.hpp"
@@ -28,10 +27,9 @@ class store_lease;
 // before it, by reference; they go in the reverse order (the warm pool, which removes its
 // containers through `containers`, before those).
 struct session_core {
-  // `engine`: the seam to the engine (engine/container_engine.hpp); `docker`: the client
-  // behind it, for the objects not yet moved onto the seam.
-  session_core(const config& c, const container_engine& engine, const client::engine& docker,
-               store_lease* lease);
+  // `engine`: the seam to the engine (engine/container_engine.hpp), the only way the rooms
+  // reach Docker.
+  session_core(const config& c, const container_engine& engine, store_lease* lease);
 
   const config& config_of;
   const container_engine& engine;

@@ -23,11 +23,11 @@ constexpr auto kernel_start_timeout = 90s;
 
 }  // namespace
 
-executor_hooks session_executors(const client::engine& docker) {
+executor_hooks session_executors(const container_engine& engine) {
   executor_hooks h;
-  h.start_runner = [&docker](const std::string& container, const std::vector<std::string>& mkdir,
+  h.start_runner = [&engine](const std::string& container, const std::vector<std::string>& mkdir,
                              std::string& why) -> std::shared_ptr<cell_runner> {
-    auto started = cell_runner::start(docker, container, 20s, &why);
+    auto started = cell_runner::start(engine, container, 20s, &why);
     if (!started) return nullptr;
     auto made = started->run(mkdir, {}, 64 * 1024, {20s, 20s, {}}, nullptr);
     if (made.state == cell_runner::outcome::done && made.result.exit_code == 0) return started;
@@ -41,7 +41,7 @@ executor_hooks session_executors(const client::engine& docker) {
     auto r = runner.run({"true"}, {}, 64, {warm_check_timeout, warm_check_timeout, {}}, nullptr);
     return r.state == cell_runner::outcome::done && r.result.exit_code == 0;
   };
-  h.start_kernel = [&docker](session& s) {
+  h.start_kernel = [&engine](session& s) {
     // A kernel session's container runs no cell runner (the driver's sweep would end it,
     // and it would hold nothing the kernel needs): a warm container's is closed (it reads
     // EOF and exits; the driver's first sweep ends it if it has not yet). The driver starts
@@ -49,7 +49,7 @@ executor_hooks session_executors(const client::engine& docker) {
     if (s.runner) s.runner->close();
     s.runner.reset();
     std::string why;
-    s.kernel_driver = start_kernel_driver(docker, s.container, kernel_start_timeout, &why);
+    s.kernel_driver = start_kernel_driver(engine, s.container, kernel_start_timeout, &why);
     return s.kernel_driver ? std::string() : why;
   };
   h.kernel_name = [](std::string_view requested) { return kernel_name(requested); };

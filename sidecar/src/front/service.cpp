@@ -20,8 +20,8 @@ using namespace std::chrono_literals;
 
 // The session core and what the front adds to it: the check of forwarded calls.
 struct service::rooms {
-  rooms(const config& c, const container_engine& engine, const client::engine& docker, store_lease* lease)
-      : core(c, engine, docker, lease), fleet_auth(c.fleet_key, c.instance) {}
+  rooms(const config& c, const container_engine& engine, store_lease* lease)
+      : core(c, engine, lease), fleet_auth(c.fleet_key, c.instance) {}
   session_core core;
   fleet_verifier fleet_auth;  // checks the fleet's credential on forwarded calls
 };
@@ -29,7 +29,7 @@ struct service::rooms {
 service::service(config c, client::engine docker, store_lease* fleet)
     : config_(std::move(c)),
       engine_(std::move(docker)),
-      rooms_(std::make_unique<rooms>(config_, engine_, engine_.client(), fleet)) {}
+      rooms_(std::make_unique<rooms>(config_, engine_, fleet)) {}
 
 service::~service() {
   // The reaper first: it ends sessions through the objects that go next.

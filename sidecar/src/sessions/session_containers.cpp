@@ -9,6 +9,7 @@
 
 #include "dockgate/common/workspace_id.hpp"
 #include "egress/egress_network.hpp"
+#include "engine/docker_engine.hpp"
 #include "engine/labels.hpp"
 #include "sessions/session.hpp"
 

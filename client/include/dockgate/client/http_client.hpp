@@ -51,6 +51,9 @@ struct http_response {
 class connection {
  public:
   static std::optional<connection> open(const transport& t, clock_type::time_point deadline, std::string* error);
+  // A connected stream socket this connection now owns (closed with it), set non-blocking
+  // as open()'s are: one end of a socketpair, e.g. a test's held exec.
+  static connection adopt(int fd);
   connection(connection&& other) noexcept : fd_(other.fd_), ssl_(other.ssl_) {
     other.fd_ = -1;
     other.ssl_ = nullptr;
