@@ -20,6 +20,7 @@
 #include "cells/cells.hpp"
 #include "cells/kernel.hpp"
 #include "engine/labels.hpp"
+#include "front/aivory/replies.hpp"
 #include "front/request.hpp"
 #include "cells/runner.hpp"
 #include "sessions/session.hpp"
@@ -186,7 +187,7 @@ http_reply cells::run_kernel_cell(session& s, const std::string& code, std::int6
 
 http_reply cells::restart_kernel(std::string_view id) {
   held_session held;
-  if (auto refused = registry_.acquire(std::string(id), held)) return *refused;
+  if (auto refused = registry_.acquire(std::string(id), held)) return aivory::reply(*refused);
   session& s = *held.s;
   if (s.kernel.empty())
     return detail(400, "session has no kernel (create it with {\"kernel\": \"python\"})");

@@ -14,7 +14,6 @@ session_core::session_core(const config& c, const container_engine& e, const cli
       lifecycle(c, docker, containers, registry, archives, mounts, pool, limit, lease),
       fleet(c, lease, registry, lifecycle),
       cells(c, docker, containers, registry, lifecycle),
-      files(c, containers, registry),
-      storage(c) {}
+      files(c, containers, registry) {}
 
 }  // namespace dockgate::sidecar

@@ -17,7 +17,6 @@
 #include "sessions/session_registry.hpp"
 #include "sessions/workspace_mounts.hpp"
 #include "sessions/archive_store.hpp"
-#include "storage/storage_api.hpp"
 
 namespace dockgate::sidecar {
 
@@ -44,7 +43,6 @@ struct session_core {
   class fleet fleet;
   class cells cells;
   class files files;
-  storage_api storage;
 };
 
 }  // namespace dockgate::sidecar

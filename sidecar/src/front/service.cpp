@@ -61,8 +61,7 @@ std::size_t service::stop_pool() {
 }
 
 std::size_t service::max_body(std::string_view path) const {
-  return static_cast<std::size_t>(path == "/storage/put" ? config_.max_storage_body_bytes
-                                                         : config_.max_body_bytes);
+  return aivory::max_body(config_, path);  // the route table says (routes.cpp)
 }
 
 http_reply service::handle(const http_request& r) {
@@ -91,9 +90,7 @@ http_reply service::handle(const http_request& r) {
   }
   if (rooms_->core.fleet.enabled())
     if (auto routed = route_in_fleet(r)) return *routed;
-  const auto route = aivory::routes().find(r.method, r.path);
-  if (route.handler) return (*route.handler)(rooms_->core, r, route.id);
-  return route.method_missed ? detail(405, "Method Not Allowed") : detail(404, "Not Found");
+  return aivory::serve(rooms_->core, r);
 }
 
 // A call naming a session this sidecar does not hold goes where the fleet's store says

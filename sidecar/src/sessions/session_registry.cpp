@@ -2,7 +2,6 @@
 // session_registry.hpp for the invariants.
 #include "sessions/session_registry.hpp"
 
-#include "front/request.hpp"
 #include "util/ids.hpp"
 #include "sessions/session_containers.hpp"
 
@@ -41,26 +40,17 @@ std::vector<std::shared_ptr<session>> session_registry::all() {
   return out;
 }
 
-std::optional<http_reply> session_registry::acquire(const std::string& id, held_session& out) {
-  if (!valid_session_id(id)) return detail(400, "invalid session_id");
+std::optional<refusal> session_registry::acquire(const std::string& id, held_session& out) {
+  if (!valid_session_id(id)) return refuse(refusal_kind::invalid, "invalid session_id");
   out.s = find(id);
-  if (!out.s || out.s->terminating) return detail(404, "session not found or not running");
+  if (!out.s || out.s->terminating)
+    return refuse(refusal_kind::not_found, "session not found or not running");
   out.lock = std::unique_lock(out.s->lock, std::defer_lock);
   if (!out.lock.try_lock_for(std::chrono::seconds(config_.queue_timeout_seconds)))
-    return detail(429, "session is busy");
+    return refuse(refusal_kind::busy, "session is busy");
   if (!containers_.running(out.s->container))
-    return detail(404, "session not found or not running");
+    return refuse(refusal_kind::not_found, "session not found or not running");
   return std::nullopt;
-}
-
-std::optional<http_reply> session_registry::session_request(const http_request& r,
-                                                            held_session& out) {
-  body_fields f(r.body);
-  if (f.error) return f.error;
-  std::optional<http_reply> err;
-  auto sid = f.string("session_id", true, err);
-  if (err) return err;
-  return acquire(*sid, out);
 }
 
 void session_registry::reap_once() {

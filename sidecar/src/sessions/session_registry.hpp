@@ -20,8 +20,8 @@
 #include <vector>
 
 #include "dockgate/sidecar/config.hpp"
-#include "front/http_server.hpp"
 #include "sessions/session.hpp"
+#include "util/refusal.hpp"
 
 namespace dockgate::sidecar {
 
@@ -42,10 +42,9 @@ class session_registry {
   std::vector<std::shared_ptr<session>> all();
 
   // The session, locked (per-session serialisation) and checked to be running; or the
-  // answer: 400 malformed id, 404 unknown or terminating, 429 busy past the queue timeout.
-  std::optional<http_reply> acquire(const std::string& id, held_session& out);
-  // For routes whose body names only a session: parse it and acquire the session.
-  std::optional<http_reply> session_request(const http_request& r, held_session& out);
+  // refusal: invalid (a malformed id), not_found (unknown or terminating), busy (held past
+  // the queue timeout).
+  std::optional<refusal> acquire(const std::string& id, held_session& out);
 
   // The idle reaper: every SANDBOX_IDLE_REAPER_SWEEP_INTERVAL seconds, each session idle
   // past its TTL is passed, locked, to `reap` (which ends it, or keeps it for the next
