@@ -12,7 +12,6 @@ session_core::session_core(const config& c, const container_engine& e, const cli
       archives(c, containers),
       pool(c, docker, containers, registry, limit),
       lifecycle(c, docker, containers, registry, archives, mounts, pool, limit, lease),
-      fleet(c, lease, registry, lifecycle),
       cells(c, docker, containers, registry, lifecycle),
       files(c, containers, registry) {}
 

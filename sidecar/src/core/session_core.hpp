@@ -9,7 +9,6 @@
 #include "dockgate/sidecar/config.hpp"
 #include "engine/container_engine.hpp"
 #include "files/files.hpp"
-#include "fleet/fleet.hpp"
 #include "sessions/pool/pool_sessions.hpp"
 #include "sessions/session_containers.hpp"
 #include "sessions/session_lifecycle.hpp"
@@ -40,7 +39,6 @@ struct session_core {
   archive_store archives;
   session_pool pool;
   session_lifecycle lifecycle;
-  class fleet fleet;
   class cells cells;
   class files files;
 };

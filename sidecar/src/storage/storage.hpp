@@ -1,6 +1,6 @@
 #pragma once
 // Where workspace archives and /storage objects live: the request's `storage` block
-// (the seed's snake_case fields, shared/research/seed_systems.md §1.8), validated once,
+// (the Aivory sidecar's snake_case fields, docs/aivory-api.md), validated once,
 // and one object-store interface over the operator's local directory, S3-compatible
 // storage (path-style with an endpoint, virtual-hosted on AWS) and Aliyun OSS through its
 // S3-compatible API (virtual-hosted, SigV4).
@@ -32,7 +32,7 @@ struct storage_spec {
   bool has_credentials = true;
 
   std::string_view provider_name() const;
-  // <base>/workspaces/<stem>.tgz — the seed's layout.
+  // <base>/workspaces/<stem>.tgz — the Aivory sidecar's layout.
   std::string archive_key(std::string_view stem) const;
   // <base>/<key> — the layout of /storage/put.
   std::string object_key(std::string_view key) const;

@@ -49,7 +49,6 @@ class service {
 
  private:
   http_reply healthz();
-  std::optional<http_reply> route_in_fleet(const http_request& r);
 
   struct rooms;  // the session core and the front's own parts (service.cpp)
   config config_;
