@@ -235,7 +235,7 @@ TEST_CASE("cells: the executor is the kernel for a kernel session, the runner wh
   }
 }
 
-TEST_CASE("cells: a plain cell's answer from its exec; the timeout and output caps",
+TEST_CASE("cells: a plain cell's answer from its exec, the timeout and output caps",
           "[cells]") {
   rig r([](config& c) { c.max_output_bytes = 2048; });
   r.add(sid_a);
@@ -401,7 +401,7 @@ TEST_CASE("cells: the runner executor over a fake runner: one request, output ca
 }
 
 TEST_CASE("cells: a runner that fails: before the acknowledgement the cell runs once as a plain "
-          "exec; after it, never again",
+          "exec, after it never again",
           "[cells][runner]") {
   fake_runner runner;
   rig r([](config& c) { c.cell_runner = true; });
@@ -452,7 +452,7 @@ TEST_CASE("cells: a runner that fails: before the acknowledgement the cell runs 
   }
 }
 
-TEST_CASE("cells: a kernel session's cell through its driver; a died kernel; restart",
+TEST_CASE("cells: a kernel session's cell through its driver, a died kernel, restart",
           "[cells][kernel]") {
   fake_runner driver;
   driver.hello = frame('H', "dockgate-kernel 1 7 ready");
@@ -542,7 +542,7 @@ http_reply post_exec(rig& r, std::string body, reply_stream* stream = nullptr) {
 
 }  // namespace
 
-TEST_CASE("aivory /exec: the request's 422, 413 and 400 before the core; the answer byte for "
+TEST_CASE("aivory /exec: the request's 422, 413 and 400 before the core, the answer byte for "
           "byte, plain and streamed",
           "[cells][front]") {
   rig r([](config& c) { c.max_code_bytes = 4; });

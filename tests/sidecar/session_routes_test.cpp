@@ -30,9 +30,7 @@ struct front_rig {
     r.method = method;
     r.path = path;
     r.body = body;
-    auto route = aivory::routes().find(r.method, r.path);
-    REQUIRE(route.handler);
-    return (*route.handler)(core, r, route.id);
+    return aivory::serve(core, r);
   }
 };
 

@@ -8,7 +8,6 @@
 #include "dockgate/sidecar/config.hpp"
 #include "engine/container_engine.hpp"
 #include "files/files.hpp"
-#include "fleet/fleet.hpp"
 #include "sessions/executor_hooks.hpp"
 #include "sessions/pool/pool_sessions.hpp"
 #include "sessions/session_containers.hpp"
@@ -17,7 +16,6 @@
 #include "sessions/session_registry.hpp"
 #include "sessions/workspace/archive_store.hpp"
 #include "sessions/workspace/workspace_mounts.hpp"
-#include "storage/storage_api.hpp"
 
 namespace dockgate::sidecar {
 
@@ -42,10 +40,8 @@ struct session_core {
   archive_store archives;
   session_pool pool;
   session_lifecycle lifecycle;
-  class fleet fleet;
   class cells cells;
   class files files;
-  storage_api storage;
 };
 
 }  // namespace dockgate::sidecar

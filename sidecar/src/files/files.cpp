@@ -1,12 +1,13 @@
-// Files: upload, read, list, reset inputs, all confined to /workspace (seed §1.6).
+// Files: upload, read, list, reset inputs, all confined to /workspace as the Aivory
+// sidecar confines them (docs/aivory-api.md): a path is resolved under /workspace, and a
+// symlink anywhere on it is refused, never followed.
 #include "files/files.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <utility>
 #include <vector>
 
-#include "front/aivory/session_request.hpp"
-#include "front/request.hpp"
 #include "sessions/workspace/workspace_layout.hpp"
 #include "sessions/session.hpp"
 #include "sessions/session_containers.hpp"
@@ -25,15 +26,15 @@ namespace {
 // O_NOFOLLOW|O_NONBLOCK and checked with fstat to be a regular file before a byte is read
 // or written (a FIFO neither blocks nor is touched), a read stopped at the limit (a large
 // sparse file never crosses the daemon).
-// When the open fails, the answer is the seed's (§1.6: realpath, then `test -f`), found
+// When the open fails, the answer is the Aivory sidecar's (realpath, then `test -f`), found
 // with lstat and realpath afterwards — only to choose the answer, never to reach a file:
 //   2 not found (also: a parent missing or not a directory, for a read; a symlink that
 //     resolves inside /workspace to something that is not a regular file)
 //   3 not a regular file (a directory, a FIFO, a socket, a device)
 //   4 larger than the limit
 //   5 a symlink on the path that resolves outside /workspace
-//   6 a parent is not a directory (a write: the seed's `mkdir -p` fails)
-//   7 a symlink on the path that resolves to a regular file inside /workspace (the seed
+//   6 a parent is not a directory (a write: the Aivory sidecar's `mkdir -p` fails)
+//   7 a symlink on the path that resolves to a regular file inside /workspace (the Aivory sidecar
 //     would follow it; this never does)
 //   python3 -I -c <this> read|write RELATIVE_PATH LIMIT   (write: the bytes on stdin)
 constexpr std::string_view workspace_file = R"py(
@@ -44,7 +45,7 @@ def end(code, why):
 parts = rel.split('/')
 if not rel or any(p in ('', '.', '..') for p in parts): end(5, 'bad path')
 def classify():
-    # Why the open failed, in the seed's terms; nothing found here is opened.
+    # Why the open failed, in the Aivory sidecar's terms; nothing found here is opened.
     for i in range(len(parts)):
         p = '/workspace/' + '/'.join(parts[:i + 1])
         try: st = os.lstat(p)
@@ -94,72 +95,63 @@ except OSError as e:
 }  // namespace
 
 
-http_reply files::put_file(const http_request& r) {
-  body_fields f(r.body);
-  if (f.error) return *f.error;
-  std::optional<http_reply> err;
-  auto sid = f.string("session_id", true, err);
-  auto path = f.string("path", true, err);
-  auto data = f.string("data_base64", true, err);
-  if (err) return *err;
+outcome<file_written> files::put_file(file_put r) {
   const std::size_t max = static_cast<std::size_t>(config_.max_upload_bytes);
-  if (data->size() > (max + 2) / 3 * 4) return detail(413, "file too large");
-  auto bytes = base64_decode_strict(*data);
-  if (!bytes) return detail(400, "invalid base64");
-  if (bytes->size() > max) return detail(413, "file too large");
-  auto target = workspace_path(*path);
-  if (!target || *target == "/workspace") return detail(400, "path must be under /workspace");
+  if (r.bytes.size() > max) return refuse(refusal_kind::too_large, "file too large");
+  auto target = workspace_path(r.path);
+  if (!target || *target == "/workspace")
+    return refuse(refusal_kind::invalid, "path must be under /workspace");
   held_session held;
-  if (auto refused = aivory::acquire(registry_, *sid, held)) return *refused;
+  if (auto refused = registry_.acquire(r.session_id, held)) return *refused;
   const auto& s = held.s;
   auto written = containers_.run_in(s->container,
-                        {"python3", "-I", "-c", std::string(workspace_file), "write", target->substr(11), std::to_string(max)}, 60s,
-                        std::move(*bytes), true);
-  if (!written.started) return detail(500, "write failed: " + written.error);
-  if (written.exit_code == 5) return detail(400, "path resolves outside /workspace");
-  if (written.exit_code == 7) return detail(400, "path resolves through a symlink");
-  if (written.exit_code == 3) return detail(400, "not a regular file");
-  if (written.exit_code == 6) return detail(500, "mkdir failed: a parent of " + *target + " is not a directory");
-  if (written.exit_code != 0) return detail(500, "write failed: " + written.stderr_data);
+                                    {"python3", "-I", "-c", std::string(workspace_file), "write",
+                                     target->substr(11), std::to_string(max)},
+                                    60s, std::move(r.bytes), true);
+  if (!written.started) return refuse(refusal_kind::failed, "write failed: " + written.error);
+  if (written.exit_code == 5) return refuse(refusal_kind::invalid, "path resolves outside /workspace");
+  if (written.exit_code == 7) return refuse(refusal_kind::invalid, "path resolves through a symlink");
+  if (written.exit_code == 3) return refuse(refusal_kind::invalid, "not a regular file");
+  if (written.exit_code == 6)
+    return refuse(refusal_kind::failed, "mkdir failed: a parent of " + *target + " is not a directory");
+  if (written.exit_code != 0) return refuse(refusal_kind::failed, "write failed: " + written.stderr_data);
   s->last_used = std::chrono::steady_clock::now();
-  return {200, R"({"ok":true})"};
+  return file_written{};
 }
 
-http_reply files::get_file(const http_request& r) {
-  body_fields f(r.body);
-  if (f.error) return *f.error;
-  std::optional<http_reply> err;
-  auto sid = f.string("session_id", true, err);
-  auto path = f.string("path", true, err);
-  if (err) return *err;
-  auto target = workspace_path(*path);
-  if (!target) return detail(400, "path must be under /workspace");
+outcome<std::string> files::get_file(const file_get& r) {
+  auto target = workspace_path(r.path);
+  if (!target) return refuse(refusal_kind::invalid, "path must be under /workspace");
   held_session held;
-  if (auto refused = aivory::acquire(registry_, *sid, held)) return *refused;
+  if (auto refused = registry_.acquire(r.session_id, held)) return *refused;
   const auto& s = held.s;
   // Bounded: the answer is base64 in JSON, in memory.
   const std::size_t cap = static_cast<std::size_t>(config_.max_body_bytes);
-  if (*target == "/workspace") return detail(404, "file not found");
-  auto data = containers_.run_in(s->container, {"python3", "-I", "-c", std::string(workspace_file), "read", target->substr(11), std::to_string(cap)},
-                     120s, {}, false, {}, cap + 1);
-  if (!data.started) return detail(500, "read failed: " + data.error);
-  // The seed's `test -f`: missing, or not a regular file (a directory too: it is inside).
-  if (data.exit_code == 2 || data.exit_code == 3) return detail(404, "file not found");
-  if (data.exit_code == 4 || data.stdout_dropped) return detail(413, "file too large");
-  if (data.exit_code == 5) return detail(400, "path resolves outside /workspace");
-  if (data.exit_code == 7) return detail(400, "path resolves through a symlink");
-  if (data.exit_code != 0) return detail(500, "read failed: " + data.stderr_data);
+  if (*target == "/workspace") return refuse(refusal_kind::not_found, "file not found");
+  auto data = containers_.run_in(s->container,
+                                 {"python3", "-I", "-c", std::string(workspace_file), "read",
+                                  target->substr(11), std::to_string(cap)},
+                                 120s, {}, false, {}, cap + 1);
+  if (!data.started) return refuse(refusal_kind::failed, "read failed: " + data.error);
+  // The Aivory sidecar's `test -f`: missing, or not a regular file (a directory too: it
+  // is inside).
+  if (data.exit_code == 2 || data.exit_code == 3) return refuse(refusal_kind::not_found, "file not found");
+  if (data.exit_code == 4 || data.stdout_dropped) return refuse(refusal_kind::too_large, "file too large");
+  if (data.exit_code == 5) return refuse(refusal_kind::invalid, "path resolves outside /workspace");
+  if (data.exit_code == 7) return refuse(refusal_kind::invalid, "path resolves through a symlink");
+  if (data.exit_code != 0) return refuse(refusal_kind::failed, "read failed: " + data.stderr_data);
   s->last_used = std::chrono::steady_clock::now();
-  return {200, "{\"data_base64\":\"" + base64_encode(data.stdout_data) + "\"}"};
+  return std::move(data.stdout_data);
 }
 
-http_reply files::list_files(const http_request& r) {
+outcome<std::vector<file_entry>> files::list_files(const std::string& session_id) {
   held_session held;
-  if (auto refused = aivory::session_request(registry_, r, held)) return *refused;
+  if (auto refused = registry_.acquire(session_id, held)) return *refused;
   const auto& s = held.s;
-  auto found = containers_.run_in(s->container,
-                      {"sh", "-c", "find /workspace -maxdepth 6 -type f -printf '%s\\t%P\\0' 2>/dev/null | head -c 1000000"},
-                      30s);
+  auto found = containers_.run_in(
+      s->container,
+      {"sh", "-c", "find /workspace -maxdepth 6 -type f -printf '%s\\t%P\\0' 2>/dev/null | head -c 1000000"},
+      30s);
   std::vector<std::pair<std::string, std::string>> entries;  // path, size
   std::string_view out = found.stdout_data;
   while (!out.empty()) {
@@ -172,27 +164,22 @@ http_reply files::list_files(const http_request& r) {
     entries.emplace_back(std::string(rec.substr(tab + 1)), std::string(rec.substr(0, tab)));
   }
   std::sort(entries.begin(), entries.end());
-  std::string body = "{\"files\":[";
-  for (std::size_t i = 0; i < entries.size() && i < 500; ++i) {
-    if (i) body += ',';
-    body += "{\"path\":";
-    client::append_json_string(body, valid_utf8(entries[i].first));
-    body += ",\"size\":" + std::to_string(std::strtoll(entries[i].second.c_str(), nullptr, 10)) + "}";
-  }
+  std::vector<file_entry> listed;
+  for (std::size_t i = 0; i < entries.size() && i < max_listed; ++i)
+    listed.push_back({std::move(entries[i].first), std::strtoll(entries[i].second.c_str(), nullptr, 10)});
   s->last_used = std::chrono::steady_clock::now();
-  return {200, body + "]}"};
+  return listed;
 }
 
-http_reply files::reset_inputs(const http_request& r) {
+outcome<inputs_reset> files::reset_inputs(const std::string& session_id) {
   held_session held;
-  if (auto refused = aivory::session_request(registry_, r, held)) return *refused;
+  if (auto refused = registry_.acquire(session_id, held)) return *refused;
   const auto& s = held.s;
-  auto reset = containers_.run_in(s->container,
-                      {"sh", "-c", std::string(reset_inputs_script)},
-                      30s);
-  if (!reset.started || reset.exit_code != 0) return detail(500, "reset inputs failed: " + reset.stderr_data);
+  auto reset = containers_.run_in(s->container, {"sh", "-c", std::string(reset_inputs_script)}, 30s);
+  if (!reset.started || reset.exit_code != 0)
+    return refuse(refusal_kind::failed, "reset inputs failed: " + reset.stderr_data);
   s->last_used = std::chrono::steady_clock::now();
-  return {200, R"({"ok":true})"};
+  return inputs_reset{};
 }
 
 }  // namespace dockgate::sidecar

@@ -231,6 +231,44 @@ void http_server::forget(int fd) {
   table_.erase(fd);
 }
 
+namespace {
+
+// The request as a handler sees it: the method, the path without its query, and the
+// fields the sidecar reads.
+http_request request_of(const http::request_head& head) {
+  http_request req;
+  req.method = std::string(http::method_name(head.method));
+  req.path = std::string(head.target.substr(0, head.target.find('?')));
+  for (std::size_t i = 0; i < head.field_count; ++i) {
+    const auto& f = head.fields[i];
+    if (http::iequals(f.name, "authorization")) req.authorization = std::string(f.value);
+    if (http::iequals(f.name, "accept")) req.accept = std::string(f.value);
+    if (http::iequals(f.name, "x-dockgate-forwarded")) req.forwarded = std::string(f.value);
+    if (http::iequals(f.name, "x-dockgate-fleet")) req.fleet_auth = std::string(f.value);
+  }
+  return req;
+}
+
+enum class chunked_read { whole, too_large, invalid, closed };
+
+// A chunked body decoded from `buffer` into `body` (consumed as decoded), `fill` reading
+// more until it is whole; stopped as soon as it is over `limit`.
+chunked_read read_chunked(std::string& buffer, std::string& body, std::size_t limit,
+                          const std::function<bool()>& fill) {
+  http::chunked_decoder decoder;
+  for (;;) {
+    auto res = decoder.feed(buffer);
+    if (res.state == http::chunked_decoder::status::data) body.append(res.data);
+    buffer.erase(0, res.consumed);
+    if (body.size() > limit) return chunked_read::too_large;
+    if (res.state == http::chunked_decoder::status::done) return chunked_read::whole;
+    if (res.state == http::chunked_decoder::status::error) return chunked_read::invalid;
+    if (res.state == http::chunked_decoder::status::need_more && !fill()) return chunked_read::closed;
+  }
+}
+
+}  // namespace
+
 void http_server::serve_connection(int fd) {
   std::string buffer;
   char chunk[65536];
@@ -264,43 +302,22 @@ void http_server::serve_connection(int fd) {
     }
     set_phase(fd, false);
     deadline = clock::now() + limits_.body_timeout;
-    http_request req;
-    req.method = std::string(http::method_name(head.method));
-    req.path = std::string(head.target.substr(0, head.target.find('?')));
-    for (std::size_t i = 0; i < head.field_count; ++i) {
-      if (http::iequals(head.fields[i].name, "authorization")) req.authorization = std::string(head.fields[i].value);
-      if (http::iequals(head.fields[i].name, "accept")) req.accept = std::string(head.fields[i].value);
-      if (http::iequals(head.fields[i].name, "x-dockgate-forwarded"))
-        req.forwarded = std::string(head.fields[i].value);
-      if (http::iequals(head.fields[i].name, "x-dockgate-fleet"))
-        req.fleet_auth = std::string(head.fields[i].value);
-    }
+    http_request req = request_of(head);
     const bool keep = head.keep_alive;
     buffer.erase(0, head_size);
-    // Body limits are answered before the body is read (the seed's middleware, which also
-    // runs before auth); a chunked body is limited as it is read.
+    // Body limits are answered before the body is read (the Aivory sidecar's middleware, which
+    // also runs before auth); a chunked body is limited as it is read.
     const std::size_t limit = limits_.max_body(req.path);
     if (head.content_length && *head.content_length > limit) {
       send_reply(fd, {413, "{\"error\":\"request body exceeds " + std::to_string(limit) + " bytes\"}"}, false);
       return;
     }
     if (head.chunked) {
-      http::chunked_decoder decoder;
-      for (;;) {
-        auto res = decoder.feed(buffer);
-        if (res.state == http::chunked_decoder::status::data) req.body.append(res.data);
-        buffer.erase(0, res.consumed);
-        if (req.body.size() > limit) {
-          send_reply(fd, {413, "{\"error\":\"request body exceeds " + std::to_string(limit) + " bytes\"}"}, false);
-          return;
-        }
-        if (res.state == http::chunked_decoder::status::done) break;
-        if (res.state == http::chunked_decoder::status::error) {
-          send_reply(fd, {400, R"({"error":"invalid chunked body"})"}, false);
-          return;
-        }
-        if (res.state == http::chunked_decoder::status::need_more && !fill()) return;
-      }
+      const auto read = read_chunked(buffer, req.body, limit, fill);
+      if (read == chunked_read::too_large)
+        send_reply(fd, {413, "{\"error\":\"request body exceeds " + std::to_string(limit) + " bytes\"}"}, false);
+      if (read == chunked_read::invalid) send_reply(fd, {400, R"({"error":"invalid chunked body"})"}, false);
+      if (read != chunked_read::whole) return;
     } else {
       const std::size_t length = static_cast<std::size_t>(head.content_length.value_or(0));
       while (buffer.size() < length)

@@ -1,13 +1,15 @@
 #pragma once
-// Reading the sidecar's JSON requests and writing the seed's replies: handler errors
-// as {"detail": ...}, FastAPI's 422 shape, the ids and keys the seed accepts. Internal
-// to the sidecar library.
+// The Aivory front's parsing kit: a JSON request body read once into the fields a route's
+// typed request is made of, and the Aivory sidecar's answers to what cannot be read:
+// {"detail": ...} and FastAPI's 422 shape. Internal to the sidecar library.
 
 #include <simdjson.h>
 
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <variant>
 
 #include "dockgate/client/engine.hpp"
 #include "front/http_server.hpp"
@@ -72,6 +74,40 @@ struct body_fields {
     bool b = false;
     return doc.at_key(key).get_bool().get(b) == simdjson::SUCCESS && b;
   }
+  // The text of member `key` as JSON (minified), "" when absent or null: a block handed
+  // whole to the room that reads it (the "storage" block: storage.hpp's choose_storage).
+  std::string raw(const char* key) {
+    simdjson::dom::element v;
+    if (doc.at_key(key).get(v) != simdjson::SUCCESS || v.is_null()) return {};
+    return simdjson::minify(v);
+  }
 };
+
+// A route's typed request, parsed once from its body, or the answer in its place (a 422
+// of a field, or a 400/413 of a value or a limit the front checks before the core).
+template <class T>
+class parsed {
+ public:
+  parsed(T value) : v_(std::move(value)) {}
+  parsed(http_reply refused) : v_(std::move(refused)) {}
+  explicit operator bool() const { return v_.index() == 0; }
+  T& operator*() { return std::get<0>(v_); }
+  T* operator->() { return &std::get<0>(v_); }
+  const http_reply& error() const { return std::get<1>(v_); }
+
+ private:
+  std::variant<T, http_reply> v_;
+};
+
+// The body of a route that names only a session: {"session_id": "..."}. The id itself is
+// checked where the session is looked up (session_registry::acquire: 400, 404, 429).
+inline parsed<std::string> session_named(const std::string& body) {
+  body_fields f(body);
+  if (f.error) return *f.error;
+  std::optional<http_reply> err;
+  auto sid = f.string("session_id", true, err);
+  if (err) return *err;
+  return *sid;
+}
 
 }  // namespace dockgate::sidecar

@@ -39,6 +39,16 @@ class route_table {
     return miss;
   }
 
+  // The first route whose pattern matches `path`, whatever its method: what a front knows
+  // of a request before its body is read (its body limit); nullptr when none.
+  const Handler* find_path(std::string_view path) const {
+    for (const auto& r : routes_) {
+      std::string_view id;
+      if (matches(r.pattern, path, id)) return &r.handler;
+    }
+    return nullptr;
+  }
+
  private:
   static bool matches(std::string_view pattern, std::string_view path, std::string_view& id) {
     const auto hole = pattern.find("{id}");

@@ -11,6 +11,7 @@
 #include "core/session_core.hpp"
 #include "fleet/fleet_auth.hpp"
 #include "front/aivory/routes.hpp"
+#include "front/fleet_routing.hpp"
 #include "front/request.hpp"
 #include "util/ids.hpp"
 
@@ -18,12 +19,16 @@ namespace dockgate::sidecar {
 
 using namespace std::chrono_literals;
 
-// The session core and what the front adds to it: the check of forwarded calls.
+// The session core and what the front adds to it: the check of forwarded calls, and the
+// routing of calls for sessions other members hold.
 struct service::rooms {
   rooms(const config& c, const container_engine& engine, store_lease* lease)
-      : core(c, engine, lease), fleet_auth(c.fleet_key, c.instance) {}
+      : core(c, engine, lease),
+        fleet_auth(c.fleet_key, c.instance),
+        fleet(c, lease, core.registry, core.lifecycle) {}
   session_core core;
   fleet_verifier fleet_auth;  // checks the fleet's credential on forwarded calls
+  fleet_routing fleet;        // serve here, forward, or take over (fleet_routing.hpp)
 };
 
 service::service(config c, client::engine docker, store_lease* fleet)
@@ -61,8 +66,7 @@ std::size_t service::stop_pool() {
 }
 
 std::size_t service::max_body(std::string_view path) const {
-  return static_cast<std::size_t>(path == "/storage/put" ? config_.max_storage_body_bytes
-                                                         : config_.max_body_bytes);
+  return aivory::max_body(config_, path);  // the route table says (routes.cpp)
 }
 
 http_reply service::handle(const http_request& r) {
@@ -89,31 +93,8 @@ http_reply service::handle(const http_request& r) {
                                          (i < r.authorization.size() ? r.authorization[i] : 0));
     if (diff != 0) return {401, R"({"error":"unauthorized"})"};
   }
-  if (rooms_->core.fleet.enabled())
-    if (auto routed = route_in_fleet(r)) return *routed;
-  const auto route = aivory::routes().find(r.method, r.path);
-  if (route.handler) return (*route.handler)(rooms_->core, r, route.id);
-  return route.method_missed ? detail(405, "Method Not Allowed") : detail(404, "Not Found");
-}
-
-// A call naming a session this sidecar does not hold goes where the fleet's store says
-// (fleet.hpp); one it holds, or one naming none, is served here.
-std::optional<http_reply> service::route_in_fleet(const http_request& r) {
-  std::string sid;
-  bool deleting = false;
-  if (r.path.starts_with("/sessions/")) {
-    const auto end = r.path.find('/', 10);
-    sid = r.path.substr(10, end == std::string::npos ? std::string::npos : end - 10);
-    deleting = end == std::string::npos && r.method == "DELETE";
-  } else if (r.method == "POST" && (r.path == "/exec" || r.path.starts_with("/files"))) {
-    // A body the route will refuse names no session here: the route answers it.
-    body_fields f(r.body);
-    std::optional<http_reply> err;
-    if (!f.error)
-      if (auto id = f.string("session_id", true, err); id && !err) sid = *id;
-  }
-  if (!valid_session_id(sid) || rooms_->core.registry.find(sid)) return std::nullopt;
-  return rooms_->core.fleet.route(r, sid, deleting);
+  if (auto routed = rooms_->fleet.route(r)) return *routed;
+  return aivory::serve(rooms_->core, r);
 }
 
 http_reply service::healthz() {

@@ -142,6 +142,60 @@ bool write_atomically(const std::string& path, std::string_view data, std::strin
   return true;
 }
 
+namespace {
+
+// Why a member (at `path`, normalised) is not restored, or nullopt: it is. A hard link's
+// normalised target is set in `hard_target` (it must be a regular file restored before it).
+std::optional<std::string> member_refused(struct archive_entry* e, const std::string& path,
+                                          const std::set<std::string>& symlinks,
+                                          const std::set<std::string>& files,
+                                          std::optional<std::string>& hard_target) {
+  if (auto link = through_symlink(path, symlinks)) return "written through the symlink " + *link;
+  const auto type = archive_entry_filetype(e);
+  if (const char* hard = archive_entry_hardlink(e)) {
+    std::string why;
+    hard_target = normalise(hard, why);
+    if (!hard_target || hard_target->empty() || through_symlink(*hard_target, symlinks) ||
+        !files.count(*hard_target))
+      return "hard link to " + std::string(hard) + ", not a file of this archive";
+  } else if (type != AE_IFREG && type != AE_IFDIR && type != AE_IFLNK) {
+    return type == AE_IFIFO ? "FIFO" : type == AE_IFSOCK ? "socket" : "device node";
+  }
+  return std::nullopt;
+}
+
+// The member as it is restored: its normalised path (and hard link's), owned by the
+// sandbox user (1000:1000, no names), directories searchable by it, no sparse map.
+void rewrite_member(struct archive_entry* e, const std::string& path,
+                    const std::optional<std::string>& hard_target) {
+  const auto type = archive_entry_filetype(e);
+  archive_entry_copy_pathname(e, path.c_str());
+  if (hard_target) {
+    archive_entry_copy_hardlink(e, hard_target->c_str());
+    archive_entry_set_size(e, 0);
+  }
+  const auto perm = archive_entry_perm(e) & 0777;
+  archive_entry_set_perm(e, type == AE_IFDIR ? (perm | 0700) : perm);
+  archive_entry_set_uid(e, 1000);
+  archive_entry_set_gid(e, 1000);
+  archive_entry_copy_uname(e, nullptr);
+  archive_entry_copy_gname(e, nullptr);
+  archive_entry_sparse_clear(e);  // holes are read back as zeros and written whole
+}
+
+// A gzip'd GNU tar written into `out`, or nullptr.
+writer open_repack(std::string& out) {
+  writer w(archive_write_new());
+  archive_write_add_filter_gzip(w.get());
+  archive_write_set_filter_option(w.get(), "gzip", "compression-level", "1");
+  archive_write_set_format_gnutar(w.get());
+  archive_write_set_bytes_in_last_block(w.get(), 1);
+  if (archive_write_open(w.get(), &out, nullptr, append_output, nullptr) != ARCHIVE_OK) return nullptr;
+  return w;
+}
+
+}  // namespace
+
 restore_plan plan_restore(std::string_view tgz, const restore_limits& limits) {
   restore_plan plan;
   auto skip = [&](std::string path, std::string reason) {
@@ -165,12 +219,8 @@ restore_plan plan_restore(std::string_view tgz, const restore_limits& limits) {
 
   // Pass 2: re-pack what is safe.
   auto a = open_reader(tgz);
-  writer w(archive_write_new());
-  archive_write_add_filter_gzip(w.get());
-  archive_write_set_filter_option(w.get(), "gzip", "compression-level", "1");
-  archive_write_set_format_gnutar(w.get());
-  archive_write_set_bytes_in_last_block(w.get(), 1);
-  if (!a || archive_write_open(w.get(), &plan.tgz, nullptr, append_output, nullptr) != ARCHIVE_OK) {
+  writer w = a ? open_repack(plan.tgz) : nullptr;
+  if (!w) {
     plan.error = "cannot re-pack the archive";
     return plan;
   }
@@ -189,52 +239,28 @@ restore_plan plan_restore(std::string_view tgz, const restore_limits& limits) {
       continue;
     }
     if (path->empty()) continue;  // the archive's own "." (the workspace root itself)
-    if (auto link = through_symlink(*path, symlinks)) {
-      skip(shown, "written through the symlink " + *link);
-      continue;
-    }
-    const auto type = archive_entry_filetype(e);
-    const char* hard = archive_entry_hardlink(e);
     std::optional<std::string> hard_target;
-    if (hard) {
-      std::string why;
-      hard_target = normalise(hard, why);
-      if (!hard_target || hard_target->empty() || through_symlink(*hard_target, symlinks) || !files.count(*hard_target)) {
-        skip(shown, "hard link to " + std::string(hard) + ", not a file of this archive");
-        continue;
-      }
-    } else if (type != AE_IFREG && type != AE_IFDIR && type != AE_IFLNK) {
-      skip(shown, type == AE_IFIFO ? "FIFO" : type == AE_IFSOCK ? "socket" : "device node");
+    if (auto refused = member_refused(e, *path, symlinks, files, hard_target)) {
+      skip(shown, *refused);
       continue;
     }
     if (plan.members >= limits.max_members) {
       skip(shown, "more than " + std::to_string(limits.max_members) + " members");
       continue;
     }
-    const auto size = type == AE_IFREG && !hard ? std::max<la_int64_t>(archive_entry_size(e), 0) : 0;
+    const bool data = archive_entry_filetype(e) == AE_IFREG && !hard_target;
+    const auto size = data ? std::max<la_int64_t>(archive_entry_size(e), 0) : 0;
     if (total + static_cast<std::uint64_t>(size) > limits.max_unpacked) {
       skip(shown, "does not fit in the workspace (" + std::to_string(limits.max_unpacked) + " bytes)");
       continue;
     }
     total += static_cast<std::uint64_t>(size);
-
-    archive_entry_copy_pathname(e, path->c_str());
-    if (hard_target) {
-      archive_entry_copy_hardlink(e, hard_target->c_str());
-      archive_entry_set_size(e, 0);
-    }
-    const auto perm = archive_entry_perm(e) & 0777;
-    archive_entry_set_perm(e, type == AE_IFDIR ? (perm | 0700) : perm);
-    archive_entry_set_uid(e, 1000);
-    archive_entry_set_gid(e, 1000);
-    archive_entry_copy_uname(e, nullptr);
-    archive_entry_copy_gname(e, nullptr);
-    archive_entry_sparse_clear(e);  // holes are read back as zeros and written whole
+    rewrite_member(e, *path, hard_target);
     if (archive_write_header(w.get(), e) < ARCHIVE_WARN) {
       skip(shown, "cannot be re-packed: " + error_of(w.get()));
       continue;
     }
-    if (type == AE_IFREG && !hard) {
+    if (data) {
       la_ssize_t n;
       while ((n = archive_read_data(a.get(), buffer.data(), buffer.size())) > 0)
         archive_write_data(w.get(), buffer.data(), static_cast<std::size_t>(n));

@@ -36,7 +36,7 @@ std::optional<std::string> prefix_base(std::string_view prefix) {
 }
 
 // Aliyun OSS through its S3-compatible API: the regional endpoint oss-<region>.aliyuncs.com
-// (as the seed's oss_endpoint names it) becomes s3.oss-<region>.aliyuncs.com, signed for
+// (as the Aivory sidecar's oss_endpoint names it) becomes s3.oss-<region>.aliyuncs.com, signed for
 // <region>; OSS accepts only virtual-hosted requests (bucket in the host name). Other
 // hosts (a custom domain, a test server) are used as given.
 void oss_endpoint(std::string endpoint, const std::string& region_field, s3_config& c) {
@@ -216,15 +216,80 @@ bool storage_spec::same_place(const storage_spec& o) const {
            s3.virtual_hosted == o.s3.virtual_hosted));
 }
 
+namespace {
+
+// A storage block's string member: "" when absent or null; one that is not a string sets
+// `problem` (the first problem found is the one answered).
+struct block_reader {
+  simdjson::dom::object obj;
+  std::optional<std::string>& problem;
+  std::string text(const char* key) const {
+    simdjson::dom::element v;
+    std::string_view s;
+    if (obj.at_key(key).get(v) != simdjson::SUCCESS || v.is_null()) return std::string();
+    if (v.get_string().get(s) != simdjson::SUCCESS) {
+      if (!problem) problem = std::string("storage.") + key + " must be a string";
+      return std::string();
+    }
+    return std::string(s);
+  }
+};
+
+// provider "s3": AWS itself (virtual-hosted, the regional endpoint) or an explicit
+// endpoint (MinIO, AIStor, Ceph: path-style, as the Aivory sidecar configures boto3),
+// which must be allowed (storage_endpoint_allowed).
+void read_s3_block(const block_reader& b, storage_spec& s, const config& c, std::optional<std::string>& problem) {
+  s.provider = storage_provider::s3;
+  s.s3.bucket = b.text("s3_bucket");
+  s.s3.region = b.text("s3_region");
+  if (s.s3.region.empty()) s.s3.region = "us-east-1";
+  const std::string endpoint = b.text("s3_endpoint");
+  if (endpoint.empty()) {
+    s.s3.endpoint = "https://s3." + s.s3.region + ".amazonaws.com";
+    s.s3.virtual_hosted = true;
+  } else {
+    s.s3.endpoint = endpoint;
+    while (s.s3.endpoint.ends_with('/')) s.s3.endpoint.pop_back();
+  }
+  s.s3.access_key = b.text("s3_access_key");
+  s.s3.secret_key = b.text("s3_secret_key");
+  if (!problem && s.s3.bucket.empty()) problem = "storage.s3_bucket is required";
+  if (!problem && !valid_bucket(s.s3.bucket)) problem = "invalid storage.s3_bucket";
+  if (!problem && (s.s3.access_key.empty() || s.s3.secret_key.empty()))
+    problem = "storage.s3_access_key and storage.s3_secret_key are required";
+  if (!problem)
+    if (auto bad = s3_endpoint_problem(s.s3.endpoint)) problem = "invalid storage.s3_endpoint: " + *bad;
+  if (!problem && !storage_endpoint_allowed(s.s3.endpoint, c))
+    problem = "invalid storage.s3_endpoint: " + s.s3.endpoint + " is not an allowed storage endpoint (SANDBOX_STORAGE_ENDPOINTS)";
+}
+
+// provider "aliyun_oss": OSS through its S3-compatible API (virtual-hosted, SigV4), at an
+// allowed endpoint.
+void read_oss_block(const block_reader& b, storage_spec& s, const config& c, std::optional<std::string>& problem) {
+  s.provider = storage_provider::aliyun_oss;
+  s.s3.bucket = b.text("oss_bucket");
+  const std::string endpoint = b.text("oss_endpoint");
+  s.s3.access_key = b.text("oss_access_key_id");
+  s.s3.secret_key = b.text("oss_access_key_secret");
+  const std::string region = b.text("oss_region");
+  if (!problem && (s.s3.bucket.empty() || endpoint.empty() || s.s3.access_key.empty() || s.s3.secret_key.empty()))
+    problem = "storage.oss_bucket, oss_endpoint, oss_access_key_id and oss_access_key_secret are required";
+  if (!problem && !valid_bucket(s.s3.bucket)) problem = "invalid storage.oss_bucket";
+  if (!problem) {
+    oss_endpoint(endpoint, region, s.s3);
+    if (auto bad = s3_endpoint_problem(s.s3.endpoint)) problem = "invalid storage.oss_endpoint: " + *bad;
+    else if (!storage_endpoint_allowed(s.s3.endpoint, c))
+      problem = "invalid storage.oss_endpoint: " + s.s3.endpoint + " is not an allowed storage endpoint (SANDBOX_STORAGE_ENDPOINTS)";
+  }
+}
+
+}  // namespace
+
 storage_choice choose_storage(std::string_view json, const config& c) {
   storage_choice out;
-  auto local_dir_ok = [&] {
-    std::error_code ec;
-    return !c.local_storage_dir.empty() && std::filesystem::is_directory(c.local_storage_dir, ec);
-  };
-  // No block: no storage, as the seed's (its storage is "not effective": nothing archived,
-  // restored or collected). SANDBOX_LOCAL_STORAGE_DIR serves `provider: local` blocks only:
-  // an archive nobody asked for would be read by nobody and collected by nobody.
+  // No block: no storage, as the Aivory sidecar's (its storage is "not effective": nothing
+  // archived, restored or collected). SANDBOX_LOCAL_STORAGE_DIR serves `provider: local`
+  // blocks only: an archive nobody asked for would be read by nobody and collected by nobody.
   if (json.empty() || json == "null") return out;
   simdjson::dom::parser parser;
   simdjson::dom::element doc;
@@ -234,65 +299,21 @@ storage_choice choose_storage(std::string_view json, const config& c) {
     return out;
   }
   std::optional<std::string> problem;
-  auto text = [&](const char* key) {
-    simdjson::dom::element v;
-    std::string_view s;
-    if (obj.at_key(key).get(v) != simdjson::SUCCESS || v.is_null()) return std::string();
-    if (v.get_string().get(s) != simdjson::SUCCESS) {
-      if (!problem) problem = std::string("storage.") + key + " must be a string";
-      return std::string();
-    }
-    return std::string(s);
-  };
-  const std::string provider = text("provider");
-  const std::string prefix = obj.at_key("prefix").error() == simdjson::SUCCESS ? text("prefix") : "workspaces/";
+  const block_reader b{obj, problem};
+  const std::string provider = b.text("provider");
+  const std::string prefix = obj.at_key("prefix").error() == simdjson::SUCCESS ? b.text("prefix") : "workspaces/";
   storage_spec s;
   const auto base = prefix_base(prefix.empty() ? "workspaces/" : prefix);
   if (!base) problem = problem.value_or("invalid storage prefix");
   else s.base = *base;
   if (provider == "local") {
-    if (!problem && !local_dir_ok()) problem = "storage backend not configured";
+    std::error_code ec;
+    if (!problem && (c.local_storage_dir.empty() || !std::filesystem::is_directory(c.local_storage_dir, ec)))
+      problem = "storage backend not configured";
   } else if (provider == "s3") {
-    s.provider = storage_provider::s3;
-    s.s3.bucket = text("s3_bucket");
-    s.s3.region = text("s3_region");
-    if (s.s3.region.empty()) s.s3.region = "us-east-1";
-    const std::string endpoint = text("s3_endpoint");
-    if (endpoint.empty()) {
-      // AWS itself: virtual-hosted, the regional endpoint.
-      s.s3.endpoint = "https://s3." + s.s3.region + ".amazonaws.com";
-      s.s3.virtual_hosted = true;
-    } else {
-      // An explicit endpoint (MinIO, AIStor, Ceph): path-style, as the seed configures boto3.
-      s.s3.endpoint = endpoint;
-      while (s.s3.endpoint.ends_with('/')) s.s3.endpoint.pop_back();
-    }
-    s.s3.access_key = text("s3_access_key");
-    s.s3.secret_key = text("s3_secret_key");
-    if (!problem && s.s3.bucket.empty()) problem = "storage.s3_bucket is required";
-    if (!problem && !valid_bucket(s.s3.bucket)) problem = "invalid storage.s3_bucket";
-    if (!problem && (s.s3.access_key.empty() || s.s3.secret_key.empty()))
-      problem = "storage.s3_access_key and storage.s3_secret_key are required";
-    if (!problem)
-      if (auto bad = s3_endpoint_problem(s.s3.endpoint)) problem = "invalid storage.s3_endpoint: " + *bad;
-    if (!problem && !storage_endpoint_allowed(s.s3.endpoint, c))
-      problem = "invalid storage.s3_endpoint: " + s.s3.endpoint + " is not an allowed storage endpoint (SANDBOX_STORAGE_ENDPOINTS)";
+    read_s3_block(b, s, c, problem);
   } else if (provider == "aliyun_oss") {
-    s.provider = storage_provider::aliyun_oss;
-    s.s3.bucket = text("oss_bucket");
-    const std::string endpoint = text("oss_endpoint");
-    s.s3.access_key = text("oss_access_key_id");
-    s.s3.secret_key = text("oss_access_key_secret");
-    const std::string region = text("oss_region");
-    if (!problem && (s.s3.bucket.empty() || endpoint.empty() || s.s3.access_key.empty() || s.s3.secret_key.empty()))
-      problem = "storage.oss_bucket, oss_endpoint, oss_access_key_id and oss_access_key_secret are required";
-    if (!problem && !valid_bucket(s.s3.bucket)) problem = "invalid storage.oss_bucket";
-    if (!problem) {
-      oss_endpoint(endpoint, region, s.s3);
-      if (auto bad = s3_endpoint_problem(s.s3.endpoint)) problem = "invalid storage.oss_endpoint: " + *bad;
-      else if (!storage_endpoint_allowed(s.s3.endpoint, c))
-        problem = "invalid storage.oss_endpoint: " + s.s3.endpoint + " is not an allowed storage endpoint (SANDBOX_STORAGE_ENDPOINTS)";
-    }
+    read_oss_block(b, s, c, problem);
   } else if (!problem) {
     problem = "unsupported storage provider: " + provider;
   }

@@ -32,7 +32,7 @@ struct storage_spec {
   bool has_credentials = true;
 
   std::string_view provider_name() const;
-  // <base>/workspaces/<stem>.tgz — the seed's layout.
+  // <base>/workspaces/<stem>.tgz — the Aivory sidecar's layout.
   std::string archive_key(std::string_view stem) const;
   // <base>/<key> — the layout of /storage/put.
   std::string object_key(std::string_view key) const;

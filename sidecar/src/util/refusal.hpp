@@ -16,7 +16,7 @@ enum class refusal_kind {
   too_large,      // over a configured limit (a body, a file, an archive)
   busy,           // the session is held by another request past the queue timeout
   unavailable,    // at capacity, or a store or the engine cannot be reached now
-  engine_failed,  // the engine refused or failed what the core asked of it
+  engine_failed,  // the engine, or an object store, refused or failed what the core asked of it
   failed,         // anything else that went wrong here
 };
 

@@ -1,9 +1,10 @@
 #pragma once
 // The sandbox service: the Aivory sidecar's HTTP API (sessions, exec, files, storage) on
 // top of the Engine API, reached only through DOCKER_HOST (the gate's sandbox profile).
-// `service` routes and authenticates; the sidecar's nouns (sidecar/src: the session
-// registry and its reaper, the session lifecycle, cells, files, the archive store, the
-// warm pool, the storage API) each hold their own state and locks.
+// `service` answers /healthz, authenticates, routes a call for a session another fleet
+// member holds (front/fleet_routing.hpp), and hands the rest to the Aivory front's route
+// table (front/aivory/routes.hpp) over the session core (core/session_core.hpp), whose
+// rooms each hold their own state and locks.
 
 #include <cstddef>
 #include <memory>
@@ -49,7 +50,6 @@ class service {
 
  private:
   http_reply healthz();
-  std::optional<http_reply> route_in_fleet(const http_request& r);
 
   struct rooms;  // the session core and the front's own parts (service.cpp)
   config config_;

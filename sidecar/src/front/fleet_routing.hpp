@@ -1,7 +1,9 @@
 #pragma once
-// The fleet (SANDBOX_WORKSPACE_MODE=fuse, sessions in the store: fleet_store.hpp): a call
-// for a session this sidecar does not hold is routed by the session's record. Internal to
-// the sidecar library.
+// The fleet's routing (SANDBOX_WORKSPACE_MODE=fuse, sessions in the store:
+// fleet/fleet_store.hpp): a call for a session this sidecar does not hold is served here,
+// forwarded to its holder (fleet/forward.hpp) or taken over (the session lifecycle), by the
+// session's record. It sits in the front, above the sessions it takes over and the fleet's
+// store and hop it uses. Internal to the sidecar library.
 //
 // - No record: not a session of the fleet; served here (the local 404, DELETE's ok).
 // - Its holder's store lease is live: the call is forwarded to the holder at the address
@@ -25,26 +27,30 @@
 #include <string>
 
 #include "dockgate/sidecar/config.hpp"
-#include "front/http_server.hpp"
 #include "fleet/store_lease.hpp"
+#include "front/http_server.hpp"
 
 namespace dockgate::sidecar {
 
 class session_lifecycle;
 class session_registry;
 
-class fleet {
+class fleet_routing {
  public:
-  fleet(const config& c, store_lease* lease, session_registry& registry,
-        session_lifecycle& lifecycle)
+  fleet_routing(const config& c, store_lease* lease, session_registry& registry,
+                session_lifecycle& lifecycle)
       : config_(c), lease_(lease), registry_(registry), lifecycle_(lifecycle) {}
   bool enabled() const { return lease_ != nullptr; }
-  // For a call `r` naming session `sid`, which this sidecar does not hold: nullopt to serve
-  // it here (taken over now, or not the fleet's), else the answer. `deleting`: a DELETE,
-  // which needs the record only (no container is made to be removed).
-  std::optional<http_reply> route(const http_request& r, const std::string& sid, bool deleting);
+  // For a call `r` (authenticated): nullopt to serve it here (it names no session, one
+  // this sidecar holds, one taken over now, or one not the fleet's), else the answer (the
+  // holder's, or a 503). The session is the path's /sessions/{id}, or the body's
+  // session_id for POST /exec and /files*; a body the route will refuse names none.
+  std::optional<http_reply> route(const http_request& r);
 
  private:
+  // For a call `r` naming session `sid`, which this sidecar does not hold. `deleting`: a
+  // DELETE, which needs the record only (no container is made to be removed).
+  std::optional<http_reply> route(const http_request& r, const std::string& sid, bool deleting);
   // Under the session's takeover lock: the answer, or nullopt with `forward_to` set (the
   // call goes to that live holder) or not (served here).
   std::optional<http_reply> decide(const http_request& r, const std::string& sid, bool deleting,

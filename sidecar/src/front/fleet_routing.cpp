@@ -1,22 +1,20 @@
 // The fleet's routing of a call for a session held elsewhere: forwarded to a live holder,
-// taken over from a gone one (fleet.hpp).
-#include "fleet/fleet.hpp"
+// taken over from a gone one (fleet_routing.hpp).
+#include "front/fleet_routing.hpp"
 
 #include <algorithm>
-#include <ctime>
 #include <iostream>
 
-#include "dockgate/client/http_client.hpp"
-#include "fleet/fleet_auth.hpp"
+#include "fleet/forward.hpp"
 #include "front/aivory/replies.hpp"
 #include "front/request.hpp"
-#include "util/ids.hpp"
 #include "sessions/session_lifecycle.hpp"
 #include "sessions/session_registry.hpp"
+#include "util/ids.hpp"
 
 namespace dockgate::sidecar {
 
-std::shared_ptr<std::mutex> fleet::takeover_lock(const std::string& sid) {
+std::shared_ptr<std::mutex> fleet_routing::takeover_lock(const std::string& sid) {
   std::lock_guard g(locks_mutex_);
   auto& slot = takeover_locks_[sid];
   auto lock = slot.lock();
@@ -24,13 +22,13 @@ std::shared_ptr<std::mutex> fleet::takeover_lock(const std::string& sid) {
   return lock;
 }
 
-void fleet::drop_takeover_lock(const std::string& sid) {
+void fleet_routing::drop_takeover_lock(const std::string& sid) {
   std::lock_guard g(locks_mutex_);
   auto it = takeover_locks_.find(sid);
   if (it != takeover_locks_.end() && it->second.expired()) takeover_locks_.erase(it);
 }
 
-std::optional<lease_record> fleet::cached_holder(const std::string& sid) {
+std::optional<lease_record> fleet_routing::cached_holder(const std::string& sid) {
   std::lock_guard g(holders_mutex_);
   auto it = holders_.find(sid);
   if (it == holders_.end()) return std::nullopt;
@@ -41,7 +39,7 @@ std::optional<lease_record> fleet::cached_holder(const std::string& sid) {
   return it->second.lease;
 }
 
-void fleet::remember_holder(const std::string& sid, const lease_record& lease) {
+void fleet_routing::remember_holder(const std::string& sid, const lease_record& lease) {
   std::lock_guard g(holders_mutex_);
   const auto now = std::chrono::steady_clock::now();
   // Expired entries go as new ones come: the table holds only the sessions called lately.
@@ -50,13 +48,32 @@ void fleet::remember_holder(const std::string& sid, const lease_record& lease) {
   holders_[sid] = {lease, now + std::chrono::milliseconds(lease_->ttl_s() * 1000 / 3)};
 }
 
-void fleet::forget_holder(const std::string& sid) {
+void fleet_routing::forget_holder(const std::string& sid) {
   std::lock_guard g(holders_mutex_);
   holders_.erase(sid);
 }
 
-std::optional<http_reply> fleet::route(const http_request& r, const std::string& sid,
-                                       bool deleting) {
+std::optional<http_reply> fleet_routing::route(const http_request& r) {
+  if (!enabled()) return std::nullopt;
+  std::string sid;
+  bool deleting = false;
+  if (r.path.starts_with("/sessions/")) {
+    const auto end = r.path.find('/', 10);
+    sid = r.path.substr(10, end == std::string::npos ? std::string::npos : end - 10);
+    deleting = end == std::string::npos && r.method == "DELETE";
+  } else if (r.method == "POST" && (r.path == "/exec" || r.path.starts_with("/files"))) {
+    // A body the route will refuse names no session here: the route answers it.
+    body_fields f(r.body);
+    std::optional<http_reply> err;
+    if (!f.error)
+      if (auto id = f.string("session_id", true, err); id && !err) sid = *id;
+  }
+  if (!valid_session_id(sid) || registry_.find(sid)) return std::nullopt;
+  return route(r, sid, deleting);
+}
+
+std::optional<http_reply> fleet_routing::route(const http_request& r, const std::string& sid,
+                                               bool deleting) {
   if (!enabled()) return std::nullopt;
   if (r.forwarded.empty())
     if (auto holder = cached_holder(sid)) return forward(r, *holder, sid);
@@ -66,7 +83,7 @@ std::optional<http_reply> fleet::route(const http_request& r, const std::string&
   {
     auto lock = takeover_lock(sid);
     struct unlocker {
-      fleet& f;
+      fleet_routing& f;
       const std::string& sid;
       std::shared_ptr<std::mutex>& lock;
       ~unlocker() {
@@ -82,7 +99,7 @@ std::optional<http_reply> fleet::route(const http_request& r, const std::string&
   return forward(r, *forward_to, sid);
 }
 
-std::optional<http_reply> fleet::decide(const http_request& r, const std::string& sid,
+std::optional<http_reply> fleet_routing::decide(const http_request& r, const std::string& sid,
                                         bool deleting, std::optional<lease_record>& forward_to) {
   auto& store = lease_->store();
   for (int attempt = 0; attempt < 3; ++attempt) {
@@ -147,7 +164,7 @@ std::optional<http_reply> fleet::decide(const http_request& r, const std::string
   return detail(503, "session " + sid + " moved while it was being taken over; try again");
 }
 
-std::optional<http_reply> fleet::new_generation(const session_record& was, session_record& mine,
+std::optional<http_reply> fleet_routing::new_generation(const session_record& was, session_record& mine,
                                                 std::string etag) {
   auto& store = lease_->store();
   const std::string from = *mine.copy_from;
@@ -180,7 +197,7 @@ std::optional<http_reply> fleet::new_generation(const session_record& was, sessi
   return std::nullopt;
 }
 
-http_reply fleet::forward(const http_request& r, const lease_record& holder,
+http_reply fleet_routing::forward(const http_request& r, const lease_record& holder,
                           const std::string& sid) {
   // Only to a member the operator listed, at the address listed (SANDBOX_FLEET_MEMBERS,
   // http://host:port, checked by config.cpp): never where a record in the store points.
@@ -195,24 +212,12 @@ http_reply fleet::forward(const http_request& r, const lease_record& holder,
   if (!where || where->scheme != common::endpoint::kind::tcp)
     return detail(503, "session " + sid + " is held by instance " + holder.instance +
                            ", whose address cannot be used: " + url);
-  client::transport to{*where, nullptr};
-  // The fleet's own credential, never the client's Authorization (fleet_auth.hpp).
-  std::string headers = "X-Dockgate-Forwarded: " + config_.instance + "\r\nX-Dockgate-Fleet: " +
-                        fleet_signature(config_.fleet_key, config_.instance, holder.instance,
-                                        static_cast<std::int64_t>(std::time(nullptr)),
-                                        random_hex(16), r.method, r.path, r.body) +
-                        "\r\n";
-  if (!r.accept.empty()) headers += "Accept: " + r.accept + "\r\n";
-  // As long as the holder may take: the longest cell and its collection, and the calls.
-  const auto timeout = std::chrono::milliseconds(config_.exec_timeout_cap_ms) +
-                       std::chrono::seconds(config_.max_collect_seconds + 120);
   // A host that is gone answers nothing, not even a refusal: the connect is bounded on
   // its own, well inside a lease, so the call is answered (503) and asked again soon.
   const auto connect_timeout =
       std::chrono::milliseconds(std::clamp<std::int64_t>(lease_->ttl_s() * 1000 / 5, 500, 3000));
-  auto answer = client::http_request(to, r.method, r.path, r.body, timeout,
-                                     static_cast<std::size_t>(config_.max_body_bytes) * 2, headers,
-                                     url.substr(7), "application/json", connect_timeout);
+  auto answer = send_to_member(config_, holder.instance, *where, url.substr(7),
+                               {r.method, r.path, r.body, r.accept}, connect_timeout);
   if (answer.status == 0 || answer.status == 503) forget_holder(sid);
   if (answer.status == 0)
     return detail(503, "session " + sid + " is held by instance " + holder.instance + " at " +
