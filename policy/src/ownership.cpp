@@ -3,6 +3,7 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <array>
 #include <vector>
 
 #include "dockgate/common/error_body.hpp"
@@ -40,47 +41,78 @@ std::string json_string(std::string_view s) {
 }
 }  // namespace
 
-path_object operation_object(operation op) {
-  switch (op) {
-    case operation::ContainerInspect:
-    case operation::ContainerTop:
-    case operation::ContainerLogs:
-    case operation::ContainerChanges:
-    case operation::ContainerExport:
-    case operation::ContainerStats:
-    case operation::ContainerResize:
-    case operation::ContainerStart:
-    case operation::ContainerStop:
-    case operation::ContainerRestart:
-    case operation::ContainerKill:
-    case operation::ContainerUpdate:
-    case operation::ContainerRename:
-    case operation::ContainerPause:
-    case operation::ContainerUnpause:
-    case operation::ContainerAttach:
-    case operation::ContainerAttachWebsocket:
-    case operation::ContainerWait:
-    case operation::ContainerDelete:
-    case operation::ContainerArchive:
-    case operation::ContainerArchiveInfo:
-    case operation::PutContainerArchive:
-    case operation::ContainerExec:
-      return path_object::container;
-    case operation::ExecStart:
-    case operation::ExecResize:
-    case operation::ExecInspect:
-      return path_object::exec;
-    case operation::NetworkInspect:
-    case operation::NetworkDelete:
-    case operation::NetworkConnect:
-    case operation::NetworkDisconnect:
-      return path_object::network;
-    case operation::VolumeInspect:
-    case operation::VolumeDelete:
-      return path_object::volume;
-    default:
-      return path_object::none;
-  }
+// The table of ownership.hpp. Rows only for what a confined profile treats differently.
+namespace {
+struct ownership_row {
+  operation op;
+  ownership_rule rule;
+};
+constexpr ownership_rule container{path_object::container};
+constexpr ownership_rule exec{path_object::exec};
+constexpr ownership_rule network{path_object::network};
+constexpr ownership_rule volume{path_object::volume};
+constexpr ownership_rule owner_label_joined{path_object::none, owned_filters::by_owner};
+constexpr ownership_row ownership_rows[] = {
+    {operation::ContainerInspect, container},
+    {operation::ContainerTop, container},
+    {operation::ContainerLogs, container},
+    {operation::ContainerChanges, container},
+    {operation::ContainerExport, container},
+    {operation::ContainerStats, container},
+    {operation::ContainerResize, container},
+    {operation::ContainerStart, container},
+    {operation::ContainerStop, container},
+    {operation::ContainerRestart, container},
+    {operation::ContainerKill, container},
+    {operation::ContainerUpdate, container},
+    {operation::ContainerRename, container},
+    {operation::ContainerPause, container},
+    {operation::ContainerUnpause, container},
+    {operation::ContainerAttach, container},
+    {operation::ContainerAttachWebsocket, container},
+    {operation::ContainerWait, container},
+    {operation::ContainerDelete, container},
+    {operation::ContainerArchive, container},
+    {operation::ContainerArchiveInfo, container},
+    {operation::PutContainerArchive, container},
+    {operation::ContainerExec, container},
+    {operation::ExecStart, exec},
+    {operation::ExecResize, exec},
+    {operation::ExecInspect, exec},
+    {operation::NetworkInspect,
+     {path_object::network, owned_filters::none, owned_answer::networks, true}},
+    {operation::NetworkDelete, network},
+    {operation::NetworkConnect, network},
+    {operation::NetworkDisconnect, network},
+    {operation::VolumeInspect, volume},
+    {operation::VolumeDelete, volume},
+    {operation::VolumeUpdate, volume},
+    // Lists, events and prunes see only what the profile owns: the owner label joins the
+    // client's filters (dockerd ANDs label filters), and lists and events are filtered
+    // again on the way back.
+    {operation::ContainerList,
+     {path_object::none, owned_filters::by_owner, owned_answer::container_list}},
+    {operation::SystemEvents,
+     {path_object::none, owned_filters::container_events_by_owner, owned_answer::events}},
+    {operation::ContainerPrune, owner_label_joined},
+    {operation::NetworkPrune, owner_label_joined},
+    {operation::VolumePrune, owner_label_joined},
+    // Lists of networks and volumes and the disk-usage view: filtered on the way back.
+    {operation::NetworkList, {path_object::none, owned_filters::none, owned_answer::networks}},
+    {operation::VolumeList, {path_object::none, owned_filters::none, owned_answer::volume_list}},
+    {operation::SystemDataUsage,
+     {path_object::none, owned_filters::none, owned_answer::data_usage}},
+};
+constexpr auto ownership_by_operation = [] {
+  std::array<ownership_rule, operation_count> by{};
+  for (const auto& row : ownership_rows) by[static_cast<std::size_t>(row.op)] = row.rule;
+  return by;
+}();
+}  // namespace
+
+ownership_rule operation_ownership(operation op) {
+  const auto i = static_cast<std::size_t>(op);
+  return i < ownership_by_operation.size() ? ownership_by_operation[i] : ownership_rule{};
 }
 
 std::optional<inspected_container> parse_container_inspect(std::string_view json) {

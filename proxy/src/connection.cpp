@@ -105,7 +105,7 @@ bool connection::enforce(const policy::deny& d) {
   auto& would = extras().would;
   if (!would.empty()) would += "; ";
   would += d.reason;
-  audit_.would = would;
+  req_.audit.would = would;
   return false;
 }
 
@@ -213,11 +213,10 @@ net::awaitable<connection::outcome> connection::serve_one() {
 
   // From here the head's bytes may move (the body is read into the same buffer): the head
   // is serialised first, and only values of head_ are used afterwards.
-  audit_.dropped = dropped();
+  req_.audit.dropped = dropped();
   serialize_request_head(shape.upgrade);
   consume(head_size);
-  body_decoder_ = http::chunked_decoder{};
-  body_remaining_ = head_->content_length.value_or(0);
+  req_.body_remaining = head_->content_length.value_or(0);
   if (shape.body != policy::request_body::none &&
       !co_await read_request_body(r, shape.body))  // step 5
     co_return outcome::close;
@@ -255,9 +254,9 @@ net::awaitable<void> connection::refuse(unsigned status, std::string_view rule,
                                         std::string_view message) {
   // A refusal before the decision is a deny; after an allow (upstream trouble) the verdict
   // stays "allow" and the rule names what failed.
-  if (audit_.verdict.empty()) audit_.verdict = "deny";
-  audit_.rule = rule;
-  audit_.reason = message;
+  if (req_.audit.verdict.empty()) req_.audit.verdict = "deny";
+  req_.audit.rule = rule;
+  req_.audit.reason = message;
   const std::string body = common::docker_error_body(message);
   out_.clear();
   out_ += "HTTP/1.1 ";
@@ -269,7 +268,7 @@ net::awaitable<void> connection::refuse(unsigned status, std::string_view rule,
   out_ += "\r\n";
   append_request_id_header(out_);
   out_ += "Connection: close\r\n\r\n";
-  if (!(audit_.method == "HEAD")) out_ += body;
+  if (!(req_.audit.method == "HEAD")) out_ += body;
   set_deadline(refusal_write_timeout);
   co_await write_all(client_, net::buffer(out_));
   finish_audit(status);
@@ -283,39 +282,39 @@ void connection::append_request_id_header(std::string& out) const {
 
 audit_record connection::audit_line() const {
   audit_record line;
-  line.time = audit_.time;
+  line.time = req_.audit.time;
   line.request_id = request_id();
   line.client = client_json_;
   line.profile = profile_->name;
-  line.method = audit_.method;
-  line.path = path_;
-  line.operation = audit_.operation;
-  if (!object_name_.empty() || !object_id_.empty()) {
-    line.object_type = audit_object_type(audit_.operation);
-    line.object_name = object_name_;
-    line.object_id = object_id_;
-    if (extras_) {
-      line.object_image = extras_->object_image;
-      line.exec_id = extras_->exec_id;
+  line.method = req_.audit.method;
+  line.path = req_.path;
+  line.operation = req_.audit.operation;
+  if (!req_.object_name.empty() || !req_.object_id.empty()) {
+    line.object_type = audit_object_type(req_.audit.operation);
+    line.object_name = req_.object_name;
+    line.object_id = req_.object_id;
+    if (req_.extras) {
+      line.object_image = req_.extras->object_image;
+      line.exec_id = req_.extras->exec_id;
     }
     line.object_digest = audit_image_digest(!line.object_image.empty()    ? line.object_image
                                             : line.object_type == "image" ? line.object_name
                                                                           : std::string_view());
   }
-  line.verdict = audit_.verdict;
-  line.rule = audit_.rule;
-  line.reason = audit_.reason;
-  line.changes = audit_.changes;
-  line.would = audit_.would;
-  line.dropped = audit_.dropped;
-  line.seen = audit_.seen;
-  line.status = audit_.status;
-  line.bytes_in = audit_.bytes_in;
-  line.bytes_out = audit_.bytes_out;
+  line.verdict = req_.audit.verdict;
+  line.rule = req_.audit.rule;
+  line.reason = req_.audit.reason;
+  line.changes = req_.audit.changes;
+  line.would = req_.audit.would;
+  line.dropped = req_.audit.dropped;
+  line.seen = req_.audit.seen;
+  line.status = req_.audit.status;
+  line.bytes_in = req_.audit.bytes_in;
+  line.bytes_out = req_.audit.bytes_out;
   line.duration_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started_)
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - req_.started)
           .count();
-  line.hijacked = audit_.hijacked;
+  line.hijacked = req_.audit.hijacked;
   return line;
 }
 
@@ -324,13 +323,13 @@ bool connection::write_decision_line() {
 }
 
 void connection::finish_audit(unsigned status) {
-  audit_.status = status;
+  req_.audit.status = status;
   const audit_record line = audit_line();
   ctx_.audit.write(line);
   ctx_.stats.record(profile_ptr_ ? std::string_view(profile_->name) : std::string_view(),
-                    audit_.operation, audit_.verdict == "deny", status, audit_.rule,
+                    req_.audit.operation, req_.audit.verdict == "deny", status, req_.audit.rule,
                     line.duration_ms / 1000);
-  if (audit_.rule == "upstream") ctx_.stats.upstream_error();
+  if (req_.audit.rule == "upstream") ctx_.stats.upstream_error();
 }
 
 }  // namespace dockgate::proxy

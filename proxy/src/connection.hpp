@@ -1,20 +1,23 @@
 #pragma once
 // One client connection: the request path of docs/design.md, "The request path", one
-// request at a time. `connection` holds the state and the connection's life; each stage
+// request at a time. `connection` holds the connection's state and life (its sockets,
+// buffers, deadline, client and profile), and `req_` the state of the request being
+// served, a value made fresh as each request begins (request_state.hpp); each stage
 // is a member function in a file of its own (proxy/src/), and serve_one() calls them in
 // order. The steps (the source of truth for docs/design.md):
 //
 //   1. Read the head: strict framing, within the head timeout and max_head_bytes.
 //      read_head, request_head_stage.cpp
-//   2. Parse and route: one operation, or 400/404/405; an unsupported /vX.Y answered in
-//      the daemon's words (policy::version_refusal).
+//   2. Parse and route: a fresh request_state; one operation, or 400/404/405; an
+//      unsupported /vX.Y answered in the daemon's words (policy::version_refusal).
 //      admit_request, refuse_version, request_head_stage.cpp
 //   3. Decide: the profile's decision, its review of the query, the request's shape
 //      (policy::shape_request: hijack, endless stream, body kept, dropped or refused).
 //      admit_request, request_head_stage.cpp
 //   4. Ownership and version pinning: the daemon's version learned, the request pinned
 //      to one version, referenced objects resolved and checked to be the profile's, list
-//      filters confined; the forwarded target.
+//      filters confined (which, by policy::operation_ownership's table); the forwarded
+//      target.
 //      prepare_target, upstream_lookups.cpp
 //   5. The request body: read (a dropped one within a small limit), a JSON body read
 //      whole, reviewed, its bind sources and named objects checked.
@@ -51,6 +54,7 @@
 #include "dockgate/policy/body_review.hpp"
 #include "dockgate/policy/request_shape.hpp"
 #include "dockgate/proxy/audit.hpp"
+#include "request_state.hpp"
 #include "upstream_socket.hpp"
 
 namespace dockgate::proxy {
@@ -83,18 +87,6 @@ class connection {
   // held: the stream waits on callbacks, which own the connection now.
   enum class outcome { keep_alive, close, relay_stream, held };
   enum class ended { closed, held };
-  // What the proxy does to a response body on its way back.
-  enum class response_filter {
-    none,
-    container_list,
-    events,
-    create_answer,  // ContainerCreate, ContainerExec: the Id read, the profile's warnings added
-    networks,
-    volume_list,
-    data_usage
-  };
-  // How a response body is framed towards the client.
-  enum class response_framing { none, length, chunked, raw };
 
   net::awaitable<ended> run();
   net::awaitable<void> close_gracefully();
@@ -120,12 +112,12 @@ class connection {
   net::awaitable<bool> read_request_body(const policy::route& r, policy::request_body body);
   net::awaitable<bool> forward_request(policy::request_body body);
   void serialize_request_head(bool upgrade);
-  // Step 4 (upstream_lookups.cpp), ownership and version pinning: builds target_ for the
+  // Step 4 (upstream_lookups.cpp), ownership and version pinning: builds req_.target for the
   // forwarded request. Returns false after answering the client itself.
   net::awaitable<bool> prepare_target(const policy::route& r);
   // The same without waiting, where nothing needs the daemon (its version known, no
   // object to look up but a container the cache knows, no binds to check) and nothing is
-  // refused: true when target_ is built; false leaves it to prepare_target (which does the
+  // refused: true when req_.target is built; false leaves it to prepare_target (which does the
   // whole step again). No coroutine frame on the way of most requests.
   bool prepare_target_now(const policy::route& r);
   // Its parts, shared by both: the version pinned (a refusal if the daemon's is older
@@ -208,7 +200,7 @@ class connection {
   // --audit-mode blocking: the line of the decision (status 0), written before forwarding;
   // false if a sink could not take it.
   bool write_decision_line();
-  // The audit line of this request: what audit_ recorded as it went, with what the
+  // The audit line of this request: what req_.audit recorded as it went, with what the
   // connection's members say (its ID, the client, the profile, the path, the object).
   audit_record audit_line() const;
 
@@ -262,110 +254,34 @@ class connection {
   pooled_block response_;
   std::size_t response_begin_ = 0;
   std::size_t response_end_ = 0;
-  response_framing framing_ = response_framing::none;
-  bool response_head_pending_ = false;  // out_ holds the client's head, not yet written
-  bool response_chunked_in_ = false;    // the daemon chunks the body (else: until close)
-  bool stream_ended_ = false;           // the daemon's body has ended
-  bool stream_waiting_ = false;         // relay_stream waits on the daemon: watch_client watches
-  bool watch_pending_ = false;          // watch_client's wait has not completed
-  bool upstream_active_ = false;        // a held stream's daemon side: waiting or relaying
-  std::string owned_events_;            // the owned event lines of one read
-  bool response_keep_alive_ = false;
-  bool upstream_keeps_ = false;
-  unsigned response_status_ = 0;
-  http::chunked_decoder response_decoder_;
 
   std::string out_;                     // serialisation buffer, reused across requests
 
-  // What only some requests fill in: a JSON body, what the gate left out or the profile
-  // changed, audit mode's findings, a create's image and an exec's ID. Made the first time
-  // a request of the connection needs it, kept for the connection's later requests, and
-  // emptied as each request begins. A connection that never needs it (a ping or inspect
-  // client, most held streams) does not carry it: ~250 of the ~2.5 KiB a held stream costs.
-  struct request_extras {
-    std::string json_body;  // a JSON request body read whole (also a daemon's answer filtered whole)
-    std::string would;      // audit mode: what the profile would have refused or changed
-    std::string dropped;    // what the gate left out because the daemon ignores it
-    std::string seen;       // "record": "fields": what the client set in the body (policy::body_seen)
-    std::vector<policy::body_change> changes;  // what the profile changed, for the audit line
-    std::vector<std::string> warnings;         // added to a create answer: what the profile changed
-    std::string object_image;  // a container create: the image reference its body names
-    std::string exec_id;       // ContainerExec: the exec the daemon created
-    void begin_request() {
-      would.clear();
-      dropped.clear();
-      seen.clear();
-      changes.clear();
-      warnings.clear();
-      object_image.clear();
-      exec_id.clear();
-    }
-  };
-  std::unique_ptr<request_extras> extras_;
   request_extras& extras() {
-    if (!extras_) extras_ = std::make_unique<request_extras>();
-    return *extras_;
+    if (!req_.extras) req_.extras = std::make_unique<request_extras>();
+    return *req_.extras;
   }
-  std::string_view dropped() const { return extras_ ? std::string_view(extras_->dropped) : std::string_view(); }
+  std::string_view dropped() const {
+    return req_.extras ? std::string_view(req_.extras->dropped) : std::string_view();
+  }
 
   // The parsed head views into the client-bytes buffer; held from a small free list
   // while a request is parsed and forwarded, not while the connection waits.
   mapped_ptr<http::request_head> head_;
-  http::chunked_decoder body_decoder_;  // the request body's framing state
-  std::uint64_t body_remaining_ = 0;    // Content-Length bytes still to come
-  std::string path_;                    // the request's path, for the audit line
-  std::string query_;              // the query forwarded: the client's parameters the daemon reads
-  std::string forward_version_;    // the API version forwarded ("1.41")
-  policy::api_version version_{};  // the same, for the body review
-  daemon_facts daemon_;            // what the gate knew of the daemon as this request began
   static constexpr std::string_view last_chunk = "0\r\n\r\n";
   // How long a daemon has to end a stream after the client ended its side (dockerd ends it
   // at once); then the gate cuts the daemon off and ends the stream itself.
   static constexpr auto half_close_grace = std::chrono::seconds(5);
   // A body on an operation that takes none is read up to this and never forwarded.
   static constexpr std::size_t ignored_body_limit = 64 * 1024;
-  std::string target_;  // the forwarded request target (pinned version, full IDs)
-  response_filter filter_ = response_filter::none;
-  std::string event_line_;  // a partial event line while filtering events
-  // What the audit line records as the request goes (audit_line() adds the rest, which
-  // lives in members already: the record is not kept twice, a held stream carries it).
-  struct request_record {
-    std::chrono::system_clock::time_point time;  // when the request head arrived
-    std::string_view method;
-    std::string_view operation;  // operationId, empty when routing failed
-    std::string_view verdict;    // "allow" or "deny"
-    std::string_view rule;
-    std::string_view reason;
-    std::span<const policy::body_change> changes;
-    std::string_view would;
-    std::string_view dropped;
-    std::string_view seen;
-    unsigned status = 0;
-    bool hijacked = false;
-    std::uint64_t bytes_in = 0;
-    std::uint64_t bytes_out = 0;
-  };
-  request_record audit_;
-  // This request's ID ("<process prefix>-<count>", hex), for the audit line and the
-  // Dockgate-Request-Id header of every answer.
-  std::array<char, 32> request_id_{};  // up to 8 + 1 + 16 hex digits
-  std::uint8_t request_id_size_ = 0;
-  std::string_view request_id() const { return {request_id_.data(), request_id_size_}; }
+  std::string_view request_id() const { return {req_.id.data(), req_.id_size}; }
   void append_request_id_header(std::string& out) const;
-  // The object the request names or creates, for the audit line (copies: the head's
-  // bytes move once the body is read).
-  std::string object_name_;
-  std::string object_id_;
   void note_object(const policy::route& r);
-  std::chrono::steady_clock::time_point started_;
-  bool idle_ = true;
-  bool endless_stream_ = false;  // events, logs, stats, wait: ended cleanly if the daemon goes
-  bool document_ = false;        // an inspect's answer: relayed to its end, never held
-  bool upstream_ended_ = false;  // the daemon's side of a relayed body ended or failed
-  bool client_gone_ = false;     // the client went away, or a write to it failed: nothing more goes
-  bool client_ended_ = false;    // the client ended its side mid-stream (it may still read)
-  bool client_writing_ = false;  // a held stream's write to the client is under way
-  bool relay_failed_ = false;
+  bool idle_ = true;  // waiting for a request: shutdown() closes it now
+
+  // The request being served and its response: a fresh value per request (admit_request),
+  // apart from the connection's state above (request_state.hpp).
+  request_state req_;
 };
 
 }  // namespace dockgate::proxy

@@ -23,6 +23,7 @@
 #include "dockgate/proxy/options.hpp"
 #include "audit_sink.hpp"
 #include "buffer_pool.hpp"
+#include "daemon_facts.hpp"
 #include "mapped.hpp"
 #include "net.hpp"
 
@@ -48,16 +49,6 @@ class connection_slot {
 
  private:
   std::atomic<std::size_t>* open_;
-};
-
-// What the gate knows of the daemon: the API version every forwarded request is pinned to
-// (the daemon's own, from /version, capped at the newest the route table knows) and its
-// cgroup version (from /info). Learned on first use, forgotten when the daemon is found
-// unreachable: when it is back it may be another version (an upgrade).
-struct daemon_facts {
-  std::optional<std::string> api_version;
-  policy::api_version version{};  // the same, as numbers
-  bool cgroup_v1 = true;
 };
 
 // The process's daemon_facts, one fact for every thread: a thread learns or forgets them

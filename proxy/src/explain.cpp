@@ -34,27 +34,24 @@ explanation explain_request(const policy::profile& profile, std::string_view met
     e.text += " (the daemon ignores them)\n";
   }
   if (profile.rules.confine_to_owned) {
-    const auto object = policy::operation_object(r.op);
-    if (object == policy::path_object::container)
+    // What the request path does for this operation (the table of policy/ownership.hpp).
+    const auto own = policy::operation_ownership(r.op);
+    const std::string label = std::string(policy::owner_label) + "=" + profile.rules.owner;
+    if (own.object == policy::path_object::container)
       e.text += "ownership: the daemon must report container \"" + std::string(r.param) + "\" with label " +
-                std::string(policy::owner_label) + "=" + profile.rules.owner + "; forwarded by its full ID\n";
-    else if (object == policy::path_object::exec)
-      e.text += "ownership: exec \"" + std::string(r.param) + "\" must belong to a container labelled " +
-                std::string(policy::owner_label) + "=" + profile.rules.owner + "\n";
-    else if (object == policy::path_object::network)
-      e.text += "ownership: the daemon must report network \"" + std::string(r.param) + "\" with label " +
-                std::string(policy::owner_label) + "=" + profile.rules.owner +
-                (r.op == policy::operation::NetworkInspect ? " (or be bridge, host or none); its containers are filtered\n" : "\n");
-    else if (object == policy::path_object::volume)
-      e.text += "ownership: the daemon must report volume \"" + std::string(r.param) + "\" with label " +
-                std::string(policy::owner_label) + "=" + profile.rules.owner + "\n";
-    else if (r.op == policy::operation::ContainerList || r.op == policy::operation::SystemEvents ||
-             r.op == policy::operation::ContainerPrune || r.op == policy::operation::NetworkPrune ||
-             r.op == policy::operation::VolumePrune)
-      e.text += "ownership: filters gain label=" + std::string(policy::owner_label) + "=" + profile.rules.owner +
-                (r.op == policy::operation::ContainerList || r.op == policy::operation::SystemEvents ? "; the response is filtered too\n" : "\n");
-    else if (r.op == policy::operation::NetworkList || r.op == policy::operation::VolumeList ||
-             r.op == policy::operation::SystemDataUsage)
+                label + "; forwarded by its full ID\n";
+    else if (own.object == policy::path_object::exec)
+      e.text += "ownership: exec \"" + std::string(r.param) + "\" must belong to a container labelled " + label + "\n";
+    else if (own.object == policy::path_object::network)
+      e.text += "ownership: the daemon must report network \"" + std::string(r.param) + "\" with label " + label +
+                (own.predefined_networks_readable ? " (or be bridge, host or none)" : "") +
+                (own.answer == policy::owned_answer::networks ? "; its containers are filtered" : "") + "\n";
+    else if (own.object == policy::path_object::volume)
+      e.text += "ownership: the daemon must report volume \"" + std::string(r.param) + "\" with label " + label + "\n";
+    else if (own.filters != policy::owned_filters::none)
+      e.text += "ownership: filters gain label=" + label +
+                (own.answer != policy::owned_answer::as_is ? "; the response is filtered too\n" : "\n");
+    else if (own.answer != policy::owned_answer::as_is)
       e.text += "ownership: the response keeps only what the profile owns (and the daemon's own networks)\n";
   }
   if (!body || policy::operation_body(r.op) != policy::body_kind::json) {

@@ -39,7 +39,7 @@ net::awaitable<connection::outcome> connection::relay_stream() {
   // A document (an inspect whose chunks came apart) is relayed to its end here, by this
   // coroutine: nothing of the request is given back to be made again for the next one,
   // and no coroutine is started to take the connection back.
-  while (document_ && !stream_ended_ && !relay_failed_) {
+  while (req_.document && !req_.stream_ended && !req_.relay_failed) {
     auto [ec, n] = co_await upstream_->async_read_some(net::buffer(response_.get(), response_.size()), use_tuple);
     if (ec) {
       note_upstream_error(ec);
@@ -49,18 +49,18 @@ net::awaitable<connection::outcome> connection::relay_stream() {
     response_end_ = n;
     co_await relay_buffered_stream();
   }
-  if (stream_ended_ || relay_failed_) co_return co_await end_stream();
+  if (req_.stream_ended || req_.relay_failed) co_return co_await end_stream();
   // A stream that goes on (events, logs, wait): no coroutine waits for it. Two plain
   // callbacks do, on the daemon's side and on the client's, and the connection object is
   // all a held stream costs; bytes from the daemon start a short coroutine that relays
   // them and goes back to waiting (wait_upstream, relay_available).
   ctx_.stats.stream(+1);
-  stream_waiting_ = true;
+  req_.stream_waiting = true;
   // What only built the request that has gone (its head, target and query: the events
   // filter a profile adds makes them ~120 bytes each) is not kept for the stream's life.
-  if (!response_head_pending_) std::string().swap(out_);
-  std::string().swap(target_);
-  std::string().swap(query_);
+  if (!req_.response_head_pending) std::string().swap(out_);
+  std::string().swap(req_.target);
+  std::string().swap(req_.query);
   response_.release();
   watch_client();
   wait_upstream();
@@ -69,9 +69,9 @@ net::awaitable<connection::outcome> connection::relay_stream() {
 
 // The daemon's side of a held stream: readable (relay what it has), or failed.
 void connection::wait_upstream() {
-  upstream_active_ = true;
+  req_.upstream_active = true;
   upstream_->async_wait(net::socket_base::wait_read, [this](beast::error_code ec) {
-    if (!ec && !client_gone_) {
+    if (!ec && !req_.client_gone) {
       net::co_spawn(client_.get_executor(), relay_available(), net::detached);
       return;
     }
@@ -85,11 +85,11 @@ void connection::upstream_failed(beast::error_code ec) {
 }
 
 void connection::note_upstream_error(beast::error_code ec) {
-  if (ec == net::error::eof && !response_chunked_in_) {
-    stream_ended_ = true;  // a body framed by the daemon's close has ended
-  } else if (!stream_ended_) {
-    upstream_ended_ = ec && ec != net::error::operation_aborted;  // the daemon's side, not ours
-    relay_failed_ = true;
+  if (ec == net::error::eof && !req_.response_chunked_in) {
+    req_.stream_ended = true;  // a body framed by the daemon's close has ended
+  } else if (!req_.stream_ended) {
+    req_.upstream_ended = ec && ec != net::error::operation_aborted;  // the daemon's side, not ours
+    req_.relay_failed = true;
   }
 }
 
@@ -97,7 +97,7 @@ void connection::note_upstream_error(beast::error_code ec) {
 // when it has nothing more, back to waiting in a callback with no block held.
 net::awaitable<void> connection::relay_available() {
   try {
-    while (!relay_failed_ && !stream_ended_ && !client_gone_) {
+    while (!req_.relay_failed && !req_.stream_ended && !req_.client_gone) {
       const ssize_t n =
           ::recv(upstream_->native_handle(), response_.get(), response_.size(), MSG_DONTWAIT);
       if (n < 0 && errno == EINTR) continue;
@@ -118,7 +118,7 @@ net::awaitable<void> connection::relay_available() {
     }
   } catch (const std::exception& e) {
     ctx_.log->error("client {}: stream failed: {}", client_id_, e.what());
-    relay_failed_ = true;
+    req_.relay_failed = true;
   }
   response_.release();
   upstream_done();
@@ -127,9 +127,9 @@ net::awaitable<void> connection::relay_available() {
 // The daemon's side is over (ended, failed, or cancelled because the client went): the
 // client's watch is cancelled, and once neither callback is pending the stream ends.
 void connection::upstream_done() {
-  upstream_active_ = false;
-  stream_waiting_ = false;
-  if (watch_pending_) {
+  req_.upstream_active = false;
+  req_.stream_waiting = false;
+  if (req_.watch_pending) {
     beast::error_code ignored;
     client_.cancel(ignored);  // its handler calls stream_over()
     return;
@@ -140,7 +140,7 @@ void connection::upstream_done() {
 // Neither callback pending: a coroutine takes the connection back (it owns it again), ends
 // the stream and serves the next request or closes.
 void connection::stream_over() {
-  if (upstream_active_ || watch_pending_) return;
+  if (req_.upstream_active || req_.watch_pending) return;
   net::co_spawn(client_.get_executor(), resume(std::unique_ptr<connection>(this)), net::detached);
 }
 
@@ -169,69 +169,69 @@ net::awaitable<connection::outcome> connection::end_stream() {
   if (gate_ends_stream()) co_await write_all(client_, net::buffer(last_chunk));
   clear_deadline();
   response_.release();
-  finish_audit(response_status_);
+  finish_audit(req_.response_status);
   // After the client's end the daemon's connection has had its end too: not reused.
-  if (relay_failed_ || client_gone_ || client_ended_ || !upstream_keeps_ || !stream_ended_ ||
-      !response_chunked_in_)
+  if (req_.relay_failed || req_.client_gone || req_.client_ended || !req_.upstream_keeps || !req_.stream_ended ||
+      !req_.response_chunked_in)
     upstream_.reset();
-  if (relay_failed_ || client_gone_ || client_ended_ || !stream_ended_) co_return outcome::close;
-  co_return response_keep_alive_ ? outcome::keep_alive : outcome::close;
+  if (req_.relay_failed || req_.client_gone || req_.client_ended || !req_.stream_ended) co_return outcome::close;
+  co_return req_.response_keep_alive ? outcome::keep_alive : outcome::close;
 }
 
 bool connection::gate_ends_stream() const {
-  return !stream_ended_ && !client_gone_ && endless_stream_ &&
-         framing_ == response_framing::chunked &&
-         (client_ended_ || (relay_failed_ && upstream_ended_));
+  return !req_.stream_ended && !req_.client_gone && req_.endless_stream &&
+         req_.framing == response_framing::chunked &&
+         (req_.client_ended || (req_.relay_failed && req_.upstream_ended));
 }
 
 // Relays what the response block holds, and the head if it has not gone yet, in one
 // gathered write: every complete chunk in the block becomes one chunk of the proxy's.
 std::size_t connection::gather_stream(std::string_view& in, std::span<net::const_buffer> out,
                                       std::span<char, 24> size_line, std::size_t& total) {
-  const bool chunked_out = framing_ == response_framing::chunked;
+  const bool chunked_out = req_.framing == response_framing::chunked;
   std::array<std::string_view, max_stream_pieces> pieces;
   std::size_t count = 0;
   total = 0;
-  while (!in.empty() && count < max_stream_pieces && !stream_ended_) {
-    if (!response_chunked_in_) {  // until close: the bytes as they are
+  while (!in.empty() && count < max_stream_pieces && !req_.stream_ended) {
+    if (!req_.response_chunked_in) {  // until close: the bytes as they are
       pieces[count++] = in;
       in = {};
       break;
     }
-    auto r = response_decoder_.feed(in);
+    auto r = req_.response_decoder.feed(in);
     in.remove_prefix(r.consumed);
     if (r.state == http::chunked_decoder::status::data)
       pieces[count++] = r.data;
     else if (r.state == http::chunked_decoder::status::done)
-      stream_ended_ = true;
+      req_.stream_ended = true;
     else if (r.state == http::chunked_decoder::status::error)
-      relay_failed_ = true;
-    if (relay_failed_) return 0;  // the daemon's framing is broken: the client's connection ends
+      req_.relay_failed = true;
+    if (req_.relay_failed) return 0;  // the daemon's framing is broken: the client's connection ends
   }
-  if (filter_ == response_filter::events && response_status_ == 200 && count > 0) {
+  if (req_.answer_filter == policy::owned_answer::events && req_.response_status == 200 && count > 0) {
     // Events of containers the profile does not own are dropped, line by line.
-    owned_events_.clear();
+    req_.owned_events.clear();
     for (std::size_t i = 0; i < count; ++i) {
-      event_line_.append(pieces[i]);
+      req_.event_line.append(pieces[i]);
       std::size_t keep_upto = 0;
-      for (std::size_t start = 0, nl; (nl = event_line_.find('\n', start)) != std::string::npos;
+      for (std::size_t start = 0, nl; (nl = req_.event_line.find('\n', start)) != std::string::npos;
            start = nl + 1) {
-        const std::string_view line(event_line_.data() + start, nl + 1 - start);
-        if (policy::event_owned(line, profile_->rules.owner)) owned_events_.append(line);
+        const std::string_view line(req_.event_line.data() + start, nl + 1 - start);
+        if (policy::event_owned(line, profile_->rules.owner)) req_.owned_events.append(line);
         keep_upto = nl + 1;
       }
-      event_line_.erase(0, keep_upto);
+      req_.event_line.erase(0, keep_upto);
     }
-    if (event_line_.size() > 1024 * 1024) {  // one event line, not a stream
-      relay_failed_ = true;
+    if (req_.event_line.size() > 1024 * 1024) {  // one event line, not a stream
+      req_.relay_failed = true;
       return 0;
     }
-    count = owned_events_.empty() ? 0 : 1;
-    pieces[0] = owned_events_;
+    count = req_.owned_events.empty() ? 0 : 1;
+    pieces[0] = req_.owned_events;
   }
   for (std::size_t i = 0; i < count; ++i) total += pieces[i].size();
   std::size_t n = 0;
-  if (response_head_pending_) out[n++] = net::buffer(out_);
+  if (req_.response_head_pending) out[n++] = net::buffer(out_);
   if (total > 0) {
     if (chunked_out) {
       const int len = std::snprintf(size_line.data(), size_line.size(), "%zx\r\n", total);
@@ -240,7 +240,7 @@ std::size_t connection::gather_stream(std::string_view& in, std::span<net::const
     for (std::size_t i = 0; i < count; ++i) out[n++] = net::buffer(pieces[i].data(), pieces[i].size());
     if (chunked_out) out[n++] = net::buffer("\r\n", 2);
   }
-  if (stream_ended_ && chunked_out) out[n++] = net::buffer(last_chunk);
+  if (req_.stream_ended && chunked_out) out[n++] = net::buffer(last_chunk);
   return n;
 }
 
@@ -251,22 +251,22 @@ net::awaitable<void> connection::relay_buffered_stream() {
   // waits is the buffers only, so that the frame stays small enough for Asio to reuse it.
   std::array<net::const_buffer, max_stream_pieces + 5> out;
   std::array<char, 24> size_line;
-  while (!relay_failed_ && (!in.empty() || response_head_pending_)) {
+  while (!req_.relay_failed && (!in.empty() || req_.response_head_pending)) {
     std::size_t total = 0;
     const std::size_t n = gather_stream(in, out, size_line, total);
-    if (relay_failed_) co_return;
+    if (req_.relay_failed) co_return;
     if (n > 0) {
-      response_head_pending_ = false;
-      client_writing_ = true;
+      req_.response_head_pending = false;
+      req_.client_writing = true;
       auto [wec, wn] = co_await write_all(client_, std::span(out.data(), n));
-      client_writing_ = false;
-      audit_.bytes_out += total;
+      req_.client_writing = false;
+      req_.audit.bytes_out += total;
       // Maybe part of a chunk went: nothing more may follow it (no end of the gate's).
-      if (wec) relay_failed_ = client_gone_ = true;
+      if (wec) req_.relay_failed = req_.client_gone = true;
     }
-    if (stream_ended_) {
+    if (req_.stream_ended) {
       if (!in.empty())
-        upstream_keeps_ = false;  // bytes past the end: that connection is not reused
+        req_.upstream_keeps = false;  // bytes past the end: that connection is not reused
       break;
     }
   }
@@ -275,10 +275,10 @@ net::awaitable<void> connection::relay_buffered_stream() {
 // The client's side of a stream: readable means it ended its side, went away, or
 // pipelined a request (which waits in the kernel until the stream ends).
 void connection::watch_client() {
-  watch_pending_ = true;
+  req_.watch_pending = true;
   client_.async_wait(net::socket_base::wait_read, [this](beast::error_code ec) {
-    watch_pending_ = false;
-    if (!stream_waiting_) return stream_over();  // the stream ended first: this is the cancellation
+    req_.watch_pending = false;
+    if (!req_.stream_waiting) return stream_over();  // the stream ended first: this is the cancellation
     char c;
     const ssize_t n = ec ? -1 : ::recv(client_.native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
     if (n < 0 && !ec && (errno == EAGAIN || errno == EINTR)) return watch_client();
@@ -289,7 +289,7 @@ void connection::watch_client() {
     // of the write side sets RCV_SHUTDOWN only): gone, nothing to end for it. A TCP
     // client's close is a FIN like a shutdown, told apart only by a later write: its end.
     if (n == 0 && !closed_both_ways(client_.native_handle())) return client_ended();
-    client_gone_ = true;
+    req_.client_gone = true;
     beast::error_code ignored;
     if (upstream_) upstream_->cancel(ignored);  // the daemon's side ends, then the stream
   });
@@ -306,7 +306,7 @@ bool connection::closed_both_ways(int fd) noexcept {
 // half_close_grace is cut off by the watchdog (the daemon's side only), and end_stream
 // ends the stream. Not watched again: the end stays readable.
 void connection::client_ended() {
-  client_ended_ = true;
+  req_.client_ended = true;
   beast::error_code ignored;
   if (upstream_) upstream_->shutdown(net::socket_base::shutdown_send, ignored);
   set_deadline(half_close_grace, true);
@@ -316,12 +316,12 @@ void connection::client_ended() {
 // would end it, in what the socket takes now; one whose client has not taken its last chunk
 // yet is closed as it is (that client reads nothing more anyway).
 void connection::end_held_stream_now() noexcept {
-  if (!stream_waiting_ || client_writing_) return;
-  relay_failed_ = upstream_ended_ = true;  // to the client, the gate's stop is the daemon's
+  if (!req_.stream_waiting || req_.client_writing) return;
+  req_.relay_failed = req_.upstream_ended = true;  // to the client, the gate's stop is the daemon's
   if (gate_ends_stream())
     (void)::send(client_.native_handle(), last_chunk.data(), last_chunk.size(),
                  MSG_NOSIGNAL | MSG_DONTWAIT);
-  client_gone_ = true;  // nothing more is written to it
+  req_.client_gone = true;  // nothing more is written to it
 }
 
 }  // namespace dockgate::proxy

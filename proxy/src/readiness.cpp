@@ -1,4 +1,5 @@
-// See readiness.hpp.
+// See readiness.hpp: the fast path, built when DOCKGATE_ASIO_REACTOR_PEEK is ON (CMake turns
+// it on by default only with Boost 1.81.0; the static_assert below is the last guard).
 #include "readiness.hpp"
 
 #include <sys/epoll.h>

@@ -29,9 +29,14 @@
 //   only when the last one did not: an end that came before that event is in it, and an end
 //   that came after it is an arrival that epoll will still report.
 //
-// Reaches into Boost 1.81's epoll reactor (detail/, private members, by the standard's
-// explicit-instantiation rule): readiness.cpp checks the version, and a Boost upgrade must
-// re-read epoll_reactor::start_op and descriptor_state::perform_io before changing it.
+// Two implementations, chosen by the CMake option DOCKGATE_ASIO_REACTOR_PEEK
+// (cmake/dependencies.cmake): readiness.cpp reaches into Boost 1.81's epoll reactor
+// (detail/, private members, by the standard's explicit-instantiation rule) and does the
+// above; readiness_portable.cpp uses public Asio only (nothing marked, async_wait for the
+// next request: two system calls more per request, nothing lost). The option is ON by
+// default only when the Boost found is 1.81.0 exactly, so a Boost upgrade builds the
+// portable path: slower, never broken. Before readiness.cpp is moved to another Boost,
+// re-read epoll_reactor::start_op and descriptor_state::perform_io.
 
 #include <tuple>
 

@@ -45,22 +45,22 @@ net::awaitable<bool> connection::read_request_body(const policy::route& r,
   }
   if (body == policy::request_body::dropped) {
     if (!co_await read_json_body(ignored_body_limit)) co_return false;
-    audit_.bytes_in = extras_->json_body.size();
-    extras_->json_body.clear();
+    req_.audit.bytes_in = req_.extras->json_body.size();
+    req_.extras->json_body.clear();
   }
   if (body != policy::request_body::json) co_return true;
   // A create's answer is read whole (it is small): the ID it names goes into the audit line.
   if (r.op == policy::operation::ContainerCreate || r.op == policy::operation::ContainerExec)
-    filter_ = response_filter::create_answer;
+    req_.create_answer = true;
   if (!co_await read_json_body(policy::json_body_limit(r.op))) co_return false;
-  auto& x = *extras_;  // made by read_json_body
+  auto& x = *req_.extras;  // made by read_json_body
   // Learning: what the client asked for, refused or not (docs/policy.md, "Learning a profile").
   if (profile_->record_fields && !(x.seen = policy::body_seen(r.op, x.json_body)).empty())
-    audit_.seen = x.seen;
+    req_.audit.seen = x.seen;
   auto reviewed =
-      policy::review_body(*profile_, r.op, x.json_body, {version_, daemon_.cgroup_v1});
+      policy::review_body(*profile_, r.op, x.json_body, {req_.version, req_.daemon.cgroup_v1});
   if (auto* d = std::get_if<policy::deny>(&reviewed); d && enforce(*d)) {
-    audit_.verdict = "deny";
+    req_.audit.verdict = "deny";
     co_await refuse(d->status, d->rule, d->reason);
     co_return false;
   }
@@ -76,7 +76,7 @@ net::awaitable<bool> connection::read_request_body(const policy::route& r,
         x.would += &c == rw->changes.data() ? " " : ", ";
         x.would += c.field + " " + c.action;
       }
-      audit_.would = x.would;
+      req_.audit.would = x.would;
     }
     rw = nullptr;
   }
@@ -96,14 +96,14 @@ net::awaitable<bool> connection::read_request_body(const policy::route& r,
       const policy::deny d{
           403, "binds", "dockgate: bind source " + *problem + " (profile " + profile_->name + ")"};
       if (!enforce(d)) continue;
-      audit_.verdict = "deny";
+      req_.audit.verdict = "deny";
       co_await refuse(d.status, d.rule, d.reason);
       co_return false;
     }
   }
   if (rw) {
     if (auto d = co_await check_named_objects(r, *rw); d && enforce(*d)) {
-      audit_.verdict = "deny";
+      req_.audit.verdict = "deny";
       co_await refuse(d->status, d->rule, d->reason);
       co_return false;
     }
@@ -111,18 +111,18 @@ net::awaitable<bool> connection::read_request_body(const policy::route& r,
   if (rw) {
     // What goes upstream is the proxy's serialisation of what it checked.
     for (const auto& key : rw->dropped) x.dropped += (x.dropped.empty() ? "body:" : ",body:") + key;
-    audit_.dropped = x.dropped;
+    req_.audit.dropped = x.dropped;
     // The client hears what the profile changed, in the answer's Warnings (the docker
     // CLI and the SDKs print them).
     if (r.op == policy::operation::ContainerCreate) {
       x.warnings = std::move(rw->warnings);
     }
     // The object the body names, for the audit line.
-    if (!rw->name.empty() && object_name_.empty()) object_name_ = std::move(rw->name);
+    if (!rw->name.empty() && req_.object_name.empty()) req_.object_name = std::move(rw->name);
     x.object_image = std::move(rw->image);
     x.json_body = std::move(rw->body);
     x.changes = std::move(rw->changes);
-    audit_.changes = x.changes;
+    req_.audit.changes = x.changes;
   }
   co_return true;
 }
@@ -132,7 +132,7 @@ void connection::serialize_request_head(bool upgrade) {
   out_.clear();
   out_ += http::method_name(head_->method);
   out_ += ' ';
-  out_ += target_;
+  out_ += req_.target;
   out_ += " HTTP/1.1\r\n";
   bool has_host = false;
   for (std::size_t i = 0; i < head_->field_count; ++i) {
@@ -165,7 +165,7 @@ net::awaitable<bool> connection::read_client_more() {
 net::awaitable<std::pair<connection::body_piece, std::string_view>> connection::next_body_piece() {
   for (;;) {
     if (head_->chunked) {
-      auto res = body_decoder_.feed(buffered());
+      auto res = req_.body_decoder.feed(buffered());
       consume(res.consumed);  // the bytes stay in place until read_client_more compacts
       switch (res.state) {
         case http::chunked_decoder::status::data:
@@ -178,13 +178,13 @@ net::awaitable<std::pair<connection::body_piece, std::string_view>> connection::
           break;
       }
     } else {
-      if (body_remaining_ == 0) co_return std::pair{body_piece::done, std::string_view{}};
+      if (req_.body_remaining == 0) co_return std::pair{body_piece::done, std::string_view{}};
       if (!buffered().empty()) {
         const auto take =
-            static_cast<std::size_t>(std::min<std::uint64_t>(body_remaining_, buffered().size()));
+            static_cast<std::size_t>(std::min<std::uint64_t>(req_.body_remaining, buffered().size()));
         const std::string_view data = buffered().substr(0, take);
         consume(take);
-        body_remaining_ -= take;
+        req_.body_remaining -= take;
         co_return std::pair{body_piece::data, data};
       }
     }
@@ -228,7 +228,7 @@ net::awaitable<bool> connection::read_json_body(std::size_t limit) {
 net::awaitable<bool> connection::forward_request(policy::request_body body) {
   const bool json_body = body == policy::request_body::json;
   // A JSON body was read whole (read_json_body made the extras); others send none here.
-  const std::string_view body_bytes = json_body ? std::string_view(extras_->json_body) : std::string_view();
+  const std::string_view body_bytes = json_body ? std::string_view(req_.extras->json_body) : std::string_view();
   // Framing of the forwarded request: the proxy's own.
   if (json_body) {
     out_ += "Content-Length: ";
@@ -269,7 +269,7 @@ net::awaitable<bool> connection::forward_request(policy::request_body body) {
     co_return false;
   }
   if (json_body)
-    audit_.bytes_in = body_bytes.size();
+    req_.audit.bytes_in = body_bytes.size();
   else if (body == policy::request_body::stream && !co_await forward_body())
     co_return false;
   co_return true;
@@ -286,7 +286,7 @@ net::awaitable<bool> connection::forward_body() {
       } else {
         ec = std::get<0>(co_await write_all(*upstream_, net::buffer(data.data(), data.size())));
       }
-      audit_.bytes_in += data.size();
+      req_.audit.bytes_in += data.size();
       if (!ec) continue;
     } else if (status == body_piece::done) {
       if (head_->chunked) ec = std::get<0>(co_await write_all(*upstream_, net::buffer(last_chunk)));

@@ -93,21 +93,17 @@ connection::admission connection::admit_request(std::size_t head_size) {
     profile_ptr_ = policy_->select(identity_);
     profile_ = profile_ptr_ ? profile_ptr_ : &no_profile();
   }
+  // A fresh state for this request: nothing of the last one is seen (request_state.hpp).
+  req_ = request_state::after(req_);
   // The clock is read once per request, here, when the head has arrived (vDSO: no system
   // call): the audit line's time, and the start of its duration.
-  started_ = std::chrono::steady_clock::now();
-  audit_ = request_record{};
-  audit_.time = std::chrono::system_clock::now();
+  req_.started = std::chrono::steady_clock::now();
+  req_.audit.time = std::chrono::system_clock::now();
   // "%08x-%012llx" (the gate's random prefix, the request's number), without printf.
-  char* id_end = append_hex(request_id_.data(), ctx_.request_id_prefix, 8);
+  char* id_end = append_hex(req_.id.data(), ctx_.request_id_prefix, 8);
   *id_end++ = '-';
   id_end = append_hex(id_end, ++ctx_.requests, 12);
-  request_id_size_ = static_cast<std::uint8_t>(id_end - request_id_.data());
-  path_.clear();
-  object_name_.clear();
-  object_id_.clear();
-  if (extras_) extras_->begin_request();
-  upstream_ended_ = false;
+  req_.id_size = static_cast<std::uint8_t>(id_end - req_.id.data());
 
   // Step 2: parse and route.
   if (head_size == 0) return policy::deny{431, "framing", "dockgate: request head too large"};
@@ -116,8 +112,8 @@ connection::admission connection::admit_request(std::size_t head_size) {
     message += http::head_error_text(*err);
     return policy::deny{400, "framing", std::move(message)};
   }
-  audit_.method = http::method_name(head_->method);
-  path_.assign(path_of(head_->target));  // the head's bytes move once the body is read
+  req_.audit.method = http::method_name(head_->method);
+  req_.path.assign(path_of(head_->target));  // the head's bytes move once the body is read
 
   auto routed = policy::route_request(head_->method, head_->target);
   if (auto* err = std::get_if<policy::route_error>(&routed)) {
@@ -125,13 +121,13 @@ connection::admission connection::admit_request(std::size_t head_size) {
     std::string message = "dockgate: ";
     message += policy::route_error_text(*err);
     message += ": ";
-    message += audit_.method;
+    message += req_.audit.method;
     message += ' ';
-    message += path_;
+    message += req_.path;
     return policy::deny{policy::route_error_status(*err), "route", std::move(message)};
   }
   const auto& r = std::get<policy::route>(routed);
-  audit_.operation = policy::operation_name(r.op);
+  req_.audit.operation = policy::operation_name(r.op);
   note_object(r);
 
   // Step 3: decide. The profile's decision, then its review of the query.
@@ -143,10 +139,10 @@ connection::admission connection::admit_request(std::size_t head_size) {
   auto reviewed_query = policy::review_query(*profile_, r);
   if (auto* d = std::get_if<policy::deny>(&reviewed_query)) {
     if (enforce(*d)) return std::move(*d);
-    query_.assign(r.query);  // audit mode: forwarded as sent
+    req_.query.assign(r.query);  // audit mode: forwarded as sent
   } else {
     auto& q = std::get<policy::query_review>(reviewed_query);
-    query_ = std::move(q.query);
+    req_.query = std::move(q.query);
     for (const auto& name : q.dropped) {
       auto& dropped = extras().dropped;
       dropped += dropped.empty() ? "query:" : ",query:";
@@ -158,22 +154,22 @@ connection::admission connection::admit_request(std::size_t head_size) {
   if (const auto* refused = std::get_if<policy::shape_refusal>(&shaped))
     return policy::deny{refused->status, std::string(refused->rule), std::string(refused->reason)};
   const auto& shape = std::get<policy::request_shape>(shaped);
-  endless_stream_ = shape.endless_stream;
-  document_ = shape.document;
+  req_.endless_stream = shape.endless_stream;
+  req_.document = shape.document;
   if (shape.body == policy::request_body::dropped) {
     auto& dropped = extras().dropped;
     dropped += dropped.empty() ? "body" : ",body";
   }
-  audit_.verdict = "allow";
+  req_.audit.verdict = "allow";
   return admitted{r, shape};
 }
 
 // The object the request names (its path parameter) or creates (a container's name, the
 // reference an image is pulled by), for the audit line.
 void connection::note_object(const policy::route& r) {
-  if (audit_object_type(audit_.operation).empty()) return;
+  if (audit_object_type(req_.audit.operation).empty()) return;
   if (!r.param.empty()) {
-    object_name_.assign(r.param);
+    req_.object_name.assign(r.param);
     return;
   }
   if (r.op != policy::operation::ContainerCreate && r.op != policy::operation::ImageCreate) return;
@@ -187,17 +183,17 @@ void connection::note_object(const policy::route& r) {
   }
   if (r.op == policy::operation::ContainerCreate) {
     // Only a name in Docker's grammar: the audit line logs no query text of its own.
-    if (policy::valid_object_name(name)) object_name_.assign(name);
+    if (policy::valid_object_name(name)) req_.object_name.assign(name);
   } else if (!from_image.empty()) {
     std::string error;
-    if (auto ref = policy::effective_pull_reference(from_image, tag, &error)) object_name_ = *ref;
+    if (auto ref = policy::effective_pull_reference(from_image, tag, &error)) req_.object_name = *ref;
   }
 }
 
 // A version the route table does not know, answered in the daemon's words (a client reads
 // "too new" to negotiate down), naming the daemon's version when it is too new.
 net::awaitable<void> connection::refuse_version() {
-  const std::string_view segment = policy::version_segment(path_);
+  const std::string_view segment = policy::version_segment(req_.path);
   ctx_.sync_daemon();
   if (policy::version_too_new(segment) && !ctx_.daemon.api_version && co_await connect_upstream())
     co_await learn_api_version();

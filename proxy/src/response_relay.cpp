@@ -62,7 +62,7 @@ net::awaitable<connection::outcome> connection::relay_response(bool hijack_allow
                                            is_raw_stream(res)))) {
     write_response_head(res, response_framing::raw, false);
     auto [wec, wn] = co_await write_all(client_, net::buffer(out_));
-    audit_.hijacked = true;
+    req_.audit.hijacked = true;
     if (!wec) {
       ctx_.stats.hijack(+1);
       co_await splice({buf + response_begin_, response_end_ - response_begin_});
@@ -84,12 +84,11 @@ net::awaitable<connection::outcome> connection::relay_response(bool hijack_allow
     else
       framing = response_framing::raw;  // until the daemon closes (or HTTP/1.0 client)
   }
-  upstream_keeps_ = res.keep_alive;
-  const bool whole_list =
-      filter_ == response_filter::container_list || filter_ == response_filter::networks ||
-      filter_ == response_filter::volume_list || filter_ == response_filter::data_usage;
-  if (((whole_list && status == 200) ||
-       (filter_ == response_filter::create_answer && status == 201)) &&
+  req_.upstream_keeps = res.keep_alive;
+  // Events are filtered as they stream (held_streams.cpp); every other confined answer whole.
+  const bool whole_list = req_.answer_filter != policy::owned_answer::as_is &&
+                          req_.answer_filter != policy::owned_answer::events;
+  if (((whole_list && status == 200) || (req_.create_answer && status == 201)) &&
       framing != response_framing::none) {
     // A container list is filtered whole: only the profile's own containers go back. A
     // create answer gains the warnings of what the profile changed.
@@ -97,16 +96,15 @@ net::awaitable<connection::outcome> connection::relay_response(bool hijack_allow
     const bool whole = co_await read_whole_body(res, 64 * 1024 * 1024);
     if (whole) co_await relay_filtered_list(res, keep);
     response_.release();
-    if (extras_->json_body.capacity() > 1024 * 1024) extras_->json_body.shrink_to_fit();
+    if (req_.extras->json_body.capacity() > 1024 * 1024) req_.extras->json_body.shrink_to_fit();
     finish_audit(status);
-    if (!whole || !upstream_keeps_) upstream_.reset();
+    if (!whole || !req_.upstream_keeps) upstream_.reset();
     co_return keep&& whole ? outcome::keep_alive : outcome::close;
   }
   const bool keep = head_->keep_alive && framing != response_framing::raw && !ctx_.stopping;
   write_response_head(res, framing, keep);
-  response_status_ = status;
-  response_keep_alive_ = keep;
-  client_gone_ = client_ended_ = relay_failed_ = false;
+  req_.response_status = status;
+  req_.response_keep_alive = keep;
 
   if (framing == response_framing::none || framing == response_framing::length) {
     // A sized response: the head goes out with the body bytes in hand, in one write.
@@ -119,17 +117,17 @@ net::awaitable<connection::outcome> connection::relay_response(bool hijack_allow
       const std::array<net::const_buffer, 2> pieces{net::buffer(head.data(), head.size()),
                                                     net::buffer(data, got)};
       auto [wec, wn] = co_await write_all(client_, pieces);
-      audit_.bytes_out += got;
+      req_.audit.bytes_out += got;
       remaining -= got;
       head = {};
-      if (wec) relay_failed_ = true;
+      if (wec) req_.relay_failed = true;
       if (wec || remaining == 0) break;
       auto [rec, rn] = co_await upstream_->async_read_some(
           net::buffer(
               buf, static_cast<std::size_t>(std::min<std::uint64_t>(remaining, response_.size()))),
           use_tuple);
       if (rec) {
-        relay_failed_ = true;
+        req_.relay_failed = true;
         break;
       }
       data = buf;
@@ -137,17 +135,14 @@ net::awaitable<connection::outcome> connection::relay_response(bool hijack_allow
     }
     response_.release();
     finish_audit(status);
-    if (relay_failed_ || !upstream_keeps_) upstream_.reset();
-    if (relay_failed_) co_return outcome::close;
+    if (req_.relay_failed || !req_.upstream_keeps) upstream_.reset();
+    if (req_.relay_failed) co_return outcome::close;
     co_return keep ? outcome::keep_alive : outcome::close;
   }
   // Chunked or until close: relay_stream, from run().
-  framing_ = framing;
-  response_chunked_in_ = res.chunked;
-  response_head_pending_ = true;
-  stream_ended_ = upstream_ended_ = false;
-  response_decoder_ = http::chunked_decoder{};
-  event_line_.clear();
+  req_.framing = framing;
+  req_.response_chunked_in = res.chunked;
+  req_.response_head_pending = true;
   co_return outcome::relay_stream;
 }
 
@@ -236,50 +231,51 @@ net::awaitable<bool> connection::read_whole_body(const http::response_head& res,
 }
 
 net::awaitable<void> connection::relay_filtered_list(const http::response_head& res, bool keep) {
-  auto& x = *extras_;  // made by read_whole_body
+  auto& x = *req_.extras;  // made by read_whole_body
   const std::string& whole = x.json_body;
   std::optional<std::string> filtered;
   const std::string& owner = profile_->rules.owner;
-  switch (filter_) {
-    case response_filter::create_answer:
-      // The answer goes back as the daemon wrote it unless the profile has warnings to add.
-      if (!x.warnings.empty()) filtered = policy::add_create_warnings(whole, x.warnings);
-      if (auto id = policy::created_id(whole))
-        (audit_.operation == "ContainerExec" ? x.exec_id : object_id_) = std::move(*id);
-      if (!filtered) filtered = whole;
-      break;
-    case response_filter::networks: {
-      std::vector<std::string> owned;
-      if (policy::networks_list_containers(whole)) {
-        // Which of the containers it lists are the profile's: one list call.
-        const std::string target =
-            "/v" + *daemon_.api_version + "/containers/json?all=1&filters=" +
-            policy::query_escape("{\"label\":[\"" + std::string(policy::owner_label) + "=" + owner +
-                                 "\"]}");
-        auto [status, list] = co_await upstream_get(target);
-        if (status == 200) owned = policy::container_ids(list);
+  if (req_.create_answer) {
+    // The answer goes back as the daemon wrote it unless the profile has warnings to add.
+    if (!x.warnings.empty()) filtered = policy::add_create_warnings(whole, x.warnings);
+    if (auto id = policy::created_id(whole))
+      (req_.audit.operation == "ContainerExec" ? x.exec_id : req_.object_id) = std::move(*id);
+    if (!filtered) filtered = whole;
+  } else {
+    switch (req_.answer_filter) {
+      case policy::owned_answer::networks: {
+        std::vector<std::string> owned;
+        if (policy::networks_list_containers(whole)) {
+          // Which of the containers it lists are the profile's: one list call.
+          const std::string target =
+              "/v" + *req_.daemon.api_version + "/containers/json?all=1&filters=" +
+              policy::query_escape("{\"label\":[\"" + std::string(policy::owner_label) + "=" + owner +
+                                   "\"]}");
+          auto [status, list] = co_await upstream_get(target);
+          if (status == 200) owned = policy::container_ids(list);
+        }
+        filtered = policy::filter_networks(whole, owner, owned);
+        // Not a network answer: nothing of it is known to be the profile's.
+        if (!filtered) filtered = whole.starts_with("[") ? "[]\n" : "{}\n";
+        break;
       }
-      filtered = policy::filter_networks(whole, owner, owned);
-      // Not a network answer: nothing of it is known to be the profile's.
-      if (!filtered) filtered = whole.starts_with("[") ? "[]\n" : "{}\n";
-      break;
+      case policy::owned_answer::volume_list:
+        filtered = policy::filter_volume_list(whole, owner);
+        if (!filtered) filtered = "{\"Volumes\":[],\"Warnings\":null}\n";
+        break;
+      case policy::owned_answer::data_usage:
+        filtered = policy::filter_data_usage(whole, owner);
+        if (!filtered) filtered = "{}\n";
+        break;
+      default:
+        filtered = policy::filter_container_list(whole, owner);
+        if (!filtered) filtered = "[]\n";  // not a list: nothing of it is known to be owned
     }
-    case response_filter::volume_list:
-      filtered = policy::filter_volume_list(whole, owner);
-      if (!filtered) filtered = "{\"Volumes\":[],\"Warnings\":null}\n";
-      break;
-    case response_filter::data_usage:
-      filtered = policy::filter_data_usage(whole, owner);
-      if (!filtered) filtered = "{}\n";
-      break;
-    default:
-      filtered = policy::filter_container_list(whole, owner);
-      if (!filtered) filtered = "[]\n";  // not a list: nothing of it is known to be owned
   }
   write_response_head(res, response_framing::length, keep, filtered->size());
   const std::array<net::const_buffer, 2> pieces{net::buffer(out_), net::buffer(*filtered)};
   co_await write_all(client_, pieces);
-  audit_.bytes_out += filtered->size();
+  req_.audit.bytes_out += filtered->size();
 }
 
 }  // namespace dockgate::proxy

@@ -28,21 +28,21 @@ net::awaitable<void> connection::splice(std::string_view response_leftover) {
     auto [ec, n] = co_await write_all(
         client_, net::buffer(response_leftover.data(), response_leftover.size()));
     if (ec) co_return;
-    audit_.bytes_out += n;
+    req_.audit.bytes_out += n;
   }
   response_.release();
   if (!buffered().empty()) {
     auto [ec, n] =
         co_await write_all(*upstream_, net::buffer(buffered().data(), buffered().size()));
     if (ec) co_return;
-    audit_.bytes_in += n;
+    req_.audit.bytes_in += n;
   }
   in_begin_ = in_end_ = 0;
   release_in_buffer_if_empty();
   clear_deadline();
   // `&&` keeps output flowing after the client has shut down its side (stdin EOF).
-  co_await (splice_one_way(client_, *upstream_, audit_.bytes_in) &&
-            splice_one_way(*upstream_, client_, audit_.bytes_out));
+  co_await (splice_one_way(client_, *upstream_, req_.audit.bytes_in) &&
+            splice_one_way(*upstream_, client_, req_.audit.bytes_out));
   upstream_.reset();
 }
 

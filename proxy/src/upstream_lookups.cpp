@@ -108,7 +108,7 @@ bool connection::owned_from_cache(std::string_view reference, std::string& id) {
 net::awaitable<bool> connection::owned_container_id(std::string_view reference, std::string& id) {
   if (owned_from_cache(reference, id)) co_return true;
   const std::string& owner = profile_->rules.owner;
-  auto [status, body] = co_await upstream_get("/v" + *daemon_.api_version + "/containers/" +
+  auto [status, body] = co_await upstream_get("/v" + *req_.daemon.api_version + "/containers/" +
                                               std::string(reference) + "/json");
   if (status != 200) co_return false;
   auto c = policy::parse_container_inspect(body);
@@ -121,15 +121,14 @@ net::awaitable<bool> connection::owned_container_id(std::string_view reference, 
 }
 
 bool connection::prepare_target_now(const policy::route& r) {
-  filter_ = response_filter::none;
   ctx_.sync_daemon();
   if (!ctx_.daemon.api_version || pin_version(r)) return false;
   std::string_view param_as = r.param;
   if (profile_->rules.confine_to_owned) {
-    const auto object = policy::operation_object(r.op);
+    const auto object = policy::operation_ownership(r.op).object;
     if (object == policy::path_object::container) {
-      if (!owned_from_cache(r.param, object_id_)) return false;
-      param_as = object_id_;
+      if (!owned_from_cache(r.param, req_.object_id)) return false;
+      param_as = req_.object_id;
     } else if (object != policy::path_object::none) {
       return false;
     }
@@ -145,13 +144,13 @@ std::optional<policy::deny> connection::pin_version(const policy::route& r) {
   // speaks; a newer one is answered as the daemon answers it. Without one: the daemon's.
   // The request keeps its own copy: another request of this thread may forget the thread's
   // while this one waits on the daemon.
-  daemon_ = ctx_.daemon;
-  forward_version_ = *daemon_.api_version;
-  version_ = daemon_.version;
+  req_.daemon = ctx_.daemon;
+  req_.forward_version = *req_.daemon.api_version;
+  req_.version = req_.daemon.version;
   if (!r.version) return std::nullopt;
-  if (auto d = policy::version_refusal(*r.version, daemon_.version)) return d;
-  version_ = *r.version;
-  forward_version_ = policy::to_string(*r.version);
+  if (auto d = policy::version_refusal(*r.version, req_.daemon.version)) return d;
+  req_.version = *r.version;
+  req_.forward_version = policy::to_string(*r.version);
   return std::nullopt;
 }
 
@@ -162,50 +161,44 @@ bool connection::checks_binds_at_start(const policy::route& r) const {
 
 bool connection::confine_filters(const policy::route& r) {
   if (!profile_->rules.confine_to_owned) return true;
-  const bool audit_only = profile_->mode == policy::profile::mode_kind::audit;
-  // Lists, events and prunes see only what the profile owns: the owner label joins the
-  // client's filters (and lists and events are filtered again on the way back).
-  const bool prune = r.op == policy::operation::ContainerPrune ||
-                     r.op == policy::operation::NetworkPrune ||
-                     r.op == policy::operation::VolumePrune;
-  const bool confined_filters = r.op == policy::operation::ContainerList ||
-                                r.op == policy::operation::SystemEvents || prune;
-  if (!audit_only && confined_filters) {
-    const bool events = r.op == policy::operation::SystemEvents;
-    auto confined = policy::confine_query(query_, profile_->rules.owner, events);
-    if (!confined) return false;
-    query_ = std::move(*confined);
-    if (!prune) filter_ = events ? response_filter::events : response_filter::container_list;
+  // Audit mode: the request and its answer go as the client and the daemon have them.
+  if (profile_->mode == policy::profile::mode_kind::audit) {
+    req_.answer_filter = policy::owned_answer::as_is;
+    return true;
   }
-  // Lists of networks and volumes and the disk-usage view are filtered on the way back.
-  if (!audit_only && r.op == policy::operation::NetworkList) filter_ = response_filter::networks;
-  if (!audit_only && r.op == policy::operation::VolumeList) filter_ = response_filter::volume_list;
-  if (!audit_only && r.op == policy::operation::SystemDataUsage)
-    filter_ = response_filter::data_usage;
-  if (audit_only && r.op == policy::operation::NetworkInspect) filter_ = response_filter::none;
+  // Lists, events and prunes see only what the profile owns: the owner label joins the
+  // client's filters, and the answer is filtered again on the way back (the table of
+  // policy/ownership.hpp says which).
+  const auto rule = policy::operation_ownership(r.op);
+  if (rule.filters != policy::owned_filters::none) {
+    auto confined = policy::confine_query(req_.query, profile_->rules.owner,
+                                          rule.filters == policy::owned_filters::container_events_by_owner);
+    if (!confined) return false;
+    req_.query = std::move(*confined);
+  }
+  req_.answer_filter = rule.answer;
   return true;
 }
 
 void connection::build_target(const policy::route& r, std::string_view param_as) {
-  // "/v<version>" + the path, its object as resolved (target_ keeps its capacity).
-  target_.assign("/v");
-  target_ += forward_version_;
+  // "/v<version>" + the path, its object as resolved (req_.target keeps its capacity).
+  req_.target.assign("/v");
+  req_.target += req_.forward_version;
   if (param_as.data() == r.param.data()) {
-    target_ += r.path;
+    req_.target += r.path;
   } else {
     const std::size_t param_at = static_cast<std::size_t>(r.param.data() - r.path.data());
-    target_.append(r.path.substr(0, param_at));
-    target_ += param_as;
-    target_.append(r.path.substr(param_at + r.param.size()));
+    req_.target.append(r.path.substr(0, param_at));
+    req_.target += param_as;
+    req_.target.append(r.path.substr(param_at + r.param.size()));
   }
-  if (!query_.empty()) {
-    target_ += '?';
-    target_ += query_;
+  if (!req_.query.empty()) {
+    req_.target += '?';
+    req_.target += req_.query;
   }
 }
 
 net::awaitable<bool> connection::prepare_target(const policy::route& r) {
-  filter_ = response_filter::none;
   // The daemon's version is learned once: connections arriving meanwhile wait for that
   // one answer instead of each asking (a burst of clients must not become a burst of
   // /version and /info calls); what another thread learned is taken from it.
@@ -224,48 +217,49 @@ net::awaitable<bool> connection::prepare_target(const policy::route& r) {
     }
   }
   if (auto d = pin_version(r)) {
-    audit_.verdict = "deny";
+    req_.audit.verdict = "deny";
     co_await refuse(d->status, d->rule, d->reason);
     co_return false;
   }
   // The path is forwarded with the object it names replaced by what the daemon resolved
-  // it to (object_id_: a full ID, or a volume's name), else as the client wrote it.
+  // it to (req_.object_id: a full ID, or a volume's name), else as the client wrote it.
   std::string_view param_as = r.param;
   std::string_view container =
       r.param;                  // the container the request names, by full ID once resolved
   if (profile_->rules.confine_to_owned) {
-    const auto object = policy::operation_object(r.op);
+    const auto rule = policy::operation_ownership(r.op);
+    const auto object = rule.object;
     if (object == policy::path_object::container) {
       // Forwarded by full ID: renames change nothing.
-      if (co_await owned_container_id(r.param, object_id_)) {
-        param_as = container = object_id_;
+      if (co_await owned_container_id(r.param, req_.object_id)) {
+        param_as = container = req_.object_id;
       } else {
         const policy::deny not_owned{404, "owner",
                                      "dockgate: no such container: " + std::string(r.param) +
                                          " (profile " + profile_->name +
                                          " sees only its own containers)"};
         if (enforce(not_owned)) {
-          audit_.verdict = "deny";
+          req_.audit.verdict = "deny";
           co_await refuse(not_owned.status, not_owned.rule, not_owned.reason);
           co_return false;
         }
-        object_id_.assign(r.param);  // audit mode: forwarded as the client named it
+        req_.object_id.assign(r.param);  // audit mode: forwarded as the client named it
       }
     } else if (object == policy::path_object::exec) {
-      auto [status, body] = co_await upstream_get("/v" + *daemon_.api_version + "/exec/" +
+      auto [status, body] = co_await upstream_get("/v" + *req_.daemon.api_version + "/exec/" +
                                                   std::string(r.param) + "/json");
       auto exec = status == 200 ? policy::parse_exec_inspect(body) : std::nullopt;
       std::string exec_container;
       if (exec && co_await owned_container_id(exec->container_id, exec_container)) {
-        object_id_ = exec->id;
-        param_as = object_id_;
+        req_.object_id = exec->id;
+        param_as = req_.object_id;
       } else {
         const policy::deny not_owned{404, "owner",
                                      "dockgate: no such exec instance: " + std::string(r.param) +
                                          " (profile " + profile_->name +
                                          " sees only its own containers)"};
         if (enforce(not_owned)) {  // else audit mode: forwarded as the client named it
-          audit_.verdict = "deny";
+          req_.audit.verdict = "deny";
           co_await refuse(not_owned.status, not_owned.rule, not_owned.reason);
           co_return false;
         }
@@ -276,13 +270,13 @@ net::awaitable<bool> connection::prepare_target(const policy::route& r) {
       std::optional<std::string> name;  // what the request is forwarded with
       if (policy::valid_object_name(r.param)) {
         auto [status, body] =
-            co_await upstream_get("/v" + *daemon_.api_version +
+            co_await upstream_get("/v" + *req_.daemon.api_version +
                                   (network ? "/networks/" : "/volumes/") + std::string(r.param));
         if (network) {
           auto n = status == 200 ? policy::parse_network_inspect(body) : std::nullopt;
           // The daemon's own networks: anyone may read them (their containers filtered).
           if (n && (n->owner == profile_->rules.owner ||
-                    (r.op == policy::operation::NetworkInspect && n->owner.empty() &&
+                    (rule.predefined_networks_readable && n->owner.empty() &&
                      policy::predefined_network(n->name))))
             name = n->id;  // forwarded by full ID
         } else {
@@ -291,24 +285,23 @@ net::awaitable<bool> connection::prepare_target(const policy::route& r) {
         }
       }
       if (name) {
-        object_id_ = std::move(*name);
-        param_as = object_id_;
+        req_.object_id = std::move(*name);
+        param_as = req_.object_id;
       } else {
         const policy::deny not_owned{404, "owner",
                                      "dockgate: no such " + what + ": " + std::string(r.param) +
                                          " (profile " + profile_->name + " sees only its own " +
                                          what + "s)"};
         if (enforce(not_owned)) {
-          audit_.verdict = "deny";
+          req_.audit.verdict = "deny";
           co_await refuse(not_owned.status, not_owned.rule, not_owned.reason);
           co_return false;
         }
       }
-      if (r.op == policy::operation::NetworkInspect) filter_ = response_filter::networks;
     }
   }
   if (!confine_filters(r)) {
-    audit_.verdict = "deny";
+    req_.audit.verdict = "deny";
     co_await refuse(400, "query", "dockgate: malformed filters");
     co_return false;
   }
@@ -320,7 +313,7 @@ net::awaitable<bool> connection::prepare_target(const policy::route& r) {
           403, "binds",
           "dockgate: not started: bind source " + *problem + " (profile " + profile_->name + ")"};
       if (enforce(d)) {
-        audit_.verdict = "deny";
+        req_.audit.verdict = "deny";
         co_await refuse(d.status, d.rule, d.reason);
         co_return false;
       }
@@ -331,7 +324,7 @@ net::awaitable<bool> connection::prepare_target(const policy::route& r) {
 }
 
 net::awaitable<std::optional<std::string>> connection::binds_problem(std::string_view container) {
-  auto [status, body] = co_await upstream_get("/v" + *daemon_.api_version + "/containers/" +
+  auto [status, body] = co_await upstream_get("/v" + *req_.daemon.api_version + "/containers/" +
                                               std::string(container) + "/json");
   if (status == 404) co_return std::nullopt;  // the daemon answers the start itself
   auto c = status == 200 ? policy::parse_container_inspect(body) : std::nullopt;
@@ -354,7 +347,7 @@ net::awaitable<std::optional<policy::deny>> connection::check_named_objects(cons
                                                                             policy::rewrite& rw) {
   if (!profile_->rules.confine_to_owned) co_return std::nullopt;
   const std::string& owner = profile_->rules.owner;
-  const std::string version = "/v" + *daemon_.api_version;
+  const std::string version = "/v" + *req_.daemon.api_version;
   const std::string in_profile = " (profile " + profile_->name + ")";
   if (!rw.container.empty()) {  // NetworkConnect, NetworkDisconnect
     std::string_view reference = rw.container;

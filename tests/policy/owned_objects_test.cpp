@@ -7,6 +7,7 @@
 
 #include "dockgate/policy/body_review.hpp"
 #include "dockgate/policy/owned_objects.hpp"
+#include "dockgate/policy/ownership.hpp"
 
 using namespace dockgate::policy;
 
@@ -139,4 +140,67 @@ TEST_CASE("network, volume and disk-usage answers keep only what the profile own
   CHECK(parse_network_inspect(R"({"Name":"n","Id":")" + mine + R"(","Labels":{"dockgate.owner":"compose"}})")->owner == "compose");
   CHECK(parse_volume_inspect(R"({"Name":"v","Labels":null})")->owner.empty());
   CHECK(container_ids(R"([{"Id":")" + mine + R"("},{"Id":"short"}])") == std::vector<std::string>{mine});
+}
+
+// The ownership table (policy/ownership.hpp) against the route table: every path that
+// names a container, an exec, a network or a volume has its lookup, and every list,
+// event stream and prune of what a profile owns is confined. A row removed from the table
+// fails here, named by its operation.
+namespace {
+struct route_row {
+  std::string_view method;
+  std::string_view path;
+  operation op;
+};
+constexpr route_row route_rows[] = {
+#define DOCKGATE_ROUTE(method, path, name) {#method, path, operation::name},
+#include "dockgate/policy/routes.inc"
+#undef DOCKGATE_ROUTE
+};
+}  // namespace
+
+TEST_CASE("ownership table: every path that names a container, an exec, a network or a volume "
+          "has its lookup",
+          "[ownership]") {
+  std::size_t named = 0;
+  for (const auto& route : route_rows) {
+    INFO(route.method << " " << route.path << " (" << operation_name(route.op) << ")");
+    path_object expected = path_object::none;
+    if (route.path.starts_with("/containers/{id}")) expected = path_object::container;
+    if (route.path.starts_with("/exec/{id}")) expected = path_object::exec;
+    if (route.path.starts_with("/networks/{id}")) expected = path_object::network;
+    if (route.path.starts_with("/volumes/{name}")) expected = path_object::volume;
+    if (expected != path_object::none) ++named;
+    CHECK(operation_ownership(route.op).object == expected);
+  }
+  CHECK(named == 33);  // the route table's 23 container, 3 exec, 4 network and 3 volume paths
+}
+
+TEST_CASE("ownership table: lists, events and prunes of what a profile owns are confined",
+          "[ownership]") {
+  for (const auto& route : route_rows) {
+    INFO(route.method << " " << route.path << " (" << operation_name(route.op) << ")");
+    const auto rule = operation_ownership(route.op);
+    const bool owned_family = route.path.starts_with("/containers") ||
+                              route.path.starts_with("/networks") ||
+                              route.path.starts_with("/volumes");
+    const bool list = route.method == "get" && route.path.find('{') == std::string_view::npos &&
+                      (owned_family || route.path == "/events" || route.path == "/system/df");
+    const bool prune = owned_family && route.path.ends_with("/prune");
+    // A list answers only with what the profile owns; a prune acts only on it.
+    // One network's inspect: its containers are filtered as a list's are.
+    const bool network_inspect = route.method == "get" && route.path == "/networks/{id}";
+    CHECK((rule.answer != owned_answer::as_is) == (list || network_inspect));
+    CHECK((rule.filters != owned_filters::none) ==
+          (prune || route.path == "/containers/json" || route.path == "/events"));
+    CHECK(rule.predefined_networks_readable == network_inspect);
+  }
+  CHECK(operation_ownership(operation::SystemEvents) ==
+        ownership_rule{path_object::none, owned_filters::container_events_by_owner, owned_answer::events});
+  CHECK(operation_ownership(operation::ContainerList) ==
+        ownership_rule{path_object::none, owned_filters::by_owner, owned_answer::container_list});
+  CHECK(operation_ownership(operation::NetworkList).answer == owned_answer::networks);
+  CHECK(operation_ownership(operation::NetworkInspect).answer == owned_answer::networks);
+  CHECK(operation_ownership(operation::VolumeList).answer == owned_answer::volume_list);
+  CHECK(operation_ownership(operation::SystemDataUsage).answer == owned_answer::data_usage);
 }

@@ -19,9 +19,42 @@
 
 namespace dockgate::policy {
 
-// What an operation's path parameter names.
+// What a profile that sees only its own objects (rules.confine_to_owned) does with each
+// operation, in one table (ownership.cpp): which object of the path is looked up and its
+// owner label compared, whether the owner label joins the request's filters, and what of
+// the daemon's answer goes back. The gate's request path (proxy/src/upstream_lookups.cpp,
+// response_relay.cpp, held_streams.cpp) and `dockgate-proxy explain` read it; an operation
+// the table does not name is forwarded as the profile's decision allowed it (images, the
+// system's views), so every operation that names or lists a container, an exec, a network
+// or a volume must have its row (tests/policy/owned_objects_test.cpp checks the table
+// against the route table).
+
+// The object the path parameter names: resolved by the daemon and forwarded by full ID
+// only if it carries the profile's owner label (an exec: if its container does).
 enum class path_object : std::uint8_t { none, container, exec, network, volume };
-path_object operation_object(operation op);
+// The request's `filters` query: the owner label joins it (confine_query), and for events
+// the type is set to container.
+enum class owned_filters : std::uint8_t { none, by_owner, container_events_by_owner };
+// What of the daemon's answer goes back: all of it, or only what the profile owns (a list
+// filtered whole, events line by line; a network's containers filtered).
+enum class owned_answer : std::uint8_t {
+  as_is,
+  container_list,
+  events,
+  networks,  // a list of networks or one network: the profile's and the daemon's own
+  volume_list,
+  data_usage
+};
+struct ownership_rule {
+  path_object object = path_object::none;
+  owned_filters filters = owned_filters::none;
+  owned_answer answer = owned_answer::as_is;
+  // The daemon's own networks (bridge, host, none: no owner label) may be read by anyone.
+  bool predefined_networks_readable = false;
+  bool operator==(const ownership_rule&) const = default;
+};
+ownership_rule operation_ownership(operation op);
+inline path_object operation_object(operation op) { return operation_ownership(op).object; }
 
 struct inspected_container {
   std::string id;     // full ID
