@@ -498,7 +498,7 @@ const variable variables[] = {
     {"SANDBOX_FLEET_MEMBERS",
      custom_kind{read_fleet_members, show_none, "instance=http://host:port,…"}},
     {"SANDBOX_FLEET_KEY_FILE", custom_kind{read_fleet_key_file, show_none, "a file's path"}},
-    {"SANDBOX_DISK_SIZE", text(&config::disk_size, "size")},
+    {"SANDBOX_DISK_SIZE", text(&config::disk_size)},
     {"SANDBOX_SECCOMP_PROFILE", text(&config::seccomp_profile, "a file's path")},
     {"SANDBOX_MAX_OUTPUT_BYTES", integer(&config::max_output_bytes, 1)},
     {"SANDBOX_CELL_RUNNER", flag(&config::cell_runner, truthy::not_off)},
