@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace dockgate::sidecar {
@@ -71,6 +72,7 @@ struct config {
   // take a session over when its host is gone.
   struct workspace_store {
     std::string bucket, endpoint, access_key, secret_key, region = "us-east-1", prefix;
+    bool operator==(const workspace_store&) const = default;
   } store;
   // SANDBOX_FLEET_URL: where the other sidecars of the fleet reach this one
   // (http://host:port); a call for a session this sidecar holds that reaches another
@@ -123,6 +125,8 @@ struct config {
   std::vector<std::string> egress_allow;
   std::string egress_network = "dockgate-egress";  // SANDBOX_EGRESS_NETWORK
   std::int64_t egress_proxy_port = 3128;
+
+  bool operator==(const config&) const = default;
 };
 
 struct config_result {
@@ -130,9 +134,22 @@ struct config_result {
   std::vector<std::string> errors;
 };
 
-// Reads the configuration from an environment (name -> value). Malformed numbers and
-// sizes are errors (the seed would crash at import; this reports them all at once).
+// Reads the configuration from an environment (name -> value; the program passes its own,
+// tests a map of their own). Every variable is read through one table (config.cpp
+// `variables`: name, kind, default, bounds, field), then the rules that join variables
+// are checked; every error is reported, none stops the others being found (the seed would
+// crash at import on the first). A value only when there is no error.
 config_result load_config(const std::map<std::string, std::string>& env);
+
+// One variable of load_config's table as docs/sidecar.md's table shows it: its name, its
+// default ("(none)" for an empty one, read from a default `config`) and what it accepts
+// ("integer ≥ 1", "size", "tmpfs or fuse", ...).
+struct config_variable {
+  std::string name;
+  std::string shown_default;
+  std::string accepts;
+};
+std::vector<config_variable> config_variables();
 
 // Whether `name` may be an entry of SANDBOX_EGRESS_ALLOW: a DNS host name (labels of
 // a-z, 0-9, '-', at least one letter in the last), optionally led by '.' (the name and
