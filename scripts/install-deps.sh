@@ -9,7 +9,7 @@ pkgs=(
   catch2 libbenchmark-dev clang libclang-rt-14-dev
   docker.io docker-registry busybox-static iproute2 procps curl jq python3 python3-dev
   openssl fuse3 bindfs s3fs util-linux debootstrap python3-docker python3-yaml python3-jsonschema docker-compose
-  file systemd crun squid-openssl iptables
+  file systemd crun squid-openssl iptables clang-format universal-ctags
 )
 missing=()
 for p in "${pkgs[@]}"; do

@@ -38,6 +38,14 @@ stage() {
 }
 
 stage packages scripts/install-deps.sh
+# The code's shape, before anything is built: every C++ file as .clang-format writes it,
+# and the sidecar's rooms as docs/design.md draws them (the include floors, no HTTP type
+# below the fronts, no function over 80 lines, no folder over 15 files).
+layout() {
+  scripts/check-format.sh
+  python3 scripts/check-rooms.py
+}
+stage "code layout" layout
 # promtool, for the alerting rules' tests only (tests/monitoring): Debian ships it only in
 # the prometheus package, whose postinst enables and starts a Prometheus server where
 # systemd runs. Not in install-deps.sh, which scripts/run.sh also runs on a user's machine;
