@@ -27,8 +27,10 @@ int main(int argc, char** argv) {
   if ((needs_id && argc < 3) || (!needs_id && argc != 2)) return usage();
   std::string key;
   if (verb == "mount") {
-    if (argc == 5 && std::string(argv[3]) == "--key") key = argv[4];
-    else if (argc != 3) return usage();
+    if (argc == 5 && std::string(argv[3]) == "--key")
+      key = argv[4];
+    else if (argc != 3)
+      return usage();
   } else if (verb == "cleanup" && argc != 3) {
     return usage();
   }
@@ -46,7 +48,8 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (verb == "list") {
-    for (const auto& e : list(c)) std::cout << e.id << '\t' << to_string(e.what) << '\t' << e.path << '\t' << e.detail << '\n';
+    for (const auto& e : list(c))
+      std::cout << e.id << '\t' << to_string(e.what) << '\t' << e.path << '\t' << e.detail << '\n';
     return 0;
   }
   if (verb == "reconcile") {

@@ -46,9 +46,12 @@ void* slab_allocate() {
     return p;
   }
   if (!base && !reserve_failed) {
-    void* r = ::mmap(nullptr, reserve_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (r == MAP_FAILED) reserve_failed = true;
-    else base = static_cast<char*>(r);
+    void* r = ::mmap(nullptr, reserve_bytes, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (r == MAP_FAILED)
+      reserve_failed = true;
+    else
+      base = static_cast<char*>(r);
   }
   if (!base || used + slot_size > reserve_bytes) return nullptr;
   void* p = base + used;
@@ -74,7 +77,9 @@ void* operator new(std::size_t n) {
   throw std::bad_alloc();
 }
 
-void* operator new(std::size_t n, const std::nothrow_t&) noexcept { return allocate(n); }
+void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
+  return allocate(n);
+}
 
 void operator delete(void* p) noexcept {
   if (!in_slab(p)) return std::free(p);
@@ -83,7 +88,11 @@ void operator delete(void* p) noexcept {
   free_slots = p;
 }
 
-void operator delete(void* p, std::size_t) noexcept { operator delete(p); }
-void operator delete(void* p, const std::nothrow_t&) noexcept { operator delete(p); }
+void operator delete(void* p, std::size_t) noexcept {
+  operator delete(p);
+}
+void operator delete(void* p, const std::nothrow_t&) noexcept {
+  operator delete(p);
+}
 
 #endif

@@ -55,8 +55,10 @@ int main(int argc, char** argv) {
   if (auto* check = std::get_if<check_options>(&cmd)) {
     auto pol = load_policy(check->policy_file);
     if (!pol) return 1;
-    std::cout << (check->policy_file.empty() ? std::string("Tecnativa variables") : check->policy_file) << ": OK, " << pol->profiles.size() << " profile(s), "
-              << pol->clients.size() << " client rule(s), default "
+    std::cout << (check->policy_file.empty() ? std::string("Tecnativa variables")
+                                             : check->policy_file)
+              << ": OK, " << pol->profiles.size() << " profile(s), " << pol->clients.size()
+              << " client rule(s), default "
               << (pol->default_profile ? pol->default_().name : std::string("none")) << '\n';
     return 0;
   }
@@ -64,10 +66,12 @@ int main(int argc, char** argv) {
   if (auto* ex = std::get_if<explain_options>(&cmd)) {
     auto pol = load_policy(ex->policy_file);
     if (!pol) return 2;
-    const dockgate::policy::profile* prof = ex->profile.empty() ? (pol->default_profile ? &pol->default_() : nullptr)
-                                                                : pol->find(ex->profile);
+    const dockgate::policy::profile* prof =
+        ex->profile.empty() ? (pol->default_profile ? &pol->default_() : nullptr)
+                            : pol->find(ex->profile);
     if (!prof) {
-      std::cerr << "dockgate-proxy explain: no profile " << (ex->profile.empty() ? "(no default)" : ex->profile) << '\n';
+      std::cerr << "dockgate-proxy explain: no profile "
+                << (ex->profile.empty() ? "(no default)" : ex->profile) << '\n';
       return 2;
     }
     std::optional<std::string> body;

@@ -2,22 +2,22 @@
 // Docker only through DOCKER_HOST (the gate).
 #include <algorithm>
 #include <atomic>
-#include <mutex>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <mutex>
 
 #include "dockgate/client/engine.hpp"
 #include "dockgate/client/healthcheck.hpp"
 #include "dockgate/common/environment.hpp"
 #include "dockgate/sidecar/config.hpp"
+#include "dockgate/sidecar/service.hpp"
 #include "egress/egress_network.hpp"
 #include "engine/docker_engine.hpp"
+#include "fleet/store_lease.hpp"
 #include "front/http_server.hpp"
 #include "sessions/instance_lease.hpp"
-#include "dockgate/sidecar/service.hpp"
-#include "fleet/store_lease.hpp"
 #include "storage/storage.hpp"
 
 namespace {
@@ -128,8 +128,9 @@ int main(int argc, char** argv) {
       std::cerr << "dockgate-sidecar: " << error << std::endl;
       return 1;
     }
-    std::cerr << "dockgate-sidecar: holding the store lease " << store->lease_key(loaded.value->instance)
-              << " (holder " << held->holder() << ")" << std::endl;
+    std::cerr << "dockgate-sidecar: holding the store lease "
+              << store->lease_key(loaded.value->instance) << " (holder " << held->holder() << ")"
+              << std::endl;
     held_lease = held.get();
     held->start_renewal([](const std::string& why) {
       // Another sidecar may take this instance's sessions over now (or has: this process
@@ -188,6 +189,6 @@ int main(int argc, char** argv) {
     return 1;  // the lease is released (its destructor): the next start need not wait
   }
   if (held) held->release();  // the fleet may take over what was handed over, at once
-  lease->release();  // last: the sessions were ended or left for the next start
+  lease->release();           // last: the sessions were ended or left for the next start
   return 0;
 }

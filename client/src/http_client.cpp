@@ -1,16 +1,15 @@
 #include "dockgate/client/http_client.hpp"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <netdb.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
-
-#include <openssl/err.h>
-#include <openssl/ssl.h>
-#include <openssl/x509v3.h>
-#include <arpa/inet.h>
 
 #include <cerrno>
 #include <cstring>
@@ -22,7 +21,8 @@ namespace dockgate::client {
 namespace {
 
 int remaining_ms(clock_type::time_point deadline) {
-  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_type::now()).count();
+  const auto left =
+      std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_type::now()).count();
   return left <= 0 ? 0 : static_cast<int>(std::min<long long>(left, 1 << 30));
 }
 
@@ -46,8 +46,9 @@ std::string lower(std::string_view s) {
 
 }  // namespace
 
-std::shared_ptr<tls_context> tls_context::create(const std::string& ca_file, const std::string& cert_file,
-                                                const std::string& key_file, std::string* error) {
+std::shared_ptr<tls_context> tls_context::create(const std::string& ca_file,
+                                                 const std::string& cert_file,
+                                                 const std::string& key_file, std::string* error) {
   auto ctx = std::make_shared<tls_context>();
   SSL_CTX* c = SSL_CTX_new(TLS_client_method());
   ctx->ctx_ = c;
@@ -78,7 +79,8 @@ bool connection::wait_ssl(int result, clock_type::time_point deadline) {
   return false;
 }
 
-std::optional<connection> connection::open(const transport& t, clock_type::time_point deadline, std::string* error) {
+std::optional<connection> connection::open(const transport& t, clock_type::time_point deadline,
+                                           std::string* error) {
   const common::endpoint& ep = t.endpoint;
   auto fail = [&](std::string why) -> std::optional<connection> {
     if (error) *error = std::move(why);
@@ -90,8 +92,8 @@ std::optional<connection> connection::open(const transport& t, clock_type::time_
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
     std::strncpy(addr.sun_path, ep.path.c_str(), sizeof addr.sun_path - 1);
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 && errno != EINPROGRESS &&
-        errno != EAGAIN) {
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 &&
+        errno != EINPROGRESS && errno != EAGAIN) {
       ::close(fd);
       return fail("connect " + ep.to_string() + ": " + std::strerror(errno));
     }
@@ -138,8 +140,9 @@ std::optional<connection> connection::open(const transport& t, clock_type::time_
       if (r == 1) break;
       if (!c.wait_ssl(r, deadline))
         return fail("TLS handshake with " + ep.to_string() + " failed: " +
-                    (SSL_get_verify_result(ssl) != X509_V_OK ? X509_verify_cert_error_string(SSL_get_verify_result(ssl))
-                                                             : "handshake error or timeout"));
+                    (SSL_get_verify_result(ssl) != X509_V_OK
+                         ? X509_verify_cert_error_string(SSL_get_verify_result(ssl))
+                         : "handshake error or timeout"));
     }
   }
   return c;
@@ -158,7 +161,8 @@ connection::~connection() {
 bool connection::write_all(std::string_view data, clock_type::time_point deadline) {
   if (ssl_) {
     while (!data.empty()) {
-      const int n = SSL_write(static_cast<SSL*>(ssl_), data.data(), static_cast<int>(std::min<std::size_t>(data.size(), 1 << 20)));
+      const int n = SSL_write(static_cast<SSL*>(ssl_), data.data(),
+                              static_cast<int>(std::min<std::size_t>(data.size(), 1 << 20)));
       if (n > 0) {
         data.remove_prefix(static_cast<std::size_t>(n));
         continue;
@@ -185,7 +189,8 @@ bool connection::write_all(std::string_view data, clock_type::time_point deadlin
 long connection::read_some(char* buf, std::size_t size, clock_type::time_point deadline) {
   if (ssl_) {
     for (;;) {
-      const int n = SSL_read(static_cast<SSL*>(ssl_), buf, static_cast<int>(std::min<std::size_t>(size, 1 << 20)));
+      const int n = SSL_read(static_cast<SSL*>(ssl_), buf,
+                             static_cast<int>(std::min<std::size_t>(size, 1 << 20)));
       if (n > 0) return n;
       const int err = SSL_get_error(static_cast<SSL*>(ssl_), n);
       if (err == SSL_ERROR_ZERO_RETURN) return 0;  // close_notify
@@ -206,7 +211,8 @@ long connection::read_some(char* buf, std::size_t size, clock_type::time_point d
 
 void connection::shutdown_write() {
   if (ssl_) {
-    SSL_shutdown(static_cast<SSL*>(ssl_));  // close_notify: the peer sees our EOF, we can still read
+    SSL_shutdown(
+        static_cast<SSL*>(ssl_));  // close_notify: the peer sees our EOF, we can still read
     return;
   }
   ::shutdown(fd_, SHUT_WR);
@@ -218,7 +224,8 @@ std::string_view http_response::header(std::string_view name) const {
   return {};
 }
 
-std::optional<response_head> read_response_head(connection& c, std::string& buffer, clock_type::time_point deadline) {
+std::optional<response_head> read_response_head(connection& c, std::string& buffer,
+                                                clock_type::time_point deadline) {
   char chunk[16384];
   std::size_t end;
   while ((end = buffer.find("\r\n\r\n")) == std::string::npos) {
@@ -242,23 +249,29 @@ std::optional<response_head> read_response_head(connection& c, std::string& buff
     const std::string name = lower(line.substr(0, colon));
     std::string value = line.substr(colon + 1);
     while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.erase(0, 1);
-    if (name == "content-length") h.content_length = std::strtoull(value.c_str(), nullptr, 10);
-    else if (name == "transfer-encoding" && lower(value).find("chunked") != std::string::npos) h.chunked = true;
-    else if (name == "content-type") h.content_type = value;
+    if (name == "content-length")
+      h.content_length = std::strtoull(value.c_str(), nullptr, 10);
+    else if (name == "transfer-encoding" && lower(value).find("chunked") != std::string::npos)
+      h.chunked = true;
+    else if (name == "content-type")
+      h.content_type = value;
     h.headers.emplace_back(name, std::move(value));
   }
   return h;
 }
 
 http_response http_request(const transport& t, std::string_view method, std::string_view target,
-                           std::string_view body, std::chrono::milliseconds timeout, std::size_t max_body,
-                           std::string_view extra_headers, std::string_view host, std::string_view content_type,
+                           std::string_view body, std::chrono::milliseconds timeout,
+                           std::size_t max_body, std::string_view extra_headers,
+                           std::string_view host, std::string_view content_type,
                            std::chrono::milliseconds connect_timeout) {
   http_response r;
   const auto deadline = clock_type::now() + timeout;
-  auto c = connection::open(
-      t, connect_timeout.count() > 0 ? std::min(deadline, clock_type::now() + connect_timeout) : deadline,
-      &r.error);
+  auto c = connection::open(t,
+                            connect_timeout.count() > 0
+                                ? std::min(deadline, clock_type::now() + connect_timeout)
+                                : deadline,
+                            &r.error);
   if (!c) return r;
   std::string request;
   request.reserve(256 + body.size());

@@ -14,7 +14,8 @@ std::optional<endpoint> fail(std::string* error, std::string_view why) {
 std::string endpoint::to_string() const {
   if (scheme == kind::unix_socket) return "unix://" + path;
   const std::string scheme_name = scheme == kind::tls ? "tls://" : "tcp://";
-  if (host.find(':') != std::string::npos) return scheme_name + "[" + host + "]:" + std::to_string(port);
+  if (host.find(':') != std::string::npos)
+    return scheme_name + "[" + host + "]:" + std::to_string(port);
   return scheme_name + host + ":" + std::to_string(port);
 }
 
@@ -24,7 +25,8 @@ std::optional<endpoint> parse_endpoint(std::string_view text, std::string* error
   endpoint ep;
   if (text.starts_with(unix_prefix)) {
     std::string_view path = text.substr(unix_prefix.size());
-    if (path.empty() || path.front() != '/') return fail(error, "unix socket path must be absolute");
+    if (path.empty() || path.front() != '/')
+      return fail(error, "unix socket path must be absolute");
     if (path.size() >= 108) return fail(error, "unix socket path is longer than sun_path");
     if (path.find('\0') != std::string_view::npos) return fail(error, "NUL in unix socket path");
     ep.scheme = endpoint::kind::unix_socket;
@@ -33,7 +35,8 @@ std::optional<endpoint> parse_endpoint(std::string_view text, std::string* error
   }
   constexpr std::string_view tls_prefix = "tls://";
   const bool tls = text.starts_with(tls_prefix);
-  if (!text.starts_with(tcp_prefix) && !tls) return fail(error, "endpoint must start with unix://, tcp:// or tls://");
+  if (!text.starts_with(tcp_prefix) && !tls)
+    return fail(error, "endpoint must start with unix://, tcp:// or tls://");
   std::string_view rest = text.substr(tls ? tls_prefix.size() : tcp_prefix.size());
   std::string_view host;
   std::string_view port;
@@ -49,7 +52,8 @@ std::optional<endpoint> parse_endpoint(std::string_view text, std::string* error
     if (colon == std::string_view::npos) return fail(error, "tcp address needs :port");
     host = rest.substr(0, colon);
     port = rest.substr(colon + 1);
-    if (host.find(':') != std::string_view::npos) return fail(error, "IPv6 address needs [brackets]");
+    if (host.find(':') != std::string_view::npos)
+      return fail(error, "IPv6 address needs [brackets]");
   }
   if (host.empty()) return fail(error, "tcp address needs a host");
   if (host.find_first_of("/?#@ ") != std::string_view::npos) return fail(error, "bad tcp host");

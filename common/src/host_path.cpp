@@ -97,8 +97,7 @@ std::optional<fd_handle> open_directory_nofollow(std::string_view path, std::str
   return current;
 }
 
-std::optional<fd_handle> open_root_controlled_directory(std::string_view path,
-                                                        std::string& error) {
+std::optional<fd_handle> open_root_controlled_directory(std::string_view path, std::string& error) {
   walk_options walk;
   walk.only_owner_replaceable = true;
   auto dir = open_directory_nofollow(path, error, walk);

@@ -11,9 +11,12 @@ chunked_decoder::result chunked_decoder::feed(std::string_view in) {
     switch (state_) {
       case state::size: {
         int v = -1;
-        if (c >= '0' && c <= '9') v = c - '0';
-        else if (c >= 'a' && c <= 'f') v = c - 'a' + 10;
-        else if (c >= 'A' && c <= 'F') v = c - 'A' + 10;
+        if (c >= '0' && c <= '9')
+          v = c - '0';
+        else if (c >= 'a' && c <= 'f')
+          v = c - 'a' + 10;
+        else if (c >= 'A' && c <= 'F')
+          v = c - 'A' + 10;
         if (v >= 0) {
           if (++digits_ > 15) return {status::error, i, {}};
           remaining_ = remaining_ * 16 + static_cast<std::uint64_t>(v);
@@ -32,8 +35,8 @@ chunked_decoder::result chunked_decoder::feed(std::string_view in) {
         state_ = remaining_ == 0 ? state::trailer_cr : state::data;
         break;
       case state::data: {
-        const std::size_t n = static_cast<std::size_t>(
-            std::min<std::uint64_t>(remaining_, in.size() - i));
+        const std::size_t n =
+            static_cast<std::size_t>(std::min<std::uint64_t>(remaining_, in.size() - i));
         remaining_ -= n;
         if (remaining_ == 0) state_ = state::data_cr;
         return {status::data, i + n, in.substr(i, n)};

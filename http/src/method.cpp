@@ -13,11 +13,16 @@ std::optional<method> parse_method(std::string_view token) {
 
 std::string_view method_name(method m) {
   switch (m) {
-    case method::get: return "GET";
-    case method::head: return "HEAD";
-    case method::post: return "POST";
-    case method::put: return "PUT";
-    case method::delete_: return "DELETE";
+    case method::get:
+      return "GET";
+    case method::head:
+      return "HEAD";
+    case method::post:
+      return "POST";
+    case method::put:
+      return "PUT";
+    case method::delete_:
+      return "DELETE";
   }
   return "?";
 }

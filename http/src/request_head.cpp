@@ -8,7 +8,6 @@ namespace dockgate::http {
 
 namespace {
 
-
 std::string_view trim_ows(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
@@ -42,18 +41,30 @@ std::optional<std::uint64_t> parse_content_length(std::string_view v) {
 
 std::string_view head_error_text(head_error e) {
   switch (e) {
-    case head_error::too_large: return "request head too large";
-    case head_error::too_many_headers: return "too many header fields";
-    case head_error::bad_line_ending: return "line endings must be CRLF";
-    case head_error::bad_request_line: return "malformed request line";
-    case head_error::unknown_method: return "method not supported";
-    case head_error::bad_version: return "only HTTP/1.1 and HTTP/1.0 are supported";
-    case head_error::bad_header: return "malformed header field";
-    case head_error::bad_content_length: return "malformed or repeated Content-Length";
-    case head_error::bad_transfer_encoding: return "only a single Transfer-Encoding: chunked on HTTP/1.1 is supported";
-    case head_error::content_length_and_chunked: return "Content-Length and Transfer-Encoding together";
-    case head_error::bad_host: return "missing or repeated Host";
-    case head_error::bad_expect: return "unsupported Expect";
+    case head_error::too_large:
+      return "request head too large";
+    case head_error::too_many_headers:
+      return "too many header fields";
+    case head_error::bad_line_ending:
+      return "line endings must be CRLF";
+    case head_error::bad_request_line:
+      return "malformed request line";
+    case head_error::unknown_method:
+      return "method not supported";
+    case head_error::bad_version:
+      return "only HTTP/1.1 and HTTP/1.0 are supported";
+    case head_error::bad_header:
+      return "malformed header field";
+    case head_error::bad_content_length:
+      return "malformed or repeated Content-Length";
+    case head_error::bad_transfer_encoding:
+      return "only a single Transfer-Encoding: chunked on HTTP/1.1 is supported";
+    case head_error::content_length_and_chunked:
+      return "Content-Length and Transfer-Encoding together";
+    case head_error::bad_host:
+      return "missing or repeated Host";
+    case head_error::bad_expect:
+      return "unsupported Expect";
   }
   return "bad request";
 }
@@ -68,7 +79,8 @@ std::size_t find_head_end(std::string_view data) {
     p = static_cast<const char*>(std::memchr(p, '\n', static_cast<std::size_t>(end - p)));
     if (p == nullptr) return 0;
     if (p == begin || p[-1] != '\r') return static_cast<std::size_t>(p - begin) + 1;
-    if (end - p >= 3 && p[1] == '\r' && p[2] == '\n') return static_cast<std::size_t>(p - begin) + 3;
+    if (end - p >= 3 && p[1] == '\r' && p[2] == '\n')
+      return static_cast<std::size_t>(p - begin) + 3;
   }
   return 0;
 }
@@ -78,7 +90,8 @@ std::optional<head_error> parse_request_head(std::string_view data, request_head
   if (data.size() < 4 || !data.ends_with("\r\n\r\n")) return head_error::bad_line_ending;
   // Every CR must be followed by LF and every LF preceded by CR.
   for (std::size_t i = 0; i < data.size(); ++i) {
-    if (data[i] == '\r' && (i + 1 == data.size() || data[i + 1] != '\n')) return head_error::bad_line_ending;
+    if (data[i] == '\r' && (i + 1 == data.size() || data[i + 1] != '\n'))
+      return head_error::bad_line_ending;
     if (data[i] == '\n' && (i == 0 || data[i - 1] != '\r')) return head_error::bad_line_ending;
   }
   out = request_head{};
@@ -99,9 +112,12 @@ std::optional<head_error> parse_request_head(std::string_view data, request_head
     if (c <= 0x20 || c >= 0x7f) return head_error::bad_request_line;
   auto m = http::parse_method(method);
   if (!m) return head_error::unknown_method;
-  if (version == "HTTP/1.1") out.version_minor = 1;
-  else if (version == "HTTP/1.0") out.version_minor = 0;
-  else return head_error::bad_version;
+  if (version == "HTTP/1.1")
+    out.version_minor = 1;
+  else if (version == "HTTP/1.0")
+    out.version_minor = 0;
+  else
+    return head_error::bad_version;
   out.method = *m;
   out.target = target;
   out.keep_alive = out.version_minor == 1;
@@ -131,7 +147,8 @@ std::optional<head_error> parse_request_head(std::string_view data, request_head
       out.content_length = parse_content_length(value);
       if (!out.content_length) return head_error::bad_content_length;
     } else if (iequals(name, "transfer-encoding")) {
-      if (saw_transfer_encoding || !iequals(value, "chunked")) return head_error::bad_transfer_encoding;
+      if (saw_transfer_encoding || !iequals(value, "chunked"))
+        return head_error::bad_transfer_encoding;
       saw_transfer_encoding = true;
       out.chunked = true;
     } else if (iequals(name, "host")) {
@@ -151,21 +168,26 @@ std::optional<head_error> parse_request_head(std::string_view data, request_head
   if (out.chunked && out.version_minor == 0) return head_error::bad_transfer_encoding;
   if (out.version_minor == 1 && host_count == 0) return head_error::bad_host;
   each_list_token(out.connection, [&](std::string_view token) {
-    if (iequals(token, "close")) out.keep_alive = false;
-    else if (iequals(token, "keep-alive") && out.version_minor == 0) out.keep_alive = true;
-    else if (iequals(token, "upgrade")) out.connection_upgrade = true;
+    if (iequals(token, "close"))
+      out.keep_alive = false;
+    else if (iequals(token, "keep-alive") && out.version_minor == 0)
+      out.keep_alive = true;
+    else if (iequals(token, "upgrade"))
+      out.connection_upgrade = true;
   });
   return std::nullopt;
 }
 
 bool is_hop_by_hop(std::string_view name, std::string_view connection_value) {
   static constexpr std::string_view fixed[] = {
-      "connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding",
-      "upgrade", "content-length", "expect", "proxy-authorization", "proxy-authenticate"};
+      "connection", "keep-alive",          "proxy-connection",  "te",
+      "trailer",    "transfer-encoding",   "upgrade",           "content-length",
+      "expect",     "proxy-authorization", "proxy-authenticate"};
   for (auto f : fixed)
     if (iequals(name, f)) return true;
   bool listed = false;
-  each_list_token(connection_value, [&](std::string_view token) { listed = listed || iequals(token, name); });
+  each_list_token(connection_value,
+                  [&](std::string_view token) { listed = listed || iequals(token, name); });
   return listed;
 }
 

@@ -1,10 +1,10 @@
 // Response heads from the daemon. See response_head.hpp for what is refused.
 #include "dockgate/http/response_head.hpp"
 
-#include "dockgate/http/request_head.hpp"
-
 #include <array>
 #include <cstdint>
+
+#include "dockgate/http/request_head.hpp"
 
 namespace dockgate::http {
 
@@ -16,7 +16,8 @@ namespace {
 // ends it. In a value: 1 refused (a control character but tab, DEL), 2 the CR that ends it.
 constexpr std::array<std::uint8_t, 256> name_bytes = [] {
   std::array<std::uint8_t, 256> t{};
-  for (int c = 0; c < 256; ++c) t[static_cast<std::size_t>(c)] = is_tchar(static_cast<unsigned char>(c)) ? 0 : 1;
+  for (int c = 0; c < 256; ++c)
+    t[static_cast<std::size_t>(c)] = is_tchar(static_cast<unsigned char>(c)) ? 0 : 1;
   t[':'] = 2;
   return t;
 }();
@@ -48,11 +49,15 @@ bool parse_response_head(std::string_view data, response_head& out) {
   // reason's too), so a CR or LF in it cannot pass.
   const auto eol = data.find("\r\n");
   const std::string_view line = data.substr(0, eol);
-  if (line.size() < 12 || !line.starts_with("HTTP/1.") || line[8] != ' ' || (line.size() > 12 && line[12] != ' '))
+  if (line.size() < 12 || !line.starts_with("HTTP/1.") || line[8] != ' ' ||
+      (line.size() > 12 && line[12] != ' '))
     return false;
-  if (line[7] == '1') out.version_minor = 1;
-  else if (line[7] == '0') out.version_minor = 0;
-  else return false;
+  if (line[7] == '1')
+    out.version_minor = 1;
+  else if (line[7] == '0')
+    out.version_minor = 0;
+  else
+    return false;
   std::uint64_t status = 0;
   if (!parse_digits(line.substr(9, 3), status) || status < 100) return false;
   out.status = static_cast<unsigned>(status);
@@ -86,7 +91,8 @@ bool parse_response_head(std::string_view data, response_head& out) {
     if (i + 1 >= n || s[i + 1] != '\n') return false;
     std::string_view value(s + value_begin, i - value_begin);
     rest.remove_prefix(i + 2);
-    while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+    while (!value.empty() && (value.front() == ' ' || value.front() == '\t'))
+      value.remove_prefix(1);
     while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
 
     // The fields the relay reads, told apart by length first (most of a head is others).
@@ -112,8 +118,10 @@ bool parse_response_head(std::string_view data, response_head& out) {
         if (iequals(name, "connection")) {
           if (connection_seen) return false;
           connection_seen = true;
-          if (iequals(value, "close")) out.keep_alive = false;
-          else if (iequals(value, "keep-alive") && out.version_minor == 0) out.keep_alive = true;
+          if (iequals(value, "close"))
+            out.keep_alive = false;
+          else if (iequals(value, "keep-alive") && out.version_minor == 0)
+            out.keep_alive = true;
         }
         break;
       default:

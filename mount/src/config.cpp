@@ -4,10 +4,11 @@
 #include "dockgate/common/workspace_id.hpp"
 #include "dockgate/mount/mount.hpp"
 
-
 namespace dockgate::mount {
 
-bool valid_id(std::string_view id) { return common::valid_workspace_id(id); }
+bool valid_id(std::string_view id) {
+  return common::valid_workspace_id(id);
+}
 
 config_result load_config(const std::map<std::string, std::string>& env, bool need_storage) {
   config_result r;
@@ -23,7 +24,8 @@ config_result load_config(const std::map<std::string, std::string>& env, bool ne
     long long n = 0;
     auto [p, ec] = std::from_chars(v->data(), v->data() + v->size(), n);
     if (ec != std::errc() || p != v->data() + v->size() || n < min || n > max)
-      r.errors.push_back(std::string(name) + " must be a number from " + std::to_string(min) + " to " + std::to_string(max));
+      r.errors.push_back(std::string(name) + " must be a number from " + std::to_string(min) +
+                         " to " + std::to_string(max));
     else
       out = static_cast<std::remove_reference_t<decltype(out)>>(n);
   };
@@ -43,14 +45,15 @@ config_result load_config(const std::map<std::string, std::string>& env, bool ne
   c.timeout = std::chrono::seconds(timeout);
 
   while (c.root.size() > 1 && c.root.back() == '/') c.root.pop_back();
-  if (c.root.empty() || c.root.front() != '/' || c.root == "/" || c.root.find("/./") != std::string::npos ||
-      c.root.find("/../") != std::string::npos || c.root.ends_with("/..") || c.root.ends_with("/.") ||
-      c.root.find("//") != std::string::npos)
+  if (c.root.empty() || c.root.front() != '/' || c.root == "/" ||
+      c.root.find("/./") != std::string::npos || c.root.find("/../") != std::string::npos ||
+      c.root.ends_with("/..") || c.root.ends_with("/.") || c.root.find("//") != std::string::npos)
     r.errors.push_back("AIMEM_MOUNT_ROOT must be an absolute, clean path other than /");
   while (!c.prefix.empty() && c.prefix.back() == '/') c.prefix.pop_back();
   while (!c.prefix.empty() && c.prefix.front() == '/') c.prefix.erase(0, 1);
   for (char ch : c.prefix)
-    if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-' || ch == '.' || ch == '/'))
+    if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-' || ch == '.' ||
+          ch == '/'))
       r.errors.push_back("AIMEM_PREFIX may hold only A-Z a-z 0-9 _ - . /");
   if (c.prefix.find("..") != std::string::npos || c.prefix.find("//") != std::string::npos)
     r.errors.push_back("AIMEM_PREFIX must be a plain relative path");
@@ -58,7 +61,8 @@ config_result load_config(const std::map<std::string, std::string>& env, bool ne
     if (c.bucket.empty()) r.errors.push_back("AIMEM_BUCKET is required");
     if (!c.endpoint.starts_with("http://") && !c.endpoint.starts_with("https://"))
       r.errors.push_back("AIMEM_ENDPOINT must be an http:// or https:// URL");
-    if (c.access_key.empty() || c.secret_key.empty()) r.errors.push_back("AIMEM_ACCESS_KEY and AIMEM_SECRET_KEY are required");
+    if (c.access_key.empty() || c.secret_key.empty())
+      r.errors.push_back("AIMEM_ACCESS_KEY and AIMEM_SECRET_KEY are required");
   }
   if (r.errors.empty()) r.value = std::move(c);
   return r;

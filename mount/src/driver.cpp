@@ -8,11 +8,16 @@ namespace {
 
 std::vector<std::string> base_environment(const mount_config& c) {
   // A clean environment: nothing of the caller's leaks in (AWS_CA_BUNDLE, proxies, ...).
-  std::vector<std::string> env{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root",
-                               "AWS_ACCESS_KEY_ID=" + c.access_key, "AWS_SECRET_ACCESS_KEY=" + c.secret_key,
-                               "AWSACCESSKEYID=" + c.access_key, "AWSSECRETACCESSKEY=" + c.secret_key,
-                               "AIMEM_BUCKET=" + c.bucket, "AIMEM_ENDPOINT=" + c.endpoint,
-                               "AIMEM_ACCESS_KEY=" + c.access_key, "AIMEM_SECRET_KEY=" + c.secret_key};
+  std::vector<std::string> env{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+                               "HOME=/root",
+                               "AWS_ACCESS_KEY_ID=" + c.access_key,
+                               "AWS_SECRET_ACCESS_KEY=" + c.secret_key,
+                               "AWSACCESSKEYID=" + c.access_key,
+                               "AWSSECRETACCESSKEY=" + c.secret_key,
+                               "AIMEM_BUCKET=" + c.bucket,
+                               "AIMEM_ENDPOINT=" + c.endpoint,
+                               "AIMEM_ACCESS_KEY=" + c.access_key,
+                               "AIMEM_SECRET_KEY=" + c.secret_key};
   if (!c.session_token.empty()) {
     env.push_back("AWS_SESSION_TOKEN=" + c.session_token);
     env.push_back("AWSSESSIONTOKEN=" + c.session_token);
@@ -22,14 +27,17 @@ std::vector<std::string> base_environment(const mount_config& c) {
 }
 
 void replace_all(std::string& s, std::string_view what, std::string_view with) {
-  for (auto pos = s.find(what); pos != std::string::npos; pos = s.find(what, pos + with.size())) s.replace(pos, what.size(), with);
+  for (auto pos = s.find(what); pos != std::string::npos; pos = s.find(what, pos + with.size()))
+    s.replace(pos, what.size(), with);
 }
 
 }  // namespace
 
-std::optional<driver_command> driver_for(const mount_config& c, std::string_view key, const std::string& mountpoint,
-                                         const std::string& log_file, std::string& error) {
-  const std::string full_key = c.prefix.empty() ? std::string(key) : c.prefix + "/" + std::string(key);
+std::optional<driver_command> driver_for(const mount_config& c, std::string_view key,
+                                         const std::string& mountpoint, const std::string& log_file,
+                                         std::string& error) {
+  const std::string full_key =
+      c.prefix.empty() ? std::string(key) : c.prefix + "/" + std::string(key);
   const std::string uid = std::to_string(c.uid), gid = std::to_string(c.gid);
   driver_command d;
   d.env = base_environment(c);
@@ -37,26 +45,49 @@ std::optional<driver_command> driver_for(const mount_config& c, std::string_view
     // Debian's s3fs: path-style (MinIO, AIStor, Ceph), SigV4 for the region, files owned
     // by the sandbox user, other users (the engine, the sandbox) allowed in. In the
     // foreground (-f): dockgate-mount sees it die at once, instead of a daemon that exits 0.
-    d.argv = {"s3fs",           c.bucket + ":/" + full_key,
-              mountpoint,       "-f", "-o", "url=" + c.endpoint,
-              "-o", "use_path_request_style",
-              "-o", "endpoint=" + c.region,
-              "-o", "allow_other",
-              "-o", "nosuid",
-              "-o", "nodev",
-              "-o", "uid=" + uid,
-              "-o", "gid=" + gid,
-              "-o", "umask=0022",
-              "-o", "mp_umask=0022",
-              "-o", "logfile=" + log_file,
-              "-o", "dbglevel=warn"};
+    d.argv = {"s3fs",     c.bucket + ":/" + full_key,
+              mountpoint, "-f",
+              "-o",       "url=" + c.endpoint,
+              "-o",       "use_path_request_style",
+              "-o",       "endpoint=" + c.region,
+              "-o",       "allow_other",
+              "-o",       "nosuid",
+              "-o",       "nodev",
+              "-o",       "uid=" + uid,
+              "-o",       "gid=" + gid,
+              "-o",       "umask=0022",
+              "-o",       "mp_umask=0022",
+              "-o",       "logfile=" + log_file,
+              "-o",       "dbglevel=warn"};
     return d;
   }
   if (c.driver == "rclone") {
-    d.argv = {"rclone", "mount", ":s3:" + c.bucket + "/" + full_key, mountpoint, "--allow-other",
-              "--uid", uid, "--gid", gid, "--umask", "022", "--s3-provider", "Other", "--s3-endpoint", c.endpoint,
-              "--s3-region", c.region, "--s3-env-auth", "--vfs-cache-mode", "writes", "--log-file", log_file,
-              "-o", "nosuid", "-o", "nodev"};
+    d.argv = {"rclone",
+              "mount",
+              ":s3:" + c.bucket + "/" + full_key,
+              mountpoint,
+              "--allow-other",
+              "--uid",
+              uid,
+              "--gid",
+              gid,
+              "--umask",
+              "022",
+              "--s3-provider",
+              "Other",
+              "--s3-endpoint",
+              c.endpoint,
+              "--s3-region",
+              c.region,
+              "--s3-env-auth",
+              "--vfs-cache-mode",
+              "writes",
+              "--log-file",
+              log_file,
+              "-o",
+              "nosuid",
+              "-o",
+              "nodev"};
     return d;
   }
   // A command template, split on spaces (no shell).

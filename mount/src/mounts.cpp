@@ -32,7 +32,8 @@ namespace dockgate::mount {
 namespace {
 
 constexpr long fuse_super_magic = 0x65735546;
-constexpr std::string_view state_dir = ".dockgate-mount";  // logs; hidden from ids (they start alnum)
+constexpr std::string_view state_dir =
+    ".dockgate-mount";  // logs; hidden from ids (they start alnum)
 
 // The mount points of /proc/self/mountinfo, unescaped, with their file system type.
 std::vector<std::pair<std::string, std::string>> mounted() {
@@ -69,7 +70,8 @@ std::vector<std::pair<std::string, std::string>> mounted() {
 bool daemonizes(const driver_command& d) {
   for (const auto& a : d.argv)
     if (a == "-f" || a == "--foreground") return false;
-  return d.argv.front() != "rclone" || std::find(d.argv.begin(), d.argv.end(), "--daemon") != d.argv.end();
+  return d.argv.front() != "rclone" ||
+         std::find(d.argv.begin(), d.argv.end(), "--daemon") != d.argv.end();
 }
 
 bool is_mounted(const std::string& path) {
@@ -88,7 +90,8 @@ std::optional<std::string> liveness_problem(const std::string& path) {
   if (fs.f_type != fuse_super_magic) return std::string("not a FUSE mount");
   struct statvfs vfs {};
   if (::fstatvfs(fd->get(), &vfs) != 0) return std::string("statvfs: ") + std::strerror(errno);
-  if (!(vfs.f_flag & ST_NOSUID) || !(vfs.f_flag & ST_NODEV)) return std::string("mounted without nosuid,nodev");
+  if (!(vfs.f_flag & ST_NOSUID) || !(vfs.f_flag & ST_NODEV))
+    return std::string("mounted without nosuid,nodev");
   return std::nullopt;
 }
 
@@ -137,9 +140,12 @@ bool unmount(const std::string& path, std::string& error) {
 
 std::string_view to_string(state s) {
   switch (s) {
-    case state::live: return "live";
-    case state::stale: return "stale";
-    case state::unmounted: return "unmounted";
+    case state::live:
+      return "live";
+    case state::stale:
+      return "stale";
+    case state::unmounted:
+      return "unmounted";
   }
   return "unmounted";
 }
@@ -216,8 +222,9 @@ outcome mount(const mount_config& c, std::string_view id, std::string_view key) 
   ::mkdirat(root->get(), std::string(state_dir).c_str(), 0700);
   const std::string log = c.root + "/" + std::string(state_dir) + "/" + std::string(id) + ".log";
   {
-    const int fd = ::openat(root->get(), (std::string(state_dir) + "/" + std::string(id) + ".log").c_str(),
-                            O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    const int fd =
+        ::openat(root->get(), (std::string(state_dir) + "/" + std::string(id) + ".log").c_str(),
+                 O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd >= 0) ::close(fd);
   }
   auto command = driver_for(c, key, o.path, log, error);
@@ -261,7 +268,9 @@ outcome mount(const mount_config& c, std::string_view id, std::string_view key) 
       exited = true;
       if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || !is_mounted(o.path)) {
         last = "the driver " + command->argv[0] + " exited (" +
-               (WIFEXITED(status) ? "status " + std::to_string(WEXITSTATUS(status)) : std::string("killed")) + ")";
+               (WIFEXITED(status) ? "status " + std::to_string(WEXITSTATUS(status))
+                                  : std::string("killed")) +
+               ")";
         if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || !daemonizes(*command)) break;
         last = "nothing mounted";  // a daemonising driver: its daemon may still be mounting
       }
@@ -293,8 +302,9 @@ outcome mount(const mount_config& c, std::string_view id, std::string_view key) 
     ::waitpid(child, &status, 0);
   }
   const std::string driver_log = tail_of(log);
-  o.error = "mount of " + c.bucket + ":/" + (c.prefix.empty() ? "" : c.prefix + "/") + std::string(key) + " at " + o.path +
-            " failed: " + last + (driver_log.empty() ? "" : "; driver log: " + driver_log);
+  o.error = "mount of " + c.bucket + ":/" + (c.prefix.empty() ? "" : c.prefix + "/") +
+            std::string(key) + " at " + o.path + " failed: " + last +
+            (driver_log.empty() ? "" : "; driver log: " + driver_log);
   cleanup(c, id);  // never a silent empty workspace left behind
   return o;
 }

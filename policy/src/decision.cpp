@@ -1,6 +1,5 @@
 #include "dockgate/policy/decision.hpp"
 
-
 namespace dockgate::policy {
 
 decision decide(const profile& p, const route& r) {

@@ -11,7 +11,9 @@ bool fail(std::string* error, std::string_view why) {
   return false;
 }
 
-constexpr bool lower_alnum(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
+constexpr bool lower_alnum(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+}
 
 // path-component: [a-z0-9]+ ((\.|_|__|-+)[a-z0-9]+)*
 bool valid_component(std::string_view c) {
@@ -37,19 +39,23 @@ bool valid_domain(std::string_view d) {
   std::string_view host = d;
   if (auto colon = d.rfind(':'); colon != std::string_view::npos && d.front() != '[') {
     std::string_view port = d.substr(colon + 1);
-    if (port.empty() || !std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    if (port.empty() ||
+        !std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; }))
       return false;
     host = d.substr(0, colon);
   }
   if (host.empty()) return false;
   return std::all_of(host.begin(), host.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+           c == '-';
   });
 }
 
 bool valid_tag(std::string_view t) {
   if (t.empty() || t.size() > 128) return false;
-  auto word = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'; };
+  auto word = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+  };
   if (!word(t.front())) return false;
   return std::all_of(t.begin(), t.end(), [&](char c) { return word(c) || c == '.' || c == '-'; });
 }
@@ -59,7 +65,9 @@ bool valid_digest(std::string_view d) {
   if (colon == std::string_view::npos) return false;
   std::string_view algo = d.substr(0, colon);
   std::string_view hex = d.substr(colon + 1);
-  const bool hex_ok = std::all_of(hex.begin(), hex.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+  const bool hex_ok = std::all_of(hex.begin(), hex.end(), [](char c) {
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+  });
   if (algo == "sha256") return hex.size() == 64 && hex_ok;
   if (algo == "sha512") return hex.size() == 128 && hex_ok;
   return false;
@@ -74,9 +82,11 @@ std::string image_reference::normalized() const {
   return out;
 }
 
-std::optional<image_reference> parse_image_reference(std::string_view text, bool default_tag, std::string* error) {
+std::optional<image_reference> parse_image_reference(std::string_view text, bool default_tag,
+                                                     std::string* error) {
   image_reference ref;
-  if (text.empty() || text.size() > 512) return fail(error, "empty or overlong image reference"), std::nullopt;
+  if (text.empty() || text.size() > 512)
+    return fail(error, "empty or overlong image reference"), std::nullopt;
   std::string_view name = text;
   if (auto at = text.find('@'); at != std::string_view::npos) {
     ref.digest = std::string(text.substr(at + 1));
@@ -111,8 +121,10 @@ std::optional<image_reference> parse_image_reference(std::string_view text, bool
     r.remove_prefix(slash + 1);
   }
   ref.path = std::string(rest);
-  if (ref.domain == "docker.io" && ref.path.find('/') == std::string::npos) ref.path = "library/" + ref.path;
-  if (ref.domain.size() + 1 + ref.path.size() > 255) return fail(error, "repository name too long"), std::nullopt;
+  if (ref.domain == "docker.io" && ref.path.find('/') == std::string::npos)
+    ref.path = "library/" + ref.path;
+  if (ref.domain.size() + 1 + ref.path.size() > 255)
+    return fail(error, "repository name too long"), std::nullopt;
   if (ref.tag.empty() && ref.digest.empty() && default_tag) ref.tag = "latest";
   return ref;
 }

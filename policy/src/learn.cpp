@@ -25,7 +25,6 @@
 #include <map>
 #include <optional>
 #include <set>
-
 #include <variant>
 
 #include "dockgate/common/error_body.hpp"
@@ -128,7 +127,7 @@ bool is_omitted(element v) {
 // body, keys that name no field refused. Err: why the values are no such body.
 std::variant<seen_body, std::string> decode_seen(element seen, bool create) {
   seen_body out;
-  std::map<std::string, std::string, std::less<>> top;                   // key: raw JSON
+  std::map<std::string, std::string, std::less<>> top;  // key: raw JSON
   std::map<std::string, std::map<std::string, std::string>, std::less<>> nested;
   // The schema (audit_line.cpp) made each of these what it says; read into values here:
   // a range-for over value_unsafe() of a temporary result would iterate a dangling
@@ -258,8 +257,7 @@ struct learner {
       if (path == "HostConfig.NetworkMode") {
         // host and container:<id> share a namespace: no ownership rule bounds them.
         const json_value* mode = locate(body->root, path);
-        if (!mode || !mode->as_string() ||
-            !learnable_create_value(path, *mode->as_string()))
+        if (!mode || !mode->as_string() || !learnable_create_value(path, *mode->as_string()))
           bounded = false;
       }
       if (!bounded) unsafe += (unsafe.empty() ? "" : ", ") + path;
@@ -351,8 +349,8 @@ struct learner {
       return "operation " + std::string(operation_name(op)) + " is not one profile " + p.name +
              " allows: no line the gate let through";
     if (body_op && p.record_fields && !has_seen)
-      return "profile " + p.name + " records fields, but this " +
-             std::string(operation_name(op)) + " line has no \"seen\"";
+      return "profile " + p.name + " records fields, but this " + std::string(operation_name(op)) +
+             " line has no \"seen\"";
     if (p.mode == profile::mode_kind::audit) return {};
     if (op == operation::ImageCreate)
       if (auto name = line.at_pointer("/object/name"); name.is_string()) {
@@ -405,8 +403,8 @@ struct learner {
     element seen;
     const bool has_seen = line.at_key("seen").get(seen) == simdjson::SUCCESS;
     std::optional<seen_body> body;
-    if (has_seen && (*known_op == operation::ContainerCreate ||
-                     *known_op == operation::ContainerExec)) {
+    if (has_seen &&
+        (*known_op == operation::ContainerCreate || *known_op == operation::ContainerExec)) {
       auto decoded = decode_seen(seen, *known_op == operation::ContainerCreate);
       if (auto* why = std::get_if<std::string>(&decoded)) return reject(*why);
       body = std::move(std::get<seen_body>(decoded));
@@ -420,14 +418,12 @@ struct learner {
         return reject("seen.widening leaves out " + left_out +
                       ", which the line's own values set off the safe value: an edited line");
     }
-    if (auto why = impossible(line, *p, *known_op, body ? &*body : nullptr, has_seen);
-        !why.empty())
+    if (auto why = impossible(line, *p, *known_op, body ? &*body : nullptr, has_seen); !why.empty())
       return reject(why);
     const std::string_view time = text_at(line, "time"), id = text_at(line, "request_id");
     if (first_time.empty() || time < first_time) first_time = time;
     if (time > last_time) last_time = time;
-    if (auto why = refusal(line, text_at(line, "verdict"), body ? &*body : nullptr);
-        !why.empty()) {
+    if (auto why = refusal(line, text_at(line, "verdict"), body ? &*body : nullptr); !why.empty()) {
       refused[std::string(op) + ": " + why].note(time, id);
       return;
     }
@@ -457,7 +453,8 @@ struct learner {
     for (auto& [path, f] : fields) {
       if (skip_network_mode && path == "HostConfig.NetworkMode") continue;
       if (create_rules)
-        std::erase_if(f.values, [&](const std::string& v) { return !learnable_create_value(path, v); });
+        std::erase_if(f.values,
+                      [&](const std::string& v) { return !learnable_create_value(path, v); });
       if (f.max == 0 && f.values.empty()) continue;
       out += first ? "\n        " : ",\n        ";
       first = false;
@@ -594,13 +591,15 @@ struct learner {
 }  // namespace
 
 bool learnable_create_value(std::string_view path, std::string_view value) {
-  if (path == "HostConfig.NetworkMode" && (value == "host" || value.find(':') != std::string_view::npos))
+  if (path == "HostConfig.NetworkMode" &&
+      (value == "host" || value.find(':') != std::string_view::npos))
     return false;  // the host's network, or container:<id>'s
   for (const auto& w : create_widening_fields) {
     if (w.path != path) continue;
     if (w.safe == safe_when::network) return true;  // an owned network: join_owned bounds it
-    const json_value v = w.safe == safe_when::security_opt ? json_value(json_array{json_value(std::string(value))})
-                                                           : json_value(std::string(value));
+    const json_value v = w.safe == safe_when::security_opt
+                             ? json_value(json_array{json_value(std::string(value))})
+                             : json_value(std::string(value));
     return is_safe(json_object{}, &v, w.safe);
   }
   return true;
@@ -611,7 +610,8 @@ learn_result learn_profile(std::span<const std::string_view> audit_texts, const 
   simdjson::dom::parser parser;
   for (std::size_t i = 0; i < audit_texts.size(); ++i) {
     std::string_view text = audit_texts[i];
-    const std::string file = i < o.sources.size() ? o.sources[i] : "audit text " + std::to_string(i + 1);
+    const std::string file =
+        i < o.sources.size() ? o.sources[i] : "audit text " + std::to_string(i + 1);
     std::size_t number = 0;
     while (!text.empty()) {
       const auto nl = text.find('\n');

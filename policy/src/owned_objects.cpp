@@ -34,8 +34,8 @@ void append_key(std::string& out, std::string_view key) {
 // objects) kept only where `keep(member key, member value)` says so, and the members named
 // in `hidden` written as null.
 template <typename Keep>
-void write_filtered(std::string& out, element e, std::initializer_list<std::string_view> keys, Keep keep,
-                    std::initializer_list<std::string_view> hidden = {}) {
+void write_filtered(std::string& out, element e, std::initializer_list<std::string_view> keys,
+                    Keep keep, std::initializer_list<std::string_view> hidden = {}) {
   simdjson::dom::object obj;
   if (e.get_object().get(obj) != simdjson::SUCCESS) {
     out += simdjson::minify(e);
@@ -81,12 +81,15 @@ void write_filtered(std::string& out, element e, std::initializer_list<std::stri
 }
 }  // namespace
 
-bool predefined_network(std::string_view name) { return name == "bridge" || name == "host" || name == "none"; }
+bool predefined_network(std::string_view name) {
+  return name == "bridge" || name == "host" || name == "none";
+}
 
 std::optional<inspected_network> parse_network_inspect(std::string_view json) {
   simdjson::dom::parser parser;
   element doc;
-  if (parser.parse(json.data(), json.size()).get(doc) != simdjson::SUCCESS || !doc.is_object()) return std::nullopt;
+  if (parser.parse(json.data(), json.size()).get(doc) != simdjson::SUCCESS || !doc.is_object())
+    return std::nullopt;
   inspected_network n{string_at(doc, "Id"), string_at(doc, "Name"), owner_in(doc, "Labels")};
   if (n.id.size() != 64 || n.name.empty()) return std::nullopt;
   return n;
@@ -95,7 +98,8 @@ std::optional<inspected_network> parse_network_inspect(std::string_view json) {
 std::optional<inspected_volume> parse_volume_inspect(std::string_view json) {
   simdjson::dom::parser parser;
   element doc;
-  if (parser.parse(json.data(), json.size()).get(doc) != simdjson::SUCCESS || !doc.is_object()) return std::nullopt;
+  if (parser.parse(json.data(), json.size()).get(doc) != simdjson::SUCCESS || !doc.is_object())
+    return std::nullopt;
   inspected_volume v{string_at(doc, "Name"), owner_in(doc, "Labels")};
   if (v.name.empty()) return std::nullopt;
   return v;
@@ -107,10 +111,13 @@ std::optional<std::string> filter_networks(std::string_view json, std::string_vi
   element doc;
   if (parser.parse(json.data(), json.size()).get(doc) != simdjson::SUCCESS) return std::nullopt;
   auto visible = [&](element n) {
-    return n.is_object() && (owner_in(n, "Labels") == owner || (predefined_network(string_at(n, "Name")) && owner_in(n, "Labels").empty()));
+    return n.is_object() &&
+           (owner_in(n, "Labels") == owner ||
+            (predefined_network(string_at(n, "Name")) && owner_in(n, "Labels").empty()));
   };
   auto owned_container = [&](std::string_view id, element) {
-    return std::find(owned_containers.begin(), owned_containers.end(), id) != owned_containers.end();
+    return std::find(owned_containers.begin(), owned_containers.end(), id) !=
+           owned_containers.end();
   };
   std::string out;
   simdjson::dom::array list;
@@ -138,7 +145,8 @@ bool networks_list_containers(std::string_view json) {
   if (parser.parse(json.data(), json.size()).get(doc) != simdjson::SUCCESS) return false;
   auto lists = [](element n) {
     simdjson::dom::object containers;
-    return n["Containers"].get_object().get(containers) == simdjson::SUCCESS && containers.size() > 0;
+    return n["Containers"].get_object().get(containers) == simdjson::SUCCESS &&
+           containers.size() > 0;
   };
   simdjson::dom::array list;
   if (doc.get_array().get(list) == simdjson::SUCCESS) {
@@ -152,9 +160,11 @@ bool networks_list_containers(std::string_view json) {
 std::optional<std::string> filter_volume_list(std::string_view json, std::string_view owner) {
   simdjson::dom::parser parser;
   element doc;
-  if (parser.parse(json.data(), json.size()).get(doc) != simdjson::SUCCESS || !doc.is_object()) return std::nullopt;
+  if (parser.parse(json.data(), json.size()).get(doc) != simdjson::SUCCESS || !doc.is_object())
+    return std::nullopt;
   std::string out;
-  write_filtered(out, doc, {"Volumes"}, [&](std::string_view, element v) { return owner_in(v, "Labels") == owner; });
+  write_filtered(out, doc, {"Volumes"},
+                 [&](std::string_view, element v) { return owner_in(v, "Labels") == owner; });
   return out + "\n";
 }
 
@@ -162,7 +172,8 @@ std::optional<std::string> filter_data_usage(std::string_view json, std::string_
   simdjson::dom::parser parser;
   element doc;
   simdjson::dom::object obj;
-  if (parser.parse(json.data(), json.size()).get(doc) != simdjson::SUCCESS || doc.get_object().get(obj) != simdjson::SUCCESS)
+  if (parser.parse(json.data(), json.size()).get(doc) != simdjson::SUCCESS ||
+      doc.get_object().get(obj) != simdjson::SUCCESS)
     return std::nullopt;
   auto owned = [&](std::string_view, element v) { return owner_in(v, "Labels") == owner; };
   // ContainerUsage and VolumeUsage (API 1.52) total everything on the daemon: not the

@@ -118,14 +118,16 @@ ownership_rule operation_ownership(operation op) {
 std::optional<inspected_container> parse_container_inspect(std::string_view json) {
   simdjson::dom::parser parser;
   element doc;
-  if (parser.parse(json.data(), json.size()).get(doc) != simdjson::SUCCESS || !doc.is_object()) return std::nullopt;
+  if (parser.parse(json.data(), json.size()).get(doc) != simdjson::SUCCESS || !doc.is_object())
+    return std::nullopt;
   inspected_container c;
   c.id = string_at(doc, "Id");
   if (c.id.size() != 64) return std::nullopt;
   if (auto config = at(doc, "Config")) {
     c.owner = owner_of(*config, "Labels");
     std::string_view workspace;
-    if ((*config)["Labels"][workspace_label].get_string().get(workspace) == simdjson::SUCCESS) c.workspace = std::string(workspace);
+    if ((*config)["Labels"][workspace_label].get_string().get(workspace) == simdjson::SUCCESS)
+      c.workspace = std::string(workspace);
   }
   if (auto host = at(doc, "HostConfig")) {
     simdjson::dom::array list;
@@ -150,13 +152,15 @@ std::optional<inspected_container> parse_container_inspect(std::string_view json
 std::optional<inspected_exec> parse_exec_inspect(std::string_view json) {
   simdjson::dom::parser parser;
   element doc;
-  if (parser.parse(json.data(), json.size()).get(doc) != simdjson::SUCCESS || !doc.is_object()) return std::nullopt;
+  if (parser.parse(json.data(), json.size()).get(doc) != simdjson::SUCCESS || !doc.is_object())
+    return std::nullopt;
   inspected_exec e{string_at(doc, "ID"), string_at(doc, "ContainerID")};
   if (e.id.size() != 64 || e.container_id.size() != 64) return std::nullopt;
   return e;
 }
 
-std::optional<std::string> confine_filters(std::string_view filters_json, std::string_view owner, bool events) {
+std::optional<std::string> confine_filters(std::string_view filters_json, std::string_view owner,
+                                           bool events) {
   // Normalise to map[string][]string; keys sorted, values kept.
   std::vector<std::pair<std::string, std::vector<std::string>>> filters;
   if (!filters_json.empty()) {
@@ -179,7 +183,8 @@ std::optional<std::string> confine_filters(std::string_view filters_json, std::s
           if (v.get_string().get(s) != simdjson::SUCCESS) return std::nullopt;
           values.emplace_back(s);
         }
-      } else if (value.get_object().get(legacy) == simdjson::SUCCESS) {  // legacy {"label": {"a=b": true}}
+      } else if (value.get_object().get(legacy) ==
+                 simdjson::SUCCESS) {  // legacy {"label": {"a=b": true}}
         for (auto [k, b] : legacy) {
           bool on = false;
           if (b.get_bool().get(on) != simdjson::SUCCESS) return std::nullopt;
@@ -215,7 +220,8 @@ std::optional<std::string> confine_filters(std::string_view filters_json, std::s
   return out + "}";
 }
 
-std::optional<std::string> confine_query(std::string_view raw_query, std::string_view owner, bool events) {
+std::optional<std::string> confine_query(std::string_view raw_query, std::string_view owner,
+                                         bool events) {
   auto params = parse_query(raw_query);
   if (!params) return std::nullopt;
   std::string rebuilt;
@@ -256,7 +262,9 @@ std::optional<std::string> filter_container_list(std::string_view json, std::str
 bool event_owned(std::string_view json_line, std::string_view owner) {
   simdjson::dom::parser parser;
   element doc;
-  if (parser.parse(json_line.data(), json_line.size()).get(doc) != simdjson::SUCCESS || !doc.is_object()) return false;
+  if (parser.parse(json_line.data(), json_line.size()).get(doc) != simdjson::SUCCESS ||
+      !doc.is_object())
+    return false;
   if (string_at(doc, "Type") != "container") return false;
   auto actor = at(doc, "Actor");
   return actor && owner_of(*actor, "Attributes") == owner;
@@ -265,7 +273,8 @@ bool event_owned(std::string_view json_line, std::string_view owner) {
 std::optional<std::string> parse_version_api(std::string_view json) {
   simdjson::dom::parser parser;
   element doc;
-  if (parser.parse(json.data(), json.size()).get(doc) != simdjson::SUCCESS || !doc.is_object()) return std::nullopt;
+  if (parser.parse(json.data(), json.size()).get(doc) != simdjson::SUCCESS || !doc.is_object())
+    return std::nullopt;
   auto v = string_at(doc, "ApiVersion");
   if (v.empty()) return std::nullopt;
   return v;
@@ -274,7 +283,8 @@ std::optional<std::string> parse_version_api(std::string_view json) {
 bool info_says_cgroup_v1(std::string_view json) {
   simdjson::dom::parser parser;
   element doc;
-  if (parser.parse(json.data(), json.size()).get(doc) != simdjson::SUCCESS || !doc.is_object()) return true;
+  if (parser.parse(json.data(), json.size()).get(doc) != simdjson::SUCCESS || !doc.is_object())
+    return true;
   return string_at(doc, "CgroupVersion") != "2";  // unknown: assume v1 (the stricter reading)
 }
 

@@ -1,10 +1,10 @@
 #include "dockgate/policy/policy_file.hpp"
 
 #include <arpa/inet.h>
+#include <simdjson.h>
 
 #include <cstring>
 #include <set>
-#include <simdjson.h>
 
 #include "dockgate/policy/go_json.hpp"
 
@@ -67,8 +67,8 @@ class loader {
 
   // A forced value must be one the daemon would accept for that field: it is decoded with
   // the same schema as a request body, and stored in its canonical form.
-  std::optional<json_value> forced_value(std::string_view operation, std::string_view path, element value,
-                                         const std::string& where) {
+  std::optional<json_value> forced_value(std::string_view operation, std::string_view path,
+                                         element value, const std::string& where) {
     const std::string text = simdjson::minify(value);
     std::string wrapped;
     std::string_view leaf = path;
@@ -80,7 +80,8 @@ class loader {
     } else {
       wrapped = "{\"" + std::string(path) + "\":" + text + "}";
     }
-    const auto& spec = operation == "ContainerCreate" ? schema::container_create : schema::exec_config;
+    const auto& spec =
+        operation == "ContainerCreate" ? schema::container_create : schema::exec_config;
     auto decoded = decode_body(wrapped, spec, unknown_keys::refuse);
     if (!decoded.value) {
       error(where, "not a valid value for " + std::string(path) + ": " + decoded.error);
@@ -101,7 +102,8 @@ class loader {
     return *v;
   }
 
-  void load_field_rules(std::string_view operation, element e, const std::string& where, field_rules& out) {
+  void load_field_rules(std::string_view operation, element e, const std::string& where,
+                        field_rules& out) {
     object obj;
     if (e.get_object().get(obj) != simdjson::SUCCESS) {
       error(where, "must be an object of field path -> rule");
@@ -110,7 +112,8 @@ class loader {
     each_key(obj, where, [&](std::string_view path, element rule_value) {
       const std::string rule_where = where + "." + std::string(path);
       if (!is_rule_path(operation, path)) {
-        error(rule_where, "no such field in the " + std::string(operation) + " body (use names like User, HostConfig.Memory)");
+        error(rule_where, "no such field in the " + std::string(operation) +
+                              " body (use names like User, HostConfig.Memory)");
         return;
       }
       object rule_obj;
@@ -143,7 +146,8 @@ class loader {
             } else {
               for (auto [mount, options] : per_name) {
                 std::string_view o;
-                if (options.get_string().get(o) != simdjson::SUCCESS || mount.empty() || mount.front() != '/') {
+                if (options.get_string().get(o) != simdjson::SUCCESS || mount.empty() ||
+                    mount.front() != '/') {
                   error(rule_where + ".max", "Tmpfs caps are absolute paths -> option strings");
                   ok = false;
                   continue;
@@ -153,7 +157,8 @@ class loader {
             }
             rule.value = std::move(mounts);
             n = 1;
-          } else if (path == "HostConfig.Ulimits" && v.get_object().get(per_name) == simdjson::SUCCESS) {
+          } else if (path == "HostConfig.Ulimits" &&
+                     v.get_object().get(per_name) == simdjson::SUCCESS) {
             json_object caps;
             for (auto [name, cap] : per_name) {
               if (cap.get_int64().get(n) != simdjson::SUCCESS || n < 0) {
@@ -212,15 +217,18 @@ class loader {
           error(where + ".record", "must be \"fields\" or \"none\"");
       } else if (key == "mode") {
         auto m = string_of(value, where + ".mode");
-        if (m && *m == "audit") p.mode = profile::mode_kind::audit;
-        else if (m && *m != "enforce") error(where + ".mode", "must be \"enforce\" or \"audit\"");
+        if (m && *m == "audit")
+          p.mode = profile::mode_kind::audit;
+        else if (m && *m != "enforce")
+          error(where + ".mode", "must be \"enforce\" or \"audit\"");
       } else if (key == "confine_to_owned") {
         if (value.get_bool().get(p.rules.confine_to_owned) != simdjson::SUCCESS)
           error(where + ".confine_to_owned", "must be true or false");
       } else if (key == "owner") {
         if (auto s = string_of(value, where + ".owner")) p.rules.owner = *s;
       } else if (key == "container_create") {
-        load_field_rules("ContainerCreate", value, where + ".container_create", p.rules.container_create);
+        load_field_rules("ContainerCreate", value, where + ".container_create",
+                         p.rules.container_create);
       } else if (key == "container_exec") {
         load_field_rules("ContainerExec", value, where + ".container_exec", p.rules.container_exec);
       } else if (key == "images") {
@@ -258,10 +266,14 @@ class loader {
           if (!list) return;
           for (const auto& path : *list)
             if (!clean_absolute_path(path))
-              error(where + ".binds." + std::string(k), "\"" + path + "\" must be an absolute, clean path");
-          if (k == "source_roots") rule.source_roots = std::move(*list);
-          else if (k == "targets") rule.targets = std::move(*list);
-          else error(where + ".binds", "unknown key \"" + std::string(k) + "\"");
+              error(where + ".binds." + std::string(k),
+                    "\"" + path + "\" must be an absolute, clean path");
+          if (k == "source_roots")
+            rule.source_roots = std::move(*list);
+          else if (k == "targets")
+            rule.targets = std::move(*list);
+          else
+            error(where + ".binds", "unknown key \"" + std::string(k) + "\"");
         });
         p.rules.binds = std::move(rule);
       } else if (key == "workspace") {
@@ -274,13 +286,15 @@ class loader {
         bool have_root = false;
         each_key(ws, where + ".workspace", [&](std::string_view k, element v) {
           if (k == "require_fuse" || k == "required") {
-            if (v.get_bool().get(k == "required" ? rule.required : rule.require_fuse) != simdjson::SUCCESS)
+            if (v.get_bool().get(k == "required" ? rule.required : rule.require_fuse) !=
+                simdjson::SUCCESS)
               error(where + ".workspace." + std::string(k), "must be true or false");
           } else if (k == "root" || k == "target") {
             auto path = string_of(v, where + ".workspace." + std::string(k));
             if (!path) return;
             if (!clean_absolute_path(*path) || *path == "/")
-              error(where + ".workspace." + std::string(k), "\"" + *path + "\" must be an absolute, clean path other than /");
+              error(where + ".workspace." + std::string(k),
+                    "\"" + *path + "\" must be an absolute, clean path other than /");
             (k == "root" ? rule.root : rule.target) = *path;
             have_root = have_root || k == "root";
           } else {
@@ -337,7 +351,8 @@ class loader {
           if (!op_name) continue;
           auto op = operation_from_name(*op_name);
           if (!op) {
-            error(item_where, "unknown operation \"" + *op_name + "\" (use Engine API operationId names)");
+            error(item_where,
+                  "unknown operation \"" + *op_name + "\" (use Engine API operationId names)");
             continue;
           }
           if (p.allows(*op)) error(item_where, "operation \"" + *op_name + "\" listed twice");
@@ -374,13 +389,15 @@ bool address_matches(std::string_view block, std::string_view address) {
   const auto slash = block.find('/');
   unsigned char net[16] = {}, addr[16] = {};
   int net_family = 0, addr_family = 0;
-  if (!parse(block.substr(0, slash), net, net_family) || !parse(address, addr, addr_family)) return false;
+  if (!parse(block.substr(0, slash), net, net_family) || !parse(address, addr, addr_family))
+    return false;
   if (net_family != addr_family) return false;
   const int bits_total = net_family == AF_INET ? 32 : 128;
   int bits = bits_total;
   if (slash != std::string_view::npos) {
     const std::string b(block.substr(slash + 1));
-    if (b.empty() || b.size() > 3 || b.find_first_not_of("0123456789") != std::string::npos) return false;
+    if (b.empty() || b.size() > 3 || b.find_first_not_of("0123456789") != std::string::npos)
+      return false;
     bits = std::stoi(b);
     if (bits > bits_total) return false;
   }
@@ -395,7 +412,9 @@ const profile* policy::select(const client_identity& client) const {
   for (const auto& rule : clients) {
     if (rule.uid && client.uid != rule.uid) continue;
     if (rule.gid && client.gid != rule.gid) continue;
-    if (!rule.address.empty() && (client.address.empty() || !address_matches(rule.address, client.address))) continue;
+    if (!rule.address.empty() &&
+        (client.address.empty() || !address_matches(rule.address, client.address)))
+      continue;
     if (!rule.tls_subject.empty() && client.tls_subject != rule.tls_subject) continue;
     return &profiles[rule.profile];
   }
@@ -415,7 +434,8 @@ policy_load_result parse_policy(std::string_view json) {
   simdjson::padded_string padded(json);
   element doc;
   if (auto err = parser.parse(padded).get(doc); err != simdjson::SUCCESS) {
-    result.errors.push_back(std::string("policy is not valid JSON: ") + simdjson::error_message(err));
+    result.errors.push_back(std::string("policy is not valid JSON: ") +
+                            simdjson::error_message(err));
     return result;
   }
   object root;
@@ -452,19 +472,24 @@ policy_load_result parse_policy(std::string_view json) {
       l.error("policy", "unknown key \"" + std::string(key) + "\"");
     }
   });
-  if (!have_profiles) l.error("policy", "missing \"profiles\"");
-  else if (pol.profiles.empty() && l.errors.empty()) l.error("profiles", "no profile defined");
+  if (!have_profiles)
+    l.error("policy", "missing \"profiles\"");
+  else if (pol.profiles.empty() && l.errors.empty())
+    l.error("profiles", "no profile defined");
   if (!default_name) {
     // With client rules and no default_profile, clients no rule matches are refused.
     if (pol.profiles.size() == 1 && !clients_value) {
       pol.default_profile = 0;
     } else if (pol.profiles.size() > 1 && !clients_value) {
-      l.error("policy", "missing \"default_profile\" (required when there is more than one profile and no clients)");
+      l.error("policy",
+              "missing \"default_profile\" (required when there is more than one profile and no "
+              "clients)");
     }
   } else {
     for (std::size_t i = 0; i < pol.profiles.size(); ++i)
       if (pol.profiles[i].name == *default_name) pol.default_profile = i;
-    if (!pol.default_profile) l.error("default_profile", "no profile named \"" + *default_name + "\"");
+    if (!pol.default_profile)
+      l.error("default_profile", "no profile named \"" + *default_name + "\"");
   }
   if (clients_value) {
     simdjson::dom::array arr;
@@ -495,7 +520,8 @@ policy_load_result parse_policy(std::string_view json) {
             if (auto a = l.string_of(v, where + ".address")) {
               rule.address = *a;
               if (!address_matches(rule.address, rule.address.substr(0, rule.address.find('/'))))
-                l.error(where + ".address", "\"" + rule.address + "\" is not an IP address or CIDR block");
+                l.error(where + ".address",
+                        "\"" + rule.address + "\" is not an IP address or CIDR block");
             }
           } else if (k == "tls_subject") {
             have_criterion = true;

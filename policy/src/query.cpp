@@ -34,12 +34,14 @@ constexpr std::pair<operation, std::string_view> refused_when_true[] = {
 // ImageCreate's import form: ignored by the daemon when fromImage is given (a pull).
 constexpr std::string_view import_only[] = {"fromSrc", "repo", "message", "changes"};
 
-deny bad(unsigned status, std::string reason) { return deny{status, "query", "dockgate: " + std::move(reason)}; }
+deny bad(unsigned status, std::string reason) {
+  return deny{status, "query", "dockgate: " + std::move(reason)};
+}
 
 }  // namespace
 
-std::optional<std::string> effective_pull_reference(std::string_view from_image, std::string_view tag,
-                                                    std::string* error) {
+std::optional<std::string> effective_pull_reference(std::string_view from_image,
+                                                    std::string_view tag, std::string* error) {
   auto ref = parse_image_reference(from_image, false, error);
   if (!ref) return std::nullopt;
   if (!tag.empty()) {
@@ -83,7 +85,8 @@ bool go_form_bool(std::string_view v) {
   while (!v.empty() && std::isspace(static_cast<unsigned char>(v.front()))) v.remove_prefix(1);
   while (!v.empty() && std::isspace(static_cast<unsigned char>(v.back()))) v.remove_suffix(1);
   std::string lower(v);
-  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
   return !(lower.empty() || lower == "0" || lower == "no" || lower == "false" || lower == "none");
 }
 
@@ -105,17 +108,20 @@ std::variant<deny, query_review> review_query(const profile& p, const route& r) 
   std::vector<const query_param*> kept;
   for (const auto& param : *params) {
     const auto& [key, value, raw] = param;
-    const bool ignored = !taken(key) || (pull && std::find(std::begin(import_only), std::end(import_only), key) !=
-                                                     std::end(import_only));
+    const bool ignored =
+        !taken(key) || (pull && std::find(std::begin(import_only), std::end(import_only), key) !=
+                                    std::end(import_only));
     if (ignored) {
-      if (std::find(out.dropped.begin(), out.dropped.end(), key) == out.dropped.end()) out.dropped.push_back(key);
+      if (std::find(out.dropped.begin(), out.dropped.end(), key) == out.dropped.end())
+        out.dropped.push_back(key);
       continue;
     }
     for (const auto* earlier : kept)
       if (earlier->key == key) return bad(400, "query parameter \"" + key + "\" given twice");
     for (const auto& [refused_op, name] : refused_when_true)
       if (refused_op == r.op && name == key && go_form_bool(value))
-        return bad(403, "query parameter \"" + key + "=" + value + "\" is not allowed on " + std::string(op));
+        return bad(403, "query parameter \"" + key + "=" + value + "\" is not allowed on " +
+                            std::string(op));
     kept.push_back(&param);
   }
   if (r.op == operation::ImageCreate) {

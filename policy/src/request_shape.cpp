@@ -15,13 +15,24 @@ bool endless(operation op) {
 // Answers that are one document, read by the client whole (request_shape::document).
 bool document(operation op) {
   switch (op) {
-    case operation::ConfigInspect: case operation::ContainerInspect:
-    case operation::DistributionInspect: case operation::ExecInspect:
-    case operation::ImageInspect: case operation::NetworkInspect: case operation::NodeInspect:
-    case operation::PluginInspect: case operation::SecretInspect: case operation::ServiceInspect:
-    case operation::SwarmInspect: case operation::TaskInspect: case operation::VolumeInspect:
-    case operation::SystemInfo: case operation::SystemVersion: case operation::ContainerTop:
-    case operation::ContainerChanges: case operation::ImageHistory:
+    case operation::ConfigInspect:
+    case operation::ContainerInspect:
+    case operation::DistributionInspect:
+    case operation::ExecInspect:
+    case operation::ImageInspect:
+    case operation::NetworkInspect:
+    case operation::NodeInspect:
+    case operation::PluginInspect:
+    case operation::SecretInspect:
+    case operation::ServiceInspect:
+    case operation::SwarmInspect:
+    case operation::TaskInspect:
+    case operation::VolumeInspect:
+    case operation::SystemInfo:
+    case operation::SystemVersion:
+    case operation::ContainerTop:
+    case operation::ContainerChanges:
+    case operation::ImageHistory:
       return true;
     default:
       return false;

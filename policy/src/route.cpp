@@ -103,8 +103,12 @@ const first_segment_index& index_of_routes() {
   return index;
 }
 
-constexpr bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
-constexpr bool is_digit(char c) { return c >= '0' && c <= '9'; }
+constexpr bool is_alpha(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+constexpr bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
 constexpr bool is_hex(char c) {
   return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
 }
@@ -112,9 +116,23 @@ constexpr bool is_hex(char c) {
 constexpr bool is_pchar(char c) {
   if (is_alpha(c) || is_digit(c)) return true;
   switch (c) {
-    case '-': case '.': case '_': case '~':
-    case '!': case '$': case '&': case '\'': case '(': case ')':
-    case '*': case '+': case ',': case ';': case '=': case ':': case '@':
+    case '-':
+    case '.':
+    case '_':
+    case '~':
+    case '!':
+    case '$':
+    case '&':
+    case '\'':
+    case '(':
+    case ')':
+    case '*':
+    case '+':
+    case ',':
+    case ';':
+    case '=':
+    case ':':
+    case '@':
       return true;
     default:
       return false;
@@ -192,34 +210,54 @@ std::optional<operation> operation_from_name(std::string_view name) {
   return std::nullopt;
 }
 
-bool operation_hijacks(operation op) { return operations[static_cast<std::size_t>(op)].hijacks; }
+bool operation_hijacks(operation op) {
+  return operations[static_cast<std::size_t>(op)].hijacks;
+}
 
-body_kind operation_body(operation op) { return operations[static_cast<std::size_t>(op)].body; }
+body_kind operation_body(operation op) {
+  return operations[static_cast<std::size_t>(op)].body;
+}
 
 std::string_view route_error_text(route_error e) {
   switch (e) {
-    case route_error::not_origin_form: return "request target must be an absolute path";
-    case route_error::bad_character: return "request target contains a forbidden character";
-    case route_error::percent_encoded: return "percent-encoded bytes are not allowed in the path";
-    case route_error::empty_segment: return "empty path segment (//) is not allowed";
-    case route_error::dot_segment: return "dot segments are not allowed in the path";
-    case route_error::trailing_slash: return "trailing slash is not allowed";
-    case route_error::bad_version: return "malformed API version prefix";
-    case route_error::unsupported_version: return "API version outside the supported range";
-    case route_error::bad_query: return "malformed query string";
-    case route_error::bad_parameter: return "path parameter may not contain '/'";
-    case route_error::ambiguous: return "request target matches more than one operation";
-    case route_error::method_not_allowed: return "method not allowed for this path";
-    case route_error::not_found: return "no such API operation";
+    case route_error::not_origin_form:
+      return "request target must be an absolute path";
+    case route_error::bad_character:
+      return "request target contains a forbidden character";
+    case route_error::percent_encoded:
+      return "percent-encoded bytes are not allowed in the path";
+    case route_error::empty_segment:
+      return "empty path segment (//) is not allowed";
+    case route_error::dot_segment:
+      return "dot segments are not allowed in the path";
+    case route_error::trailing_slash:
+      return "trailing slash is not allowed";
+    case route_error::bad_version:
+      return "malformed API version prefix";
+    case route_error::unsupported_version:
+      return "API version outside the supported range";
+    case route_error::bad_query:
+      return "malformed query string";
+    case route_error::bad_parameter:
+      return "path parameter may not contain '/'";
+    case route_error::ambiguous:
+      return "request target matches more than one operation";
+    case route_error::method_not_allowed:
+      return "method not allowed for this path";
+    case route_error::not_found:
+      return "no such API operation";
   }
   return "bad request target";
 }
 
 unsigned route_error_status(route_error e) {
   switch (e) {
-    case route_error::not_found: return 404;
-    case route_error::method_not_allowed: return 405;
-    default: return 400;
+    case route_error::not_found:
+      return 404;
+    case route_error::method_not_allowed:
+      return 405;
+    default:
+      return 400;
   }
 }
 
@@ -241,7 +279,8 @@ route_result route_request(http::method method, std::string_view target) {
   for (std::size_t i = 1; i <= path.size(); ++i) {
     if (i == path.size() || path[i] == '/') {
       std::string_view seg = path.substr(start, i - start);
-      if (seg.empty()) return path.size() == 1 ? route_error::not_found : route_error::empty_segment;
+      if (seg.empty())
+        return path.size() == 1 ? route_error::not_found : route_error::empty_segment;
       if (seg == "." || seg == "..") return route_error::dot_segment;
       if (n == max_segments) return route_error::not_found;
       segs[n++] = seg;
@@ -327,10 +366,16 @@ route_result route_request(http::method method, std::string_view target) {
   return r;
 }
 
-std::span<const route_template> route_templates() { return route_specs; }
+std::span<const route_template> route_templates() {
+  return route_specs;
+}
 
-std::optional<api_version> parse_api_version(std::string_view text) { return parse_version("v" + std::string(text)); }
+std::optional<api_version> parse_api_version(std::string_view text) {
+  return parse_version("v" + std::string(text));
+}
 
-std::string to_string(api_version v) { return std::to_string(v.major) + "." + std::to_string(v.minor); }
+std::string to_string(api_version v) {
+  return std::to_string(v.major) + "." + std::to_string(v.minor);
+}
 
 }  // namespace dockgate::policy

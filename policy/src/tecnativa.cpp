@@ -9,15 +9,33 @@ namespace dockgate::policy {
 namespace {
 
 constexpr tecnativa_variable variables[] = {
-    {"EVENTS", true, "events"},       {"PING", true, "_ping"},         {"VERSION", true, "version"},
-    {"AUTH", false, "auth"},          {"BUILD", false, "build"},       {"COMMIT", false, "commit"},
-    {"CONFIGS", false, "configs"},    {"CONTAINERS", false, "containers"}, {"DISTRIBUTION", false, "distribution"},
-    {"EXEC", false, "exec"},          {"GRPC", false, "grpc"},         {"IMAGES", false, "images"},
-    {"INFO", false, "info"},          {"NETWORKS", false, "networks"}, {"NODES", false, "nodes"},
-    {"PLUGINS", false, "plugins"},    {"SECRETS", false, "secrets"},   {"SERVICES", false, "services"},
-    {"SESSION", false, "session"},    {"SWARM", false, "swarm"},       {"SYSTEM", false, "system"},
-    {"TASKS", false, "tasks"},        {"VOLUMES", false, "volumes"},   {"POST", false, ""},
-    {"ALLOW_START", false, ""},       {"ALLOW_STOP", false, ""},       {"ALLOW_RESTARTS", false, ""},
+    {"EVENTS", true, "events"},
+    {"PING", true, "_ping"},
+    {"VERSION", true, "version"},
+    {"AUTH", false, "auth"},
+    {"BUILD", false, "build"},
+    {"COMMIT", false, "commit"},
+    {"CONFIGS", false, "configs"},
+    {"CONTAINERS", false, "containers"},
+    {"DISTRIBUTION", false, "distribution"},
+    {"EXEC", false, "exec"},
+    {"GRPC", false, "grpc"},
+    {"IMAGES", false, "images"},
+    {"INFO", false, "info"},
+    {"NETWORKS", false, "networks"},
+    {"NODES", false, "nodes"},
+    {"PLUGINS", false, "plugins"},
+    {"SECRETS", false, "secrets"},
+    {"SERVICES", false, "services"},
+    {"SESSION", false, "session"},
+    {"SWARM", false, "swarm"},
+    {"SYSTEM", false, "system"},
+    {"TASKS", false, "tasks"},
+    {"VOLUMES", false, "volumes"},
+    {"POST", false, ""},
+    {"ALLOW_START", false, ""},
+    {"ALLOW_STOP", false, ""},
+    {"ALLOW_RESTARTS", false, ""},
 };
 
 std::optional<bool> flag(std::string_view v) {
@@ -30,7 +48,9 @@ std::optional<bool> flag(std::string_view v) {
 
 }  // namespace
 
-std::span<const tecnativa_variable> tecnativa_variables() { return variables; }
+std::span<const tecnativa_variable> tecnativa_variables() {
+  return variables;
+}
 
 policy_load_result tecnativa_policy(const std::map<std::string, std::string>& env) {
   policy_load_result result;
@@ -40,15 +60,18 @@ policy_load_result tecnativa_policy(const std::map<std::string, std::string>& en
     auto it = env.find(std::string(v.name));
     if (it == env.end()) continue;
     auto value = flag(it->second);
-    if (!value) result.errors.push_back(std::string(v.name) + "=" + it->second + ": use 1 or 0");
-    else on[v.name] = *value;
+    if (!value)
+      result.errors.push_back(std::string(v.name) + "=" + it->second + ": use 1 or 0");
+    else
+      on[v.name] = *value;
   }
   if (!result.errors.empty()) return result;
 
   profile p;
   p.name = "tecnativa";
   p.description = "Tecnativa docker-socket-proxy variables:";
-  for (const auto& v : variables) p.description += std::string(" ") + std::string(v.name) + "=" + (on[v.name] ? "1" : "0");
+  for (const auto& v : variables)
+    p.description += std::string(" ") + std::string(v.name) + "=" + (on[v.name] ? "1" : "0");
   p.rules.confine_to_owned = false;
   p.rules.owner = "tecnativa";
   p.rules.images.patterns = {"*"};
@@ -61,9 +84,12 @@ policy_load_result tecnativa_policy(const std::map<std::string, std::string>& en
     for (const auto& v : variables)
       if (!v.prefix.empty() && v.prefix == first && on[v.name]) allowed = true;
     if (!allowed && first == "containers") {
-      const bool start = route.op == operation::ContainerStart, stop = route.op == operation::ContainerStop;
-      const bool restarts = stop || route.op == operation::ContainerRestart || route.op == operation::ContainerKill;
-      allowed = (start && on["ALLOW_START"]) || (stop && on["ALLOW_STOP"]) || (restarts && on["ALLOW_RESTARTS"]);
+      const bool start = route.op == operation::ContainerStart,
+                 stop = route.op == operation::ContainerStop;
+      const bool restarts =
+          stop || route.op == operation::ContainerRestart || route.op == operation::ContainerKill;
+      allowed = (start && on["ALLOW_START"]) || (stop && on["ALLOW_STOP"]) ||
+                (restarts && on["ALLOW_RESTARTS"]);
     }
     if (allowed) p.allowed.set(static_cast<std::size_t>(route.op));
   }

@@ -68,10 +68,9 @@ int open_append(const std::string& path, std::string& error) {
     return -1;
   }
   // O_NONBLOCK: a FIFO without a reader fails here instead of holding the start.
-  const int fd = ::openat(d->get(), base.c_str(),
-                          O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC |
-                              O_NOCTTY,
-                          0640);
+  const int fd = ::openat(
+      d->get(), base.c_str(),
+      O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY, 0640);
   if (fd < 0) {
     error = "cannot open " + path + ": " +
             (errno == ELOOP ? std::string("a symlink") : std::string(std::strerror(errno)));

@@ -29,11 +29,13 @@ std::optional<std::string> check_bind_source(std::string_view source, bind_check
   if (!fd) return error;
   if (!options.require_fuse) return std::nullopt;
   struct statfs fs {};
-  if (::fstatfs(fd->get(), &fs) != 0) return "\"" + path + "\" is not a live mount: " + std::strerror(errno);
+  if (::fstatfs(fd->get(), &fs) != 0)
+    return "\"" + path + "\" is not a live mount: " + std::strerror(errno);
   if (fs.f_type != fuse_super_magic) return "\"" + path + "\" is not a FUSE mount";
   struct statvfs vfs {};
   if (::fstatvfs(fd->get(), &vfs) != 0) return "\"" + path + "\": " + std::strerror(errno);
-  if (!(vfs.f_flag & ST_NOSUID) || !(vfs.f_flag & ST_NODEV)) return "\"" + path + "\" is not mounted nosuid,nodev";
+  if (!(vfs.f_flag & ST_NOSUID) || !(vfs.f_flag & ST_NODEV))
+    return "\"" + path + "\" is not mounted nosuid,nodev";
   return std::nullopt;
 }
 

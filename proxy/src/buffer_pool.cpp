@@ -16,12 +16,15 @@ namespace {
 // long-lived objects of the connections accepted meanwhile (which then pinned the
 // heap's pages: 1000 held streams cost ~6 KiB each instead of ~3).
 char* new_block() {
-  void* p = ::mmap(nullptr, buffer_pool::block_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  void* p = ::mmap(nullptr, buffer_pool::block_size, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) throw std::bad_alloc();
   return static_cast<char*>(p);
 }
 
-void free_block(char* b) { ::munmap(b, buffer_pool::block_size); }
+void free_block(char* b) {
+  ::munmap(b, buffer_pool::block_size);
+}
 
 }  // namespace
 

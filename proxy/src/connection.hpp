@@ -40,8 +40,8 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
-#include <string>
 #include <span>
+#include <string>
 #include <string_view>
 #include <variant>
 #include <vector>
@@ -255,7 +255,7 @@ class connection {
   std::size_t response_begin_ = 0;
   std::size_t response_end_ = 0;
 
-  std::string out_;                     // serialisation buffer, reused across requests
+  std::string out_;  // serialisation buffer, reused across requests
 
   request_extras& extras() {
     if (!req_.extras) req_.extras = std::make_unique<request_extras>();

@@ -7,6 +7,7 @@
 #include <spdlog/logger.h>
 
 #include <atomic>
+#include <boost/asio/steady_timer.hpp>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -14,20 +15,17 @@
 #include <string>
 #include <unordered_set>
 
-#include "dockgate/proxy/metrics.hpp"
-
-#include "dockgate/policy/policy_file.hpp"
-#include "dockgate/policy/body_review.hpp"
-#include "dockgate/policy/route.hpp"
-#include "dockgate/http/request_head.hpp"
-#include "dockgate/proxy/options.hpp"
 #include "audit_sink.hpp"
 #include "buffer_pool.hpp"
 #include "daemon_facts.hpp"
+#include "dockgate/http/request_head.hpp"
+#include "dockgate/policy/body_review.hpp"
+#include "dockgate/policy/policy_file.hpp"
+#include "dockgate/policy/route.hpp"
+#include "dockgate/proxy/metrics.hpp"
+#include "dockgate/proxy/options.hpp"
 #include "mapped.hpp"
 #include "net.hpp"
-
-#include <boost/asio/steady_timer.hpp>
 
 namespace dockgate::proxy {
 
@@ -102,8 +100,9 @@ struct process_state {
 };
 
 struct proxy_context {
-  proxy_context(const serve_options& o, std::shared_ptr<const policy::policy> p, protocol::endpoint u,
-                std::shared_ptr<spdlog::logger> l, audit_sink& a, process_state& shared)
+  proxy_context(const serve_options& o, std::shared_ptr<const policy::policy> p,
+                protocol::endpoint u, std::shared_ptr<spdlog::logger> l, audit_sink& a,
+                process_state& shared)
       : options(o),
         policy(std::move(p)),
         upstream(std::move(u)),

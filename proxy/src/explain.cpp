@@ -6,8 +6,8 @@
 
 namespace dockgate::proxy {
 
-explanation explain_request(const policy::profile& profile, std::string_view method, std::string_view target,
-                            const std::optional<std::string>& body) {
+explanation explain_request(const policy::profile& profile, std::string_view method,
+                            std::string_view target, const std::optional<std::string>& body) {
   explanation e;
   auto refused = [&](unsigned status, std::string_view rule, std::string_view reason) {
     e.text += "decision:  deny " + std::to_string(status) + " (rule " + std::string(rule) + ")\n";
@@ -15,12 +15,14 @@ explanation explain_request(const policy::profile& profile, std::string_view met
     e.exit_status = 1;
     return e;
   };
-  e.text = "profile:   " + profile.name + (profile.mode == policy::profile::mode_kind::audit ? " (audit mode)" : "") + "\n";
+  e.text = "profile:   " + profile.name +
+           (profile.mode == policy::profile::mode_kind::audit ? " (audit mode)" : "") + "\n";
   auto m = http::parse_method(method);
   if (!m) return refused(400, "framing", "dockgate: method not supported");
   auto routed = policy::route_request(*m, target);
   if (auto* err = std::get_if<policy::route_error>(&routed))
-    return refused(policy::route_error_status(*err), "route", "dockgate: " + std::string(policy::route_error_text(*err)));
+    return refused(policy::route_error_status(*err), "route",
+                   "dockgate: " + std::string(policy::route_error_text(*err)));
   const auto& r = std::get<policy::route>(routed);
   e.text += "operation: " + std::string(policy::operation_name(r.op)) + "\n";
   auto d = policy::decide(profile, r);
@@ -38,21 +40,28 @@ explanation explain_request(const policy::profile& profile, std::string_view met
     const auto own = policy::operation_ownership(r.op);
     const std::string label = std::string(policy::owner_label) + "=" + profile.rules.owner;
     if (own.object == policy::path_object::container)
-      e.text += "ownership: the daemon must report container \"" + std::string(r.param) + "\" with label " +
-                label + "; forwarded by its full ID\n";
+      e.text += "ownership: the daemon must report container \"" + std::string(r.param) +
+                "\" with label " + label + "; forwarded by its full ID\n";
     else if (own.object == policy::path_object::exec)
-      e.text += "ownership: exec \"" + std::string(r.param) + "\" must belong to a container labelled " + label + "\n";
+      e.text += "ownership: exec \"" + std::string(r.param) +
+                "\" must belong to a container labelled " + label + "\n";
     else if (own.object == policy::path_object::network)
-      e.text += "ownership: the daemon must report network \"" + std::string(r.param) + "\" with label " + label +
-                (own.predefined_networks_readable ? " (or be bridge, host or none)" : "") +
-                (own.answer == policy::owned_answer::networks ? "; its containers are filtered" : "") + "\n";
+      e.text +=
+          "ownership: the daemon must report network \"" + std::string(r.param) + "\" with label " +
+          label + (own.predefined_networks_readable ? " (or be bridge, host or none)" : "") +
+          (own.answer == policy::owned_answer::networks ? "; its containers are filtered" : "") +
+          "\n";
     else if (own.object == policy::path_object::volume)
-      e.text += "ownership: the daemon must report volume \"" + std::string(r.param) + "\" with label " + label + "\n";
+      e.text += "ownership: the daemon must report volume \"" + std::string(r.param) +
+                "\" with label " + label + "\n";
     else if (own.filters != policy::owned_filters::none)
-      e.text += "ownership: filters gain label=" + label +
-                (own.answer != policy::owned_answer::as_is ? "; the response is filtered too\n" : "\n");
+      e.text +=
+          "ownership: filters gain label=" + label +
+          (own.answer != policy::owned_answer::as_is ? "; the response is filtered too\n" : "\n");
     else if (own.answer != policy::owned_answer::as_is)
-      e.text += "ownership: the response keeps only what the profile owns (and the daemon's own networks)\n";
+      e.text +=
+          "ownership: the response keeps only what the profile owns (and the daemon's own "
+          "networks)\n";
   }
   if (!body || policy::operation_body(r.op) != policy::body_kind::json) {
     if (body && policy::operation_body(r.op) == policy::body_kind::none && !body->empty())

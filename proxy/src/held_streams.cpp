@@ -40,7 +40,8 @@ net::awaitable<connection::outcome> connection::relay_stream() {
   // coroutine: nothing of the request is given back to be made again for the next one,
   // and no coroutine is started to take the connection back.
   while (req_.document && !req_.stream_ended && !req_.relay_failed) {
-    auto [ec, n] = co_await upstream_->async_read_some(net::buffer(response_.get(), response_.size()), use_tuple);
+    auto [ec, n] = co_await upstream_->async_read_some(
+        net::buffer(response_.get(), response_.size()), use_tuple);
     if (ec) {
       note_upstream_error(ec);
       break;
@@ -171,10 +172,11 @@ net::awaitable<connection::outcome> connection::end_stream() {
   response_.release();
   finish_audit(req_.response_status);
   // After the client's end the daemon's connection has had its end too: not reused.
-  if (req_.relay_failed || req_.client_gone || req_.client_ended || !req_.upstream_keeps || !req_.stream_ended ||
-      !req_.response_chunked_in)
+  if (req_.relay_failed || req_.client_gone || req_.client_ended || !req_.upstream_keeps ||
+      !req_.stream_ended || !req_.response_chunked_in)
     upstream_.reset();
-  if (req_.relay_failed || req_.client_gone || req_.client_ended || !req_.stream_ended) co_return outcome::close;
+  if (req_.relay_failed || req_.client_gone || req_.client_ended || !req_.stream_ended)
+    co_return outcome::close;
   co_return req_.response_keep_alive ? outcome::keep_alive : outcome::close;
 }
 
@@ -206,9 +208,11 @@ std::size_t connection::gather_stream(std::string_view& in, std::span<net::const
       req_.stream_ended = true;
     else if (r.state == http::chunked_decoder::status::error)
       req_.relay_failed = true;
-    if (req_.relay_failed) return 0;  // the daemon's framing is broken: the client's connection ends
+    if (req_.relay_failed)
+      return 0;  // the daemon's framing is broken: the client's connection ends
   }
-  if (req_.answer_filter == policy::owned_answer::events && req_.response_status == 200 && count > 0) {
+  if (req_.answer_filter == policy::owned_answer::events && req_.response_status == 200 &&
+      count > 0) {
     // Events of containers the profile does not own are dropped, line by line.
     req_.owned_events.clear();
     for (std::size_t i = 0; i < count; ++i) {
@@ -237,7 +241,8 @@ std::size_t connection::gather_stream(std::string_view& in, std::span<net::const
       const int len = std::snprintf(size_line.data(), size_line.size(), "%zx\r\n", total);
       out[n++] = net::buffer(size_line.data(), static_cast<std::size_t>(len));
     }
-    for (std::size_t i = 0; i < count; ++i) out[n++] = net::buffer(pieces[i].data(), pieces[i].size());
+    for (std::size_t i = 0; i < count; ++i)
+      out[n++] = net::buffer(pieces[i].data(), pieces[i].size());
     if (chunked_out) out[n++] = net::buffer("\r\n", 2);
   }
   if (req_.stream_ended && chunked_out) out[n++] = net::buffer(last_chunk);
@@ -278,7 +283,8 @@ void connection::watch_client() {
   req_.watch_pending = true;
   client_.async_wait(net::socket_base::wait_read, [this](beast::error_code ec) {
     req_.watch_pending = false;
-    if (!req_.stream_waiting) return stream_over();  // the stream ended first: this is the cancellation
+    if (!req_.stream_waiting)
+      return stream_over();  // the stream ended first: this is the cancellation
     char c;
     const ssize_t n = ec ? -1 : ::recv(client_.native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
     if (n < 0 && !ec && (errno == EAGAIN || errno == EINTR)) return watch_client();

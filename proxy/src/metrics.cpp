@@ -4,8 +4,8 @@
 
 namespace dockgate::proxy {
 
-void metrics::record(std::string_view profile, std::string_view operation, bool denied, unsigned status,
-                     std::string_view rule, double seconds) {
+void metrics::record(std::string_view profile, std::string_view operation, bool denied,
+                     unsigned status, std::string_view rule, double seconds) {
   if (profile.empty()) profile = "none";
   if (operation.empty()) operation = "unrouted";
   ++slot(slot(requests_, profile), operation)[outcome{denied, status}];
@@ -46,38 +46,51 @@ std::string metrics::render() const {
     }
     return o;
   };
-  out += "# HELP dockgate_requests_total Requests by profile, Engine API operation, verdict and status.\n";
+  out +=
+      "# HELP dockgate_requests_total Requests by profile, Engine API operation, verdict and "
+      "status.\n";
   out += "# TYPE dockgate_requests_total counter\n";
   for (const auto& [profile, operations] : requests_)
     for (const auto& [op, outcomes] : operations)
       for (const auto& [o, n] : outcomes)
-        out += "dockgate_requests_total{profile=\"" + label_value(profile) + "\",operation=\"" + label_value(op) +
-               "\",verdict=\"" + (o.denied ? "deny" : "allow") + "\",status=\"" + std::to_string(o.status) + "\"} " +
-               std::to_string(n) + "\n";
-  out += "# HELP dockgate_refusals_total Refused requests by profile and the rule that refused them.\n";
+        out += "dockgate_requests_total{profile=\"" + label_value(profile) + "\",operation=\"" +
+               label_value(op) + "\",verdict=\"" + (o.denied ? "deny" : "allow") + "\",status=\"" +
+               std::to_string(o.status) + "\"} " + std::to_string(n) + "\n";
+  out +=
+      "# HELP dockgate_refusals_total Refused requests by profile and the rule that refused "
+      "them.\n";
   out += "# TYPE dockgate_refusals_total counter\n";
   for (const auto& [profile, rules] : refusals_)
     for (const auto& [rule, n] : rules)
-      out += "dockgate_refusals_total{profile=\"" + label_value(profile) + "\",rule=\"" + label_value(rule) + "\"} " +
-             std::to_string(n) + "\n";
-  out += "# HELP dockgate_request_duration_seconds Time from the request head to the end of the answer.\n";
+      out += "dockgate_refusals_total{profile=\"" + label_value(profile) + "\",rule=\"" +
+             label_value(rule) + "\"} " + std::to_string(n) + "\n";
+  out +=
+      "# HELP dockgate_request_duration_seconds Time from the request head to the end of the "
+      "answer.\n";
   out += "# TYPE dockgate_request_duration_seconds histogram\n";
   for (std::size_t i = 0; i < buckets.size(); ++i) {
     std::snprintf(num, sizeof num, "%g", buckets[i]);
-    out += std::string("dockgate_request_duration_seconds_bucket{le=\"") + num + "\"} " + std::to_string(bucket_counts_[i]) + "\n";
+    out += std::string("dockgate_request_duration_seconds_bucket{le=\"") + num + "\"} " +
+           std::to_string(bucket_counts_[i]) + "\n";
   }
   out += "dockgate_request_duration_seconds_bucket{le=\"+Inf\"} " + std::to_string(count_) + "\n";
   std::snprintf(num, sizeof num, "%.6f", sum_);
   out += std::string("dockgate_request_duration_seconds_sum ") + num + "\n";
   out += "dockgate_request_duration_seconds_count " + std::to_string(count_) + "\n";
   out += "# HELP dockgate_open_streams Responses streaming to clients now (events, logs, pulls).\n";
-  out += "# TYPE dockgate_open_streams gauge\ndockgate_open_streams " + std::to_string(streams_) + "\n";
+  out += "# TYPE dockgate_open_streams gauge\ndockgate_open_streams " + std::to_string(streams_) +
+         "\n";
   out += "# HELP dockgate_open_hijacks Hijacked attach and exec sessions now.\n";
-  out += "# TYPE dockgate_open_hijacks gauge\ndockgate_open_hijacks " + std::to_string(hijacks_) + "\n";
-  out += "# HELP dockgate_connections Client connections served now (dockgate_connection_limit: at most).\n";
-  out += "# TYPE dockgate_connections gauge\ndockgate_connections " + std::to_string(connections_) + "\n";
+  out += "# TYPE dockgate_open_hijacks gauge\ndockgate_open_hijacks " + std::to_string(hijacks_) +
+         "\n";
+  out +=
+      "# HELP dockgate_connections Client connections served now (dockgate_connection_limit: at "
+      "most).\n";
+  out += "# TYPE dockgate_connections gauge\ndockgate_connections " + std::to_string(connections_) +
+         "\n";
   out += "# HELP dockgate_connection_limit Client connections served at most (more wait).\n";
-  out += "# TYPE dockgate_connection_limit gauge\ndockgate_connection_limit " + std::to_string(connection_limit_) + "\n";
+  out += "# TYPE dockgate_connection_limit gauge\ndockgate_connection_limit " +
+         std::to_string(connection_limit_) + "\n";
   out += "# HELP dockgate_policy_reloads_total SIGHUP reloads, applied or refused (policy kept).\n";
   out += "# TYPE dockgate_policy_reloads_total counter\n";
   out += "dockgate_policy_reloads_total{result=\"success\"} " + std::to_string(reloads_ok_) + "\n";
@@ -96,8 +109,11 @@ std::string metrics::render() const {
   out += "# HELP dockgate_daemon_up 1 if the daemon answered a ping at this scrape.\n";
   out += "# TYPE dockgate_daemon_up gauge\n";
   out += std::string("dockgate_daemon_up ") + (daemon_up_ ? "1" : "0") + "\n";
-  out += "# HELP dockgate_upstream_errors_total Requests the daemon could not be reached for or that lost it.\n";
-  out += "# TYPE dockgate_upstream_errors_total counter\ndockgate_upstream_errors_total " + std::to_string(upstream_errors_) + "\n";
+  out +=
+      "# HELP dockgate_upstream_errors_total Requests the daemon could not be reached for or that "
+      "lost it.\n";
+  out += "# TYPE dockgate_upstream_errors_total counter\ndockgate_upstream_errors_total " +
+         std::to_string(upstream_errors_) + "\n";
   // The audit sinks: one series each, labelled with its --audit value.
   auto per_sink = [&](std::string_view header, std::string_view name, auto value) {
     out += header;

@@ -68,7 +68,8 @@ bool split_host_port(std::string_view s, std::string& host, std::string& port) {
   if (colon == std::string_view::npos || colon == 0 || colon + 1 == s.size()) return false;
   host = s.substr(0, colon);
   port = s.substr(colon + 1);
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
   unsigned p = 0;
   return parse_uint(port, p) && p > 0 && p < 65536;
 }
@@ -192,7 +193,8 @@ std::variant<command, parse_error> parse_explain(const std::vector<std::string>&
     }
   }
   // Without --policy: the Tecnativa variables of the environment, as for serve.
-  if (positional.size() < 2 || positional.size() > 3) return parse_error{"explain: METHOD TARGET [BODY_FILE]"};
+  if (positional.size() < 2 || positional.size() > 3)
+    return parse_error{"explain: METHOD TARGET [BODY_FILE]"};
   e.method = positional[0];
   e.target = positional[1];
   if (positional.size() == 3) e.body_file = positional[2];
@@ -219,7 +221,9 @@ std::variant<command, parse_error> parse_learn(const std::vector<std::string>& a
   }
   if (l.audit_files.empty()) return parse_error{"learn: at least one --audit FILE"};
   if (l.policy_file.empty())
-    return parse_error{"learn: --policy FILE, the policy the audit lines were recorded under (e.g. compose/policies/learn.json)"};
+    return parse_error{
+        "learn: --policy FILE, the policy the audit lines were recorded under (e.g. "
+        "compose/policies/learn.json)"};
   if (l.name.empty()) l.name = l.profile.empty() ? "learned" : l.profile;
   return command{l};
 }
@@ -268,16 +272,19 @@ std::variant<command, parse_error> parse_command_line(const std::vector<std::str
       serve.listen.push_back(*ep);
     } else if (a == "--socket-mode") {
       unsigned mode = 0;
-      if (!parse_uint(*v, mode, 8) || mode > 0777) return parse_error{"--socket-mode: octal mode like 0660"};
+      if (!parse_uint(*v, mode, 8) || mode > 0777)
+        return parse_error{"--socket-mode: octal mode like 0660"};
       serve.socket_mode = static_cast<mode_t>(mode);
     } else if (a == "--socket-owner") {
       auto colon = v->find(':');
       uid_t uid = 0;
-      if (!parse_uint(std::string_view(*v).substr(0, colon), uid)) return parse_error{"--socket-owner: numeric UID[:GID]"};
+      if (!parse_uint(std::string_view(*v).substr(0, colon), uid))
+        return parse_error{"--socket-owner: numeric UID[:GID]"};
       serve.socket_uid = uid;
       if (colon != std::string::npos) {
         gid_t gid = 0;
-        if (!parse_uint(std::string_view(*v).substr(colon + 1), gid)) return parse_error{"--socket-owner: numeric UID[:GID]"};
+        if (!parse_uint(std::string_view(*v).substr(colon + 1), gid))
+          return parse_error{"--socket-owner: numeric UID[:GID]"};
         serve.socket_gid = gid;
       }
     } else if (a == "--shutdown-timeout" || a == "--head-timeout" || a == "--body-timeout") {
@@ -288,7 +295,8 @@ std::variant<command, parse_error> parse_command_line(const std::vector<std::str
                                  : serve.body_timeout) = *d;
     } else if (a == "--max-connections") {
       const auto n = std::strtoull(v->c_str(), nullptr, 10);
-      if (n == 0 || v->find_first_not_of("0123456789") != std::string::npos) return parse_error{a + ": a positive number"};
+      if (n == 0 || v->find_first_not_of("0123456789") != std::string::npos)
+        return parse_error{a + ": a positive number"};
       serve.max_connections = static_cast<std::size_t>(n);
     } else if (a == "--threads") {
       const auto n = std::strtoull(v->c_str(), nullptr, 10);
@@ -297,7 +305,8 @@ std::variant<command, parse_error> parse_command_line(const std::vector<std::str
       serve.threads = static_cast<std::size_t>(n);
     } else if (a == "--metrics") {
       auto ep = common::parse_endpoint(*v, &error);
-      if (!ep || ep->scheme == common::endpoint::kind::tls) return parse_error{"--metrics " + *v + ": unix:// or tcp:// " + error};
+      if (!ep || ep->scheme == common::endpoint::kind::tls)
+        return parse_error{"--metrics " + *v + ": unix:// or tcp:// " + error};
       serve.metrics = *ep;
     } else if (a == "--audit") {
       auto t = parse_audit_target(*v, error);
@@ -329,8 +338,9 @@ std::variant<command, parse_error> parse_command_line(const std::vector<std::str
   if (check) return command{check_options{serve.policy_file}};
   if (!have_upstream) return parse_error{"--upstream URL is required"};
   if (auto e = finish_upstream_tls(serve, upstream_cert_path)) return parse_error{*e};
-  const bool any_tls = std::any_of(serve.listen.begin(), serve.listen.end(),
-                                   [](const auto& l) { return l.scheme == common::endpoint::kind::tls; });
+  const bool any_tls = std::any_of(serve.listen.begin(), serve.listen.end(), [](const auto& l) {
+    return l.scheme == common::endpoint::kind::tls;
+  });
   if (any_tls && (serve.tls_cert.empty() || serve.tls_key.empty()))
     return parse_error{"tls:// listeners need --tls-cert and --tls-key"};
   if (serve.listen.empty()) return parse_error{"at least one --listen URL is required"};

@@ -14,10 +14,14 @@ namespace dockgate::proxy {
 void not_readable_yet(protocol::socket&) noexcept {}
 
 // Asio's own reading: every read is tried at once.
-bool maybe_readable(protocol::socket&) noexcept { return true; }
+bool maybe_readable(protocol::socket&) noexcept {
+  return true;
+}
 
 // Not asked: nothing here reads the reactor's last report.
-bool report_end(protocol::socket&) noexcept { return false; }
+bool report_end(protocol::socket&) noexcept {
+  return false;
+}
 
 void drained_unless_ended(protocol::socket&) noexcept {}
 

@@ -180,8 +180,8 @@ net::awaitable<std::pair<connection::body_piece, std::string_view>> connection::
     } else {
       if (req_.body_remaining == 0) co_return std::pair{body_piece::done, std::string_view{}};
       if (!buffered().empty()) {
-        const auto take =
-            static_cast<std::size_t>(std::min<std::uint64_t>(req_.body_remaining, buffered().size()));
+        const auto take = static_cast<std::size_t>(
+            std::min<std::uint64_t>(req_.body_remaining, buffered().size()));
         const std::string_view data = buffered().substr(0, take);
         consume(take);
         req_.body_remaining -= take;
@@ -228,7 +228,8 @@ net::awaitable<bool> connection::read_json_body(std::size_t limit) {
 net::awaitable<bool> connection::forward_request(policy::request_body body) {
   const bool json_body = body == policy::request_body::json;
   // A JSON body was read whole (read_json_body made the extras); others send none here.
-  const std::string_view body_bytes = json_body ? std::string_view(req_.extras->json_body) : std::string_view();
+  const std::string_view body_bytes =
+      json_body ? std::string_view(req_.extras->json_body) : std::string_view();
   // Framing of the forwarded request: the proxy's own.
   if (json_body) {
     out_ += "Content-Length: ";
@@ -257,8 +258,8 @@ net::awaitable<bool> connection::forward_request(policy::request_body body) {
     co_return false;
   }
   clear_deadline();
-  const std::array<net::const_buffer, 2> request{
-      net::buffer(out_), net::buffer(body_bytes.data(), body_bytes.size())};
+  const std::array<net::const_buffer, 2> request{net::buffer(out_),
+                                                 net::buffer(body_bytes.data(), body_bytes.size())};
   // Its answer cannot be there before the request is: the read of it waits for epoll's
   // word instead of first meeting EAGAIN (readiness.hpp).
   not_readable_yet(*upstream_);

@@ -186,7 +186,8 @@ void connection::note_object(const policy::route& r) {
     if (policy::valid_object_name(name)) req_.object_name.assign(name);
   } else if (!from_image.empty()) {
     std::string error;
-    if (auto ref = policy::effective_pull_reference(from_image, tag, &error)) req_.object_name = *ref;
+    if (auto ref = policy::effective_pull_reference(from_image, tag, &error))
+      req_.object_name = *ref;
   }
 }
 

@@ -102,8 +102,8 @@ struct request_state {
   bool document = false;        // an inspect's answer: relayed to its end, never held
 
   // Step 4: what goes upstream, pinned and resolved.
-  std::string query;            // the query forwarded: the client's parameters the daemon reads
-  std::string forward_version;  // the API version forwarded ("1.41")
+  std::string query;              // the query forwarded: the client's parameters the daemon reads
+  std::string forward_version;    // the API version forwarded ("1.41")
   policy::api_version version{};  // the same, for the body review
   daemon_facts daemon;            // what the gate knew of the daemon as this request began
   std::string target;             // the forwarded request target (pinned version, full IDs)
@@ -125,8 +125,8 @@ struct request_state {
   bool response_head_pending = false;  // out_ holds the client's head, not yet written
   bool response_chunked_in = false;    // the daemon chunks the body (else: until close)
   http::chunked_decoder response_decoder;
-  std::string event_line;    // a partial event line while filtering events
-  std::string owned_events;  // the owned event lines of one read
+  std::string event_line;        // a partial event line while filtering events
+  std::string owned_events;      // the owned event lines of one read
   bool stream_ended = false;     // the daemon's body has ended
   bool stream_waiting = false;   // relay_stream waits on the daemon: watch_client watches
   bool watch_pending = false;    // watch_client's wait has not completed

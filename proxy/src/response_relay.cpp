@@ -249,8 +249,8 @@ net::awaitable<void> connection::relay_filtered_list(const http::response_head& 
           // Which of the containers it lists are the profile's: one list call.
           const std::string target =
               "/v" + *req_.daemon.api_version + "/containers/json?all=1&filters=" +
-              policy::query_escape("{\"label\":[\"" + std::string(policy::owner_label) + "=" + owner +
-                                   "\"]}");
+              policy::query_escape("{\"label\":[\"" + std::string(policy::owner_label) + "=" +
+                                   owner + "\"]}");
           auto [status, list] = co_await upstream_get(target);
           if (status == 200) owned = policy::container_ids(list);
         }

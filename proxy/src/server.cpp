@@ -19,17 +19,17 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <chrono>
-#include <boost/asio/executor_work_guard.hpp>
-#include <boost/asio/post.hpp>
+#include <mutex>
 #include <random>
 #include <stdexcept>
-#include <mutex>
 #include <thread>
 
 #include "connection.hpp"
@@ -112,13 +112,14 @@ net::awaitable<void> accept_loop(shards& all, listener& l) {
     policy::client_identity identity;
     audit_client who;
     std::string client = peer_identity(socket, is_unix, identity, who);
-    net::post(to.ioc, [&to, socket = std::move(socket), slot = connection_slot(ctx.process.open_connections),
-                       client = std::move(client), identity = std::move(identity),
-                       json = format_audit_client(who)]() mutable {
-      auto c = std::make_unique<connection>(to.ctx, std::move(slot), std::move(socket),
-                                            std::move(client), identity, std::move(json));
-      net::co_spawn(to.ioc, connection::start(std::move(c)), net::detached);
-    });
+    net::post(to.ioc,
+              [&to, socket = std::move(socket),
+               slot = connection_slot(ctx.process.open_connections), client = std::move(client),
+               identity = std::move(identity), json = format_audit_client(who)]() mutable {
+                auto c = std::make_unique<connection>(to.ctx, std::move(slot), std::move(socket),
+                                                      std::move(client), identity, std::move(json));
+                net::co_spawn(to.ioc, connection::start(std::move(c)), net::detached);
+              });
   }
 }
 
@@ -323,9 +324,9 @@ std::size_t connection_limit(const serve_options& options, std::size_t threads,
   return limit;
 }
 
-// SIGHUP: the audit queues written and file sinks opened again at their paths; the policy read again; a valid one applies to new requests, an invalid one, or
-// one a user other than root could have changed (host_path.hpp), is refused (the reason
-// logged) and the current one stays.
+// SIGHUP: the audit queues written and file sinks opened again at their paths; the policy read
+// again; a valid one applies to new requests, an invalid one, or one a user other than root could
+// have changed (host_path.hpp), is refused (the reason logged) and the current one stays.
 net::awaitable<void> reload_when_signalled(shards& all, net::signal_set& signals,
                                            const policy_loader& load) {
   proxy_context& ctx = all.front()->ctx;

@@ -77,8 +77,8 @@ std::unique_ptr<net::ssl::context> make_tls_context(const serve_options& options
   return tls;
 }
 
-net::awaitable<void> serve_tls(proxy_context& ctx, net::ssl::context& tls,
-                               protocol::socket socket, connection_slot slot) {
+net::awaitable<void> serve_tls(proxy_context& ctx, net::ssl::context& tls, protocol::socket socket,
+                               connection_slot slot) {
   policy::client_identity identity;
   audit_client who;
   who.transport = "tls";

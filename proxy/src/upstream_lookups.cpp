@@ -171,8 +171,9 @@ bool connection::confine_filters(const policy::route& r) {
   // policy/ownership.hpp says which).
   const auto rule = policy::operation_ownership(r.op);
   if (rule.filters != policy::owned_filters::none) {
-    auto confined = policy::confine_query(req_.query, profile_->rules.owner,
-                                          rule.filters == policy::owned_filters::container_events_by_owner);
+    auto confined =
+        policy::confine_query(req_.query, profile_->rules.owner,
+                              rule.filters == policy::owned_filters::container_events_by_owner);
     if (!confined) return false;
     req_.query = std::move(*confined);
   }
@@ -225,7 +226,7 @@ net::awaitable<bool> connection::prepare_target(const policy::route& r) {
   // it to (req_.object_id: a full ID, or a volume's name), else as the client wrote it.
   std::string_view param_as = r.param;
   std::string_view container =
-      r.param;                  // the container the request names, by full ID once resolved
+      r.param;  // the container the request names, by full ID once resolved
   if (profile_->rules.confine_to_owned) {
     const auto rule = policy::operation_ownership(r.op);
     const auto object = rule.object;

@@ -128,7 +128,8 @@ options parse_options(int argc, char** argv) {
       // PID[,PID...]: a relay of several processes is measured as their sum.
       for (std::size_t at = 0; at <= pid.size();) {
         const auto comma = std::min(pid.find(',', at), pid.size());
-        relay_pids[name].push_back(static_cast<pid_t>(std::atol(pid.substr(at, comma - at).c_str())));
+        relay_pids[name].push_back(
+            static_cast<pid_t>(std::atol(pid.substr(at, comma - at).c_str())));
         at = comma + 1;
       }
     } else if (a == "--versus") {
@@ -197,7 +198,8 @@ struct row {
 class report {
  public:
   // `versus`: more ratio columns, target ÷ target, by index (dockgate ÷ the bare relay).
-  report(const std::vector<target>& targets, std::vector<std::pair<std::size_t, std::size_t>> versus)
+  report(const std::vector<target>& targets,
+         std::vector<std::pair<std::size_t, std::size_t>> versus)
       : targets_(targets), versus_(std::move(versus)) {}
 
   void add(row r) { rows_.push_back(std::move(r)); }
@@ -282,7 +284,8 @@ void add_cpu_rows(report& rep, const std::string& label, const std::string& unit
   row daemon{label + ": CPU µs/" + unit + " of dockerd", {}, 1};
   for (std::size_t i = 0; i < targets.size(); ++i) {
     const bool reference = i == 0;
-    const bool have_relay = reference ? cpu[i].dockerd : (!targets[i].relay_pid.empty() && cpu[i].relay);
+    const bool have_relay =
+        reference ? cpu[i].dockerd : (!targets[i].relay_pid.empty() && cpu[i].relay);
     const double relay_us = reference ? cpu[i].dockerd_us : cpu[i].relay_us;
     relay.values.push_back(have_relay && units[i] > 0 ? std::optional(relay_us / units[i])
                                                       : std::nullopt);
@@ -470,14 +473,17 @@ int main(int argc, char** argv) {
   raise_descriptor_limit();
   std::vector<std::pair<std::size_t, std::size_t>> versus;
   auto index_of = [&](const std::string& name) {
-    auto it = std::find_if(o.targets.begin(), o.targets.end(), [&](const target& t) { return t.name == name; });
+    auto it = std::find_if(o.targets.begin(), o.targets.end(),
+                           [&](const target& t) { return t.name == name; });
     if (it == o.targets.end()) usage("--versus names an unknown target: " + name);
     return static_cast<std::size_t>(it - o.targets.begin());
   };
   for (auto& [a, b] : o.versus) versus.emplace_back(index_of(a), index_of(b));
   report rep(o.targets, versus);
-  const row rss_start = relay_row(o, "VmRSS KiB at start", [](const std::vector<pid_t>& p) { return bench::rss_kib(p); });
-  const row fds_start = relay_row(o, "open descriptors at start", [](const std::vector<pid_t>& p) { return bench::open_fds(p); });
+  const row rss_start = relay_row(o, "VmRSS KiB at start",
+                                  [](const std::vector<pid_t>& p) { return bench::rss_kib(p); });
+  const row fds_start = relay_row(o, "open descriptors at start",
+                                  [](const std::vector<pid_t>& p) { return bench::open_fds(p); });
 
   std::printf("%d round(s) of %.1f s per target and scenario; keep-alive; targets:", o.rounds,
               o.seconds);
@@ -501,9 +507,11 @@ int main(int argc, char** argv) {
 
   std::this_thread::sleep_for(std::chrono::seconds(2));  // every connection closed and reaped
   rep.add(rss_start);
-  rep.add(relay_row(o, "VmRSS KiB idle after the load", [](const std::vector<pid_t>& p) { return bench::rss_kib(p); }));
+  rep.add(relay_row(o, "VmRSS KiB idle after the load",
+                    [](const std::vector<pid_t>& p) { return bench::rss_kib(p); }));
   rep.add(fds_start);
-  rep.add(relay_row(o, "open descriptors idle after the load", [](const std::vector<pid_t>& p) { return bench::open_fds(p); }));
+  rep.add(relay_row(o, "open descriptors idle after the load",
+                    [](const std::vector<pid_t>& p) { return bench::open_fds(p); }));
   rep.print();
   if (failures) std::fprintf(stderr, "dockgate-load: %d scenario run(s) had errors\n", failures);
   return failures ? 1 : 0;

@@ -1,6 +1,7 @@
+#include "dockgate/common/endpoint.hpp"
+
 #include <catch2/catch.hpp>
 
-#include "dockgate/common/endpoint.hpp"
 #include "dockgate/common/error_body.hpp"
 
 using namespace dockgate::common;
@@ -22,9 +23,9 @@ TEST_CASE("endpoints parse as DOCKER_HOST does", "[endpoint]") {
   REQUIRE(tls);
   CHECK(tls->scheme == endpoint::kind::tls);
   CHECK(tls->to_string() == "tls://127.0.0.1:2376");
-  for (auto bad : {"", "unix://", "unix://relative.sock", "tcp://", "tcp://host", "tcp://:80",
-                   "tcp://h:0", "tcp://h:65536", "tcp://h:80/path", "tcp://::1:80", "http://h:80",
-                   "tcp://h:8x"}) {
+  for (auto bad :
+       {"", "unix://", "unix://relative.sock", "tcp://", "tcp://host", "tcp://:80", "tcp://h:0",
+        "tcp://h:65536", "tcp://h:80/path", "tcp://::1:80", "http://h:80", "tcp://h:8x"}) {
     CAPTURE(bad);
     std::string why;
     CHECK_FALSE(parse_endpoint(bad, &why));
@@ -43,11 +44,16 @@ TEST_CASE("JSON escaping: every byte, alone and between runs of plain text", "[e
   auto expected = [](unsigned char c) -> std::string {
     static constexpr char hex[] = "0123456789abcdef";
     switch (c) {
-      case '"': return "\\\"";
-      case '\\': return "\\\\";
-      case '\n': return "\\n";
-      case '\r': return "\\r";
-      case '\t': return "\\t";
+      case '"':
+        return "\\\"";
+      case '\\':
+        return "\\\\";
+      case '\n':
+        return "\\n";
+      case '\r':
+        return "\\r";
+      case '\t':
+        return "\\t";
       default:
         if (c < 0x20 || c == 0x7f) return std::string("\\u00") + hex[c >> 4] + hex[c & 0xf];
         return std::string(1, static_cast<char>(c));
@@ -56,7 +62,8 @@ TEST_CASE("JSON escaping: every byte, alone and between runs of plain text", "[e
   for (int b = 0; b < 256; ++b) {
     const char c = static_cast<char>(b);
     const std::string one(1, c);
-    for (const std::string& input : {one, "ab" + one, one + "cd", "ab" + one + "cd" + one + one + "ef"}) {
+    for (const std::string& input :
+         {one, "ab" + one, one + "cd", "ab" + one + "cd" + one + one + "ef"}) {
       std::string want = "prefix:";
       for (char in : input) want += expected(static_cast<unsigned char>(in));
       std::string out = "prefix:";

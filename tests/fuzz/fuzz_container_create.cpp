@@ -52,10 +52,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   require(to_json(*at(root, "HostConfig.SecurityOpt")) == R"(["no-new-privileges"])");
   const json_value* caps = at(root, "HostConfig.CapAdd");
   require(!caps || caps->as_array()->empty());
-  for (const char* absent : {"HostConfig.Devices", "HostConfig.Sysctls", "HostConfig.MaskedPaths",
-                             "HostConfig.ReadonlyPaths", "HostConfig.DeviceRequests", "HostConfig.PortBindings"}) {
+  for (const char* absent :
+       {"HostConfig.Devices", "HostConfig.Sysctls", "HostConfig.MaskedPaths",
+        "HostConfig.ReadonlyPaths", "HostConfig.DeviceRequests", "HostConfig.PortBindings"}) {
     const json_value* v = at(root, absent);
-    require(!v || (v->as_array() && v->as_array()->empty()) || (v->as_object() && v->as_object()->empty()));
+    require(!v || (v->as_array() && v->as_array()->empty()) ||
+            (v->as_object() && v->as_object()->empty()));
   }
   // No client binds; the only mount is the workspace bind from the profile's root.
   const json_value* binds = at(root, "HostConfig.Binds");
@@ -64,12 +66,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     require(mounts->as_array()->size() <= 1);
     for (const auto& m : *mounts->as_array()) {
       const std::string source = *at(m, "Source")->as_string();
-      require(*at(m, "Type") == json_value("bind") && *at(m, "Target") == json_value("/workspace") &&
-              source.starts_with(sandbox().rules.workspace->root + "/") && source.find("/..") == std::string::npos);
+      require(*at(m, "Type") == json_value("bind") &&
+              *at(m, "Target") == json_value("/workspace") &&
+              source.starts_with(sandbox().rules.workspace->root + "/") &&
+              source.find("/..") == std::string::npos);
     }
   }
   const auto memory = at(root, "HostConfig.Memory")->as_int();
   require(memory && *memory > 0 && *memory <= 2147483648);
-  require(to_json(*at(root, "HostConfig.LogConfig")) == R"({"Type":"json-file","Config":{"max-file":"3","max-size":"10m"}})");
+  require(to_json(*at(root, "HostConfig.LogConfig")) ==
+          R"({"Type":"json-file","Config":{"max-file":"3","max-size":"10m"}})");
   return 0;
 }

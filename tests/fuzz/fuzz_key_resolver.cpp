@@ -38,7 +38,8 @@ bool reference_equal(std::string_view key, std::string_view field) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view key(reinterpret_cast<const char*>(data), size);
-  for (const object_spec* spec : {&schema::container_create, &schema::host_config, &schema::exec_config}) {
+  for (const object_spec* spec :
+       {&schema::container_create, &schema::host_config, &schema::exec_config}) {
     const auto index = resolve_key(key, *spec);
     std::optional<std::size_t> expected;
     for (std::size_t i = 0; i < spec->fields.size() && !expected; ++i)

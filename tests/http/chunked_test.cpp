@@ -1,7 +1,7 @@
+#include "dockgate/http/chunked.hpp"
+
 #include <catch2/catch.hpp>
 #include <string>
-
-#include "dockgate/http/chunked.hpp"
 
 using namespace dockgate::http;
 
@@ -41,8 +41,7 @@ TEST_CASE("chunk extensions, trailers and malformed sizes are refused", "[chunke
   for (auto bad : {"5;ext=1\r\nhello\r\n0\r\n\r\n", "5 \r\nhello\r\n0\r\n\r\n",
                    " 5\r\nhello\r\n0\r\n\r\n", "5\nhello\r\n0\r\n\r\n", "5\r\nhelloX\r\n0\r\n\r\n",
                    "0\r\nTrailer: x\r\n\r\n", "\r\n", "-5\r\nhello\r\n0\r\n\r\n",
-                   "0x5\r\nhello\r\n0\r\n\r\n", "1000000000000000\r\n",
-                   "5\r\nhello\n0\r\n\r\n"}) {
+                   "0x5\r\nhello\r\n0\r\n\r\n", "1000000000000000\r\n", "5\r\nhello\n0\r\n\r\n"}) {
     CAPTURE(bad);
     CHECK(decode(bad, 1000) == "<error>");
     CHECK(decode(bad, 1) == "<error>");

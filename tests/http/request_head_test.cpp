@@ -1,7 +1,7 @@
+#include "dockgate/http/request_head.hpp"
+
 #include <catch2/catch.hpp>
 #include <string>
-
-#include "dockgate/http/request_head.hpp"
 
 using namespace dockgate::http;
 
@@ -30,17 +30,18 @@ TEST_CASE("well-formed heads parse", "[http][request_head]") {
   CHECK(h.field_count == 4);
   CHECK(h.fields[1].value == "Docker-Client/20.10.24 (linux)");
 
-  REQUIRE_FALSE(parse_request_head(
-      "POST /v1.41/exec/abc/start HTTP/1.1\r\nHost: d\r\nConnection: Upgrade\r\n"
-      "Upgrade: tcp\r\nTransfer-Encoding: chunked\r\n\r\n",
-      h));
+  REQUIRE_FALSE(
+      parse_request_head("POST /v1.41/exec/abc/start HTTP/1.1\r\nHost: d\r\nConnection: Upgrade\r\n"
+                         "Upgrade: tcp\r\nTransfer-Encoding: chunked\r\n\r\n",
+                         h));
   CHECK(h.chunked);
   CHECK(h.connection_upgrade);
   CHECK(h.upgrade == "tcp");
 
   REQUIRE_FALSE(parse_request_head("GET /_ping HTTP/1.0\r\n\r\n", h));
   CHECK_FALSE(h.keep_alive);
-  REQUIRE_FALSE(parse_request_head("GET /_ping HTTP/1.1\r\nHost: d\r\nConnection: close\r\n\r\n", h));
+  REQUIRE_FALSE(
+      parse_request_head("GET /_ping HTTP/1.1\r\nHost: d\r\nConnection: close\r\n\r\n", h));
   CHECK_FALSE(h.keep_alive);
   REQUIRE_FALSE(parse_request_head("GET /_ping HTTP/1.1\r\nHost: d\r\nX-Empty:\r\n\r\n", h));
   CHECK(h.fields[1].value.empty());
@@ -63,9 +64,12 @@ TEST_CASE("ambiguous framing is refused", "[http][request_head]") {
       {"POST /x HTTP/1.1\r\nHost: d\r\nContent-Length:\r\n\r\n", head_error::bad_content_length},
       {"POST /x HTTP/1.1\r\nHost: d\r\nContent-Length: +3\r\n\r\n", head_error::bad_content_length},
       {"POST /x HTTP/1.1\r\nHost: d\r\nContent-Length: -1\r\n\r\n", head_error::bad_content_length},
-      {"POST /x HTTP/1.1\r\nHost: d\r\nContent-Length: 3, 3\r\n\r\n", head_error::bad_content_length},
-      {"POST /x HTTP/1.1\r\nHost: d\r\nContent-Length: 3 3\r\n\r\n", head_error::bad_content_length},
-      {"POST /x HTTP/1.1\r\nHost: d\r\nContent-Length: 0x10\r\n\r\n", head_error::bad_content_length},
+      {"POST /x HTTP/1.1\r\nHost: d\r\nContent-Length: 3, 3\r\n\r\n",
+       head_error::bad_content_length},
+      {"POST /x HTTP/1.1\r\nHost: d\r\nContent-Length: 3 3\r\n\r\n",
+       head_error::bad_content_length},
+      {"POST /x HTTP/1.1\r\nHost: d\r\nContent-Length: 0x10\r\n\r\n",
+       head_error::bad_content_length},
       {"POST /x HTTP/1.1\r\nHost: d\r\nContent-Length: 99999999999999999999\r\n\r\n",
        head_error::bad_content_length},
       {"POST /x HTTP/1.1\r\nHost: d\r\ncontent-length: 1\r\nCONTENT-LENGTH: 2\r\n\r\n",
@@ -75,7 +79,8 @@ TEST_CASE("ambiguous framing is refused", "[http][request_head]") {
        head_error::bad_transfer_encoding},
       {"POST /x HTTP/1.1\r\nHost: d\r\nTransfer-Encoding: identity\r\n\r\n",
        head_error::bad_transfer_encoding},
-      {"POST /x HTTP/1.1\r\nHost: d\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n",
+      {"POST /x HTTP/1.1\r\nHost: d\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: "
+       "chunked\r\n\r\n",
        head_error::bad_transfer_encoding},
       {"POST /x HTTP/1.1\r\nHost: d\r\nTransfer-Encoding: xchunked\r\n\r\n",
        head_error::bad_transfer_encoding},
@@ -124,7 +129,8 @@ TEST_CASE("head limits", "[http][request_head]") {
   for (std::size_t i = 0; i < max_header_count; ++i) many += "X-H: v\r\n";
   many += "\r\n";
   CHECK(parse(many) == head_error::too_many_headers);
-  std::string big = "GET /x HTTP/1.1\r\nHost: d\r\nX: " + std::string(max_head_bytes, 'a') + "\r\n\r\n";
+  std::string big =
+      "GET /x HTTP/1.1\r\nHost: d\r\nX: " + std::string(max_head_bytes, 'a') + "\r\n\r\n";
   CHECK(parse(big) == head_error::too_large);
 }
 
@@ -137,7 +143,7 @@ TEST_CASE("find_head_end needs CRLFCRLF", "[http][request_head]") {
   CHECK(find_head_end("GET / HTTP/1.1\r\n\r\nbody\n") == 18);
   CHECK(find_head_end("\r\n\r\n") == 4);
   CHECK(find_head_end("\n") == 1);
-  CHECK(find_head_end("GET / HTTP/1.1\r\nHost: d\r\n\r") == 0);  // not complete yet
+  CHECK(find_head_end("GET / HTTP/1.1\r\nHost: d\r\n\r") == 0);   // not complete yet
   CHECK(find_head_end("GET / HTTP/1.1\r\nHost: d\r\n\n") == 26);  // a bare LF
   CHECK(find_head_end("") == 0);
   request_head h;

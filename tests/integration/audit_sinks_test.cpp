@@ -2,9 +2,9 @@
 // opened again on SIGHUP, the journal's native protocol, syslog (RFC 5424) over unix
 // datagrams, UDP and TCP, blocking mode failing closed, a sink that cannot be opened
 // stopping the gate at start (a file's directory another user owns or may write among
-// them), a removed file never written into, and an outage shown on /metrics. Each test judges what the sink received (the files, the
-// datagrams, the stream), counted against the answers the client received, with the gate
-// stopped by SIGTERM right behind the last answer (before a batch's flush).
+// them), a removed file never written into, and an outage shown on /metrics. Each test judges what
+// the sink received (the files, the datagrams, the stream), counted against the answers the client
+// received, with the gate stopped by SIGTERM right behind the last answer (before a batch's flush).
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -409,10 +409,10 @@ TEST_CASE("A sink that cannot be opened at start stops the gate, naming the sink
   for (const std::string& sink : {"file:" + d.path + "/no-such-dir/audit.log",
                                   std::string("journald"), "syslog:" + d.path + "/no-log.sock"}) {
     INFO(sink);
-    const auto r = run("DOCKGATE_JOURNAL_SOCKET=" + d.path + "/no-journal.sock timeout 20 " +
-                       proxy_bin() + " --upstream " + engine_host() +
-                       " --listen unix://" + d.path + "/gate.sock --policy " + policy +
-                       " --audit stdout --audit " + quoted(sink) + " 2>&1");
+    const auto r =
+        run("DOCKGATE_JOURNAL_SOCKET=" + d.path + "/no-journal.sock timeout 20 " + proxy_bin() +
+            " --upstream " + engine_host() + " --listen unix://" + d.path + "/gate.sock --policy " +
+            policy + " --audit stdout --audit " + quoted(sink) + " 2>&1");
     CHECK(r.status == 1);
     CHECK(r.output.find("--audit " + sink + ": cannot") != std::string::npos);
     CHECK(!exists(d.path + "/gate.sock"));  // it never listened
@@ -439,9 +439,9 @@ TEST_CASE("A file sink someone else could redirect or edit stops the gate at sta
                                   d.path + "/theirs.log", d.path + "/shared.log"}) {
     const std::string sink = "file:" + file;
     INFO(sink);
-    const auto r = run("timeout 20 " + proxy_bin() + " --upstream " +
-                       engine_host() + " --listen unix://" + d.path + "/gate.sock --policy " +
-                       policy + " --audit " + quoted(sink) + " 2>&1");
+    const auto r =
+        run("timeout 20 " + proxy_bin() + " --upstream " + engine_host() + " --listen unix://" +
+            d.path + "/gate.sock --policy " + policy + " --audit " + quoted(sink) + " 2>&1");
     INFO(r.output);
     CHECK(r.status == 1);
     CHECK(r.output.find("--audit " + sink + ": cannot open") != std::string::npos);
@@ -475,9 +475,9 @@ TEST_CASE("A file sink in a directory another user owns or may write stops the g
   for (const auto& [dir, reason] : why) {
     const std::string sink = "file:" + dir + "/audit.log";
     INFO(sink);
-    const auto r = run("timeout 20 " + proxy_bin() + " --upstream " +
-                       engine_host() + " --listen unix://" + d.path + "/gate.sock --policy " +
-                       policy + " --audit " + quoted(sink) + " 2>&1");
+    const auto r =
+        run("timeout 20 " + proxy_bin() + " --upstream " + engine_host() + " --listen unix://" +
+            d.path + "/gate.sock --policy " + policy + " --audit " + quoted(sink) + " 2>&1");
     INFO(r.output);
     CHECK(r.status == 1);
     CHECK(r.output.find("--audit " + sink + ": cannot open " + dir +

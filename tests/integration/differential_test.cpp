@@ -5,7 +5,6 @@
 // field the policy governs, or the gate refused the body. DOCKGATE_DIFFERENTIAL_BODIES sets
 // how many (default 300; thousands for a longer run).
 #include <catch2/catch.hpp>
-
 #include <cstdlib>
 #include <random>
 
@@ -14,11 +13,13 @@
 using namespace dockgate::test;
 
 namespace {
-std::string direct() { return docker_cli() + " -H " + engine_host(); }
+std::string direct() {
+  return docker_cli() + " -H " + engine_host();
+}
 
 struct field_choice {
-  const char* name;    // canonical name
-  bool host;           // a HostConfig field (may also be written at the top level)
+  const char* name;                 // canonical name
+  bool host;                        // a HostConfig field (may also be written at the top level)
   std::vector<std::string> values;  // JSON values: safe ones, then (after `safe`) widening ones
   std::size_t safe = 0;             // 0: all safe
 };
@@ -48,7 +49,8 @@ const std::vector<field_choice> fields = {
 std::string spelling(std::string_view name, std::mt19937& rng) {
   std::string s(name);
   switch (rng() % 5) {
-    case 0: return s;
+    case 0:
+      return s;
     case 1:
       for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
       return s;
@@ -58,14 +60,18 @@ std::string spelling(std::string_view name, std::mt19937& rng) {
     case 3: {  // Unicode simple folding: K -> KELVIN SIGN, s -> LONG S
       std::string out;
       for (char c : s) {
-        if (c == 'k' || c == 'K') out += "\xE2\x84\xAA";
-        else if (c == 's' || c == 'S') out += "\xC5\xBF";
-        else out += c;
+        if (c == 'k' || c == 'K')
+          out += "\xE2\x84\xAA";
+        else if (c == 's' || c == 'S')
+          out += "\xC5\xBF";
+        else
+          out += c;
       }
       return out;
     }
     default:
-      for (std::size_t i = 0; i < s.size(); i += 2) s[i] = static_cast<char>(std::tolower(static_cast<unsigned char>(s[i])));
+      for (std::size_t i = 0; i < s.size(); i += 2)
+        s[i] = static_cast<char>(std::tolower(static_cast<unsigned char>(s[i])));
       return s;
   }
 }
@@ -82,7 +88,8 @@ std::string generate(std::mt19937& rng) {
     // Widening values now and then: the gate must refuse them in every spelling and place.
     const bool widen = f.safe && rng() % 20 == 0;
     const std::size_t n = f.safe ? f.safe : f.values.size();
-    const std::string& value = widen ? f.values[f.safe + rng() % (f.values.size() - f.safe)] : f.values[rng() % n];
+    const std::string& value =
+        widen ? f.values[f.safe + rng() % (f.values.size() - f.safe)] : f.values[rng() % n];
     const unsigned where = rng() % 10;
     if (!f.host) {
       add(top, spelling(f.name, rng), value);
@@ -94,37 +101,51 @@ std::string generate(std::mt19937& rng) {
       add(host, spelling(f.name, rng), value);  // both places, maybe different values
       add(top, spelling(f.name, rng), f.values[rng() % n]);
     }
-    if (rng() % 120 == 0) add(f.host ? host : top, spelling(f.name, rng), value);  // a duplicate key
+    if (rng() % 120 == 0)
+      add(f.host ? host : top, spelling(f.name, rng), value);  // a duplicate key
   }
-  if (rng() % 8 != 0) add(top, spelling("HostConfig", rng), "{" + host + "}");
-  else if (!host.empty()) top += "," + host;  // no HostConfig object: the top level is it
+  if (rng() % 8 != 0)
+    add(top, spelling("HostConfig", rng), "{" + host + "}");
+  else if (!host.empty())
+    top += "," + host;  // no HostConfig object: the top level is it
   return top + "}";
 }
 
 // The governed fields of a container as the daemon stored it.
 std::string stored(const std::string& name) {
-  return run(direct() + " inspect -f '{{json .HostConfig.Memory}} {{json .HostConfig.MemorySwap}} {{json .HostConfig.CpuShares}} "
-                        "{{json .HostConfig.PidsLimit}} {{json .HostConfig.ReadonlyRootfs}} {{json .HostConfig.Privileged}} "
-                        "{{json .HostConfig.NetworkMode}} {{json .HostConfig.IpcMode}} {{json .HostConfig.PidMode}} "
-                        "{{json .HostConfig.CapDrop}} {{json .HostConfig.CapAdd}} {{json .HostConfig.SecurityOpt}} "
-                        "{{json .HostConfig.ShmSize}} {{json .HostConfig.CpusetCpus}} {{json .Config.User}} {{json .Config.Tty}} "
-                        "{{json .Config.WorkingDir}} {{json .Config.Env}}' " + name)
+  return run(direct() +
+             " inspect -f '{{json .HostConfig.Memory}} {{json .HostConfig.MemorySwap}} {{json "
+             ".HostConfig.CpuShares}} "
+             "{{json .HostConfig.PidsLimit}} {{json .HostConfig.ReadonlyRootfs}} {{json "
+             ".HostConfig.Privileged}} "
+             "{{json .HostConfig.NetworkMode}} {{json .HostConfig.IpcMode}} {{json "
+             ".HostConfig.PidMode}} "
+             "{{json .HostConfig.CapDrop}} {{json .HostConfig.CapAdd}} {{json "
+             ".HostConfig.SecurityOpt}} "
+             "{{json .HostConfig.ShmSize}} {{json .HostConfig.CpusetCpus}} {{json .Config.User}} "
+             "{{json .Config.Tty}} "
+             "{{json .Config.WorkingDir}} {{json .Config.Env}}' " +
+             name)
       .output;
 }
 
 raw_response create(const std::string& socket, const std::string& name, const std::string& body) {
   return raw_exchange(socket, "POST /v1.41/containers/create?name=" + name +
-                                  " HTTP/1.1\r\nHost: d\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: " +
+                                  " HTTP/1.1\r\nHost: d\r\nContent-Type: "
+                                  "application/json\r\nConnection: close\r\nContent-Length: " +
                                   std::to_string(body.size()) + "\r\n\r\n" + body);
 }
 }  // namespace
 
-TEST_CASE("differential: the daemon stores the same container from the client's body and the gate's, or the gate refused",
-          "[integration][differential]") {
+TEST_CASE(
+    "differential: the daemon stores the same container from the client's body and the gate's, or "
+    "the gate refused",
+    "[integration][differential]") {
   // A profile that governs these fields by the default rules and changes none of the safe
   // values: what the gate forwards must mean what the client wrote.
-  proxy_process proxy(R"({"default_profile":"d","profiles":{"d":{"confine_to_owned":false,"allow":["ContainerCreate"],)"
-                      R"("images":{"allow":["*"]}}}})");
+  proxy_process proxy(
+      R"({"default_profile":"d","profiles":{"d":{"confine_to_owned":false,"allow":["ContainerCreate"],)"
+      R"("images":{"allow":["*"]}}}})");
   const char* env = std::getenv("DOCKGATE_DIFFERENTIAL_BODIES");
   const int bodies = env ? std::atoi(env) : 300;
   std::mt19937 rng(20261130);
@@ -140,7 +161,8 @@ TEST_CASE("differential: the daemon stores the same container from the client's 
       continue;
     }
     auto straight = create(engine_socket(), a, body);
-    INFO(body << "\nstraight: " << straight.bytes.substr(0, 300) << "\ngated: " << gated.bytes.substr(0, 300));
+    INFO(body << "\nstraight: " << straight.bytes.substr(0, 300)
+              << "\ngated: " << gated.bytes.substr(0, 300));
     CHECK(straight.status() == 201);  // the gate never accepts what the daemon refuses
     if (straight.status() == 201) CHECK(stored(a) == stored(b));
     ++accepted;

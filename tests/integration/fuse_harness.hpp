@@ -30,15 +30,20 @@ struct fuse_setup {
     policy.replace(policy.find("\"/mnt/aimem\""), 12, "\"" + root + "\"");
   }
   ~fuse_setup() {
-    run("for m in $(grep -o ' " + root + "/[^ ]*' /proc/mounts); do umount -l $m; done; rm -rf " + root);
+    run("for m in $(grep -o ' " + root + "/[^ ]*' /proc/mounts); do umount -l $m; done; rm -rf " +
+        root);
   }
   // The AIMEM_* variables of the AIStor example, for s3rver.
-  std::vector<std::string> env(const std::string& bucket = env_or("DOCKGATE_TEST_S3_BUCKET"),
-                               const std::string& endpoint = env_or("DOCKGATE_TEST_S3_ENDPOINT")) const {
-    return {"SANDBOX_WORKSPACE_MODE=fuse", std::string("SANDBOX_MOUNT_COMMAND=") + DOCKGATE_MOUNT_BIN,
-            "AIMEM_BUCKET=" + bucket, "AIMEM_ENDPOINT=" + endpoint,
+  std::vector<std::string> env(
+      const std::string& bucket = env_or("DOCKGATE_TEST_S3_BUCKET"),
+      const std::string& endpoint = env_or("DOCKGATE_TEST_S3_ENDPOINT")) const {
+    return {"SANDBOX_WORKSPACE_MODE=fuse",
+            std::string("SANDBOX_MOUNT_COMMAND=") + DOCKGATE_MOUNT_BIN,
+            "AIMEM_BUCKET=" + bucket,
+            "AIMEM_ENDPOINT=" + endpoint,
             "AIMEM_ACCESS_KEY=" + env_or("DOCKGATE_TEST_S3_ACCESS_KEY"),
-            "AIMEM_SECRET_KEY=" + env_or("DOCKGATE_TEST_S3_SECRET_KEY"), "AIMEM_MOUNT_ROOT=" + root,
+            "AIMEM_SECRET_KEY=" + env_or("DOCKGATE_TEST_S3_SECRET_KEY"),
+            "AIMEM_MOUNT_ROOT=" + root,
             "AIMEM_PREFIX=" + prefix};
   }
   std::string mount_cli(const std::string& args) const {
@@ -49,8 +54,8 @@ struct fuse_setup {
   // An object of the store under this setup's prefix, read by plain HTTP (s3rver serves
   // anonymous reads): its body, or "" when absent.
   std::string object(const std::string& key) const {
-    auto r = run("curl -sf " + env_or("DOCKGATE_TEST_S3_ENDPOINT") + "/" + env_or("DOCKGATE_TEST_S3_BUCKET") +
-                 "/" + prefix + "/" + key);
+    auto r = run("curl -sf " + env_or("DOCKGATE_TEST_S3_ENDPOINT") + "/" +
+                 env_or("DOCKGATE_TEST_S3_BUCKET") + "/" + prefix + "/" + key);
     return r.status == 0 ? r.output : "";
   }
 };

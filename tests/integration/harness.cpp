@@ -1,16 +1,16 @@
 #include "harness.hpp"
-#include <catch2/catch.hpp>
 
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
-#include <netinet/in.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <array>
+#include <catch2/catch.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -34,8 +34,10 @@ std::string env_or_throw(const char* name) {
 std::string shell_quote(const std::string& s) {
   std::string out = "'";
   for (char c : s) {
-    if (c == '\'') out += "'\\''";
-    else out += c;
+    if (c == '\'')
+      out += "'\\''";
+    else
+      out += c;
   }
   return out + "'";
 }
@@ -54,18 +56,26 @@ int connect_unix(const std::string& path) {
   return fd;
 }
 
-std::string engine_host() { return env_or_throw("DOCKGATE_TEST_ENGINE"); }
+std::string engine_host() {
+  return env_or_throw("DOCKGATE_TEST_ENGINE");
+}
 std::string engine_socket() {
   auto h = engine_host();
   return h.substr(std::strlen("unix://"));
 }
-std::string registry() { return env_or_throw("DOCKGATE_TEST_REGISTRY"); }
-std::string test_image() { return env_or_throw("DOCKGATE_TEST_IMAGE"); }
+std::string registry() {
+  return env_or_throw("DOCKGATE_TEST_REGISTRY");
+}
+std::string test_image() {
+  return env_or_throw("DOCKGATE_TEST_IMAGE");
+}
 std::string docker_cli() {
   const char* v = std::getenv("DOCKGATE_TEST_DOCKER_CLI");
   return v && *v ? v : "/usr/bin/docker";
 }
-std::string repo_root() { return DOCKGATE_SOURCE_DIR; }
+std::string repo_root() {
+  return DOCKGATE_SOURCE_DIR;
+}
 
 std::string proxy_bin() {
   const char* v = std::getenv("DOCKGATE_TEST_PROXY_BIN");
@@ -121,9 +131,11 @@ proxy_process::proxy_process(const std::string& policy, std::vector<std::string>
     if (!in) throw std::runtime_error("cannot read " + policy);
     std::ofstream(policy_path, std::ios::binary) << in.rdbuf();
   }
-  std::vector<std::string> args = {proxy_bin(), "--upstream", upstream.empty() ? engine_host() : upstream, "--listen",
+  std::vector<std::string> args = {proxy_bin(), "--upstream",
+                                   upstream.empty() ? engine_host() : upstream, "--listen",
                                    "unix://" + socket_};
-  if (!policy.empty()) args.insert(args.end(), {"--policy", policy_path});  // else: Tecnativa's variables
+  if (!policy.empty())
+    args.insert(args.end(), {"--policy", policy_path});  // else: Tecnativa's variables
   args.insert(args.end(), extra_args.begin(), extra_args.end());
   const std::string out_path = dir_ + "/audit.log";
   const std::string err_path = dir_ + "/proxy.err";
@@ -171,7 +183,8 @@ std::pair<int, std::chrono::milliseconds> proxy_process::terminate() {
   for (int i = 0; i < 400; ++i) {
     if (::waitpid(pid_, &status, WNOHANG) == pid_) {
       pid_ = -1;
-      auto took = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+      auto took = std::chrono::duration_cast<std::chrono::milliseconds>(
+          std::chrono::steady_clock::now() - start);
       return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, took};
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(25));
@@ -188,10 +201,12 @@ proxy_process::~proxy_process() {
   // validator of python3-jsonschema, through scripts/check-audit-log.py): each test that
   // starts a gate checks the lines its requests produced.
   if (std::uncaught_exceptions() == 0 && !audit_log().empty()) {
-    const auto checked = run("/usr/bin/python3 " + shell_quote(repo_root() + "/scripts/check-audit-log.py") +
-                             " " + shell_quote(repo_root() + "/docs/audit.schema.json") + " " +
-                             shell_quote(dir_ + "/audit.log") + " 2>&1");
-    if (checked.status != 0) FAIL_CHECK("audit lines outside docs/audit.schema.json:\n" << checked.output);
+    const auto checked =
+        run("/usr/bin/python3 " + shell_quote(repo_root() + "/scripts/check-audit-log.py") + " " +
+            shell_quote(repo_root() + "/docs/audit.schema.json") + " " +
+            shell_quote(dir_ + "/audit.log") + " 2>&1");
+    if (checked.status != 0)
+      FAIL_CHECK("audit lines outside docs/audit.schema.json:\n" << checked.output);
   }
   // DOCKGATE_KEEP_PROXY_LOGS=DIR: the audit log and stderr of every proxy a test started
   // are kept there, for a failure to be read afterwards.
@@ -207,7 +222,8 @@ std::string proxy_process::audit_log() const {
   return text.str();
 }
 
-bool proxy_process::audit_contains(const std::string& text, std::chrono::milliseconds timeout) const {
+bool proxy_process::audit_contains(const std::string& text,
+                                   std::chrono::milliseconds timeout) const {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (audit_log().find(text) == std::string::npos) {
     if (std::chrono::steady_clock::now() > deadline) return false;
@@ -233,7 +249,8 @@ unsigned raw_response::count() const {
     std::string head = bytes.substr(pos, head_end - pos);
     for (auto& c : head) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     pos = head_end + 4;
-    const bool no_body = head.find(" 204 ") != std::string::npos || head.find(" 304 ") != std::string::npos;
+    const bool no_body =
+        head.find(" 204 ") != std::string::npos || head.find(" 304 ") != std::string::npos;
     if (auto cl = head.find("\r\ncontent-length:"); cl != std::string::npos && !no_body) {
       const std::size_t len = std::strtoull(head.c_str() + cl + 17, nullptr, 10);
       // A HEAD answer has Content-Length but no body: the next response starts right here.
@@ -307,7 +324,8 @@ std::optional<std::string> background::read_line(std::chrono::milliseconds timeo
       pending_.erase(0, nl + 1);
       return line;
     }
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) return std::nullopt;
     pollfd p{fd_, POLLIN, 0};
     if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) return std::nullopt;
@@ -344,16 +362,21 @@ void background::kill() {
 std::string make_pki() {
   auto dir = run("mktemp -d /tmp/dockgate-pki.XXXXXX").output;
   dir.erase(dir.find_last_not_of('\n') + 1);
-  const std::string script =
-      "cd " + dir + " && "
-      "openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 1 -subj /CN=dockgate-test-ca && "
-      "printf 'subjectAltName=IP:127.0.0.1\\n' > server.ext && "
-      "openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr -subj /CN=127.0.0.1 && "
-      "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 1 -extfile server.ext && "
-      "printf 'extendedKeyUsage=clientAuth\\n' > client.ext && "
-      "openssl req -newkey rsa:2048 -nodes -keyout client.key -out client.csr -subj /CN=ci-runner/O=dockgate && "
-      "openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out client.pem -days 1 -extfile client.ext && "
-      "cp client.pem cert.pem && cp client.key key.pem";
+  const std::string script = "cd " + dir +
+                             " && "
+                             "openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem "
+                             "-days 1 -subj /CN=dockgate-test-ca && "
+                             "printf 'subjectAltName=IP:127.0.0.1\\n' > server.ext && "
+                             "openssl req -newkey rsa:2048 -nodes -keyout server.key -out "
+                             "server.csr -subj /CN=127.0.0.1 && "
+                             "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key "
+                             "-CAcreateserial -out server.pem -days 1 -extfile server.ext && "
+                             "printf 'extendedKeyUsage=clientAuth\\n' > client.ext && "
+                             "openssl req -newkey rsa:2048 -nodes -keyout client.key -out "
+                             "client.csr -subj /CN=ci-runner/O=dockgate && "
+                             "openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key "
+                             "-CAcreateserial -out client.pem -days 1 -extfile client.ext && "
+                             "cp client.pem cert.pem && cp client.key key.pem";
   if (run(script).status != 0) throw std::runtime_error("openssl failed making test certificates");
   return dir;
 }
@@ -370,7 +393,8 @@ std::string root_owned_copy(const std::string& repo_path) {
 }
 
 bool container_exists(const std::string& name) {
-  auto r = run(docker_cli() + " -H " + engine_host() + " container inspect --format '{{.Id}}' " + name);
+  auto r =
+      run(docker_cli() + " -H " + engine_host() + " container inspect --format '{{.Id}}' " + name);
   return r.status == 0;
 }
 

@@ -26,7 +26,7 @@ std::string unique_name(const std::string& prefix);
 std::string free_tcp_port();  // a loopback port that was free a moment ago
 
 struct command_result {
-  int status = -1;   // exit status, or -1 if it did not exit normally
+  int status = -1;     // exit status, or -1 if it did not exit normally
   std::string output;  // stdout and stderr together
 };
 
@@ -55,7 +55,8 @@ class proxy_process {
   std::string audit_log() const;  // what the proxy wrote to stdout
   // Whether the audit log contains `text` within `timeout` (a line is written once the
   // response has gone out, so a client may finish just before it).
-  bool audit_contains(const std::string& text, std::chrono::milliseconds timeout = std::chrono::milliseconds(3000)) const;
+  bool audit_contains(const std::string& text,
+                      std::chrono::milliseconds timeout = std::chrono::milliseconds(3000)) const;
   // Sends SIGTERM and waits; returns the exit status (or -1) and the time it took.
   std::pair<int, std::chrono::milliseconds> terminate();
 
@@ -67,7 +68,7 @@ class proxy_process {
 
 struct raw_response {
   std::string bytes;
-  bool closed = false;  // the peer closed the connection (as opposed to our read timeout)
+  bool closed = false;      // the peer closed the connection (as opposed to our read timeout)
   unsigned status() const;  // status code of the first response, 0 if none
   unsigned count() const;   // number of "HTTP/1." status lines seen
 };

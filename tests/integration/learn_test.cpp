@@ -46,9 +46,8 @@ learned learn_from(proxy_process& gate, const std::string& name) {
   REQUIRE(::mkdtemp(dir) != nullptr);
   const std::string file = std::string(dir) + "/" + name + ".json";
   // --policy: the policy the gate recorded under (its own copy).
-  auto r = run(proxy_bin() + " learn --policy " + gate.dir() +
-               "/policy.json --audit " + gate.dir() + "/audit.log --profile learn --name " + name +
-               " -o " + file + " 2>&1");
+  auto r = run(proxy_bin() + " learn --policy " + gate.dir() + "/policy.json --audit " +
+               gate.dir() + "/audit.log --profile learn --name " + name + " -o " + file + " 2>&1");
   INFO(r.output);
   REQUIRE(r.status == 0);
   return {slurp(file), r.output, file};
@@ -353,8 +352,8 @@ TEST_CASE(
   // The gate's own line for that create, edited three ways: a host PID namespace and an
   // unconfined seccomp added to its values (its "widening" left as it was: []), and the
   // same record made a swarm init, an operation learn.json never allows.
-  const std::string create = line_with(recorded, {"\"operation\":\"ContainerCreate\"",
-                                                  "\"verdict\":\"allow\"", "\"widening\":[]"});
+  const std::string create = line_with(
+      recorded, {"\"operation\":\"ContainerCreate\"", "\"verdict\":\"allow\"", "\"widening\":[]"});
   INFO("recorded:\n" << recorded);
   REQUIRE(!create.empty());
   const std::string pid_host = edited(create, "\"values\":{", "\"HostConfig.PidMode\":\"host\",");
@@ -369,12 +368,14 @@ TEST_CASE(
   const std::string no_record = R"({"profile":"learn","operation":"PluginPull","verdict":"allow"})";
 
   const std::string log = std::string(dir) + "/forged.log";
-  std::ofstream(log) << recorded << pid_host << "\n" << seccomp << "\n" << swarm << "\n"
+  std::ofstream(log) << recorded << pid_host << "\n"
+                     << seccomp << "\n"
+                     << swarm << "\n"
                      << no_record << "\n";
   std::size_t recorded_lines = std::count(recorded.begin(), recorded.end(), '\n');
   const std::string out = std::string(dir) + "/forged.json";
-  auto learn = run(proxy_bin() + " learn --policy " + policy_copy +
-                   " --audit " + log + " --profile learn --name forged -o " + out + " 2>&1");
+  auto learn = run(proxy_bin() + " learn --policy " + policy_copy + " --audit " + log +
+                   " --profile learn --name forged -o " + out + " 2>&1");
   INFO("learn:\n" << learn.output);
   CHECK(learn.status == 0);  // the gate's own lines are still learned
   auto named = [&](std::size_t n, const std::string& why) {
@@ -415,25 +416,26 @@ TEST_CASE(
   // Only forged lines: nothing valid, nothing written, exit 1.
   const std::string only = std::string(dir) + "/only.log", none = std::string(dir) + "/none.json";
   std::ofstream(only) << pid_host << "\n" << swarm << "\n" << no_record << "\n";
-  auto nothing = run(proxy_bin() + " learn --policy " + policy_copy +
-                     " --audit " + only + " --profile learn -o " + none + " 2>&1");
+  auto nothing = run(proxy_bin() + " learn --policy " + policy_copy + " --audit " + only +
+                     " --profile learn -o " + none + " 2>&1");
   INFO("only forged:\n" << nothing.output);
   CHECK(nothing.status == 1);
-  CHECK(nothing.output.find("refused line " + only + ":1: seen.widening leaves out "
+  CHECK(nothing.output.find("refused line " + only +
+                            ":1: seen.widening leaves out "
                             "HostConfig.PidMode") != std::string::npos);
   CHECK(nothing.output.find("refused line " + only + ":2: operation SwarmInit") !=
         std::string::npos);
-  CHECK(nothing.output.find("refused line " + only + ":3: not an audit line") !=
-        std::string::npos);
+  CHECK(nothing.output.find("refused line " + only + ":3: not an audit line") != std::string::npos);
   CHECK(nothing.output.find("nothing valid was learned") != std::string::npos);
-  struct stat st{};
+  struct stat st {};
   CHECK(::stat(none.c_str(), &st) != 0);  // nothing written
   run(std::string("rm -rf ") + dir);
 }
 
-TEST_CASE("learn: --help is its usage, and lines recorded without record fields say to record "
-          "under learn.json",
-          "[integration][learn]") {
+TEST_CASE(
+    "learn: --help is its usage, and lines recorded without record fields say to record "
+    "under learn.json",
+    "[integration][learn]") {
   auto help = run(proxy_bin() + " learn --help 2>&1");
   CHECK(help.status == 0);
   CHECK(help.output.find("dockgate-proxy learn --policy FILE --audit FILE") != std::string::npos);
@@ -455,8 +457,8 @@ TEST_CASE("learn: --help is its usage, and lines recorded without record fields 
             0);
   }
   run(direct() + " rm -f " + name);
-  auto r = run(proxy_bin() + " learn --policy " + dir + "/policy.json --audit " +
-               dir + "/audit.log --profile plain -o " + dir + "/out.json 2>&1");
+  auto r = run(proxy_bin() + " learn --policy " + dir + "/policy.json --audit " + dir +
+               "/audit.log --profile plain -o " + dir + "/out.json 2>&1");
   INFO(r.output);
   // No "seen": no image was learned for the create, so the result does not load (as
   // docs/policy.md says); either way learn says how to record.
@@ -484,9 +486,12 @@ TEST_CASE("learn: the lines it refuses as no audit record are those python3-json
     REQUIRE(at != std::string::npos);
     return l.replace(at, from.size(), to);
   };
-  auto added = [&](const std::string& member) { return with(R"("status":200)", member + R"(,"status":200)"); };
+  auto added = [&](const std::string& member) {
+    return with(R"("status":200)", member + R"(,"status":200)");
+  };
   const std::string hex64(64, 'a');
-  const std::string client = R"("client":{"transport":"unix","uid":0,"gid":0,"pid":7,"process":"docker"})";
+  const std::string client =
+      R"("client":{"transport":"unix","uid":0,"gid":0,"pid":7,"process":"docker"})";
   const std::vector<std::string> lines{
       good,
       with("21:00:00.000000Z", "23:59:60.999999Z"),

@@ -1,20 +1,17 @@
 // Operator features against a real daemon: audit mode, per-client profiles, the
 // plaintext-TCP opt-in.
-#include <catch2/catch.hpp>
-
-#include <signal.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <cstring>
-
 #include <fstream>
 #include <memory>
-
 #include <thread>
 
 #include "harness.hpp"
@@ -22,25 +19,33 @@
 using namespace dockgate::test;
 using namespace std::chrono_literals;
 
-TEST_CASE("audit mode lets refused requests through and records what it would do", "[integration][operator]") {
-  proxy_process proxy(R"({"profiles":{"learn":{"mode":"audit","allow":["SystemPing","SystemPingHead","ContainerCreate",
+TEST_CASE("audit mode lets refused requests through and records what it would do",
+          "[integration][operator]") {
+  proxy_process proxy(
+      R"({"profiles":{"learn":{"mode":"audit","allow":["SystemPing","SystemPingHead","ContainerCreate",
       "ContainerDelete"],"images":{"allow":["docker.io/library/*"]},"container_create":{"HostConfig.Memory":{"max":1000000000}}}}})");
   // VolumeList is not allowed: in audit mode it goes through, and the log says so.
-  auto r = raw_exchange(proxy.socket_path(), "GET /v1.41/volumes HTTP/1.1\r\nHost: d\r\nConnection: close\r\n\r\n");
+  auto r = raw_exchange(proxy.socket_path(),
+                        "GET /v1.41/volumes HTTP/1.1\r\nHost: d\r\nConnection: close\r\n\r\n");
   CHECK(r.status() == 200);
   CHECK(proxy.audit_contains("\"would\":\"dockgate: VolumeList is not allowed by profile learn\""));
   // A create the profile would refuse (image) and change (memory) goes up as sent.
   const auto name = unique_name("dg-audit");
   const std::string body = R"({"Image":")" + test_image() + R"(","HostConfig":{"Memory":0}})";
-  auto created = raw_exchange(proxy.socket_path(),
-                              "POST /v1.41/containers/create?name=" + name + " HTTP/1.1\r\nHost: d\r\nContent-Type: "
-                              "application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+  auto created =
+      raw_exchange(proxy.socket_path(), "POST /v1.41/containers/create?name=" + name +
+                                            " HTTP/1.1\r\nHost: d\r\nContent-Type: "
+                                            "application/json\r\nContent-Length: " +
+                                            std::to_string(body.size()) + "\r\n\r\n" + body);
   INFO(created.bytes);
   CHECK(created.status() == 201);
-  CHECK(run(docker_cli() + " -H " + engine_host() + " inspect --format '{{.HostConfig.Memory}}' " + name).output == "0\n");
+  CHECK(run(docker_cli() + " -H " + engine_host() + " inspect --format '{{.HostConfig.Memory}}' " +
+            name)
+            .output == "0\n");
   CHECK(proxy.audit_contains("is not in the image allowlist"));
   // Malformed requests are refused in audit mode too.
-  auto dup = raw_exchange(proxy.socket_path(), "GET /v1.41/_ping?a=%zz HTTP/1.1\r\nHost: d\r\n\r\n");
+  auto dup =
+      raw_exchange(proxy.socket_path(), "GET /v1.41/_ping?a=%zz HTTP/1.1\r\nHost: d\r\n\r\n");
   CHECK(dup.status() == 400);
   run(docker_cli() + " -H " + engine_host() + " rm -f " + name);
 }
@@ -52,37 +57,47 @@ TEST_CASE("the unix peer's uid selects its profile", "[integration][operator]") 
                       {"--socket-mode", "0666"});
   ::chmod(proxy.dir().c_str(), 0755);  // let uid 4242 reach the socket
   const std::string as_4242 = "HOME=/tmp setpriv --reuid 4242 --regid 4242 --clear-groups ";
-  auto other = run(as_4242 + "env " + proxy.docker() + " version --format '{{.Server.APIVersion}}'");
+  auto other =
+      run(as_4242 + "env " + proxy.docker() + " version --format '{{.Server.APIVersion}}'");
   INFO(other.output);
-  CHECK(other.output.find("dockgate: SystemVersion is not allowed by profile ro") != std::string::npos);
+  CHECK(other.output.find("dockgate: SystemVersion is not allowed by profile ro") !=
+        std::string::npos);
   auto root = run(proxy.docker() + " version --format '{{.Server.APIVersion}}'");
   CHECK(root.output == "1.41\n");
-  CHECK(proxy.audit_contains("\"client\":{\"transport\":\"unix\",\"uid\":4242,\"gid\":4242,\"pid\":"));
+  CHECK(proxy.audit_contains(
+      "\"client\":{\"transport\":\"unix\",\"uid\":4242,\"gid\":4242,\"pid\":"));
 }
 
-TEST_CASE("a client no rule matches is refused when there is no default", "[integration][operator]") {
-  proxy_process proxy(R"({"clients":[{"uid":4242,"profile":"ro"}],"profiles":{"ro":{"allow":["SystemPing"]}}})");
+TEST_CASE("a client no rule matches is refused when there is no default",
+          "[integration][operator]") {
+  proxy_process proxy(
+      R"({"clients":[{"uid":4242,"profile":"ro"}],"profiles":{"ro":{"allow":["SystemPing"]}}})");
   auto r = raw_exchange(proxy.socket_path(), "GET /v1.41/_ping HTTP/1.1\r\nHost: d\r\n\r\n");
   CHECK(r.status() == 403);
   CHECK(r.bytes.find("dockgate: no profile for client unix:uid=0") != std::string::npos);
 }
 
-TEST_CASE("plaintext TCP on a non-loopback address needs an explicit opt-in", "[integration][operator]") {
-  CHECK_THROWS_WITH(proxy_process("compose/policies/read-only.json", {"--listen", "tcp://0.0.0.0:" + free_tcp_port()}),
+TEST_CASE("plaintext TCP on a non-loopback address needs an explicit opt-in",
+          "[integration][operator]") {
+  CHECK_THROWS_WITH(proxy_process("compose/policies/read-only.json",
+                                  {"--listen", "tcp://0.0.0.0:" + free_tcp_port()}),
                     Catch::Contains("--allow-insecure-tcp"));
 }
 
 // A start refused for one listener never accepted on another: every listener is bound
 // first, and only then does any listen. Judged by a client that tries the unix listener
 // as fast as it can while the refused gate lives: not one connect may succeed.
-TEST_CASE("a refused start accepts no connection on any listener, not even briefly", "[integration][operator]") {
+TEST_CASE("a refused start accepts no connection on any listener, not even briefly",
+          "[integration][operator]") {
   char tmpl[] = "/tmp/dockgate-refused.XXXXXX";
   REQUIRE(::mkdtemp(tmpl) != nullptr);
   const std::string dir = tmpl;
   const std::string policy = root_owned_copy("compose/policies/read-only.json");
   const std::string socket = dir + "/gate.sock";
-  std::vector<std::string> args = {proxy_bin(), "--upstream", engine_host(), "--policy", policy,
-                                   "--listen", "unix://" + socket, "--listen", "tcp://0.0.0.0:" + free_tcp_port()};
+  std::vector<std::string> args = {
+      proxy_bin(),        "--upstream", engine_host(),
+      "--policy",         policy,       "--listen",
+      "unix://" + socket, "--listen",   "tcp://0.0.0.0:" + free_tcp_port()};
   const pid_t pid = ::fork();
   if (pid == 0) {
     int null = ::open("/dev/null", O_WRONLY);
@@ -129,18 +144,24 @@ TEST_CASE("metrics and health on their own listener", "[integration][operator][m
   }
   INFO(text);
   CHECK(text.find("dockgate_open_streams 1\n") != std::string::npos);
-  CHECK(text.find("dockgate_requests_total{profile=\"docker-cli\",operation=\"ContainerList\",verdict=\"allow\",status=\"200\"}") != std::string::npos);
-  CHECK(text.find("dockgate_requests_total{profile=\"docker-cli\",operation=\"VolumeCreate\",verdict=\"deny\",status=\"403\"} 1") != std::string::npos);
-  CHECK(text.find("dockgate_refusals_total{profile=\"docker-cli\",rule=\"operation\"} 1") != std::string::npos);
+  CHECK(text.find("dockgate_requests_total{profile=\"docker-cli\",operation=\"ContainerList\","
+                  "verdict=\"allow\",status=\"200\"}") != std::string::npos);
+  CHECK(text.find("dockgate_requests_total{profile=\"docker-cli\",operation=\"VolumeCreate\","
+                  "verdict=\"deny\",status=\"403\"} 1") != std::string::npos);
+  CHECK(text.find("dockgate_refusals_total{profile=\"docker-cli\",rule=\"operation\"} 1") !=
+        std::string::npos);
   CHECK(text.find("dockgate_daemon_up 1\n") != std::string::npos);
   events.kill();
   // The gate's listeners do not serve metrics, and the health check asks the daemon.
-  CHECK(run("curl -s --unix-socket " + proxy.socket_path() + " http://d/metrics").output.find("dockgate_requests_total") ==
-        std::string::npos);
+  CHECK(run("curl -s --unix-socket " + proxy.socket_path() + " http://d/metrics")
+            .output.find("dockgate_requests_total") == std::string::npos);
   const std::string port2 = free_tcp_port();
-  proxy_process orphan("compose/policies/docker-cli.json", {"--metrics", "tcp://127.0.0.1:" + port2}, {},
+  proxy_process orphan("compose/policies/docker-cli.json",
+                       {"--metrics", "tcp://127.0.0.1:" + port2}, {},
                        "unix:///nonexistent/docker.sock");
-  CHECK(run("curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:" + port2 + "/healthz").output == "503");
+  CHECK(
+      run("curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:" + port2 + "/healthz").output ==
+      "503");
   CHECK(
       run("curl -s http://127.0.0.1:" + port2 + "/metrics").output.find("dockgate_daemon_up 0\n") !=
       std::string::npos);
@@ -162,21 +183,24 @@ TEST_CASE("the shipped dashboard and alerting rules ask only for metrics a runni
   CHECK(checked.status == 0);
 }
 
-TEST_CASE("systemd socket activation: the listener systemd opened is used, and left to it", "[integration][operator]") {
-  if (run("command -v systemd-socket-activate").status != 0) FAIL("systemd-socket-activate is missing (package systemd)");
+TEST_CASE("systemd socket activation: the listener systemd opened is used, and left to it",
+          "[integration][operator]") {
+  if (run("command -v systemd-socket-activate").status != 0)
+    FAIL("systemd-socket-activate is missing (package systemd)");
   std::string dir = run("mktemp -d").output;
   dir.pop_back();  // the newline
   const std::string sock = dir + "/activated.sock";
   // systemd-socket-activate listens, then execs the proxy with LISTEN_FDS=1 on the first
   // connection, as systemd does for dockgate-proxy.socket.
-  background activated("systemd-socket-activate -l " + sock + " " +
-                       proxy_bin() + " --upstream " + engine_host() +
-                       " --listen unix://" + sock + " --policy " +
+  background activated("systemd-socket-activate -l " + sock + " " + proxy_bin() + " --upstream " +
+                       engine_host() + " --listen unix://" + sock + " --policy " +
                        root_owned_copy("compose/policies/read-only.json"));
-  for (int i = 0; i < 100 && run("test -S " + sock).status != 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  for (int i = 0; i < 100 && run("test -S " + sock).status != 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   auto ping = raw_exchange(sock, "GET /_ping HTTP/1.1\r\nHost: d\r\nConnection: close\r\n\r\n");
   CHECK(ping.status() == 200);
-  auto refused = raw_exchange(sock, "POST /v1.41/containers/create HTTP/1.1\r\nHost: d\r\nContent-Length: 2\r\n\r\n{}");
+  auto refused = raw_exchange(
+      sock, "POST /v1.41/containers/create HTTP/1.1\r\nHost: d\r\nContent-Length: 2\r\n\r\n{}");
   CHECK(refused.status() == 403);  // the policy holds on the inherited socket
   activated.kill();
   CHECK(run("test -S " + sock).status == 0);  // systemd's file: the proxy does not remove it
@@ -215,22 +239,25 @@ sys.stdin.read()
 )";
 }  // namespace
 
-TEST_CASE("descriptors: the soft limit is raised, every held stream is served, and a new client too",
-          "[integration][operator][limits]") {
+TEST_CASE(
+    "descriptors: the soft limit is raised, every held stream is served, and a new client too",
+    "[integration][operator][limits]") {
   std::string dir = run("mktemp -d").output;
   dir.pop_back();
   const std::string sock = dir + "/gate.sock";
   std::ofstream(dir + "/hold.py") << hold_events;
   // Started as with the default soft limit of many hosts (here 256), under a hard limit of 4096.
-  background gate("prlimit --nofile=256:4096 " + proxy_bin() + " --upstream " +
-                  engine_host() + " --listen unix://" + sock + " --policy " +
+  background gate("prlimit --nofile=256:4096 " + proxy_bin() + " --upstream " + engine_host() +
+                  " --listen unix://" + sock + " --policy " +
                   root_owned_copy("compose/policies/read-only.json") + " 2>" + dir + "/err");
-  for (int i = 0; i < 200 && run("test -S " + sock).status != 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  for (int i = 0; i < 200 && run("test -S " + sock).status != 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   // (the proxy itself: prlimit execs it; the shell that started prlimit is not it)
-  const std::string pid = run("pgrep -f '^" + proxy_bin() + " .*listen unix://" + sock + "' | head -n 1").output;
+  const std::string pid =
+      run("pgrep -f '^" + proxy_bin() + " .*listen unix://" + sock + "' | head -n 1").output;
   INFO(run("cat " + dir + "/err").output);
-  CHECK(run("grep 'Max open files' /proc/" + pid.substr(0, pid.size() - 1) + "/limits").output.find("4096                 4096") !=
-        std::string::npos);
+  CHECK(run("grep 'Max open files' /proc/" + pid.substr(0, pid.size() - 1) + "/limits")
+            .output.find("4096                 4096") != std::string::npos);
   // 600 held streams need 1200 descriptors: more than the soft limit it started with.
   background holder("/usr/bin/python3 " + dir + "/hold.py " + sock + " 600 5");
   auto answered = holder.read_line(std::chrono::seconds(30));
@@ -242,45 +269,56 @@ TEST_CASE("descriptors: the soft limit is raised, every held stream is served, a
   run("rm -rf " + dir);
 }
 
-TEST_CASE("descriptors: at the connection limit the gate stops accepting instead of starving", "[integration][operator][limits]") {
+TEST_CASE("descriptors: at the connection limit the gate stops accepting instead of starving",
+          "[integration][operator][limits]") {
   const std::string port = free_tcp_port();
-  proxy_process proxy("compose/policies/read-only.json", {"--max-connections", "5", "--metrics", "tcp://127.0.0.1:" + port});
+  proxy_process proxy("compose/policies/read-only.json",
+                      {"--max-connections", "5", "--metrics", "tcp://127.0.0.1:" + port});
   std::ofstream(proxy.dir() + "/hold.py") << hold_events;
-  background holder("/usr/bin/python3 " + proxy.dir() + "/hold.py " + proxy.socket_path() + " 5 1 close-one");
+  background holder("/usr/bin/python3 " + proxy.dir() + "/hold.py " + proxy.socket_path() +
+                    " 5 1 close-one");
   CHECK(holder.read_line(std::chrono::seconds(20)).value_or("") == "answered 5");
   // The sixth client is not accepted (it waits in the backlog), not accepted and starved...
   CHECK(holder.read_line(std::chrono::seconds(10)).value_or("") == "ping timeout");
   // ...and is served as soon as a held stream closes.
   CHECK(holder.read_line(std::chrono::seconds(10)).value_or("") == "after close HTTP/1.1 200 OK");
-  CHECK(run("curl -s http://127.0.0.1:" + port + "/metrics").output.find("dockgate_connection_limit 5") != std::string::npos);
+  CHECK(run("curl -s http://127.0.0.1:" + port + "/metrics")
+            .output.find("dockgate_connection_limit 5") != std::string::npos);
   CHECK(run("grep -c 'connection limit 5 reached' " + proxy.dir() + "/proxy.err").output != "0\n");
 }
 
 TEST_CASE("SIGHUP reloads the policy for new requests, a bad one is refused and the old one stays",
           "[integration][operator][signals]") {
-  const std::string allow_list = R"({"default_profile":"p","profiles":{"p":{"confine_to_owned":false,"allow":["SystemPing","SystemEvents","ContainerList"]}}})";
+  const std::string allow_list =
+      R"({"default_profile":"p","profiles":{"p":{"confine_to_owned":false,"allow":["SystemPing","SystemEvents","ContainerList"]}}})";
   proxy_process proxy(allow_list);
   auto get = [&](const std::string& target) {
-    return raw_exchange(proxy.socket_path(), "GET " + target + " HTTP/1.1\r\nHost: d\r\nConnection: close\r\n\r\n").status();
+    return raw_exchange(proxy.socket_path(),
+                        "GET " + target + " HTTP/1.1\r\nHost: d\r\nConnection: close\r\n\r\n")
+        .status();
   };
   CHECK(get("/v1.41/containers/json") == 200);
   // A stream that started under the old policy.
-  background events("curl -sN --unix-socket " + proxy.socket_path() + " 'http://d/v1.41/events?filters=%7B%22type%22%3A%5B%22container%22%5D%7D'");
+  background events("curl -sN --unix-socket " + proxy.socket_path() +
+                    " 'http://d/v1.41/events?filters=%7B%22type%22%3A%5B%22container%22%5D%7D'");
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   // The new policy: no more ContainerList.
   std::ofstream(proxy.dir() + "/policy.json")
       << R"({"default_profile":"p","profiles":{"p":{"confine_to_owned":false,"allow":["SystemPing","SystemEvents"]}}})";
   ::kill(proxy.pid(), SIGHUP);
-  for (int i = 0; i < 50 && get("/v1.41/containers/json") != 403; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  for (int i = 0; i < 50 && get("/v1.41/containers/json") != 403; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   CHECK(get("/v1.41/containers/json") == 403);
   CHECK(get("/_ping") == 200);
   // The held stream still delivers: an event arrives on it.
   const auto name = unique_name("dg-hup");
-  run(docker_cli() + " -H " + engine_host() + " run --rm --name " + name + " " + test_image() + " true");
+  run(docker_cli() + " -H " + engine_host() + " run --rm --name " + name + " " + test_image() +
+      " true");
   auto line = events.read_line(std::chrono::seconds(10));
   CHECK(line.value_or("").find(name) != std::string::npos);
   // A broken policy: refused, the current one stays, the gate lives on.
-  std::ofstream(proxy.dir() + "/policy.json") << R"({"profiles":{"p":{"allow":["NoSuchOperation"]}}})";
+  std::ofstream(proxy.dir() + "/policy.json")
+      << R"({"profiles":{"p":{"allow":["NoSuchOperation"]}}})";
   ::kill(proxy.pid(), SIGHUP);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   CHECK(get("/_ping") == 200);
@@ -352,14 +390,17 @@ while True:
     threading.Thread(target=pipe, args=(u, c), daemon=True).start()
 )";
   const std::string engine_path = engine_host().substr(7);
-  auto relay = std::make_unique<background>("exec /usr/bin/python3 " + dir + "/relay.py " + engine_path + " " + relay_sock);
+  auto relay = std::make_unique<background>("exec /usr/bin/python3 " + dir + "/relay.py " +
+                                            engine_path + " " + relay_sock);
   REQUIRE(relay->read_line(std::chrono::seconds(10)).value_or("") == "up");
   proxy_process proxy("compose/policies/read-only.json", {}, {}, "unix://" + relay_sock);
   auto get = [&](const std::string& target) {
-    return raw_exchange(proxy.socket_path(), "GET " + target + " HTTP/1.1\r\nHost: d\r\nConnection: close\r\n\r\n");
+    return raw_exchange(proxy.socket_path(),
+                        "GET " + target + " HTTP/1.1\r\nHost: d\r\nConnection: close\r\n\r\n");
   };
   CHECK(get("/v1.41/version").status() == 200);
-  background events("curl -sN --unix-socket " + proxy.socket_path() + " http://d/v1.41/events; echo \"curl exit $?\"");
+  background events("curl -sN --unix-socket " + proxy.socket_path() +
+                    " http://d/v1.41/events; echo \"curl exit $?\"");
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   relay.reset();  // the daemon is gone
   run("rm -f " + relay_sock);
@@ -367,8 +408,10 @@ while True:
   CHECK(events.read_line(std::chrono::seconds(10)).value_or("") == "curl exit 0");
   auto down = get("/v1.41/version");
   CHECK(down.status() == 502);
-  CHECK(down.bytes.find("{\"message\":\"dockgate: cannot reach the Docker daemon\"}") != std::string::npos);
-  relay = std::make_unique<background>("exec /usr/bin/python3 " + dir + "/relay.py " + engine_path + " " + relay_sock);
+  CHECK(down.bytes.find("{\"message\":\"dockgate: cannot reach the Docker daemon\"}") !=
+        std::string::npos);
+  relay = std::make_unique<background>("exec /usr/bin/python3 " + dir + "/relay.py " + engine_path +
+                                       " " + relay_sock);
   REQUIRE(relay->read_line(std::chrono::seconds(10)).value_or("") == "up");
   CHECK(get("/v1.41/version").status() == 200);
   CHECK(get("/_ping").status() == 200);
@@ -381,7 +424,8 @@ while True:
 // The gate reads only files root controls (issue 18): a policy a user other than root
 // could change, or reach through a symlink, is refused at start (the gate does not run)
 // and at SIGHUP (the policy in force stays). Judged by what a request gets.
-TEST_CASE("a policy file a user could change is refused at start and at SIGHUP, the one in force stays",
+TEST_CASE(
+    "a policy file a user could change is refused at start and at SIGHUP, the one in force stays",
     "[integration][operator][signals][trust]") {
   const std::string in_force =
       R"({"default_profile":"p","profiles":{"p":{"confine_to_owned":false,"allow":["SystemPing","ContainerList"]}}})";

@@ -1,7 +1,6 @@
 // Framing and path attacks against a real proxy and daemon. Each attack tries to create a
 // container with a unique name; the judge is the daemon: that container must not exist.
 #include <catch2/catch.hpp>
-
 #include <thread>
 
 #include "harness.hpp"
@@ -21,7 +20,8 @@ std::string create_body() {
 std::string fill(std::string t, const std::string& name) {
   const std::string body = create_body();
   auto replace = [&](const std::string& key, const std::string& value) {
-    for (std::size_t pos; (pos = t.find(key)) != std::string::npos;) t.replace(pos, key.size(), value);
+    for (std::size_t pos; (pos = t.find(key)) != std::string::npos;)
+      t.replace(pos, key.size(), value);
   };
   replace("{NAME}", name);
   replace("{LEN}", std::to_string(body.size()));
@@ -71,13 +71,16 @@ TEST_CASE("a well-formed create through the proxy does reach the daemon", "[inte
 
 TEST_CASE("framing attacks get 4xx and never reach the daemon", "[integration][attack]") {
   proxy_process proxy(cli_policy);
-  const std::string head = "POST /v1.41/containers/create?name={NAME} HTTP/1.1\r\nHost: d\r\nContent-Type: application/json\r\n";
+  const std::string head =
+      "POST /v1.41/containers/create?name={NAME} HTTP/1.1\r\nHost: d\r\nContent-Type: "
+      "application/json\r\n";
   const attack attacks[] = {
       {"Content-Length and Transfer-Encoding",
        head + "Content-Length: {LEN}\r\nTransfer-Encoding: chunked\r\n\r\n{BODY}"},
       {"Transfer-Encoding then Content-Length",
        head + "Transfer-Encoding: chunked\r\nContent-Length: {LEN}\r\n\r\n{BODY}"},
-      {"repeated Content-Length", head + "Content-Length: {LEN}\r\nContent-Length: {LEN}\r\n\r\n{BODY}"},
+      {"repeated Content-Length",
+       head + "Content-Length: {LEN}\r\nContent-Length: {LEN}\r\n\r\n{BODY}"},
       {"empty Content-Length", head + "Content-Length:\r\n\r\n{BODY}"},
       {"signed Content-Length", head + "Content-Length: +{LEN}\r\n\r\n{BODY}"},
       {"listed Content-Length", head + "Content-Length: {LEN}, {LEN}\r\n\r\n{BODY}"},
@@ -90,24 +93,33 @@ TEST_CASE("framing attacks get 4xx and never reach the daemon", "[integration][a
       {"trailer after chunked body",
        head + "Transfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\nX-Trailer: 1\r\n\r\n"},
       {"obs-fold", head + "X-Fold: a\r\n b\r\nContent-Length: {LEN}\r\n\r\n{BODY}"},
-      {"bare LF", "POST /v1.41/containers/create?name={NAME} HTTP/1.1\nHost: d\nContent-Length: {LEN}\n\n{BODY}"},
+      {"bare LF",
+       "POST /v1.41/containers/create?name={NAME} HTTP/1.1\nHost: d\nContent-Length: "
+       "{LEN}\n\n{BODY}"},
       {"space before colon", head + "Content-Length : {LEN}\r\n\r\n{BODY}"},
-      {"lower-case method", "post /v1.41/containers/create?name={NAME} HTTP/1.1\r\nHost: d\r\nContent-Length: {LEN}\r\n\r\n{BODY}"},
+      {"lower-case method",
+       "post /v1.41/containers/create?name={NAME} HTTP/1.1\r\nHost: d\r\nContent-Length: "
+       "{LEN}\r\n\r\n{BODY}"},
       {"CONNECT", "CONNECT /v1.41/containers/create?name={NAME} HTTP/1.1\r\nHost: d\r\n\r\n"},
       {"absolute-form target",
        "POST http://docker/v1.41/containers/create?name={NAME} HTTP/1.1\r\nHost: d\r\n"
        "Content-Length: {LEN}\r\n\r\n{BODY}"},
-      {"HTTP/2 version", "POST /v1.41/containers/create?name={NAME} HTTP/2.0\r\nHost: d\r\nContent-Length: {LEN}\r\n\r\n{BODY}"},
-      {"oversized head", head + "X-Big: " + std::string(70 * 1024, 'a') + "\r\nContent-Length: {LEN}\r\n\r\n{BODY}"},
+      {"HTTP/2 version",
+       "POST /v1.41/containers/create?name={NAME} HTTP/2.0\r\nHost: d\r\nContent-Length: "
+       "{LEN}\r\n\r\n{BODY}"},
+      {"oversized head",
+       head + "X-Big: " + std::string(70 * 1024, 'a') + "\r\nContent-Length: {LEN}\r\n\r\n{BODY}"},
       {"Upgrade on ContainerCreate",
        head + "Connection: Upgrade\r\nUpgrade: tcp\r\nContent-Length: {LEN}\r\n\r\n{BODY}"},
       {"truncated JSON body (daemon would act on the prefix)",
        head + "Content-Length: 4096\r\n\r\n{BODY}"},
       {"JSON body over the cap", head + "Content-Length: 2000000\r\n\r\n{BODY}"},
-      {"chunked JSON body over the cap",
-       head + "Transfer-Encoding: chunked\r\n\r\n" + std::string("100001\r\n") + std::string(0x100001, ' ') + "\r\n0\r\n\r\n"},
+      {"chunked JSON body over the cap", head + "Transfer-Encoding: chunked\r\n\r\n" +
+                                             std::string("100001\r\n") +
+                                             std::string(0x100001, ' ') + "\r\n0\r\n\r\n"},
       {"body on an operation that takes none",
-       "POST /v1.41/containers/{NAME}/start HTTP/1.1\r\nHost: d\r\nContent-Length: {LEN}\r\n\r\n{BODY}"},
+       "POST /v1.41/containers/{NAME}/start HTTP/1.1\r\nHost: d\r\nContent-Length: "
+       "{LEN}\r\n\r\n{BODY}"},
   };
   for (const auto& a : attacks) {
     if (std::string_view(a.what).starts_with("truncated")) {
@@ -126,8 +138,9 @@ TEST_CASE("framing attacks get 4xx and never reach the daemon", "[integration][a
 TEST_CASE("path attacks get 4xx and never reach the daemon", "[integration][attack]") {
   proxy_process proxy(cli_policy);
   auto create_at = [](const std::string& target) {
-    return "POST " + target + " HTTP/1.1\r\nHost: d\r\nContent-Type: application/json\r\n"
-                              "Content-Length: {LEN}\r\n\r\n{BODY}";
+    return "POST " + target +
+           " HTTP/1.1\r\nHost: d\r\nContent-Type: application/json\r\n"
+           "Content-Length: {LEN}\r\n\r\n{BODY}";
   };
   const attack attacks[] = {
       {"percent-encoded letter", create_at("/v1.41/containers/%63reate?name={NAME}")},
@@ -156,8 +169,8 @@ TEST_CASE("a request pipelined behind a refused one is never read", "[integratio
       "POST /v1.41/containers/create?name={NAME} HTTP/1.1\r\nHost: d\r\nContent-Type: "
       "application/json\r\nContent-Length: {LEN}\r\n\r\n{BODY}";
   for (const std::string first :
-       {"GET /v1.41//_ping HTTP/1.1\r\nHost: d\r\n\r\n",                       // bad path
-        "GET /v1.41/plugins HTTP/1.1\r\nHost: d\r\n\r\n",                       // denied operation
+       {"GET /v1.41//_ping HTTP/1.1\r\nHost: d\r\n\r\n",   // bad path
+        "GET /v1.41/plugins HTTP/1.1\r\nHost: d\r\n\r\n",  // denied operation
         "GET /v1.41/_ping HTTP/1.1\r\nHost: d\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n"}) {
     auto response = raw_exchange(proxy.socket_path(), first + fill(good, name));
     INFO(first << " -> " << response.bytes);
@@ -168,21 +181,25 @@ TEST_CASE("a request pipelined behind a refused one is never read", "[integratio
   }
 }
 
-TEST_CASE("query attacks: import forms, form bodies, duplicates never reach the daemon", "[integration][attack]") {
+TEST_CASE("query attacks: import forms, form bodies, duplicates never reach the daemon",
+          "[integration][attack]") {
   proxy_process proxy(cli_policy);
   const std::string repo = unique_name("dg-import");
   const std::string tar_body = std::string(1024, '\0');
   const std::string attacks[] = {
       // the import form of ImageCreate, in the query
-      "POST /v1.41/images/create?fromSrc=-&repo=" + repo + "&tag=latest HTTP/1.1\r\nHost: d\r\n"
-      "Content-Type: application/x-tar\r\nContent-Length: 1024\r\n\r\n" + tar_body,
+      "POST /v1.41/images/create?fromSrc=-&repo=" + repo +
+          "&tag=latest HTTP/1.1\r\nHost: d\r\n"
+          "Content-Type: application/x-tar\r\nContent-Length: 1024\r\n\r\n" +
+          tar_body,
       // ... and in a form body that dockerd reads ahead of the query
       "POST /v1.41/images/create?fromImage=busybox&tag=latest HTTP/1.1\r\nHost: d\r\n"
       "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: " +
-          std::to_string(("fromSrc=http%3A%2F%2F127.0.0.1%3A1%2Fx&repo=" + repo).size()) + "\r\n\r\n" +
-          "fromSrc=http%3A%2F%2F127.0.0.1%3A1%2Fx&repo=" + repo,
+          std::to_string(("fromSrc=http%3A%2F%2F127.0.0.1%3A1%2Fx&repo=" + repo).size()) +
+          "\r\n\r\n" + "fromSrc=http%3A%2F%2F127.0.0.1%3A1%2Fx&repo=" + repo,
       // a repeated fromImage: which one would the daemon pull?
-      "POST /v1.41/images/create?fromImage=" + registry() + "%2Fdockgate%2Ftest-busybox&tag=latest&fromImage=" + repo +
+      "POST /v1.41/images/create?fromImage=" + registry() +
+          "%2Fdockgate%2Ftest-busybox&tag=latest&fromImage=" + repo +
           " HTTP/1.1\r\nHost: d\r\nContent-Length: 0\r\n\r\n",
   };
   for (const auto& a : attacks) {
@@ -194,10 +211,11 @@ TEST_CASE("query attacks: import forms, form bodies, duplicates never reach the 
   }
   // A create whose name is given twice must not pick either.
   const auto name = unique_name("dg-dupname");
-  auto dup = raw_exchange(proxy.socket_path(),
-                          fill("POST /v1.41/containers/create?name={NAME}&name={NAME}x HTTP/1.1\r\nHost: d\r\n"
-                               "Content-Type: application/json\r\nContent-Length: {LEN}\r\n\r\n{BODY}",
-                               name));
+  auto dup = raw_exchange(
+      proxy.socket_path(),
+      fill("POST /v1.41/containers/create?name={NAME}&name={NAME}x HTTP/1.1\r\nHost: d\r\n"
+           "Content-Type: application/json\r\nContent-Length: {LEN}\r\n\r\n{BODY}",
+           name));
   CHECK(dup.status() == 400);
   CHECK_FALSE(container_exists(name));
   CHECK_FALSE(container_exists(name + "x"));
@@ -207,14 +225,17 @@ TEST_CASE("denied operations are refused with Docker's error body", "[integratio
   proxy_process proxy(cli_policy);
   for (const std::string target : {"GET /v1.41/plugins", "GET /v1.41/swarm", "GET /v1.41/secrets",
                                    "POST /v1.41/volumes/create", "POST /v1.41/networks/create"}) {
-    auto response = raw_exchange(proxy.socket_path(), target + " HTTP/1.1\r\nHost: d\r\nContent-Length: 0\r\n\r\n");
+    auto response = raw_exchange(proxy.socket_path(),
+                                 target + " HTTP/1.1\r\nHost: d\r\nContent-Length: 0\r\n\r\n");
     INFO(response.bytes);
     CHECK(response.status() == 403);
     CHECK(response.bytes.find("is not allowed by profile docker-cli\"}") != std::string::npos);
   }
   const auto name = unique_name("dg-build");
-  auto build = raw_exchange(proxy.socket_path(),
-                            "POST /v1.41/build?t=" + name + " HTTP/1.1\r\nHost: d\r\nContent-Length: 0\r\n\r\n");
+  auto build =
+      raw_exchange(proxy.socket_path(), "POST /v1.41/build?t=" + name +
+                                            " HTTP/1.1\r\nHost: d\r\nContent-Length: 0\r\n\r\n");
   CHECK(build.status() == 403);
-  CHECK(build.bytes.find("dockgate: ImageBuild is not allowed by profile docker-cli") != std::string::npos);
+  CHECK(build.bytes.find("dockgate: ImageBuild is not allowed by profile docker-cli") !=
+        std::string::npos);
 }

@@ -1,8 +1,8 @@
 // The docker CLI, pointed at dockgate-proxy, does its everyday work; outcomes are checked
 // against the daemon's own record (asked directly on the engine socket).
-#include <catch2/catch.hpp>
 #include <sys/stat.h>
 
+#include <catch2/catch.hpp>
 #include <thread>
 
 #include "harness.hpp"
@@ -14,7 +14,9 @@ namespace {
 const std::string cli_policy = "compose/policies/docker-cli.json";
 const std::string ro_policy = "compose/policies/read-only.json";
 
-std::string direct() { return docker_cli() + " -H " + engine_host(); }
+std::string direct() {
+  return docker_cli() + " -H " + engine_host();
+}
 
 // Removes a container directly on the engine when a test ends.
 struct container_cleanup {
@@ -62,8 +64,11 @@ TEST_CASE("docker exec -i passes stdin into a running container", "[integration]
   proxy_process proxy(cli_policy);
   const auto name = unique_name("dg-exec");
   container_cleanup cleanup{name};
-  REQUIRE(run(proxy.docker() + " run -d --name " + name + " " + test_image() + " sleep 60").status == 0);
-  auto r = run("printf 'a\\nb\\nc\\n' | " + proxy.docker() + " exec -i " + name + " sh -c 'wc -l; echo done'");
+  REQUIRE(
+      run(proxy.docker() + " run -d --name " + name + " " + test_image() + " sleep 60").status ==
+      0);
+  auto r = run("printf 'a\\nb\\nc\\n' | " + proxy.docker() + " exec -i " + name +
+               " sh -c 'wc -l; echo done'");
   INFO(r.output);
   CHECK(r.status == 0);
   CHECK(r.output.find("3") != std::string::npos);
@@ -105,7 +110,9 @@ TEST_CASE("docker events sees a container's lifecycle", "[integration][cli][stre
     if (*line == "destroy") break;
   }
   INFO(Catch::Detail::stringify(actions));
-  auto has = [&](const char* a) { return std::find(actions.begin(), actions.end(), a) != actions.end(); };
+  auto has = [&](const char* a) {
+    return std::find(actions.begin(), actions.end(), a) != actions.end();
+  };
   CHECK(has("create"));
   CHECK(has("start"));
   CHECK(has("die"));
@@ -127,7 +134,9 @@ TEST_CASE("docker kill and rm act on the daemon", "[integration][cli]") {
   proxy_process proxy(cli_policy);
   const auto name = unique_name("dg-kill");
   container_cleanup cleanup{name};
-  REQUIRE(run(proxy.docker() + " run -d --name " + name + " " + test_image() + " sleep 60").status == 0);
+  REQUIRE(
+      run(proxy.docker() + " run -d --name " + name + " " + test_image() + " sleep 60").status ==
+      0);
   CHECK(run(proxy.docker() + " kill " + name).status == 0);
   auto state = run(direct() + " inspect --format '{{.State.Running}} {{.State.ExitCode}}' " + name);
   CHECK(state.output == "false 137\n");
@@ -144,41 +153,46 @@ TEST_CASE("read-only profile: ps works, create is refused with the proxy's messa
   auto r = run(proxy.docker() + " run --name " + name + " " + test_image() + " true");
   INFO(r.output);
   CHECK(r.status != 0);
-  CHECK(r.output.find("dockgate: ContainerCreate is not allowed by profile read-only") != std::string::npos);
+  CHECK(r.output.find("dockgate: ContainerCreate is not allowed by profile read-only") !=
+        std::string::npos);
   CHECK_FALSE(container_exists(name));
 }
 
 TEST_CASE("unix listener mode and a TCP listener", "[integration][listener]") {
   {
     proxy_process proxy(cli_policy);
-    struct stat st{};
+    struct stat st {};
     REQUIRE(::stat(proxy.socket_path().c_str(), &st) == 0);
     CHECK((st.st_mode & 07777) == 0660);
   }
   {
     const auto port = free_tcp_port();
-    proxy_process proxy(cli_policy, {"--socket-mode", "0600", "--listen", "tcp://127.0.0.1:" + port});
-    struct stat st{};
+    proxy_process proxy(cli_policy,
+                        {"--socket-mode", "0600", "--listen", "tcp://127.0.0.1:" + port});
+    struct stat st {};
     REQUIRE(::stat(proxy.socket_path().c_str(), &st) == 0);
     CHECK((st.st_mode & 07777) == 0600);
-    auto r = run("DOCKER_HOST=tcp://127.0.0.1:" + port + " " + docker_cli() + " version --format '{{.Server.APIVersion}}'");
+    auto r = run("DOCKER_HOST=tcp://127.0.0.1:" + port + " " + docker_cli() +
+                 " version --format '{{.Server.APIVersion}}'");
     CHECK(r.output == "1.41\n");
-    CHECK(proxy.audit_contains("\"client\":{\"transport\":\"tcp\",\"address\":\"127.0.0.1\",\"port\":"));
+    CHECK(proxy.audit_contains(
+        "\"client\":{\"transport\":\"tcp\",\"address\":\"127.0.0.1\",\"port\":"));
   }
 }
 
 TEST_CASE("docker run -it works on a terminal", "[integration][cli][hijack]") {
   proxy_process proxy(cli_policy);
   // `script` gives the CLI a pseudo-terminal, as a person's shell would.
-  auto r = run("printf 'echo hi-from-tty; tty; exit 5\\n' | timeout 30 script -qec \"" + proxy.docker() +
-               " run --rm -it " + test_image() + " sh\" /dev/null");
+  auto r = run("printf 'echo hi-from-tty; tty; exit 5\\n' | timeout 30 script -qec \"" +
+               proxy.docker() + " run --rm -it " + test_image() + " sh\" /dev/null");
   INFO(r.output);
   CHECK(r.status == 5);
   CHECK(r.output.find("hi-from-tty") != std::string::npos);
   CHECK(r.output.find("/dev/pts/") != std::string::npos);
 }
 
-TEST_CASE("a newer docker CLI (28, from the machine image) runs through docker-cli", "[integration][cli]") {
+TEST_CASE("a newer docker CLI (28, from the machine image) runs through docker-cli",
+          "[integration][cli]") {
   const std::string cli28 = "/usr/local/bin/docker";
   if (run("test -x " + cli28).status != 0) {
     WARN("no " + cli28 + " here: nothing to test");
@@ -186,8 +200,9 @@ TEST_CASE("a newer docker CLI (28, from the machine image) runs through docker-c
   }
   proxy_process proxy(cli_policy);
   // -m 8g: the one value it sets that the profile changes, the one warning it prints.
-  auto r = run("{ printf 'in\\n' | DOCKER_HOST=" + proxy.host() + " " + cli28 + " run --rm -i -m 8g " + test_image() +
-               " sh -c 'cat; echo out' 2>" + proxy.dir() + "/cli.err; }");
+  auto r =
+      run("{ printf 'in\\n' | DOCKER_HOST=" + proxy.host() + " " + cli28 + " run --rm -i -m 8g " +
+          test_image() + " sh -c 'cat; echo out' 2>" + proxy.dir() + "/cli.err; }");
   const std::string err = run("cat " + proxy.dir() + "/cli.err").output;
   INFO(r.output << err);
   const auto warning = err.find("WARNING: dockgate: HostConfig.Memory clamped to 2 GiB");

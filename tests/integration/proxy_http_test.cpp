@@ -27,7 +27,8 @@ const std::string cli_policy = "compose/policies/docker-cli.json";
 // `close_after`. Each connection on a thread; all end with it.
 class scripted_daemon {
  public:
-  explicit scripted_daemon(std::string answer) : scripted_daemon(std::vector<std::string>{std::move(answer)}) {}
+  explicit scripted_daemon(std::string answer)
+      : scripted_daemon(std::vector<std::string>{std::move(answer)}) {}
   explicit scripted_daemon(std::vector<std::string> pieces, bool close_after = false)
       : pieces_(std::move(pieces)), close_after_(close_after) {
     char dir[] = "/tmp/dg-scripted-XXXXXX";
@@ -78,7 +79,8 @@ class scripted_daemon {
       }
       const std::string head = in.substr(0, end);
       in.erase(0, end + 4);
-      const std::string target = head.substr(head.find(' ') + 1, head.find(' ', head.find(' ') + 1) - head.find(' ') - 1);
+      const std::string target =
+          head.substr(head.find(' ') + 1, head.find(' ', head.find(' ') + 1) - head.find(' ') - 1);
       std::string out;
       const auto json = [](const std::string& body) {
         return "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
@@ -91,7 +93,8 @@ class scripted_daemon {
       const std::vector<std::string>& pieces = learning ? std::vector<std::string>{out} : pieces_;
       for (std::size_t i = 0; i < pieces.size(); ++i) {
         if (i > 0) std::this_thread::sleep_for(30ms);
-        if (::send(fd, pieces[i].data(), pieces[i].size(), MSG_NOSIGNAL) != static_cast<ssize_t>(pieces[i].size()))
+        if (::send(fd, pieces[i].data(), pieces[i].size(), MSG_NOSIGNAL) !=
+            static_cast<ssize_t>(pieces[i].size()))
           return;
       }
       if (close_after_ && !learning) {
@@ -122,7 +125,8 @@ TEST_CASE("a slow or unfinished head is cut at the head timeout", "[integration]
   CHECK(std::chrono::steady_clock::now() - start < 3s);
 }
 
-TEST_CASE("keep-alive: pipelined requests are answered in order on one connection", "[integration][http]") {
+TEST_CASE("keep-alive: pipelined requests are answered in order on one connection",
+          "[integration][http]") {
   proxy_process proxy(cli_policy);
   auto r = raw_exchange(proxy.socket_path(),
                         "GET /v1.41/_ping HTTP/1.1\r\nHost: d\r\n\r\n"
@@ -152,10 +156,12 @@ TEST_CASE("the upstream may be tcp://", "[integration][http]") {
   const auto port = free_tcp_port();
   proxy_process front(cli_policy, {"--listen", "tcp://127.0.0.1:" + port});
   proxy_process chained(cli_policy, {}, {}, "tcp://127.0.0.1:" + port);
-  auto r = run("{ " + chained.docker() + " run --rm " + test_image() + " echo via-tcp 2>" + chained.dir() + "/cli.err; }");
+  auto r = run("{ " + chained.docker() + " run --rm " + test_image() + " echo via-tcp 2>" +
+               chained.dir() + "/cli.err; }");
   INFO(r.output);
   CHECK(r.output == "via-tcp\n");
-  CHECK(front.audit_contains("\"client\":{\"transport\":\"tcp\",\"address\":\"127.0.0.1\",\"port\":"));
+  CHECK(front.audit_contains(
+      "\"client\":{\"transport\":\"tcp\",\"address\":\"127.0.0.1\",\"port\":"));
 }
 
 TEST_CASE("an unreachable daemon gives 502 with Docker's error body", "[integration][http]") {
@@ -163,23 +169,25 @@ TEST_CASE("an unreachable daemon gives 502 with Docker's error body", "[integrat
   auto r = raw_exchange(proxy.socket_path(), "GET /v1.41/_ping HTTP/1.1\r\nHost: d\r\n\r\n");
   INFO(r.bytes);
   CHECK(r.status() == 502);
-  CHECK(r.bytes.find("{\"message\":\"dockgate: cannot reach the Docker daemon\"}") != std::string::npos);
+  CHECK(r.bytes.find("{\"message\":\"dockgate: cannot reach the Docker daemon\"}") !=
+        std::string::npos);
   CHECK(proxy.audit_contains("\"verdict\":\"allow\",\"rule\":\"upstream\""));
 }
 
 TEST_CASE("registry credentials and bodies never reach the audit log", "[integration][http]") {
   proxy_process proxy(cli_policy);
   const std::string secret = "c2VjcmV0LXBhc3N3b3JkLWRvY2tnYXRl";  // base64 of a fake credential
-  auto r = raw_exchange(proxy.socket_path(),
-                        "POST /v1.41/images/create?fromImage=" + registry() +
-                            "/dockgate/test-busybox&tag=latest HTTP/1.1\r\nHost: d\r\nX-Registry-Auth: " + secret +
-                            "\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
-                        false, 20000ms);
+  auto r = raw_exchange(
+      proxy.socket_path(),
+      "POST /v1.41/images/create?fromImage=" + registry() +
+          "/dockgate/test-busybox&tag=latest HTTP/1.1\r\nHost: d\r\nX-Registry-Auth: " + secret +
+          "\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+      false, 20000ms);
   CHECK(r.status() == 200);
   const std::string name = unique_name("dg-secret-body");
-  raw_exchange(proxy.socket_path(),
-               "POST /v1.41/containers/create?name=" + name + " HTTP/1.1\r\nHost: d\r\nContent-Type: application/json\r\n"
-               "Content-Length: 2\r\nConnection: close\r\n\r\n{}");
+  raw_exchange(proxy.socket_path(), "POST /v1.41/containers/create?name=" + name +
+                                        " HTTP/1.1\r\nHost: d\r\nContent-Type: application/json\r\n"
+                                        "Content-Length: 2\r\nConnection: close\r\n\r\n{}");
   REQUIRE(proxy.audit_contains("\"operation\":\"ImageCreate\""));
   REQUIRE(proxy.audit_contains("\"operation\":\"ContainerCreate\""));
   const auto log = proxy.audit_log();
@@ -188,15 +196,20 @@ TEST_CASE("registry credentials and bodies never reach the audit log", "[integra
   CHECK(log.find("{}") == std::string::npos);
 }
 
-TEST_CASE("stream bodies go through in either framing (docker cp's archive upload)", "[integration][http]") {
+TEST_CASE("stream bodies go through in either framing (docker cp's archive upload)",
+          "[integration][http]") {
   // (with ping, the CLI negotiates the daemon's version; without, it falls back to 1.24)
-  proxy_process proxy(R"({"profiles":{"cp":{"allow":["SystemPing","SystemPingHead","ContainerCreate","ContainerStart","PutContainerArchive"],
+  proxy_process proxy(
+      R"({"profiles":{"cp":{"allow":["SystemPing","SystemPingHead","ContainerCreate","ContainerStart","PutContainerArchive"],
       "images":{"allow":["*"]}}}})");
   const auto name = unique_name("dg-cp");
-  REQUIRE(run(proxy.docker() + " create --name " + name + " " + test_image() + " sleep 60").status == 0);
+  REQUIRE(
+      run(proxy.docker() + " create --name " + name + " " + test_image() + " sleep 60").status ==
+      0);
   REQUIRE(run(proxy.docker() + " start " + name).status == 0);
   const std::string dir = "/tmp/" + unique_name("dg-cp-src");
-  run("mkdir -p " + dir + " && head -c 300000 /dev/urandom > " + dir + "/payload && printf hello > " + dir + "/small");
+  run("mkdir -p " + dir + " && head -c 300000 /dev/urandom > " + dir +
+      "/payload && printf hello > " + dir + "/small");
   const std::string tar = run("tar -C " + dir + " -cf - payload small").output;
   REQUIRE(tar.size() > 300000);
   // Chunked, in uneven pieces.
@@ -209,10 +222,12 @@ TEST_CASE("stream bodies go through in either framing (docker cp's archive uploa
     at += n;
   }
   chunked += "0\r\n\r\n";
-  auto r = raw_exchange(proxy.socket_path(), "PUT /v1.41/containers/" + name +
-                                                 "/archive?path=%2Ftmp HTTP/1.1\r\nHost: d\r\nContent-Type: "
-                                                 "application/x-tar\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n" +
-                                                 chunked);
+  auto r = raw_exchange(
+      proxy.socket_path(),
+      "PUT /v1.41/containers/" + name +
+          "/archive?path=%2Ftmp HTTP/1.1\r\nHost: d\r\nContent-Type: "
+          "application/x-tar\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n" +
+          chunked);
   INFO(r.bytes.substr(0, 300));
   CHECK(r.status() == 200);
   const std::string direct = docker_cli() + " -H " + engine_host();
@@ -220,63 +235,74 @@ TEST_CASE("stream bodies go through in either framing (docker cp's archive uploa
   CHECK(run(direct + " exec " + name + " md5sum /tmp/payload").output.substr(0, 32) ==
         run("md5sum " + dir + "/payload").output.substr(0, 32));
   // Content-Length framing, into another directory.
-  auto sized = raw_exchange(proxy.socket_path(), "PUT /v1.41/containers/" + name +
-                                                     "/archive?path=%2F HTTP/1.1\r\nHost: d\r\nContent-Type: "
-                                                     "application/x-tar\r\nContent-Length: " +
-                                                     std::to_string(tar.size()) + "\r\nConnection: close\r\n\r\n" + tar);
+  auto sized = raw_exchange(proxy.socket_path(),
+                            "PUT /v1.41/containers/" + name +
+                                "/archive?path=%2F HTTP/1.1\r\nHost: d\r\nContent-Type: "
+                                "application/x-tar\r\nContent-Length: " +
+                                std::to_string(tar.size()) + "\r\nConnection: close\r\n\r\n" + tar);
   CHECK(sized.status() == 200);
   CHECK(run(direct + " exec " + name + " cat /small").output == "hello");
   run(direct + " rm -f " + name + "; rm -rf " + dir);
 }
 
-TEST_CASE("the daemon's hop-by-hop fields and its Dockgate-Request-Id do not reach the client, its other fields do",
-          "[integration][http]") {
+TEST_CASE(
+    "the daemon's hop-by-hop fields and its Dockgate-Request-Id do not reach the client, its other "
+    "fields do",
+    "[integration][http]") {
   scripted_daemon daemon(
       "HTTP/1.1 200 OK\r\nApi-Version: 1.41\r\nConnection: keep-alive\r\nKeep-Alive: timeout=5\r\n"
       "Proxy-Connection: keep-alive\r\nTE: trailers\r\nTrailer: X-After\r\nUpgrade: tcp\r\n"
       "Dockgate-Request-Id: forged-by-the-daemon\r\nX-Kept-First: 1\r\nX-Kept-Spaced:  a  b \r\n"
       "Content-Length: 2\r\nX-Kept-Last: 3\r\n\r\nOK");
   proxy_process proxy(cli_policy, {}, {}, daemon.upstream());
-  auto r = raw_exchange(proxy.socket_path(),
-                        "GET /v1.41/_ping HTTP/1.1\r\nHost: d\r\n\r\nGET /v1.41/_ping HTTP/1.1\r\nHost: d\r\n"
-                        "Connection: close\r\n\r\n");
+  auto r = raw_exchange(
+      proxy.socket_path(),
+      "GET /v1.41/_ping HTTP/1.1\r\nHost: d\r\n\r\nGET /v1.41/_ping HTTP/1.1\r\nHost: d\r\n"
+      "Connection: close\r\n\r\n");
   INFO(r.bytes);
   CHECK(r.count() == 2);  // the same connection went on after the first answer
   const std::string first = r.bytes.substr(0, r.bytes.find("HTTP/1.1", 1));
   CHECK(first.starts_with("HTTP/1.1 200 OK\r\nApi-Version: 1.41\r\n"));
-  for (const char* dropped : {"Connection:", "Keep-Alive:", "Proxy-Connection:", "TE:", "Trailer:", "Upgrade:",
-                              "forged-by-the-daemon"})
+  for (const char* dropped : {"Connection:", "Keep-Alive:", "Proxy-Connection:", "TE:", "Trailer:",
+                              "Upgrade:", "forged-by-the-daemon"})
     CHECK(first.find(dropped) == std::string::npos);
   // The others as the daemon wrote them, in its order, and the gate's own request ID once.
-  CHECK(first.find("X-Kept-First: 1\r\nX-Kept-Spaced:  a  b \r\nContent-Length: 2\r\nX-Kept-Last: 3\r\n") !=
-        std::string::npos);
+  CHECK(
+      first.find(
+          "X-Kept-First: 1\r\nX-Kept-Spaced:  a  b \r\nContent-Length: 2\r\nX-Kept-Last: 3\r\n") !=
+      std::string::npos);
   const auto id = first.find("Dockgate-Request-Id: ");
   CHECK(id != std::string::npos);
   CHECK(first.find("Dockgate-Request-Id: ", id + 1) == std::string::npos);
   CHECK(first.ends_with("\r\n\r\nOK"));
   // Asked to close, the gate says so itself.
-  CHECK(r.bytes.substr(r.bytes.find("HTTP/1.1", 1)).find("Connection: close\r\n") != std::string::npos);
+  CHECK(r.bytes.substr(r.bytes.find("HTTP/1.1", 1)).find("Connection: close\r\n") !=
+        std::string::npos);
 }
 
 // An answer that is one document (request_shape::document: SystemVersion here) whose chunks
 // come apart is relayed to its end at once, and the connection goes on.
-TEST_CASE("a document whose chunks come apart arrives whole, and the connection goes on", "[integration][http]") {
+TEST_CASE("a document whose chunks come apart arrives whole, and the connection goes on",
+          "[integration][http]") {
   const std::string body = R"({"Version":"20.10.24","ApiVersion":"1.41","Os":"linux"})";
   const std::string head =
-      "HTTP/1.1 200 OK\r\nApi-Version: 1.41\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n";
+      "HTTP/1.1 200 OK\r\nApi-Version: 1.41\r\nContent-Type: "
+      "application/json\r\nTransfer-Encoding: chunked\r\n\r\n";
   auto chunk = [](std::string_view data) {
     char size[16];
     std::snprintf(size, sizeof size, "%zx\r\n", data.size());
     return std::string(size) + std::string(data) + "\r\n";
   };
   const std::string_view b = body;
-  scripted_daemon daemon({head + chunk(b.substr(0, 20)), chunk(b.substr(20, 20)), chunk(b.substr(40)) + "0\r\n\r\n"});
+  scripted_daemon daemon(
+      {head + chunk(b.substr(0, 20)), chunk(b.substr(20, 20)), chunk(b.substr(40)) + "0\r\n\r\n"});
   proxy_process proxy(cli_policy, {}, {}, daemon.upstream());
 
   SECTION("HTTP/1.1, a pipelined request after it") {
-    auto r = raw_exchange(proxy.socket_path(),
-                          "GET /v1.41/version HTTP/1.1\r\nHost: d\r\n\r\nGET /v1.41/version HTTP/1.1\r\nHost: d\r\n"
-                          "Connection: close\r\n\r\n");
+    auto r = raw_exchange(
+        proxy.socket_path(),
+        "GET /v1.41/version HTTP/1.1\r\nHost: d\r\n\r\nGET /v1.41/version HTTP/1.1\r\nHost: d\r\n"
+        "Connection: close\r\n\r\n");
     INFO(r.bytes);
     CHECK(r.count() == 2);
     CHECK(r.status() == 200);
@@ -306,10 +332,12 @@ TEST_CASE("a document whose chunks come apart arrives whole, and the connection 
   }
 }
 
-TEST_CASE("a document the daemon cuts off is cut off for the client, and the gate serves on", "[integration][http]") {
-  scripted_daemon daemon(
-      {"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n10\r\n{\"Version\":", "\"20."},
-      true);
+TEST_CASE("a document the daemon cuts off is cut off for the client, and the gate serves on",
+          "[integration][http]") {
+  scripted_daemon daemon({"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: "
+                          "chunked\r\n\r\n10\r\n{\"Version\":",
+                          "\"20."},
+                         true);
   proxy_process proxy(cli_policy, {}, {}, daemon.upstream());
   auto r = raw_exchange(proxy.socket_path(), "GET /v1.41/version HTTP/1.1\r\nHost: d\r\n\r\n");
   INFO(r.bytes);

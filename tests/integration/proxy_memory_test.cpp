@@ -2,12 +2,12 @@
 // the system once they have closed. The measure is the proxy's anonymous memory
 // (/proc/PID/smaps_rollup), the part its heap and slabs make. Left out of the
 // AddressSanitizer run (scripts/test.sh): ASan's allocator keeps freed memory on purpose.
-#include <catch2/catch.hpp>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <cstring>
 #include <fstream>
 #include <thread>
@@ -37,7 +37,9 @@ int open_stream(const std::string& socket_path) {
   std::strncpy(addr.sun_path, socket_path.c_str(), sizeof addr.sun_path - 1);
   if (fd < 0 || ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) return -1;
   const std::string request = "GET /v1.41/events HTTP/1.1\r\nHost: d\r\n\r\n";
-  if (::send(fd, request.data(), request.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(request.size())) return -1;
+  if (::send(fd, request.data(), request.size(), MSG_NOSIGNAL) !=
+      static_cast<ssize_t>(request.size()))
+    return -1;
   return fd;
 }
 
@@ -57,7 +59,8 @@ bool head_arrived(int fd) {
 
 }  // namespace
 
-TEST_CASE("the memory of held streams goes back to the system once they close", "[integration][memory]") {
+TEST_CASE("the memory of held streams goes back to the system once they close",
+          "[integration][memory]") {
   proxy_process proxy("compose/policies/docker-cli.json");
   // First use of every path (and the one stream a client of events costs dockerd) first.
   for (int i = 0; i < 20; ++i) {
@@ -83,8 +86,8 @@ TEST_CASE("the memory of held streams goes back to the system once they close", 
   // The proxy sees each close (its watch of the client) and trims at a quiet watchdog tick.
   std::this_thread::sleep_for(4s);
   const long after = anonymous_kib(proxy.pid());
-  INFO("anonymous KiB: " << before << " before, " << holding << " with " << streams << " streams held, " << after
-                         << " after they closed");
+  INFO("anonymous KiB: " << before << " before, " << holding << " with " << streams
+                         << " streams held, " << after << " after they closed");
   REQUIRE(before > 0);
   REQUIRE(holding - before > streams);  // each stream costs something while held
   // What stays is asio's 2 states per socket (~350 B, kept for reuse) and a little heap:

@@ -1,12 +1,12 @@
 // The proxy forwards a stream through one fixed buffer: no heap allocation per chunk.
 // The proxy runs with an LD_PRELOADed malloc counter (tests/integration/alloc_counter.cpp);
 // the test counts allocations while a `logs?follow=1` stream delivers many chunks.
-#include <catch2/catch.hpp>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <cstring>
 #include <fstream>
 #include <thread>
@@ -22,8 +22,10 @@ namespace {
 // container its case reads from, created through it and removed at the end.
 struct counted_gate {
   std::string count_file = "/tmp/" + unique_name("dg-allocs");
-  proxy_process proxy{"compose/policies/docker-cli.json", {},
-                      {"LD_PRELOAD=" DOCKGATE_ALLOC_COUNTER, "DOCKGATE_ALLOC_COUNT_FILE=" + count_file}};
+  proxy_process proxy{
+      "compose/policies/docker-cli.json",
+      {},
+      {"LD_PRELOAD=" DOCKGATE_ALLOC_COUNTER, "DOCKGATE_ALLOC_COUNT_FILE=" + count_file}};
   std::string name = unique_name("dg-alloc");
 
   ~counted_gate() {
@@ -55,16 +57,18 @@ struct counted_gate {
 
 }  // namespace
 
-TEST_CASE("streamed responses are relayed without an allocation per chunk", "[integration][stream][alloc]") {
+TEST_CASE("streamed responses are relayed without an allocation per chunk",
+          "[integration][stream][alloc]") {
   counted_gate gate;
   REQUIRE(run(gate.proxy.docker() + " run -d --name " + gate.name + " " + test_image() +
-              " sh -c 'sleep 1; i=0; while [ $i -lt 1500 ]; do echo line$i; i=$((i+1)); usleep 1000; done; "
+              " sh -c 'sleep 1; i=0; while [ $i -lt 1500 ]; do echo line$i; i=$((i+1)); usleep "
+              "1000; done; "
               "echo end-of-lines; sleep 60'")
               .status == 0);
 
   const int fd = gate.connect();
-  const std::string request = "GET /v1.41/containers/" + gate.name +
-                              "/logs?follow=1&stdout=1 HTTP/1.1\r\nHost: d\r\n\r\n";
+  const std::string request =
+      "GET /v1.41/containers/" + gate.name + "/logs?follow=1&stdout=1 HTTP/1.1\r\nHost: d\r\n\r\n";
   REQUIRE(::send(fd, request.data(), request.size(), 0) == static_cast<ssize_t>(request.size()));
 
   std::string buf;
@@ -101,16 +105,18 @@ TEST_CASE("streamed responses are relayed without an allocation per chunk", "[in
   ::close(fd);
 
   INFO("chunks relayed: " << streamed << ", allocations meanwhile: " << (after - before));
-  CHECK(streamed >= 300);                   // the stream really came in many pieces
-  CHECK(after - before < streamed / 20);    // and the proxy did not allocate per piece
+  CHECK(streamed >= 300);                 // the stream really came in many pieces
+  CHECK(after - before < streamed / 20);  // and the proxy did not allocate per piece
 }
 
 // The request path itself: a keep-alive client asking again and again (a ping, and an
 // inspect of its own container by full ID, which the gate answers from its cache of owned
 // IDs) costs the gate no allocation per request once the connection is warm.
-TEST_CASE("keep-alive requests are relayed without an allocation per request", "[integration][alloc]") {
+TEST_CASE("keep-alive requests are relayed without an allocation per request",
+          "[integration][alloc]") {
   counted_gate gate;
-  auto created = run(gate.proxy.docker() + " run -d --name " + gate.name + " " + test_image() + " sleep 600");
+  auto created =
+      run(gate.proxy.docker() + " run -d --name " + gate.name + " " + test_image() + " sleep 600");
   REQUIRE(created.status == 0);
   const std::string id = created.output.substr(0, 64);
   REQUIRE(id.find_first_not_of("0123456789abcdef") == std::string::npos);

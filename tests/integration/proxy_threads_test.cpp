@@ -23,7 +23,8 @@ namespace {
 // One keep-alive request on `fd` and its whole answer (head, and a Content-Length or
 // chunked body: a long container list comes chunked); empty if the connection ended first.
 std::string exchange(int fd, const std::string& request) {
-  if (::send(fd, request.data(), request.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(request.size()))
+  if (::send(fd, request.data(), request.size(), MSG_NOSIGNAL) !=
+      static_cast<ssize_t>(request.size()))
     return {};
   std::string got;
   char buf[4096];
@@ -45,7 +46,9 @@ std::string exchange(int fd, const std::string& request) {
   }
 }
 
-unsigned status_of(const std::string& answer) { return raw_response{answer}.status(); }
+unsigned status_of(const std::string& answer) {
+  return raw_response{answer}.status();
+}
 
 // The thread part of an answer's request ID: its first 8 hex digits.
 std::string thread_of(const std::string& answer) {
@@ -55,9 +58,10 @@ std::string thread_of(const std::string& answer) {
 
 }  // namespace
 
-TEST_CASE("the gate's threads: connections are spread over the threads, each served by one, and reloads, "
-          "metrics and shutdown reach every thread",
-          "[integration][server][signals][metrics]") {
+TEST_CASE(
+    "the gate's threads: connections are spread over the threads, each served by one, and reloads, "
+    "metrics and shutdown reach every thread",
+    "[integration][server][signals][metrics]") {
   const std::string port = free_tcp_port();
   proxy_process proxy(
       R"({"default_profile":"p","profiles":{"p":{"confine_to_owned":false,"allow":["SystemPing"]}}})",
@@ -99,7 +103,9 @@ TEST_CASE("the gate's threads: connections are spread over the threads, each ser
   std::ofstream(proxy.dir() + "/policy.json")
       << R"({"default_profile":"p","profiles":{"p":{"confine_to_owned":false,"allow":["SystemPing","ContainerList"]}}})";
   ::kill(proxy.pid(), SIGHUP);
-  for (int i = 0; i < 100 && run("grep -c 'policy reloaded' " + proxy.dir() + "/proxy.err").output != "1\n"; ++i)
+  for (int i = 0;
+       i < 100 && run("grep -c 'policy reloaded' " + proxy.dir() + "/proxy.err").output != "1\n";
+       ++i)
     std::this_thread::sleep_for(20ms);
   for (int i = 0; i < clients; ++i) {
     unsigned status = 0;
@@ -111,9 +117,11 @@ TEST_CASE("the gate's threads: connections are spread over the threads, each ser
   // /metrics: every thread's requests and connections.
   const std::string text = run("curl -s http://127.0.0.1:" + port + "/metrics").output;
   INFO(text);
-  CHECK(text.find("dockgate_requests_total{profile=\"p\",operation=\"SystemPing\",verdict=\"allow\",status=\"200\"} " +
+  CHECK(text.find("dockgate_requests_total{profile=\"p\",operation=\"SystemPing\",verdict="
+                  "\"allow\",status=\"200\"} " +
                   std::to_string(clients * pings) + "\n") != std::string::npos);
-  CHECK(text.find("dockgate_refusals_total{profile=\"p\",rule=\"operation\"} ") != std::string::npos);
+  CHECK(text.find("dockgate_refusals_total{profile=\"p\",rule=\"operation\"} ") !=
+        std::string::npos);
   CHECK(text.find("dockgate_connections " + std::to_string(clients) + "\n") != std::string::npos);
 
   // SIGTERM: the idle connections of every thread are closed (EOF, not a hang to the

@@ -4,18 +4,17 @@
 // Plain s3rver ignores the conditions, and every case here then fails: that is what the
 // lease and session records would meet on a store without them. Judged by the status
 // codes and by the object's bytes read back, so a refused write is seen to write nothing.
-#include <catch2/catch.hpp>
-
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <condition_variable>
 #include <cstdlib>
 #include <mutex>
 #include <thread>
 #include <vector>
 
+#include "harness.hpp"
 #include "storage/s3.hpp"
 #include "storage/storage.hpp"
-#include "harness.hpp"
 
 using dockgate::sidecar::s3_client;
 using dockgate::sidecar::s3_config;
@@ -39,7 +38,9 @@ s3_config bucket() {
   c.max_attempts = 1;
   return c;
 }
-s3_client store() { return s3_client(bucket()); }
+s3_client store() {
+  return s3_client(bucket());
+}
 
 const std::string create_only;  // put_object's "" : If-None-Match: *
 
@@ -50,8 +51,10 @@ std::string body_of(s3_client& s3, const std::string& key) {
 
 }  // namespace
 
-TEST_CASE("s3 conditional writes: create-only, replace-if-unchanged, a missing key", "[integration][s3]") {
-  REQUIRE(!env_or("DOCKGATE_TEST_S3_ENDPOINT").empty());  // scripts/s3rver.sh start DIR, source DIR/env
+TEST_CASE("s3 conditional writes: create-only, replace-if-unchanged, a missing key",
+          "[integration][s3]") {
+  REQUIRE(
+      !env_or("DOCKGATE_TEST_S3_ENDPOINT").empty());  // scripts/s3rver.sh start DIR, source DIR/env
   auto s3 = store();
   const std::string key = unique_name("conditional") + "/lease.json";
 
@@ -87,7 +90,9 @@ TEST_CASE("s3 conditional writes: create-only, replace-if-unchanged, a missing k
     CHECK(s3.head_object(key).etag == replaced.etag);
   }
 
-  SECTION("If-Match on a key that does not exist answers 404 NoSuchKey (as AWS does) and creates nothing") {
+  SECTION(
+      "If-Match on a key that does not exist answers 404 NoSuchKey (as AWS does) and creates "
+      "nothing") {
     const std::string etag = "0123456789abcdef0123456789abcdef";
     auto r = s3.put_object(key, "nobody had it", "application/json", &etag);
     CHECK(r.status == 404);
@@ -104,8 +109,9 @@ TEST_CASE("s3 conditional writes: create-only, replace-if-unchanged, a missing k
   s3.delete_object(key);
 }
 
-TEST_CASE("s3 conditional writes: of 20 concurrent create-only PUTs of one key exactly one succeeds",
-          "[integration][s3]") {
+TEST_CASE(
+    "s3 conditional writes: of 20 concurrent create-only PUTs of one key exactly one succeeds",
+    "[integration][s3]") {
   REQUIRE(!env_or("DOCKGATE_TEST_S3_ENDPOINT").empty());
   const std::string key = unique_name("conditional") + "/race.json";
   constexpr int writers = 20;
@@ -126,7 +132,9 @@ TEST_CASE("s3 conditional writes: of 20 concurrent create-only PUTs of one key e
         cv.notify_all();
         cv.wait(lock, [&] { return go; });
       }
-      status[i] = s3.put_object(key, "writer " + std::to_string(i), "application/json", &create_only).status;
+      status[i] =
+          s3.put_object(key, "writer " + std::to_string(i), "application/json", &create_only)
+              .status;
     });
   }
   {
@@ -140,9 +148,12 @@ TEST_CASE("s3 conditional writes: of 20 concurrent create-only PUTs of one key e
   int created = 0, refused = 0, winner = -1;
   for (int i = 0; i < writers; ++i) {
     INFO("writer " << i << ": " << status[i]);
-    if (status[i] == 200) ++created, winner = i;
-    else if (status[i] == 412) ++refused;
-    else FAIL_CHECK("neither 200 nor 412");
+    if (status[i] == 200)
+      ++created, winner = i;
+    else if (status[i] == 412)
+      ++refused;
+    else
+      FAIL_CHECK("neither 200 nor 412");
   }
   CHECK(created == 1);
   CHECK(refused == writers - 1);
@@ -152,8 +163,10 @@ TEST_CASE("s3 conditional writes: of 20 concurrent create-only PUTs of one key e
   s3.delete_object(key);
 }
 
-TEST_CASE("s3 conditional writes through the object store: replace of a key that moved on reports changed",
-          "[integration][s3]") {
+TEST_CASE(
+    "s3 conditional writes through the object store: replace of a key that moved on reports "
+    "changed",
+    "[integration][s3]") {
   REQUIRE(!env_or("DOCKGATE_TEST_S3_ENDPOINT").empty());
   // The store the archives and the lease use (storage.cpp's s3_store), as open_store makes it.
   dockgate::sidecar::storage_spec spec;

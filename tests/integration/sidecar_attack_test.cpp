@@ -11,9 +11,9 @@
 using namespace dockgate::test;
 using namespace std::chrono_literals;
 
-
-TEST_CASE("cells: nothing a cell starts outlives its answer, whatever it did to its environment or PID",
-          "[integration][sidecar][cells]") {
+TEST_CASE(
+    "cells: nothing a cell starts outlives its answer, whatever it did to its environment or PID",
+    "[integration][sidecar][cells]") {
   proxy_process proxy("compose/policies/sandbox.json");
   sidecar_process sidecar(proxy);
   const std::string sid = new_session(sidecar);
@@ -43,7 +43,8 @@ print('spawned')
     CHECK(left == "/sbin/docker-init -- sleep infinity\nsleep infinity\n<runner>\n");
   }
   // The session still works.
-  CHECK(field(sidecar.call("POST", "/exec", exec_body(sid, "print(1)", 10000)).body, "stdout") == "1\n");
+  CHECK(field(sidecar.call("POST", "/exec", exec_body(sid, "print(1)", 10000)).body, "stdout") ==
+        "1\n");
 }
 
 TEST_CASE("cells: a process cannot hide from the kill sweep behind a forged comm (both paths)",
@@ -77,7 +78,8 @@ print('hidden')
       CHECK(left == std::string("/sbin/docker-init -- sleep infinity\nsleep infinity\n") +
                         (sidecar == &fast ? "<runner>\n" : ""));
     }
-    CHECK(field(sidecar->call("POST", "/exec", exec_body(sid, "print(1)", 10000)).body, "stdout") == "1\n");
+    CHECK(field(sidecar->call("POST", "/exec", exec_body(sid, "print(1)", 10000)).body, "stdout") ==
+          "1\n");
     sidecar->call("DELETE", "/sessions/" + sid, "");
   }
 }
@@ -92,8 +94,9 @@ std::string read_text(const std::string& path) {
 // The container's processes not yet past killing, read from the kernel at once (no `docker
 // top`, whose round trip is longer than a dying process takes): the members of its pids
 // cgroup (v1's controller, or v2's one tree), each as its command line ("[comm]" once its
-// memory is gone, as ps shows it), "<pid> <ppid> <args>" a line. Left out: a zombie of one thread, nothing else; a zombie
-// with threads (a group leader that exited while its other threads run) is alive.
+// memory is gone, as ps shows it), "<pid> <ppid> <args>" a line. Left out: a zombie of one thread,
+// nothing else; a zombie with threads (a group leader that exited while its other threads run) is
+// alive.
 std::string live_processes(const std::string& init_pid) {
   std::istringstream groups(read_text("/proc/" + init_pid + "/cgroup"));
   std::string procs_file;
@@ -101,7 +104,8 @@ std::string live_processes(const std::string& init_pid) {
     const auto a = line.find(':'), b = line.find(':', a + 1);
     const std::string controllers = line.substr(a + 1, b - a - 1), path = line.substr(b + 1);
     if (controllers == "pids") procs_file = "/sys/fs/cgroup/pids" + path + "/cgroup.procs";
-    if (controllers.empty() && procs_file.empty()) procs_file = "/sys/fs/cgroup" + path + "/cgroup.procs";
+    if (controllers.empty() && procs_file.empty())
+      procs_file = "/sys/fs/cgroup" + path + "/cgroup.procs";
   }
   std::istringstream pids(read_text(procs_file));
   std::string out;
@@ -151,7 +155,8 @@ print('started')
 )";
   for (const auto* sidecar : {&fast, &plain}) {
     const std::string sid = new_session(*sidecar);
-    std::string init_pid = run(direct() + " inspect -f '{{.State.Pid}}' dockgate-sbx-" + sid).output;
+    std::string init_pid =
+        run(direct() + " inspect -f '{{.State.Pid}}' dockgate-sbx-" + sid).output;
     init_pid.erase(init_pid.find_last_not_of("\n ") + 1);
     REQUIRE(!init_pid.empty());
     for (int round = 0; round < 3; ++round) {
@@ -177,7 +182,8 @@ print('started')
       }
       std::string runner_title, runner;
       for (const auto& r : rows)
-        if (r.args.ends_with(" dockgate-runner") && runner.empty()) runner = r.pid, runner_title = r.args;
+        if (r.args.ends_with(" dockgate-runner") && runner.empty())
+          runner = r.pid, runner_title = r.args;
       std::set<std::string> pair;
       std::string unexpected;
       for (const auto& r : rows) {
@@ -200,7 +206,8 @@ print('started')
   }
 }
 
-TEST_CASE("cells: artifact names cannot forge the listing, limits hold whatever it says", "[integration][sidecar][cells]") {
+TEST_CASE("cells: artifact names cannot forge the listing, limits hold whatever it says",
+          "[integration][sidecar][cells]") {
   proxy_process proxy("compose/policies/sandbox.json");
   sidecar_process sidecar(proxy, {"SANDBOX_MAX_ARTIFACT_BYTES=1000"});
   const std::string sid = new_session(sidecar);
@@ -217,28 +224,35 @@ print('ok')
   INFO(ran.body);
   REQUIRE(field(ran.body, "stdout") == "ok\n");
   const std::string files = field(ran.body, "files");
-  CHECK(files.find("cm9vdD") == std::string::npos);  // base64 of "root:" never comes back
+  CHECK(files.find("cm9vdD") == std::string::npos);        // base64 of "root:" never comes back
   CHECK(files.find("aW5ub2NlbnQ=") != std::string::npos);  // the real file, under its own name
-  CHECK(files.find("eHh4eHh4") == std::string::npos);  // the 5000-byte file is over the limit
+  CHECK(files.find("eHh4eHh4") == std::string::npos);      // the 5000-byte file is over the limit
   CHECK(field(ran.body, "stderr").find("skipped 1 output file") != std::string::npos);
 }
 
-TEST_CASE("cells: a kill is explained (a timeout past SIGTERM, the memory limit)", "[integration][sidecar][cells]") {
+TEST_CASE("cells: a kill is explained (a timeout past SIGTERM, the memory limit)",
+          "[integration][sidecar][cells]") {
   proxy_process proxy("compose/policies/sandbox.json");
-  sidecar_process sidecar(proxy, {"SANDBOX_MEMORY=256m", "SANDBOX_TMPFS_SIZE=16m", "SANDBOX_WORKSPACE_SIZE=64m"});
+  sidecar_process sidecar(
+      proxy, {"SANDBOX_MEMORY=256m", "SANDBOX_TMPFS_SIZE=16m", "SANDBOX_WORKSPACE_SIZE=64m"});
   const std::string sid = new_session(sidecar);
   auto stubborn = sidecar.call(
-      "POST", "/exec", exec_body(sid, "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\ntime.sleep(60)", 1000));
+      "POST", "/exec",
+      exec_body(
+          sid, "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\ntime.sleep(60)",
+          1000));
   INFO(stubborn.body);
   CHECK(field(stubborn.body, "exit_code") == "137");
   CHECK(field(stubborn.body, "stderr").find("ignored SIGTERM and was killed") != std::string::npos);
-  auto hungry = sidecar.call("POST", "/exec", exec_body(sid, "x = bytearray(1024 * 1024 * 1024)\nprint(len(x))", 10000));
+  auto hungry = sidecar.call(
+      "POST", "/exec", exec_body(sid, "x = bytearray(1024 * 1024 * 1024)\nprint(len(x))", 10000));
   INFO(hungry.body);
   CHECK(field(hungry.body, "exit_code") == "137");
   CHECK(field(hungry.body, "stderr").find("out of memory") != std::string::npos);
 }
 
-TEST_CASE("server: 1000 slow or idle connections do not lock well-behaved clients out", "[integration][sidecar][server]") {
+TEST_CASE("server: 1000 slow or idle connections do not lock well-behaved clients out",
+          "[integration][sidecar][server]") {
   proxy_process proxy("compose/policies/sandbox.json");
   sidecar_process sidecar(proxy, {"SANDBOX_HEAD_TIMEOUT_S=3"});
   const std::string port = sidecar.port();
@@ -275,15 +289,20 @@ while time.time() < end:
   CHECK(answered == 10);
   auto created = sidecar.call("POST", "/sessions", "{}");
   CHECK(created.status == 200);
-  if (created.status == 200) CHECK(sidecar.call("DELETE", "/sessions/" + field(created.body, "session_id"), "").status == 200);
+  if (created.status == 200)
+    CHECK(sidecar.call("DELETE", "/sessions/" + field(created.body, "session_id"), "").status ==
+          200);
 }
 
-TEST_CASE("files: opened once beneath /workspace, never through a symlink, never a FIFO, never past the limit",
-          "[integration][sidecar][files]") {
+TEST_CASE(
+    "files: opened once beneath /workspace, never through a symlink, never a FIFO, never past the "
+    "limit",
+    "[integration][sidecar][files]") {
   proxy_process proxy("compose/policies/sandbox.json");
   sidecar_process sidecar(proxy, {"SANDBOX_MAX_BODY_BYTES=1048576"});
   const std::string sid = new_session(sidecar);
-  auto setup = sidecar.call("POST", "/exec", exec_body(sid, R"(import os
+  auto setup = sidecar.call("POST", "/exec",
+                            exec_body(sid, R"(import os
 os.symlink('/etc', '/workspace/etc')
 os.symlink('/etc/passwd', '/workspace/passwd')
 os.makedirs('/workspace/d')
@@ -292,13 +311,16 @@ os.symlink('/workspace/d/real.txt', '/workspace/inside-link')
 os.mkfifo('/workspace/fifo')
 with open('/workspace/sparse', 'wb') as f: f.truncate(4 << 30)
 print('ready')
-)", 10000));
+)",
+                                      10000));
   REQUIRE(field(setup.body, "stdout") == "ready\n");
   auto get = [&](const std::string& path) {
-    return sidecar.call("POST", "/files/get", R"({"session_id":")" + sid + R"(","path":")" + path + R"("})");
+    return sidecar.call("POST", "/files/get",
+                        R"({"session_id":")" + sid + R"(","path":")" + path + R"("})");
   };
   CHECK(field(get("d/real.txt").body, "data_base64") == "cmVhbA==");
-  for (const char* through_link : {"etc/passwd", "passwd", "inside-link", "/workspace/etc/hostname"}) {
+  for (const char* through_link :
+       {"etc/passwd", "passwd", "inside-link", "/workspace/etc/hostname"}) {
     CAPTURE(through_link);
     auto r = get(through_link);
     CHECK(r.status == 400);
@@ -307,18 +329,29 @@ print('ready')
   // A FIFO: refused at once (it would block a reader or writer for a minute).
   auto started = std::chrono::steady_clock::now();
   CHECK(get("fifo").status == 404);
-  auto put = sidecar.call("POST", "/files", R"({"session_id":")" + sid + R"(","path":"fifo","data_base64":"aGk="})");
+  auto put = sidecar.call("POST", "/files",
+                          R"({"session_id":")" + sid + R"(","path":"fifo","data_base64":"aGk="})");
   CHECK(put.status == 400);
   CHECK(std::chrono::steady_clock::now() - started < 5s);
   // Writing through a symlink is refused too; the target is untouched.
-  CHECK(sidecar.call("POST", "/files", R"({"session_id":")" + sid + R"(","path":"etc/x","data_base64":"aGk="})").status == 400);
-  CHECK(sidecar.call("POST", "/files", R"({"session_id":")" + sid + R"(","path":"inside-link","data_base64":"aGk="})").status == 400);
+  CHECK(sidecar
+            .call("POST", "/files",
+                  R"({"session_id":")" + sid + R"(","path":"etc/x","data_base64":"aGk="})")
+            .status == 400);
+  CHECK(sidecar
+            .call("POST", "/files",
+                  R"({"session_id":")" + sid + R"(","path":"inside-link","data_base64":"aGk="})")
+            .status == 400);
   CHECK(field(get("d/real.txt").body, "data_base64") == "cmVhbA==");
   // A 4 GiB sparse file: 413 before its bytes cross the daemon, the gate and the sidecar.
   started = std::chrono::steady_clock::now();
   CHECK(get("sparse").status == 413);
   CHECK(std::chrono::steady_clock::now() - started < 5s);
   // Writing a new file in a new directory still works.
-  CHECK(sidecar.call("POST", "/files", R"({"session_id":")" + sid + R"(","path":"uploads/new/a.txt","data_base64":"aGk="})").status == 200);
+  CHECK(sidecar
+            .call("POST", "/files",
+                  R"({"session_id":")" + sid +
+                      R"(","path":"uploads/new/a.txt","data_base64":"aGk="})")
+            .status == 200);
   CHECK(field(get("uploads/new/a.txt").body, "data_base64") == "aGk=");
 }

@@ -318,21 +318,23 @@ except Exception as e:
   // Past the proxy: no host address, no port but the proxy's, no DNS.
   const std::string b = std::to_string(bypass.port()), r = std::to_string(resolver.port());
   // The connects wait out their timeouts side by side (a silent drop is a timeout).
-  cell("import socket, threading\ndef probe(h, p):\n"
-       "    try:\n        socket.create_connection((h, p), timeout=3); print(h, p, 'connected')\n"
-       "    except OSError as e:\n        print(h, p, e)\n"
-       "probes = [threading.Thread(target=probe, args=(h, p)) for h in ['" +
-       gateway + "', '" + host_address + "'] for p in [" + b + ", 22, 53]]\n"
-       "for t in probes: t.start()\nfor t in probes: t.join()\n"
-       "query = bytes.fromhex('123401000001000000000000047079706904746573740000010001')\n"
-       "for h in ['" +
-       gateway + "', '" + host_address +
-       "']:\n"
-       "    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
-       "    try:\n        u.sendto(query, (h, " +
-       r +
-       ")); u.sendto(query, (h, 53)); print('sent', h)\n"
-       "    except OSError as e:\n        print(h, e)\n");
+  cell(
+      "import socket, threading\ndef probe(h, p):\n"
+      "    try:\n        socket.create_connection((h, p), timeout=3); print(h, p, 'connected')\n"
+      "    except OSError as e:\n        print(h, p, e)\n"
+      "probes = [threading.Thread(target=probe, args=(h, p)) for h in ['" +
+      gateway + "', '" + host_address + "'] for p in [" + b +
+      ", 22, 53]]\n"
+      "for t in probes: t.start()\nfor t in probes: t.join()\n"
+      "query = bytes.fromhex('123401000001000000000000047079706904746573740000010001')\n"
+      "for h in ['" +
+      gateway + "', '" + host_address +
+      "']:\n"
+      "    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+      "    try:\n        u.sendto(query, (h, " +
+      r +
+      ")); u.sendto(query, (h, 53)); print('sent', h)\n"
+      "    except OSError as e:\n        print(h, e)\n");
   // The session resolves no name itself: only the proxy does.
   CHECK_THAT(cell("import os, socket\nos.environ['RES_OPTIONS'] = 'timeout:1 attempts:1'\n"
                   "try:\n    print(socket.getaddrinfo('pypi.test', 80))\n"
@@ -424,12 +426,14 @@ print('accepted', n)
   // A's probes of B's address and gateway go first, while B listens; then the names, with
   // the resolver's wait cut to a second a try (glibc reads RES_OPTIONS at its first lookup):
   // a name the network's DNS does not know is not answered sooner by waiting longer.
-  const std::string a_out = sidecar.exec(
-      a, "import os, socket, struct\nos.environ['RES_OPTIONS'] = 'timeout:1 attempts:1'\n"
-         "names = ['" + b_name + "', '" + b_hostname + "', '" + b_name +
-             ".dockgate-egress-" + b + "', '" + b_name + ".dockgate-egress', '" + b + "']\n" +
-             "addresses = ['" + b_address + "', '" + b_gateway + "']\n" +
-             R"(for i, ip in enumerate(addresses):
+  const std::string a_out =
+      sidecar.exec(a,
+                   "import os, socket, struct\nos.environ['RES_OPTIONS'] = 'timeout:1 attempts:1'\n"
+                   "names = ['" +
+                       b_name + "', '" + b_hostname + "', '" + b_name + ".dockgate-egress-" + b +
+                       "', '" + b_name + ".dockgate-egress', '" + b + "']\n" + "addresses = ['" +
+                       b_address + "', '" + b_gateway + "']\n" +
+                       R"(for i, ip in enumerate(addresses):
     try:
         socket.create_connection((ip, 7000), timeout=3)
         print('address', i, 'tcp connected')

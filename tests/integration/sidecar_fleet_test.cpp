@@ -138,8 +138,9 @@ class listener {
 int put_object(const fuse_setup& fs, const std::string& key, const std::string& body) {
   const std::string file = fs.root + ".put";
   std::ofstream(file, std::ios::trunc) << body;
-  return run("curl -sf -X PUT --data-binary @" + file + " " + env_or("DOCKGATE_TEST_S3_ENDPOINT") + "/" +
-             env_or("DOCKGATE_TEST_S3_BUCKET") + "/" + fs.prefix + "/" + key + " -o /dev/null")
+  return run("curl -sf -X PUT --data-binary @" + file + " " + env_or("DOCKGATE_TEST_S3_ENDPOINT") +
+             "/" + env_or("DOCKGATE_TEST_S3_BUCKET") + "/" + fs.prefix + "/" + key +
+             " -o /dev/null")
       .status;
 }
 
@@ -168,9 +169,14 @@ std::string fleet_signature_of(const std::string& secret, const std::string& fro
   };
   const std::string body_hash = hex(run("openssl dgst -sha256 " + dir + "-body").output);
   const std::string when = std::to_string(std::time(nullptr));
-  std::ofstream(dir + "-text", std::ios::trunc)
-      << "dockgate-fleet-v1\n" << from << "\n" << to << "\n" << when << "\n" << nonce << "\n"
-      << method << "\n" << path << "\n" << body_hash;
+  std::ofstream(dir + "-text", std::ios::trunc) << "dockgate-fleet-v1\n"
+                                                << from << "\n"
+                                                << to << "\n"
+                                                << when << "\n"
+                                                << nonce << "\n"
+                                                << method << "\n"
+                                                << path << "\n"
+                                                << body_hash;
   const std::string mac =
       hex(run("openssl dgst -sha256 -hmac '" + secret + "' " + dir + "-text").output);
   std::remove((dir + "-body").c_str());
@@ -180,8 +186,10 @@ std::string fleet_signature_of(const std::string& secret, const std::string& fro
 
 }  // namespace
 
-TEST_CASE("fleet: a call for a session held elsewhere is forwarded to its live holder, and takes it over with its files once the holder is gone",
-          "[integration][sidecar][fuse][fleet]") {
+TEST_CASE(
+    "fleet: a call for a session held elsewhere is forwarded to its live holder, and takes it over "
+    "with its files once the holder is gone",
+    "[integration][sidecar][fuse][fleet]") {
   REQUIRE(!env_or("DOCKGATE_TEST_S3_ENDPOINT").empty());
   fuse_setup fa;
   fuse_setup fb;
@@ -204,13 +212,17 @@ TEST_CASE("fleet: a call for a session held elsewhere is forwarded to its live h
   CHECK(field(record, "owner") == instance_a);
   CHECK(field(record, "archive_key") == "fleet-conv");
   CHECK(field(record, "idle_ttl_sec") == "900");
-  CHECK(field(record, "storage") == "s3://" + env_or("DOCKGATE_TEST_S3_BUCKET") + "/" + fa.prefix + "/fleet-conv/");
+  CHECK(field(record, "storage") ==
+        "s3://" + env_or("DOCKGATE_TEST_S3_BUCKET") + "/" + fa.prefix + "/fleet-conv/");
   CHECK(record.find(env_or("DOCKGATE_TEST_S3_SECRET_KEY")) == std::string::npos);
 
   // Files written on A: an upload and a cell's output.
-  CHECK(a.call("POST", "/files", "{\"session_id\":\"" + sid + R"(","path":"uploads/in.txt","data_base64":"ZnJvbSBB"})")
-            .body == R"({"ok":true})");
-  CHECK(field(a.exec(sid, "open('/workspace/outputs/cell.txt','w').write('cell on A')"), "exit_code") == "0");
+  CHECK(
+      a.call("POST", "/files",
+             "{\"session_id\":\"" + sid + R"(","path":"uploads/in.txt","data_base64":"ZnJvbSBB"})")
+          .body == R"({"ok":true})");
+  CHECK(field(a.exec(sid, "open('/workspace/outputs/cell.txt','w').write('cell on A')"),
+              "exit_code") == "0");
   const std::string read_both =
       "print(open('/workspace/uploads/in.txt').read(), open('/workspace/outputs/cell.txt').read())";
 
@@ -222,7 +234,8 @@ TEST_CASE("fleet: a call for a session held elsewhere is forwarded to its live h
   CHECK(field(via_b.body, "stdout") == "from A cell on A\n");
   CHECK(container_id(name) == held_by_a);
   CHECK(label_of(name, "sandbox.instance") == instance_a);
-  CHECK(b.call("POST", "/files/list", "{\"session_id\":\"" + sid + "\"}").body.find("in.txt") != std::string::npos);
+  CHECK(b.call("POST", "/files/list", "{\"session_id\":\"" + sid + "\"}").body.find("in.txt") !=
+        std::string::npos);
 
   // A's host dies. B answers 503 while A's lease lives, then takes the session over.
   a.stop(SIGKILL);
@@ -245,7 +258,8 @@ TEST_CASE("fleet: a call for a session held elsewhere is forwarded to its live h
   CHECK(field(taken, "owner") == instance_b);
   CHECK(field(taken, "generation").starts_with("g."));
   CHECK(mounted(fb.root + "/" + sid));
-  CHECK(b.log().find("session " + sid + " taken over from instance " + instance_a) != std::string::npos);
+  CHECK(b.log().find("session " + sid + " taken over from instance " + instance_a) !=
+        std::string::npos);
 
   // A comes back; B stops (SIGTERM): B hands the session over (its container and mount
   // go, the record stays, its store lease is released), so A's next call takes it over
@@ -274,7 +288,8 @@ TEST_CASE("fleet: a call for a session held elsewhere is forwarded to its live h
   // The files are where the key's next session mounts them: the generation B's takeover
   // made (A was gone, not stopped cleanly: a new generation), which A's takeover after B's
   // clean stop kept (nothing of B's wrote any more).
-  const std::string current = field(fa.object(".dockgate-fleet/workspaces/fleet-conv.json"), "generation");
+  const std::string current =
+      field(fa.object(".dockgate-fleet/workspaces/fleet-conv.json"), "generation");
   CHECK(current.starts_with("g."));
   CHECK(fa.object(current + "/fleet-conv/uploads/in.txt") == "from A");
   CHECK(fa.object(current + "/fleet-conv/outputs/cell.txt") == "cell on A");
@@ -285,15 +300,18 @@ TEST_CASE("fleet: a call for a session held elsewhere is forwarded to its live h
   CHECK(a2.call("DELETE", "/sessions/" + next_sid, "{}").status == 200);
 }
 
-TEST_CASE("fleet: the store lease is refused while another holder renews it, waited for when it stops, and lost when rewritten",
-          "[integration][sidecar][fuse][fleet]") {
+TEST_CASE(
+    "fleet: the store lease is refused while another holder renews it, waited for when it stops, "
+    "and lost when rewritten",
+    "[integration][sidecar][fuse][fleet]") {
   REQUIRE(!env_or("DOCKGATE_TEST_S3_ENDPOINT").empty());
   fuse_setup fs;
   proxy_process proxy(fs.policy);
   const std::string instance = "fleet-lease-" + std::to_string(::getpid());
   const std::string key = ".dockgate-fleet/instances/" + instance + ".json";
   auto lease = [&](int beat) {
-    return R"({"instance":")" + instance + R"(","holder":"other-holder","url":"","host":"elsewhere","pid":1,"beat":)" +
+    return R"({"instance":")" + instance +
+           R"(","holder":"other-holder","url":"","host":"elsewhere","pid":1,"beat":)" +
            std::to_string(beat) + "}";
   };
   auto env = member_env(fs);
@@ -314,7 +332,8 @@ TEST_CASE("fleet: the store lease is refused while another holder renews it, wai
     holder.join();
     INFO(refused->log_text());
     CHECK(status == 1);
-    CHECK(refused->log_text().find("is held by a live sidecar of the fleet: holder other-holder on host elsewhere") !=
+    CHECK(refused->log_text().find(
+              "is held by a live sidecar of the fleet: holder other-holder on host elsewhere") !=
           std::string::npos);
   }
   // The holder stops renewing: the start waits for its expiry, then holds the lease.
@@ -337,7 +356,8 @@ TEST_CASE("fleet: the store lease is refused while another holder renews it, wai
   CHECK(runs->log_text().find("the store lease was lost") != std::string::npos);
 }
 
-TEST_CASE("fleet: a store that ignores conditional writes is refused at start", "[integration][sidecar][fuse][fleet]") {
+TEST_CASE("fleet: a store that ignores conditional writes is refused at start",
+          "[integration][sidecar][fuse][fleet]") {
   REQUIRE(!env_or("DOCKGATE_TEST_S3_ENDPOINT").empty());
   // s3rver itself, without the layer of scripts/s3rver-conditional.js: it ignores
   // If-None-Match on PUT, as some S3-compatible stores do.
@@ -351,7 +371,8 @@ TEST_CASE("fleet: a store that ignores conditional writes is refused at start", 
   const std::string pid = run(bin + " -d " + data + " -a 127.0.0.1 -p " + port +
                               " --silent --configure-bucket plain >/dev/null 2>&1 & echo $!")
                               .output;
-  for (int i = 0; i < 100 && run("curl -s -o /dev/null http://127.0.0.1:" + port + "/").status != 0; ++i)
+  for (int i = 0; i < 100 && run("curl -s -o /dev/null http://127.0.0.1:" + port + "/").status != 0;
+       ++i)
     std::this_thread::sleep_for(100ms);
   auto env = member_env(fs);
   auto store_env = fs.env("plain", "http://127.0.0.1:" + port);
@@ -364,8 +385,10 @@ TEST_CASE("fleet: a store that ignores conditional writes is refused at start", 
   CHECK(refused->log_text().find("does not honour conditional writes") != std::string::npos);
 }
 
-TEST_CASE("fleet: the store never chooses where a call goes, and the client's key never leaves the member it reached",
-          "[integration][sidecar][fuse][fleet]") {
+TEST_CASE(
+    "fleet: the store never chooses where a call goes, and the client's key never leaves the "
+    "member it reached",
+    "[integration][sidecar][fuse][fleet]") {
   REQUIRE(!env_or("DOCKGATE_TEST_S3_ENDPOINT").empty());
   fuse_setup fa;
   fuse_setup fb;
@@ -409,7 +432,8 @@ TEST_CASE("fleet: the store never chooses where a call goes, and the client's ke
   std::string lease = fa.object(lease_key);
   const auto url_at = lease.find("\"url\":\"");
   REQUIRE(url_at != std::string::npos);
-  lease.replace(url_at, lease.find('"', url_at + 7) + 1 - url_at, "\"url\":\"" + intruder.url() + "\"");
+  lease.replace(url_at, lease.find('"', url_at + 7) + 1 - url_at,
+                "\"url\":\"" + intruder.url() + "\"");
   REQUIRE(put_object(fa, lease_key, lease) == 0);
   auto via_b = b.call("POST", "/exec", exec_body(sid, "print('ran')"));
   INFO(via_b.body << b.log());
@@ -426,8 +450,9 @@ TEST_CASE("fleet: the store never chooses where a call goes, and the client's ke
   CHECK(intruder.seen().find(api_key) == std::string::npos);
 }
 
-TEST_CASE("fleet: a call that says it was forwarded is served only with the fleet's credential, once",
-          "[integration][sidecar][fuse][fleet]") {
+TEST_CASE(
+    "fleet: a call that says it was forwarded is served only with the fleet's credential, once",
+    "[integration][sidecar][fuse][fleet]") {
   REQUIRE(!env_or("DOCKGATE_TEST_S3_ENDPOINT").empty());
   fuse_setup fa;
   proxy_process pa(fa.policy);
@@ -452,30 +477,30 @@ TEST_CASE("fleet: a call that says it was forwarded is served only with the flee
         "forwarded call refused: a forwarded call needs the fleet's credential (X-Dockgate-Fleet)");
   // Signed under another fleet's key: refused.
   const std::string body2 = write_cell("other-key.txt");
-  auto other_key = raw_call(
-      fleet.port_a, "POST", "/exec", body2,
-      from_b + "X-Dockgate-Fleet: " +
-          fleet_signature_of("another-fleet-secret-0123456789abcdef", fleet.instance_b,
-                             fleet.instance_a, "POST", "/exec", body2,
-                             "00112233445566778899aabbccddeeff") +
-          "\r\n");
+  auto other_key =
+      raw_call(fleet.port_a, "POST", "/exec", body2,
+               from_b + "X-Dockgate-Fleet: " +
+                   fleet_signature_of("another-fleet-secret-0123456789abcdef", fleet.instance_b,
+                                      fleet.instance_a, "POST", "/exec", body2,
+                                      "00112233445566778899aabbccddeeff") +
+                   "\r\n");
   CHECK(other_key.status == 401);
   // Signed for another call (the signature of one body sent with another): refused.
   const std::string body3 = write_cell("swapped.txt");
-  auto swapped = raw_call(fleet.port_a, "POST", "/exec", body3,
-                          from_b + "X-Dockgate-Fleet: " +
-                              fleet_signature_of(secret, fleet.instance_b, fleet.instance_a,
-                                                 "POST", "/exec", exec_body(sid, "print(1)"),
-                                                 "10112233445566778899aabbccddeeff") +
-                              "\r\n");
+  auto swapped = raw_call(
+      fleet.port_a, "POST", "/exec", body3,
+      from_b + "X-Dockgate-Fleet: " +
+          fleet_signature_of(secret, fleet.instance_b, fleet.instance_a, "POST", "/exec",
+                             exec_body(sid, "print(1)"), "10112233445566778899aabbccddeeff") +
+          "\r\n");
   CHECK(swapped.status == 401);
   // The fleet's credential, as a member makes it: served. Sent again: refused (replay).
   const std::string body4 = write_cell("genuine.txt");
-  const std::string genuine = from_b + "X-Dockgate-Fleet: " +
-                              fleet_signature_of(secret, fleet.instance_b, fleet.instance_a,
-                                                 "POST", "/exec", body4,
-                                                 "20112233445566778899aabbccddeeff") +
-                              "\r\n";
+  const std::string genuine =
+      from_b + "X-Dockgate-Fleet: " +
+      fleet_signature_of(secret, fleet.instance_b, fleet.instance_a, "POST", "/exec", body4,
+                         "20112233445566778899aabbccddeeff") +
+      "\r\n";
   auto served = raw_call(fleet.port_a, "POST", "/exec", body4, genuine);
   INFO(served.body << a.log());
   CHECK(served.status == 200);
@@ -487,8 +512,10 @@ TEST_CASE("fleet: a call that says it was forwarded is served only with the flee
   CHECK(field(listed, "stdout") == "['genuine.txt']\n");
 }
 
-TEST_CASE("fleet: a holder stalled past its lease writes nothing the taker's session reads, and fences itself when it wakes",
-          "[integration][sidecar][fuse][fleet][split-brain]") {
+TEST_CASE(
+    "fleet: a holder stalled past its lease writes nothing the taker's session reads, and fences "
+    "itself when it wakes",
+    "[integration][sidecar][fuse][fleet][split-brain]") {
   REQUIRE(!env_or("DOCKGATE_TEST_S3_ENDPOINT").empty());
   fuse_setup fa;
   fuse_setup fb;
@@ -536,15 +563,17 @@ TEST_CASE("fleet: a holder stalled past its lease writes nothing the taker's ses
   dockgate::client::http_response taken;
   for (int i = 0; i < 120; ++i) {
     taken = b.call("POST", "/exec",
-                   exec_body(sid, "open('/workspace/loop.txt','w').write('B')\n"
-                                  "open('/workspace/b.txt','w').write('from B')\nprint('ok')"));
+                   exec_body(sid,
+                             "open('/workspace/loop.txt','w').write('B')\n"
+                             "open('/workspace/b.txt','w').write('from B')\nprint('ok')"));
     if (taken.status != 503) break;
     std::this_thread::sleep_for(250ms);
   }
   INFO(taken.body << b.log());
   REQUIRE(taken.status == 200);
   CHECK(field(taken.body, "stdout") == "ok\n");
-  CHECK(b.log().find("session " + sid + " taken over from instance " + instance_a) != std::string::npos);
+  CHECK(b.log().find("session " + sid + " taken over from instance " + instance_a) !=
+        std::string::npos);
 
   // Where B's session reads and writes, by its record; and what a next session of the key
   // mounts, by the key's record: a generation of B's, not the prefix A's s3fs writes.
@@ -552,10 +581,11 @@ TEST_CASE("fleet: a holder stalled past its lease writes nothing the taker's ses
   const std::string generation = field(record, "generation");
   INFO(record);
   CHECK(generation.starts_with("g."));
-  CHECK(field(record, "storage") == "s3://" + env_or("DOCKGATE_TEST_S3_BUCKET") + "/" + fa.prefix + "/" +
-                                        generation + "/split-brain/");
+  CHECK(field(record, "storage") == "s3://" + env_or("DOCKGATE_TEST_S3_BUCKET") + "/" + fa.prefix +
+                                        "/" + generation + "/split-brain/");
   CHECK(field(record, "copy_from") == "<absent>");
-  CHECK(field(fa.object(".dockgate-fleet/workspaces/split-brain.json"), "generation") == generation);
+  CHECK(field(fa.object(".dockgate-fleet/workspaces/split-brain.json"), "generation") ==
+        generation);
   // The objects B's session reads are those under its record's `storage`.
   const std::string place = field(record, "storage");
   const std::string root = "s3://" + env_or("DOCKGATE_TEST_S3_BUCKET") + "/" + fa.prefix + "/";
@@ -572,13 +602,15 @@ TEST_CASE("fleet: a holder stalled past its lease writes nothing the taker's ses
   while (std::chrono::steady_clock::now() < until) {
     const std::string mine = fa.object(b_file);
     ++b_reads;
-    if (mine == "B") ++b_intact;
+    if (mine == "B")
+      ++b_intact;
     else
       UNSCOPED_INFO("B's loop.txt read " << mine);
     a_values.insert(fa.object("split-brain/loop.txt"));
     std::this_thread::sleep_for(100ms);
   }
-  CHECK(b_reads >= 4);  // the store was read all along the window (each read may be slow on a loaded machine)
+  CHECK(b_reads >=
+        4);  // the store was read all along the window (each read may be slow on a loaded machine)
   CHECK(b_intact == b_reads);
   CHECK(a_values.size() > 3);  // the old holder's container wrote on after the answer
   CHECK(fa.object(b_dir + "b.txt") == "from B");
@@ -611,8 +643,10 @@ TEST_CASE("fleet: a holder stalled past its lease writes nothing the taker's ses
   CHECK(b.call("DELETE", "/sessions/" + sid, "{}").body == R"({"ok":true})");
 }
 
-TEST_CASE("fleet: a takeover cut short mid-copy is redone from the generation it copied, never from the half-made one",
-          "[integration][sidecar][fuse][fleet][split-brain]") {
+TEST_CASE(
+    "fleet: a takeover cut short mid-copy is redone from the generation it copied, never from the "
+    "half-made one",
+    "[integration][sidecar][fuse][fleet][split-brain]") {
   REQUIRE(!env_or("DOCKGATE_TEST_S3_ENDPOINT").empty());
   fuse_setup fs;
   proxy_process proxy(fs.policy);
@@ -624,14 +658,19 @@ TEST_CASE("fleet: a takeover cut short mid-copy is redone from the generation it
   REQUIRE(put_object(fs, "mid-copy/notes.txt", "whole") == 0);
   REQUIRE(put_object(fs, "mid-copy/more.txt", "more") == 0);
   REQUIRE(put_object(fs, half + "/mid-copy/notes.txt", "half") == 0);
-  REQUIRE(put_object(fs, ".dockgate-fleet/sessions/" + sid + ".json",
-                     R"({"session_id":")" + sid + R"(","archive_key":"mid-copy","storage":"s3://)" +
-                         env_or("DOCKGATE_TEST_S3_BUCKET") + "/" + fs.prefix + "/" + half +
-                         R"(/mid-copy/","idle_ttl_sec":0,"kernel":"","owner":"died-mid-copy","holder":"gone",)"
-                         R"("created_at":"1","generation":")" + half + R"(","copy_from":""})") == 0);
+  REQUIRE(
+      put_object(
+          fs, ".dockgate-fleet/sessions/" + sid + ".json",
+          R"({"session_id":")" + sid + R"(","archive_key":"mid-copy","storage":"s3://)" +
+              env_or("DOCKGATE_TEST_S3_BUCKET") + "/" + fs.prefix + "/" + half +
+              R"(/mid-copy/","idle_ttl_sec":0,"kernel":"","owner":"died-mid-copy","holder":"gone",)"
+              R"("created_at":"1","generation":")" +
+              half + R"(","copy_from":""})") == 0);
 
-  auto read = b.call("POST", "/exec",
-                     exec_body(sid, "print(open('/workspace/notes.txt').read(), open('/workspace/more.txt').read())"));
+  auto read = b.call(
+      "POST", "/exec",
+      exec_body(sid,
+                "print(open('/workspace/notes.txt').read(), open('/workspace/more.txt').read())"));
   INFO(read.body << b.log());
   REQUIRE(read.status == 200);
   CHECK(field(read.body, "stdout") == "whole more\n");
@@ -646,8 +685,10 @@ TEST_CASE("fleet: a takeover cut short mid-copy is redone from the generation it
   CHECK(b.call("DELETE", "/sessions/" + sid, "{}").body == R"({"ok":true})");
 }
 
-TEST_CASE("fleet: a stop that keeps its session containers hands nothing over in place: the takeover makes a new generation",
-          "[integration][sidecar][fuse][fleet][split-brain]") {
+TEST_CASE(
+    "fleet: a stop that keeps its session containers hands nothing over in place: the takeover "
+    "makes a new generation",
+    "[integration][sidecar][fuse][fleet][split-brain]") {
   REQUIRE(!env_or("DOCKGATE_TEST_S3_ENDPOINT").empty());
   fuse_setup fa;
   fuse_setup fb;

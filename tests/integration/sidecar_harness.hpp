@@ -307,7 +307,7 @@ struct started_sidecar {
 };
 
 inline std::unique_ptr<started_sidecar> start_sidecar(const proxy_process& proxy,
-                                               const std::vector<std::string>& env) {
+                                                      const std::vector<std::string>& env) {
   auto s = std::make_unique<started_sidecar>();
   s->port = free_tcp_port();
   s->log = proxy.dir() + "/started-" + s->port + ".log";

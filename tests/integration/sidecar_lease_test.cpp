@@ -59,7 +59,8 @@ std::string other_owner_policy() {
 }
 
 std::string engine_state(const std::string& container) {
-  return run(direct() + " inspect -f '{{.State.Status}} {{index .Config.Labels \"dockgate.owner\"}}' " +
+  return run(direct() +
+             " inspect -f '{{.State.Status}} {{index .Config.Labels \"dockgate.owner\"}}' " +
              container + " 2>/dev/null")
       .output;
 }
@@ -243,8 +244,10 @@ TEST_CASE("sidecar lease: a holder whose lease is gone stops at once and leaves 
   run(direct() + " rm -f dockgate-sbx-" + sid);
 }
 
-TEST_CASE("sidecar lease: another owner's container on the guessable name does not keep the sidecar from starting",
-          "[integration][sidecar][lease]") {
+TEST_CASE(
+    "sidecar lease: another owner's container on the guessable name does not keep the sidecar from "
+    "starting",
+    "[integration][sidecar][lease]") {
   proxy_process proxy("compose/policies/sandbox.json");
   proxy_process other(other_owner_policy());
   const std::string instance = unique_name("lease");
@@ -293,9 +296,9 @@ TEST_CASE("sidecar lease: a foreign container on the lease's own name is named, 
                                         "SANDBOX_INSTANCE_LEASE_S=5", "SANDBOX_WARM_POOL=0"};
   // As if the key had leaked: the keyed name itself, taken by another tenant.
   const std::string keyed = lease_container(instance);
-  REQUIRE(run(other.docker() + " create --name " + keyed + " " + runtime_image() +
-              " sleep infinity")
-              .status == 0);
+  REQUIRE(
+      run(other.docker() + " create --name " + keyed + " " + runtime_image() + " sleep infinity")
+          .status == 0);
   auto refused = start_sidecar(proxy, env);
   int status = wait_exit(refused->pid, 60s);
   if (status == -1) {

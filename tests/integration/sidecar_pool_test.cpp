@@ -162,7 +162,9 @@ TEST_CASE(
   CHECK(wait_for_pool(instance, 1, still).size() == 1);
 }
 
-TEST_CASE("sidecar pool: a claim asks the engine nothing about a warm container whose runner answers, a dead one is never handed out",
+TEST_CASE(
+    "sidecar pool: a claim asks the engine nothing about a warm container whose runner answers, a "
+    "dead one is never handed out",
     "[integration][sidecar][pool]") {
   proxy_process proxy("compose/policies/sandbox.json");
   const std::string instance = unique_name("poolchk").substr(0, 30);
@@ -333,7 +335,9 @@ std::string warm_with_runner(const std::string& instance, const std::set<std::st
 
 }  // namespace
 
-TEST_CASE("sidecar pool: a paused, stopped or runner-less warm container is never handed out, it is removed and replaced",
+TEST_CASE(
+    "sidecar pool: a paused, stopped or runner-less warm container is never handed out, it is "
+    "removed and replaced",
     "[integration][sidecar][pool]") {
   proxy_process proxy("compose/policies/sandbox.json");
   const std::string instance = unique_name("poolbad").substr(0, 30);

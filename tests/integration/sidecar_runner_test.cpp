@@ -71,7 +71,9 @@ const std::vector<std::pair<std::string, int>> parity_cells = {
 
 }  // namespace
 
-TEST_CASE("sidecar runner: cells over one exec stream answer exactly as plain execs, a killed runner is replaced",
+TEST_CASE(
+    "sidecar runner: cells over one exec stream answer exactly as plain execs, a killed runner is "
+    "replaced",
     "[integration][sidecar][runner]") {
   proxy_process proxy("compose/policies/sandbox.json");
   sidecar_process fast(proxy);
@@ -240,18 +242,19 @@ TEST_CASE("sidecar runner: a cell cannot forge its answer through fd 1/2 or the 
 
   // A cell that kills the runner (it can: same user): that cell's answer says so, and
   // the next ones run as plain execs, correctly.
-  auto killer = sidecar.call("POST", "/exec",
-                             exec_body(sid,
-                                       "import fcntl, os, struct, termios, time\n"
-                                       "print('before', flush=True)\n"
-                                       "while struct.unpack('i', fcntl.ioctl(1, termios.FIONREAD, b'0000'))[0]:\n"
-                                       "  time.sleep(0.01)\n"
-                                       "time.sleep(0.2)\n"
-                                       "for p in os.listdir('/proc'):\n"
-                                       "  if p.isdigit() and open(f'/proc/{p}/cmdline', "
-                                       "'rb').read().endswith(b'\\0dockgate-runner\\0'):\n"
-                                       "    os.kill(int(p), 9)\n"
-                                       "time.sleep(0.5)\nprint('after')"));
+  auto killer = sidecar.call(
+      "POST", "/exec",
+      exec_body(sid,
+                "import fcntl, os, struct, termios, time\n"
+                "print('before', flush=True)\n"
+                "while struct.unpack('i', fcntl.ioctl(1, termios.FIONREAD, b'0000'))[0]:\n"
+                "  time.sleep(0.01)\n"
+                "time.sleep(0.2)\n"
+                "for p in os.listdir('/proc'):\n"
+                "  if p.isdigit() and open(f'/proc/{p}/cmdline', "
+                "'rb').read().endswith(b'\\0dockgate-runner\\0'):\n"
+                "    os.kill(int(p), 9)\n"
+                "time.sleep(0.5)\nprint('after')"));
   INFO(killer.body);
   CHECK(killer.status == 200);
   // What the runner forwarded before it died is kept. The cell waits until the runner

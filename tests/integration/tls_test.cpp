@@ -11,15 +11,16 @@ using namespace dockgate::test;
 namespace {
 
 // A client whose certificate's subject names the profile `ci`; everyone else `ping-only`.
-constexpr const char* subject_policy = R"({"clients":[{"tls_subject":"O=dockgate,CN=ci-runner","profile":"ci"}],
+constexpr const char* subject_policy =
+    R"({"clients":[{"tls_subject":"O=dockgate,CN=ci-runner","profile":"ci"}],
       "default_profile":"ping-only",
       "profiles":{"ci":{"allow":["SystemPing","SystemPingHead","SystemVersion"]},
                   "ping-only":{"allow":["SystemPing","SystemPingHead"]}}})";
 
 // The docker CLI with the client certificate of make_pki(), to tls://127.0.0.1:<port>.
 std::string tls_cli(const std::string& pki, const std::string& port) {
-  return docker_cli() + " --tlsverify --tlscacert " + pki + "/ca.pem --tlscert " + pki + "/client.pem --tlskey " +
-         pki + "/client.key -H tcp://127.0.0.1:" + port;
+  return docker_cli() + " --tlsverify --tlscacert " + pki + "/ca.pem --tlscert " + pki +
+         "/client.pem --tlskey " + pki + "/client.key -H tcp://127.0.0.1:" + port;
 }
 
 }  // namespace
@@ -28,22 +29,25 @@ TEST_CASE("a TLS client certificate's subject selects the profile", "[integratio
   const std::string pki = make_pki();
   const std::string port = free_tcp_port();
   proxy_process proxy(subject_policy,
-                      {"--listen", "tls://127.0.0.1:" + port, "--tls-cert", pki + "/server.pem", "--tls-key",
-                       pki + "/server.key", "--tls-client-ca", pki + "/ca.pem"});
+                      {"--listen", "tls://127.0.0.1:" + port, "--tls-cert", pki + "/server.pem",
+                       "--tls-key", pki + "/server.key", "--tls-client-ca", pki + "/ca.pem"});
   auto version = run(tls_cli(pki, port) + " version --format '{{.Server.APIVersion}}'");
   INFO(version.output);
   CHECK(version.output == "1.41\n");
-  CHECK(proxy.audit_contains("\"client\":{\"transport\":\"tls\",\"address\":\"127.0.0.1\",\"port\":"));
+  CHECK(proxy.audit_contains(
+      "\"client\":{\"transport\":\"tls\",\"address\":\"127.0.0.1\",\"port\":"));
   CHECK(proxy.audit_contains("\"subject\":\"O=dockgate,CN=ci-runner\"},\"profile\":\"ci\""));
 
   // Without a client certificate the handshake fails: nothing reaches the daemon.
-  auto anonymous = run(docker_cli() + " --tlsverify --tlscacert " + pki + "/ca.pem -H tcp://127.0.0.1:" + port +
-                       " version --format '{{.Server.APIVersion}}'");
+  auto anonymous =
+      run(docker_cli() + " --tlsverify --tlscacert " + pki + "/ca.pem -H tcp://127.0.0.1:" + port +
+          " version --format '{{.Server.APIVersion}}'");
   CHECK(anonymous.status != 0);
   CHECK(anonymous.output.find("1.41") == std::string::npos);
   // Over the unix listener (no certificate) the default profile applies.
   auto plain = run(proxy.docker() + " version");
-  CHECK(plain.output.find("dockgate: SystemVersion is not allowed by profile ping-only") != std::string::npos);
+  CHECK(plain.output.find("dockgate: SystemVersion is not allowed by profile ping-only") !=
+        std::string::npos);
   run("rm -rf " + pki);
 }
 
@@ -54,9 +58,8 @@ TEST_CASE("a TLS client certificate's subject selects the profile", "[integratio
 TEST_CASE("without --tls-client-ca a client certificate selects no profile", "[integration][tls]") {
   const std::string pki = make_pki();
   const std::string port = free_tcp_port();
-  proxy_process proxy(subject_policy,
-                      {"--listen", "tls://127.0.0.1:" + port, "--tls-cert", pki + "/server.pem",
-                       "--tls-key", pki + "/server.key"});
+  proxy_process proxy(subject_policy, {"--listen", "tls://127.0.0.1:" + port, "--tls-cert",
+                                       pki + "/server.pem", "--tls-key", pki + "/server.key"});
   auto version = run(tls_cli(pki, port) + " version --format '{{.Server.APIVersion}}'");
   INFO(version.output);
   CHECK(version.output.find("dockgate: SystemVersion is not allowed by profile ping-only") !=
@@ -64,7 +67,8 @@ TEST_CASE("without --tls-client-ca a client certificate selects no profile", "[i
   CHECK(proxy.audit_contains("\"operation\":\"SystemVersion\""));
   const std::string log = proxy.audit_log();
   INFO(log);
-  CHECK(log.find("\"client\":{\"transport\":\"tls\",\"address\":\"127.0.0.1\",\"port\":") != std::string::npos);
+  CHECK(log.find("\"client\":{\"transport\":\"tls\",\"address\":\"127.0.0.1\",\"port\":") !=
+        std::string::npos);
   CHECK(log.find("\"subject\"") == std::string::npos);
   CHECK(log.find("\"profile\":\"ci\"") == std::string::npos);
   CHECK(log.find("\"profile\":\"ping-only\"") != std::string::npos);
@@ -117,14 +121,17 @@ TEST_CASE("a TLS client stuck in its handshake does not hold SIGTERM past the de
           "[integration][tls][shutdown]") {
   const std::string pki = make_pki();
   const std::string port = free_tcp_port();
-  proxy_process proxy(subject_policy,
-                      {"--listen", "tls://127.0.0.1:" + port, "--tls-cert", pki + "/server.pem",
-                       "--tls-key", pki + "/server.key", "--shutdown-timeout", "1",
-                       "--head-timeout", "60", "--threads", "2"});
+  proxy_process proxy(
+      subject_policy,
+      {"--listen", "tls://127.0.0.1:" + port, "--tls-cert", pki + "/server.pem", "--tls-key",
+       pki + "/server.key", "--shutdown-timeout", "1", "--head-timeout", "60", "--threads", "2"});
   // Two silent clients: one on each thread.
-  background silent("exec python3 -c \"import socket,time\n"
-                    "a=[socket.create_connection(('127.0.0.1'," + port + ")) for _ in range(2)]\n"
-                    "print('connected',flush=True)\ntime.sleep(120)\"");
+  background silent(
+      "exec python3 -c \"import socket,time\n"
+      "a=[socket.create_connection(('127.0.0.1'," +
+      port +
+      ")) for _ in range(2)]\n"
+      "print('connected',flush=True)\ntime.sleep(120)\"");
   REQUIRE(silent.read_line(std::chrono::seconds(10)).value_or("") == "connected");
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // accepted, handshaking
   const auto [status, took] = proxy.terminate();

@@ -1,20 +1,21 @@
-#include <catch2/catch.hpp>
+#include "dockgate/mount/mount.hpp"
+
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <filesystem>
 
 #include "dockgate/common/host_path.hpp"
-#include "dockgate/mount/mount.hpp"
 
 using namespace dockgate::mount;
 
 namespace {
 std::map<std::string, std::string> aimem() {
-  return {{"AIMEM_BUCKET", "my-project"},      {"AIMEM_ENDPOINT", "https://aistor.example.com"},
-          {"AIMEM_ACCESS_KEY", "AKEXAMPLE"},   {"AIMEM_SECRET_KEY", "secret-never-in-argv"},
-          {"AIMEM_SESSION_TOKEN", "tok-9"},    {"AIMEM_PREFIX", "/agents/"}};
+  return {{"AIMEM_BUCKET", "my-project"},    {"AIMEM_ENDPOINT", "https://aistor.example.com"},
+          {"AIMEM_ACCESS_KEY", "AKEXAMPLE"}, {"AIMEM_SECRET_KEY", "secret-never-in-argv"},
+          {"AIMEM_SESSION_TOKEN", "tok-9"},  {"AIMEM_PREFIX", "/agents/"}};
 }
 }  // namespace
 
@@ -24,9 +25,10 @@ TEST_CASE("dockgate-mount reads the AIStor example's variables", "[mount]") {
   CHECK(r.value->root == "/mnt/aimem");  // the example's default
   CHECK(r.value->prefix == "agents");
   CHECK(r.value->driver == "s3fs");
-  auto missing = load_config({{"AIMEM_MOUNT_ROOT", "relative/dir"}, {"DOCKGATE_MOUNT_TIMEOUT", "0"}}, true);
+  auto missing =
+      load_config({{"AIMEM_MOUNT_ROOT", "relative/dir"}, {"DOCKGATE_MOUNT_TIMEOUT", "0"}}, true);
   CHECK_FALSE(missing.value);
-  CHECK(missing.errors.size() == 5);  // root, timeout, bucket, endpoint, credentials: all at once
+  CHECK(missing.errors.size() == 5);    // root, timeout, bucket, endpoint, credentials: all at once
   CHECK(load_config({}, false).value);  // cleanup, list, reconcile need no storage
   CHECK_FALSE(load_config({{"AIMEM_MOUNT_ROOT", "/mnt/../etc"}}, false).value);
   CHECK_FALSE(load_config({{"AIMEM_MOUNT_ROOT", "/"}}, false).value);
@@ -35,24 +37,28 @@ TEST_CASE("dockgate-mount reads the AIStor example's variables", "[mount]") {
 
 TEST_CASE("sandbox ids are plain names", "[mount]") {
   for (const char* ok : {"a", "0123abcd", "sbx-1_2.3", "conv_6211e497a1db"}) CHECK(valid_id(ok));
-  for (const char* bad : {"", ".", "..", ".hidden", "-dash", "a/b", "../x", "a b", "a\nb"}) CHECK_FALSE(valid_id(bad));
+  for (const char* bad : {"", ".", "..", ".hidden", "-dash", "a/b", "../x", "a b", "a\nb"})
+    CHECK_FALSE(valid_id(bad));
   CHECK_FALSE(valid_id(std::string(129, 'a')));
 }
 
 TEST_CASE("credentials reach the driver in its environment, never its command line", "[mount]") {
   const auto c = *load_config(aimem(), true).value;
-  for (const std::string driver : {"s3fs", "rclone", "/opt/aistor/aimem mount {source} {mountpoint} --log {log}"}) {
+  for (const std::string driver :
+       {"s3fs", "rclone", "/opt/aistor/aimem mount {source} {mountpoint} --log {log}"}) {
     auto cfg = c;
     cfg.driver = driver;
     std::string error;
-    auto d = driver_for(cfg, "sbx1", "/mnt/aimem/sbx1", "/mnt/aimem/.dockgate-mount/sbx1.log", error);
+    auto d =
+        driver_for(cfg, "sbx1", "/mnt/aimem/sbx1", "/mnt/aimem/.dockgate-mount/sbx1.log", error);
     REQUIRE(d);
     CAPTURE(driver);
     for (const auto& a : d->argv) {
       CHECK(a.find("secret-never-in-argv") == std::string::npos);
       CHECK(a.find("tok-9") == std::string::npos);
     }
-    CHECK(std::find(d->env.begin(), d->env.end(), "AWS_SECRET_ACCESS_KEY=secret-never-in-argv") != d->env.end());
+    CHECK(std::find(d->env.begin(), d->env.end(), "AWS_SECRET_ACCESS_KEY=secret-never-in-argv") !=
+          d->env.end());
     CHECK(std::find(d->env.begin(), d->env.end(), "AWS_SESSION_TOKEN=tok-9") != d->env.end());
     // Nothing of the caller's environment leaks in (AWS_CA_BUNDLE and the like).
     for (const auto& e : d->env) CHECK_FALSE(e.starts_with("AWS_CA_BUNDLE"));
@@ -61,18 +67,22 @@ TEST_CASE("credentials reach the driver in its environment, never its command li
   auto s3fs = driver_for(c, "conv-1", "/mnt/aimem/sbx1", "/x.log", error);
   REQUIRE(s3fs);
   CHECK(s3fs->argv[1] == "my-project:/agents/conv-1");
-  for (const char* opt : {"allow_other", "nosuid", "nodev", "uid=1000", "gid=1000", "use_path_request_style"})
+  for (const char* opt :
+       {"allow_other", "nosuid", "nodev", "uid=1000", "gid=1000", "use_path_request_style"})
     CHECK(std::find(s3fs->argv.begin(), s3fs->argv.end(), opt) != s3fs->argv.end());
   auto custom = c;
   custom.driver = "/opt/aimem mount {source} {mountpoint}";
   auto t = driver_for(custom, "k", "/mnt/aimem/k", "/x.log", error);
   REQUIRE(t);
-  CHECK(t->argv == std::vector<std::string>{"/opt/aimem", "mount", "my-project:/agents/k", "/mnt/aimem/k"});
+  CHECK(t->argv ==
+        std::vector<std::string>{"/opt/aimem", "mount", "my-project:/agents/k", "/mnt/aimem/k"});
 }
 
-TEST_CASE("host paths: no symlink anywhere, nothing replaceable by another user", "[mount][host_path]") {
+TEST_CASE("host paths: no symlink anywhere, nothing replaceable by another user",
+          "[mount][host_path]") {
   using dockgate::common::open_directory_nofollow;
-  const auto base = std::filesystem::temp_directory_path() / ("dg-walk-" + std::to_string(::getpid()));
+  const auto base =
+      std::filesystem::temp_directory_path() / ("dg-walk-" + std::to_string(::getpid()));
   std::filesystem::create_directories(base / "root/inner");
   ::chmod(base.c_str(), 0755);
   ::chmod((base / "root").c_str(), 0755);

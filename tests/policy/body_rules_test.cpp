@@ -1,8 +1,7 @@
 // Container-create and exec-create review against the shipped policies
 // (compose/policies/*.json) and small inline ones, one rule at a time.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <fstream>
 #include <sstream>
 
@@ -75,7 +74,8 @@ TEST_CASE("the docker CLI's run body passes docker-cli with restricted defaults"
   CHECK(field(out, "Cmd") == R"(["true"])");
 }
 
-TEST_CASE("docker CLI 28's run body (an empty endpoint on its own network) passes docker-cli", "[body_rules]") {
+TEST_CASE("docker CLI 28's run body (an empty endpoint on its own network) passes docker-cli",
+          "[body_rules]") {
   const std::string body = read_file("tests/policy/data/docker_cli28_run.json");
   auto out = review(cli(), body);
   INFO(out);
@@ -83,10 +83,17 @@ TEST_CASE("docker CLI 28's run body (an empty endpoint on its own network) passe
   // The same endpoint on another network, or with a setting, is a widening.
   CHECK_THAT(review(cli(), "{" + image + R"(,"NetworkingConfig":{"EndpointsConfig":{"host":{}}}})"),
              Catch::Contains("NetworkingConfig.EndpointsConfig"));
-  CHECK_THAT(review(cli(), "{" + image + R"(,"NetworkingConfig":{"EndpointsConfig":{"default":{"Aliases":["x"]}}}})"),
-             Catch::Contains("NetworkingConfig.EndpointsConfig"));
-  CHECK_FALSE(review(cli(), "{" + image + R"(,"HostConfig":{"NetworkMode":"bridge"},"NetworkingConfig":{"EndpointsConfig":{"bridge":{"Aliases":null}}}})")
-                  .starts_with("DENY"));
+  CHECK_THAT(
+      review(cli(),
+             "{" + image +
+                 R"(,"NetworkingConfig":{"EndpointsConfig":{"default":{"Aliases":["x"]}}}})"),
+      Catch::Contains("NetworkingConfig.EndpointsConfig"));
+  CHECK_FALSE(
+      review(
+          cli(),
+          "{" + image +
+              R"(,"HostConfig":{"NetworkMode":"bridge"},"NetworkingConfig":{"EndpointsConfig":{"bridge":{"Aliases":null}}}})")
+          .starts_with("DENY"));
   // The sandbox forces no endpoints at all.
   auto sb = review(sandbox(), body);
   REQUIRE_FALSE(sb.starts_with("DENY"));
@@ -94,13 +101,14 @@ TEST_CASE("docker CLI 28's run body (an empty endpoint on its own network) passe
 }
 
 TEST_CASE("sandbox forces its settings whatever the client sent", "[body_rules]") {
-  const std::string body = R"({"Image":"dockgate/test-busybox","User":"root","HostConfig":{)"
-                           R"("Privileged":false,"ReadonlyRootfs":false,"NetworkMode":"host","PidMode":"host",)"
-                           R"("IpcMode":"host","UTSMode":"host","UsernsMode":"host","CgroupnsMode":"host",)"
-                           R"("CapDrop":[],"SecurityOpt":["seccomp=unconfined","no-new-privileges=false"],)"
-                           R"("Memory":-1,"MemorySwap":-1,"NanoCpus":0,"PidsLimit":-1,"ShmSize":99999999999,)"
-                           R"("Tmpfs":{"/tmp":"exec,size=100g","/workspace":"exec,size=10g"},)"
-                           R"("Ulimits":[{"Name":"nofile","Soft":1048576,"Hard":1048576}],"RestartPolicy":{"Name":"always"}}})";
+  const std::string body =
+      R"({"Image":"dockgate/test-busybox","User":"root","HostConfig":{)"
+      R"("Privileged":false,"ReadonlyRootfs":false,"NetworkMode":"host","PidMode":"host",)"
+      R"("IpcMode":"host","UTSMode":"host","UsernsMode":"host","CgroupnsMode":"host",)"
+      R"("CapDrop":[],"SecurityOpt":["seccomp=unconfined","no-new-privileges=false"],)"
+      R"("Memory":-1,"MemorySwap":-1,"NanoCpus":0,"PidsLimit":-1,"ShmSize":99999999999,)"
+      R"("Tmpfs":{"/tmp":"exec,size=100g","/workspace":"exec,size=10g"},)"
+      R"("Ulimits":[{"Name":"nofile","Soft":1048576,"Hard":1048576}],"RestartPolicy":{"Name":"always"}}})";
   auto out = review(sandbox(), body);
   INFO(out);
   REQUIRE_FALSE(out.starts_with("DENY"));
@@ -123,7 +131,8 @@ TEST_CASE("sandbox forces its settings whatever the client sent", "[body_rules]"
       {"HostConfig.ShmSize", "67108864"},
       {"HostConfig.Tmpfs",
        R"({"/tmp":"rw,nosuid,nodev,exec,size=256m,mode=1777","/workspace":"rw,nosuid,nodev,size=512m,mode=1777"})"},
-      {"HostConfig.Ulimits", R"([{"Name":"nofile","Hard":1024,"Soft":1024},{"Name":"core","Hard":0,"Soft":0}])"},
+      {"HostConfig.Ulimits",
+       R"([{"Name":"nofile","Hard":1024,"Soft":1024},{"Name":"core","Hard":0,"Soft":0}])"},
       {"HostConfig.RestartPolicy", R"({"Name":"no"})"},
       {"Labels", R"({"dockgate.owner":"sandbox"})"},
   };
@@ -136,11 +145,13 @@ TEST_CASE("sandbox forces its settings whatever the client sent", "[body_rules]"
 TEST_CASE("sandbox bounds the daemon-side log: the driver and its size are the profile's") {
   // A remote log driver, or a local one without rotation, would let an untrusted
   // container ship its output away or fill the daemon's disk.
-  for (const std::string log : {R"({"Type":"syslog","Config":{"syslog-address":"tcp://1.2.3.4:514"}})",
-                                R"({"Type":"json-file","Config":{"max-size":"100g"}})", R"({"Type":"","Config":{}})"}) {
+  for (const std::string log :
+       {R"({"Type":"syslog","Config":{"syslog-address":"tcp://1.2.3.4:514"}})",
+        R"({"Type":"json-file","Config":{"max-size":"100g"}})", R"({"Type":"","Config":{}})"}) {
     CAPTURE(log);
     auto out = review(sandbox(), "{" + image + R"(,"HostConfig":{"LogConfig":)" + log + "}}");
-    CHECK(field(out, "HostConfig.LogConfig") == R"({"Type":"json-file","Config":{"max-file":"3","max-size":"10m"}})");
+    CHECK(field(out, "HostConfig.LogConfig") ==
+          R"({"Type":"json-file","Config":{"max-file":"3","max-size":"10m"}})");
   }
   CHECK(field(review(cli(), "{" + image + "}"), "HostConfig.LogConfig") ==
         R"({"Type":"json-file","Config":{"max-file":"3","max-size":"10m"}})");
@@ -152,22 +163,31 @@ TEST_CASE("sandbox refuses what it cannot force", "[body_rules]") {
     std::string_view reason_part;
   };
   const c cases[] = {
-      {R"({"Image":"busybox"})", "Image \"docker.io/library/busybox:latest\" is not in the image allowlist"},
+      {R"({"Image":"busybox"})",
+       "Image \"docker.io/library/busybox:latest\" is not in the image allowlist"},
       {R"({"Image":"dockgate/x:BAD TAG"})", "not a valid image reference"},
-      {"{" + image + R"(,"HostConfig":{"CapAdd":["SYS_ADMIN"]}})", "HostConfig.CapAdd value \"SYS_ADMIN\""},
+      {"{" + image + R"(,"HostConfig":{"CapAdd":["SYS_ADMIN"]}})",
+       "HostConfig.CapAdd value \"SYS_ADMIN\""},
       {"{" + image + R"(,"HostConfig":{"CapAdd":"ALL"}})", "HostConfig.CapAdd value \"ALL\""},
       {"{" + image + R"(,"HostConfig":{"capadd":["cap_net_raw"]}})", "HostConfig.CapAdd"},
-      {"{" + image + R"(,"HostConfig":{"Devices":[{"PathOnHost":"/dev/sda","PathInContainer":"/dev/sda","CgroupPermissions":"rwm"}]}})", "HostConfig.Devices"},
-      {"{" + image + R"(,"HostConfig":{"DeviceCgroupRules":["a *:* rwm"]}})", "HostConfig.DeviceCgroupRules"},
-      {"{" + image + R"(,"HostConfig":{"DeviceRequests":[{"Driver":"nvidia","Count":-1}]}})", "HostConfig.DeviceRequests"},
-      {"{" + image + R"(,"HostConfig":{"Sysctls":{"kernel.shm_rmid_forced":"1"}}})", "HostConfig.Sysctls"},
-      {"{" + image + R"(,"HostConfig":{"Tmpfs":{"/dev/shm":"exec"}}})", "HostConfig.Tmpfs path \"/dev/shm\" is not allowed"},
+      {"{" + image +
+           R"(,"HostConfig":{"Devices":[{"PathOnHost":"/dev/sda","PathInContainer":"/dev/sda","CgroupPermissions":"rwm"}]}})",
+       "HostConfig.Devices"},
+      {"{" + image + R"(,"HostConfig":{"DeviceCgroupRules":["a *:* rwm"]}})",
+       "HostConfig.DeviceCgroupRules"},
+      {"{" + image + R"(,"HostConfig":{"DeviceRequests":[{"Driver":"nvidia","Count":-1}]}})",
+       "HostConfig.DeviceRequests"},
+      {"{" + image + R"(,"HostConfig":{"Sysctls":{"kernel.shm_rmid_forced":"1"}}})",
+       "HostConfig.Sysctls"},
+      {"{" + image + R"(,"HostConfig":{"Tmpfs":{"/dev/shm":"exec"}}})",
+       "HostConfig.Tmpfs path \"/dev/shm\" is not allowed"},
       {"{" + image + R"(,"HostConfig":{"Tmpfs":{"/proc/sys":""}}})", "HostConfig.Tmpfs path"},
       {"{" + image + R"(,"HostConfig":{"CgroupParent":"/"}})", "HostConfig.CgroupParent"},
       {"{" + image + R"(,"HostConfig":{"VolumesFrom":["other"]}})", "HostConfig.VolumesFrom"},
       {"{" + image + R"(,"HostConfig":{"Links":["other:alias"]}})", "HostConfig.Links"},
       {"{" + image + R"(,"HostConfig":{"ExtraHosts":["x:1.2.3.4"]}})", "HostConfig.ExtraHosts"},
-      {"{" + image + R"(,"HostConfig":{"PortBindings":{"80/tcp":[{"HostPort":"80"}]}}})", "HostConfig.PortBindings"},
+      {"{" + image + R"(,"HostConfig":{"PortBindings":{"80/tcp":[{"HostPort":"80"}]}}})",
+       "HostConfig.PortBindings"},
       {"{" + image + R"(,"HostConfig":{"PublishAllPorts":true}})", "HostConfig.PublishAllPorts"},
       {"{" + image + R"(,"HostConfig":{"OomKillDisable":true}})", "HostConfig.OomKillDisable"},
       {"{" + image + R"(,"HostConfig":{"OomScoreAdj":-1000}})", "HostConfig.OomScoreAdj"},
@@ -177,25 +197,40 @@ TEST_CASE("sandbox refuses what it cannot force", "[body_rules]") {
       {"{" + image + R"(,"HostConfig":{"GroupAdd":["0"]}})", "HostConfig.GroupAdd"},
       {"{" + image + R"(,"HostConfig":{"StorageOpt":{"size":"1T"}}})", "HostConfig.StorageOpt"},
       {"{" + image + R"(,"HostConfig":{"VolumeDriver":"local"}})", "HostConfig.VolumeDriver"},
-      {"{" + image + R"(,"HostConfig":{"CpuRealtimeRuntime":950000}})", "HostConfig.CpuRealtimeRuntime"},
-      {"{" + image + R"(,"HostConfig":{"BlkioDeviceReadBps":[{"Path":"/dev/sda","Rate":1}]}})", "HostConfig.BlkioDeviceReadBps"},
+      {"{" + image + R"(,"HostConfig":{"CpuRealtimeRuntime":950000}})",
+       "HostConfig.CpuRealtimeRuntime"},
+      {"{" + image + R"(,"HostConfig":{"BlkioDeviceReadBps":[{"Path":"/dev/sda","Rate":1}]}})",
+       "HostConfig.BlkioDeviceReadBps"},
       {"{" + image + R"(,"Volumes":{"/data":{}}})", "Volumes"},
       // no client binds at all: the workspace is the profile's to bind
-      {"{" + image + R"(,"HostConfig":{"Binds":["/:/workspace"]}})", "HostConfig.Binds is not allowed"},
-      {"{" + image + R"(,"HostConfig":{"Binds":["/mnt/aimem/s1:/workspace"]}})", "HostConfig.Binds is not allowed"},
-      {"{" + image + R"(,"HostConfig":{"Mounts":[{"Type":"bind","Source":"/mnt/aimem/s1","Target":"/workspace"}]}})", "HostConfig.Mounts is not allowed"},
-      {"{" + image + R"(,"HostConfig":{"Mounts":[{"Type":"volume","Source":"v","Target":"/workspace","VolumeOptions":{"DriverConfig":{"Name":"local","Options":{"type":"none","o":"bind","device":"/"}}}}]}})", "HostConfig.Mounts is not allowed"},
-      {"{" + image + R"(,"HostConfig":{"Mounts":[{"Type":"tmpfs","Target":"/workspace"}]}})", "HostConfig.Mounts is not allowed"},
+      {"{" + image + R"(,"HostConfig":{"Binds":["/:/workspace"]}})",
+       "HostConfig.Binds is not allowed"},
+      {"{" + image + R"(,"HostConfig":{"Binds":["/mnt/aimem/s1:/workspace"]}})",
+       "HostConfig.Binds is not allowed"},
+      {"{" + image +
+           R"(,"HostConfig":{"Mounts":[{"Type":"bind","Source":"/mnt/aimem/s1","Target":"/workspace"}]}})",
+       "HostConfig.Mounts is not allowed"},
+      {"{" + image +
+           R"(,"HostConfig":{"Mounts":[{"Type":"volume","Source":"v","Target":"/workspace","VolumeOptions":{"DriverConfig":{"Name":"local","Options":{"type":"none","o":"bind","device":"/"}}}}]}})",
+       "HostConfig.Mounts is not allowed"},
+      {"{" + image + R"(,"HostConfig":{"Mounts":[{"Type":"tmpfs","Target":"/workspace"}]}})",
+       "HostConfig.Mounts is not allowed"},
       // a workspace id that is not a plain name
-      {"{" + image + R"(,"Labels":{"dockgate.workspace":"../../etc"}})", "label \"dockgate.workspace\" must be"},
-      {"{" + image + R"(,"Labels":{"dockgate.workspace":".hidden"}})", "label \"dockgate.workspace\" must be"},
-      {"{" + image + R"(,"Labels":{"dockgate.workspace":"a/b"}})", "label \"dockgate.workspace\" must be"},
-      {"{" + image + R"(,"Labels":{"dockgate.workspace":""}})", "label \"dockgate.workspace\" must be"},
+      {"{" + image + R"(,"Labels":{"dockgate.workspace":"../../etc"}})",
+       "label \"dockgate.workspace\" must be"},
+      {"{" + image + R"(,"Labels":{"dockgate.workspace":".hidden"}})",
+       "label \"dockgate.workspace\" must be"},
+      {"{" + image + R"(,"Labels":{"dockgate.workspace":"a/b"}})",
+       "label \"dockgate.workspace\" must be"},
+      {"{" + image + R"(,"Labels":{"dockgate.workspace":""}})",
+       "label \"dockgate.workspace\" must be"},
       // labels under the reserved prefix
       {"{" + image + R"(,"Labels":{"dockgate.owner":"someone-else"}})", "reserved prefix"},
       {"{" + image + R"(,"Labels":{"dockgate.anything":"x"}})", "reserved prefix"},
       // the deprecated top-level host config, when there is no inner HostConfig
-      {"{" + image + R"(,"Devices":[{"PathOnHost":"/dev/mem","PathInContainer":"/dev/mem","CgroupPermissions":"rwm"}]})", "HostConfig.Devices"},
+      {"{" + image +
+           R"(,"Devices":[{"PathOnHost":"/dev/mem","PathInContainer":"/dev/mem","CgroupPermissions":"rwm"}]})",
+       "HostConfig.Devices"},
       {"{" + image + R"(,"CapAdd":"ALL"})", "HostConfig.CapAdd"},
   };
   for (const auto& x : cases) {
@@ -208,26 +243,32 @@ TEST_CASE("sandbox refuses what it cannot force", "[body_rules]") {
 }
 
 TEST_CASE("sandbox forces the deprecated top-level host config too", "[body_rules]") {
-  auto out = review(sandbox(), "{" + image + R"(,"Privileged":true,"NetworkMode":"host","HostConfig":null})");
+  auto out = review(sandbox(),
+                    "{" + image + R"(,"Privileged":true,"NetworkMode":"host","HostConfig":null})");
   INFO(out);
   CHECK(field(out, "HostConfig.Privileged") == "false");
   CHECK(field(out, "HostConfig.NetworkMode") == R"("none")");
   CHECK(out.find("\"Privileged\":true") == std::string::npos);
-  auto endpoints = review(sandbox(), "{" + image + R"(,"NetworkingConfig":{"EndpointsConfig":{"host":{"Aliases":["a"]}}}})");
+  auto endpoints = review(
+      sandbox(),
+      "{" + image + R"(,"NetworkingConfig":{"EndpointsConfig":{"host":{"Aliases":["a"]}}}})");
   CHECK(field(endpoints, "NetworkingConfig.EndpointsConfig") == "{}");
 }
 
 TEST_CASE("sandbox binds the workspace the label names, and nothing else", "[body_rules]") {
-  const std::string body = "{" + image + R"(,"Labels":{"dockgate.workspace":"s1"},)"
-                                          R"("HostConfig":{"Tmpfs":{"/tmp":"size=1m","/workspace":"size=1m"}}})";
+  const std::string body = "{" + image +
+                           R"(,"Labels":{"dockgate.workspace":"s1"},)"
+                           R"("HostConfig":{"Tmpfs":{"/tmp":"size=1m","/workspace":"size=1m"}}})";
   auto d = review_container_create(sandbox().default_(), body);
   REQUIRE(std::holds_alternative<rewrite>(d));
   const auto& rw = std::get<rewrite>(d);
   INFO(rw.body);
-  CHECK(field(rw.body, "HostConfig.Mounts") ==
-        R"([{"Type":"bind","Source":"/mnt/aimem/s1","Target":"/workspace","ReadOnly":false,"BindOptions":{"Propagation":"rprivate"}}])");
+  CHECK(
+      field(rw.body, "HostConfig.Mounts") ==
+      R"([{"Type":"bind","Source":"/mnt/aimem/s1","Target":"/workspace","ReadOnly":false,"BindOptions":{"Propagation":"rprivate"}}])");
   CHECK(field(rw.body, "HostConfig.Binds") == "");
-  CHECK(field(rw.body, "HostConfig.Tmpfs").find("/workspace") == std::string::npos);  // it would hide the bind
+  CHECK(field(rw.body, "HostConfig.Tmpfs").find("/workspace") ==
+        std::string::npos);  // it would hide the bind
   CHECK(field(rw.body, "Labels") == R"({"dockgate.owner":"sandbox","dockgate.workspace":"s1"})");
   // The proxy is told which host path to check (symlinks, owners, FUSE) before forwarding.
   CHECK(rw.workspace_source == "/mnt/aimem/s1");
@@ -239,72 +280,105 @@ TEST_CASE("sandbox binds the workspace the label names, and nothing else", "[bod
   CHECK(std::get<rewrite>(again).body == rw.body);
   CHECK(std::get<rewrite>(again).changes.empty());
   // A client's bind of the same place is replaced by the profile's own (no propagation).
-  CHECK(field(review(sandbox(), "{" + image + R"(,"Labels":{"dockgate.workspace":"s1"},"HostConfig":{"Mounts":[{"Type":"bind","Source":"/mnt/aimem/s1","Target":"/workspace","BindOptions":{"Propagation":"rshared"}}]}})"),
-              "HostConfig.Mounts") ==
-        R"([{"Type":"bind","Source":"/mnt/aimem/s1","Target":"/workspace","ReadOnly":false,"BindOptions":{"Propagation":"rprivate"}}])");
+  CHECK(
+      field(
+          review(
+              sandbox(),
+              "{" + image +
+                  R"(,"Labels":{"dockgate.workspace":"s1"},"HostConfig":{"Mounts":[{"Type":"bind","Source":"/mnt/aimem/s1","Target":"/workspace","BindOptions":{"Propagation":"rshared"}}]}})"),
+          "HostConfig.Mounts") ==
+      R"([{"Type":"bind","Source":"/mnt/aimem/s1","Target":"/workspace","ReadOnly":false,"BindOptions":{"Propagation":"rprivate"}}])");
   // Without the label there is no bind; with `required` there must be one.
   CHECK(field(review(sandbox(), "{" + image + "}"), "HostConfig.Mounts") == "");
-  auto strict = load(R"({"default_profile":"p","profiles":{"p":{"allow":["ContainerCreate"],"images":{"allow":["*"]},)"
-                     R"("workspace":{"root":"/srv/ws","required":true}}}})");
-  CHECK_THAT(review(strict, "{" + image + "}"), Catch::Contains("must name the container's workspace"));
+  auto strict = load(
+      R"({"default_profile":"p","profiles":{"p":{"allow":["ContainerCreate"],"images":{"allow":["*"]},)"
+      R"("workspace":{"root":"/srv/ws","required":true}}}})");
+  CHECK_THAT(review(strict, "{" + image + "}"),
+             Catch::Contains("must name the container's workspace"));
   // Reserved labels stay reserved in a profile without a workspace rule.
-  CHECK_THAT(review(cli(), "{" + image + R"(,"Labels":{"dockgate.workspace":"s1"}})"), Catch::Contains("reserved prefix"));
+  CHECK_THAT(review(cli(), "{" + image + R"(,"Labels":{"dockgate.workspace":"s1"}})"),
+             Catch::Contains("reserved prefix"));
 }
 
-TEST_CASE("bind rules: only from the roots, only to the targets, no propagation back", "[body_rules]") {
-  const policy binds = load(R"({"default_profile":"p","profiles":{"p":{"allow":["ContainerCreate"],"images":{"allow":["*"]},)"
-                            R"("binds":{"source_roots":["/var/lib/dockgate/workspaces"],"targets":["/workspace"],"require_fuse":true}}}})");
+TEST_CASE("bind rules: only from the roots, only to the targets, no propagation back",
+          "[body_rules]") {
+  const policy binds = load(
+      R"({"default_profile":"p","profiles":{"p":{"allow":["ContainerCreate"],"images":{"allow":["*"]},)"
+      R"("binds":{"source_roots":["/var/lib/dockgate/workspaces"],"targets":["/workspace"],"require_fuse":true}}}})");
   const std::pair<std::string, std::string_view> refused[] = {
       {"{" + image + R"(,"HostConfig":{"Binds":["/:/workspace"]}})", "HostConfig.Binds entry"},
-      {"{" + image + R"(,"HostConfig":{"Binds":["/var/lib/dockgate/workspaces:/workspace"]}})", "HostConfig.Binds entry"},
-      {"{" + image + R"(,"HostConfig":{"Binds":["/var/lib/dockgate/workspaces/../../../etc:/workspace"]}})", "HostConfig.Binds entry"},
-      {"{" + image + R"(,"HostConfig":{"Binds":["/var/lib/dockgate/workspacesX/a:/workspace"]}})", "HostConfig.Binds entry"},
-      {"{" + image + R"(,"HostConfig":{"Binds":["/var/lib/dockgate/workspaces/a:/etc"]}})", "HostConfig.Binds entry"},
-      {"{" + image + R"(,"HostConfig":{"Binds":["/var/lib/dockgate/workspaces/a:/workspace:rshared"]}})", "option \"rshared\""},
-      {"{" + image + R"(,"HostConfig":{"Binds":["named-volume:/workspace"]}})", "HostConfig.Binds entry"},
-      {"{" + image + R"(,"HostConfig":{"Mounts":[{"Type":"volume","Source":"v","Target":"/workspace","VolumeOptions":{"DriverConfig":{"Name":"local","Options":{"type":"none","o":"bind","device":"/"}}}}]}})", "of type \"volume\""},
-      {"{" + image + R"(,"HostConfig":{"Mounts":[{"Type":"bind","Source":"/etc","Target":"/workspace"}]}})", "HostConfig.Mounts from \"/etc\""},
-      {"{" + image + R"(,"HostConfig":{"Mounts":[{"Type":"bind","Source":"/var/lib/dockgate/workspaces/a","Target":"/workspace","BindOptions":{"Propagation":"rshared"}}]}})", "propagation"},
-      {"{" + image + R"(,"HostConfig":{"Mounts":[{"Type":"tmpfs","Target":"/workspace"}]}})", "of type \"tmpfs\""},
+      {"{" + image + R"(,"HostConfig":{"Binds":["/var/lib/dockgate/workspaces:/workspace"]}})",
+       "HostConfig.Binds entry"},
+      {"{" + image +
+           R"(,"HostConfig":{"Binds":["/var/lib/dockgate/workspaces/../../../etc:/workspace"]}})",
+       "HostConfig.Binds entry"},
+      {"{" + image + R"(,"HostConfig":{"Binds":["/var/lib/dockgate/workspacesX/a:/workspace"]}})",
+       "HostConfig.Binds entry"},
+      {"{" + image + R"(,"HostConfig":{"Binds":["/var/lib/dockgate/workspaces/a:/etc"]}})",
+       "HostConfig.Binds entry"},
+      {"{" + image +
+           R"(,"HostConfig":{"Binds":["/var/lib/dockgate/workspaces/a:/workspace:rshared"]}})",
+       "option \"rshared\""},
+      {"{" + image + R"(,"HostConfig":{"Binds":["named-volume:/workspace"]}})",
+       "HostConfig.Binds entry"},
+      {"{" + image +
+           R"(,"HostConfig":{"Mounts":[{"Type":"volume","Source":"v","Target":"/workspace","VolumeOptions":{"DriverConfig":{"Name":"local","Options":{"type":"none","o":"bind","device":"/"}}}}]}})",
+       "of type \"volume\""},
+      {"{" + image +
+           R"(,"HostConfig":{"Mounts":[{"Type":"bind","Source":"/etc","Target":"/workspace"}]}})",
+       "HostConfig.Mounts from \"/etc\""},
+      {"{" + image +
+           R"(,"HostConfig":{"Mounts":[{"Type":"bind","Source":"/var/lib/dockgate/workspaces/a","Target":"/workspace","BindOptions":{"Propagation":"rshared"}}]}})",
+       "propagation"},
+      {"{" + image + R"(,"HostConfig":{"Mounts":[{"Type":"tmpfs","Target":"/workspace"}]}})",
+       "of type \"tmpfs\""},
   };
   for (const auto& [body, reason] : refused) {
     CAPTURE(body);
     CHECK_THAT(review(binds, body), Catch::Contains(std::string(reason)));
   }
-  auto d = review_container_create(binds.default_(), "{" + image + R"(,"HostConfig":{"Binds":["/var/lib/dockgate/workspaces/s1:/workspace:rw"]}})");
+  auto d = review_container_create(
+      binds.default_(),
+      "{" + image +
+          R"(,"HostConfig":{"Binds":["/var/lib/dockgate/workspaces/s1:/workspace:rw"]}})");
   REQUIRE(std::holds_alternative<rewrite>(d));
-  CHECK(std::get<rewrite>(d).bind_sources == std::vector<std::string>{"/var/lib/dockgate/workspaces/s1"});
+  CHECK(std::get<rewrite>(d).bind_sources ==
+        std::vector<std::string>{"/var/lib/dockgate/workspaces/s1"});
 }
 
 TEST_CASE("deprecated top-level host config merges as dockerd merges it", "[body_rules]") {
   // With an inner HostConfig, dockerd ignores the top-level fields but four: those are
   // taken when the inner one is zero.
-  auto merged = review(cli(), "{" + image + R"(,"Memory":1000,"Privileged":true,"HostConfig":{"Memory":0}})");
+  auto merged =
+      review(cli(), "{" + image + R"(,"Memory":1000,"Privileged":true,"HostConfig":{"Memory":0}})");
   INFO(merged);
   REQUIRE_FALSE(merged.starts_with("DENY"));
   CHECK(field(merged, "HostConfig.Memory") == "1000");
   CHECK(field(merged, "HostConfig.Privileged").empty());  // top-level ignored: inner present
   CHECK(merged.find("\"Privileged\"") == std::string::npos);
   // Without one, the top level is the host config.
-  CHECK_THAT(review(cli(), "{" + image + R"(,"Privileged":true})"), Catch::Contains("HostConfig.Privileged"));
+  CHECK_THAT(review(cli(), "{" + image + R"(,"Privileged":true})"),
+             Catch::Contains("HostConfig.Privileged"));
   auto cpuset = review(cli(), "{" + image + R"(,"Cpuset":"0","HostConfig":{}})");
   CHECK(field(cpuset, "HostConfig.CpusetCpus") == R"("0")");
 }
 
 TEST_CASE("docker-cli refuses host namespaces, weakened confinement and devices", "[body_rules]") {
-  for (std::string_view host : {
-           R"("NetworkMode":"host")", R"("NetworkMode":"container:abc")", R"("PidMode":"host")",
-           R"("PidMode":"container:abc")", R"("IpcMode":"host")", R"("IpcMode":"container:abc")",
-           R"("UTSMode":"host")", R"("UsernsMode":"host")", R"("Cgroup":"host")", R"("Privileged":true)",
-           R"("CapAdd":["SYS_ADMIN"])", R"("Devices":[{"PathOnHost":"/dev/kmsg"}])", R"("Binds":["/:/host"])",
-           R"("Mounts":[{"Type":"bind","Source":"/","Target":"/host"}])"}) {
+  for (std::string_view host :
+       {R"("NetworkMode":"host")", R"("NetworkMode":"container:abc")", R"("PidMode":"host")",
+        R"("PidMode":"container:abc")", R"("IpcMode":"host")", R"("IpcMode":"container:abc")",
+        R"("UTSMode":"host")", R"("UsernsMode":"host")", R"("Cgroup":"host")",
+        R"("Privileged":true)", R"("CapAdd":["SYS_ADMIN"])",
+        R"("Devices":[{"PathOnHost":"/dev/kmsg"}])", R"("Binds":["/:/host"])",
+        R"("Mounts":[{"Type":"bind","Source":"/","Target":"/host"}])"}) {
     CAPTURE(host);
-    CHECK_THAT(review(cli(), "{" + image + R"(,"HostConfig":{)" + std::string(host) + "}}"), Catch::StartsWith("DENY"));
+    CHECK_THAT(review(cli(), "{" + image + R"(,"HostConfig":{)" + std::string(host) + "}}"),
+               Catch::StartsWith("DENY"));
   }
   // SecurityOpt is forced: every weakening spelling is replaced.
   for (std::string opt : {"seccomp=unconfined", "seccomp:unconfined", "apparmor=unconfined",
-                                 "label=disable", "label:disable", "systempaths=unconfined",
-                                 "no-new-privileges=false", "no-new-privileges:false"}) {
+                          "label=disable", "label:disable", "systempaths=unconfined",
+                          "no-new-privileges=false", "no-new-privileges:false"}) {
     CAPTURE(opt);
     auto out = review(cli(), "{" + image + R"(,"HostConfig":{"SecurityOpt":[")" + opt + R"("]}})");
     CHECK(field(out, "HostConfig.SecurityOpt") == R"(["no-new-privileges"])");
@@ -312,20 +386,24 @@ TEST_CASE("docker-cli refuses host namespaces, weakened confinement and devices"
 }
 
 TEST_CASE("without a rule, weakening SecurityOpt entries are refused", "[body_rules]") {
-  const auto p = load(R"({"profiles":{"p":{"allow":["ContainerCreate"],"images":{"allow":["*"]}}}})");
+  const auto p =
+      load(R"({"profiles":{"p":{"allow":["ContainerCreate"],"images":{"allow":["*"]}}}})");
   for (std::string opt : {"seccomp=unconfined", "seccomp:unconfined", "apparmor=unconfined",
-                                 "label=disable", "systempaths=unconfined", "no-new-privileges=false"}) {
+                          "label=disable", "systempaths=unconfined", "no-new-privileges=false"}) {
     CAPTURE(opt);
     CHECK_THAT(review(p, R"({"Image":"x","HostConfig":{"SecurityOpt":[")" + opt + R"("]}})"),
                Catch::Contains("HostConfig.SecurityOpt is not allowed"));
   }
-  for (std::string opt : {"no-new-privileges", "no-new-privileges:true", "no-new-privileges=true"}) {
+  for (std::string opt :
+       {"no-new-privileges", "no-new-privileges:true", "no-new-privileges=true"}) {
     CAPTURE(opt);
-    CHECK_FALSE(review(p, R"({"Image":"x","HostConfig":{"SecurityOpt":[")" + opt + R"("]}})").starts_with("DENY"));
+    CHECK_FALSE(review(p, R"({"Image":"x","HostConfig":{"SecurityOpt":[")" + opt + R"("]}})")
+                    .starts_with("DENY"));
   }
 }
 
-TEST_CASE("rules: allow compares capabilities in every spelling, max clamps, deny refuses", "[body_rules]") {
+TEST_CASE("rules: allow compares capabilities in every spelling, max clamps, deny refuses",
+          "[body_rules]") {
   const auto p = load(R"({"profiles":{"p":{"allow":["ContainerCreate"],"images":{"allow":["*"]},
     "container_create":{
       "HostConfig.CapAdd":{"allow":["NET_BIND_SERVICE"]},
@@ -334,24 +412,39 @@ TEST_CASE("rules: allow compares capabilities in every spelling, max clamps, den
       "HostConfig.Ulimits":{"max":{"nofile":100}},
       "HostConfig.Dns":{"deny":true},
       "Hostname":{"allow":["a","b"]}}}}})");
-  for (std::string cap : {"NET_BIND_SERVICE", "net_bind_service", "CAP_NET_BIND_SERVICE", "cap_net_bind_service"})
-    CHECK_FALSE(review(p, R"({"Image":"x","HostConfig":{"CapAdd":[")" + cap + R"("]}})").starts_with("DENY"));
-  CHECK_THAT(review(p, R"({"Image":"x","HostConfig":{"CapAdd":["ALL"]}})"), Catch::Contains("rule allow"));
+  for (std::string cap :
+       {"NET_BIND_SERVICE", "net_bind_service", "CAP_NET_BIND_SERVICE", "cap_net_bind_service"})
+    CHECK_FALSE(review(p, R"({"Image":"x","HostConfig":{"CapAdd":[")" + cap + R"("]}})")
+                    .starts_with("DENY"));
+  CHECK_THAT(review(p, R"({"Image":"x","HostConfig":{"CapAdd":["ALL"]}})"),
+             Catch::Contains("rule allow"));
   struct clamp_case {
     std::string in;
     std::string out;
   };
-  for (const auto& [in, out] : {clamp_case{"", "1000"}, {R"(,"Memory":0)", "1000"}, {R"(,"Memory":-1)", "1000"},
-                                 {R"(,"Memory":999)", "999"}, {R"(,"Memory":5000)", "1000"}}) {
+  for (const auto& [in, out] : {clamp_case{"", "1000"},
+                                {R"(,"Memory":0)", "1000"},
+                                {R"(,"Memory":-1)", "1000"},
+                                {R"(,"Memory":999)", "999"},
+                                {R"(,"Memory":5000)", "1000"}}) {
     CAPTURE(in);
-    CHECK(field(review(p, R"({"Image":"x","HostConfig":{"Binds":null)" + in + "}}"), "HostConfig.Memory") == out);
+    CHECK(field(review(p, R"({"Image":"x","HostConfig":{"Binds":null)" + in + "}}"),
+                "HostConfig.Memory") == out);
   }
-  CHECK(field(review(p, R"({"Image":"x","HostConfig":{"PidsLimit":null}})"), "HostConfig.PidsLimit") == "50");
-  CHECK(field(review(p, R"({"Image":"x","HostConfig":{"Ulimits":[{"Name":"nofile","Soft":1,"Hard":999999}]}})"),
-              "HostConfig.Ulimits") == R"([{"Name":"nofile","Hard":100,"Soft":1}])");
-  CHECK_THAT(review(p, R"({"Image":"x","HostConfig":{"Ulimits":[{"Name":"memlock","Soft":-1,"Hard":-1}]}})"),
-             Catch::Contains("\"memlock\" is not allowed"));
-  CHECK_THAT(review(p, R"({"Image":"x","HostConfig":{"Dns":["1.1.1.1"]}})"), Catch::Contains("rule deny"));
+  CHECK(field(review(p, R"({"Image":"x","HostConfig":{"PidsLimit":null}})"),
+              "HostConfig.PidsLimit") == "50");
+  CHECK(
+      field(
+          review(
+              p,
+              R"({"Image":"x","HostConfig":{"Ulimits":[{"Name":"nofile","Soft":1,"Hard":999999}]}})"),
+          "HostConfig.Ulimits") == R"([{"Name":"nofile","Hard":100,"Soft":1}])");
+  CHECK_THAT(
+      review(p,
+             R"({"Image":"x","HostConfig":{"Ulimits":[{"Name":"memlock","Soft":-1,"Hard":-1}]}})"),
+      Catch::Contains("\"memlock\" is not allowed"));
+  CHECK_THAT(review(p, R"({"Image":"x","HostConfig":{"Dns":["1.1.1.1"]}})"),
+             Catch::Contains("rule deny"));
   CHECK_FALSE(review(p, R"({"Image":"x","HostConfig":{"Dns":[]}})").starts_with("DENY"));
   CHECK_THAT(review(p, R"({"Image":"x","Hostname":"c"})"), Catch::Contains("Hostname value \"c\""));
 }
@@ -359,8 +452,10 @@ TEST_CASE("rules: allow compares capabilities in every spelling, max clamps, den
 TEST_CASE("the rewrite is idempotent and passes the same policy unchanged", "[body_rules]") {
   const std::string bodies[] = {
       read_file("tests/policy/data/docker_cli_run.json"),
-      "{" + image + R"(,"User":"root","HostConfig":{"Memory":-1,"SecurityOpt":["seccomp=unconfined"]}})",
-      "{" + image + R"(,"Memory":7,"HostConfig":{"Memory":0,"Binds":["/var/lib/dockgate/workspaces/a:/workspace"]}})",
+      "{" + image +
+          R"(,"User":"root","HostConfig":{"Memory":-1,"SecurityOpt":["seccomp=unconfined"]}})",
+      "{" + image +
+          R"(,"Memory":7,"HostConfig":{"Memory":0,"Binds":["/var/lib/dockgate/workspaces/a:/workspace"]}})",
   };
   for (const policy* p : {&sandbox(), &cli()}) {
     for (const auto& body : bodies) {
@@ -388,9 +483,12 @@ TEST_CASE("exec-create: privileged refused, user forced in the sandbox", "[body_
         R"({"User":"1000:1000","Privileged":false,"Cmd":["id"]})");
   CHECK(exec(sandbox(), R"({"Cmd":["id"]})") ==
         R"({"User":"1000:1000","Privileged":false,"Cmd":["id"]})");
-  CHECK_THAT(exec(cli(), R"({"Cmd":["id"],"Privileged":true})"), Catch::Contains("Privileged is not allowed"));
-  CHECK_THAT(exec(cli(), R"({"Cmd":["id"],"privileged":false,"Privileged":true})"), Catch::Contains("given twice"));
-  CHECK(exec(cli(), R"({"cmd":"id","AttachStdout":true})") == R"({"AttachStdout":true,"Cmd":["id"]})");
+  CHECK_THAT(exec(cli(), R"({"Cmd":["id"],"Privileged":true})"),
+             Catch::Contains("Privileged is not allowed"));
+  CHECK_THAT(exec(cli(), R"({"Cmd":["id"],"privileged":false,"Privileged":true})"),
+             Catch::Contains("given twice"));
+  CHECK(exec(cli(), R"({"cmd":"id","AttachStdout":true})") ==
+        R"({"AttachStdout":true,"Cmd":["id"]})");
 }
 
 TEST_CASE("policy files: rule paths and forced values are checked", "[body_rules]") {
@@ -409,7 +507,8 @@ TEST_CASE("policy files: rule paths and forced values are checked", "[body_rules
   CHECK_THAT(no_images.errors[0], Catch::Contains("lists no images"));
 }
 
-TEST_CASE("container-update: create rules for HostConfig fields apply to the update", "[body_rules]") {
+TEST_CASE("container-update: create rules for HostConfig fields apply to the update",
+          "[body_rules]") {
   const auto p = load(R"({"profiles":{"p":{"allow":["ContainerUpdate"],
     "container_create":{"HostConfig.Memory":{"max":1000},"HostConfig.Privileged":{"force":false}}}}})");
   auto update = [&](std::string_view body) {
@@ -420,22 +519,30 @@ TEST_CASE("container-update: create rules for HostConfig fields apply to the upd
   CHECK(update(R"({"Memory":5000})") == R"({"Memory":1000})");
   CHECK(update(R"({"memory":0,"CpuShares":5})") == R"({"CpuShares":5,"Memory":1000})");
   CHECK(update(R"({"CpuShares":5})") == R"({"CpuShares":5})");  // only what it names
-  CHECK_THAT(update(R"({"Devices":[{"PathOnHost":"/dev/mem"}]})"), Catch::Contains("HostConfig.Devices"));
-  CHECK(update(R"({"Privileged":true})") == "{}");  // not a field of an update: ignored by dockerd, left out
+  CHECK_THAT(update(R"({"Devices":[{"PathOnHost":"/dev/mem"}]})"),
+             Catch::Contains("HostConfig.Devices"));
+  CHECK(update(R"({"Privileged":true})") ==
+        "{}");  // not a field of an update: ignored by dockerd, left out
   CHECK(json_body_limit(operation::ContainerUpdate) < json_body_limit(operation::ContainerCreate));
 }
 
 TEST_CASE("a create answer tells the client what the profile changed", "[body_rules][responses]") {
-  auto d = review_container_create(cli().default_(), "{" + image +
-                                                         R"(,"HostConfig":{"Memory":107374182400,"SecurityOpt":["label=disable"]}})");
+  auto d = review_container_create(
+      cli().default_(),
+      "{" + image + R"(,"HostConfig":{"Memory":107374182400,"SecurityOpt":["label=disable"]}})");
   REQUIRE(std::holds_alternative<rewrite>(d));
   const auto& warnings = std::get<rewrite>(d).warnings;
   INFO(Catch::Detail::stringify(warnings));
   CHECK(std::find(warnings.begin(), warnings.end(),
-                  "dockgate: HostConfig.Memory clamped to 2 GiB (profile docker-cli)") != warnings.end());
-  CHECK(std::find(warnings.begin(), warnings.end(),
-                  R"(dockgate: HostConfig.SecurityOpt forced to ["no-new-privileges"] (profile docker-cli))") != warnings.end());
-  for (const auto& w : warnings) CHECK(w.find("owner") == std::string::npos);  // the gate's bookkeeping is not news
+                  "dockgate: HostConfig.Memory clamped to 2 GiB (profile docker-cli)") !=
+        warnings.end());
+  CHECK(
+      std::find(
+          warnings.begin(), warnings.end(),
+          R"(dockgate: HostConfig.SecurityOpt forced to ["no-new-privileges"] (profile docker-cli))") !=
+      warnings.end());
+  for (const auto& w : warnings)
+    CHECK(w.find("owner") == std::string::npos);  // the gate's bookkeeping is not news
   CHECK(add_create_warnings(R"({"Id":"abc","Warnings":["from the daemon"]})", {"dockgate: x"}) ==
         "{\"Id\":\"abc\",\"Warnings\":[\"from the daemon\",\"dockgate: x\"]}\n");
   CHECK(add_create_warnings(R"({"Id":"abc","Warnings":null})", {"dockgate: \"q\""}) ==
@@ -446,7 +553,8 @@ TEST_CASE("a create answer tells the client what the profile changed", "[body_ru
 namespace {
 
 const policy& changing() {
-  static const policy p = load(R"({"profiles":{"p":{"allow":["ContainerCreate","ContainerExec"],"images":{"allow":["*"]},
+  static const policy p = load(
+      R"({"profiles":{"p":{"allow":["ContainerCreate","ContainerExec"],"images":{"allow":["*"]},
     "container_create":{"HostConfig.SecurityOpt":{"force":["no-new-privileges"]},"HostConfig.Memory":{"max":1073741824},
       "HostConfig.RestartPolicy":{"force":{"Name":"no"}},
       "HostConfig.Tmpfs":{"max":{"/tmp":"size=64m","/run":"size=1m"}},"Env":{"force":["SAFE=1"]}},
@@ -462,7 +570,8 @@ const body_change* change_of(const rewrite& rw, std::string_view field) {
 
 }  // namespace
 
-TEST_CASE("changes: each field once, what the client sent and what goes up", "[body_rules][changes]") {
+TEST_CASE("changes: each field once, what the client sent and what goes up",
+          "[body_rules][changes]") {
   // Client value absent (not sent, null, or Docker's zero value) or present, x forced or
   // clamped: `from` only where the client set it, a warning only then.
   struct row {
@@ -474,13 +583,18 @@ TEST_CASE("changes: each field once, what the client sent and what goes up", "[b
   };
   const row rows[] = {
       {"{}", "HostConfig.SecurityOpt", std::nullopt, R"(["no-new-privileges"])", ""},
-      {R"({"SecurityOpt":null})", "HostConfig.SecurityOpt", std::nullopt, R"(["no-new-privileges"])", ""},
-      {R"({"SecurityOpt":[]})", "HostConfig.SecurityOpt", std::nullopt, R"(["no-new-privileges"])", ""},
+      {R"({"SecurityOpt":null})", "HostConfig.SecurityOpt", std::nullopt,
+       R"(["no-new-privileges"])", ""},
+      {R"({"SecurityOpt":[]})", "HostConfig.SecurityOpt", std::nullopt, R"(["no-new-privileges"])",
+       ""},
       {R"({"SecurityOpt":["label=disable"]})", "HostConfig.SecurityOpt", R"(["label=disable"])",
-       R"(["no-new-privileges"])", R"(dockgate: HostConfig.SecurityOpt forced to ["no-new-privileges"] (profile p))"},
-      {R"({"RestartPolicy":{"Name":"","MaximumRetryCount":0}})", "HostConfig.RestartPolicy", std::nullopt,
-       R"({"Name":"no"})", ""},  // an object of zero values, as the docker CLI sends it
-      {R"({"RestartPolicy":{"Name":"always"}})", "HostConfig.RestartPolicy", R"({"Name":"always"})", R"({"Name":"no"})",
+       R"(["no-new-privileges"])",
+       R"(dockgate: HostConfig.SecurityOpt forced to ["no-new-privileges"] (profile p))"},
+      {R"({"RestartPolicy":{"Name":"","MaximumRetryCount":0}})", "HostConfig.RestartPolicy",
+       std::nullopt, R"({"Name":"no"})",
+       ""},  // an object of zero values, as the docker CLI sends it
+      {R"({"RestartPolicy":{"Name":"always"}})", "HostConfig.RestartPolicy", R"({"Name":"always"})",
+       R"({"Name":"no"})",
        R"(dockgate: HostConfig.RestartPolicy forced to {"Name":"no"} (profile p))"},
       {"{}", "HostConfig.Memory", std::nullopt, "1073741824", ""},
       {R"({"Memory":0})", "HostConfig.Memory", std::nullopt, "1073741824", ""},
@@ -489,7 +603,8 @@ TEST_CASE("changes: each field once, what the client sent and what goes up", "[b
   };
   for (const auto& r : rows) {
     INFO(r.host_config << " " << r.field);
-    auto d = review_container_create(changing().default_(), "{" + image + R"(,"HostConfig":)" + r.host_config + "}");
+    auto d = review_container_create(changing().default_(),
+                                     "{" + image + R"(,"HostConfig":)" + r.host_config + "}");
     REQUIRE(std::holds_alternative<rewrite>(d));
     const auto& rw = std::get<rewrite>(d);
     const auto* c = change_of(rw, r.field);
@@ -497,15 +612,16 @@ TEST_CASE("changes: each field once, what the client sent and what goes up", "[b
     CHECK(c->from == r.from);
     CHECK(c->to == r.to);
     INFO(Catch::Detail::stringify(rw.warnings));
-    const bool warned = std::any_of(rw.warnings.begin(), rw.warnings.end(),
-                                    [&](const std::string& w) { return w.find(r.field) != std::string::npos; });
+    const bool warned =
+        std::any_of(rw.warnings.begin(), rw.warnings.end(),
+                    [&](const std::string& w) { return w.find(r.field) != std::string::npos; });
     CHECK(warned == !r.warning.empty());
     if (!r.warning.empty())
       CHECK(std::find(rw.warnings.begin(), rw.warnings.end(), r.warning) != rw.warnings.end());
   }
   // A field changed in several places is one change: its whole value before and after.
-  auto d = review_container_create(changing().default_(),
-                                   "{" + image + R"(,"HostConfig":{"Tmpfs":{"/tmp":"exec","/run":""}}})");
+  auto d = review_container_create(
+      changing().default_(), "{" + image + R"(,"HostConfig":{"Tmpfs":{"/tmp":"exec","/run":""}}})");
   REQUIRE(std::holds_alternative<rewrite>(d));
   const auto& rw = std::get<rewrite>(d);
   CHECK(std::count_if(rw.changes.begin(), rw.changes.end(),
@@ -519,8 +635,9 @@ TEST_CASE("changes: each field once, what the client sent and what goes up", "[b
 
 TEST_CASE("changes: values that may carry secrets are never recorded", "[body_rules][changes]") {
   const std::string secret = "TOKEN=s3cr3t-value";
-  auto d = review_container_create(changing().default_(),
-                                   "{" + image + R"(,"Env":[")" + secret + R"("],"Labels":{"auth":"s3cr3t-value"}})");
+  auto d =
+      review_container_create(changing().default_(), "{" + image + R"(,"Env":[")" + secret +
+                                                         R"("],"Labels":{"auth":"s3cr3t-value"}})");
   REQUIRE(std::holds_alternative<rewrite>(d));
   const auto& rw = std::get<rewrite>(d);
   const auto* env = change_of(rw, "Env");
@@ -534,7 +651,8 @@ TEST_CASE("changes: values that may carry secrets are never recorded", "[body_ru
   for (const auto& c : rw.changes)
     for (const auto& v : {c.from, c.to}) CHECK((!v || v->find("s3cr3t") == std::string::npos));
   // The exec's Env too; a value not set stays absent.
-  auto e = review_container_exec(changing().default_(), R"({"Cmd":["true"],"Env":["PASSWORD=s3cr3t"]})");
+  auto e =
+      review_container_exec(changing().default_(), R"({"Cmd":["true"],"Env":["PASSWORD=s3cr3t"]})");
   REQUIRE(std::holds_alternative<rewrite>(e));
   const auto* exec_env = change_of(std::get<rewrite>(e), "Env");
   REQUIRE(exec_env);
@@ -542,14 +660,16 @@ TEST_CASE("changes: values that may carry secrets are never recorded", "[body_ru
   // A long value is not copied into the audit line.
   std::string many = R"(["a")";
   for (int i = 0; i < 100; ++i) many += R"(,"label=level:s0:c)" + std::to_string(i) + R"(")";
-  auto l = review_container_create(changing().default_(), "{" + image + R"(,"HostConfig":{"SecurityOpt":)" + many + "]}}");
+  auto l = review_container_create(changing().default_(),
+                                   "{" + image + R"(,"HostConfig":{"SecurityOpt":)" + many + "]}}");
   REQUIRE(std::holds_alternative<rewrite>(l));
   const auto* opt = change_of(std::get<rewrite>(l), "HostConfig.SecurityOpt");
   REQUIRE(opt);
   CHECK_THAT(*opt->from, Catch::StartsWith(R"("<omitted: )"));
 }
 
-TEST_CASE("older API versions: the rules judge the defaults the daemon gives old clients", "[body_rules][version]") {
+TEST_CASE("older API versions: the rules judge the defaults the daemon gives old clients",
+          "[body_rules][version]") {
   const std::string body = "{" + image + "}";
   auto at = [&](const policy& p, api_version v, std::string_view path, bool cgroup_v1 = true) {
     auto d = review_container_create(p.default_(), body, {v, cgroup_v1});
@@ -562,12 +682,16 @@ TEST_CASE("older API versions: the rules judge the defaults the daemon gives old
   // Below 1.41 an empty CgroupnsMode is "host" on cgroup v1 hosts: docker-cli forces private...
   CHECK(at(cli(), {1, 40}, "HostConfig.CgroupnsMode") == R"("private")");
   // ... and a profile with no rule for it refuses it, as it refuses "host" spelled out.
-  auto bare = load(R"({"default_profile":"p","profiles":{"p":{"allow":["ContainerCreate"],"images":{"allow":["*"]}}}})");
-  CHECK_THAT(at(bare, {1, 40}, "HostConfig.CgroupnsMode"), Catch::Contains("HostConfig.CgroupnsMode"));
+  auto bare = load(
+      R"({"default_profile":"p","profiles":{"p":{"allow":["ContainerCreate"],"images":{"allow":["*"]}}}})");
+  CHECK_THAT(at(bare, {1, 40}, "HostConfig.CgroupnsMode"),
+             Catch::Contains("HostConfig.CgroupnsMode"));
   CHECK_FALSE(at(bare, {1, 41}, "HostConfig.CgroupnsMode").starts_with("DENY"));
-  CHECK_FALSE(at(bare, {1, 40}, "HostConfig.CgroupnsMode", false).starts_with("DENY"));  // cgroup v2: private
+  CHECK_FALSE(at(bare, {1, 40}, "HostConfig.CgroupnsMode", false)
+                  .starts_with("DENY"));  // cgroup v2: private
   // Below 1.25 AutoRemove is off whatever the body says (the client removes).
-  auto d = review_container_create(cli().default_(), "{" + image + R"(,"HostConfig":{"AutoRemove":true}})", {{1, 24}, true});
+  auto d = review_container_create(
+      cli().default_(), "{" + image + R"(,"HostConfig":{"AutoRemove":true}})", {{1, 24}, true});
   REQUIRE(std::holds_alternative<rewrite>(d));
   CHECK(field(std::get<rewrite>(d).body, "HostConfig.AutoRemove") == "false");
 }
@@ -575,7 +699,9 @@ TEST_CASE("older API versions: the rules judge the defaults the daemon gives old
 TEST_CASE("sandbox: its tmpfs sizes leave the interpreter at least half of the memory limit") {
   // tmpfs pages count against the container's memory: full disks must not take the
   // interpreter's memory (issue 11).
-  auto out = review(sandbox(), "{" + image + R"(,"HostConfig":{"Tmpfs":{"/tmp":"","/home/sandbox":"","/workspace":""}}})");
+  auto out = review(
+      sandbox(),
+      "{" + image + R"(,"HostConfig":{"Tmpfs":{"/tmp":"","/home/sandbox":"","/workspace":""}}})");
   auto decoded = decode_body(out, schema::container_create);
   REQUIRE(decoded.value);
   const auto* host = find(*decoded.value->as_object(), "HostConfig")->as_object();

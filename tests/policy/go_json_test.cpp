@@ -1,6 +1,6 @@
-#include <catch2/catch.hpp>
-
 #include "dockgate/policy/go_json.hpp"
+
+#include <catch2/catch.hpp>
 
 using namespace dockgate::policy;
 
@@ -15,15 +15,24 @@ TEST_CASE("keys resolve to fields as Go's encoding/json does", "[go_json]") {
       {"PRIVILEGED", "Privileged"},
       {"pRiViLeGeD", "Privileged"},
       {"Links", "Links"},
-      {"Lin\xE2\x84\xAAs", "Links"},          // U+212A KELVIN SIGN folds to k
-      {"\xC5\xBF" "ecurityOpt", "SecurityOpt"},  // U+017F LONG S folds to s
-      {"\xC5\xBF" "y\xC5\xBF" "ctl\xC5\xBF", "Sysctls"},
+      {"Lin\xE2\x84\xAAs", "Links"},  // U+212A KELVIN SIGN folds to k
+      {"\xC5\xBF"
+       "ecurityOpt",
+       "SecurityOpt"},  // U+017F LONG S folds to s
+      {"\xC5\xBF"
+       "y\xC5\xBF"
+       "ctl\xC5\xBF",
+       "Sysctls"},
       {"CAPADD", "CapAdd"},
       {"cpushares", "CpuShares"},
       {"Privileged ", ""},
       {" Privileged", ""},
-      {"Privileg\xC3\xA9" "d", ""},  // other non-ASCII never matches
-      {"Privi\xC4\xB1" "eged", ""},   // dotless i does not fold to l (nor i)
+      {"Privileg\xC3\xA9"
+       "d",
+       ""},  // other non-ASCII never matches
+      {"Privi\xC4\xB1"
+       "eged",
+       ""},  // dotless i does not fold to l (nor i)
       {std::string_view("Capadd\0", 7), ""},
       {"", ""},
       {"NoSuchField", ""},
@@ -41,8 +50,8 @@ TEST_CASE("keys resolve to fields as Go's encoding/json does", "[go_json]") {
 }
 
 TEST_CASE("field names are unique under folding in every body struct", "[go_json]") {
-  for (const object_spec* spec : {&schema::container_create, &schema::host_config, &schema::exec_config,
-                                  &schema::container_update}) {
+  for (const object_spec* spec : {&schema::container_create, &schema::host_config,
+                                  &schema::exec_config, &schema::container_update}) {
     for (std::size_t i = 0; i < spec->fields.size(); ++i) {
       CAPTURE(spec->name, spec->fields[i].name);
       CHECK(resolve_key(spec->fields[i].name, *spec) == i);
@@ -95,17 +104,21 @@ TEST_CASE("bodies with two readings are refused", "[go_json]") {
 }
 
 TEST_CASE("keys that name no field are left out, as Go ignores them, and reported", "[go_json]") {
-  auto r = decode_body(R"({"Image":"busybox","Bogus":{"deep":[1]},"HostConfig":{"Bogus":1,"Mounts":[{"Type":"bind","Extra":2}]}})",
-                       schema::container_create);
+  auto r = decode_body(
+      R"({"Image":"busybox","Bogus":{"deep":[1]},"HostConfig":{"Bogus":1,"Mounts":[{"Type":"bind","Extra":2}]}})",
+      schema::container_create);
   REQUIRE(r.value);
   CHECK(to_json(*r.value) == R"({"Image":"busybox","HostConfig":{"Mounts":[{"Type":"bind"}]}})");
-  CHECK(r.dropped == std::vector<std::string>{"Bogus", "HostConfig.Bogus", "HostConfig.Mounts[0].Extra"});
+  CHECK(r.dropped ==
+        std::vector<std::string>{"Bogus", "HostConfig.Bogus", "HostConfig.Mounts[0].Extra"});
   // A policy file's values are the operator's words: there an unknown key is an error.
   auto strict = decode_body(R"({"Bogus":1})", schema::container_create, unknown_keys::refuse);
   CHECK_FALSE(strict.value);
   CHECK_THAT(strict.error, Catch::Contains("unknown field"));
   // Two spellings of one field stay refused: that is two readings, not an unknown key.
-  CHECK_FALSE(decode_body(R"({"Privileged":false,"privileged":true,"Bogus":1})", schema::container_create).value);
+  CHECK_FALSE(
+      decode_body(R"({"Privileged":false,"privileged":true,"Bogus":1})", schema::container_create)
+          .value);
 }
 
 TEST_CASE("accepted bodies decode to canonical names and shapes", "[go_json]") {
@@ -115,7 +128,8 @@ TEST_CASE("accepted bodies decode to canonical names and shapes", "[go_json]") {
       schema::container_create);
   INFO(r.error);
   REQUIRE(r.value);
-  CHECK(to_json(*r.value) ==
-        R"({"ExposedPorts":{"80/tcp":{}},"Cmd":["echo hi"],"Image":"busybox","Labels":{"a":"1","b":"2"},)"
-        R"("HostConfig":{"CapAdd":["ALL"],"Memory":5}})");
+  CHECK(
+      to_json(*r.value) ==
+      R"({"ExposedPorts":{"80/tcp":{}},"Cmd":["echo hi"],"Image":"busybox","Labels":{"a":"1","b":"2"},)"
+      R"("HostConfig":{"CapAdd":["ALL"],"Memory":5}})");
 }

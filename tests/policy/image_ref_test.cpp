@@ -1,6 +1,6 @@
-#include <catch2/catch.hpp>
-
 #include "dockgate/policy/image_ref.hpp"
+
+#include <catch2/catch.hpp>
 
 using namespace dockgate::policy;
 
@@ -19,8 +19,10 @@ TEST_CASE("image references normalise as the daemon's", "[image_ref]") {
       {"127.0.0.1:5000/dockgate/test-busybox:v1", "127.0.0.1:5000/dockgate/test-busybox:v1"},
       {"localhost/x", "localhost/x:latest"},
       {"ghcr.io/a/b/c", "ghcr.io/a/b/c:latest"},
-      {"busybox@sha256:" + std::string(64, 'a'), "docker.io/library/busybox@sha256:" + std::string(64, 'a')},
-      {"busybox:1@sha256:" + std::string(64, 'b'), "docker.io/library/busybox:1@sha256:" + std::string(64, 'b')},
+      {"busybox@sha256:" + std::string(64, 'a'),
+       "docker.io/library/busybox@sha256:" + std::string(64, 'a')},
+      {"busybox:1@sha256:" + std::string(64, 'b'),
+       "docker.io/library/busybox:1@sha256:" + std::string(64, 'b')},
       {"a__b.c-d", "docker.io/library/a__b.c-d:latest"},
   };
   for (const auto& x : cases) {
@@ -29,8 +31,11 @@ TEST_CASE("image references normalise as the daemon's", "[image_ref]") {
     REQUIRE(r);
     CHECK(r->normalized() == x.out);
   }
-  for (std::string_view bad : {"", "Busybox", "busybox:", "busybox:-x", "busybox@sha256:abc", "a//b", "/busybox",
-                               "busybox/", "bad:port:x/y", "a...b", "a-", "busybox@md5:" "aaaa", "UPPER/case"}) {
+  for (std::string_view bad : {"", "Busybox", "busybox:", "busybox:-x", "busybox@sha256:abc",
+                               "a//b", "/busybox", "busybox/", "bad:port:x/y", "a...b", "a-",
+                               "busybox@md5:"
+                               "aaaa",
+                               "UPPER/case"}) {
     CAPTURE(bad);
     CHECK_FALSE(parse_image_reference(bad, true));
   }

@@ -10,7 +10,6 @@
 #include <sstream>
 
 #include "dockgate/policy/audit_line.hpp"
-
 #include "dockgate/policy/body_review.hpp"
 #include "dockgate/policy/body_seen.hpp"
 #include "dockgate/policy/policy_file.hpp"
@@ -284,8 +283,8 @@ TEST_CASE("learn: a line's widening list is recomputed from its values: an edite
   // "widening" emptied. Recorded under "lax", whose rules let each through, so nothing
   // but learn's own recomputation stands between the line and a learned allow rule.
   struct edited {
-    std::string body;  // HostConfig members
-    std::string path;  // the field it widens
+    std::string body;   // HostConfig members
+    std::string path;   // the field it widens
     std::string value;  // the value that must never be allowed
   };
   const std::vector<edited> table{
@@ -508,8 +507,9 @@ TEST_CASE("learn: operations and values the recording profile could not allow ar
             seen_of(R"({"Image":"busybox","HostConfig":{"CapAdd":["SYS_ADMIN"]}})")),
        "says allow, but profile learn refuses its values"},
       // values that are no body the gate would read
-      {line("ContainerCreate", "allow",
-            R"(,"seen":{"fields":["HostConfig.Memory"],"values":{"HostConfig.Memory":"lots"},"widening":[]})"),
+      {line(
+           "ContainerCreate", "allow",
+           R"(,"seen":{"fields":["HostConfig.Memory"],"values":{"HostConfig.Memory":"lots"},"widening":[]})"),
        "seen.values are not a ContainerCreate body"},
       {line("ContainerCreate", "allow",
             R"(,"seen":{"fields":[],"values":{"HostConfig.NoSuchField":1},"widening":[]})"),
@@ -609,7 +609,8 @@ TEST_CASE("audit lines: the validator is docs/audit.schema.json's", "[policy][le
   CHECK(closed == schema_closed);
   for (const auto& e : audit_schema_enums()) {
     INFO("enum " << e.where);
-    CHECK(strings(node(e.where)["enum"]) == std::set<std::string>(e.values.begin(), e.values.end()));
+    CHECK(strings(node(e.where)["enum"]) ==
+          std::set<std::string>(e.values.begin(), e.values.end()));
   }
   std::set<std::string> enum_members;
   for (const auto& e : audit_schema_enums()) enum_members.emplace(e.where);

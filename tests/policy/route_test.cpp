@@ -1,6 +1,6 @@
-#include <catch2/catch.hpp>
-
 #include "dockgate/policy/route.hpp"
+
+#include <catch2/catch.hpp>
 
 using namespace dockgate::policy;
 namespace http = dockgate::http;

@@ -229,7 +229,8 @@ TEST_CASE("the audit schema accepts the gate's lines and refuses a broken one", 
   }
 }
 
-TEST_CASE("audit lines carry the changes as a JSON array, from only where the client set it", "[audit]") {
+TEST_CASE("audit lines carry the changes as a JSON array, from only where the client set it",
+          "[audit]") {
   const std::vector<dockgate::policy::body_change> changes{
       {"HostConfig.Memory", "clamped", "8589934592", "2147483648"},
       {"HostConfig.SecurityOpt", "forced", std::nullopt, R"(["no-new-privileges"])"},
@@ -238,9 +239,12 @@ TEST_CASE("audit lines carry the changes as a JSON array, from only where the cl
   r.verdict = "allow";
   r.changes = changes;
   const auto line = format_audit(r);
-  CHECK(line.find(R"(,"changes":[{"field":"HostConfig.Memory","action":"clamped","from":8589934592,"to":2147483648},)"
-                  R"({"field":"HostConfig.SecurityOpt","action":"forced","to":["no-new-privileges"]},)"
-                  R"({"field":"Labels","action":"owner stamped","to":"<redacted>"}],)") != std::string::npos);
+  CHECK(
+      line.find(
+          R"(,"changes":[{"field":"HostConfig.Memory","action":"clamped","from":8589934592,"to":2147483648},)"
+          R"({"field":"HostConfig.SecurityOpt","action":"forced","to":["no-new-privileges"]},)"
+          R"({"field":"Labels","action":"owner stamped","to":"<redacted>"}],)") !=
+      std::string::npos);
   audit_record none;
   CHECK(format_audit(none).find("changes") == std::string::npos);
 }

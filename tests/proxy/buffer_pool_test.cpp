@@ -1,9 +1,9 @@
 // The block pool: a steady load keeps its blocks (no map/unmap per request), a burst's
 // blocks go back a settle or two after it, and nothing cached survives a trim.
+#include "buffer_pool.hpp"
+
 #include <catch2/catch.hpp>
 #include <vector>
-
-#include "buffer_pool.hpp"
 
 using dockgate::proxy::buffer_pool;
 

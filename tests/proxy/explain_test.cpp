@@ -1,6 +1,6 @@
-#include <catch2/catch.hpp>
-
 #include "dockgate/proxy/explain.hpp"
+
+#include <catch2/catch.hpp>
 
 using namespace dockgate;
 
@@ -9,12 +9,15 @@ TEST_CASE("explain prints the decision and the rewritten body", "[explain]") {
       "images":{"allow":["*"]},"container_create":{"HostConfig.Memory":{"max":100}}}}})");
   REQUIRE(pol.value);
   const auto& p = pol.value->default_();
-  auto created = proxy::explain_request(p, "POST", "/v1.41/containers/create", std::string(R"({"Image":"busybox"})"));
+  auto created = proxy::explain_request(p, "POST", "/v1.41/containers/create",
+                                        std::string(R"({"Image":"busybox"})"));
   CHECK(created.exit_status == 0);
   CHECK_THAT(created.text, Catch::Contains("operation: ContainerCreate"));
   CHECK_THAT(created.text, Catch::Contains("HostConfig.Memory:clamped"));
   CHECK_THAT(created.text, Catch::Contains(R"("HostConfig":{"Memory":100})"));
-  auto denied = proxy::explain_request(p, "POST", "/v1.41/containers/create", std::string(R"({"Image":"busybox","HostConfig":{"Privileged":true}})"));
+  auto denied = proxy::explain_request(
+      p, "POST", "/v1.41/containers/create",
+      std::string(R"({"Image":"busybox","HostConfig":{"Privileged":true}})"));
   CHECK(denied.exit_status == 1);
   CHECK_THAT(denied.text, Catch::Contains("HostConfig.Privileged is not allowed"));
   auto kill = proxy::explain_request(p, "POST", "/v1.41/containers/web/kill", std::nullopt);

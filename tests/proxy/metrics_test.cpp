@@ -1,6 +1,6 @@
-#include <catch2/catch.hpp>
-
 #include "dockgate/proxy/metrics.hpp"
+
+#include <catch2/catch.hpp>
 
 using dockgate::proxy::metrics;
 
@@ -17,12 +17,18 @@ TEST_CASE("metrics render in Prometheus' text format", "[metrics]") {
   m.hijack(-1);
   const std::string text = m.render();
   INFO(text);
-  CHECK(text.find("dockgate_requests_total{profile=\"docker-cli\",operation=\"ContainerList\",verdict=\"allow\",status=\"200\"} 2\n") != std::string::npos);
-  CHECK(text.find("dockgate_requests_total{profile=\"none\",operation=\"unrouted\",verdict=\"deny\",status=\"400\"} 1\n") != std::string::npos);
-  CHECK(text.find("dockgate_refusals_total{profile=\"docker-cli\",rule=\"operation\"} 1\n") != std::string::npos);
-  CHECK(text.find("dockgate_refusals_total{profile=\"docker-cli\",rule=\"HostConfig.CapAdd:allow \\\"x\\\"\"} 1\n") != std::string::npos);  // escaped
-  CHECK(text.find("dockgate_request_duration_seconds_bucket{le=\"0.001\"} 3\n") != std::string::npos);
-  CHECK(text.find("dockgate_request_duration_seconds_bucket{le=\"+Inf\"} 5\n") != std::string::npos);
+  CHECK(text.find("dockgate_requests_total{profile=\"docker-cli\",operation=\"ContainerList\","
+                  "verdict=\"allow\",status=\"200\"} 2\n") != std::string::npos);
+  CHECK(text.find("dockgate_requests_total{profile=\"none\",operation=\"unrouted\",verdict="
+                  "\"deny\",status=\"400\"} 1\n") != std::string::npos);
+  CHECK(text.find("dockgate_refusals_total{profile=\"docker-cli\",rule=\"operation\"} 1\n") !=
+        std::string::npos);
+  CHECK(text.find("dockgate_refusals_total{profile=\"docker-cli\",rule=\"HostConfig.CapAdd:allow "
+                  "\\\"x\\\"\"} 1\n") != std::string::npos);  // escaped
+  CHECK(text.find("dockgate_request_duration_seconds_bucket{le=\"0.001\"} 3\n") !=
+        std::string::npos);
+  CHECK(text.find("dockgate_request_duration_seconds_bucket{le=\"+Inf\"} 5\n") !=
+        std::string::npos);
   CHECK(text.find("dockgate_request_duration_seconds_count 5\n") != std::string::npos);
   CHECK(text.find("dockgate_open_streams 1\n") != std::string::npos);
   CHECK(text.find("dockgate_open_hijacks 0\n") != std::string::npos);
@@ -80,11 +86,16 @@ TEST_CASE("metrics of the gate's threads add up, the process's facts stay the fi
   first.add(second);
   const std::string text = first.render();
   INFO(text);
-  CHECK(text.find("dockgate_requests_total{profile=\"docker-cli\",operation=\"ContainerList\",verdict=\"allow\",status=\"200\"} 2\n") != std::string::npos);
-  CHECK(text.find("dockgate_requests_total{profile=\"docker-cli\",operation=\"VolumeCreate\",verdict=\"deny\",status=\"403\"} 1\n") != std::string::npos);
-  CHECK(text.find("dockgate_requests_total{profile=\"ci\",operation=\"SystemPing\",verdict=\"allow\",status=\"200\"} 1\n") != std::string::npos);
-  CHECK(text.find("dockgate_refusals_total{profile=\"docker-cli\",rule=\"operation\"} 1\n") != std::string::npos);
-  CHECK(text.find("dockgate_request_duration_seconds_bucket{le=\"0.001\"} 3\n") != std::string::npos);
+  CHECK(text.find("dockgate_requests_total{profile=\"docker-cli\",operation=\"ContainerList\","
+                  "verdict=\"allow\",status=\"200\"} 2\n") != std::string::npos);
+  CHECK(text.find("dockgate_requests_total{profile=\"docker-cli\",operation=\"VolumeCreate\","
+                  "verdict=\"deny\",status=\"403\"} 1\n") != std::string::npos);
+  CHECK(text.find("dockgate_requests_total{profile=\"ci\",operation=\"SystemPing\",verdict="
+                  "\"allow\",status=\"200\"} 1\n") != std::string::npos);
+  CHECK(text.find("dockgate_refusals_total{profile=\"docker-cli\",rule=\"operation\"} 1\n") !=
+        std::string::npos);
+  CHECK(text.find("dockgate_request_duration_seconds_bucket{le=\"0.001\"} 3\n") !=
+        std::string::npos);
   CHECK(text.find("dockgate_request_duration_seconds_count 4\n") != std::string::npos);
   CHECK(text.find("dockgate_request_duration_seconds_sum 0.003900\n") != std::string::npos);
   CHECK(text.find("dockgate_connections 5\n") != std::string::npos);

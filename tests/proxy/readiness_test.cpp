@@ -270,7 +270,8 @@ TEST_CASE("readiness: a client whose end is not reported is never marked", "[rea
 TEST_CASE("readiness: the wait for the next request sees what came before it and after it",
           "[readiness]") {
   pair_of_sockets p;
-  report_end(p.ours);  // as each connection asks when it is made (true only on readiness.cpp's path)
+  report_end(
+      p.ours);  // as each connection asks when it is made (true only on readiness.cpp's path)
   SECTION("bytes there before the wait") {
     p.send("GET");
     p.turn();  // the arrival's event is taken in with no read or wait queued

@@ -61,9 +61,9 @@ TEST_CASE("request state: the next request's is fresh, on the last one's storage
   CHECK(next.audit.bytes_out == 0);
   CHECK(next.id_size == 0);
   CHECK(next.started == fresh.started);
-  for (const std::string* text : {&next.path, &next.object_name, &next.object_id, &next.query,
-                                  &next.forward_version, &next.target, &next.event_line,
-                                  &next.owned_events})
+  for (const std::string* text :
+       {&next.path, &next.object_name, &next.object_id, &next.query, &next.forward_version,
+        &next.target, &next.event_line, &next.owned_events})
     CHECK(text->empty());
   CHECK_FALSE(next.endless_stream);
   CHECK_FALSE(next.document);
@@ -76,13 +76,13 @@ TEST_CASE("request state: the next request's is fresh, on the last one's storage
   CHECK(next.response_status == 0);
   for (bool flag : {next.response_keep_alive, next.upstream_keeps, next.response_head_pending,
                     next.response_chunked_in, next.stream_ended, next.stream_waiting,
-                    next.watch_pending, next.upstream_active, next.upstream_ended,
-                    next.client_gone, next.client_ended, next.client_writing, next.relay_failed})
+                    next.watch_pending, next.upstream_active, next.upstream_ended, next.client_gone,
+                    next.client_ended, next.client_writing, next.relay_failed})
     CHECK_FALSE(flag);
   REQUIRE(next.extras);
-  for (const std::string* text : {&next.extras->json_body, &next.extras->would,
-                                  &next.extras->dropped, &next.extras->seen,
-                                  &next.extras->object_image, &next.extras->exec_id})
+  for (const std::string* text :
+       {&next.extras->json_body, &next.extras->would, &next.extras->dropped, &next.extras->seen,
+        &next.extras->object_image, &next.extras->exec_id})
     CHECK(text->empty());
   CHECK(next.extras->changes.empty());
   CHECK(next.extras->warnings.empty());

@@ -1,10 +1,10 @@
+#include "thread_count.hpp"
+
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
-
-#include "thread_count.hpp"
 
 using dockgate::proxy::cgroup_cpu_limit;
 namespace fs = std::filesystem;

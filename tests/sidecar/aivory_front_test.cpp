@@ -25,7 +25,8 @@ namespace {
 
 client::engine nowhere() {
   // The service's client, for its own tests: a socket nobody listens on.
-  return client::engine({client::transport{*common::parse_endpoint("unix:///nonexistent/dockgate-front-test.sock"), nullptr}});
+  return client::engine({client::transport{
+      *common::parse_endpoint("unix:///nonexistent/dockgate-front-test.sock"), nullptr}});
 }
 
 config front_config() {
@@ -47,14 +48,18 @@ struct front {
     r.body = body;
     return aivory::serve(core, r);
   }
-  http_reply post(const std::string& path, const std::string& body) { return call("POST", path, body); }
+  http_reply post(const std::string& path, const std::string& body) {
+    return call("POST", path, body);
+  }
 };
 
 std::string missing(const std::string& field) {
-  return R"({"detail":[{"loc":["body",")" + field + R"("],"msg":"field required","type":"value_error.missing"}]})";
+  return R"({"detail":[{"loc":["body",")" + field +
+         R"("],"msg":"field required","type":"value_error.missing"}]})";
 }
 std::string not_a_string(const std::string& field) {
-  return R"({"detail":[{"loc":["body",")" + field + R"("],"msg":"str type expected","type":"type_error.str"}]})";
+  return R"({"detail":[{"loc":["body",")" + field +
+         R"("],"msg":"str type expected","type":"type_error.str"}]})";
 }
 const std::string not_json =
     R"({"detail":[{"loc":["body","body"],"msg":"value is not a valid JSON object","type":"value_error.jsondecode"}]})";
@@ -64,7 +69,8 @@ const std::string outside = R"({"detail":"path must be under /workspace"})";
 
 struct temp_dir {
   std::filesystem::path path =
-      std::filesystem::temp_directory_path() / ("dg-front-" + std::to_string(::getpid()) + "-" + std::to_string(rand()));
+      std::filesystem::temp_directory_path() /
+      ("dg-front-" + std::to_string(::getpid()) + "-" + std::to_string(rand()));
   temp_dir() { std::filesystem::create_directories(path); }
   ~temp_dir() {
     std::error_code ec;
@@ -76,17 +82,25 @@ struct temp_dir {
 
 TEST_CASE("aivory front: a path no route has is 404, a method its route lacks 405", "[front]") {
   front f;
-  for (const auto& [method, path] : std::vector<std::pair<std::string, std::string>>{
-           {"POST", "/nope"}, {"POST", "/files/"}, {"POST", "/files/get/x"}, {"POST", "/storage"},
-           {"DELETE", "/sessions/"}, {"POST", "/sessions/a/b"}}) {
+  for (const auto& [method, path] :
+       std::vector<std::pair<std::string, std::string>>{{"POST", "/nope"},
+                                                        {"POST", "/files/"},
+                                                        {"POST", "/files/get/x"},
+                                                        {"POST", "/storage"},
+                                                        {"DELETE", "/sessions/"},
+                                                        {"POST", "/sessions/a/b"}}) {
     CAPTURE(method, path);
     auto r = f.call(method, path, "{}");
     CHECK(r.status == 404);
     CHECK(r.body == R"({"detail":"Not Found"})");
   }
-  for (const auto& [method, path] : std::vector<std::pair<std::string, std::string>>{
-           {"GET", "/files"}, {"PUT", "/storage/put"}, {"GET", "/sessions"}, {"POST", "/sessions/" + sid},
-           {"GET", "/files/list"}, {"DELETE", "/storage/gc"}}) {
+  for (const auto& [method, path] :
+       std::vector<std::pair<std::string, std::string>>{{"GET", "/files"},
+                                                        {"PUT", "/storage/put"},
+                                                        {"GET", "/sessions"},
+                                                        {"POST", "/sessions/" + sid},
+                                                        {"GET", "/files/list"},
+                                                        {"DELETE", "/storage/gc"}}) {
     CAPTURE(method, path);
     auto r = f.call(method, path, "{}");
     CHECK(r.status == 405);
@@ -100,7 +114,8 @@ TEST_CASE("aivory front: the table says each route's body limit", "[front]") {
   c.max_body_bytes = 1000;
   c.max_storage_body_bytes = 5000;
   CHECK(aivory::max_body(c, "/storage/put") == 5000);
-  for (const char* path : {"/storage/delete", "/storage/gc", "/files", "/exec", "/sessions", "/healthz", "/nope"}) {
+  for (const char* path :
+       {"/storage/delete", "/storage/gc", "/files", "/exec", "/sessions", "/healthz", "/nope"}) {
     CAPTURE(path);
     CHECK(aivory::max_body(c, path) == 1000);
   }
@@ -111,7 +126,8 @@ TEST_CASE("aivory front: the table says each route's body limit", "[front]") {
   CHECK(s.max_body("/files") == 1000);
 }
 
-TEST_CASE("aivory front: the files routes' bodies, field by field, in the Aivory shapes", "[front][files]") {
+TEST_CASE("aivory front: the files routes' bodies, field by field, in the Aivory shapes",
+          "[front][files]") {
   front f;
   struct row {
     std::string path, body;
@@ -129,32 +145,43 @@ TEST_CASE("aivory front: the files routes' bodies, field by field, in the Aivory
       {"/files", R"({"path":"a","data_base64":"aGk="})", 422, missing("session_id")},
       {"/files", R"({"session_id":")" + sid + R"(","data_base64":"aGk="})", 422, missing("path")},
       {"/files", R"({"session_id":")" + sid + R"(","path":"a"})", 422, missing("data_base64")},
-      {"/files", R"({"session_id":null,"path":"a","data_base64":"aGk="})", 422, missing("session_id")},
+      {"/files", R"({"session_id":null,"path":"a","data_base64":"aGk="})", 422,
+       missing("session_id")},
       {"/files/get", R"({"session_id":")" + sid + R"("})", 422, missing("path")},
       {"/files/list", "{}", 422, missing("session_id")},
       {"/files/reset-inputs", R"({"path":"a"})", 422, missing("session_id")},
       // A field of the wrong type.
-      {"/files", R"({"session_id":1,"path":"a","data_base64":"aGk="})", 422, not_a_string("session_id")},
-      {"/files", R"({"session_id":")" + sid + R"(","path":["a"],"data_base64":"aGk="})", 422, not_a_string("path")},
+      {"/files", R"({"session_id":1,"path":"a","data_base64":"aGk="})", 422,
+       not_a_string("session_id")},
+      {"/files", R"({"session_id":")" + sid + R"(","path":["a"],"data_base64":"aGk="})", 422,
+       not_a_string("path")},
       {"/files/get", R"({"session_id":")" + sid + R"(","path":true})", 422, not_a_string("path")},
       {"/files/list", R"({"session_id":{}})", 422, not_a_string("session_id")},
       // The upload's size before decoding (more base64 than 31 bytes can make is not even
       // decoded), its base64, its size after, all before the path and the session.
-      {"/files", R"({"session_id":"x","path":"/etc/x","data_base64":")" + std::string(48, '!') + R"("})", 413,
+      {"/files",
+       R"({"session_id":"x","path":"/etc/x","data_base64":")" + std::string(48, '!') + R"("})", 413,
        R"({"detail":"file too large"})"},
-      {"/files", R"({"session_id":"x","path":"/etc/x","data_base64":"a!=="})", 400, R"({"detail":"invalid base64"})"},
-      {"/files", R"({"session_id":"x","path":"/etc/x","data_base64":")" + std::string(44, 'A') + R"("})", 413,
+      {"/files", R"({"session_id":"x","path":"/etc/x","data_base64":"a!=="})", 400,
+       R"({"detail":"invalid base64"})"},
+      {"/files",
+       R"({"session_id":"x","path":"/etc/x","data_base64":")" + std::string(44, 'A') + R"("})", 413,
        R"({"detail":"file too large"})"},
-      {"/files", R"({"session_id":"x","path":"/etc/x","data_base64":")" + std::string(40, 'A') + R"("})", 400, outside},
+      {"/files",
+       R"({"session_id":"x","path":"/etc/x","data_base64":")" + std::string(40, 'A') + R"("})", 400,
+       outside},
       // The path before the session.
       {"/files", R"({"session_id":"x","path":"/etc/passwd","data_base64":"aGk="})", 400, outside},
       {"/files/get", R"({"session_id":"x","path":"../etc/passwd"})", 400, outside},
       // The session id: malformed 400, unknown 404.
-      {"/files", R"({"session_id":"ABC","path":"a","data_base64":"aGk="})", 400, R"({"detail":"invalid session_id"})"},
+      {"/files", R"({"session_id":"ABC","path":"a","data_base64":"aGk="})", 400,
+       R"({"detail":"invalid session_id"})"},
       {"/files/get", R"({"session_id":"x","path":"a"})", 400, R"({"detail":"invalid session_id"})"},
       {"/files/list", R"({"session_id":""})", 400, R"({"detail":"invalid session_id"})"},
-      {"/files/reset-inputs", R"({"session_id":"../x"})", 400, R"({"detail":"invalid session_id"})"},
-      {"/files", R"({"session_id":")" + sid + R"(","path":"a","data_base64":"aGk="})", 404, no_session},
+      {"/files/reset-inputs", R"({"session_id":"../x"})", 400,
+       R"({"detail":"invalid session_id"})"},
+      {"/files", R"({"session_id":")" + sid + R"(","path":"a","data_base64":"aGk="})", 404,
+       no_session},
       {"/files/get", R"({"session_id":")" + sid + R"(","path":"a"})", 404, no_session},
       {"/files/list", R"({"session_id":")" + sid + R"("})", 404, no_session},
       {"/files/reset-inputs", R"({"session_id":")" + sid + R"("})", 404, no_session},
@@ -168,15 +195,18 @@ TEST_CASE("aivory front: the files routes' bodies, field by field, in the Aivory
   CHECK(f.engine.calls().empty());
 }
 
-TEST_CASE("files: a path that leaves /workspace, or is /workspace, is refused before any session", "[files]") {
+TEST_CASE("files: a path that leaves /workspace, or is /workspace, is refused before any session",
+          "[files]") {
   front f;
-  for (const char* path : {"/etc/passwd", "../etc/passwd", "/workspace/../etc", "a/../../x", "/workspace", "/", ""}) {
+  for (const char* path :
+       {"/etc/passwd", "../etc/passwd", "/workspace/../etc", "a/../../x", "/workspace", "/", ""}) {
     CAPTURE(path);
     auto put = f.core.files.put_file({sid, path, "hi"});
     REQUIRE_FALSE(put.ok());
     CHECK(put.error() == refusal{refusal_kind::invalid, "path must be under /workspace"});
   }
-  for (const char* path : {"/etc/passwd", "../etc/passwd", "/workspace/../etc", "a/../../x", "/", ""}) {
+  for (const char* path :
+       {"/etc/passwd", "../etc/passwd", "/workspace/../etc", "a/../../x", "/", ""}) {
     CAPTURE(path);
     auto get = f.core.files.get_file({sid, path});
     REQUIRE_FALSE(get.ok());
@@ -195,7 +225,8 @@ TEST_CASE("files: a path that leaves /workspace, or is /workspace, is refused be
   CHECK(big.error() == refusal{refusal_kind::too_large, "file too large"});
 }
 
-TEST_CASE("aivory front: the storage routes' bodies, in the Aivory sidecar's order", "[front][storage]") {
+TEST_CASE("aivory front: the storage routes' bodies, in the Aivory sidecar's order",
+          "[front][storage]") {
   temp_dir dir;
   front f;
   f.c.local_storage_dir = dir.path.string();
@@ -209,7 +240,8 @@ TEST_CASE("aivory front: the storage routes' bodies, in the Aivory sidecar's ord
       {"/storage/put", "nope", 422, not_json},
       {"/storage/put", R"({"data_base64":"aGk="})", 422, missing("key")},
       {"/storage/put", R"({"key":"k"})", 422, missing("data_base64")},
-      {"/storage/put", R"({"key":"k","data_base64":"aGk=","content_type":3})", 422, not_a_string("content_type")},
+      {"/storage/put", R"({"key":"k","data_base64":"aGk=","content_type":3})", 422,
+       not_a_string("content_type")},
       {"/storage/put", R"({"key":"k","data_base64":"aGk=","expires_in":"soon"})", 422,
        R"({"detail":[{"loc":["body","expires_in"],"msg":"value is not a valid integer","type":"type_error.integer"}]})"},
       {"/storage/delete", "{}", 422, missing("key")},
@@ -220,18 +252,25 @@ TEST_CASE("aivory front: the storage routes' bodies, in the Aivory sidecar's ord
       // The storage block, then its presence, then the key, then the base64.
       {"/storage/put", R"({"key":"../k","data_base64":"!","storage":{"provider":"oss"}})", 400,
        R"({"detail":"unsupported storage provider: oss"})"},
-      {"/storage/put", R"({"key":"../k","data_base64":"!"})", 400, R"({"detail":"storage backend not configured"})"},
-      {"/storage/put", R"({"key":"../k","data_base64":"!",)" + local + "}", 400, R"({"detail":"invalid storage key"})"},
-      {"/storage/put", R"({"key":"/k","data_base64":"aGk=",)" + local + "}", 400, R"({"detail":"invalid storage key"})"},
-      {"/storage/put", R"({"key":"k","data_base64":"!",)" + local + "}", 400, R"({"detail":"invalid base64"})"},
+      {"/storage/put", R"({"key":"../k","data_base64":"!"})", 400,
+       R"({"detail":"storage backend not configured"})"},
+      {"/storage/put", R"({"key":"../k","data_base64":"!",)" + local + "}", 400,
+       R"({"detail":"invalid storage key"})"},
+      {"/storage/put", R"({"key":"/k","data_base64":"aGk=",)" + local + "}", 400,
+       R"({"detail":"invalid storage key"})"},
+      {"/storage/put", R"({"key":"k","data_base64":"!",)" + local + "}", 400,
+       R"({"detail":"invalid base64"})"},
       {"/storage/delete", R"({"key":"../k","storage":{"provider":"s3"}})", 400,
        R"({"detail":"storage.s3_bucket is required"})"},
-      {"/storage/delete", R"({"key":"../k"})", 400, R"({"detail":"storage backend not configured"})"},
-      {"/storage/delete", R"({"key":"a//b",)" + local + "}", 400, R"({"detail":"invalid storage key"})"},
-      {"/storage/gc", R"({"max_age_seconds":1,"storage":{"provider":"local","prefix":"../x"}})", 400,
-       R"({"detail":"invalid storage prefix"})"},
+      {"/storage/delete", R"({"key":"../k"})", 400,
+       R"({"detail":"storage backend not configured"})"},
+      {"/storage/delete", R"({"key":"a//b",)" + local + "}", 400,
+       R"({"detail":"invalid storage key"})"},
+      {"/storage/gc", R"({"max_age_seconds":1,"storage":{"provider":"local","prefix":"../x"}})",
+       400, R"({"detail":"invalid storage prefix"})"},
       // No storage: nothing to collect.
-      {"/storage/gc", R"({"max_age_seconds":1})", 200, R"({"deleted":0,"scanned":0,"freed_bytes":0})"},
+      {"/storage/gc", R"({"max_age_seconds":1})", 200,
+       R"({"deleted":0,"scanned":0,"freed_bytes":0})"},
   };
   for (const auto& r : rows) {
     CAPTURE(r.path, r.body);
@@ -243,19 +282,24 @@ TEST_CASE("aivory front: the storage routes' bodies, in the Aivory sidecar's ord
   CHECK(std::filesystem::is_empty(dir.path));
 }
 
-TEST_CASE("storage objects: local storage writes, then refuses the URL, delete and gc answer what they did", "[front][storage]") {
+TEST_CASE(
+    "storage objects: local storage writes, then refuses the URL, delete and gc answer what they "
+    "did",
+    "[front][storage]") {
   temp_dir dir;
   front f;
   f.c.local_storage_dir = dir.path.string();
-  auto put = f.post("/storage/put", R"({"key":"up/a.bin","data_base64":"aGk=","storage":{"provider":"local","prefix":"t"}})");
+  auto put = f.post(
+      "/storage/put",
+      R"({"key":"up/a.bin","data_base64":"aGk=","storage":{"provider":"local","prefix":"t"}})");
   CHECK(put.status == 400);
   CHECK(put.body == R"({"detail":"presigned URLs are unsupported for local storage"})");
   std::ifstream written(dir.path / "t/up/a.bin");
   CHECK(std::string(std::istreambuf_iterator<char>(written), {}) == "hi");
 
   // Collected: archives under workspaces/ and anything under mineru/, older than the cutoff.
-  for (const char* rel : {"t/workspaces/old.tgz", "t/workspaces/new.tgz", "t/workspaces/old.txt", "t/mineru/old",
-                          "t/other/old.tgz"}) {
+  for (const char* rel : {"t/workspaces/old.tgz", "t/workspaces/new.tgz", "t/workspaces/old.txt",
+                          "t/mineru/old", "t/other/old.tgz"}) {
     std::filesystem::create_directories((dir.path / rel).parent_path());
     std::ofstream(dir.path / rel) << "1234";
     if (std::string(rel).find("old") != std::string::npos) {
@@ -263,7 +307,8 @@ TEST_CASE("storage objects: local storage writes, then refuses the URL, delete a
       REQUIRE(::utimes((dir.path / rel).c_str(), times) == 0);
     }
   }
-  auto gc = f.post("/storage/gc", R"({"max_age_seconds":3600,"storage":{"provider":"local","prefix":"t"}})");
+  auto gc = f.post("/storage/gc",
+                   R"({"max_age_seconds":3600,"storage":{"provider":"local","prefix":"t"}})");
   CHECK(gc.status == 200);
   CHECK(gc.body == R"({"deleted":2,"scanned":3,"freed_bytes":8})");
   CHECK_FALSE(std::filesystem::exists(dir.path / "t/workspaces/old.tgz"));
@@ -272,19 +317,23 @@ TEST_CASE("storage objects: local storage writes, then refuses the URL, delete a
   CHECK(std::filesystem::exists(dir.path / "t/workspaces/old.txt"));
   CHECK(std::filesystem::exists(dir.path / "t/other/old.tgz"));
   // max_age_seconds ≤ 0 collects nothing.
-  CHECK(f.post("/storage/gc", R"({"max_age_seconds":0,"storage":{"provider":"local","prefix":"t"}})").body ==
-        R"({"deleted":0,"scanned":0,"freed_bytes":0})");
+  CHECK(
+      f.post("/storage/gc", R"({"max_age_seconds":0,"storage":{"provider":"local","prefix":"t"}})")
+          .body == R"({"deleted":0,"scanned":0,"freed_bytes":0})");
 
   // A key given whole (under the prefix) or bare names the same object.
-  auto del = f.post("/storage/delete", R"({"key":"t/up/a.bin","storage":{"provider":"local","prefix":"t"}})");
+  auto del = f.post("/storage/delete",
+                    R"({"key":"t/up/a.bin","storage":{"provider":"local","prefix":"t"}})");
   CHECK(del.status == 200);
   CHECK(del.body == R"({"ok":true,"key":"t/up/a.bin"})");
   CHECK_FALSE(std::filesystem::exists(dir.path / "t/up/a.bin"));
-  del = f.post("/storage/delete", R"({"key":"up/b.bin","storage":{"provider":"local","prefix":"t"}})");
+  del = f.post("/storage/delete",
+               R"({"key":"up/b.bin","storage":{"provider":"local","prefix":"t"}})");
   CHECK(del.body == R"({"ok":true,"key":"t/up/b.bin"})");
 }
 
-TEST_CASE("storage objects: a key that would leave the prefix is refused whoever calls", "[storage]") {
+TEST_CASE("storage objects: a key that would leave the prefix is refused whoever calls",
+          "[storage]") {
   temp_dir dir;
   config c;
   c.local_storage_dir = dir.path.string();
@@ -302,11 +351,14 @@ TEST_CASE("storage objects: a key that would leave the prefix is refused whoever
   CHECK(std::filesystem::is_empty(dir.path));
 }
 
-TEST_CASE("aivory service: the client's key, or a member's credential on a forwarded call, else 401", "[front]") {
+TEST_CASE(
+    "aivory service: the client's key, or a member's credential on a forwarded call, else 401",
+    "[front]") {
   config c;
   c.api_key = "secret-key";
   service s(c, nowhere());
-  auto call = [&](const std::string& authorization, const std::string& forwarded = {}, const std::string& fleet = {}) {
+  auto call = [&](const std::string& authorization, const std::string& forwarded = {},
+                  const std::string& fleet = {}) {
     http_request r;
     r.method = "POST";
     r.path = "/nope";
@@ -316,7 +368,8 @@ TEST_CASE("aivory service: the client's key, or a member's credential on a forwa
     r.fleet_auth = fleet;
     return s.handle(r);
   };
-  for (const char* wrong : {"", "secret-key", "Bearer secret-ke", "Bearer secret-key ", "bearer secret-key", "Bearer x"}) {
+  for (const char* wrong : {"", "secret-key", "Bearer secret-ke", "Bearer secret-key ",
+                            "bearer secret-key", "Bearer x"}) {
     CAPTURE(wrong);
     auto r = call(wrong);
     CHECK(r.status == 401);
@@ -327,8 +380,9 @@ TEST_CASE("aivory service: the client's key, or a member's credential on a forwa
   // A forwarded call needs the fleet's credential; the client's key does not stand in.
   auto fwd = call("Bearer secret-key", "other");
   CHECK(fwd.status == 401);
-  CHECK(fwd.body ==
-        R"x({"error":"unauthorized","detail":"forwarded call refused: this sidecar accepts no forwarded call (no SANDBOX_FLEET_KEY_FILE)"})x");
+  CHECK(
+      fwd.body ==
+      R"x({"error":"unauthorized","detail":"forwarded call refused: this sidecar accepts no forwarded call (no SANDBOX_FLEET_KEY_FILE)"})x");
   fwd = call("", {}, "forged");
   CHECK(fwd.status == 401);
   // Nor does SANDBOX_ALLOW_NO_AUTH.
@@ -341,8 +395,9 @@ TEST_CASE("aivory service: the client's key, or a member's credential on a forwa
   r.forwarded = "other";
   auto refused = open.handle(r);
   CHECK(refused.status == 401);
-  CHECK(refused.body ==
-        R"x({"error":"unauthorized","detail":"forwarded call refused: a forwarded call needs the fleet's credential (X-Dockgate-Fleet)"})x");
+  CHECK(
+      refused.body ==
+      R"x({"error":"unauthorized","detail":"forwarded call refused: a forwarded call needs the fleet's credential (X-Dockgate-Fleet)"})x");
   r.forwarded.clear();
   CHECK(open.handle(r).body == R"({"detail":"Not Found"})");
   // GET /healthz only.

@@ -1,11 +1,11 @@
-#include <catch2/catch.hpp>
+#include "storage/archive.hpp"
+
 #include <archive.h>
 #include <archive_entry.h>
 
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
-
-#include "storage/archive.hpp"
 
 using namespace dockgate::sidecar;
 
@@ -50,7 +50,6 @@ std::string make_tgz(const std::vector<member>& members) {
   return std::string(buffer.data(), used);
 }
 
-
 // The members of a re-packed archive, as "type path[ -> link]" lines.
 std::vector<std::string> members_of(const std::string& tgz) {
   std::vector<std::string> out;
@@ -60,12 +59,15 @@ std::vector<std::string> members_of(const std::string& tgz) {
   REQUIRE(archive_read_open_memory(a, tgz.data(), tgz.size()) == ARCHIVE_OK);
   struct archive_entry* e = nullptr;
   while (archive_read_next_header(a, &e) == ARCHIVE_OK) {
-    std::string line = archive_entry_hardlink(e) ? "hard " : archive_entry_filetype(e) == AE_IFDIR ? "dir "
-                                                   : archive_entry_filetype(e) == AE_IFLNK       ? "link "
-                                                                                                 : "file ";
+    std::string line = archive_entry_hardlink(e)               ? "hard "
+                       : archive_entry_filetype(e) == AE_IFDIR ? "dir "
+                       : archive_entry_filetype(e) == AE_IFLNK ? "link "
+                                                               : "file ";
     line += archive_entry_pathname(e);
-    if (archive_entry_hardlink(e)) line += std::string(" -> ") + archive_entry_hardlink(e);
-    else if (archive_entry_filetype(e) == AE_IFLNK) line += std::string(" -> ") + archive_entry_symlink(e);
+    if (archive_entry_hardlink(e))
+      line += std::string(" -> ") + archive_entry_hardlink(e);
+    else if (archive_entry_filetype(e) == AE_IFLNK)
+      line += std::string(" -> ") + archive_entry_symlink(e);
     out.push_back(line);
   }
   archive_read_free(a);
@@ -86,31 +88,33 @@ TEST_CASE("restore plan: safe members pass whole, symlinks may point anywhere", 
   REQUIRE_FALSE(plan.error);
   CHECK(plan.skipped.empty());
   CHECK(plan.members == 7);  // the archive's own "./" is dropped
-  CHECK(members_of(plan.tgz) == std::vector<std::string>{"dir outputs/", "file outputs/p.png", "file data/a.csv",
-                                                          "link data/link -> a.csv", "link pw -> /etc/passwd",
-                                                          "link venv/bin/python -> ../../../usr/bin/python3",
-                                                          "hard data/same -> data/a.csv"});
+  CHECK(members_of(plan.tgz) ==
+        std::vector<std::string>{"dir outputs/", "file outputs/p.png", "file data/a.csv",
+                                 "link data/link -> a.csv", "link pw -> /etc/passwd",
+                                 "link venv/bin/python -> ../../../usr/bin/python3",
+                                 "hard data/same -> data/a.csv"});
 }
 
 TEST_CASE("restore plan: only the unsafe members are left out, each with its reason", "[archive]") {
   const std::vector<member> members{
       {"keep.txt"},
-      {"/etc/passwd"},                                // absolute
-      {"../escape"},                                  // climbs
-      {"a/../../escape"},                             // climbs
-      {"out", AE_IFLNK, "/etc"},                      // a symlink: kept
-      {"out/cron"},                                   // written through it
-      {"out/deeper/x"},                               // and deeper
-      {"hard", AE_IFREG, "../outside", 0, true},      // hard link out
-      {"hard2", AE_IFREG, "out/shadow", 0, true},     // hard link through the symlink
+      {"/etc/passwd"},                             // absolute
+      {"../escape"},                               // climbs
+      {"a/../../escape"},                          // climbs
+      {"out", AE_IFLNK, "/etc"},                   // a symlink: kept
+      {"out/cron"},                                // written through it
+      {"out/deeper/x"},                            // and deeper
+      {"hard", AE_IFREG, "../outside", 0, true},   // hard link out
+      {"hard2", AE_IFREG, "out/shadow", 0, true},  // hard link through the symlink
       {"dev", AE_IFCHR},
       {"fifo", AE_IFIFO},
-      {"big", AE_IFREG, "", 3000},                    // over the workspace size
+      {"big", AE_IFREG, "", 3000},  // over the workspace size
       {"after.txt"},
   };
   auto plan = plan_restore(make_tgz(members), {2000, 100});
   REQUIRE_FALSE(plan.error);
-  CHECK(members_of(plan.tgz) == std::vector<std::string>{"file keep.txt", "link out -> /etc", "file after.txt"});
+  CHECK(members_of(plan.tgz) ==
+        std::vector<std::string>{"file keep.txt", "link out -> /etc", "file after.txt"});
   std::vector<std::pair<std::string, std::string>> skipped;
   for (const auto& s : plan.skipped) skipped.emplace_back(s.path, s.reason);
   CHECK(skipped == std::vector<std::pair<std::string, std::string>>{
@@ -127,7 +131,8 @@ TEST_CASE("restore plan: only the unsafe members are left out, each with its rea
                    });
 }
 
-TEST_CASE("restore plan: a symlink later in the archive still guards the members before it", "[archive]") {
+TEST_CASE("restore plan: a symlink later in the archive still guards the members before it",
+          "[archive]") {
   auto plan = plan_restore(make_tgz({{"d/x"}, {"d", AE_IFLNK, "/tmp"}}), {});
   CHECK(members_of(plan.tgz) == std::vector<std::string>{"link d -> /tmp"});
   REQUIRE(plan.skipped.size() == 1);
@@ -164,7 +169,8 @@ TEST_CASE("restore plan: names with newlines and unicode pass byte for byte", "[
 }
 
 TEST_CASE("archives are written atomically", "[archive]") {
-  const auto dir = std::filesystem::temp_directory_path() / ("dg-archive-" + std::to_string(::getpid()));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("dg-archive-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const std::string path = (dir / "tenant/workspaces/conv_1.tgz").string();
   std::string why;

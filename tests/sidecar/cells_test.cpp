@@ -3,6 +3,8 @@
 // a busy session, and the runner executor driven by a fake runner over a socketpair that
 // speaks the runner's framing (runner.hpp, runner.py) inside Docker's stream multiplexing.
 // The Aivory front's cell routes (cell_routes.cpp) are judged on the bytes they answer.
+#include "cells/cells.hpp"
+
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -11,7 +13,6 @@
 #include <mutex>
 #include <thread>
 
-#include "cells/cells.hpp"
 #include "cells/executors.hpp"
 #include "core/session_core.hpp"
 #include "engine/labels.hpp"
@@ -184,9 +185,10 @@ struct collected final : cell_output {
 
 }  // namespace
 
-TEST_CASE("cells: the executor is the kernel for a kernel session, the runner where one starts, "
-          "else plain execs",
-          "[cells]") {
+TEST_CASE(
+    "cells: the executor is the kernel for a kernel session, the runner where one starts, "
+    "else plain execs",
+    "[cells]") {
   fake_runner runner;
   SECTION("the runner off (SANDBOX_CELL_RUNNER=0): plain, no held exec tried") {
     rig r;
@@ -235,8 +237,7 @@ TEST_CASE("cells: the executor is the kernel for a kernel session, the runner wh
   }
 }
 
-TEST_CASE("cells: a plain cell's answer from its exec, the timeout and output caps",
-          "[cells]") {
+TEST_CASE("cells: a plain cell's answer from its exec, the timeout and output caps", "[cells]") {
   rig r([](config& c) { c.max_output_bytes = 2048; });
   r.add(sid_a);
   std::optional<client::exec_options> asked;
@@ -313,7 +314,8 @@ TEST_CASE("cells: a plain cell's answer from its exec, the timeout and output ca
     CHECK(got.error() == refusal{refusal_kind::failed, "write cell failed: disk full"});
     answer.started = false;
     answer.error = "exec create: 500 boom";
-    CHECK(r.run(sid_a, "1").error() == refusal{refusal_kind::failed, "exec failed: exec create: 500 boom"});
+    CHECK(r.run(sid_a, "1").error() ==
+          refusal{refusal_kind::failed, "exec failed: exec create: 500 boom"});
     answer.error = "exec create: 409 container is paused";
     CHECK(r.run(sid_a, "1").error().kind == refusal_kind::not_found);
   }
@@ -353,9 +355,10 @@ TEST_CASE("cells: unknown or ending session, a busy session, a full exec queue",
   CHECK(r.run(sid_b, "1"));  // the slot came back
 }
 
-TEST_CASE("cells: the runner executor over a fake runner: one request, output capped and "
-          "streamed, OOM said, artifacts read through it",
-          "[cells][runner]") {
+TEST_CASE(
+    "cells: the runner executor over a fake runner: one request, output capped and "
+    "streamed, OOM said, artifacts read through it",
+    "[cells][runner]") {
   fake_runner runner;
   rig r([](config& c) {
     c.cell_runner = true;
@@ -400,9 +403,10 @@ TEST_CASE("cells: the runner executor over a fake runner: one request, output ca
   CHECK(s->runner);
 }
 
-TEST_CASE("cells: a runner that fails: before the acknowledgement the cell runs once as a plain "
-          "exec, after it never again",
-          "[cells][runner]") {
+TEST_CASE(
+    "cells: a runner that fails: before the acknowledgement the cell runs once as a plain "
+    "exec, after it never again",
+    "[cells][runner]") {
   fake_runner runner;
   rig r([](config& c) { c.cell_runner = true; });
   r.fake.on_attach = [&](const auto&, const auto&, std::string*) { return runner.attach(); };
@@ -484,8 +488,7 @@ TEST_CASE("cells: a kernel session's cell through its driver, a died kernel, res
   CHECK(r.core->cells.restart_kernel(*plain).error().kind == refusal_kind::invalid);
 }
 
-TEST_CASE("cells: artifacts are new or changed files under outputs, within the limits",
-          "[cells]") {
+TEST_CASE("cells: artifacts are new or changed files under outputs, within the limits", "[cells]") {
   config c;
   c.max_files_per_exec = 2;
   c.max_artifact_bytes = 10;
@@ -499,19 +502,21 @@ TEST_CASE("cells: artifacts are new or changed files under outputs, within the l
     r.stdout_data = "data";
     return r;
   };
-  const auto l = parse_cell_listing(
-      listing(0, 0, record("/workspace/outputs/same", "1", 4) + record("/workspace/outputs/changed", "1", 4),
-              record("/workspace/outputs/same", "1", 4) + record("/workspace/outputs/changed", "2", 4) +
-                  record("/workspace/outputs/new.txt", "1", 4) +
-                  record("/workspace/outputs/big", "1", 11) + record("/workspace/x", "1", 1) +
-                  record("/workspace/outputs/./y", "1", 1) + record("/workspace/outputs/z", "1", 1)));
+  const auto l = parse_cell_listing(listing(
+      0, 0,
+      record("/workspace/outputs/same", "1", 4) + record("/workspace/outputs/changed", "1", 4),
+      record("/workspace/outputs/same", "1", 4) + record("/workspace/outputs/changed", "2", 4) +
+          record("/workspace/outputs/new.txt", "1", 4) + record("/workspace/outputs/big", "1", 11) +
+          record("/workspace/x", "1", 1) + record("/workspace/outputs/./y", "1", 1) +
+          record("/workspace/outputs/z", "1", 1)));
   std::string errs;
   const auto files = collect_artifacts(c, l, reader, errs);
   REQUIRE(files.size() == 2);
   CHECK(files[0] == cell_artifact{"changed", "application/octet-stream", "data"});
   CHECK(files[1] == cell_artifact{"new.txt", "text/plain", "data"});
   // Outside outputs: never read, never counted; over a limit: skipped and said.
-  CHECK(read == std::vector<std::string>{"/workspace/outputs/changed", "/workspace/outputs/new.txt"});
+  CHECK(read ==
+        std::vector<std::string>{"/workspace/outputs/changed", "/workspace/outputs/new.txt"});
   CHECK(errs ==
         "\n[sandbox] skipped 2 output file(s) because artifact limits are 2 files, 10 bytes per "
         "file, 52428800 bytes total");
@@ -542,25 +547,29 @@ http_reply post_exec(rig& r, std::string body, reply_stream* stream = nullptr) {
 
 }  // namespace
 
-TEST_CASE("aivory /exec: the request's 422, 413 and 400 before the core, the answer byte for "
-          "byte, plain and streamed",
-          "[cells][front]") {
+TEST_CASE(
+    "aivory /exec: the request's 422, 413 and 400 before the core, the answer byte for "
+    "byte, plain and streamed",
+    "[cells][front]") {
   rig r([](config& c) { c.max_code_bytes = 4; });
   r.add(sid_a);
   auto ok = [&](const std::string& code) {
     return R"({"session_id":")" + sid_a + R"(","code":")" + code + "\"}";
   };
-  CHECK(post_exec(r, "[]").body ==
-        R"({"detail":[{"loc":["body","body"],"msg":"value is not a valid JSON object","type":"value_error.jsondecode"}]})");
-  CHECK(post_exec(r, R"({"code":"1"})").body ==
-        R"({"detail":[{"loc":["body","session_id"],"msg":"field required","type":"value_error.missing"}]})");
+  CHECK(
+      post_exec(r, "[]").body ==
+      R"({"detail":[{"loc":["body","body"],"msg":"value is not a valid JSON object","type":"value_error.jsondecode"}]})");
+  CHECK(
+      post_exec(r, R"({"code":"1"})").body ==
+      R"({"detail":[{"loc":["body","session_id"],"msg":"field required","type":"value_error.missing"}]})");
   auto typed = post_exec(r, R"({"session_id":")" + sid_a + R"(","code":"1","timeout_ms":"x"})");
   CHECK(typed.status == 422);
   CHECK(typed.body.find(R"("type":"type_error.integer")") != std::string::npos);
   auto chars = post_exec(r, ok("12345"));
   CHECK(chars.status == 422);
-  CHECK(chars.body ==
-        R"({"detail":[{"loc":["body","code"],"msg":"ensure this value has at most 4 characters","type":"value_error.any_str.max_length"}]})");
+  CHECK(
+      chars.body ==
+      R"({"detail":[{"loc":["body","code"],"msg":"ensure this value has at most 4 characters","type":"value_error.any_str.max_length"}]})");
   auto bytes = post_exec(r, ok("\xc3\xa9\xc3\xa9\xc3\xa9"));  // 3 characters, 6 bytes
   CHECK(bytes.status == 413);
   CHECK(bytes.body == R"({"detail":"code too large"})");
@@ -591,9 +600,11 @@ TEST_CASE("aivory /exec: the request's 422, 413 and 400 before the core, the ans
   recording stream;
   auto streamed = post_exec(r, ok("1"), &stream);
   CHECK(streamed.streamed);
-  CHECK(stream.text == "event: stdout\ndata: \"h\"\n\nevent: stdout\ndata: \"é\"\n\n"
-                       "event: stderr\ndata: \"\xef\xbf\xbd\xef\xbf\xbd\"\n\n"
-                       "event: result\ndata: " + body + "\n\n");
+  CHECK(stream.text ==
+        "event: stdout\ndata: \"h\"\n\nevent: stdout\ndata: \"é\"\n\n"
+        "event: stderr\ndata: \"\xef\xbf\xbd\xef\xbf\xbd\"\n\n"
+        "event: result\ndata: " +
+            body + "\n\n");
   // An error before any output: a plain answer, the stream never opened.
   recording unopened;
   auto missing = post_exec(r, R"({"session_id":")" + sid_b + R"(","code":"1"})", &unopened);
@@ -607,10 +618,12 @@ TEST_CASE("aivory cell body: files and the kernel block in the Aivory order", "[
   r.stdout_text = "a";
   r.exit_code = 0;
   r.files = {{"a.txt", "text/plain", "hi"}, {"b", "application/octet-stream", ""}};
-  CHECK(aivory::cell_body(r) ==
-        R"({"stdout":"a","stderr":"","exit_code":0,"files":[{"name":"a.txt","mime_type":"text/plain","data_base64":"aGk="},{"name":"b","mime_type":"application/octet-stream","data_base64":""}]})");
+  CHECK(
+      aivory::cell_body(r) ==
+      R"({"stdout":"a","stderr":"","exit_code":0,"files":[{"name":"a.txt","mime_type":"text/plain","data_base64":"aGk="},{"name":"b","mime_type":"application/octet-stream","data_base64":""}]})");
   r.files.clear();
   r.kernel = cell_kernel{"python", {true, false, 2}};
-  CHECK(aivory::cell_body(r) ==
-        R"({"stdout":"a","stderr":"","exit_code":0,"files":[],"kernel":{"name":"python","restarted":true,"execution_count":2}})");
+  CHECK(
+      aivory::cell_body(r) ==
+      R"({"stdout":"a","stderr":"","exit_code":0,"files":[],"kernel":{"name":"python","restarted":true,"execution_count":2}})");
 }

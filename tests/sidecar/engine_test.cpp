@@ -16,7 +16,8 @@ TEST_CASE("fake engine: a container's life as the Engine API answers it", "[engi
   CHECK(e.list("sandbox.session_id", false, 1s).body == "[]");
   CHECK(e.start("sbx-1", 1s).status == 204);
   CHECK(e.inspect("sbx-1", 1s).body.find(R"("Running":true)") != std::string::npos);
-  CHECK(e.list("sandbox.session_id", false, 1s).body.find(R"("sandbox.session_id":"abc")") != std::string::npos);
+  CHECK(e.list("sandbox.session_id", false, 1s).body.find(R"("sandbox.session_id":"abc")") !=
+        std::string::npos);
   CHECK(e.pause("sbx-1", 1s).status == 204);
   CHECK(e.unpause("sbx-1", 1s).status == 204);
   e.fail("remove", 500);
@@ -27,7 +28,9 @@ TEST_CASE("fake engine: a container's life as the Engine API answers it", "[engi
 }
 
 TEST_CASE("route table: method and pattern, 404 and 405 apart", "[front]") {
-  route_table<int> t({{"POST", "/sessions", 1}, {"DELETE", "/sessions/{id}", 2}, {"POST", "/sessions/{id}/restart", 3}});
+  route_table<int> t({{"POST", "/sessions", 1},
+                      {"DELETE", "/sessions/{id}", 2},
+                      {"POST", "/sessions/{id}/restart", 3}});
   auto f = t.find("POST", "/sessions");
   REQUIRE(f.handler);
   CHECK(*f.handler == 1);
@@ -42,7 +45,8 @@ TEST_CASE("route table: method and pattern, 404 and 405 apart", "[front]") {
   f = t.find("GET", "/sessions");
   CHECK_FALSE(f.handler);
   CHECK(f.method_missed);
-  for (const char* path : {"/sessions/", "/sessions/a/b", "/sessions//restart", "/session", "/sessionsx"}) {
+  for (const char* path :
+       {"/sessions/", "/sessions/a/b", "/sessions//restart", "/session", "/sessionsx"}) {
     CAPTURE(path);
     f = t.find("DELETE", path);
     CHECK_FALSE(f.handler);

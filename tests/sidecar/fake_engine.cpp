@@ -35,12 +35,14 @@ std::string labels_json(const std::map<std::string, std::string>& labels) {
 
 fake_engine::container* fake_engine::lookup(std::string_view id_or_name) const {
   for (auto& [id, c] : by_id_)
-    if (id == id_or_name || c.name == id_or_name || (id_or_name.size() >= 12 && id.starts_with(id_or_name)))
+    if (id == id_or_name || c.name == id_or_name ||
+        (id_or_name.size() >= 12 && id.starts_with(id_or_name)))
       return &c;
   return nullptr;
 }
 
-std::optional<engine_answer> fake_engine::injected(const std::string& op, std::string_view target) const {
+std::optional<engine_answer> fake_engine::injected(const std::string& op,
+                                                   std::string_view target) const {
   calls_.push_back(op + " " + std::string(target));
   auto f = failures_.find(op);
   if (f == failures_.end()) return std::nullopt;
@@ -66,7 +68,9 @@ engine_answer fake_engine::create(std::string_view name, std::string_view body, 
   std::lock_guard l(mutex_);
   if (auto f = injected("create", name)) return *f;
   for (const auto& [id, c] : by_id_)
-    if (c.name == name) return message(409, "Conflict. The container name \"/" + std::string(name) + "\" is already in use");
+    if (c.name == name)
+      return message(
+          409, "Conflict. The container name \"/" + std::string(name) + "\" is already in use");
   container c;
   char id[65];
   std::snprintf(id, sizeof id, "%064x", next_id_++);
@@ -84,7 +88,8 @@ engine_answer fake_engine::create(std::string_view name, std::string_view body, 
       if (v.get_string().get(s) == simdjson::SUCCESS) c.labels[std::string(k)] = std::string(s);
     }
   std::string_view mode;
-  if (doc["HostConfig"]["NetworkMode"].get_string().get(mode) == simdjson::SUCCESS) c.network_mode = std::string(mode);
+  if (doc["HostConfig"]["NetworkMode"].get_string().get(mode) == simdjson::SUCCESS)
+    c.network_mode = std::string(mode);
   by_id_[c.id] = c;
   return answer(201, "{\"Id\":\"" + c.id + "\",\"Warnings\":[]}");
 }
@@ -139,7 +144,8 @@ engine_answer fake_engine::top(std::string_view id, std::string_view, timeout) c
   if (auto f = injected("top", id)) return *f;
   auto* c = lookup(id);
   if (!c) return message(404, "No such container: " + std::string(id));
-  if (c->state != "running") return message(409, "Container " + std::string(id) + " is not running");
+  if (c->state != "running")
+    return message(409, "Container " + std::string(id) + " is not running");
   return answer(200, R"({"Titles":["PID","UID","STAT","NLWP"],"Processes":)" + top_processes + "}");
 }
 
@@ -148,7 +154,8 @@ engine_answer fake_engine::pause(std::string_view id, timeout) const {
   if (auto f = injected("pause", id)) return *f;
   auto* c = lookup(id);
   if (!c) return message(404, "No such container: " + std::string(id));
-  if (c->state != "running") return message(409, "Container " + std::string(id) + " is not running");
+  if (c->state != "running")
+    return message(409, "Container " + std::string(id) + " is not running");
   c->state = "paused";
   return answer(204, "");
 }
@@ -185,12 +192,14 @@ engine_answer fake_engine::network_create(std::string_view body, timeout) const 
   simdjson::dom::parser p;
   simdjson::dom::element doc;
   std::string_view name;
-  if (p.parse(std::string(body)).get(doc) != simdjson::SUCCESS || doc["Name"].get_string().get(name) != simdjson::SUCCESS)
+  if (p.parse(std::string(body)).get(doc) != simdjson::SUCCESS ||
+      doc["Name"].get_string().get(name) != simdjson::SUCCESS)
     return message(400, "invalid network");
   if (auto f = injected("network_create", name)) return *f;
   std::string inspect = "{\"Name\":";
   client::append_json_string(inspect, name);
-  inspect += R"(,"Internal":true,"IPAM":{"Config":[{"Subnet":"172.30.0.0/24","Gateway":"172.30.0.1"}]}})";
+  inspect +=
+      R"(,"Internal":true,"IPAM":{"Config":[{"Subnet":"172.30.0.0/24","Gateway":"172.30.0.1"}]}})";
   networks_[std::string(name)] = inspect;
   return answer(201, R"({"Id":"fakenetwork"})");
 }
@@ -202,7 +211,8 @@ engine_answer fake_engine::network_remove(std::string_view name, timeout) const 
   return answer(204, "");
 }
 
-client::exec_result fake_engine::exec(std::string_view id, const client::exec_options& options) const {
+client::exec_result fake_engine::exec(std::string_view id,
+                                      const client::exec_options& options) const {
   container copy;
   {
     std::lock_guard l(mutex_);
@@ -228,7 +238,8 @@ client::exec_result fake_engine::exec(std::string_view id, const client::exec_op
 
 std::optional<client::exec_stream> fake_engine::exec_attach(std::string_view id,
                                                             const std::vector<std::string>& cmd,
-                                                            std::string_view, client::clock_type::time_point,
+                                                            std::string_view,
+                                                            client::clock_type::time_point,
                                                             std::string* error) const {
   container copy;
   {
@@ -280,7 +291,8 @@ std::vector<fake_engine::container> fake_engine::containers() const {
   return out;
 }
 
-std::string fake_engine::add_running(const std::string& name, std::map<std::string, std::string> labels) {
+std::string fake_engine::add_running(const std::string& name,
+                                     std::map<std::string, std::string> labels) {
   std::lock_guard l(mutex_);
   container c;
   char id[65];

@@ -50,7 +50,8 @@ class fake_engine final : public container_engine {
 
   // Test controls. Every operation's next answer for `op` (its method name above) is
   // `status` with `message`, `times` times.
-  void fail(const std::string& op, unsigned status, std::string message = "injected", int times = 1);
+  void fail(const std::string& op, unsigned status, std::string message = "injected",
+            int times = 1);
   // Calls so far, each "op target" (e.g. "create sbx-…", "start <id>", "exec <name>").
   std::vector<std::string> calls() const;
   std::size_t count(const std::string& op) const;
@@ -62,8 +63,8 @@ class fake_engine final : public container_engine {
   void set_state(std::string_view id_or_name, const std::string& state);
 
   std::function<client::exec_result(const container&, const client::exec_options&)> on_exec;
-  std::function<std::optional<client::exec_stream>(const container&, const std::vector<std::string>&,
-                                                   std::string* error)>
+  std::function<std::optional<client::exec_stream>(
+      const container&, const std::vector<std::string>&, std::string* error)>
       on_attach;
   bool image_present = true;
   // What top answers for every running container (its "Processes": pid, uid, stat,

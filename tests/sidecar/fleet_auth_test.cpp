@@ -18,8 +18,9 @@ const std::string key = "0123456789abcdef0123456789abcdef";
 const std::string nonce = "00112233445566778899aabbccddeeff";
 }  // namespace
 
-TEST_CASE("fleet credential: a member's signature is accepted once, for that call and receiver only",
-          "[fleet]") {
+TEST_CASE(
+    "fleet credential: a member's signature is accepted once, for that call and receiver only",
+    "[fleet]") {
   const std::int64_t now = 1'800'000'000;
   const std::string sig = fleet_signature(key, "a", "b", now, nonce, "POST", "/exec", "{\"x\":1}");
   {
@@ -52,8 +53,8 @@ TEST_CASE("fleet credential: a member's signature is accepted once, for that cal
   CHECK(refused(keyless, sig, "a", "POST", "/exec", "{\"x\":1}", now));
   CHECK(refused(b, "", "a", "POST", "/exec", "{\"x\":1}", now));
   CHECK(refused(b, "Bearer test-key-0123456789", "a", "POST", "/exec", "{\"x\":1}", now));
-  CHECK(refused(b, "v1 a b 1800000000 " + nonce + " " + std::string(64, '0'), "a", "POST",
-                "/exec", "{\"x\":1}", now));
+  CHECK(refused(b, "v1 a b 1800000000 " + nonce + " " + std::string(64, '0'), "a", "POST", "/exec",
+                "{\"x\":1}", now));
   // Still valid for its own call after all those refusals (none consumed its nonce).
   CHECK_FALSE(b.check(sig, "a", "POST", "/exec", "{\"x\":1}", now).has_value());
 }
@@ -64,14 +65,14 @@ TEST_CASE("fleet configuration: members are listed by the operator, and a fleet 
   std::filesystem::create_directories(dir);
   std::ofstream(dir + "/key") << key << "\n";
   std::ofstream(dir + "/short") << "secret\n";
-  std::map<std::string, std::string> env = {{"SANDBOX_API_KEY", "k"},
-                                            {"SANDBOX_WORKSPACE_MODE", "fuse"},
-                                            {"AIMEM_BUCKET", "b"},
-                                            {"AIMEM_ENDPOINT", "http://127.0.0.1:9000"},
-                                            {"SANDBOX_FLEET_URL", "http://127.0.0.1:8001"},
-                                            {"SANDBOX_FLEET_KEY_FILE", dir + "/key"},
-                                            {"SANDBOX_FLEET_MEMBERS",
-                                             "a=http://127.0.0.1:8001, b=http://10.0.0.2:8000/"}};
+  std::map<std::string, std::string> env = {
+      {"SANDBOX_API_KEY", "k"},
+      {"SANDBOX_WORKSPACE_MODE", "fuse"},
+      {"AIMEM_BUCKET", "b"},
+      {"AIMEM_ENDPOINT", "http://127.0.0.1:9000"},
+      {"SANDBOX_FLEET_URL", "http://127.0.0.1:8001"},
+      {"SANDBOX_FLEET_KEY_FILE", dir + "/key"},
+      {"SANDBOX_FLEET_MEMBERS", "a=http://127.0.0.1:8001, b=http://10.0.0.2:8000/"}};
   auto ok = load_config(env);
   INFO((ok.errors.empty() ? "" : ok.errors[0]));
   REQUIRE(ok.value);
@@ -87,7 +88,7 @@ TEST_CASE("fleet configuration: members are listed by the operator, and a fleet 
       e[name] = value;
     return load_config(e);
   };
-  CHECK_FALSE(with("SANDBOX_FLEET_KEY_FILE", "").value);        // a fleet without its key
+  CHECK_FALSE(with("SANDBOX_FLEET_KEY_FILE", "").value);  // a fleet without its key
   CHECK_FALSE(with("SANDBOX_FLEET_KEY_FILE", dir + "/short").value);
   CHECK_FALSE(with("SANDBOX_FLEET_KEY_FILE", dir + "/none").value);
   CHECK_FALSE(with("SANDBOX_FLEET_MEMBERS", "b=https://10.0.0.2:8000").value);

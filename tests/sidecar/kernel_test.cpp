@@ -2,9 +2,10 @@
 // driver's hello and status frames (untrusted: parsed strictly), the answer's `kernel`
 // object, the cell request's framing.
 #include "cells/kernel.hpp"
-#include "front/aivory/cell_answers.hpp"
 
 #include <catch2/catch.hpp>
+
+#include "front/aivory/cell_answers.hpp"
 
 using namespace dockgate::sidecar;
 using dockgate::sidecar::aivory::kernel_json;

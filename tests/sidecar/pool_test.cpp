@@ -226,7 +226,8 @@ TEST_CASE("warm pool: a container that stopped running leaves the pool", "[unit]
   CHECK(pool.claim()->id == "id1");
 }
 
-TEST_CASE("warm pool: a claim never hands out a container that cannot run a cell now, it is removed",
+TEST_CASE(
+    "warm pool: a claim never hands out a container that cannot run a cell now, it is removed",
     "[unit][sidecar][pool]") {
   fake_engine engine;
   warm_pool pool(2, engine.hooks());

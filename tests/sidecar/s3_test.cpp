@@ -1,6 +1,6 @@
-#include <catch2/catch.hpp>
-
 #include "storage/s3.hpp"
+
+#include <catch2/catch.hpp>
 
 using namespace dockgate::sidecar;
 
@@ -12,8 +12,8 @@ TEST_CASE("SigV4 signs as an independent implementation does", "[s3]") {
   c.region = "us-east-1";
   const std::string payload = sha256_hex("hello");
   CHECK(payload == "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824");
-  CHECK(sigv4_authorization("PUT", "/dockgate-test/tenant-a/workspaces/k.tgz", "127.0.0.1:9000", payload,
-                            "20261129T120000Z", c) ==
+  CHECK(sigv4_authorization("PUT", "/dockgate-test/tenant-a/workspaces/k.tgz", "127.0.0.1:9000",
+                            payload, "20261129T120000Z", c) ==
         "AWS4-HMAC-SHA256 Credential=S3RVER/20261129/us-east-1/s3/aws4_request, "
         "SignedHeaders=host;x-amz-content-sha256;x-amz-date, "
         "Signature=eb4676ae274b4547d872cf42bbd467426698b8fe7a394f4ccf30ac49bda2883a");
@@ -37,15 +37,22 @@ const std::string empty_sha = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca
 
 TEST_CASE("SigV4 header signing: AWS's published examples", "[s3]") {
   // "Signature Calculations for the Authorization Header": GET Object with a Range.
-  sigv4_request get{"GET", "/test.txt", "",
-                    {{"host", "examplebucket.s3.amazonaws.com"}, {"range", "bytes=0-9"},
-                     {"x-amz-content-sha256", empty_sha}, {"x-amz-date", "20130524T000000Z"}},
+  sigv4_request get{"GET",
+                    "/test.txt",
+                    "",
+                    {{"host", "examplebucket.s3.amazonaws.com"},
+                     {"range", "bytes=0-9"},
+                     {"x-amz-content-sha256", empty_sha},
+                     {"x-amz-date", "20130524T000000Z"}},
                     empty_sha};
   CHECK(sigv4_signature(get, "20130524T000000Z", "us-east-1", aws_example().secret_key) ==
         "f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41");
   // GET Bucket (list objects) with a sorted query.
-  sigv4_request list{"GET", "/", "max-keys=2&prefix=J",
-                     {{"host", "examplebucket.s3.amazonaws.com"}, {"x-amz-content-sha256", empty_sha},
+  sigv4_request list{"GET",
+                     "/",
+                     "max-keys=2&prefix=J",
+                     {{"host", "examplebucket.s3.amazonaws.com"},
+                      {"x-amz-content-sha256", empty_sha},
                       {"x-amz-date", "20130524T000000Z"}},
                      empty_sha};
   CHECK(sigv4_signature(list, "20130524T000000Z", "us-east-1", aws_example().secret_key) ==
@@ -64,7 +71,9 @@ TEST_CASE("SigV4 query signing: AWS's presigned URL example", "[s3]") {
   s3_config minio = aws_example();
   minio.endpoint = "http://127.0.0.1:9000";
   minio.virtual_hosted = false;
-  CHECK(s3_client(minio).presign_get("a b/c.tgz", 60, 1369353600).starts_with("http://127.0.0.1:9000/examplebucket/a%20b/c.tgz?"));
+  CHECK(s3_client(minio)
+            .presign_get("a b/c.tgz", 60, 1369353600)
+            .starts_with("http://127.0.0.1:9000/examplebucket/a%20b/c.tgz?"));
 }
 
 TEST_CASE("S3 times and endpoints", "[s3]") {

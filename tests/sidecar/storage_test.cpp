@@ -1,11 +1,12 @@
-#include <catch2/catch.hpp>
+#include "storage/storage.hpp"
+
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 
 #include "fleet/fleet_store.hpp"
-#include "storage/storage.hpp"
 #include "storage/storage_endpoint.hpp"
 
 using namespace dockgate::sidecar;
@@ -19,27 +20,34 @@ config with_dir(const std::string& dir) {
 }
 }  // namespace
 
-TEST_CASE("storage endpoints: the providers' public ones and the operator's list, nothing else", "[storage]") {
+TEST_CASE("storage endpoints: the providers' public ones and the operator's list, nothing else",
+          "[storage]") {
   config c;
   c.storage_endpoints = {"http://127.0.0.1:9000", "minio.corp.example", "*.objects.example"};
-  for (const char* ok : {"https://s3.eu-west-1.amazonaws.com", "https://s3.oss-cn-hangzhou.aliyuncs.com",
-                         "http://127.0.0.1:9000", "https://minio.corp.example", "https://a.objects.example"}) {
+  for (const char* ok :
+       {"https://s3.eu-west-1.amazonaws.com", "https://s3.oss-cn-hangzhou.aliyuncs.com",
+        "http://127.0.0.1:9000", "https://minio.corp.example", "https://a.objects.example"}) {
     CAPTURE(ok);
     CHECK(storage_endpoint_allowed(ok, c));
   }
-  for (const char* bad : {"http://169.254.169.254", "http://127.0.0.1:9001", "https://127.0.0.1:9000",
-                          "http://minio.corp.example", "https://objects.example", "http://s3.eu-west-1.amazonaws.com",
-                          "https://s3.evil.com#.amazonaws.com", "https://s3.amazonaws.com.evil.com",
-                          "https://s3.x.y.amazonaws.com:8443", "https://localhost", "http://10.0.0.1:9000"}) {
+  for (const char* bad :
+       {"http://169.254.169.254", "http://127.0.0.1:9001", "https://127.0.0.1:9000",
+        "http://minio.corp.example", "https://objects.example", "http://s3.eu-west-1.amazonaws.com",
+        "https://s3.evil.com#.amazonaws.com", "https://s3.amazonaws.com.evil.com",
+        "https://s3.x.y.amazonaws.com:8443", "https://localhost", "http://10.0.0.1:9000"}) {
     CAPTURE(bad);
     CHECK_FALSE(storage_endpoint_allowed(bad, c));
   }
   // A storage block naming another endpoint: the seed's 400 body, with the reason.
-  auto refused = choose_storage(R"({"provider":"s3","s3_bucket":"b","s3_endpoint":"http://169.254.169.254",)"
-                                R"("s3_access_key":"AK","s3_secret_key":"SK"})", c);
+  auto refused =
+      choose_storage(R"({"provider":"s3","s3_bucket":"b","s3_endpoint":"http://169.254.169.254",)"
+                     R"("s3_access_key":"AK","s3_secret_key":"SK"})",
+                     c);
   CHECK_FALSE(refused.spec);
   CHECK(refused.error.value_or("").find("is not an allowed storage endpoint") != std::string::npos);
-  auto region = choose_storage(R"({"provider":"s3","s3_bucket":"b","s3_region":"x.evil.com/","s3_access_key":"AK","s3_secret_key":"SK"})", c);
+  auto region = choose_storage(
+      R"({"provider":"s3","s3_bucket":"b","s3_region":"x.evil.com/","s3_access_key":"AK","s3_secret_key":"SK"})",
+      c);
   CHECK_FALSE(region.spec);
 }
 
@@ -130,7 +138,8 @@ TEST_CASE("storage endpoints: an allowed endpoint means exactly the origin writt
 }
 
 TEST_CASE("storage blocks: what the seed's app sends is understood", "[storage]") {
-  const auto dir = std::filesystem::temp_directory_path() / ("dg-storage-" + std::to_string(::getpid()));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("dg-storage-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const config c = with_dir(dir.string());
 
@@ -144,15 +153,17 @@ TEST_CASE("storage blocks: what the seed's app sends is understood", "[storage]"
   CHECK_FALSE(choose_storage("null", c).spec);
   auto plain_local = choose_storage(R"({"provider":"local"})", c);
   REQUIRE(plain_local.spec);
-  CHECK(plain_local.spec->archive_key("conv") == "workspaces/workspaces/conv.tgz");  // the seed's default layout
+  CHECK(plain_local.spec->archive_key("conv") ==
+        "workspaces/workspaces/conv.tgz");  // the seed's default layout
 
   auto local = choose_storage(R"({"provider":"local","prefix":"tenant/"})", c);
   REQUIRE(local.spec);
   CHECK(local.spec->archive_key("k") == "tenant/workspaces/k.tgz");
 
-  auto s3 = choose_storage(R"({"provider":"s3","prefix":"aivory/","s3_bucket":"data","s3_region":"eu-west-1",)"
-                           R"("s3_endpoint":"https://minio.internal:9000/","s3_access_key":"AK","s3_secret_key":"SK"})",
-                           c);
+  auto s3 = choose_storage(
+      R"({"provider":"s3","prefix":"aivory/","s3_bucket":"data","s3_region":"eu-west-1",)"
+      R"("s3_endpoint":"https://minio.internal:9000/","s3_access_key":"AK","s3_secret_key":"SK"})",
+      c);
   REQUIRE(s3.spec);
   CHECK(s3.spec->s3.endpoint == "https://minio.internal:9000");
   CHECK_FALSE(s3.spec->s3.virtual_hosted);  // an explicit endpoint: path-style
@@ -160,17 +171,20 @@ TEST_CASE("storage blocks: what the seed's app sends is understood", "[storage]"
   CHECK(s3.spec->label().find("SK") == std::string::npos);  // never a secret in a label
   CHECK(s3.spec->label().find("AK") == std::string::npos);
 
-  auto aws = choose_storage(R"({"provider":"s3","s3_bucket":"data","s3_access_key":"AK","s3_secret_key":"SK"})", c);
+  auto aws = choose_storage(
+      R"({"provider":"s3","s3_bucket":"data","s3_access_key":"AK","s3_secret_key":"SK"})", c);
   REQUIRE(aws.spec);
   CHECK(aws.spec->s3.endpoint == "https://s3.us-east-1.amazonaws.com");
   CHECK(aws.spec->s3.virtual_hosted);
 
-  auto oss = choose_storage(R"({"provider":"aliyun_oss","prefix":"aivory/","oss_bucket":"b",)"
-                            R"("oss_endpoint":"https://oss-cn-hangzhou.aliyuncs.com","oss_access_key_id":"id",)"
-                            R"("oss_access_key_secret":"secret"})",
-                            c);
+  auto oss = choose_storage(
+      R"({"provider":"aliyun_oss","prefix":"aivory/","oss_bucket":"b",)"
+      R"("oss_endpoint":"https://oss-cn-hangzhou.aliyuncs.com","oss_access_key_id":"id",)"
+      R"("oss_access_key_secret":"secret"})",
+      c);
   REQUIRE(oss.spec);
-  CHECK(oss.spec->s3.endpoint == "https://s3.oss-cn-hangzhou.aliyuncs.com");  // OSS's S3-compatible endpoint
+  CHECK(oss.spec->s3.endpoint ==
+        "https://s3.oss-cn-hangzhou.aliyuncs.com");  // OSS's S3-compatible endpoint
   CHECK(oss.spec->s3.region == "cn-hangzhou");
   CHECK(oss.spec->s3.virtual_hosted);  // OSS takes only virtual-hosted requests
 
@@ -185,7 +199,8 @@ TEST_CASE("storage blocks: what the seed's app sends is understood", "[storage]"
 }
 
 TEST_CASE("storage blocks the sidecar cannot use are refused with the reason", "[storage]") {
-  const auto dir = std::filesystem::temp_directory_path() / ("dg-storage2-" + std::to_string(::getpid()));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("dg-storage2-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const config c = with_dir(dir.string());
   const std::pair<const char*, const char*> cases[] = {
@@ -196,9 +211,12 @@ TEST_CASE("storage blocks the sidecar cannot use are refused with the reason", "
       {R"({"provider":"local","prefix":7})", "storage.prefix must be a string"},
       {R"({"provider":"gcs"})", "unsupported storage provider: gcs"},
       {R"({"prefix":"x/"})", "unsupported storage provider: "},
-      {R"({"provider":"s3","s3_access_key":"a","s3_secret_key":"b"})", "storage.s3_bucket is required"},
-      {R"({"provider":"s3","s3_bucket":"b"})", "storage.s3_access_key and storage.s3_secret_key are required"},
-      {R"({"provider":"s3","s3_bucket":"a/b","s3_access_key":"a","s3_secret_key":"b"})", "invalid storage.s3_bucket"},
+      {R"({"provider":"s3","s3_access_key":"a","s3_secret_key":"b"})",
+       "storage.s3_bucket is required"},
+      {R"({"provider":"s3","s3_bucket":"b"})",
+       "storage.s3_access_key and storage.s3_secret_key are required"},
+      {R"({"provider":"s3","s3_bucket":"a/b","s3_access_key":"a","s3_secret_key":"b"})",
+       "invalid storage.s3_bucket"},
       {R"({"provider":"s3","s3_bucket":"b","s3_endpoint":"minio:9000","s3_access_key":"a","s3_secret_key":"b"})",
        "invalid storage.s3_endpoint"},
       {R"({"provider":"aliyun_oss","oss_bucket":"b"})", "storage.oss_bucket, oss_endpoint"},
@@ -218,8 +236,10 @@ TEST_CASE("storage blocks the sidecar cannot use are refused with the reason", "
   std::filesystem::remove_all(dir);
 }
 
-TEST_CASE("the local object store: atomic, generations, copies, listings, contained keys", "[storage]") {
-  const auto dir = std::filesystem::temp_directory_path() / ("dg-store-" + std::to_string(::getpid()));
+TEST_CASE("the local object store: atomic, generations, copies, listings, contained keys",
+          "[storage]") {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("dg-store-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const config c = with_dir(dir.string());
   auto spec = choose_storage(R"({"provider":"local"})", c).spec;
@@ -259,8 +279,9 @@ TEST_CASE("the local object store: atomic, generations, copies, listings, contai
   std::filesystem::create_directories(dir / "workspaces/workspaces");
   std::ofstream(dir / "workspaces/workspaces/k.tgz.tmp-1-1") << "partial";
   std::ofstream(dir / "workspaces/workspaces/k.tgz.tmp-2-2") << "in progress";
-  std::filesystem::last_write_time(dir / "workspaces/workspaces/k.tgz.tmp-1-1",
-                                   std::filesystem::file_time_type::clock::now() - std::chrono::hours(2));
+  std::filesystem::last_write_time(
+      dir / "workspaces/workspaces/k.tgz.tmp-1-1",
+      std::filesystem::file_time_type::clock::now() - std::chrono::hours(2));
   CHECK(remove_stale_temporaries(dir.string(), 3600) == 1);
   CHECK(std::filesystem::exists(dir / "workspaces/workspaces/k.tgz.tmp-2-2"));
   CHECK(valid_object_key("uploads/a b.png"));
@@ -273,8 +294,10 @@ TEST_CASE("the local object store: atomic, generations, copies, listings, contai
 // The fleet's records name a workspace generation (fleet_store.hpp): only "" or g.<16 hex>
 // is read from the store, so that a record cannot point a mount at another key's files or
 // outside the prefix.
-TEST_CASE("fleet records: a workspace generation is empty or g.<16 hex digits>, and none is inside another's prefix",
-          "[sidecar][fleet]") {
+TEST_CASE(
+    "fleet records: a workspace generation is empty or g.<16 hex digits>, and none is inside "
+    "another's prefix",
+    "[sidecar][fleet]") {
   session_record r;
   r.session_id = "0123456789abcdef0123456789abcdef";
   r.archive_key = "conv-1";
@@ -290,8 +313,8 @@ TEST_CASE("fleet records: a workspace generation is empty or g.<16 hex digits>, 
   back = session_record::parse(r.to_json());
   REQUIRE(back);
   CHECK_FALSE(back->copy_from);
-  for (const char* bad : {"../other", "other-key", "g.0123", "g.0123456789ABCDEF", "g.0123456789abcdef/x",
-                          "g/0123456789abcdef"}) {
+  for (const char* bad : {"../other", "other-key", "g.0123", "g.0123456789ABCDEF",
+                          "g.0123456789abcdef/x", "g/0123456789abcdef"}) {
     INFO(bad);
     r.generation = bad;
     CHECK_FALSE(session_record::parse(r.to_json()));
@@ -299,7 +322,8 @@ TEST_CASE("fleet records: a workspace generation is empty or g.<16 hex digits>, 
     r.copy_from = bad;
     CHECK_FALSE(session_record::parse(r.to_json()));
     r.copy_from.reset();
-    CHECK_FALSE(workspace_record::parse(R"({"archive_key":"conv-1","generation":")" + std::string(bad) + "\"}"));
+    CHECK_FALSE(workspace_record::parse(R"({"archive_key":"conv-1","generation":")" +
+                                        std::string(bad) + "\"}"));
   }
   CHECK(workspace_record::parse(R"({"archive_key":"conv-1","generation":"g.0123456789abcdef"})"));
   // A generation's key: the archive key under g.<hex>/ (a name with a dot, which no archive

@@ -1,3 +1,5 @@
+#include "util/util.hpp"
+
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -5,23 +7,26 @@
 #include <fstream>
 
 #include "dockgate/sidecar/config.hpp"
-#include "util/util.hpp"
 
 using namespace dockgate::sidecar;
 
 TEST_CASE("base64 round-trips and strict decoding refuses the rest", "[sidecar]") {
-  for (std::string s : std::vector<std::string>{"", "a", "ab", "abc", "abcd", std::string("\0\xff\x10", 3)})
+  for (std::string s :
+       std::vector<std::string>{"", "a", "ab", "abc", "abcd", std::string("\0\xff\x10", 3)})
     CHECK(base64_decode_strict(base64_encode(s)) == s);
   CHECK(base64_encode("a,b\n1,2\n") == "YSxiCjEsMgo=");
-  for (auto bad : {"YSxiCjEsMgo", "YSx=CjEs", "YS xi", "YSxi\nCjEs", "@@@@", "YQ==YQ==", "Y==="}) CHECK_FALSE(base64_decode_strict(bad));
+  for (auto bad : {"YSxiCjEsMgo", "YSx=CjEs", "YS xi", "YSxi\nCjEs", "@@@@", "YQ==YQ==", "Y==="})
+    CHECK_FALSE(base64_decode_strict(bad));
 }
 
-TEST_CASE("workspace paths normalise like os.path.normpath and stay under /workspace", "[sidecar]") {
+TEST_CASE("workspace paths normalise like os.path.normpath and stay under /workspace",
+          "[sidecar]") {
   CHECK(workspace_path("uploads/a.csv") == "/workspace/uploads/a.csv");
   CHECK(workspace_path("/workspace") == "/workspace");
   CHECK(workspace_path("/workspace/./a//b/../c") == "/workspace/a/c");
   CHECK(workspace_path("a/../../workspace/x") == "/workspace/x");
-  for (auto bad : {"../etc/passwd", "/etc/passwd", "/workspace/../etc", "/workspacex/y", "", "a/../../../x"})
+  for (auto bad :
+       {"../etc/passwd", "/etc/passwd", "/workspace/../etc", "/workspacex/y", "", "a/../../../x"})
     CHECK_FALSE(workspace_path(bad));
   CHECK_FALSE(workspace_path(std::string("a\0b", 3)));
 }
@@ -48,9 +53,13 @@ TEST_CASE("configuration: defaults, clamps, refusal without a key", "[sidecar]")
   CHECK(open.value->max_output_bytes == 32768);
   CHECK(open.value->listen == "0.0.0.0:8000");
   CHECK_FALSE(load_config({{"SANDBOX_ALLOW_NO_AUTH", "False"}}).value);
-  auto c = load_config({{"SANDBOX_API_KEY", "k"}, {"SANDBOX_MEMORY", "3g"}, {"SANDBOX_CPUS", "0.5"},
-                        {"SANDBOX_WORKSPACE_TMPFS_SIZE", "1g"}, {"SANDBOX_MAX_SESSIONS", "-3"},
-                        {"SANDBOX_READ_ONLY_ROOTFS", "0"}, {"SANDBOX_PULL_ON_START", "yes"}});
+  auto c = load_config({{"SANDBOX_API_KEY", "k"},
+                        {"SANDBOX_MEMORY", "3g"},
+                        {"SANDBOX_CPUS", "0.5"},
+                        {"SANDBOX_WORKSPACE_TMPFS_SIZE", "1g"},
+                        {"SANDBOX_MAX_SESSIONS", "-3"},
+                        {"SANDBOX_READ_ONLY_ROOTFS", "0"},
+                        {"SANDBOX_PULL_ON_START", "yes"}});
   REQUIRE(c.value);
   CHECK(c.value->memory_bytes == 3LL << 30);
   CHECK(c.value->nano_cpus == 500000000);
@@ -58,7 +67,8 @@ TEST_CASE("configuration: defaults, clamps, refusal without a key", "[sidecar]")
   CHECK(c.value->max_sessions == 0);
   CHECK_FALSE(c.value->read_only_rootfs);
   CHECK(c.value->pull_on_start);
-  auto bad = load_config({{"SANDBOX_API_KEY", "k"}, {"SANDBOX_MEMORY", "lots"}, {"SANDBOX_PIDS_LIMIT", "x"}});
+  auto bad = load_config(
+      {{"SANDBOX_API_KEY", "k"}, {"SANDBOX_MEMORY", "lots"}, {"SANDBOX_PIDS_LIMIT", "x"}});
   CHECK(bad.errors.size() == 2);  // (the tmpfs check measures against the default memory then)
   CHECK(parse_size("1.5g") == static_cast<std::int64_t>(1.5 * (1LL << 30)));
 }
@@ -70,7 +80,8 @@ TEST_CASE("config: tmpfs sizes must leave the interpreter half of the memory lim
   small["SANDBOX_MEMORY"] = "256m";
   auto refused = load_config(small);
   REQUIRE_FALSE(refused.value);
-  CHECK(refused.errors.front().find("must stay within half of SANDBOX_MEMORY (256 MiB)") != std::string::npos);
+  CHECK(refused.errors.front().find("must stay within half of SANDBOX_MEMORY (256 MiB)") !=
+        std::string::npos);
   small["SANDBOX_TMPFS_SIZE"] = "16m";
   small["SANDBOX_WORKSPACE_SIZE"] = "64m";
   CHECK(load_config(small).value);
@@ -81,8 +92,11 @@ TEST_CASE("config: tmpfs sizes must leave the interpreter half of the memory lim
   CHECK(load_config(small).value);
 }
 
-TEST_CASE("config: the FUSE workspace mode needs its store, and SANDBOX_FLEET_URL is http://host:port in that mode") {
-  std::map<std::string, std::string> env{{"SANDBOX_API_KEY", "k"}, {"SANDBOX_WORKSPACE_MODE", "fuse"}};
+TEST_CASE(
+    "config: the FUSE workspace mode needs its store, and SANDBOX_FLEET_URL is http://host:port in "
+    "that mode") {
+  std::map<std::string, std::string> env{{"SANDBOX_API_KEY", "k"},
+                                         {"SANDBOX_WORKSPACE_MODE", "fuse"}};
   auto refused = load_config(env);
   REQUIRE_FALSE(refused.value);
   CHECK(refused.errors.front().find("needs AIMEM_BUCKET and AIMEM_ENDPOINT") != std::string::npos);
@@ -93,7 +107,8 @@ TEST_CASE("config: the FUSE workspace mode needs its store, and SANDBOX_FLEET_UR
   REQUIRE(ok.value);
   CHECK(ok.value->store.endpoint == "http://127.0.0.1:9000");
   CHECK(ok.value->store.prefix == "team");
-  for (const char* bad : {"127.0.0.1:8000", "https://10.0.0.1:8000", "http://10.0.0.1", "http://10.0.0.1:8000/x"}) {
+  for (const char* bad :
+       {"127.0.0.1:8000", "https://10.0.0.1:8000", "http://10.0.0.1", "http://10.0.0.1:8000/x"}) {
     env["SANDBOX_FLEET_URL"] = bad;
     INFO(bad);
     CHECK_FALSE(load_config(env).value);
@@ -103,7 +118,8 @@ TEST_CASE("config: the FUSE workspace mode needs its store, and SANDBOX_FLEET_UR
   auto keyless = load_config(env);
   REQUIRE_FALSE(keyless.value);
   CHECK(keyless.errors.front().find("need SANDBOX_FLEET_KEY_FILE") != std::string::npos);
-  const std::string key_file = "/tmp/dockgate-util-test-fleet-" + std::to_string(::getpid()) + ".key";
+  const std::string key_file =
+      "/tmp/dockgate-util-test-fleet-" + std::to_string(::getpid()) + ".key";
   std::ofstream(key_file) << "0123456789abcdef0123456789abcdef\n";
   env["SANDBOX_FLEET_KEY_FILE"] = key_file;
   auto member = load_config(env);
@@ -125,11 +141,13 @@ TEST_CASE("config: SANDBOX_NETWORK=allowlist takes host names only and never an 
   on["SANDBOX_EGRESS_ALLOW"] = " PyPI.org, .pythonhosted.org ,files.example-1.test";
   auto c = load_config(on);
   REQUIRE(c.value);
-  CHECK(c.value->egress_allow == std::vector<std::string>{"pypi.org", ".pythonhosted.org", "files.example-1.test"});
+  CHECK(c.value->egress_allow ==
+        std::vector<std::string>{"pypi.org", ".pythonhosted.org", "files.example-1.test"});
   CHECK(c.value->egress_network == "dockgate-egress");
   CHECK(c.value->egress_proxy_port == 3128);
-  for (const char* bad : {"10.0.0.1", "127.1", "2130706433", "0x7f000001", "[::1]", "::1", "pypi.org:443",
-                          "*.pypi.org", "pypi..org", "-pypi.org", "pypi.org.", "http://pypi.org", "a/b", "."}) {
+  for (const char* bad :
+       {"10.0.0.1", "127.1", "2130706433", "0x7f000001", "[::1]", "::1", "pypi.org:443",
+        "*.pypi.org", "pypi..org", "-pypi.org", "pypi.org.", "http://pypi.org", "a/b", "."}) {
     CAPTURE(bad);
     CHECK_FALSE(valid_egress_name(bad));
     auto b = on;

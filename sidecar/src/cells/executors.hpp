@@ -44,8 +44,8 @@ struct cell_job {
 };
 
 // A command that is no user code, run in the session's container (an artifact's `cat`).
-using artifact_reader = std::function<client::exec_result(
-    std::vector<std::string>, std::chrono::milliseconds, std::size_t)>;
+using artifact_reader = std::function<client::exec_result(std::vector<std::string>,
+                                                          std::chrono::milliseconds, std::size_t)>;
 
 // What an executor brings back: the result but its files (stdout, stderr with the
 // sandbox's notes, exit code, kernel block), the clean-up's listing of outputs, and how to
@@ -103,9 +103,9 @@ class plain_executor final : public cell_executor {
     std::chrono::steady_clock::duration elapsed{};
     bool runner_lost = false, runner_stopped = false;
   };
-  outcome<executed> answer(const cell_job& job, const cell_files& f,
-                           const client::exec_result& r, const std::string& listing_text,
-                           const how_it_ran& how, artifact_reader read) const;
+  outcome<executed> answer(const cell_job& job, const cell_files& f, const client::exec_result& r,
+                           const std::string& listing_text, const how_it_ran& how,
+                           artifact_reader read) const;
   artifact_reader reader(session& s) const;
 
  private:

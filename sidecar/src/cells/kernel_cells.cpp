@@ -87,7 +87,9 @@ outcome<executed> kernel_executor::run(const cell_job& job) {
   const std::size_t cap = static_cast<std::size_t>(ctx_.cfg.max_output_bytes);
   std::function<void(int, std::string_view)> on_output;
   if (job.output)
-    on_output = [out = job.output](int stream, std::string_view data) { out->output(stream, data); };
+    on_output = [out = job.output](int stream, std::string_view data) {
+      out->output(stream, data);
+    };
   const runner_probe probe = probe_in(ctx_.containers, s.container);
   // A sound driver answers by the cell's timeout and the grace after the interrupt; one
   // that has not is probed, and only one found running (a kernel restart on a loaded host)
@@ -97,8 +99,8 @@ outcome<executed> kernel_executor::run(const cell_job& job) {
                                         timeout + kill_grace + restart_allowance + 30s, probe};
   std::string status_text;
   auto ran = s.kernel_driver->run_request(
-      kernel_cell_request(job.code, job.timeout_ms,
-                          std::chrono::milliseconds(kill_grace).count(), outputs_dir,
+      kernel_cell_request(job.code, job.timeout_ms, std::chrono::milliseconds(kill_grace).count(),
+                          outputs_dir,
                           static_cast<std::uint32_t>(std::min<std::size_t>(cap, 1u << 31))),
       cap, cell_wait, on_output, listing_cap, {5s, 30s, probe}, &status_text);
   const auto status = parse_kernel_status(status_text);
@@ -126,8 +128,8 @@ outcome<executed> kernel_executor::run(const cell_job& job) {
   c.timed_out = c.exit_code == 124;
   take_output(ran.run.result, ctx_.cfg, c);
   if (c.timed_out) {
-    c.stderr_text += "\n[sandbox] execution exceeded " + seconds_text(job.timeout_ms) +
-                     " and was killed";
+    c.stderr_text +=
+        "\n[sandbox] execution exceeded " + seconds_text(job.timeout_ms) + " and was killed";
     c.stderr_text +=
         status->restarted
             ? "\n[sandbox] the kernel did not stop at the interrupt and was restarted: its "

@@ -143,10 +143,10 @@ session_containers::sweep_outcome plain_executor::sweep(session& s) const {
 }
 
 artifact_reader plain_executor::reader(session& s) const {
-  return [this, &s](std::vector<std::string> cmd, std::chrono::milliseconds t,
-                    std::size_t max_out) {
-    return ctx_.containers.run_in(s.container, std::move(cmd), t, {}, false, {}, max_out);
-  };
+  return
+      [this, &s](std::vector<std::string> cmd, std::chrono::milliseconds t, std::size_t max_out) {
+        return ctx_.containers.run_in(s.container, std::move(cmd), t, {}, false, {}, max_out);
+      };
 }
 
 outcome<executed> plain_executor::run(const cell_job& job) {
@@ -164,8 +164,8 @@ outcome<executed> plain_executor::answer(const cell_job& job, const cell_files& 
                                          const client::exec_result& r,
                                          const std::string& listing_text, const how_it_ran& how,
                                          artifact_reader read) const {
-  if (!r.started && (r.error.find("409") != std::string::npos ||
-                     r.error.find("404") != std::string::npos))
+  if (!r.started &&
+      (r.error.find("409") != std::string::npos || r.error.find("404") != std::string::npos))
     return refuse(refusal_kind::not_found, "session not found or not running");
   if (r.started && r.exit_code == 125 && !r.timed_out)
     return refuse(refusal_kind::failed, "write cell failed: " + r.stderr_data);

@@ -220,7 +220,7 @@ std::optional<runner_frames::frame> cell_runner::next(client::clock_type::time_p
 }
 
 cell_runner::waiting cell_runner::from_now(const patience& p,
-                                          std::chrono::milliseconds answer_by) const {
+                                           std::chrono::milliseconds answer_by) const {
   const auto now = client::clock_type::now();
   return {now + std::min(answer_by, p.hard), now + p.hard, p.probe ? &p.probe : nullptr};
 }
@@ -272,7 +272,8 @@ cell_runner::run_result cell_runner::exchange(
   // The acknowledgement comes as soon as the command's process exists (within 5 s, and
   // never later than a sound runner's answer); the rest by the command's own limits (the
   // caller's patience). Both ask the caller's probe, which outlives them.
-  waiting ack_wait = from_now(wait, std::min<std::chrono::milliseconds>(std::chrono::seconds(5), wait.answer_by));
+  waiting ack_wait =
+      from_now(wait, std::min<std::chrono::milliseconds>(std::chrono::seconds(5), wait.answer_by));
   waiting w = from_now(wait);
   if (!stream_->write(request, w.hard)) return fail(outcome::not_started, "write failed");
   std::string why;

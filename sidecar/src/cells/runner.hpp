@@ -8,10 +8,9 @@
 // (max_runner_frame), every field parsed strictly, output capped here whatever the
 // runner reports; the first fault (a malformed or oversized frame, an unexpected kind, a
 // byte on its stderr, EOF, the deadline) ends this runner: its stream is closed, the
-// plain clean-up's kill sweep ends its process (session_containers.cpp), and the session's next cell
-// starts a new one.
-// A runner runs as the session user, so a cell can stop or kill it (a signal needs no
-// more than the same uid): a runner that has not answered by the time a sound one would
+// plain clean-up's kill sweep ends its process (session_containers.cpp), and the session's next
+// cell starts a new one. A runner runs as the session user, so a cell can stop or kill it (a signal
+// needs no more than the same uid): a runner that has not answered by the time a sound one would
 // have (answer_by) is looked at (runner_probe: its process's state), and one found
 // stopped or gone is given up at once instead of at the hard deadline.
 

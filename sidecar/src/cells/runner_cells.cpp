@@ -38,8 +38,7 @@ std::optional<refusal> runner_executor::ensure(session& s) const {
   // itself undumpable): in a new container, or after a plain sweep (an adopted session, a
   // dropped runner); an unknown answer: no runner this time, a plain exec instead.
   if (!ctx_.cfg.cell_runner || s.runner || s.runner_refused) return std::nullopt;
-  if (s.sweep_before_runner &&
-      plain_.sweep(s) == session_containers::sweep_outcome::tainted)
+  if (s.sweep_before_runner && plain_.sweep(s) == session_containers::sweep_outcome::tainted)
     return end_tainted_session(ctx_, s);
   if (s.sweep_before_runner) return std::nullopt;
   std::string why;
@@ -55,13 +54,12 @@ std::optional<refusal> runner_executor::ensure(session& s) const {
 artifact_reader runner_executor::reader(session& s, runner_probe probe) const {
   // A command that is no user code (reading an artifact): through the runner while it is
   // sound, else (or after a fault mid-way) as a plain exec.
-  return [this, &s, probe = std::move(probe)](std::vector<std::string> cmd,
-                                              std::chrono::milliseconds timeout,
-                                              std::size_t max_out) {
+  return [this, &s, probe = std::move(probe)](
+             std::vector<std::string> cmd, std::chrono::milliseconds timeout, std::size_t max_out) {
     if (s.runner) {
-      auto ran = s.runner->run(
-          cmd, {}, max_out, {std::min<std::chrono::milliseconds>(timeout, 3s), timeout, probe},
-          nullptr);
+      auto ran = s.runner->run(cmd, {}, max_out,
+                               {std::min<std::chrono::milliseconds>(timeout, 3s), timeout, probe},
+                               nullptr);
       if (ran.state == cell_runner::outcome::done) return std::move(ran.result);
       drop(s, ran.why);
     }
@@ -78,16 +76,15 @@ outcome<executed> runner_executor::run(const cell_job& job) {
   // exported, its order of variables) is what the cell sees on the plain path. The sweep
   // is the runner's own (kill_sweep); fork_timeout_ms lets it fork the cell from its warm
   // interpreter in argv's shape where it can.
-  const runner_cell c{{"sh", "-c",
-                       "exec timeout --kill-after=2s " + f.seconds + " python3 " +
-                           shell_quote(f.cell)},
-                      job.code,
-                      f.cell,
-                      f.before_file,
-                      f.oom_file,
-                      "/workspace/outputs",
-                      {},
-                      std::to_string(job.timeout_ms)};
+  const runner_cell c{
+      {"sh", "-c", "exec timeout --kill-after=2s " + f.seconds + " python3 " + shell_quote(f.cell)},
+      job.code,
+      f.cell,
+      f.before_file,
+      f.oom_file,
+      "/workspace/outputs",
+      {},
+      std::to_string(job.timeout_ms)};
   // A sound runner answers by the cell's timeout plus the kill grace; after that, only a
   // runner found running is waited for (up to the host's wall clock).
   const cell_runner::patience cell_wait{
@@ -102,8 +99,10 @@ outcome<executed> runner_executor::run(const cell_job& job) {
   if (ran.run.state == cell_runner::outcome::done) {
     result = std::move(ran.run.result);
     how.elapsed = ran.exited - started;
-    if (ran.listing) listing = std::move(ran.listing);
-    else drop(s, ran.run.why);  // the cell's answer stands; the plain clean-up follows
+    if (ran.listing)
+      listing = std::move(ran.listing);
+    else
+      drop(s, ran.run.why);  // the cell's answer stands; the plain clean-up follows
   } else if (ran.run.state == cell_runner::outcome::not_started) {
     // The runner never acknowledged the cell, so it did not run: run it as a plain exec,
     // once the runner's process is gone (a stopped one, continued, would run it twice).

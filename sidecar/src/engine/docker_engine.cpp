@@ -20,7 +20,9 @@ std::string label_filter(std::string_view label) {
 }
 }  // namespace
 
-engine_answer docker_engine::version(timeout t) const { return docker_.call("GET", "/version", {}, t); }
+engine_answer docker_engine::version(timeout t) const {
+  return docker_.call("GET", "/version", {}, t);
+}
 
 engine_answer docker_engine::image_inspect(std::string_view ref, timeout t) const {
   return docker_.call("GET", path("/images/", ref, "/json"), {}, t);
@@ -39,7 +41,8 @@ engine_answer docker_engine::inspect(std::string_view id, timeout t) const {
 }
 
 engine_answer docker_engine::list(std::string_view label, bool all, timeout t) const {
-  return docker_.call("GET", path("/containers/json?", all ? "all=1&" : "", label_filter(label)), {}, t);
+  return docker_.call("GET", path("/containers/json?", all ? "all=1&" : "", label_filter(label)),
+                      {}, t);
 }
 
 engine_answer docker_engine::top(std::string_view id, std::string_view ps_args, timeout t) const {

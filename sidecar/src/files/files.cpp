@@ -8,10 +8,10 @@
 #include <utility>
 #include <vector>
 
-#include "sessions/workspace/workspace_layout.hpp"
 #include "sessions/session.hpp"
 #include "sessions/session_containers.hpp"
 #include "sessions/session_registry.hpp"
+#include "sessions/workspace/workspace_layout.hpp"
 #include "util/util.hpp"
 
 namespace dockgate::sidecar {
@@ -94,7 +94,6 @@ except OSError as e:
 
 }  // namespace
 
-
 outcome<file_written> files::put_file(file_put r) {
   const std::size_t max = static_cast<std::size_t>(config_.max_upload_bytes);
   if (r.bytes.size() > max) return refuse(refusal_kind::too_large, "file too large");
@@ -109,12 +108,16 @@ outcome<file_written> files::put_file(file_put r) {
                                      target->substr(11), std::to_string(max)},
                                     60s, std::move(r.bytes), true);
   if (!written.started) return refuse(refusal_kind::failed, "write failed: " + written.error);
-  if (written.exit_code == 5) return refuse(refusal_kind::invalid, "path resolves outside /workspace");
-  if (written.exit_code == 7) return refuse(refusal_kind::invalid, "path resolves through a symlink");
+  if (written.exit_code == 5)
+    return refuse(refusal_kind::invalid, "path resolves outside /workspace");
+  if (written.exit_code == 7)
+    return refuse(refusal_kind::invalid, "path resolves through a symlink");
   if (written.exit_code == 3) return refuse(refusal_kind::invalid, "not a regular file");
   if (written.exit_code == 6)
-    return refuse(refusal_kind::failed, "mkdir failed: a parent of " + *target + " is not a directory");
-  if (written.exit_code != 0) return refuse(refusal_kind::failed, "write failed: " + written.stderr_data);
+    return refuse(refusal_kind::failed,
+                  "mkdir failed: a parent of " + *target + " is not a directory");
+  if (written.exit_code != 0)
+    return refuse(refusal_kind::failed, "write failed: " + written.stderr_data);
   s->last_used = std::chrono::steady_clock::now();
   return file_written{};
 }
@@ -135,8 +138,10 @@ outcome<std::string> files::get_file(const file_get& r) {
   if (!data.started) return refuse(refusal_kind::failed, "read failed: " + data.error);
   // The Aivory sidecar's `test -f`: missing, or not a regular file (a directory too: it
   // is inside).
-  if (data.exit_code == 2 || data.exit_code == 3) return refuse(refusal_kind::not_found, "file not found");
-  if (data.exit_code == 4 || data.stdout_dropped) return refuse(refusal_kind::too_large, "file too large");
+  if (data.exit_code == 2 || data.exit_code == 3)
+    return refuse(refusal_kind::not_found, "file not found");
+  if (data.exit_code == 4 || data.stdout_dropped)
+    return refuse(refusal_kind::too_large, "file too large");
   if (data.exit_code == 5) return refuse(refusal_kind::invalid, "path resolves outside /workspace");
   if (data.exit_code == 7) return refuse(refusal_kind::invalid, "path resolves through a symlink");
   if (data.exit_code != 0) return refuse(refusal_kind::failed, "read failed: " + data.stderr_data);
@@ -150,7 +155,8 @@ outcome<std::vector<file_entry>> files::list_files(const std::string& session_id
   const auto& s = held.s;
   auto found = containers_.run_in(
       s->container,
-      {"sh", "-c", "find /workspace -maxdepth 6 -type f -printf '%s\\t%P\\0' 2>/dev/null | head -c 1000000"},
+      {"sh", "-c",
+       "find /workspace -maxdepth 6 -type f -printf '%s\\t%P\\0' 2>/dev/null | head -c 1000000"},
       30s);
   std::vector<std::pair<std::string, std::string>> entries;  // path, size
   std::string_view out = found.stdout_data;
@@ -166,7 +172,8 @@ outcome<std::vector<file_entry>> files::list_files(const std::string& session_id
   std::sort(entries.begin(), entries.end());
   std::vector<file_entry> listed;
   for (std::size_t i = 0; i < entries.size() && i < max_listed; ++i)
-    listed.push_back({std::move(entries[i].first), std::strtoll(entries[i].second.c_str(), nullptr, 10)});
+    listed.push_back(
+        {std::move(entries[i].first), std::strtoll(entries[i].second.c_str(), nullptr, 10)});
   s->last_used = std::chrono::steady_clock::now();
   return listed;
 }
@@ -175,7 +182,8 @@ outcome<inputs_reset> files::reset_inputs(const std::string& session_id) {
   held_session held;
   if (auto refused = registry_.acquire(session_id, held)) return *refused;
   const auto& s = held.s;
-  auto reset = containers_.run_in(s->container, {"sh", "-c", std::string(reset_inputs_script)}, 30s);
+  auto reset =
+      containers_.run_in(s->container, {"sh", "-c", std::string(reset_inputs_script)}, 30s);
   if (!reset.started || reset.exit_code != 0)
     return refuse(refusal_kind::failed, "reset inputs failed: " + reset.stderr_data);
   s->last_used = std::chrono::steady_clock::now();

@@ -48,19 +48,17 @@ bool is_hex(std::string_view s) {
 }  // namespace
 
 std::string fleet_signature(std::string_view key, std::string_view from, std::string_view to,
-                            std::int64_t unix_time, std::string_view nonce,
-                            std::string_view method, std::string_view path,
-                            std::string_view body) {
-  return "v1 " + std::string(from) + " " + std::string(to) + " " + std::to_string(unix_time) +
-         " " + std::string(nonce) + " " + mac(key, from, to, unix_time, nonce, method, path, body);
+                            std::int64_t unix_time, std::string_view nonce, std::string_view method,
+                            std::string_view path, std::string_view body) {
+  return "v1 " + std::string(from) + " " + std::string(to) + " " + std::to_string(unix_time) + " " +
+         std::string(nonce) + " " + mac(key, from, to, unix_time, nonce, method, path, body);
 }
 
 std::optional<std::string> fleet_verifier::check(std::string_view header,
                                                  std::string_view forwarded_by,
                                                  std::string_view method, std::string_view path,
                                                  std::string_view body, std::int64_t now) {
-  if (key_.empty())
-    return "this sidecar accepts no forwarded call (no SANDBOX_FLEET_KEY_FILE)";
+  if (key_.empty()) return "this sidecar accepts no forwarded call (no SANDBOX_FLEET_KEY_FILE)";
   if (header.empty()) return "a forwarded call needs the fleet's credential (X-Dockgate-Fleet)";
   std::istringstream in{std::string(header)};
   std::vector<std::string> f;
@@ -70,8 +68,7 @@ std::optional<std::string> fleet_verifier::check(std::string_view header,
       f[4].size() != 32 || !is_hex(f[4]) || f[5].size() != 64 || !is_hex(f[5]))
     return "the fleet credential is malformed";
   if (f[2] != self_) return "the fleet credential is addressed to another instance";
-  if (forwarded_by != f[1])
-    return "the fleet credential names another sender";
+  if (forwarded_by != f[1]) return "the fleet credential names another sender";
   const std::int64_t when = std::strtoll(f[3].c_str(), nullptr, 10);
   if (when < now - fleet_clock_skew_s || when > now + fleet_clock_skew_s)
     return "the fleet credential is outside the clock window (members' clocks must agree within " +

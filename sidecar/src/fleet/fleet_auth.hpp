@@ -38,15 +38,15 @@ inline constexpr std::int64_t fleet_clock_skew_s = 300;
 // The X-Dockgate-Fleet value for a call from `from` to `to`, signed at `unix_time` with
 // `nonce` (hex): "v1 <from> <to> <time> <nonce> <mac hex>".
 std::string fleet_signature(std::string_view key, std::string_view from, std::string_view to,
-                            std::int64_t unix_time, std::string_view nonce,
-                            std::string_view method, std::string_view path,
-                            std::string_view body);
+                            std::int64_t unix_time, std::string_view nonce, std::string_view method,
+                            std::string_view path, std::string_view body);
 
 // The receiving side: checks signatures addressed to `self` and remembers the nonces it
 // accepted for as long as their time is acceptable, so that none is accepted twice.
 class fleet_verifier {
  public:
-  fleet_verifier(std::string key, std::string self) : key_(std::move(key)), self_(std::move(self)) {}
+  fleet_verifier(std::string key, std::string self)
+      : key_(std::move(key)), self_(std::move(self)) {}
   // nullopt when `header` is a valid signature of this call for this instance, sent by
   // `forwarded_by` (the X-Dockgate-Forwarded value: it must name the signer), at `now`;
   // otherwise why not (for the 401's detail: names no secret).
@@ -58,7 +58,7 @@ class fleet_verifier {
   std::string key_, self_;
   std::mutex m_;
   std::map<std::string, std::int64_t> nonces_;  // nonce -> when it may be forgotten
-  std::int64_t swept_ = 0;                       // when the forgotten ones last went
+  std::int64_t swept_ = 0;                      // when the forgotten ones last went
 };
 
 }  // namespace dockgate::sidecar

@@ -17,8 +17,7 @@ namespace {
 
 bool valid_generation(std::string_view g) {
   if (g.empty()) return true;
-  return g.size() == 18 && g.starts_with("g.") &&
-         std::all_of(g.begin() + 2, g.end(), [](char c) {
+  return g.size() == 18 && g.starts_with("g.") && std::all_of(g.begin() + 2, g.end(), [](char c) {
            return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
          });
 }
@@ -119,7 +118,8 @@ std::optional<session_record> session_record::parse(std::string_view json) {
   r.generation = o.text("generation");
   r.handed_over = o.text("handed_over");
   std::string_view from;
-  if (o.object["copy_from"].get_string().get(from) == simdjson::SUCCESS) r.copy_from = std::string(from);
+  if (o.object["copy_from"].get_string().get(from) == simdjson::SUCCESS)
+    r.copy_from = std::string(from);
   if (r.session_id.empty() || r.archive_key.empty() || r.owner.empty()) return std::nullopt;
   // A generation is "" or g.<hex> (a record that names anything else is not mounted).
   if (!valid_generation(r.generation) || (r.copy_from && !valid_generation(*r.copy_from)))
@@ -201,10 +201,13 @@ fleet_store::fleet_store(const config& c)
   place_ = "s3://" + c.store.bucket + "/" + prefix;
 }
 
-std::string fleet_store::new_generation() { return "g." + random_hex(8); }
+std::string fleet_store::new_generation() {
+  return "g." + random_hex(8);
+}
 
 std::string fleet_store::workspace_key(std::string_view archive_key, std::string_view generation) {
-  return (generation.empty() ? std::string() : std::string(generation) + "/") + std::string(archive_key);
+  return (generation.empty() ? std::string() : std::string(generation) + "/") +
+         std::string(archive_key);
 }
 
 std::string fleet_store::workspace_place(std::string_view archive_key,

@@ -117,11 +117,12 @@ class fleet_store {
 
  private:
   bool enabled_ = false;
-  std::string root_;  // <prefix>/.dockgate-fleet/
+  std::string root_;    // <prefix>/.dockgate-fleet/
   std::string prefix_;  // <prefix>/ ("" without AIMEM_PREFIX)
-  std::string place_;  // s3://bucket/prefix/
+  std::string place_;   // s3://bucket/prefix/
   s3_client client_;
-  s3_client copy_client_;  // a takeover's copy: a file's CopyObject may take longer than a lease's third
+  s3_client
+      copy_client_;  // a takeover's copy: a file's CopyObject may take longer than a lease's third
 };
 
 // The store's own clock: Date minus Last-Modified of one answer, in seconds (-1 unknown).

@@ -16,8 +16,8 @@ fleet_answer send_to_member(const config& c, std::string_view to, const common::
   // The fleet's own credential, never the client's Authorization (fleet_auth.hpp).
   std::string headers = "X-Dockgate-Forwarded: " + c.instance + "\r\nX-Dockgate-Fleet: " +
                         fleet_signature(c.fleet_key, c.instance, std::string(to),
-                                        static_cast<std::int64_t>(std::time(nullptr)), random_hex(16),
-                                        call.method, call.path, call.body) +
+                                        static_cast<std::int64_t>(std::time(nullptr)),
+                                        random_hex(16), call.method, call.path, call.body) +
                         "\r\n";
   if (!call.accept.empty()) headers += "Accept: " + call.accept + "\r\n";
   // As long as the holder may take: the longest cell and its collection, and the calls.
@@ -26,7 +26,8 @@ fleet_answer send_to_member(const config& c, std::string_view to, const common::
   auto answer = client::http_request(transport, call.method, call.path, call.body, timeout,
                                      static_cast<std::size_t>(c.max_body_bytes) * 2, headers,
                                      std::string(host), "application/json", connect_timeout);
-  return {answer.status, std::move(answer.content_type), std::move(answer.body), std::move(answer.error)};
+  return {answer.status, std::move(answer.content_type), std::move(answer.body),
+          std::move(answer.error)};
 }
 
 }  // namespace dockgate::sidecar

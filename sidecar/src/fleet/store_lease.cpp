@@ -105,8 +105,9 @@ std::unique_ptr<store_lease> store_lease::acquire(fleet_store& store, const conf
         if (first_etag.empty()) first_etag = seen.etag;
         if (seen.etag != first_etag) {
           const auto& h = *seen.record;
-          error = "instance \"" + c.instance + "\" is held by a live sidecar of the fleet: holder " +
-                  h.holder + " on host " + h.host + ", pid " + std::to_string(h.pid) +
+          error = "instance \"" + c.instance +
+                  "\" is held by a live sidecar of the fleet: holder " + h.holder + " on host " +
+                  h.host + ", pid " + std::to_string(h.pid) +
                   (h.url.empty() ? std::string() : ", at " + h.url) + " (its store lease " +
                   store.lease_key(c.instance) + " was renewed while this start watched it)";
           return nullptr;
@@ -121,7 +122,8 @@ std::unique_ptr<store_lease> store_lease::acquire(fleet_store& store, const conf
     if (wrote.ok() && !wrote.etag.empty())
       return std::unique_ptr<store_lease>(new store_lease(store, c, mine, wrote.etag));
     if (wrote.ok()) {
-      error = "the fleet store answered a write without an ETag: conditional renewals are impossible";
+      error =
+          "the fleet store answered a write without an ETag: conditional renewals are impossible";
       return nullptr;
     }
     if (wrote.status != 412 && wrote.status != 404) {

@@ -100,7 +100,8 @@ std::optional<http_reply> fleet_routing::route(const http_request& r, const std:
 }
 
 std::optional<http_reply> fleet_routing::decide(const http_request& r, const std::string& sid,
-                                        bool deleting, std::optional<lease_record>& forward_to) {
+                                                bool deleting,
+                                                std::optional<lease_record>& forward_to) {
   auto& store = lease_->store();
   for (int attempt = 0; attempt < 3; ++attempt) {
     auto seen = store.read_session(sid);
@@ -149,8 +150,7 @@ std::optional<http_reply> fleet_routing::decide(const http_request& r, const std
     if (wrote.status == 412 || wrote.status == 404) continue;  // it moved first: look again
     if (!wrote.ok())
       return detail(503, "the fleet's store refused the takeover: " + wrote.describe());
-    std::cerr << "dockgate-sidecar: session " << sid << " taken over from instance "
-              << record.owner
+    std::cerr << "dockgate-sidecar: session " << sid << " taken over from instance " << record.owner
               << (fence ? " into generation " + mine.generation + " of its workspace"
                         : std::string())
               << std::endl;
@@ -164,8 +164,8 @@ std::optional<http_reply> fleet_routing::decide(const http_request& r, const std
   return detail(503, "session " + sid + " moved while it was being taken over; try again");
 }
 
-std::optional<http_reply> fleet_routing::new_generation(const session_record& was, session_record& mine,
-                                                std::string etag) {
+std::optional<http_reply> fleet_routing::new_generation(const session_record& was,
+                                                        session_record& mine, std::string etag) {
   auto& store = lease_->store();
   const std::string from = *mine.copy_from;
   // The copy: the old generation as the store has it now. Whatever the old holder writes
@@ -173,7 +173,8 @@ std::optional<http_reply> fleet_routing::new_generation(const session_record& wa
   if (auto error = store.copy_workspace(mine.archive_key, from, mine.generation); !error.empty())
     return detail(503, "session " + mine.session_id +
                            ": the takeover could not copy its workspace (asked again, it copies "
-                           "again): " + error);
+                           "again): " +
+                           error);
   // The key's pointer moves on from the generation copied (or from the half-made one of a
   // taker that died mid-copy), never from one another session of the key moved it to.
   for (int attempt = 0; attempt < 3; ++attempt) {
@@ -186,19 +187,21 @@ std::optional<http_reply> fleet_routing::new_generation(const session_record& wa
     auto wrote = store.write_workspace(moved, current.found() ? current.etag : std::string());
     if (wrote.ok()) break;
     if (wrote.status != 412 && wrote.status != 404)
-      return detail(503, "the fleet's store refused the workspace's generation: " + wrote.describe());
+      return detail(503,
+                    "the fleet's store refused the workspace's generation: " + wrote.describe());
   }
   // Copied: the record says so (If-Match: a taker that stalled since its write finds the
   // session moved on, and stops here).
   mine.copy_from.reset();
   auto done = store.write_session(mine, etag);
   if (!done.ok())
-    return detail(503, "session " + mine.session_id + " moved while it was being taken over; try again");
+    return detail(503,
+                  "session " + mine.session_id + " moved while it was being taken over; try again");
   return std::nullopt;
 }
 
 http_reply fleet_routing::forward(const http_request& r, const lease_record& holder,
-                          const std::string& sid) {
+                                  const std::string& sid) {
   // Only to a member the operator listed, at the address listed (SANDBOX_FLEET_MEMBERS,
   // http://host:port, checked by config.cpp): never where a record in the store points.
   const auto member = config_.fleet_members.find(holder.instance);
@@ -220,8 +223,8 @@ http_reply fleet_routing::forward(const http_request& r, const lease_record& hol
                                {r.method, r.path, r.body, r.accept}, connect_timeout);
   if (answer.status == 0 || answer.status == 503) forget_holder(sid);
   if (answer.status == 0)
-    return detail(503, "session " + sid + " is held by instance " + holder.instance + " at " +
-                           url + ", which did not answer: " + answer.error);
+    return detail(503, "session " + sid + " is held by instance " + holder.instance + " at " + url +
+                           ", which did not answer: " + answer.error);
   if (answer.content_type.empty() || answer.content_type.starts_with("application/json"))
     return {answer.status, std::move(answer.body)};
   // A streamed answer (an exec's events): passed on whole, with its type.

@@ -6,10 +6,9 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
-
-#include <sys/time.h>
 
 #include <cstdio>
 #include <cstring>
@@ -25,17 +24,28 @@ namespace {
 
 std::string reason(unsigned status) {
   switch (status) {
-    case 200: return "OK";
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 413: return "Payload Too Large";
-    case 422: return "Unprocessable Entity";
-    case 429: return "Too Many Requests";
-    case 500: return "Internal Server Error";
-    case 503: return "Service Unavailable";
-    default: return "Status";
+    case 200:
+      return "OK";
+    case 400:
+      return "Bad Request";
+    case 401:
+      return "Unauthorized";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 413:
+      return "Payload Too Large";
+    case 422:
+      return "Unprocessable Entity";
+    case 429:
+      return "Too Many Requests";
+    case 500:
+      return "Internal Server Error";
+    case 503:
+      return "Service Unavailable";
+    default:
+      return "Status";
   }
 }
 
@@ -52,9 +62,10 @@ bool send_all(int fd, std::string_view data) {
 }
 
 bool send_reply(int fd, const http_reply& r, bool keep_alive) {
-  std::string out = "HTTP/1.1 " + std::to_string(r.status) + " " + reason(r.status) +
-                    "\r\ncontent-type: application/json\r\ncontent-length: " + std::to_string(r.body.size()) +
-                    (keep_alive ? "\r\n\r\n" : "\r\nconnection: close\r\n\r\n");
+  std::string out =
+      "HTTP/1.1 " + std::to_string(r.status) + " " + reason(r.status) +
+      "\r\ncontent-type: application/json\r\ncontent-length: " + std::to_string(r.body.size()) +
+      (keep_alive ? "\r\n\r\n" : "\r\nconnection: close\r\n\r\n");
   out += r.body;
   return send_all(fd, out);
 }
@@ -72,7 +83,8 @@ class chunked_reply final : public reply_stream {
     tv.tv_sec = static_cast<time_t>(send_timeout_.count() / 1000);
     tv.tv_usec = static_cast<suseconds_t>((send_timeout_.count() % 1000) * 1000);
     ::setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-    std::string head = "HTTP/1.1 " + std::to_string(status) + " " + reason(status) + "\r\ncontent-type: ";
+    std::string head =
+        "HTTP/1.1 " + std::to_string(status) + " " + reason(status) + "\r\ncontent-type: ";
     head += content_type;
     head += "\r\ncache-control: no-cache\r\ntransfer-encoding: chunked\r\n";
     head += keep_alive_ ? "\r\n" : "connection: close\r\n\r\n";
@@ -138,21 +150,25 @@ http_server::http_server(const common::endpoint& listen, handler h, server_limit
     hints.ai_socktype = SOCK_STREAM;
     hints.ai_flags = AI_PASSIVE;
     addrinfo* res = nullptr;
-    if (::getaddrinfo(listen.host.c_str(), std::to_string(listen.port).c_str(), &hints, &res) != 0 || !res)
+    if (::getaddrinfo(listen.host.c_str(), std::to_string(listen.port).c_str(), &hints, &res) !=
+            0 ||
+        !res)
       throw std::runtime_error("cannot resolve " + listen.host);
     listen_fd_ = ::socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     int one = 1;
     ::setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     const int rc = ::bind(listen_fd_, res->ai_addr, res->ai_addrlen);
     ::freeaddrinfo(res);
-    if (rc != 0) throw std::runtime_error("bind " + listen.to_string() + ": " + std::strerror(errno));
+    if (rc != 0)
+      throw std::runtime_error("bind " + listen.to_string() + ": " + std::strerror(errno));
     sockaddr_storage bound{};
     socklen_t len = sizeof bound;
     ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&bound), &len);
     port_ = ntohs(bound.ss_family == AF_INET ? reinterpret_cast<sockaddr_in*>(&bound)->sin_port
                                              : reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port);
   }
-  if (::listen(listen_fd_, 128) != 0) throw std::runtime_error(std::string("listen: ") + std::strerror(errno));
+  if (::listen(listen_fd_, 128) != 0)
+    throw std::runtime_error(std::string("listen: ") + std::strerror(errno));
 }
 
 http_server::~http_server() {
@@ -178,8 +194,10 @@ void http_server::run() {
     const int fd = ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len, SOCK_CLOEXEC);
     if (fd < 0) continue;
     char host[INET6_ADDRSTRLEN] = "unix";
-    if (addr.ss_family == AF_INET) ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(&addr)->sin_addr, host, sizeof host);
-    if (addr.ss_family == AF_INET6) ::inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(&addr)->sin6_addr, host, sizeof host);
+    if (addr.ss_family == AF_INET)
+      ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(&addr)->sin_addr, host, sizeof host);
+    if (addr.ss_family == AF_INET6)
+      ::inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(&addr)->sin6_addr, host, sizeof host);
     if (!admit(fd, host)) {
       send_reply(fd, {503, R"({"detail":"too many connections"})"}, false);
       ::close(fd);
@@ -194,7 +212,8 @@ void http_server::run() {
     }).detach();
   }
   // Let requests in flight finish (bounded).
-  for (int i = 0; i < 600 && active_.load() > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  for (int i = 0; i < 600 && active_.load() > 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
 }
 
 bool http_server::admit(int fd, const std::string& peer) {
@@ -263,7 +282,8 @@ chunked_read read_chunked(std::string& buffer, std::string& body, std::size_t li
     if (body.size() > limit) return chunked_read::too_large;
     if (res.state == http::chunked_decoder::status::done) return chunked_read::whole;
     if (res.state == http::chunked_decoder::status::error) return chunked_read::invalid;
-    if (res.state == http::chunked_decoder::status::need_more && !fill()) return chunked_read::closed;
+    if (res.state == http::chunked_decoder::status::need_more && !fill())
+      return chunked_read::closed;
   }
 }
 
@@ -276,7 +296,8 @@ void http_server::serve_connection(int fd) {
   clock::time_point deadline;
   // One read, before the deadline of what is being read (the whole head, the whole body).
   auto fill = [&]() {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now()).count();
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now()).count();
     if (left <= 0) return false;
     pollfd p{fd, POLLIN, 0};
     if (::poll(&p, 1, static_cast<int>(left)) <= 0) return false;
@@ -309,14 +330,19 @@ void http_server::serve_connection(int fd) {
     // also runs before auth); a chunked body is limited as it is read.
     const std::size_t limit = limits_.max_body(req.path);
     if (head.content_length && *head.content_length > limit) {
-      send_reply(fd, {413, "{\"error\":\"request body exceeds " + std::to_string(limit) + " bytes\"}"}, false);
+      send_reply(fd,
+                 {413, "{\"error\":\"request body exceeds " + std::to_string(limit) + " bytes\"}"},
+                 false);
       return;
     }
     if (head.chunked) {
       const auto read = read_chunked(buffer, req.body, limit, fill);
       if (read == chunked_read::too_large)
-        send_reply(fd, {413, "{\"error\":\"request body exceeds " + std::to_string(limit) + " bytes\"}"}, false);
-      if (read == chunked_read::invalid) send_reply(fd, {400, R"({"error":"invalid chunked body"})"}, false);
+        send_reply(
+            fd, {413, "{\"error\":\"request body exceeds " + std::to_string(limit) + " bytes\"}"},
+            false);
+      if (read == chunked_read::invalid)
+        send_reply(fd, {400, R"({"error":"invalid chunked body"})"}, false);
       if (read != chunked_read::whole) return;
     } else {
       const std::size_t length = static_cast<std::size_t>(head.content_length.value_or(0));

@@ -5,9 +5,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <mutex>
-#include <functional>
 #include <string>
 #include <string_view>
 
@@ -29,7 +29,7 @@ class reply_stream {
 
 struct http_request {
   std::string method;
-  std::string path;   // without the query
+  std::string path;  // without the query
   std::string authorization;
   std::string accept;  // the Accept field, as sent
   // X-Dockgate-Forwarded: the instance that forwarded this call to the session's holder
@@ -43,7 +43,7 @@ struct http_request {
 
 struct http_reply {
   unsigned status = 200;
-  std::string body;  // JSON
+  std::string body;       // JSON
   bool streamed = false;  // written through http_request::stream
 };
 

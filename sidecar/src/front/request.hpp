@@ -41,13 +41,15 @@ struct body_fields {
 
   explicit body_fields(const std::string& body, bool allow_empty = false) {
     if (body.empty() && allow_empty) {
-      if (parser.parse("{}", 2).get(doc) != simdjson::SUCCESS) error = invalid("body", "internal", "internal");
+      if (parser.parse("{}", 2).get(doc) != simdjson::SUCCESS)
+        error = invalid("body", "internal", "internal");
       return;
     }
     if (parser.parse(body).get(doc) != simdjson::SUCCESS || !doc.is_object())
       error = invalid("body", "value is not a valid JSON object", "value_error.jsondecode");
   }
-  std::optional<std::string> string(const char* key, bool required, std::optional<http_reply>& err) {
+  std::optional<std::string> string(const char* key, bool required,
+                                    std::optional<http_reply>& err) {
     simdjson::dom::element v;
     if (doc.at_key(key).get(v) != simdjson::SUCCESS || v.is_null()) {
       if (required && !err) err = invalid(key, "field required", "value_error.missing");

@@ -78,8 +78,8 @@ http_reply service::handle(const http_request& r) {
     // A call another member forwarded: served only with the fleet's own credential,
     // addressed to this instance (fleet_auth.hpp). The client's key, which a member never
     // passes on, does not stand in for it, nor does SANDBOX_ALLOW_NO_AUTH.
-    if (auto refused = rooms_->fleet_auth.check(r.fleet_auth, r.forwarded, r.method, r.path,
-                                                r.body, static_cast<std::int64_t>(std::time(nullptr)))) {
+    if (auto refused = rooms_->fleet_auth.check(r.fleet_auth, r.forwarded, r.method, r.path, r.body,
+                                                static_cast<std::int64_t>(std::time(nullptr)))) {
       std::string body = R"({"error":"unauthorized","detail":)";
       client::append_json_string(body, "forwarded call refused: " + *refused);
       return {401, body + "}"};

@@ -69,7 +69,8 @@ const char* name_of(struct archive_entry* e) {
 
 // The first proper prefix of `path` that is a symlink of the archive, if any: unpacking
 // `path` would write through it, to wherever it points.
-std::optional<std::string> through_symlink(const std::string& path, const std::set<std::string>& symlinks) {
+std::optional<std::string> through_symlink(const std::string& path,
+                                           const std::set<std::string>& symlinks) {
   for (auto slash = path.find('/'); slash != std::string::npos; slash = path.find('/', slash + 1))
     if (symlinks.count(path.substr(0, slash))) return path.substr(0, slash);
   return std::nullopt;
@@ -82,7 +83,8 @@ la_ssize_t append_output(struct archive*, void* out, const void* data, size_t si
 
 // Every member header of a tar.gz, data skipped (decompressed: a cut or corrupt stream
 // shows): how many were read whole, and why the rest could not be.
-archive_check walk_headers(std::string_view tgz, const std::function<void(struct archive_entry*)>& each) {
+archive_check walk_headers(std::string_view tgz,
+                           const std::function<void(struct archive_entry*)>& each) {
   archive_check out;
   auto a = open_reader(tgz);
   if (!a) {
@@ -95,7 +97,8 @@ archive_check walk_headers(std::string_view tgz, const std::function<void(struct
     if (r == ARCHIVE_EOF) return out;
     if (r < ARCHIVE_WARN || archive_read_data_skip(a.get()) < ARCHIVE_WARN) {
       out.error = out.members == 0 ? "not a tar.gz archive: " + error_of(a.get())
-                                   : "unreadable after " + std::to_string(out.members) + " members: " + error_of(a.get());
+                                   : "unreadable after " + std::to_string(out.members) +
+                                         " members: " + error_of(a.get());
       return out;
     }
     each(e);
@@ -109,7 +112,8 @@ bool write_atomically(const std::string& path, std::string_view data, std::strin
   const auto dir = std::filesystem::path(path).parent_path();
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
-  const std::string tmp = path + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(::gettid());
+  const std::string tmp =
+      path + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(::gettid());
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) {
     if (error) *error = "open " + tmp + " failed";
@@ -190,8 +194,27 @@ writer open_repack(std::string& out) {
   archive_write_set_filter_option(w.get(), "gzip", "compression-level", "1");
   archive_write_set_format_gnutar(w.get());
   archive_write_set_bytes_in_last_block(w.get(), 1);
-  if (archive_write_open(w.get(), &out, nullptr, append_output, nullptr) != ARCHIVE_OK) return nullptr;
+  if (archive_write_open(w.get(), &out, nullptr, append_output, nullptr) != ARCHIVE_OK)
+    return nullptr;
   return w;
+}
+
+// The names of the archive's symlinks (normalised), and how far its headers can be read.
+archive_check symlink_names(std::string_view tgz, std::set<std::string>& symlinks) {
+  return walk_headers(tgz, [&](struct archive_entry* e) {
+    std::string reason;
+    if (archive_entry_filetype(e) == AE_IFLNK && !archive_entry_hardlink(e))
+      if (auto p = normalise(name_of(e) ? name_of(e) : "", reason); p && !p->empty())
+        symlinks.insert(*p);
+  });
+}
+
+// The current member's data from `a` to `w`; false when the archive is cut short there.
+bool copy_data(struct archive* a, struct archive* w, std::vector<char>& buffer) {
+  la_ssize_t n;
+  while ((n = archive_read_data(a, buffer.data(), buffer.size())) > 0)
+    archive_write_data(w, buffer.data(), static_cast<std::size_t>(n));
+  return n >= 0;
 }
 
 }  // namespace
@@ -199,17 +222,15 @@ writer open_repack(std::string& out) {
 restore_plan plan_restore(std::string_view tgz, const restore_limits& limits) {
   restore_plan plan;
   auto skip = [&](std::string path, std::string reason) {
-    if (plan.skipped.size() < max_listed_skips) plan.skipped.push_back({std::move(path), std::move(reason)});
-    else if (plan.skipped.size() == max_listed_skips) plan.skipped.push_back({"", "and more members"});
+    if (plan.skipped.size() < max_listed_skips)
+      plan.skipped.push_back({std::move(path), std::move(reason)});
+    else if (plan.skipped.size() == max_listed_skips)
+      plan.skipped.push_back({"", "and more members"});
   };
 
   // Pass 1: which names are symlinks, and how far the archive can be read.
   std::set<std::string> symlinks;
-  const auto walked = walk_headers(tgz, [&](struct archive_entry* e) {
-    std::string reason;
-    if (archive_entry_filetype(e) == AE_IFLNK && !archive_entry_hardlink(e))
-      if (auto p = normalise(name_of(e) ? name_of(e) : "", reason); p && !p->empty()) symlinks.insert(*p);
-  });
+  const auto walked = symlink_names(tgz, symlinks);
   if (walked.error && walked.members == 0) {
     plan.error = *walked.error;
     return plan;
@@ -251,7 +272,8 @@ restore_plan plan_restore(std::string_view tgz, const restore_limits& limits) {
     const bool data = archive_entry_filetype(e) == AE_IFREG && !hard_target;
     const auto size = data ? std::max<la_int64_t>(archive_entry_size(e), 0) : 0;
     if (total + static_cast<std::uint64_t>(size) > limits.max_unpacked) {
-      skip(shown, "does not fit in the workspace (" + std::to_string(limits.max_unpacked) + " bytes)");
+      skip(shown,
+           "does not fit in the workspace (" + std::to_string(limits.max_unpacked) + " bytes)");
       continue;
     }
     total += static_cast<std::uint64_t>(size);
@@ -261,10 +283,7 @@ restore_plan plan_restore(std::string_view tgz, const restore_limits& limits) {
       continue;
     }
     if (data) {
-      la_ssize_t n;
-      while ((n = archive_read_data(a.get(), buffer.data(), buffer.size())) > 0)
-        archive_write_data(w.get(), buffer.data(), static_cast<std::size_t>(n));
-      if (n < 0) {
+      if (!copy_data(a.get(), w.get(), buffer)) {
         cut = true;
         break;
       }
@@ -273,10 +292,14 @@ restore_plan plan_restore(std::string_view tgz, const restore_limits& limits) {
     ++plan.members;
   }
   archive_write_close(w.get());
-  if (cut) skip("", "the archive is cut short or corrupt after " + std::to_string(plan.members) + " members");
+  if (cut)
+    skip("",
+         "the archive is cut short or corrupt after " + std::to_string(plan.members) + " members");
   return plan;
 }
 
-archive_check check_archive(std::string_view tgz) { return walk_headers(tgz, [](struct archive_entry*) {}); }
+archive_check check_archive(std::string_view tgz) {
+  return walk_headers(tgz, [](struct archive_entry*) {});
+}
 
 }  // namespace dockgate::sidecar

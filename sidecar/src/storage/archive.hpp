@@ -34,8 +34,8 @@ struct restore_limits {
 };
 
 struct restore_plan {
-  std::string tgz;                     // the members to unpack, re-packed (GNU tar, gzip)
-  std::size_t members = 0;             // how many
+  std::string tgz;                      // the members to unpack, re-packed (GNU tar, gzip)
+  std::size_t members = 0;              // how many
   std::vector<skipped_member> skipped;  // what was left out, and why
   std::optional<std::string> error;     // not a readable tar.gz at all: nothing to restore
 };

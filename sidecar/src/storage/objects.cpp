@@ -16,12 +16,14 @@ outcome<object_put_result> put_object(object_put r, const config& c) {
   const std::string full = r.storage.object_key(r.key);
   auto store = open_store(r.storage, c);
   std::string error;
-  if (!store->put(full, r.bytes, r.content_type.empty() ? "application/octet-stream" : r.content_type, error))
+  if (!store->put(full, r.bytes,
+                  r.content_type.empty() ? "application/octet-stream" : r.content_type, error))
     return refuse(refusal_kind::engine_failed, "storage put failed: " + error);
   // As the Aivory sidecar: with local storage the object is written, then the presign
   // step fails.
   auto url = store->presign_get(full, ttl, static_cast<std::int64_t>(std::time(nullptr)));
-  if (!url) return refuse(refusal_kind::invalid, "presigned URLs are unsupported for local storage");
+  if (!url)
+    return refuse(refusal_kind::invalid, "presigned URLs are unsupported for local storage");
   return object_put_result{std::string(r.storage.provider_name()), full, std::move(*url), ttl};
 }
 
@@ -33,7 +35,8 @@ outcome<std::string> remove_object(const object_remove& r, const config& c) {
       !base.empty() && r.key.starts_with(base + "/") ? r.key : r.storage.object_key(r.key);
   auto store = open_store(r.storage, c);
   std::string error;
-  if (!store->remove(full, error)) return refuse(refusal_kind::engine_failed, "storage delete failed: " + error);
+  if (!store->remove(full, error))
+    return refuse(refusal_kind::engine_failed, "storage delete failed: " + error);
   return full;
 }
 
@@ -51,7 +54,8 @@ outcome<object_gc_result> collect_garbage(const object_gc& r, const config& c) {
       if (area == "workspaces/" && !o.key.ends_with(".tgz")) continue;
       ++out.scanned;
       if (o.last_modified <= 0 || o.last_modified >= cutoff) continue;
-      if (!store->remove(o.key, error)) return refuse(refusal_kind::engine_failed, "storage gc failed: " + error);
+      if (!store->remove(o.key, error))
+        return refuse(refusal_kind::engine_failed, "storage gc failed: " + error);
       ++out.deleted;
       out.freed_bytes += static_cast<std::int64_t>(o.size);
     }

@@ -26,7 +26,7 @@ struct object_put {
   storage_spec storage;
   std::string key;  // relative to the storage's prefix
   std::string bytes;
-  std::string content_type;             // "" — application/octet-stream
+  std::string content_type;                // "" — application/octet-stream
   std::optional<std::int64_t> expires_in;  // the URL's life; absent or ≤ 0 — the default
 };
 

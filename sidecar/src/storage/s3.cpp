@@ -32,8 +32,8 @@ std::string hex(const unsigned char* data, std::size_t n) {
 std::string hmac(std::string_view key, std::string_view data) {
   unsigned char out[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
-  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()), reinterpret_cast<const unsigned char*>(data.data()),
-       data.size(), out, &len);
+  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
+       reinterpret_cast<const unsigned char*>(data.data()), data.size(), out, &len);
   return std::string(reinterpret_cast<char*>(out), len);
 }
 
@@ -42,7 +42,8 @@ std::string signing_key(std::string_view secret, std::string_view date, std::str
 }
 
 // The text of the first <tag>...</tag> in `xml` from `pos`, advancing `pos` past it.
-std::optional<std::string_view> xml_element(std::string_view xml, std::string_view tag, std::size_t& pos) {
+std::optional<std::string_view> xml_element(std::string_view xml, std::string_view tag,
+                                            std::size_t& pos) {
   const std::string open = "<" + std::string(tag) + ">";
   const std::string close = "</" + std::string(tag) + ">";
   const auto start = xml.find(open, pos);
@@ -68,15 +69,22 @@ std::string xml_unescape(std::string_view s) {
       continue;
     }
     const std::string_view entity = s.substr(i + 1, semi - i - 1);
-    if (entity == "amp") out += '&';
-    else if (entity == "lt") out += '<';
-    else if (entity == "gt") out += '>';
-    else if (entity == "quot") out += '"';
-    else if (entity == "apos") out += '\'';
+    if (entity == "amp")
+      out += '&';
+    else if (entity == "lt")
+      out += '<';
+    else if (entity == "gt")
+      out += '>';
+    else if (entity == "quot")
+      out += '"';
+    else if (entity == "apos")
+      out += '\'';
     else if (entity.size() > 1 && entity[0] == '#') {
       const bool is_hex = entity[1] == 'x';
-      const unsigned long cp = std::strtoul(std::string(entity.substr(is_hex ? 2 : 1)).c_str(), nullptr, is_hex ? 16 : 10);
-      if (cp < 0x80) out += static_cast<char>(cp);
+      const unsigned long cp = std::strtoul(std::string(entity.substr(is_hex ? 2 : 1)).c_str(),
+                                            nullptr, is_hex ? 16 : 10);
+      if (cp < 0x80)
+        out += static_cast<char>(cp);
       else if (cp < 0x800) {
         out += static_cast<char>(0xC0 | (cp >> 6));
         out += static_cast<char>(0x80 | (cp & 0x3F));
@@ -110,7 +118,8 @@ struct split_endpoint {
 
 std::optional<split_endpoint> split(std::string_view endpoint, std::string* error) {
   split_endpoint e;
-  if (endpoint.starts_with("https://")) e.https = true;
+  if (endpoint.starts_with("https://"))
+    e.https = true;
   else if (!endpoint.starts_with("http://")) {
     if (error) *error = "endpoint must start with http:// or https://";
     return std::nullopt;
@@ -149,24 +158,28 @@ std::string sigv4_scope(std::string_view amz_date, std::string_view region) {
   return std::string(amz_date.substr(0, 8)) + "/" + std::string(region) + "/s3/aws4_request";
 }
 
-std::string sigv4_signature(const sigv4_request& r, std::string_view amz_date, std::string_view region,
-                            std::string_view secret_key) {
-  std::string canonical = std::string(r.method) + "\n" + r.canonical_uri + "\n" + r.canonical_query + "\n";
+std::string sigv4_signature(const sigv4_request& r, std::string_view amz_date,
+                            std::string_view region, std::string_view secret_key) {
+  std::string canonical =
+      std::string(r.method) + "\n" + r.canonical_uri + "\n" + r.canonical_query + "\n";
   std::string signed_headers;
   for (const auto& [name, value] : r.headers) {
     canonical += name + ":" + value + "\n";
     signed_headers += (signed_headers.empty() ? "" : ";") + name;
   }
   canonical += "\n" + signed_headers + "\n" + r.payload_hash;
-  const std::string to_sign = "AWS4-HMAC-SHA256\n" + std::string(amz_date) + "\n" + sigv4_scope(amz_date, region) +
-                              "\n" + sha256_hex(canonical);
+  const std::string to_sign = "AWS4-HMAC-SHA256\n" + std::string(amz_date) + "\n" +
+                              sigv4_scope(amz_date, region) + "\n" + sha256_hex(canonical);
   const std::string sig = hmac(signing_key(secret_key, amz_date.substr(0, 8), region), to_sign);
   return hex(reinterpret_cast<const unsigned char*>(sig.data()), sig.size());
 }
 
-std::string sigv4_authorization(std::string_view method, std::string_view canonical_uri, std::string_view host,
-                                std::string_view payload_sha256, std::string_view date, const s3_config& c) {
-  sigv4_request r{method, std::string(canonical_uri), "",
+std::string sigv4_authorization(std::string_view method, std::string_view canonical_uri,
+                                std::string_view host, std::string_view payload_sha256,
+                                std::string_view date, const s3_config& c) {
+  sigv4_request r{method,
+                  std::string(canonical_uri),
+                  "",
                   {{"host", std::string(host)},
                    {"x-amz-content-sha256", std::string(payload_sha256)},
                    {"x-amz-date", std::string(date)}},
@@ -189,7 +202,8 @@ std::int64_t parse_s3_time(std::string_view text) {
   std::tm tm{};
   const std::string s(text);
   const char* end = strptime(s.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);  // 2026-11-30T12:00:00.000Z
-  if (!end) end = strptime(s.c_str(), "%a, %d %b %Y %H:%M:%S", &tm);  // Mon, 30 Nov 2026 12:00:00 GMT
+  if (!end)
+    end = strptime(s.c_str(), "%a, %d %b %Y %H:%M:%S", &tm);  // Mon, 30 Nov 2026 12:00:00 GMT
   if (!end) return 0;
   const std::int64_t t = timegm(&tm);
   return t > 0 ? t : 0;
@@ -204,13 +218,14 @@ std::optional<std::string> s3_endpoint_problem(std::string_view endpoint) {
 std::optional<std::string> s3_client::base_url(std::string* error) const {
   auto e = split(config_.endpoint, error);
   if (!e) return std::nullopt;
-  return std::string(e->https ? "https://" : "http://") + (config_.virtual_hosted ? config_.bucket + "." : "") +
-         e->hostport;
+  return std::string(e->https ? "https://" : "http://") +
+         (config_.virtual_hosted ? config_.bucket + "." : "") + e->hostport;
 }
 
 s3_result s3_client::request(std::string_view method, std::string_view key, std::string_view query,
-                             std::vector<std::pair<std::string, std::string>> extra_signed, std::string_view body,
-                             std::string_view content_type, std::size_t max_bytes) {
+                             std::vector<std::pair<std::string, std::string>> extra_signed,
+                             std::string_view body, std::string_view content_type,
+                             std::size_t max_bytes) {
   // Transport errors and 5xx (throttling, a restarting server) are retried with a short
   // back-off, as boto3's "standard" retry mode does; 4xx answers are final.
   s3_result r;
@@ -225,7 +240,8 @@ s3_result s3_client::request(std::string_view method, std::string_view key, std:
 
 s3_result s3_client::attempt(std::string_view method, std::string_view key, std::string_view query,
                              const std::vector<std::pair<std::string, std::string>>& extra_signed,
-                             std::string_view body, std::string_view content_type, std::size_t max_bytes) {
+                             std::string_view body, std::string_view content_type,
+                             std::size_t max_bytes) {
   s3_result r;
   std::string error;
   auto e = split(config_.endpoint, &error);
@@ -234,8 +250,10 @@ s3_result s3_client::attempt(std::string_view method, std::string_view key, std:
     return r;
   }
   const std::string host = (config_.virtual_hosted ? config_.bucket + "." : "") + e->hostport;
-  const bool has_port = host.front() == '[' ? host.find("]:") != std::string::npos : host.find(':') != std::string::npos;
-  auto ep = common::parse_endpoint("tcp://" + (has_port ? host : host + (e->https ? ":443" : ":80")), &error);
+  const bool has_port = host.front() == '[' ? host.find("]:") != std::string::npos
+                                            : host.find(':') != std::string::npos;
+  auto ep = common::parse_endpoint(
+      "tcp://" + (has_port ? host : host + (e->https ? ":443" : ":80")), &error);
   if (!ep) {
     r.error = "endpoint: " + error;
     return r;
@@ -249,8 +267,9 @@ s3_result s3_client::attempt(std::string_view method, std::string_view key, std:
     }
   }
   const std::string date = amz_date(std::time(nullptr));
-  const std::string uri = config_.virtual_hosted ? "/" + s3_uri_encode(key)
-                                                 : "/" + config_.bucket + (key.empty() ? "" : "/" + s3_uri_encode(key));
+  const std::string uri =
+      config_.virtual_hosted ? "/" + s3_uri_encode(key)
+                             : "/" + config_.bucket + (key.empty() ? "" : "/" + s3_uri_encode(key));
   const std::string payload = sha256_hex(body);
   sigv4_request signed_request{method, uri, std::string(query), {}, payload};
   signed_request.headers = extra_signed;
@@ -263,12 +282,13 @@ s3_result s3_client::attempt(std::string_view method, std::string_view key, std:
     names += (names.empty() ? "" : ";") + name;
     if (name != "host") headers += name + ": " + value + "\r\n";
   }
-  headers += "Authorization: AWS4-HMAC-SHA256 Credential=" + config_.access_key + "/" + sigv4_scope(date, config_.region) +
-             ", SignedHeaders=" + names + ", Signature=" +
+  headers += "Authorization: AWS4-HMAC-SHA256 Credential=" + config_.access_key + "/" +
+             sigv4_scope(date, config_.region) + ", SignedHeaders=" + names + ", Signature=" +
              sigv4_signature(signed_request, date, config_.region, config_.secret_key) + "\r\n";
   const std::string target = query.empty() ? uri : uri + "?" + std::string(query);
-  auto response = client::http_request(t, method, target, body, config_.timeout, max_bytes, headers, host,
-                                       content_type.empty() ? "application/octet-stream" : content_type);
+  auto response =
+      client::http_request(t, method, target, body, config_.timeout, max_bytes, headers, host,
+                           content_type.empty() ? "application/octet-stream" : content_type);
   r.status = response.status;
   r.etag = unquote(response.header("etag"));
   r.last_modified = std::string(response.header("last-modified"));
@@ -278,12 +298,14 @@ s3_result s3_client::attempt(std::string_view method, std::string_view key, std:
   return r;
 }
 
-s3_result s3_client::put_object(std::string_view key, std::string_view data, std::string_view content_type,
-                                const std::string* if_match) {
+s3_result s3_client::put_object(std::string_view key, std::string_view data,
+                                std::string_view content_type, const std::string* if_match) {
   std::vector<std::pair<std::string, std::string>> conditions;
   if (if_match) {
-    if (if_match->empty()) conditions.emplace_back("if-none-match", "*");
-    else conditions.emplace_back("if-match", "\"" + *if_match + "\"");
+    if (if_match->empty())
+      conditions.emplace_back("if-none-match", "*");
+    else
+      conditions.emplace_back("if-match", "\"" + *if_match + "\"");
   }
   return request("PUT", key, {}, std::move(conditions), data, content_type, 1 << 20);
 }
@@ -292,19 +314,25 @@ s3_result s3_client::get_object(std::string_view key, std::size_t max_bytes) {
   return request("GET", key, {}, {}, {}, {}, max_bytes);
 }
 
-s3_result s3_client::head_object(std::string_view key) { return request("HEAD", key, {}, {}, {}, {}, 0); }
+s3_result s3_client::head_object(std::string_view key) {
+  return request("HEAD", key, {}, {}, {}, {}, 0);
+}
 
-s3_result s3_client::delete_object(std::string_view key) { return request("DELETE", key, {}, {}, {}, {}, 1 << 20); }
+s3_result s3_client::delete_object(std::string_view key) {
+  return request("DELETE", key, {}, {}, {}, {}, 1 << 20);
+}
 
 s3_result s3_client::copy_object(std::string_view from_key, std::string_view to_key) {
-  auto r = request("PUT", to_key, {}, {{"x-amz-copy-source", "/" + config_.bucket + "/" + s3_uri_encode(from_key)}}, {},
-                   {}, 1 << 20);
+  auto r = request("PUT", to_key, {},
+                   {{"x-amz-copy-source", "/" + config_.bucket + "/" + s3_uri_encode(from_key)}},
+                   {}, {}, 1 << 20);
   // CopyObject can answer 200 with an <Error> body when the copy failed midway.
   if (r.status == 200 && r.body.find("<Error>") != std::string::npos) r.status = 500;
   return r;
 }
 
-s3_result s3_client::list_objects(std::string_view prefix, std::vector<s3_object>& out, std::size_t max_objects) {
+s3_result s3_client::list_objects(std::string_view prefix, std::vector<s3_object>& out,
+                                  std::size_t max_objects) {
   std::string token;
   for (;;) {
     // Canonical order: parameter names sorted.
@@ -319,7 +347,8 @@ s3_result s3_client::list_objects(std::string_view prefix, std::vector<s3_object
       s3_object o;
       if (auto k = xml_element(*contents, "Key", p)) o.key = xml_unescape(*k);
       p = 0;
-      if (auto s = xml_element(*contents, "Size", p)) o.size = std::strtoull(std::string(*s).c_str(), nullptr, 10);
+      if (auto s = xml_element(*contents, "Size", p))
+        o.size = std::strtoull(std::string(*s).c_str(), nullptr, 10);
       p = 0;
       if (auto m = xml_element(*contents, "LastModified", p)) o.last_modified = parse_s3_time(*m);
       out.push_back(std::move(o));
@@ -334,17 +363,20 @@ s3_result s3_client::list_objects(std::string_view prefix, std::vector<s3_object
   }
 }
 
-std::string s3_client::presign_get(std::string_view key, std::int64_t expires_in, std::int64_t now) const {
+std::string s3_client::presign_get(std::string_view key, std::int64_t expires_in,
+                                   std::int64_t now) const {
   std::string error;
   auto e = split(config_.endpoint, &error);
   if (!e) return {};
   const std::string host = (config_.virtual_hosted ? config_.bucket + "." : "") + e->hostport;
-  const std::string uri = config_.virtual_hosted ? "/" + s3_uri_encode(key) : "/" + config_.bucket + "/" + s3_uri_encode(key);
+  const std::string uri = config_.virtual_hosted ? "/" + s3_uri_encode(key)
+                                                 : "/" + config_.bucket + "/" + s3_uri_encode(key);
   const std::string date = amz_date(now);
-  const std::string query = "X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=" +
-                            s3_uri_encode(config_.access_key + "/" + sigv4_scope(date, config_.region), false) +
-                            "&X-Amz-Date=" + date + "&X-Amz-Expires=" + std::to_string(expires_in) +
-                            "&X-Amz-SignedHeaders=host";
+  const std::string query =
+      "X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=" +
+      s3_uri_encode(config_.access_key + "/" + sigv4_scope(date, config_.region), false) +
+      "&X-Amz-Date=" + date + "&X-Amz-Expires=" + std::to_string(expires_in) +
+      "&X-Amz-SignedHeaders=host";
   sigv4_request r{"GET", uri, query, {{"host", host}}, std::string(unsigned_payload)};
   return std::string(e->https ? "https://" : "http://") + host + uri + "?" + query +
          "&X-Amz-Signature=" + sigv4_signature(r, date, config_.region, config_.secret_key);

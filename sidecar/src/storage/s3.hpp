@@ -54,17 +54,19 @@ struct sigv4_request {
   std::string_view method;
   std::string canonical_uri;    // already encoded
   std::string canonical_query;  // already encoded and sorted
-  std::vector<std::pair<std::string, std::string>> headers;  // lower-case names, sorted, host included
-  std::string payload_hash;     // hex SHA-256 or UNSIGNED-PAYLOAD
+  std::vector<std::pair<std::string, std::string>>
+      headers;               // lower-case names, sorted, host included
+  std::string payload_hash;  // hex SHA-256 or UNSIGNED-PAYLOAD
 };
 // The hex signature of a request at `amz_date` (YYYYMMDDTHHMMSSZ).
-std::string sigv4_signature(const sigv4_request& r, std::string_view amz_date, std::string_view region,
-                            std::string_view secret_key);
+std::string sigv4_signature(const sigv4_request& r, std::string_view amz_date,
+                            std::string_view region, std::string_view secret_key);
 std::string sigv4_scope(std::string_view amz_date, std::string_view region);
 // The Authorization header value of a header-signed request (x-amz-content-sha256 and
 // x-amz-date among the signed headers).
-std::string sigv4_authorization(std::string_view method, std::string_view canonical_uri, std::string_view host,
-                                std::string_view payload_sha256, std::string_view amz_date, const s3_config& c);
+std::string sigv4_authorization(std::string_view method, std::string_view canonical_uri,
+                                std::string_view host, std::string_view payload_sha256,
+                                std::string_view amz_date, const s3_config& c);
 // "20130524T000000Z" for a point in time.
 std::string amz_date(std::int64_t unix_seconds);
 // RFC 3339 / ISO 8601 (ListObjectsV2) or RFC 7231 (Last-Modified) as Unix seconds; 0 if unreadable.
@@ -86,7 +88,8 @@ class s3_client {
   // Server-side copy within the bucket (CopyObject).
   s3_result copy_object(std::string_view from_key, std::string_view to_key);
   // Every object under `prefix` (ListObjectsV2, following continuation tokens).
-  s3_result list_objects(std::string_view prefix, std::vector<s3_object>& out, std::size_t max_objects = 1000000);
+  s3_result list_objects(std::string_view prefix, std::vector<s3_object>& out,
+                         std::size_t max_objects = 1000000);
   // A presigned GET URL valid for `expires_in` seconds from `now`.
   std::string presign_get(std::string_view key, std::int64_t expires_in, std::int64_t now) const;
 
@@ -95,11 +98,11 @@ class s3_client {
 
  private:
   s3_result request(std::string_view method, std::string_view key, std::string_view query,
-                    std::vector<std::pair<std::string, std::string>> extra_signed, std::string_view body,
-                    std::string_view content_type, std::size_t max_bytes);
+                    std::vector<std::pair<std::string, std::string>> extra_signed,
+                    std::string_view body, std::string_view content_type, std::size_t max_bytes);
   s3_result attempt(std::string_view method, std::string_view key, std::string_view query,
-                    const std::vector<std::pair<std::string, std::string>>& extra_signed, std::string_view body,
-                    std::string_view content_type, std::size_t max_bytes);
+                    const std::vector<std::pair<std::string, std::string>>& extra_signed,
+                    std::string_view body, std::string_view content_type, std::size_t max_bytes);
   s3_config config_;
 };
 

@@ -10,17 +10,21 @@
 
 #include "dockgate/client/engine.hpp"
 #include "storage/archive.hpp"
-#include "storage/storage_endpoint.hpp"
 #include "storage/local_store.hpp"
+#include "storage/storage_endpoint.hpp"
 
 namespace dockgate::sidecar {
 
 namespace {
 
 bool valid_bucket(std::string_view b) {
-  return !b.empty() && b.size() <= 255 && std::all_of(b.begin(), b.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
-  }) && b != "." && b != "..";
+  return !b.empty() && b.size() <= 255 &&
+         std::all_of(b.begin(), b.end(),
+                     [](char c) {
+                       return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' ||
+                              c == '.';
+                     }) &&
+         b != "." && b != "..";
 }
 
 // The prefix of a storage block as a base path: slashes trimmed, then only safe
@@ -30,7 +34,9 @@ std::optional<std::string> prefix_base(std::string_view prefix) {
   while (!prefix.empty() && prefix.front() == '/') prefix.remove_prefix(1);
   if (prefix.size() > 256) return std::nullopt;
   for (char c : prefix)
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.' || c == '/')) return std::nullopt;
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.' ||
+          c == '/'))
+      return std::nullopt;
   if (!prefix.empty() && !valid_object_key(prefix)) return std::nullopt;  // plain segments only
   return std::string(prefix);
 }
@@ -45,7 +51,8 @@ void oss_endpoint(std::string endpoint, const std::string& region_field, s3_conf
   std::string host = endpoint.substr(scheme_end);
   while (!host.empty() && host.back() == '/') host.pop_back();
   std::string port;
-  if (const auto colon = host.rfind(':'); colon != std::string::npos && host.find(']') == std::string::npos) {
+  if (const auto colon = host.rfind(':');
+      colon != std::string::npos && host.find(']') == std::string::npos) {
     port = host.substr(colon);
     host.resize(colon);
   }
@@ -65,7 +72,8 @@ void oss_endpoint(std::string endpoint, const std::string& region_field, s3_conf
 
 void apply_limits(s3_config& s3, const config& c) {
   s3.max_attempts = static_cast<int>(std::clamp<std::int64_t>(c.s3_max_attempts, 1, 10));
-  s3.timeout = std::chrono::seconds(std::max<std::int64_t>(1, c.s3_read_timeout_s + c.s3_connect_timeout_s));
+  s3.timeout =
+      std::chrono::seconds(std::max<std::int64_t>(1, c.s3_read_timeout_s + c.s3_connect_timeout_s));
 }
 
 class s3_store final : public object_store {
@@ -83,8 +91,9 @@ class s3_store final : public object_store {
       return o;
     }
     o.what = stored_object::state::error;
-    o.error = r.error == "response too large" ? key + " is larger than " + std::to_string(max_bytes) + " bytes"
-                                               : "GET " + key + ": " + r.describe();
+    o.error = r.error == "response too large"
+                  ? key + " is larger than " + std::to_string(max_bytes) + " bytes"
+                  : "GET " + key + ": " + r.describe();
     return o;
   }
 
@@ -96,8 +105,8 @@ class s3_store final : public object_store {
     return std::nullopt;
   }
 
-  std::optional<std::string> put(const std::string& key, std::string_view data, std::string_view content_type,
-                                 std::string& err) override {
+  std::optional<std::string> put(const std::string& key, std::string_view data,
+                                 std::string_view content_type, std::string& err) override {
     // One PUT: the object appears whole or not at all.
     auto r = client_.put_object(key, data, content_type);
     if (r.status != 200) {
@@ -108,10 +117,12 @@ class s3_store final : public object_store {
     return generation(key, err);
   }
 
-  std::optional<std::string> replace(const std::string& key, std::string_view data, std::string_view content_type,
-                                     const std::string& expected, bool& changed, std::string& err) override {
+  std::optional<std::string> replace(const std::string& key, std::string_view data,
+                                     std::string_view content_type, const std::string& expected,
+                                     bool& changed, std::string& err) override {
     auto r = client_.put_object(key, data, content_type, &expected);
-    changed = r.status == 412 || r.status == 409;  // precondition failed, or a concurrent conditional write
+    changed = r.status == 412 ||
+              r.status == 409;  // precondition failed, or a concurrent conditional write
     if (r.status != 200) {
       if (!changed) err = "PUT " + key + ": " + r.describe();
       return std::nullopt;
@@ -147,7 +158,8 @@ class s3_store final : public object_store {
     return true;
   }
 
-  std::optional<std::string> presign_get(const std::string& key, std::int64_t ttl, std::int64_t now) override {
+  std::optional<std::string> presign_get(const std::string& key, std::int64_t ttl,
+                                         std::int64_t now) override {
     return client_.presign_get(key, ttl, now);
   }
 
@@ -159,11 +171,13 @@ class s3_store final : public object_store {
 
 bool valid_object_key(std::string_view key) {
   if (key.empty() || key.size() > 1024 || key.front() == '/') return false;
-  if (key.find('\0') != std::string_view::npos || key.find('\\') != std::string_view::npos) return false;
+  if (key.find('\0') != std::string_view::npos || key.find('\\') != std::string_view::npos)
+    return false;
   std::size_t start = 0;
   for (;;) {
     const auto slash = key.find('/', start);
-    const auto seg = key.substr(start, slash == std::string_view::npos ? std::string_view::npos : slash - start);
+    const auto seg =
+        key.substr(start, slash == std::string_view::npos ? std::string_view::npos : slash - start);
     if (seg.empty() || seg == "." || seg == "..") return false;
     if (slash == std::string_view::npos) return true;
     start = slash + 1;
@@ -172,9 +186,12 @@ bool valid_object_key(std::string_view key) {
 
 std::string_view storage_spec::provider_name() const {
   switch (provider) {
-    case storage_provider::local: return "local";
-    case storage_provider::s3: return "s3";
-    case storage_provider::aliyun_oss: return "aliyun_oss";
+    case storage_provider::local:
+      return "local";
+    case storage_provider::s3:
+      return "s3";
+    case storage_provider::aliyun_oss:
+      return "aliyun_oss";
   }
   return "local";
 }
@@ -205,7 +222,8 @@ std::string storage_spec::label() const {
 }
 
 std::string storage_spec::where() const {
-  if (provider == storage_provider::local) return "local:" + (base.empty() ? std::string("/") : base + "/");
+  if (provider == storage_provider::local)
+    return "local:" + (base.empty() ? std::string("/") : base + "/");
   return std::string(provider_name()) + "://" + s3.bucket + "/" + base + " at " + s3.endpoint;
 }
 
@@ -238,7 +256,8 @@ struct block_reader {
 // provider "s3": AWS itself (virtual-hosted, the regional endpoint) or an explicit
 // endpoint (MinIO, AIStor, Ceph: path-style, as the Aivory sidecar configures boto3),
 // which must be allowed (storage_endpoint_allowed).
-void read_s3_block(const block_reader& b, storage_spec& s, const config& c, std::optional<std::string>& problem) {
+void read_s3_block(const block_reader& b, storage_spec& s, const config& c,
+                   std::optional<std::string>& problem) {
   s.provider = storage_provider::s3;
   s.s3.bucket = b.text("s3_bucket");
   s.s3.region = b.text("s3_region");
@@ -258,28 +277,36 @@ void read_s3_block(const block_reader& b, storage_spec& s, const config& c, std:
   if (!problem && (s.s3.access_key.empty() || s.s3.secret_key.empty()))
     problem = "storage.s3_access_key and storage.s3_secret_key are required";
   if (!problem)
-    if (auto bad = s3_endpoint_problem(s.s3.endpoint)) problem = "invalid storage.s3_endpoint: " + *bad;
+    if (auto bad = s3_endpoint_problem(s.s3.endpoint))
+      problem = "invalid storage.s3_endpoint: " + *bad;
   if (!problem && !storage_endpoint_allowed(s.s3.endpoint, c))
-    problem = "invalid storage.s3_endpoint: " + s.s3.endpoint + " is not an allowed storage endpoint (SANDBOX_STORAGE_ENDPOINTS)";
+    problem = "invalid storage.s3_endpoint: " + s.s3.endpoint +
+              " is not an allowed storage endpoint (SANDBOX_STORAGE_ENDPOINTS)";
 }
 
 // provider "aliyun_oss": OSS through its S3-compatible API (virtual-hosted, SigV4), at an
 // allowed endpoint.
-void read_oss_block(const block_reader& b, storage_spec& s, const config& c, std::optional<std::string>& problem) {
+void read_oss_block(const block_reader& b, storage_spec& s, const config& c,
+                    std::optional<std::string>& problem) {
   s.provider = storage_provider::aliyun_oss;
   s.s3.bucket = b.text("oss_bucket");
   const std::string endpoint = b.text("oss_endpoint");
   s.s3.access_key = b.text("oss_access_key_id");
   s.s3.secret_key = b.text("oss_access_key_secret");
   const std::string region = b.text("oss_region");
-  if (!problem && (s.s3.bucket.empty() || endpoint.empty() || s.s3.access_key.empty() || s.s3.secret_key.empty()))
-    problem = "storage.oss_bucket, oss_endpoint, oss_access_key_id and oss_access_key_secret are required";
+  if (!problem && (s.s3.bucket.empty() || endpoint.empty() || s.s3.access_key.empty() ||
+                   s.s3.secret_key.empty()))
+    problem =
+        "storage.oss_bucket, oss_endpoint, oss_access_key_id and oss_access_key_secret are "
+        "required";
   if (!problem && !valid_bucket(s.s3.bucket)) problem = "invalid storage.oss_bucket";
   if (!problem) {
     oss_endpoint(endpoint, region, s.s3);
-    if (auto bad = s3_endpoint_problem(s.s3.endpoint)) problem = "invalid storage.oss_endpoint: " + *bad;
+    if (auto bad = s3_endpoint_problem(s.s3.endpoint))
+      problem = "invalid storage.oss_endpoint: " + *bad;
     else if (!storage_endpoint_allowed(s.s3.endpoint, c))
-      problem = "invalid storage.oss_endpoint: " + s.s3.endpoint + " is not an allowed storage endpoint (SANDBOX_STORAGE_ENDPOINTS)";
+      problem = "invalid storage.oss_endpoint: " + s.s3.endpoint +
+                " is not an allowed storage endpoint (SANDBOX_STORAGE_ENDPOINTS)";
   }
 }
 
@@ -294,21 +321,26 @@ storage_choice choose_storage(std::string_view json, const config& c) {
   simdjson::dom::parser parser;
   simdjson::dom::element doc;
   simdjson::dom::object obj;
-  if (parser.parse(json.data(), json.size()).get(doc) != simdjson::SUCCESS || doc.get_object().get(obj) != simdjson::SUCCESS) {
+  if (parser.parse(json.data(), json.size()).get(doc) != simdjson::SUCCESS ||
+      doc.get_object().get(obj) != simdjson::SUCCESS) {
     out.error = "storage must be an object";
     return out;
   }
   std::optional<std::string> problem;
   const block_reader b{obj, problem};
   const std::string provider = b.text("provider");
-  const std::string prefix = obj.at_key("prefix").error() == simdjson::SUCCESS ? b.text("prefix") : "workspaces/";
+  const std::string prefix =
+      obj.at_key("prefix").error() == simdjson::SUCCESS ? b.text("prefix") : "workspaces/";
   storage_spec s;
   const auto base = prefix_base(prefix.empty() ? "workspaces/" : prefix);
-  if (!base) problem = problem.value_or("invalid storage prefix");
-  else s.base = *base;
+  if (!base)
+    problem = problem.value_or("invalid storage prefix");
+  else
+    s.base = *base;
   if (provider == "local") {
     std::error_code ec;
-    if (!problem && (c.local_storage_dir.empty() || !std::filesystem::is_directory(c.local_storage_dir, ec)))
+    if (!problem &&
+        (c.local_storage_dir.empty() || !std::filesystem::is_directory(c.local_storage_dir, ec)))
       problem = "storage backend not configured";
   } else if (provider == "s3") {
     read_s3_block(b, s, c, problem);
@@ -335,21 +367,27 @@ std::optional<storage_spec> storage_from_label(std::string_view label, const con
   simdjson::dom::element doc;
   if (parser.parse(label.data(), label.size()).get(doc) != simdjson::SUCCESS) return std::nullopt;
   std::string_view provider, base;
-  if (doc["provider"].get_string().get(provider) != simdjson::SUCCESS || doc["base"].get_string().get(base) != simdjson::SUCCESS)
+  if (doc["provider"].get_string().get(provider) != simdjson::SUCCESS ||
+      doc["base"].get_string().get(base) != simdjson::SUCCESS)
     return std::nullopt;
   storage_spec s;
   if (!prefix_base(base) || *prefix_base(base) != base) return std::nullopt;
   s.base = std::string(base);
   if (provider == "local") return s;
-  if (provider == "s3") s.provider = storage_provider::s3;
-  else if (provider == "aliyun_oss") s.provider = storage_provider::aliyun_oss;
-  else return std::nullopt;
+  if (provider == "s3")
+    s.provider = storage_provider::s3;
+  else if (provider == "aliyun_oss")
+    s.provider = storage_provider::aliyun_oss;
+  else
+    return std::nullopt;
   std::string_view bucket, endpoint, region;
   bool virtual_hosted = false;
-  if (doc["bucket"].get_string().get(bucket) != simdjson::SUCCESS || doc["endpoint"].get_string().get(endpoint) != simdjson::SUCCESS ||
+  if (doc["bucket"].get_string().get(bucket) != simdjson::SUCCESS ||
+      doc["endpoint"].get_string().get(endpoint) != simdjson::SUCCESS ||
       doc["region"].get_string().get(region) != simdjson::SUCCESS ||
-      doc["virtual_hosted"].get_bool().get(virtual_hosted) != simdjson::SUCCESS || !valid_bucket(bucket) ||
-      s3_endpoint_problem(endpoint) || !storage_endpoint_allowed(endpoint, c))
+      doc["virtual_hosted"].get_bool().get(virtual_hosted) != simdjson::SUCCESS ||
+      !valid_bucket(bucket) || s3_endpoint_problem(endpoint) ||
+      !storage_endpoint_allowed(endpoint, c))
     return std::nullopt;
   s.s3.bucket = std::string(bucket);
   s.s3.endpoint = std::string(endpoint);

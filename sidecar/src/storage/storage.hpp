@@ -90,14 +90,15 @@ class object_store {
   virtual std::optional<std::string> generation(const std::string& key, std::string& error) = 0;
   // Writes atomically (a reader sees the old object or the new one, never part of one);
   // the new generation, or nullopt with `error`.
-  virtual std::optional<std::string> put(const std::string& key, std::string_view data, std::string_view content_type,
-                                         std::string& error) = 0;
+  virtual std::optional<std::string> put(const std::string& key, std::string_view data,
+                                         std::string_view content_type, std::string& error) = 0;
   // As put, but only while the key is still at `expected` ("" — absent); `changed` says
   // the key moved on (the write was not made). Conditional writes in S3 where the store
   // supports them; in a local directory under the lock of lock_key.
   virtual std::optional<std::string> replace(const std::string& key, std::string_view data,
-                                             std::string_view content_type, const std::string& expected,
-                                             bool& changed, std::string& error) = 0;
+                                             std::string_view content_type,
+                                             const std::string& expected, bool& changed,
+                                             std::string& error) = 0;
   // The lock of the archives around `key` shared by every sidecar on this host (a local
   // directory: flock on it), held until the handle goes; nullptr where the store has none.
   virtual std::shared_ptr<void> lock_key(const std::string& key) = 0;
@@ -105,9 +106,11 @@ class object_store {
   // A missing object is not an error.
   virtual bool remove(const std::string& key, std::string& error) = 0;
   // Every object whose key starts with `prefix`.
-  virtual bool list(const std::string& prefix, std::vector<object_entry>& out, std::string& error) = 0;
+  virtual bool list(const std::string& prefix, std::vector<object_entry>& out,
+                    std::string& error) = 0;
   // A URL that reads the object until `now + ttl`; nullopt where the store has none (local).
-  virtual std::optional<std::string> presign_get(const std::string& key, std::int64_t ttl, std::int64_t now) = 0;
+  virtual std::optional<std::string> presign_get(const std::string& key, std::int64_t ttl,
+                                                 std::int64_t now) = 0;
 };
 
 std::unique_ptr<object_store> open_store(const storage_spec& spec, const config& c);

@@ -44,6 +44,8 @@ class outcome {
   std::variant<T, refusal> v_;
 };
 
-inline refusal refuse(refusal_kind k, std::string message) { return {k, std::move(message)}; }
+inline refusal refuse(refusal_kind k, std::string message) {
+  return {k, std::move(message)};
+}
 
 }  // namespace dockgate::sidecar

@@ -1,4 +1,6 @@
 // Small helpers of the sandbox service: base64, workspace paths, shell quoting, UTF-8.
+#include "util/util.hpp"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -6,22 +8,22 @@
 #include <unistd.h>
 
 #include <array>
-#include <thread>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
-
-#include "util/util.hpp"
 
 namespace dockgate::sidecar {
 
 std::string base64_encode(std::string_view data) {
-  static constexpr char table[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  static constexpr char table[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   std::string out;
   out.reserve((data.size() + 2) / 3 * 4);
   std::size_t i = 0;
   for (; i + 2 < data.size(); i += 3) {
-    const unsigned v = (static_cast<unsigned char>(data[i]) << 16) | (static_cast<unsigned char>(data[i + 1]) << 8) |
+    const unsigned v = (static_cast<unsigned char>(data[i]) << 16) |
+                       (static_cast<unsigned char>(data[i + 1]) << 8) |
                        static_cast<unsigned char>(data[i + 2]);
     out += table[v >> 18];
     out += table[(v >> 12) & 63];
@@ -88,11 +90,14 @@ std::vector<std::string_view> path_segments(std::string_view path) {
 
 std::optional<std::string> workspace_path(std::string_view path) {
   if (path.empty() || path.find('\0') != std::string_view::npos) return std::nullopt;
-  const std::string full = path.front() == '/' ? std::string(path) : "/workspace/" + std::string(path);
+  const std::string full =
+      path.front() == '/' ? std::string(path) : "/workspace/" + std::string(path);
   std::vector<std::string_view> parts;
   for (auto part : path_segments(full)) {
-    if (part != "..") parts.push_back(part);
-    else if (!parts.empty()) parts.pop_back();  // as os.path.normpath: ".." at / stays at /
+    if (part != "..")
+      parts.push_back(part);
+    else if (!parts.empty())
+      parts.pop_back();  // as os.path.normpath: ".." at / stays at /
   }
   std::string out;
   for (auto p : parts) (out += '/') += p;
@@ -103,8 +108,10 @@ std::optional<std::string> workspace_path(std::string_view path) {
 std::string shell_quote(std::string_view s) {
   std::string out = "'";
   for (char c : s) {
-    if (c == '\'') out += "'\\''";
-    else out += c;
+    if (c == '\'')
+      out += "'\\''";
+    else
+      out += c;
   }
   return out + "'";
 }
@@ -115,13 +122,19 @@ std::string valid_utf8(std::string_view bytes) {
   std::size_t i = 0;
   while (i < bytes.size()) {
     const auto c = static_cast<unsigned char>(bytes[i]);
-    std::size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    std::size_t len = c < 0x80         ? 1
+                      : (c >> 5) == 6  ? 2
+                      : (c >> 4) == 14 ? 3
+                      : (c >> 3) == 30 ? 4
+                                       : 0;
     bool ok = len > 0 && i + len <= bytes.size();
-    for (std::size_t k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(bytes[i + k]) & 0xC0) == 0x80;
+    for (std::size_t k = 1; ok && k < len; ++k)
+      ok = (static_cast<unsigned char>(bytes[i + k]) & 0xC0) == 0x80;
     if (ok && len == 2 && c < 0xC2) ok = false;  // overlong
     if (ok && len == 3) {
       const auto c1 = static_cast<unsigned char>(bytes[i + 1]);
-      if ((c == 0xE0 && c1 < 0xA0) || (c == 0xED && c1 >= 0xA0)) ok = false;  // overlong, surrogates
+      if ((c == 0xE0 && c1 < 0xA0) || (c == 0xED && c1 >= 0xA0))
+        ok = false;  // overlong, surrogates
     }
     if (ok && len == 4) {
       const auto c1 = static_cast<unsigned char>(bytes[i + 1]);
@@ -140,15 +153,27 @@ std::string valid_utf8(std::string_view bytes) {
 
 std::string mime_type_for(std::string_view name) {
   static const std::pair<std::string_view, std::string_view> types[] = {
-      {".png", "image/png"},        {".jpg", "image/jpeg"},       {".jpeg", "image/jpeg"},
-      {".gif", "image/gif"},        {".svg", "image/svg+xml"},    {".webp", "image/webp"},
-      {".pdf", "application/pdf"},  {".csv", "text/csv"},         {".txt", "text/plain"},
-      {".md", "text/markdown"},     {".json", "application/json"}, {".html", "text/html"},
-      {".htm", "text/html"},        {".xml", "application/xml"},  {".zip", "application/zip"},
+      {".png", "image/png"},
+      {".jpg", "image/jpeg"},
+      {".jpeg", "image/jpeg"},
+      {".gif", "image/gif"},
+      {".svg", "image/svg+xml"},
+      {".webp", "image/webp"},
+      {".pdf", "application/pdf"},
+      {".csv", "text/csv"},
+      {".txt", "text/plain"},
+      {".md", "text/markdown"},
+      {".json", "application/json"},
+      {".html", "text/html"},
+      {".htm", "text/html"},
+      {".xml", "application/xml"},
+      {".zip", "application/zip"},
       {".xlsx", "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"},
       {".docx", "application/vnd.openxmlformats-officedocument.wordprocessingml.document"},
       {".pptx", "application/vnd.openxmlformats-officedocument.presentationml.presentation"},
-      {".xls", "application/vnd.ms-excel"}, {".py", "text/x-python"}, {".tsv", "text/tab-separated-values"},
+      {".xls", "application/vnd.ms-excel"},
+      {".py", "text/x-python"},
+      {".tsv", "text/tab-separated-values"},
   };
   std::string lower(name);
   for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -161,7 +186,8 @@ std::string mime_type_for(std::string_view name) {
 
 namespace dockgate::sidecar {
 
-command_output run_command(const std::vector<std::string>& argv, std::chrono::milliseconds timeout) {
+command_output run_command(const std::vector<std::string>& argv,
+                           std::chrono::milliseconds timeout) {
   command_output r;
   if (argv.empty()) return r;
   int out[2], err[2];
@@ -197,7 +223,8 @@ command_output run_command(const std::vector<std::string>& argv, std::chrono::mi
   int open_fds = 2;
   char buf[4096];
   while (open_fds > 0) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) break;
     if (::poll(fds, 2, static_cast<int>(left.count())) <= 0) continue;
     for (int i = 0; i < 2; ++i) {

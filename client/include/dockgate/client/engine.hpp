@@ -62,11 +62,14 @@ class exec_stream {
   exec_stream(connection c, std::string buffer, std::string id)
       : connection_(std::move(c)), buffer_(std::move(buffer)), id_(std::move(id)) {}
 
-  bool write(std::string_view data, clock_type::time_point deadline) { return connection_.write_all(data, deadline); }
+  bool write(std::string_view data, clock_type::time_point deadline) {
+    return connection_.write_all(data, deadline);
+  }
   // The next frame; nullopt with `error` set at EOF, at the deadline, or for a header
   // that is not Docker's (stream other than 0-2, non-zero padding) or a payload over
   // `max_payload`. The stream is not usable after an error.
-  std::optional<frame> read(clock_type::time_point deadline, std::size_t max_payload, read_error& error);
+  std::optional<frame> read(clock_type::time_point deadline, std::size_t max_payload,
+                            read_error& error);
   void shutdown_write() { connection_.shutdown_write(); }
   // Nothing came from the other side since the last read, and it has not closed: no byte
   // buffered or readable, no EOF (asked without waiting). False whenever unsure: under TLS
@@ -94,9 +97,9 @@ class engine {
   // Creates and starts an exec of `cmd` (as `user`, "uid:gid"; empty: the container's
   // own) with stdin, stdout and stderr attached and returns its open stream (nullopt
   // with `error` set).
-  std::optional<exec_stream> exec_attach(std::string_view container, const std::vector<std::string>& cmd,
-                                         std::string_view user, clock_type::time_point deadline,
-                                         std::string* error) const;
+  std::optional<exec_stream> exec_attach(std::string_view container,
+                                         const std::vector<std::string>& cmd, std::string_view user,
+                                         clock_type::time_point deadline, std::string* error) const;
 
   const engine_config& config() const { return config_; }
 

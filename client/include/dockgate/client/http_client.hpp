@@ -22,7 +22,8 @@ using clock_type = std::chrono::steady_clock;
 class tls_context {
  public:
   // Empty cert/key: no client certificate. Empty ca_file: the system's CA bundle.
-  static std::shared_ptr<tls_context> create(const std::string& ca_file, const std::string& cert_file,
+  static std::shared_ptr<tls_context> create(const std::string& ca_file,
+                                             const std::string& cert_file,
                                              const std::string& key_file, std::string* error);
   ~tls_context();
   void* native() const { return ctx_; }  // SSL_CTX*
@@ -50,7 +51,8 @@ struct http_response {
 // A connected socket (RAII). Reads and writes honour a deadline.
 class connection {
  public:
-  static std::optional<connection> open(const transport& t, clock_type::time_point deadline, std::string* error);
+  static std::optional<connection> open(const transport& t, clock_type::time_point deadline,
+                                        std::string* error);
   // A connected stream socket this connection now owns (closed with it), set non-blocking
   // as open()'s are: one end of a socketpair, e.g. a test's held exec.
   static connection adopt(int fd);
@@ -84,8 +86,9 @@ class connection {
 // nothing, and a caller with a long `timeout` for the answer need not wait that long.
 http_response http_request(const transport& t, std::string_view method, std::string_view target,
                            std::string_view body, std::chrono::milliseconds timeout,
-                           std::size_t max_body = 64 * 1024 * 1024, std::string_view extra_headers = {},
-                           std::string_view host = "docker", std::string_view content_type = "application/json",
+                           std::size_t max_body = 64 * 1024 * 1024,
+                           std::string_view extra_headers = {}, std::string_view host = "docker",
+                           std::string_view content_type = "application/json",
                            std::chrono::milliseconds connect_timeout = {});
 
 // Reads a response head from `c` (leftover body bytes stay in `buffer`). nullopt on error.
@@ -96,6 +99,7 @@ struct response_head {
   std::string content_type;
   std::vector<std::pair<std::string, std::string>> headers;  // every field, names in lower case
 };
-std::optional<response_head> read_response_head(connection& c, std::string& buffer, clock_type::time_point deadline);
+std::optional<response_head> read_response_head(connection& c, std::string& buffer,
+                                                clock_type::time_point deadline);
 
 }  // namespace dockgate::client

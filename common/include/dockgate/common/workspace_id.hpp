@@ -13,9 +13,11 @@ namespace dockgate::common {
 inline constexpr std::string_view workspace_label = "dockgate.workspace";
 
 inline bool valid_workspace_id(std::string_view id) {
-  if (id.empty() || id.size() > 128 || !std::isalnum(static_cast<unsigned char>(id.front()))) return false;
+  if (id.empty() || id.size() > 128 || !std::isalnum(static_cast<unsigned char>(id.front())))
+    return false;
   for (char ch : id)
-    if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-' || ch == '.')) return false;
+    if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-' || ch == '.'))
+      return false;
   return true;
 }
 

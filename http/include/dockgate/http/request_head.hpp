@@ -21,18 +21,18 @@ inline constexpr std::size_t max_head_bytes = 64 * 1024;
 inline constexpr std::size_t max_header_count = 100;
 
 enum class head_error : std::uint8_t {
-  too_large,               // head over max_head_bytes
-  too_many_headers,        // over max_header_count
-  bad_line_ending,         // bare LF or bare CR
-  bad_request_line,        // not `METHOD SP target SP HTTP/1.x`
-  unknown_method,          // not an exact Engine API method (GET, HEAD, POST, PUT, DELETE)
-  bad_version,             // not HTTP/1.1 or HTTP/1.0
-  bad_header,              // malformed field line, obs-fold, control bytes
-  bad_content_length,      // empty, signed, non-digit, repeated or too large
-  bad_transfer_encoding,   // anything but one `chunked`, or on HTTP/1.0
+  too_large,              // head over max_head_bytes
+  too_many_headers,       // over max_header_count
+  bad_line_ending,        // bare LF or bare CR
+  bad_request_line,       // not `METHOD SP target SP HTTP/1.x`
+  unknown_method,         // not an exact Engine API method (GET, HEAD, POST, PUT, DELETE)
+  bad_version,            // not HTTP/1.1 or HTTP/1.0
+  bad_header,             // malformed field line, obs-fold, control bytes
+  bad_content_length,     // empty, signed, non-digit, repeated or too large
+  bad_transfer_encoding,  // anything but one `chunked`, or on HTTP/1.0
   content_length_and_chunked,
-  bad_host,                // missing (HTTP/1.1) or repeated Host
-  bad_expect,              // Expect other than 100-continue
+  bad_host,    // missing (HTTP/1.1) or repeated Host
+  bad_expect,  // Expect other than 100-continue
 };
 
 std::string_view head_error_text(head_error e);
@@ -48,11 +48,11 @@ struct request_head {
   unsigned version_minor = 1;  // HTTP/1.<minor>
   std::optional<std::uint64_t> content_length;
   bool chunked = false;
-  bool keep_alive = true;         // from the version and Connection
+  bool keep_alive = true;           // from the version and Connection
   bool connection_upgrade = false;  // Connection lists `upgrade`
   bool expect_continue = false;
-  std::string_view upgrade;         // Upgrade header value, if any
-  std::string_view connection;      // Connection header value, if any (for hop-by-hop names)
+  std::string_view upgrade;     // Upgrade header value, if any
+  std::string_view connection;  // Connection header value, if any (for hop-by-hop names)
   std::array<header_field, max_header_count> fields{};
   std::size_t field_count = 0;
 
@@ -80,8 +80,21 @@ bool is_hop_by_hop(std::string_view name, std::string_view connection_value);
 constexpr bool is_tchar(unsigned char c) {
   if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
   switch (c) {
-    case '!': case '#': case '$': case '%': case '&': case '\'': case '*': case '+':
-    case '-': case '.': case '^': case '_': case '`': case '|': case '~':
+    case '!':
+    case '#':
+    case '$':
+    case '%':
+    case '&':
+    case '\'':
+    case '*':
+    case '+':
+    case '-':
+    case '.':
+    case '^':
+    case '_':
+    case '`':
+    case '|':
+    case '~':
       return true;
     default:
       return false;

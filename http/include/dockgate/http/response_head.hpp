@@ -18,9 +18,9 @@ struct response_head {
   std::string_view reason;
   std::optional<std::uint64_t> content_length;
   bool chunked = false;
-  bool keep_alive = true;       // the daemon keeps the connection after this response
+  bool keep_alive = true;  // the daemon keeps the connection after this response
   std::string_view content_type;
-  std::string_view fields;      // the field lines, each ending in CRLF (no blank line)
+  std::string_view fields;  // the field lines, each ending in CRLF (no blank line)
 
   // A body follows the head unless the status or the request's method says there is none.
   bool has_body(bool head_request) const {

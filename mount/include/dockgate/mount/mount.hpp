@@ -25,14 +25,14 @@
 namespace dockgate::mount {
 
 struct mount_config {
-  std::string bucket;         // AIMEM_BUCKET
-  std::string endpoint;       // AIMEM_ENDPOINT: https://aistor.example.com
-  std::string access_key;     // AIMEM_ACCESS_KEY
-  std::string secret_key;     // AIMEM_SECRET_KEY
-  std::string session_token;  // AIMEM_SESSION_TOKEN (optional)
-  std::string root = "/mnt/aimem";  // AIMEM_MOUNT_ROOT
+  std::string bucket;                // AIMEM_BUCKET
+  std::string endpoint;              // AIMEM_ENDPOINT: https://aistor.example.com
+  std::string access_key;            // AIMEM_ACCESS_KEY
+  std::string secret_key;            // AIMEM_SECRET_KEY
+  std::string session_token;         // AIMEM_SESSION_TOKEN (optional)
+  std::string root = "/mnt/aimem";   // AIMEM_MOUNT_ROOT
   std::string region = "us-east-1";  // AIMEM_REGION
-  std::string prefix;         // AIMEM_PREFIX: keys above every sandbox's (optional)
+  std::string prefix;                // AIMEM_PREFIX: keys above every sandbox's (optional)
   // DOCKGATE_MOUNT_DRIVER: "s3fs" (Debian's, the default), "rclone", or a command
   // template split on spaces with {bucket} {key} {source} {mountpoint} {endpoint}
   // {region} {uid} {gid} {log} replaced (credentials come in the environment as
@@ -58,8 +58,9 @@ struct driver_command {
   std::vector<std::string> env;  // NAME=VALUE, the whole environment of the driver
 };
 // The driver's command for mounting `key` of the bucket at `mountpoint`.
-std::optional<driver_command> driver_for(const mount_config& c, std::string_view key, const std::string& mountpoint,
-                                         const std::string& log_file, std::string& error);
+std::optional<driver_command> driver_for(const mount_config& c, std::string_view key,
+                                         const std::string& mountpoint, const std::string& log_file,
+                                         std::string& error);
 
 struct outcome {
   bool ok = false;

@@ -46,7 +46,8 @@ std::string with_container(std::string_view reviewed, operation op, std::string_
 
 // The review for whatever operation's JSON body the profile lets through: the three above,
 // allow (unchanged) for bodies the policy does not interpret.
-decision review_body(const profile& p, operation op, std::string_view body, daemon_facts facts = {});
+decision review_body(const profile& p, operation op, std::string_view body,
+                     daemon_facts facts = {});
 
 // ImageCreate and create bodies: the reference against the profile's image allowlist.
 decision review_image_reference(const profile& p, std::string_view reference);

@@ -24,7 +24,7 @@ namespace dockgate::policy {
 enum class field_kind : std::uint8_t {
   boolean,
   int64,
-  uint64,            // with field_spec::max
+  uint64,  // with field_spec::max
   string,
   string_list,       // []string
   strslice,          // a string or []string (Cmd, Entrypoint, Shell, CapAdd, CapDrop)
@@ -59,8 +59,8 @@ struct object_spec {
 std::optional<std::size_t> resolve_key(std::string_view key, const object_spec& spec);
 
 struct decode_result {
-  std::optional<json_value> value;  // an object keyed by canonical field names
-  std::string error;                // set when value is empty
+  std::optional<json_value> value;   // an object keyed by canonical field names
+  std::string error;                 // set when value is empty
   std::vector<std::string> dropped;  // keys no field takes (as written, with their path)
 };
 
@@ -70,7 +70,8 @@ struct decode_result {
 enum class unknown_keys : std::uint8_t { drop, refuse };
 
 // Decodes a whole body against `spec` (a JSON object). Pure.
-decode_result decode_body(std::string_view body, const object_spec& spec, unknown_keys unknown = unknown_keys::drop);
+decode_result decode_body(std::string_view body, const object_spec& spec,
+                          unknown_keys unknown = unknown_keys::drop);
 
 // Puts the members of a decoded object (and of its nested structs) in the schema's order,
 // so that the serialisation does not depend on where a member came from.
@@ -82,10 +83,10 @@ extern const object_spec container_create;  // ContainerConfigWrapper (Config + 
 extern const object_spec host_config;
 extern const object_spec exec_config;
 extern const object_spec container_update;
-extern const object_spec network_create;      // network.CreateRequest
-extern const object_spec network_connect;     // network.ConnectOptions
-extern const object_spec network_disconnect;  // network.DisconnectOptions
-extern const object_spec volume_create;       // volume.CreateOptions
+extern const object_spec network_create;          // network.CreateRequest
+extern const object_spec network_connect;         // network.ConnectOptions
+extern const object_spec network_disconnect;      // network.DisconnectOptions
+extern const object_spec volume_create;           // volume.CreateOptions
 extern const object_spec endpoint_settings_spec;  // network.EndpointSettings
 }  // namespace schema
 

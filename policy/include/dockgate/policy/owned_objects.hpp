@@ -19,7 +19,7 @@ namespace dockgate::policy {
 bool predefined_network(std::string_view name);
 
 struct inspected_network {
-  std::string id;     // full ID
+  std::string id;  // full ID
   std::string name;
   std::string owner;  // value of the owner label, empty if none
 };

@@ -54,12 +54,14 @@ struct ownership_rule {
   bool operator==(const ownership_rule&) const = default;
 };
 ownership_rule operation_ownership(operation op);
-inline path_object operation_object(operation op) { return operation_ownership(op).object; }
+inline path_object operation_object(operation op) {
+  return operation_ownership(op).object;
+}
 
 struct inspected_container {
-  std::string id;     // full ID
-  std::string owner;  // value of the owner label, empty if none
-  std::string workspace;  // value of the dockgate.workspace label, empty if none
+  std::string id;                         // full ID
+  std::string owner;                      // value of the owner label, empty if none
+  std::string workspace;                  // value of the dockgate.workspace label, empty if none
   std::vector<std::string> bind_sources;  // host paths of HostConfig.Binds and bind Mounts
 };
 
@@ -76,12 +78,14 @@ std::optional<inspected_exec> parse_exec_inspect(std::string_view json);
 // The `filters` query value (percent-decoded JSON, either map[string][]string or the
 // legacy map[string]map[string]bool) with `label=<owner_label>=<owner>` added and, for
 // events, `type` set to container. Returns the new JSON, nullopt if malformed.
-std::optional<std::string> confine_filters(std::string_view filters_json, std::string_view owner, bool events);
+std::optional<std::string> confine_filters(std::string_view filters_json, std::string_view owner,
+                                           bool events);
 
 // The raw query of a ContainerList or SystemEvents request with its `filters` confined as
 // above (added when absent), the other parameters kept as written. nullopt if the query
 // or the filters are malformed.
-std::optional<std::string> confine_query(std::string_view raw_query, std::string_view owner, bool events);
+std::optional<std::string> confine_query(std::string_view raw_query, std::string_view owner,
+                                         bool events);
 
 // A ContainerList response with the entries not labelled for `owner` removed.
 std::optional<std::string> filter_container_list(std::string_view json, std::string_view owner);

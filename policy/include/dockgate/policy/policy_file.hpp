@@ -37,8 +37,8 @@ struct profile {
 struct client_identity {
   std::optional<std::uint32_t> uid;  // unix socket peer credentials
   std::optional<std::uint32_t> gid;
-  std::string address;               // TCP peer address (numeric)
-  std::string tls_subject;           // verified TLS client certificate subject
+  std::string address;      // TCP peer address (numeric)
+  std::string tls_subject;  // verified TLS client certificate subject
 };
 
 // A client rule: every criterion it has must match; the first matching rule wins.

@@ -25,9 +25,9 @@
 namespace dockgate::policy {
 
 struct query_param {
-  std::string key;        // decoded
-  std::string value;      // decoded
-  std::string_view raw;   // the pair as written ("key=value"), a view into the query
+  std::string key;       // decoded
+  std::string value;     // decoded
+  std::string_view raw;  // the pair as written ("key=value"), a view into the query
 };
 
 // The one splitter of a raw query into decoded pairs, in order (form-urlencoded: `+` is
@@ -48,7 +48,7 @@ bool go_form_bool(std::string_view value);
 
 // fromImage + tag as the daemon combines them (a digest in `tag` replaces tag and digest;
 // a tag replaces the tag). nullopt with `error` set if malformed.
-std::optional<std::string> effective_pull_reference(std::string_view from_image, std::string_view tag,
-                                                    std::string* error);
+std::optional<std::string> effective_pull_reference(std::string_view from_image,
+                                                    std::string_view tag, std::string* error);
 
 }  // namespace dockgate::policy

@@ -4,8 +4,8 @@
 
 #include <chrono>
 #include <cstdint>
-#include <span>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -46,12 +46,12 @@ struct audit_record {
   std::string_view object_image;   // a container create: the image reference its body names
   std::string_view object_digest;  // the image digest, where the reference pins one
   std::string_view exec_id;        // ContainerExec: the ID of the exec the daemon created
-  std::string_view verdict;  // "allow" or "deny"
-  std::string_view rule;     // which rule decided ("operation", "framing", "route", ...)
+  std::string_view verdict;        // "allow" or "deny"
+  std::string_view rule;           // which rule decided ("operation", "framing", "route", ...)
   std::string_view reason;
   std::span<const policy::body_change> changes;  // what the profile changed: a JSON array
-  std::string_view would;      // audit mode: what enforce mode would have refused or changed
-  std::string_view dropped;    // what the daemon ignores and the gate left out ("query:x,body")
+  std::string_view would;    // audit mode: what enforce mode would have refused or changed
+  std::string_view dropped;  // what the daemon ignores and the gate left out ("query:x,body")
   // A profile with "record": "fields": what the client set in a create or exec body, a
   // JSON object from policy::body_seen (values only of fields a rule can name, never of
   // those that may carry secrets), copied as it is.

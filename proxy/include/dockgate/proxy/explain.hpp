@@ -13,7 +13,7 @@ struct explanation {
   int exit_status = 0;  // 0 allowed (perhaps rewritten), 1 refused
 };
 
-explanation explain_request(const policy::profile& profile, std::string_view method, std::string_view target,
-                            const std::optional<std::string>& body);
+explanation explain_request(const policy::profile& profile, std::string_view method,
+                            std::string_view target, const std::optional<std::string>& body);
 
 }  // namespace dockgate::proxy

@@ -1,8 +1,8 @@
 #pragma once
 // Prometheus metrics of the gate, kept by each gate thread for its connections (the first
 // thread's also hold the process's facts: limit, reloads, daemon), summed with add() and
-// rendered in the text exposition format (0.0.4) on the metrics listener. Recording an allowed request does not
-// allocate once its operation and status have been seen.
+// rendered in the text exposition format (0.0.4) on the metrics listener. Recording an allowed
+// request does not allocate once its operation and status have been seen.
 
 #include <array>
 #include <cstdint>
@@ -31,8 +31,8 @@ class metrics {
  public:
   // One finished request (the audit line's facts). `profile` is the client's profile
   // ("" when no profile matched: rendered as "none").
-  void record(std::string_view profile, std::string_view operation, bool denied, unsigned status, std::string_view rule,
-              double seconds);
+  void record(std::string_view profile, std::string_view operation, bool denied, unsigned status,
+              std::string_view rule, double seconds);
   void upstream_error() { ++upstream_errors_; }
   // Responses streaming to a client (events, logs -f, pulls), and hijacked sessions.
   void stream(int delta) { streams_ += delta; }
@@ -69,7 +69,7 @@ class metrics {
   template <typename V>
   using by_name = std::map<std::string, V, std::less<>>;
   by_name<by_name<std::map<outcome, std::uint64_t>>> requests_;  // profile -> operation -> outcome
-  by_name<by_name<std::uint64_t>> refusals_;                      // profile -> rule
+  by_name<by_name<std::uint64_t>> refusals_;                     // profile -> rule
   template <typename V>
   static V& slot(by_name<V>& m, std::string_view key) {
     auto it = m.find(key);

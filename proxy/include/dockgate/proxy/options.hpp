@@ -29,12 +29,12 @@ struct serve_options {
   common::endpoint upstream;
   std::vector<common::endpoint> listen;
   std::string policy_file;
-  mode_t socket_mode = 0660;              // unix listeners
-  std::optional<uid_t> socket_uid;        // unix listeners: chown
+  mode_t socket_mode = 0660;        // unix listeners
+  std::optional<uid_t> socket_uid;  // unix listeners: chown
   std::optional<gid_t> socket_gid;
   std::chrono::milliseconds shutdown_timeout{10'000};
-  std::chrono::milliseconds head_timeout{60'000};   // idle keep-alive and slow heads
-  std::chrono::milliseconds body_timeout{60'000};   // between request body reads
+  std::chrono::milliseconds head_timeout{60'000};  // idle keep-alive and slow heads
+  std::chrono::milliseconds body_timeout{60'000};  // between request body reads
   std::string log_level = "info";
   // Plaintext TCP on a non-loopback address hands the daemon to the network: only with
   // this explicit opt-in.
@@ -62,7 +62,7 @@ struct serve_options {
   std::string upstream_tlskey;
   // --audit (repeatable; none: stdout), --audit-mode, and file sinks' size rotation.
   std::vector<audit_target> audit;
-  bool audit_blocking = false;                    // --audit-mode blocking
+  bool audit_blocking = false;                   // --audit-mode blocking
   std::uint64_t audit_max_bytes = 100ull << 20;  // --audit-max-bytes (0: never rotate)
   unsigned audit_keep = 5;                       // --audit-keep: rotated files kept
 };
@@ -77,10 +77,10 @@ struct check_options {
 
 struct explain_options {
   std::string policy_file;
-  std::string profile;      // empty: the default profile
+  std::string profile;  // empty: the default profile
   std::string method;
   std::string target;
-  std::string body_file;    // optional
+  std::string body_file;  // optional
 };
 
 // `learn`: the narrowest profile for what audit lines show (docs/policy.md, "Learning a

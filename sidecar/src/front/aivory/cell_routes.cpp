@@ -29,8 +29,8 @@ std::optional<http_reply> parse_cell(const http_request& r, std::int64_t max_cod
   if (err) return *err;
   const auto max = static_cast<std::size_t>(max_code);
   if (utf8_chars(*code) > max)
-    return invalid("code", "ensure this value has at most " + std::to_string(max_code) +
-                               " characters",
+    return invalid("code",
+                   "ensure this value has at most " + std::to_string(max_code) + " characters",
                    "value_error.any_str.max_length");
   if (code->size() > max) return detail(413, "code too large");
   if (!valid_session_id(*sid)) return detail(400, "invalid session_id");

@@ -95,7 +95,8 @@ http_reply storage_gc(session_core& core, const http_request& r, std::string_vie
   if (!req) return req.error();
   auto gc = collect_garbage(*req, core.config_of);
   if (!gc) return reply(gc.error());
-  return {200, "{\"deleted\":" + std::to_string(gc->deleted) + ",\"scanned\":" + std::to_string(gc->scanned) +
+  return {200, "{\"deleted\":" + std::to_string(gc->deleted) +
+                   ",\"scanned\":" + std::to_string(gc->scanned) +
                    ",\"freed_bytes\":" + std::to_string(gc->freed_bytes) + "}"};
 }
 
