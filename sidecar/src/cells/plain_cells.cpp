@@ -21,7 +21,7 @@ using namespace std::chrono_literals;
 namespace {
 
 // Regular files under /workspace/outputs: path, mtime and size, each field NUL-terminated.
-// (The runner lists them itself in the same format: runner.py listing().)
+// (The runner lists them itself in the same format: protocol.py listing().)
 constexpr std::string_view find_outputs =
     "find /workspace/outputs -type f -printf '%p\\0%T@\\0%s\\0' 2>/dev/null";
 

@@ -93,7 +93,7 @@ struct runner_cell {
   std::string cell, before_file, oom_file, outputs;  // paths in the container
   std::vector<std::string> sweep;  // the kill sweep's command; empty: the runner's own (kill_sweep)
   // The cell's timeout in ms (argv's <T>): set, the runner may fork the cell from its warm
-  // interpreter in argv's shape (runner.py Forked) instead of running argv.
+  // interpreter in argv's shape (forkserver.py forked()) instead of running argv.
   std::string fork_timeout_ms;
 };
 
