@@ -527,7 +527,7 @@ namespace {
 struct recording final : reply_stream {
   std::string text;
   bool is_open = false;
-  bool open(unsigned, std::string_view) override { return is_open = true; }
+  bool open(unsigned, std::string_view, const header_fields&) override { return is_open = true; }
   bool write(std::string_view d) override {
     text += d;
     return true;

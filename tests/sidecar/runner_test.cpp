@@ -147,7 +147,7 @@ TEST_CASE("event streams: Accept, UTF-8 held back whole", "[sidecar][runner]") {
   struct recording final : reply_stream {
     std::string text;
     bool is_open = false;
-    bool open(unsigned, std::string_view) override { return is_open = true; }
+    bool open(unsigned, std::string_view, const header_fields&) override { return is_open = true; }
     bool write(std::string_view d) override {
       text += d;
       return true;

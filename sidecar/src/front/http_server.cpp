@@ -26,6 +26,12 @@ std::string reason(unsigned status) {
   switch (status) {
     case 200:
       return "OK";
+    case 202:
+      return "Accepted";
+    case 204:
+      return "No Content";
+    case 206:
+      return "Partial Content";
     case 400:
       return "Bad Request";
     case 401:
@@ -34,14 +40,22 @@ std::string reason(unsigned status) {
       return "Not Found";
     case 405:
       return "Method Not Allowed";
+    case 409:
+      return "Conflict";
     case 413:
       return "Payload Too Large";
+    case 416:
+      return "Range Not Satisfiable";
     case 422:
       return "Unprocessable Entity";
     case 429:
       return "Too Many Requests";
     case 500:
       return "Internal Server Error";
+    case 501:
+      return "Not Implemented";
+    case 502:
+      return "Bad Gateway";
     case 503:
       return "Service Unavailable";
     default:
@@ -61,12 +75,23 @@ bool send_all(int fd, std::string_view data) {
   return true;
 }
 
+void append_fields(std::string& head, const header_fields& fields) {
+  for (const auto& [name, value] : fields) {
+    head += name;
+    head += ": ";
+    head += value;
+    head += "\r\n";
+  }
+}
+
 bool send_reply(int fd, const http_reply& r, bool keep_alive) {
-  std::string out =
-      "HTTP/1.1 " + std::to_string(r.status) + " " + reason(r.status) +
-      "\r\ncontent-type: application/json\r\ncontent-length: " + std::to_string(r.body.size()) +
-      (keep_alive ? "\r\n\r\n" : "\r\nconnection: close\r\n\r\n");
-  out += r.body;
+  std::string out = "HTTP/1.1 " + std::to_string(r.status) + " " + reason(r.status) + "\r\n";
+  if (r.status != 204)  // a 204 has neither a body nor its length (RFC 9110, 8.6)
+    out += "content-type: " + r.content_type +
+           "\r\ncontent-length: " + std::to_string(r.body.size()) + "\r\n";
+  append_fields(out, r.headers);
+  out += keep_alive ? "\r\n" : "connection: close\r\n\r\n";
+  if (r.status != 204) out += r.body;
   return send_all(fd, out);
 }
 
@@ -76,7 +101,7 @@ class chunked_reply final : public reply_stream {
  public:
   chunked_reply(int fd, bool keep_alive, std::chrono::milliseconds send_timeout)
       : fd_(fd), keep_alive_(keep_alive), send_timeout_(send_timeout) {}
-  bool open(unsigned status, std::string_view content_type) override {
+  bool open(unsigned status, std::string_view content_type, const header_fields& extra) override {
     if (opened_) return false;
     opened_ = true;
     timeval tv{};
@@ -87,6 +112,7 @@ class chunked_reply final : public reply_stream {
         "HTTP/1.1 " + std::to_string(status) + " " + reason(status) + "\r\ncontent-type: ";
     head += content_type;
     head += "\r\ncache-control: no-cache\r\ntransfer-encoding: chunked\r\n";
+    append_fields(head, extra);
     head += keep_alive_ ? "\r\n" : "connection: close\r\n\r\n";
     failed_ = !send_all(fd_, head);
     return !failed_;
@@ -257,13 +283,24 @@ namespace {
 http_request request_of(const http::request_head& head) {
   http_request req;
   req.method = std::string(http::method_name(head.method));
-  req.path = std::string(head.target.substr(0, head.target.find('?')));
+  const auto q = head.target.find('?');
+  req.path = std::string(head.target.substr(0, q));
+  if (q != std::string_view::npos) req.query = std::string(head.target.substr(q + 1));
   for (std::size_t i = 0; i < head.field_count; ++i) {
     const auto& f = head.fields[i];
-    if (http::iequals(f.name, "authorization")) req.authorization = std::string(f.value);
-    if (http::iequals(f.name, "accept")) req.accept = std::string(f.value);
-    if (http::iequals(f.name, "x-dockgate-forwarded")) req.forwarded = std::string(f.value);
-    if (http::iequals(f.name, "x-dockgate-fleet")) req.fleet_auth = std::string(f.value);
+    if (http::iequals(f.name, "authorization"))
+      req.authorization = std::string(f.value);
+    else if (http::iequals(f.name, "accept"))
+      req.accept = std::string(f.value);
+    else if (http::iequals(f.name, "x-dockgate-forwarded"))
+      req.forwarded = std::string(f.value);
+    else if (http::iequals(f.name, "x-dockgate-fleet"))
+      req.fleet_auth = std::string(f.value);
+    else {
+      std::string name(f.name);
+      for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      req.fields.emplace_back(std::move(name), std::string(f.value));
+    }
   }
   return req;
 }

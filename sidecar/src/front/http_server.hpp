@@ -8,12 +8,18 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "dockgate/common/endpoint.hpp"
 
 namespace dockgate::sidecar {
+
+// Header fields of a request or a reply: name (lower case for a request's), value.
+using header_fields = std::vector<std::pair<std::string, std::string>>;
 
 // A reply written while it is produced (Transfer-Encoding: chunked). The handler opens
 // it, writes, and returns an http_reply with `streamed` set; the server ends it. A write
@@ -22,14 +28,19 @@ namespace dockgate::sidecar {
 class reply_stream {
  public:
   virtual ~reply_stream() = default;
-  virtual bool open(unsigned status, std::string_view content_type) = 0;
+  bool open(unsigned status, std::string_view content_type) {
+    return open(status, content_type, {});
+  }
+  // `extra`: more header fields of the reply (an API's request id).
+  virtual bool open(unsigned status, std::string_view content_type, const header_fields& extra) = 0;
   virtual bool write(std::string_view data) = 0;
   virtual bool opened() const = 0;
 };
 
 struct http_request {
   std::string method;
-  std::string path;  // without the query
+  std::string path;   // without the query
+  std::string query;  // what follows the '?', as sent ("" if none)
   std::string authorization;
   std::string accept;  // the Accept field, as sent
   // X-Dockgate-Forwarded: the instance that forwarded this call to the session's holder
@@ -37,14 +48,25 @@ struct http_request {
   std::string forwarded;
   // X-Dockgate-Fleet: the forwarding member's signature of this call (fleet_auth.hpp).
   std::string fleet_auth;
+  // Every other field, its name in lower case, in the order sent.
+  header_fields fields;
   std::string body;
   reply_stream* stream = nullptr;  // for a handler that answers as it goes
+
+  // The value of the first field `name` (lower case) among `fields`, or nullopt.
+  std::optional<std::string_view> field(std::string_view name) const {
+    for (const auto& [n, v] : fields)
+      if (n == name) return std::string_view(v);
+    return std::nullopt;
+  }
 };
 
 struct http_reply {
   unsigned status = 200;
-  std::string body;       // JSON
+  std::string body;
   bool streamed = false;  // written through http_request::stream
+  std::string content_type = "application/json";
+  header_fields headers;  // more fields of the reply (an API's request id, Content-Range)
 };
 
 struct server_limits {
