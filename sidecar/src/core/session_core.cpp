@@ -14,6 +14,7 @@ session_core::session_core(const config& c, const container_engine& e, store_lea
       archives(c, containers),
       pool(c, e, executors, containers, registry, limit),
       lifecycle(c, e, executors, containers, registry, archives, mounts, pool, limit, lease),
+      controls(c, e, registry),
       cells(c, e, containers, registry, lifecycle),
       files(c, containers, registry) {}
 

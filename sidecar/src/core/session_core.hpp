@@ -11,6 +11,7 @@
 #include "sessions/executor_hooks.hpp"
 #include "sessions/pool/pool_sessions.hpp"
 #include "sessions/session_containers.hpp"
+#include "sessions/session_controls.hpp"
 #include "sessions/session_lifecycle.hpp"
 #include "sessions/session_limit.hpp"
 #include "sessions/session_registry.hpp"
@@ -40,6 +41,7 @@ struct session_core {
   archive_store archives;
   session_pool pool;
   session_lifecycle lifecycle;
+  session_controls controls;
   class cells cells;
   class files files;
 };

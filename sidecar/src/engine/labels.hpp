@@ -20,6 +20,13 @@ inline constexpr std::string_view restore_label = "sandbox.restore";
 inline constexpr std::string_view generation_label = "sandbox.archive_generation";
 // A kernel session's kernel name (kernel.hpp): a restarted sidecar adopts it as one.
 inline constexpr std::string_view kernel_label = "sandbox.kernel";
+// What a client said of the session beside its code (session.hpp): the image it asked for
+// (absent: SANDBOX_IMAGE), when it expires (seconds since the epoch), "0" when its idle
+// time never ends it, and each of its metadata labels under the prefix.
+inline constexpr std::string_view image_label = "sandbox.image";
+inline constexpr std::string_view expires_label = "sandbox.expires_at";
+inline constexpr std::string_view idle_reaped_label = "sandbox.idle_reaped";
+inline constexpr std::string_view metadata_label_prefix = "sandbox.metadata.";
 inline constexpr std::string_view container_prefix = "dockgate-sbx-";
 // Who runs what in a session container. Cells, the cell runner and every command of the
 // sidecar run as the session user (every exec names it; the gate's sandbox profile forces

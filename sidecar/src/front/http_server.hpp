@@ -62,6 +62,9 @@ struct http_request {
 };
 
 struct http_reply {
+  http_reply() = default;
+  http_reply(unsigned s, std::string b = {}, bool stream = false)
+      : status(s), body(std::move(b)), streamed(stream) {}
   unsigned status = 200;
   std::string body;
   bool streamed = false;  // written through http_request::stream

@@ -6,10 +6,12 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "storage/storage.hpp"
 
@@ -55,6 +57,32 @@ struct session {
   std::string kernel;
   std::shared_ptr<cell_runner> kernel_driver;
   bool kernel_replaced = false;
+
+  // What a client may say of a session beside its code (OpenSandbox's sandbox; an Aivory
+  // session sets none of it), fixed at create: the image it runs ("": SANDBOX_IMAGE), its
+  // container's environment (NAME=value, every exec inherits it), its memory and CPU
+  // (0: the operator's caps), and whether its idle time ends it (false: only its expiry
+  // or a delete does).
+  std::string image;
+  std::vector<std::string> env;
+  std::int64_t memory_bytes = 0;
+  std::int64_t nano_cpus = 0;
+  bool idle_reaped = true;
+  std::chrono::system_clock::time_point created_at = std::chrono::system_clock::now();
+  // The client's labels (metadata) and when the session ends whatever its use (none:
+  // never by the clock): changed by their own calls while a command may hold `lock`, so
+  // under `facts_mutex`, never `lock`.
+  mutable std::mutex facts_mutex;
+  std::map<std::string, std::string> metadata;
+  std::optional<std::chrono::system_clock::time_point> expires_at;
+  // Frozen (the engine paused its container): set under `lock`.
+  std::atomic<bool> paused{false};
+
+  // Whether its expiry has come at `now`.
+  bool expired(std::chrono::system_clock::time_point now) const {
+    std::lock_guard g(facts_mutex);
+    return expires_at && now >= *expires_at;
+  }
 };
 
 // A session found and locked for one request (session_registry::acquire).

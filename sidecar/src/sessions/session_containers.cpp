@@ -60,17 +60,8 @@ std::string kill_cell_processes() {
   return std::string(kill_sweep_head) + std::string(kill_sweep_tail);
 }
 
-std::string session_containers::create_body(const std::string& sid, const session& s,
-                                            body_kind kind, const std::string& claim_of) const {
-  // The hardened host config of the seed (docs/aivory-api.md, "The session container"). The gate's
-  // sandbox profile forces all of it anyway; asking for it too keeps the sidecar honest against a
-  // looser profile. A warm pool container gets exactly this body (the host config is the same
-  // whatever `kind` is); only its labels differ: none of a request's, since none is known yet.
-  std::string b = "{\"Image\":";
-  client::append_json_string(b, config_.image);
-  b += R"(,"Cmd":["sleep","infinity"],"User":)";
-  client::append_json_string(b, keepalive_user);
-  b += R"(,"WorkingDir":"/workspace","Labels":{)";
+void session_containers::append_labels(std::string& b, const std::string& sid, const session& s,
+                                       body_kind kind, const std::string& claim_of) const {
   auto label = [&b](std::string_view name, std::string_view value) {
     if (b.back() != '{') b += ',';
     client::append_json_string(b, name);
@@ -92,7 +83,29 @@ std::string session_containers::create_body(const std::string& sid, const sessio
     if (s.restored_generation) label(generation_label, *s.restored_generation);
     if (s.fuse) label(common::workspace_label, sid);  // the gate binds <root>/<sid> at /workspace
     if (!s.kernel.empty()) label(kernel_label, s.kernel);
+    if (!s.image.empty()) label(image_label, s.image);
+    if (!s.idle_reaped) label(idle_reaped_label, "0");
+    std::lock_guard g(s.facts_mutex);
+    if (s.expires_at)
+      label(expires_label, std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
+                                              s.expires_at->time_since_epoch())
+                                              .count()));
+    for (const auto& [k, v] : s.metadata) label(std::string(metadata_label_prefix) + k, v);
   }
+}
+
+std::string session_containers::create_body(const std::string& sid, const session& s,
+                                            body_kind kind, const std::string& claim_of) const {
+  // The hardened host config of the seed (docs/aivory-api.md, "The session container"). The gate's
+  // sandbox profile forces all of it anyway; asking for it too keeps the sidecar honest against a
+  // looser profile. A warm pool container gets exactly this body (the host config is the same
+  // whatever `kind` is); only its labels differ: none of a request's, since none is known yet.
+  std::string b = "{\"Image\":";
+  client::append_json_string(b, s.image.empty() ? config_.image : s.image);
+  b += R"(,"Cmd":["sleep","infinity"],"User":)";
+  client::append_json_string(b, keepalive_user);
+  b += R"(,"WorkingDir":"/workspace","Labels":{)";
+  append_labels(b, sid, s, kind, claim_of);
   // SANDBOX_NETWORK=allowlist: the container's own network (egress_network.cpp: alone on
   // it, no session sees another) and the proxy's address on its gateway in every way
   // clients look for it (curl and requests read the lower-case names, others the upper;
@@ -101,27 +114,30 @@ std::string session_containers::create_body(const std::string& sid, const sessio
   // network anyway, and the daemon refuses it if it is not there: no session without its
   // wall. A pool claim's marker is never started: no network.
   std::string network = "none";
+  std::vector<std::string> env = kind == body_kind::pool ? std::vector<std::string>() : s.env;
   if (config_.network == "allowlist" && kind != body_kind::claim) {
     network = egress_network_name(config_, sid);
-    b += "},\"Env\":[";
     if (const std::string proxy = egress_proxy(sid); !proxy.empty()) {
-      bool first = true;
       for (std::string_view name :
-           {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "PIP_PROXY"}) {
-        if (!first) b += ',';
-        first = false;
-        client::append_json_string(b, std::string(name) + "=" + proxy);
-      }
-      b += R"(,"NO_PROXY=localhost,127.0.0.1,::1","no_proxy=localhost,127.0.0.1,::1")";
+           {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "PIP_PROXY"})
+        env.push_back(std::string(name) + "=" + proxy);
+      env.emplace_back("NO_PROXY=localhost,127.0.0.1,::1");
+      env.emplace_back("no_proxy=localhost,127.0.0.1,::1");
+    }
+  }
+  b += "}";
+  if (!env.empty() || (config_.network == "allowlist" && kind != body_kind::claim)) {
+    b += ",\"Env\":[";
+    for (std::size_t i = 0; i < env.size(); ++i) {
+      if (i) b += ',';
+      client::append_json_string(b, env[i]);
     }
     b += "]";
-  } else {
-    b += "}";
   }
-  b += ",\"HostConfig\":{\"NetworkMode\":\"" + network +
-       "\",\"Memory\":" + std::to_string(config_.memory_bytes) +
-       ",\"MemorySwap\":" + std::to_string(config_.memory_bytes) +
-       ",\"NanoCpus\":" + std::to_string(config_.nano_cpus) +
+  const std::int64_t memory = s.memory_bytes > 0 ? s.memory_bytes : config_.memory_bytes;
+  b += ",\"HostConfig\":{\"NetworkMode\":\"" + network + "\",\"Memory\":" + std::to_string(memory) +
+       ",\"MemorySwap\":" + std::to_string(memory) +
+       ",\"NanoCpus\":" + std::to_string(s.nano_cpus > 0 ? s.nano_cpus : config_.nano_cpus) +
        ",\"PidsLimit\":" + std::to_string(config_.pids_limit) +
        ",\"Ulimits\":[{\"Name\":\"nofile\",\"Soft\":" + std::to_string(config_.nofile_soft) +
        ",\"Hard\":" + std::to_string(config_.nofile_hard) +

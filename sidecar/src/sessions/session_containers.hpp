@@ -44,6 +44,9 @@ class session_containers {
   std::string create_body(const std::string& sid, const session& s,
                           body_kind kind = body_kind::session,
                           const std::string& claim_of = {}) const;
+  // The create body's labels (what adoption reads back), appended to `b` after its "{".
+  void append_labels(std::string& b, const std::string& sid, const session& s, body_kind kind,
+                     const std::string& claim_of) const;
 
   // The session containers of this instance (running only, or all); nullopt if the
   // engine could not be asked.

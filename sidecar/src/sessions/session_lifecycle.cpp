@@ -72,10 +72,10 @@ outcome<created_session> session_lifecycle::create_session(const create_request&
   // A warm container when the pool has one ready (or one nearly: the one being made now,
   // as far along as a create of this request's own would be): created, started and its
   // workspace made already; it left the pool for this request alone.
-  std::optional<pooled_container> warm =
-      pool_.claim(std::chrono::seconds(config_.docker_call_timeout_s));
-  if (!warm && !containers_.image_seen() && !containers_.image_present())
-    return refuse(refusal_kind::unavailable, "sandbox image not available yet: " + config_.image);
+  // Only a session of the pool's own image, environment and limits takes one.
+  std::optional<pooled_container> warm;
+  if (poolable(r)) warm = pool_.claim(std::chrono::seconds(config_.docker_call_timeout_s));
+  if (auto missing = image_missing(r, warm.has_value())) return *missing;
   auto s = new_session(r, warm ? warm->sid : random_hex(16));
   // A FUSE workspace is its own storage (the bucket prefix of the archive key): mounted
   // before the container exists, unmounted again if the session does not come up.
@@ -100,6 +100,28 @@ outcome<created_session> session_lifecycle::create_session(const create_request&
   return created_session{s->id, std::move(restore.report)};
 }
 
+bool session_lifecycle::poolable(const create_request& r) const {
+  return (!r.image || *r.image == config_.image) && r.env.empty() && r.memory_bytes == 0 &&
+         r.nano_cpus == 0;
+}
+
+std::optional<refusal> session_lifecycle::image_missing(const create_request& r, bool warm) const {
+  if (warm) return std::nullopt;
+  if (!r.image || *r.image == config_.image) {
+    if (containers_.image_seen() || containers_.image_present()) return std::nullopt;
+    return refuse(refusal_kind::unavailable, "sandbox image not available yet: " + config_.image);
+  }
+  // Another image of SANDBOX_IMAGES (the front checked the list): on the engine already,
+  // never pulled here.
+  const auto found =
+      engine_.image_inspect(*r.image, std::chrono::seconds(config_.docker_call_timeout_s));
+  if (found.status == 200) return std::nullopt;
+  if (found.status == 404)
+    return refuse(refusal_kind::unavailable, "image " + *r.image + " is not on the engine");
+  return refuse(refusal_kind::engine_failed,
+                "image " + *r.image + ": the engine answered " + std::to_string(found.status));
+}
+
 std::shared_ptr<session> session_lifecycle::new_session(const create_request& r,
                                                         const std::string& sid) const {
   auto s = std::make_shared<session>();
@@ -112,6 +134,13 @@ std::shared_ptr<session> session_lifecycle::new_session(const create_request& r,
   s->fuse = config_.workspace_mode == "fuse";
   if (s->fuse) s->storage.reset();  // the bucket is its storage
   s->kernel = r.kernel;
+  s->image = r.image && *r.image != config_.image ? *r.image : std::string();
+  s->env = r.env;
+  s->memory_bytes = r.memory_bytes;
+  s->nano_cpus = r.nano_cpus;
+  s->idle_reaped = r.idle_reaped;
+  s->metadata = r.metadata;
+  s->expires_at = r.expires_at;
   return s;
 }
 
@@ -156,7 +185,7 @@ std::optional<refusal> session_lifecycle::place_session(const create_request& r,
   }
   // The room left may be held by warm containers (ready, or being made since this request
   // looked): one of those serves it; otherwise the limit is reached.
-  warm = pool_.claim(std::chrono::seconds(config_.docker_call_timeout_s));
+  if (poolable(r)) warm = pool_.claim(std::chrono::seconds(config_.docker_call_timeout_s));
   if (!warm) return refuse(refusal_kind::busy, "too many active sessions");
   // Its session ID is the one its name and labels carry: the request's is not used yet
   // (nothing was created or mounted under it: the pool serves tmpfs mode only).
@@ -241,8 +270,17 @@ outcome<deleted_session> session_lifecycle::delete_session(const delete_request&
     s->terminating = false;
     return refuse(refusal_kind::busy, "session is busy");
   }
+  thaw(*s);
   out.archive = end_held_session(*s, r);
   return out;
+}
+
+void session_lifecycle::thaw(session& s) {
+  // A frozen container runs no exec: the archive's and the sweep's need it thawed (its
+  // removal does not, but an unpause the engine refuses changes nothing for it).
+  if (!s.paused) return;
+  engine_.unpause(s.container, std::chrono::seconds(config_.docker_call_timeout_s));
+  s.paused = false;
 }
 
 std::optional<archive_outcome> session_lifecycle::end_held_session(session& s,
@@ -363,6 +401,20 @@ void session_lifecycle::adopt_or_remove(const session_containers::listed& c,
   registry_.add(std::move(s));
 }
 
+namespace {
+// What a client said of the session beside its code (session.hpp), as its labels keep it.
+void read_client_facts(const session_containers::listed& labelled, session& s) {
+  if (const std::string* image = label_of(labelled, image_label)) s.image = *image;
+  if (const std::string* idle = label_of(labelled, idle_reaped_label)) s.idle_reaped = *idle != "0";
+  if (const std::string* at = label_of(labelled, expires_label))
+    s.expires_at = std::chrono::system_clock::time_point(
+        std::chrono::seconds(std::strtoll(at->c_str(), nullptr, 10)));
+  for (const auto& [name, value] : labelled.labels)
+    if (name.starts_with(metadata_label_prefix))
+      s.metadata[name.substr(metadata_label_prefix.size())] = value;
+}
+}  // namespace
+
 std::shared_ptr<session> session_lifecycle::session_of_labels(
     const session_containers::listed& c, const session_containers::listed& labelled,
     bool pooled) const {
@@ -391,6 +443,7 @@ std::shared_ptr<session> session_lifecycle::session_of_labels(
     s->restored_generation = std::nullopt;  // unknown: never overwrite
   s->fuse = label(common::workspace_label) != nullptr;
   s->pooled = pooled;
+  read_client_facts(labelled, *s);
   if (const std::string* k = label(kernel_label)) {
     // Its kernel went with the last run (the sweep below ends it): the next cell starts
     // a new one and says so.
@@ -560,6 +613,7 @@ std::optional<refusal> session_lifecycle::take_over(const session_record& record
 
 void session_lifecycle::reap(session& s) {
   s.terminating = true;
+  thaw(s);
   if (s.storage) {
     const auto outcome = archives_.archive_workspace(s);
     if (outcome.status == "not_written" && outcome.retry) {

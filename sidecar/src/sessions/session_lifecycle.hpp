@@ -85,7 +85,10 @@ class session_lifecycle {
   void forget_record(std::string_view sid);
 
  private:
-  // create_session's steps, in order.
+  // create_session's steps, in order. Whether a warm container may serve `r` (the pool's
+  // image, no environment, the caps' limits); the refusal when its image is not there.
+  bool poolable(const create_request& r) const;
+  std::optional<refusal> image_missing(const create_request& r, bool warm) const;
   std::shared_ptr<session> new_session(const create_request& r, const std::string& sid) const;
   // A FUSE workspace mounted for `s` (its generation read from the fleet's store first).
   std::optional<refusal> mount_fuse_workspace(session& s);
@@ -103,6 +106,8 @@ class session_lifecycle {
   // The claim record (warm) and the fleet's record (FUSE), before the answer.
   std::optional<refusal> record_session(session& s, bool warm);
 
+  // A paused session's container unpaused (held under its lock) before its end.
+  void thaw(session& s);
   // delete_session's two cases: a session held here, and one that is not.
   std::optional<archive_outcome> end_held_session(session& s, const delete_request& r);
   std::optional<archive_outcome> end_unheld_session(const delete_request& r);

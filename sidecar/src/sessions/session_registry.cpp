@@ -40,7 +40,8 @@ std::vector<std::shared_ptr<session>> session_registry::all() {
   return out;
 }
 
-std::optional<refusal> session_registry::acquire(const std::string& id, held_session& out) {
+std::optional<refusal> session_registry::acquire(const std::string& id, held_session& out,
+                                                 bool paused_too) {
   if (!valid_session_id(id)) return refuse(refusal_kind::invalid, "invalid session_id");
   out.s = find(id);
   if (!out.s || out.s->terminating)
@@ -50,6 +51,7 @@ std::optional<refusal> session_registry::acquire(const std::string& id, held_ses
     return refuse(refusal_kind::busy, "session is busy");
   if (!containers_.running(out.s->container))
     return refuse(refusal_kind::not_found, "session not found or not running");
+  if (out.s->paused && !paused_too) return refuse(refusal_kind::conflict, "session is paused");
   return std::nullopt;
 }
 
@@ -59,10 +61,11 @@ void session_registry::reap_idle(const std::function<void(session&)>& reap) {
   for (const auto& s : sessions) {
     const auto ttl =
         std::chrono::seconds(s->ttl_seconds > 0 ? s->ttl_seconds : config_.idle_ttl_seconds);
-    if (now - s->last_used.load() <= ttl) continue;
+    const bool expired = s->expired(std::chrono::system_clock::now());
+    if (!expired && (!s->idle_reaped || now - s->last_used.load() <= ttl)) continue;
     std::unique_lock lock(s->lock, std::try_to_lock);
     if (!lock.owns_lock()) continue;  // busy: next sweep
-    if (std::chrono::steady_clock::now() - s->last_used.load() <= ttl) continue;
+    if (!expired && std::chrono::steady_clock::now() - s->last_used.load() <= ttl) continue;
     reap(*s);
   }
 }

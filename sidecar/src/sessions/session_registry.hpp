@@ -43,12 +43,14 @@ class session_registry {
 
   // The session, locked (per-session serialisation) and checked to be running; or the
   // refusal: invalid (a malformed id), not_found (unknown, terminating, or its container
-  // not running), busy (held by another request past SANDBOX_QUEUE_TIMEOUT_SECONDS).
-  std::optional<refusal> acquire(const std::string& id, held_session& out);
+  // not running), busy (held by another request past SANDBOX_QUEUE_TIMEOUT_SECONDS),
+  // conflict (paused, unless `paused_too`: nothing runs in a frozen container).
+  std::optional<refusal> acquire(const std::string& id, held_session& out, bool paused_too = false);
 
   // The idle reaper: every SANDBOX_IDLE_REAPER_SWEEP_INTERVAL seconds, each session idle
-  // past its TTL is passed, locked, to `reap` (which ends it, or keeps it for the next
-  // sweep). Stopped by stop_reaper() (and the destructor).
+  // past its TTL (one whose idle time ends it, session::idle_reaped) or past its expiry
+  // is passed, locked, to `reap` (which ends it, or keeps it for the next sweep). Stopped
+  // by stop_reaper() (and the destructor).
   void start_reaper(std::function<void(session&)> reap);
   void stop_reaper();
   // One sweep of the reaper, now, on this thread.

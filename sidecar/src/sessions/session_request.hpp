@@ -4,9 +4,12 @@
 // session_routes.cpp for the Aivory API), and what the core answers. No HTTP here.
 // Internal to the sidecar library.
 
+#include <chrono>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "sessions/workspace/archive_store.hpp"
 #include "storage/storage.hpp"
@@ -26,6 +29,20 @@ struct create_request {
   // Where its workspace is archived (the request's storage block, chosen and checked);
   // none: not kept.
   std::optional<storage_spec> storage;
+  // The image to run, one of SANDBOX_IMAGES (none: SANDBOX_IMAGE, the one the warm pool
+  // holds: only such a session, with no environment and the caps' limits, takes a warm
+  // container).
+  std::optional<std::string> image;
+  // The container's environment (NAME=value), inherited by every exec.
+  std::vector<std::string> env;
+  // Memory and CPU asked for, already within the operator's caps (0: the caps).
+  std::int64_t memory_bytes = 0;
+  std::int64_t nano_cpus = 0;
+  // The client's labels, and when the session ends whatever its use (none: never by the
+  // clock); `idle_reaped` false: its idle time never ends it.
+  std::map<std::string, std::string> metadata;
+  std::optional<std::chrono::system_clock::time_point> expires_at;
+  bool idle_reaped = true;
 };
 
 struct created_session {

@@ -15,6 +15,7 @@ enum class refusal_kind {
   not_found,      // no such session (or file), or it is ending
   too_large,      // over a configured limit (a body, a file, an archive)
   busy,           // the session is held by another request past the queue timeout
+  conflict,       // the session is not in the state the call needs (a pause of a paused one)
   unavailable,    // at capacity, or a store or the engine cannot be reached now
   engine_failed,  // the engine, or an object store, refused or failed what the core asked of it
   failed,         // anything else that went wrong here

@@ -19,6 +19,8 @@ inline unsigned status_of(refusal_kind k) {
       return 413;
     case refusal_kind::busy:
       return 429;
+    case refusal_kind::conflict:
+      return 409;
     case refusal_kind::unavailable:
       return 503;
     case refusal_kind::engine_failed:
