@@ -107,6 +107,22 @@ if [[ -z $artifact ]] || ! grep -q 'says 6\*7 = 42' <<<"$ran" || ! grep -q '^{"m
   echo "run.sh: the demonstration did not go as expected: $ran" >&2
   exit 1
 fi
+# The same sidecar as an OpenSandbox server (docs/opensandbox-api.md): a sandbox, execd's
+# endpoint on the sidecar's proxy path with its access token, a command, the end.
+os() { curl -sS -H "OPEN-SANDBOX-API-KEY: $key" -H 'Content-Type: application/json' "$@"; }
+sandbox=$(os -d '{"image":{"uri":"'"$image"'"},"entrypoint":["tail","-f","/dev/null"],"resourceLimits":{"cpu":"1","memory":"512Mi"},"timeout":600}' \
+  "$url/v1/sandboxes" | sed -n 's/.*"id":"\([^"]*\)".*/\1/p')
+endpoint=$(os "$url/v1/sandboxes/$sandbox/endpoints/44772")
+execd=$(sed -n 's/.*"endpoint":"\([^"]*\)".*/\1/p' <<<"$endpoint")
+token=$(sed -n 's/.*"X-EXECD-ACCESS-TOKEN":"\([^"]*\)".*/\1/p' <<<"$endpoint")
+said=$(curl -sS -N -H "X-EXECD-ACCESS-TOKEN: $token" -H 'Content-Type: application/json' \
+  -d '{"command":"echo hello from an OpenSandbox sandbox"}' "http://$execd/command" | sed -n 's/.*"type":"stdout","text":"\([^"\\]*\).*/\1/p')
+os -X DELETE "$url/v1/sandboxes/$sandbox" >/dev/null
+echo "OpenSandbox: sandbox $sandbox said: $said"
+if [[ $said != "hello from an OpenSandbox sandbox" ]]; then
+  echo "run.sh: the OpenSandbox demonstration did not go as expected: $endpoint" >&2
+  exit 1
+fi
 
 say "running"
 cat <<TEXT
@@ -114,6 +130,11 @@ gate (sandbox profile):  unix://$gate_socket     audit log $state/proxy-audit.lo
   metrics and health:    http://$metrics/metrics  http://$metrics/healthz
 sidecar:                 $url   (key: $state/api-key)
   curl -H "Authorization: Bearer \$(cat $state/api-key)" -d '{}' $url/sessions
+OpenSandbox (its SDKs, the same sidecar; the second spelling is the AIStor example's):
+  export OPEN_SANDBOX_DOMAIN=127.0.0.1:$sidecar_port OPEN_SANDBOX_API_KEY=$key
+  export OPENSANDBOX_DOMAIN=127.0.0.1:$sidecar_port OPENSANDBOX_API_KEY=$key
+  use the server proxy (useServerProxy: true / use_server_proxy=True); host volumes
+  (allowed_host_paths): \${SANDBOX_HOST_VOLUME_ROOT:-/mnt/aimem}/<name> with SANDBOX_WORKSPACE_MODE=fuse
 engine:                  $engine
 stop:                    scripts/run.sh stop
 TEXT

@@ -1,0 +1,94 @@
+// OpenSandbox's own JS SDK (@alibaba-group/opensandbox, npm, scripts/node-clients.sh)
+// against dockgate-sidecar's OpenSandbox front, through its public API only. One step per
+// run, so the test can judge the daemon's record between steps:
+//   node opensandbox_sdk.js create IMAGE          -> {"id":…, …} (the sandbox stays)
+//   node opensandbox_sdk.js pause|resume|kill ID  -> {"state":…}
+//   node opensandbox_sdk.js escapes ID            -> what each escape got
+// OPEN_SANDBOX_DOMAIN and OPEN_SANDBOX_API_KEY come from the environment, as a user sets them.
+"use strict";
+const { Sandbox, SandboxManager, ConnectionConfig } = require("@alibaba-group/opensandbox");
+
+const connectionConfig = () =>
+  new ConnectionConfig({ useServerProxy: true, disableMetrics: true, requestTimeoutSeconds: 60 });
+const text = (execution) => execution.logs.stdout.map((m) => m.text).join("");
+// An SDK error as the test compares it: the status and code the server answered.
+const failure = (e) => ({ status: e.statusCode ?? e.status ?? null, code: e.error?.code ?? e.code ?? null });
+
+async function create(image) {
+  const sbx = await Sandbox.create({
+    connectionConfig: connectionConfig(),
+    image,
+    timeoutSeconds: 900,
+    metadata: { team: "dg-test", purpose: "probe" },
+  });
+  const out = { id: sbx.id };
+  // The seed's flow: a probe written by one command is read by the next.
+  const put = await sbx.commands.run("echo probe-$((40 + 2)) > /workspace/probe.txt");
+  out.put_exit = put.exitCode ?? 0;
+  const get = await sbx.commands.run("cat /workspace/probe.txt");
+  out.get = text(get);
+  const failed = await sbx.commands.run("echo half; exit 3");
+  out.failed = { exit: failed.exitCode, stdout: text(failed) };
+  const streamed = [];
+  await sbx.commands.run("for i in 1 2 3; do echo line-$i; sleep 0.2; done", {}, {
+    onStdout: (m) => streamed.push(m.text),
+  });
+  out.streamed = streamed.join("");
+  await sbx.files.writeFiles([{ path: "/workspace/notes/a.txt", data: "hello from the SDK" }]);
+  out.read = await sbx.files.readFile("/workspace/notes/a.txt");
+  out.cat = text(await sbx.commands.run("cat /workspace/notes/a.txt"));
+  out.state = (await sbx.getInfo()).status.state;
+  out.renewed = Boolean((await sbx.renew(1800)).expiresAt);
+  const manager = SandboxManager.create({ connectionConfig: connectionConfig() });
+  const listed = await manager.listSandboxInfos({ metadata: { team: "dg-test" } });
+  out.listed = listed.sandboxInfos
+    ? listed.sandboxInfos.map((s) => s.id)
+    : (listed.items || []).map((s) => s.id);
+  await manager.close();
+  await sbx.close();
+  return out;
+}
+
+async function step(name, id) {
+  const sbx = await Sandbox.connect({ connectionConfig: connectionConfig(), sandboxId: id, skipHealthCheck: name !== "kill" });
+  try {
+    if (name === "pause") {
+      await sbx.pause();
+      return { state: (await sbx.getInfo()).status.state };
+    }
+    if (name === "resume") {
+      const back = await sbx.resume();
+      const out = { state: (await back.getInfo()).status.state, probe: text(await back.commands.run("cat /workspace/probe.txt")) };
+      await back.close();
+      return out;
+    }
+    if (name === "kill") {
+      await sbx.kill();
+      return { killed: true };
+    }
+    if (name === "escapes") {
+      const out = {};
+      await sbx.commands.run("ln -s /etc /workspace/etc-link");
+      for (const [label, path] of [["outside", "/etc/passwd"], ["dotdot", "/workspace/../etc/passwd"], ["symlink", "/workspace/etc-link/passwd"]]) {
+        try {
+          await sbx.files.readFile(path);
+          out[label] = "read";
+        } catch (e) {
+          out[label] = failure(e);
+        }
+      }
+      return out;
+    }
+    throw new Error("unknown step " + name);
+  } finally {
+    await sbx.close();
+  }
+}
+
+const [name, arg] = process.argv.slice(2);
+(name === "create" ? create(arg) : step(name, arg))
+  .then((out) => console.log(JSON.stringify(out)))
+  .catch((e) => {
+    console.log(JSON.stringify({ error: String(e && e.message), ...failure(e) }));
+    process.exit(1);
+  });

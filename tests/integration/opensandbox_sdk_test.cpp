@@ -1,0 +1,92 @@
+// OpenSandbox users on dockgate: OpenSandbox's own JS SDK (npm, scripts/node-clients.sh)
+// drives the sidecar's OpenSandbox front through its public API
+// (tests/integration/clients/opensandbox_sdk.js), sidecar -> dockgate-proxy (sandbox.json)
+// -> the real daemon. Judged by what the SDK got back and by the daemon's own record
+// between the steps.
+#include "sidecar_harness.hpp"
+
+using namespace dockgate::test;
+
+namespace {
+
+std::string node_path() {
+  const char* v = std::getenv("DOCKGATE_NODE_PATH");
+  if (!v || !*v)
+    FAIL("DOCKGATE_NODE_PATH is not set: scripts/test.sh installs the OpenSandbox SDK "
+         "(scripts/node-clients.sh)");
+  return v;
+}
+
+// The daemon's word on a container: `format` of docker inspect, or "" when it is gone.
+std::string inspect(const std::string& container, const std::string& format) {
+  auto r = run(direct() + " inspect --format '" + format + "' " + container + " 2>/dev/null");
+  return r.status == 0 ? r.output : "";
+}
+
+}  // namespace
+
+TEST_CASE(
+    "opensandbox SDK: create, commands, files, renew, list, pause, resume and kill through the "
+    "OpenSandbox front",
+    "[integration][sidecar][opensandbox]") {
+  const std::string modules = node_path();
+  proxy_process proxy("compose/policies/sandbox.json");
+  sidecar_process sidecar(proxy);
+  auto sdk = [&](const std::string& args) {
+    return run("NODE_PATH=" + modules + " OPEN_SANDBOX_DOMAIN=127.0.0.1:" + sidecar.port() +
+               " OPEN_SANDBOX_API_KEY=" + api_key + " timeout 180 node " + repo_root() +
+               "/tests/integration/clients/opensandbox_sdk.js " + args);
+  };
+
+  auto created = sdk("create " + runtime_image());
+  INFO(created.output << sidecar.log());
+  REQUIRE(created.status == 0);
+  const std::string id = field(created.output, "id");
+  REQUIRE(id.size() == 32);
+  const std::string container = "dockgate-sbx-" + id;
+  // The seed's probe: written by one command, read by the next; a failing command's exit
+  // status and its output before it; output streamed as it came; a file written and read
+  // back by the SDK and by a command.
+  CHECK(field(created.output, "put_exit") == "0");
+  CHECK(field(created.output, "get") == "probe-42\n");
+  CHECK(field(created.output, "failed") == R"({"exit":3,"stdout":"half\n"})");
+  CHECK(field(created.output, "streamed") == "line-1\nline-2\nline-3\n");
+  CHECK(field(created.output, "read") == "hello from the SDK");
+  CHECK(field(created.output, "cat") == "hello from the SDK");
+  CHECK(field(created.output, "state") == "Running");
+  CHECK(field(created.output, "renewed") == "true");
+  CHECK(field(created.output, "listed") == "[\"" + id + "\"]");
+
+  // The daemon's record: the gate's hardening, the client's metadata as labels, running.
+  CHECK(inspect(container,
+                "{{.Config.User}} {{.HostConfig.ReadonlyRootfs}} {{.HostConfig.NetworkMode}} "
+                "{{json .HostConfig.CapDrop}} {{.State.Running}} "
+                "{{index .Config.Labels \"sandbox.metadata.team\"}}") ==
+        "65534:65534 true none [\"ALL\"] true dg-test\n");
+  // The probe is in the container's workspace as the daemon's own exec reads it.
+  CHECK(run(direct() + " exec " + container + " cat /workspace/probe.txt").output == "probe-42\n");
+
+  // Files stay under /workspace and never follow a symlink.
+  auto escapes = sdk("escapes " + id);
+  INFO(escapes.output);
+  REQUIRE(escapes.status == 0);
+  for (const char* escape : {"outside", "dotdot", "symlink"})
+    CHECK(field(escapes.output, escape).find("\"status\":4") != std::string::npos);
+
+  // Pause freezes the container (the daemon says so), resume thaws it and the files remain.
+  auto paused = sdk("pause " + id);
+  INFO(paused.output);
+  CHECK(field(paused.output, "state") == "Paused");
+  CHECK(inspect(container, "{{.State.Paused}}") == "true\n");
+  auto resumed = sdk("resume " + id);
+  INFO(resumed.output);
+  CHECK(field(resumed.output, "state") == "Running");
+  CHECK(field(resumed.output, "probe") == "probe-42\n");
+  CHECK(inspect(container, "{{.State.Paused}}") == "false\n");
+
+  // Kill: the container is gone from the daemon.
+  auto killed = sdk("kill " + id);
+  INFO(killed.output);
+  CHECK(field(killed.output, "killed") == "true");
+  CHECK(inspect(container, "{{.Id}}").empty());
+}
