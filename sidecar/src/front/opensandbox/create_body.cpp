@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <set>
 
 #include "front/opensandbox/sandbox_json.hpp"
 #include "front/opensandbox/sandbox_routes.hpp"
@@ -104,8 +105,8 @@ problem read_image(object body, const config& c, create_request& out) {
     }
   }
   if (!uri || uri->empty()) return "image.uri: required, a string";
-  const bool listed = *uri == c.image || std::find(c.images.begin(), c.images.end(), *uri) !=
-                                             c.images.end();
+  const bool listed =
+      *uri == c.image || std::find(c.images.begin(), c.images.end(), *uri) != c.images.end();
   if (!listed)
     return "image.uri: " + std::string(*uri) +
            " is not one of the operator's images (SANDBOX_IMAGE, SANDBOX_IMAGES)";
@@ -190,8 +191,7 @@ problem read_resource_limits(object body, const config& c, create_request& out) 
       out.nano_cpus = *nano < c.nano_cpus ? *nano : 0;
     } else {
       auto bytes = parse_memory(*s);
-      if (!bytes)
-        return "resourceLimits.memory: not a memory quantity: \"" + valid_utf8(*s) + "\"";
+      if (!bytes) return "resourceLimits.memory: not a memory quantity: \"" + valid_utf8(*s) + "\"";
       out.memory_bytes = *bytes < c.memory_bytes ? *bytes : 0;
     }
   }
@@ -215,8 +215,9 @@ problem read_timeout(object body, const config& c, create_request& out) {
 // A DNS label (RFC 1123): 1-63 of a-z, 0-9, '-', not starting or ending with '-'.
 bool dns_label(std::string_view n) {
   return !n.empty() && n.size() <= 63 && n.front() != '-' && n.back() != '-' &&
-         std::all_of(n.begin(), n.end(),
-                     [](char ch) { return (ch >= 'a' && ch <= 'z') || std::isdigit(ch) || ch == '-'; });
+         std::all_of(n.begin(), n.end(), [](char ch) {
+           return (ch >= 'a' && ch <= 'z') || std::isdigit(ch) || ch == '-';
+         });
 }
 
 // The archive key of a host volume's path "<SANDBOX_HOST_VOLUME_ROOT>/<key>", or the reason.
@@ -276,7 +277,8 @@ problem read_volumes(object body, const config& c, create_request& out) {
   element v;
   simdjson::dom::array volumes;
   if (body["volumes"].get(v) != simdjson::SUCCESS || v.is_null()) return std::nullopt;
-  if (v.get_array().get(volumes) != simdjson::SUCCESS) return std::string("volumes: must be an array");
+  if (v.get_array().get(volumes) != simdjson::SUCCESS)
+    return std::string("volumes: must be an array");
   std::size_t i = 0;
   for (element volume : volumes)
     if (auto why = read_volume(volume, i++, c, out)) return why;
@@ -295,14 +297,16 @@ problem read_refused(object body) {
     return std::string("snapshotId: snapshots are not offered");
   if (body["secureAccess"].get(v) == simdjson::SUCCESS && !v.is_null()) {
     bool secure = false;
-    if (v.get_bool().get(secure) != simdjson::SUCCESS) return std::string("secureAccess: must be a boolean");
+    if (v.get_bool().get(secure) != simdjson::SUCCESS)
+      return std::string("secureAccess: must be a boolean");
     if (secure)
       return std::string(
           "secureAccess: not offered (every endpoint already needs the sandbox's access token)");
   }
   if (body["platform"].get(v) == simdjson::SUCCESS && !v.is_null()) {
     object platform;
-    if (v.get_object().get(platform) != simdjson::SUCCESS) return std::string("platform: must be an object");
+    if (v.get_object().get(platform) != simdjson::SUCCESS)
+      return std::string("platform: must be an object");
     for (auto [k, value] : platform) {
       auto s = text_of(value);
       const bool ok = (k == "os" && s && *s == "linux") || (k == "arch" && s && *s == "amd64");
@@ -340,14 +344,17 @@ parsed<create_request> parse_create_body(const std::string& body, const config& 
   if (parser.parse(body).get(doc) != simdjson::SUCCESS ||
       doc.get_object().get(fields) != simdjson::SUCCESS)
     return invalid_parameter("the body must be a JSON object (CreateSandboxRequest)");
-  for (auto [k, unused] : fields)
+  std::set<std::string_view> seen;
+  for (auto [k, unused] : fields) {
     if (!known_field(k)) return invalid_parameter(valid_utf8(k) + ": unknown field");
+    if (!seen.insert(k).second) return invalid_parameter(std::string(k) + ": given twice");
+  }
   create_request out;
   out.idle_reaped = false;  // a sandbox's life is its expiry or a delete
   for (auto why : {read_image(fields, c, out), read_entrypoint(fields, out), read_env(fields, out),
                    read_metadata(fields, out), read_resource_limits(fields, c, out),
-                   read_timeout(fields, c, out), read_volumes(fields, c, out),
-                   read_refused(fields), read_extensions(fields)})
+                   read_timeout(fields, c, out), read_volumes(fields, c, out), read_refused(fields),
+                   read_extensions(fields)})
     if (why) return invalid_parameter(*why);
   return out;
 }

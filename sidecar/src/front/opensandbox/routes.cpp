@@ -142,8 +142,8 @@ http_reply route_request(session_core& core, const http_request& r) {
 }  // namespace
 
 bool claims(std::string_view path) {
-  return path == "/health" || path == "/v1" || path.starts_with("/v1/") ||
-         path == "/sandboxes" || path.starts_with("/sandboxes/") || path == "/metrics/events";
+  return path == "/health" || path == "/v1" || path.starts_with("/v1/") || path == "/sandboxes" ||
+         path.starts_with("/sandboxes/") || path == "/metrics/events";
 }
 
 http_reply serve(session_core& core, const http_request& r) {

@@ -54,8 +54,7 @@ std::optional<long> zone_offset(std::string_view text, std::size_t at) {
 std::optional<std::chrono::system_clock::time_point> parse_rfc3339(std::string_view text) {
   // YYYY-MM-DDTHH:MM:SS[.fraction](Z|±hh:mm)
   if (text.size() < 20 || text[4] != '-' || text[7] != '-' ||
-      (text[10] != 'T' && text[10] != 't' && text[10] != ' ') || text[13] != ':' ||
-      text[16] != ':')
+      (text[10] != 'T' && text[10] != 't' && text[10] != ' ') || text[13] != ':' || text[16] != ':')
     return std::nullopt;
   std::tm tm{};
   tm.tm_year = digits(text, 0, 4) - 1900;
@@ -64,9 +63,10 @@ std::optional<std::chrono::system_clock::time_point> parse_rfc3339(std::string_v
   tm.tm_hour = digits(text, 11, 2);
   tm.tm_min = digits(text, 14, 2);
   tm.tm_sec = digits(text, 17, 2);
-  if (tm.tm_year < 0 || tm.tm_mon < 0 || tm.tm_mon > 11 || tm.tm_mday < 1 || tm.tm_mday > 31 ||
-      tm.tm_hour < 0 || tm.tm_hour > 23 || tm.tm_min < 0 || tm.tm_min > 59 || tm.tm_sec < 0 ||
-      tm.tm_sec > 60)
+  // Years 1900-2261: a system_clock time point (nanoseconds since 1970) holds no later one.
+  if (tm.tm_year < 0 || tm.tm_year > 361 || tm.tm_mon < 0 || tm.tm_mon > 11 || tm.tm_mday < 1 ||
+      tm.tm_mday > 31 || tm.tm_hour < 0 || tm.tm_hour > 23 || tm.tm_min < 0 || tm.tm_min > 59 ||
+      tm.tm_sec < 0 || tm.tm_sec > 60)
     return std::nullopt;
   std::size_t at = 19;
   long nanos = 0;

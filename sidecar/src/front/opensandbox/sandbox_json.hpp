@@ -27,7 +27,7 @@ const std::vector<std::vector<std::string>>& keep_alive_entrypoints();
 
 // `t` as RFC 3339 in UTC with milliseconds and a Z: 2026-12-07T11:39:53.120Z.
 std::string rfc3339(std::chrono::system_clock::time_point t);
-// An RFC 3339 date-time (fraction optional, Z or ±hh:mm), or nullopt.
+// An RFC 3339 date-time (fraction optional, Z or ±hh:mm) of the years 1900-2261, or nullopt.
 std::optional<std::chrono::system_clock::time_point> parse_rfc3339(std::string_view text);
 
 // "Running" or "Paused" (session::paused).

@@ -1,6 +1,8 @@
 // The OpenSandbox lifecycle routes (docs/opensandbox-api.md, "Lifecycle"): a sandbox is a
 // session of the core, its id the session's; each handler parses its request, calls the
 // core (session_lifecycle, session_controls) and answers in OpenSandbox's shapes.
+#include "front/opensandbox/sandbox_routes.hpp"
+
 #include <simdjson.h>
 
 #include <algorithm>
@@ -9,7 +11,6 @@
 
 #include "front/opensandbox/access_token.hpp"
 #include "front/opensandbox/sandbox_json.hpp"
-#include "front/opensandbox/sandbox_routes.hpp"
 #include "util/ids.hpp"
 #include "util/util.hpp"
 
@@ -63,8 +64,7 @@ bool dns_subdomain(std::string_view p) {
 
 std::optional<std::string> metadata_problem(std::string_view key, std::string_view value) {
   const std::string shown = "\"" + valid_utf8(key) + "\"";
-  if (key.starts_with(reserved_prefix))
-    return shown + ": the opensandbox.io/ prefix is reserved";
+  if (key.starts_with(reserved_prefix)) return shown + ": the opensandbox.io/ prefix is reserved";
   const auto slash = key.rfind('/');
   const auto name = slash == std::string_view::npos ? key : key.substr(slash + 1);
   if ((slash != std::string_view::npos && !dns_subdomain(key.substr(0, slash))) ||
@@ -73,8 +73,9 @@ std::optional<std::string> metadata_problem(std::string_view key, std::string_vi
            " is not a label key ([prefix/]name: the name 1-63 of letters, digits, '-', '_', '.', "
            "alphanumeric at both ends; the prefix a DNS subdomain)";
   if (!value.empty() && !label_name(value))
-    return shown + ": its value is not a label value (empty, or 1-63 of letters, digits, '-', "
-                   "'_', '.', alphanumeric at both ends)";
+    return shown +
+           ": its value is not a label value (empty, or 1-63 of letters, digits, '-', "
+           "'_', '.', alphanumeric at both ends)";
   return std::nullopt;
 }
 
@@ -86,7 +87,8 @@ std::optional<std::string> form_decode(std::string_view text) {
     } else if (text[i] == '%') {
       unsigned v = 0;
       if (i + 2 >= text.size() ||
-          std::from_chars(text.data() + i + 1, text.data() + i + 3, v, 16).ptr != text.data() + i + 3)
+          std::from_chars(text.data() + i + 1, text.data() + i + 3, v, 16).ptr !=
+              text.data() + i + 3)
         return std::nullopt;
       out += static_cast<char>(v);
       i += 2;

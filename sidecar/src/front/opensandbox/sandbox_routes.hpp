@@ -33,8 +33,7 @@ parsed<create_request> parse_create_body(const std::string& body, const config& 
 
 // The value of each `name` of a query string (form-decoded: %XX and '+'), in order;
 // nullopt when any pair of it has a malformed escape.
-std::optional<std::vector<std::string>> query_values(std::string_view query,
-                                                     std::string_view name);
+std::optional<std::vector<std::string>> query_values(std::string_view query, std::string_view name);
 // %XX and '+' decoded; nullopt for a malformed escape.
 std::optional<std::string> form_decode(std::string_view text);
 
