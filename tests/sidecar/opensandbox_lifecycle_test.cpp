@@ -645,7 +645,11 @@ TEST_CASE("opensandbox list: state and metadata filters, pages, newest first", "
   CHECK(ids_of(f.call("GET", "/v1/sandboxes?metadata=team%3Dc&state=paused")) ==
         std::vector<std::string>{made[4]});
   CHECK(ids_of(f.call("GET", "/v1/sandboxes?metadata=team%3Dab%26n%3D2")).empty());
-  CHECK(ids_of(f.call("GET", "/v1/sandboxes?metadata=opensandbox.io%2Fentrypoint%3Dtail")).empty());
+  CHECK(
+      ids_of(
+          f.call("GET",
+                 "/v1/sandboxes?metadata=opensandbox.io%2Fentrypoint%3Dtail%20-f%20%2Fdev%2Fnull"))
+          .empty());
   // Pages.
   auto page2 = f.call("GET", "/v1/sandboxes?page=2&pageSize=2");
   CHECK(ids_of(page2) == std::vector<std::string>{made[2], made[1]});
