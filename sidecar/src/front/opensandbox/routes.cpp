@@ -149,7 +149,8 @@ bool claims(std::string_view path) {
 http_reply serve(session_core& core, const http_request& r) {
   const std::string request_id = request_id_of(r);
   http_reply answer = route_request(core, r);
-  // (A streamed answer wrote its fields when it opened: execd's handler sends the id then.)
+  // Added here, to every answer: a handler sets none of its own. (A streamed answer wrote
+  // its fields when it opened: execd's handler sends request_id_of(r) then.)
   answer.headers.emplace_back("X-Request-ID", request_id);
   return answer;
 }
