@@ -42,17 +42,26 @@ bool valid_env_name(std::string_view n) {
   return true;
 }
 
+// A decimal number of digits and at most one '.' (no sign, exponent, hex or "inf", which
+// strtod would take), positive and below `limit`; nullopt otherwise.
+std::optional<double> decimal(const std::string& t, double limit) {
+  if (t.empty() || !std::isdigit(static_cast<unsigned char>(t[0])) ||
+      std::count(t.begin(), t.end(), '.') > 1 ||
+      !std::all_of(t.begin(), t.end(), [](char ch) { return std::isdigit(ch) || ch == '.'; }))
+    return std::nullopt;
+  const double v = std::strtod(t.c_str(), nullptr);
+  if (!(v > 0) || v >= limit) return std::nullopt;
+  return v;
+}
+
 // A Kubernetes CPU quantity ("500m", "1", "0.5") in nano-CPUs, or nullopt.
 std::optional<std::int64_t> parse_cpu(std::string_view text) {
   std::string t(text);
   double scale = 1e9;
   if (!t.empty() && t.back() == 'm') scale = 1e6, t.pop_back();
-  char* end = nullptr;
-  const double v = std::strtod(t.c_str(), &end);
-  if (t.empty() || end != t.c_str() + t.size() || !(v > 0) || !std::isfinite(v) ||
-      !std::isdigit(static_cast<unsigned char>(t[0])) || v * scale > 1e18)
-    return std::nullopt;
-  return static_cast<std::int64_t>(v * scale);
+  const auto v = decimal(t, 1e18 / scale);
+  if (!v) return std::nullopt;
+  return static_cast<std::int64_t>(*v * scale);
 }
 
 // A Kubernetes memory quantity ("512Mi", "2Gi", "1G", "1000000" bytes) in bytes, or nullopt.
@@ -69,12 +78,9 @@ std::optional<std::int64_t> parse_memory(std::string_view text) {
       t.resize(t.size() - suffix.size());
       break;
     }
-  char* end = nullptr;
-  const double v = std::strtod(t.c_str(), &end);
-  if (t.empty() || end != t.c_str() + t.size() || !(v > 0) || !std::isfinite(v) ||
-      !std::isdigit(static_cast<unsigned char>(t[0])) || v * scale > 9e18)
-    return std::nullopt;
-  return static_cast<std::int64_t>(v * scale);
+  const auto v = decimal(t, 9e18 / scale);
+  if (!v) return std::nullopt;
+  return static_cast<std::int64_t>(*v * scale);
 }
 
 // The keys this slice reads; any other is refused (nothing is dropped).
