@@ -864,3 +864,34 @@ TEST_CASE("opensandbox config: SANDBOX_IMAGES, the timeout cap and the host-volu
                               "SANDBOX_HOST_VOLUME_ROOT: must be an absolute path without '..' or "
                               "a trailing '/'"});
 }
+
+TEST_CASE("opensandbox create: the core's refusals as {code, message}", "[opensandbox]") {
+  SECTION("an image of the list that is not on the engine: 503, nothing pulled") {
+    os_front f;
+    f.engine.image_present = false;
+    auto answer = f.call("POST", "/v1/sandboxes", sdk_body);
+    CHECK(answer.status == 503);
+    CHECK(answer.body ==
+          os_error("SANDBOX::UNAVAILABLE", "image python:3.12-slim is not on the engine"));
+    CHECK(f.engine.count("create") == 0);
+  }
+  SECTION("at SANDBOX_MAX_SESSIONS: 429") {
+    config c = os_config();
+    c.max_sessions = 1;
+    os_front f(c);
+    f.create();
+    auto answer = f.call("POST", "/v1/sandboxes", sdk_body);
+    CHECK(answer.status == 429);
+    CHECK(answer.body == os_error("SANDBOX::BUSY", "too many active sessions"));
+  }
+  SECTION("the engine refuses the create: 500, nothing left") {
+    os_front f;
+    f.engine.fail("create", 500, "no space");
+    auto answer = f.call("POST", "/v1/sandboxes", sdk_body);
+    CHECK(answer.status == 500);
+    CHECK(answer.body.starts_with(
+        R"({"code":"GENERAL::UNKNOWN_ERROR","message":"docker run failed)"));
+    CHECK(f.engine.containers().empty());
+    CHECK(ids_of(f.call("GET", "/v1/sandboxes")).empty());
+  }
+}
