@@ -895,3 +895,22 @@ TEST_CASE("opensandbox create: the core's refusals as {code, message}", "[opensa
     CHECK(ids_of(f.call("GET", "/v1/sandboxes")).empty());
   }
 }
+
+TEST_CASE("opensandbox front: an answer that set its own X-Request-ID has that one alone",
+          "[opensandbox]") {
+  // execd's handler (the proxy path) sets the field itself: the door adds no second one.
+  os_front f;
+  const std::string id = f.create();
+  const header_fields token = {{"x-execd-access-token", opensandbox::access_token(f.c, id)}};
+  for (const bool sent : {true, false}) {
+    CAPTURE(sent);
+    header_fields fields = token;
+    if (sent) fields.emplace_back("x-request-id", "r9");
+    auto answer = f.call("GET", "/v1/sandboxes/" + id + "/proxy/44772/ping", "", fields);
+    std::vector<std::string> ids;
+    for (const auto& [name, value] : answer.headers)
+      if (name == "X-Request-ID" || name == "x-request-id") ids.push_back(value);
+    REQUIRE(ids.size() == 1);
+    if (sent) CHECK(ids[0] == "r9");
+  }
+}
