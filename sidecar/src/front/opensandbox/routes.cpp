@@ -11,6 +11,9 @@
 //   middleware does the same; the SDK reports it in its errors).
 #include "front/opensandbox/routes.hpp"
 
+#include <algorithm>
+#include <cctype>
+
 #include "front/opensandbox/access_token.hpp"
 #include "front/opensandbox/execd/execd_routes.hpp"
 #include "front/opensandbox/sandbox_routes.hpp"
@@ -87,6 +90,11 @@ std::optional<proxy_target> proxy_path(std::string_view path) {
   return t;
 }
 
+std::string lower_case(std::string s) {
+  for (auto& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return s;
+}
+
 bool same_in_constant_time(std::string_view sent, const std::string& expected) {
   unsigned char diff = sent.size() == expected.size() ? 0 : 1;
   for (std::size_t i = 0; i < expected.size(); ++i)
@@ -149,9 +157,12 @@ bool claims(std::string_view path) {
 http_reply serve(session_core& core, const http_request& r) {
   const std::string request_id = request_id_of(r);
   http_reply answer = route_request(core, r);
-  // Added here, to every answer: a handler sets none of its own. (A streamed answer wrote
-  // its fields when it opened: execd's handler sends request_id_of(r) then.)
-  answer.headers.emplace_back("X-Request-ID", request_id);
+  // Added here to every answer that has none: execd's handler (the proxy path) sets its
+  // own, and a streamed answer wrote its fields when it opened. One field, never two.
+  const bool has_id = std::any_of(answer.headers.begin(), answer.headers.end(), [](const auto& f) {
+    return lower_case(f.first) == "x-request-id";
+  });
+  if (!has_id) answer.headers.emplace_back("X-Request-ID", request_id);
   return answer;
 }
 
