@@ -415,6 +415,32 @@ std::string show_none(const config&) {
   return "(none)";
 }
 
+// SANDBOX_IMAGES: image references as written (a tag may hold capitals), comma-separated.
+void read_images(const std::string& name, const std::string& value, config& c, error_list& errors) {
+  for (std::size_t start = 0; start <= value.size();) {
+    auto end = std::min(value.find(',', start), value.size());
+    const std::string entry = trim(value.substr(start, end - start));
+    start = end + 1;
+    if (entry.empty()) continue;
+    if (std::any_of(entry.begin(), entry.end(),
+                    [](char ch) { return std::isspace(static_cast<unsigned char>(ch)) != 0; }))
+      errors.push_back(name + ": not an image reference: \"" + entry + "\"");
+    else
+      c.images.push_back(entry);
+  }
+}
+std::string show_images(const config& c) {
+  return shown_or_none(join(c.images));
+}
+
+// An absolute directory path, without a trailing '/' (the root itself aside).
+std::optional<std::string> absolute_path_check(const std::string& path) {
+  if (path.starts_with('/') && (path == "/" || !path.ends_with('/')) &&
+      path.find("/..") == std::string::npos)
+    return std::nullopt;
+  return std::string(": must be an absolute path without '..' or a trailing '/'");
+}
+
 std::optional<std::string> fleet_url_check(const std::string& url) {
   if (url.empty()) return std::nullopt;
   auto why = fleet_url_problem(url);
@@ -460,6 +486,10 @@ bool valid_storage_endpoint(std::string_view entry) {
 const variable variables[] = {
     {"SANDBOX_LISTEN", text(&config::listen, "host:port, tcp://host:port or unix:///path")},
     {"SANDBOX_IMAGE", text(&config::image, "an image reference")},
+    {"SANDBOX_IMAGES", custom_kind{read_images, show_images, "image references, comma-separated"}},
+    {"SANDBOX_MAX_SANDBOX_TIMEOUT_SECONDS", integer(&config::max_sandbox_timeout_seconds, 60)},
+    {"SANDBOX_HOST_VOLUME_ROOT", text(&config::host_volume_root, "an absolute path",
+                                      text_form::as_written, absolute_path_check)},
     {"SANDBOX_MEMORY", size_kind{&config::memory, &config::memory_bytes}},
     {"SANDBOX_CPUS", number_kind{&config::cpus, &config::nano_cpus, 1e9}},
     {"SANDBOX_PIDS_LIMIT", integer(&config::pids_limit, 1)},

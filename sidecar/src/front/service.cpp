@@ -1,6 +1,7 @@
 // The service: the HTTP face of the session core. Health, authentication (the client's
 // key, or a fleet member's credential on a forwarded call), a call for a session another
-// member holds forwarded there, then the Aivory front's route table (front/aivory). Holds
+// member holds forwarded there, then the Aivory front's route table (front/aivory); the
+// OpenSandbox front's paths go to that front first (front/opensandbox). Holds
 // no state of its own but the core.
 #include "dockgate/sidecar/service.hpp"
 
@@ -12,6 +13,7 @@
 #include "fleet/fleet_auth.hpp"
 #include "front/aivory/routes.hpp"
 #include "front/fleet_routing.hpp"
+#include "front/opensandbox/routes.hpp"
 #include "front/request.hpp"
 #include "util/ids.hpp"
 
@@ -66,10 +68,15 @@ std::size_t service::stop_pool() {
 }
 
 std::size_t service::max_body(std::string_view path) const {
-  return aivory::max_body(config_, path);  // the route table says (routes.cpp)
+  // The front that claims the path says, from its route table.
+  if (opensandbox::claims(path)) return opensandbox::max_body(config_, path);
+  return aivory::max_body(config_, path);
 }
 
 http_reply service::handle(const http_request& r) {
+  // The OpenSandbox front's paths (/health, /v1/…, /sandboxes…) are its own, with its own
+  // authentication: no Aivory path is among them.
+  if (opensandbox::claims(r.path)) return opensandbox::serve(rooms_->core, r);
   if (r.path == "/healthz") {
     if (r.method != "GET") return detail(405, "Method Not Allowed");
     return healthz();

@@ -32,6 +32,16 @@ struct config {
   // expires this long after its holder's last renewal (every third of it). At least 5.
   std::int64_t instance_lease_s = 15;
   std::string image = "aivory-sandbox:latest";
+  // SANDBOX_IMAGES: more images a request may ask for (OpenSandbox's image.uri), as written,
+  // comma-separated; each must be on the engine already (none is pulled). SANDBOX_IMAGE is
+  // always one of them.
+  std::vector<std::string> images;
+  // SANDBOX_MAX_SANDBOX_TIMEOUT_SECONDS: the longest OpenSandbox `timeout` (its sandbox's
+  // life) a create may ask for; longer is refused (400).
+  std::int64_t max_sandbox_timeout_seconds = 86400;
+  // SANDBOX_HOST_VOLUME_ROOT: an OpenSandbox host volume's path must be <root>/<key>; it
+  // becomes the FUSE workspace of archive key <key> (SANDBOX_WORKSPACE_MODE=fuse only).
+  std::string host_volume_root = "/mnt/aimem";
   std::string memory = "2g";
   std::int64_t memory_bytes = 2LL << 30;
   std::string cpus = "1";
