@@ -12,8 +12,9 @@ namespace {
 std::string node_path() {
   const char* v = std::getenv("DOCKGATE_NODE_PATH");
   if (!v || !*v)
-    FAIL("DOCKGATE_NODE_PATH is not set: scripts/test.sh installs the OpenSandbox SDK "
-         "(scripts/node-clients.sh)");
+    FAIL(
+        "DOCKGATE_NODE_PATH is not set: scripts/test.sh installs the OpenSandbox SDK "
+        "(scripts/node-clients.sh)");
   return v;
 }
 

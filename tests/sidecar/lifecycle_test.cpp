@@ -427,3 +427,29 @@ TEST_CASE("registry: acquire refuses an invalid id, an unknown session and a bus
   CHECK(r.registry.acquire(sid, held) ==
         refusal{refusal_kind::not_found, "session not found or not running"});
 }
+
+TEST_CASE("lifecycle: reconcile adopts a paused session, thawed for its sweep and frozen again",
+          "[lifecycle]") {
+  rig r(no_pool());
+  auto labels = session_labels(sid_of('7'));
+  labels[std::string(metadata_label_prefix) + "team"] = "a";
+  labels[std::string(created_label)] = "1700000000";
+  const std::string paused =
+      r.engine.add_running(std::string(container_prefix) + sid_of('7'), labels);
+  r.engine.set_state(paused, "paused");
+
+  r.lifecycle.reconcile();
+
+  auto s = r.registry.find(sid_of('7'));
+  REQUIRE(s);
+  CHECK(s->paused);
+  CHECK(s->metadata == std::map<std::string, std::string>{{"team", "a"}});
+  CHECK(
+      std::chrono::duration_cast<std::chrono::seconds>(s->created_at.time_since_epoch()).count() ==
+      1700000000);
+  REQUIRE(r.engine.find(paused));
+  CHECK(r.engine.find(paused)->state == "paused");
+  CHECK(r.engine.count("unpause") == 1);
+  CHECK(r.engine.count("pause") == 1);
+  CHECK(r.engine.count("remove") == 0);
+}

@@ -386,7 +386,10 @@ void session_lifecycle::adopt_or_remove(const session_containers::listed& c,
     labelled = record->second;
     adopted_claims.insert(*sid);
   }
-  if (c.state != "running") {
+  // A paused one (a client's pause, session_controls) is a live session: thawed for the
+  // sweep, frozen again after it.
+  const bool paused = c.state == "paused";
+  if (c.state != "running" && !paused) {
     // A stopped session container of an earlier run: its tmpfs workspace went with it.
     // Removed without archiving, so that the last good archive under its key (if any)
     // is not overwritten by an empty one; a FUSE workspace's mount is cleaned.
@@ -395,7 +398,14 @@ void session_lifecycle::adopt_or_remove(const session_containers::listed& c,
     return;
   }
   auto s = session_of_labels(c, *labelled, pooled);
+  const auto timeout = std::chrono::seconds(config_.docker_call_timeout_s);
+  if (paused && engine_.unpause(c.id, timeout).status / 100 != 2) {
+    std::cerr << "dockgate-sidecar: session " << *sid
+              << ": paused and the engine would not thaw it; left as it is" << std::endl;
+    return;
+  }
   if (!settle_adopted(*s)) return;
+  if (paused) s->paused = engine_.pause(c.id, timeout).status / 100 == 2;
   if (s->fuse) s->storage.reset();                  // the bucket is its storage
   s->last_used = std::chrono::steady_clock::now();  // the TTL restarts at boot
   registry_.add(std::move(s));
@@ -405,6 +415,9 @@ namespace {
 // What a client said of the session beside its code (session.hpp), as its labels keep it.
 void read_client_facts(const session_containers::listed& labelled, session& s) {
   if (const std::string* image = label_of(labelled, image_label)) s.image = *image;
+  if (const std::string* at = label_of(labelled, created_label))
+    s.created_at = std::chrono::system_clock::time_point(
+        std::chrono::seconds(std::strtoll(at->c_str(), nullptr, 10)));
   if (const std::string* idle = label_of(labelled, idle_reaped_label)) s.idle_reaped = *idle != "0";
   if (const std::string* at = label_of(labelled, expires_label))
     s.expires_at = std::chrono::system_clock::time_point(
