@@ -17,6 +17,7 @@
 #include "fake_engine.hpp"
 #include "front/opensandbox/execd/execd_routes.hpp"
 #include "front/opensandbox/execd/multipart.hpp"
+#include "front/opensandbox/execd/routes_inside.hpp"
 #include "util/util.hpp"
 
 using namespace dockgate;
@@ -119,8 +120,7 @@ std::string init_id(const std::string& text) {
 
 }  // namespace
 
-TEST_CASE("execd: GET /ping is 200 and empty, what is not served is 501 NOT_SUPPORTED",
-          "[execd]") {
+TEST_CASE("execd: GET /ping is 200 and empty, what is not served is 501 NOT_SUPPORTED", "[execd]") {
   rig r;
   r.add();
   auto ping = r.call("GET", "/ping");
@@ -129,8 +129,9 @@ TEST_CASE("execd: GET /ping is 200 and empty, what is not served is 501 NOT_SUPP
   CHECK(header(ping, "X-Request-ID") == "req-1");
   auto session = r.call("POST", "/session", "{}");
   CHECK(session.status == 501);
-  CHECK(session.body ==
-        R"({"code":"NOT_SUPPORTED","message":"POST /session is not served by dockgate-sidecar yet"})");
+  CHECK(
+      session.body ==
+      R"({"code":"NOT_SUPPORTED","message":"POST /session is not served by dockgate-sidecar yet"})");
   CHECK(r.call("POST", "/code", "{}").status == 501);
   CHECK(r.call("GET", "/metrics/watch").status == 501);
   CHECK(r.call("DELETE", "/ping").status == 501);
@@ -150,21 +151,22 @@ TEST_CASE(
     return exited(0);
   });
   recording s;
-  auto reply = r.call("POST", "/command",
-                      R"({"command":"echo hello","cwd":"/workspace","timeout":1500,"envs":{"A":"b c"}})",
-                      {}, &s);
+  auto reply = r.call(
+      "POST", "/command",
+      R"({"command":"echo hello","cwd":"/workspace","timeout":1500,"envs":{"A":"b c"}})", {}, &s);
   CHECK(reply.streamed);
   CHECK(s.status == 200);
   CHECK(s.type == "text/event-stream");
   CHECK(s.fields == header_fields{{"X-Request-ID", "req-1"}});
   const std::string id = init_id(s.text);
   CHECK(id.size() == 32);
-  CHECK(masked(s.text) == "{\"type\":\"init\",\"text\":\"" + id +
-                              "\",\"timestamp\":0}\n\n"
-                              "{\"type\":\"stdout\",\"text\":\"hello\\n\",\"timestamp\":0}\n\n"
-                              "{\"type\":\"stderr\",\"text\":\"warn \\\"x\\\"\\n\",\"timestamp\":0}\n\n"
-                              "{\"type\":\"stdout\",\"text\":\"bye\\n\",\"timestamp\":0}\n\n"
-                              "{\"type\":\"execution_complete\",\"execution_time\":0,\"timestamp\":0}\n\n");
+  CHECK(masked(s.text) ==
+        "{\"type\":\"init\",\"text\":\"" + id +
+            "\",\"timestamp\":0}\n\n"
+            "{\"type\":\"stdout\",\"text\":\"hello\\n\",\"timestamp\":0}\n\n"
+            "{\"type\":\"stderr\",\"text\":\"warn \\\"x\\\"\\n\",\"timestamp\":0}\n\n"
+            "{\"type\":\"stdout\",\"text\":\"bye\\n\",\"timestamp\":0}\n\n"
+            "{\"type\":\"execution_complete\",\"execution_time\":0,\"timestamp\":0}\n\n");
   REQUIRE(r.execs.size() == 1);
   const auto& e = r.execs[0];
   REQUIRE(e.cmd.size() == 7);
@@ -223,11 +225,13 @@ TEST_CASE(
   auto s = r.add();
   r.answer([](const client::exec_options&) { return exited(0); });
   auto bad = [&](const std::string& body) { return r.call("POST", "/command", body); };
-  CHECK(bad("[]").body == R"({"code":"INVALID_REQUEST_BODY","message":"body is not a JSON object"})");
+  CHECK(bad("[]").body ==
+        R"({"code":"INVALID_REQUEST_BODY","message":"body is not a JSON object"})");
   CHECK(bad("{}").status == 400);
   CHECK(bad(R"({"command":""})").status == 400);
-  CHECK(bad(R"({"command":"id","uid":0})").body ==
-        R"({"code":"INVALID_REQUEST_BODY","message":"uid is not accepted: every command runs as the sandbox's user"})");
+  CHECK(
+      bad(R"({"command":"id","uid":0})").body ==
+      R"({"code":"INVALID_REQUEST_BODY","message":"uid is not accepted: every command runs as the sandbox's user"})");
   CHECK(bad(R"({"command":"id","gid":0})").status == 400);
   CHECK(bad(R"({"command":"id","timeout":0})").status == 400);
   CHECK(bad(R"({"command":"id","timeout":"5"})").status == 400);
@@ -285,8 +289,10 @@ TEST_CASE(
   CHECK(r.execs[0].cmd[7] == "sleep 1");
 
   auto status = r.call("GET", "/command/status/" + id);
-  CHECK(status.body == "{\"id\":\"" + id +
-                           R"(","content":"echo a\nb","running":false,"exit_code":7,"started_at":"2026-12-07T11:00:00Z","finished_at":"2026-12-07T11:00:01Z"})");
+  CHECK(
+      status.body ==
+      "{\"id\":\"" + id +
+          R"(","content":"echo a\nb","running":false,"exit_code":7,"started_at":"2026-12-07T11:00:00Z","finished_at":"2026-12-07T11:00:01Z"})");
   auto logs = r.call("GET", "/command/" + id + "/logs", {}, "cursor=2");
   CHECK(logs.body == "l2\nl3\npart");
   CHECK(logs.content_type == "text/plain; charset=utf-8");
@@ -314,8 +320,9 @@ TEST_CASE("execd GET /command/status: a running command's exit_code is null, no 
   r.answer([](const client::exec_options&) {
     return exited(0, "1\n\n2026-12-07T11:00:00Z\n\nsleep 100");
   });
-  CHECK(r.call("GET", "/command/status/abc").body ==
-        R"({"id":"abc","content":"sleep 100","running":true,"exit_code":null,"started_at":"2026-12-07T11:00:00Z"})");
+  CHECK(
+      r.call("GET", "/command/status/abc").body ==
+      R"({"id":"abc","content":"sleep 100","running":true,"exit_code":null,"started_at":"2026-12-07T11:00:00Z"})");
 }
 
 TEST_CASE("execd GET /metrics: the container's cgroup read through an exec", "[execd]") {
@@ -325,14 +332,16 @@ TEST_CASE("execd GET /metrics: the container's cgroup read through an exec", "[e
     return exited(0, "8 200000 100000 1000000 1050000 536870912 134217728 16000000\n");
   });
   auto m = r.call("GET", "/metrics");
-  CHECK(std::regex_replace(m.body, std::regex("\"timestamp\":[0-9]+"), "\"timestamp\":0") ==
-        R"({"cpu_count":2,"cpu_used_pct":25.00,"mem_total_mib":512.00,"mem_used_mib":128.00,"timestamp":0})");
+  CHECK(
+      std::regex_replace(m.body, std::regex("\"timestamp\":[0-9]+"), "\"timestamp\":0") ==
+      R"({"cpu_count":2,"cpu_used_pct":25.00,"mem_total_mib":512.00,"mem_used_mib":128.00,"timestamp":0})");
   CHECK(r.execs[0].user == "1000:1000");
   r.answer([](const client::exec_options&) {
     return exited(0, "4 max 100000 0 10000 max 1048576 2097152\n");
   });
   auto unlimited = r.call("GET", "/metrics");
-  CHECK(unlimited.body.find(R"("cpu_count":4,"cpu_used_pct":2.50,"mem_total_mib":2048.00,"mem_used_mib":1.00)") !=
+  CHECK(unlimited.body.find(
+            R"("cpu_count":4,"cpu_used_pct":2.50,"mem_total_mib":2048.00,"mem_used_mib":1.00)") !=
         std::string::npos);
 }
 
@@ -367,20 +376,23 @@ TEST_CASE(
   rig r;
   r.add();
   run_on_host(r);
-  auto ok = r.call("POST", "/command", R"({"command":"echo $A; pwd","cwd":"/tmp","envs":{"A":"x"}})");
+  auto ok =
+      r.call("POST", "/command", R"({"command":"echo $A; pwd","cwd":"/tmp","envs":{"A":"x"}})");
   CHECK(masked(ok.body).find(R"({"type":"stdout","text":"x\n/tmp\n","timestamp":0})") !=
         std::string::npos);
   CHECK(ok.body.find("execution_complete") != std::string::npos);
   auto nocwd = r.call("POST", "/command", R"({"command":"echo never","cwd":"/nonexistent-dir"})");
   CHECK(nocwd.body.find("never") == std::string::npos);
-  CHECK(nocwd.body.find(R"("evalue":"cwd /nonexistent-dir: no such directory")") != std::string::npos);
+  CHECK(nocwd.body.find(R"("evalue":"cwd /nonexistent-dir: no such directory")") !=
+        std::string::npos);
 
-  const auto mark = std::filesystem::temp_directory_path() /
-                    ("dg-execd-" + std::to_string(::getpid()));
+  const auto mark =
+      std::filesystem::temp_directory_path() / ("dg-execd-" + std::to_string(::getpid()));
   std::filesystem::remove(mark);
   const auto begun = std::chrono::steady_clock::now();
-  auto slow = r.call("POST", "/command",
-                     R"({"command":"(sleep 2; touch )" + mark.string() + R"() & sleep 30","timeout":300})");
+  auto slow =
+      r.call("POST", "/command",
+             R"({"command":"(sleep 2; touch )" + mark.string() + R"() & sleep 30","timeout":300})");
   const auto took = std::chrono::steady_clock::now() - begun;
   CHECK(took < std::chrono::seconds(5));
   CHECK(slow.body.find(R"("evalue":"137")") != std::string::npos);
@@ -395,8 +407,8 @@ TEST_CASE(
   rig r;
   r.add();
   run_on_host(r);
-  auto started = r.call("POST", "/command",
-                        R"({"command":"echo one; echo two; sleep 30","background":true})");
+  auto started =
+      r.call("POST", "/command", R"({"command":"echo one; echo two; sleep 30","background":true})");
   const std::string id = init_id(started.body);
   REQUIRE(!id.empty());
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
@@ -414,8 +426,9 @@ TEST_CASE(
   auto quick = r.call("POST", "/command", R"({"command":"exit 4","background":true})");
   const std::string quick_id = init_id(quick.body);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  CHECK(r.call("GET", "/command/status/" + quick_id).body.find(R"("running":false,"exit_code":4)") !=
-        std::string::npos);
+  CHECK(
+      r.call("GET", "/command/status/" + quick_id).body.find(R"("running":false,"exit_code":4)") !=
+      std::string::npos);
   std::filesystem::remove_all("/tmp/.dockgate-commands/" + id);
   std::filesystem::remove_all("/tmp/.dockgate-commands/" + quick_id);
 }
@@ -453,8 +466,7 @@ TEST_CASE("execd multipart: the SDK's upload body, parts in order with names and
 
 TEST_CASE("execd multipart: truncated, mismatched, malformed and oversized bodies are errors",
           "[execd][multipart]") {
-  const std::string part =
-      "--XY\r\nContent-Disposition: form-data; name=\"file\"\r\n\r\nDATA\r\n";
+  const std::string part = "--XY\r\nContent-Disposition: form-data; name=\"file\"\r\n\r\nDATA\r\n";
   CHECK(execd::parse_multipart(part + "--XY--", "XY").error.empty());
   CHECK(execd::parse_multipart(part, "XY").error == "multipart body cut inside a part");
   CHECK(execd::parse_multipart(part + "--X", "XY").error == "multipart body cut inside a part");
@@ -479,4 +491,234 @@ TEST_CASE("execd multipart: truncated, mismatched, malformed and oversized bodie
   small = {};
   small.max_header_bytes = 10;
   CHECK(execd::parse_multipart(part + "--XY--", "XY", small).too_large);
+}
+
+// ---- files ----
+
+namespace {
+
+std::string upload_body(const std::vector<std::pair<std::string, std::string>>& pairs,
+                        bool file_first = false) {
+  std::string b;
+  for (const auto& [meta, data] : pairs) {
+    const std::string m =
+        "--B0\r\nContent-Disposition: form-data; name=\"metadata\"; filename=\"metadata\"\r\n"
+        "Content-Type: application/json\r\n\r\n" +
+        meta + "\r\n";
+    const std::string f =
+        "--B0\r\nContent-Disposition: form-data; name=\"file\"; filename=\"x\"\r\n\r\n" + data +
+        "\r\n";
+    b += file_first ? f + m : m + f;
+  }
+  return b + "--B0--\r\n";
+}
+
+http_reply upload(rig& r, const std::string& body) {
+  http_request q;
+  q.method = "POST";
+  q.path = "/files/upload";
+  q.body = body;
+  q.fields.push_back({"content-type", "multipart/form-data; boundary=B0"});
+  return execd::serve(*r.core, q, sbx, "/files/upload");
+}
+
+http_reply with_range(rig& r, const std::string& query, const std::string& range) {
+  http_request q;
+  q.method = "GET";
+  q.path = "/files/download";
+  q.query = query;
+  if (!range.empty()) q.fields.push_back({"range", range});
+  return execd::serve(*r.core, q, sbx, "/files/download");
+}
+
+}  // namespace
+
+TEST_CASE("execd Range: one range a-b or a- is read, anything else is ignored", "[execd][files]") {
+  auto range = [](std::string_view h) { return execd::parse_range(h); };
+  CHECK(range("bytes=0-4")->first == 0);
+  CHECK(range("bytes=0-4")->last == 4);
+  CHECK(range("bytes=7-")->first == 7);
+  CHECK(!range("bytes=7-")->last);
+  CHECK(!range("bytes=-5"));
+  CHECK(!range("bytes=5-4"));
+  CHECK(!range("bytes=0-1,3-4"));
+  CHECK(!range("items=0-4"));
+  CHECK(!range("bytes=a-b"));
+  CHECK(!range("bytes=1"));
+  CHECK(!range("bytes=99999999999999999999-"));
+}
+
+TEST_CASE(
+    "execd POST /files/upload: metadata and file parts paired in order, each written by the "
+    "workspace script as the session user; bad bodies are 400 before any exec",
+    "[execd][files]") {
+  rig r;
+  r.add();
+  r.answer([](const client::exec_options& o) {
+    if (o.cmd[5] == "denied") return exited(8);
+    return exited(0);
+  });
+  auto ok = upload(r, upload_body({{R"({"path":"/workspace/a/b.txt","mode":640})", "DATA"},
+                                   {R"({"path":"c.txt","owner":"1000"})", ""}}));
+  CHECK(ok.status == 200);
+  CHECK(ok.body.empty());
+  REQUIRE(r.execs.size() == 2);
+  CHECK(r.execs[0].cmd[0] == "python3");
+  CHECK(r.execs[0].user == "1000:1000");
+  CHECK(std::vector<std::string>(r.execs[0].cmd.begin() + 4, r.execs[0].cmd.end()) ==
+        std::vector<std::string>{"write", "a/b.txt", std::to_string(r.cfg.max_upload_bytes), "640",
+                                 "", ""});
+  CHECK(r.execs[0].stdin_data == "DATA");
+  CHECK(r.execs[1].cmd[5] == "c.txt");
+  CHECK(r.execs[1].cmd[8] == "1000");
+
+  auto bad = [&](const std::string& body) { return upload(r, body); };
+  r.execs.clear();
+  CHECK(bad(upload_body({{R"({"path":"/etc/passwd"})", "x"}})).body ==
+        R"({"code":"INVALID_REQUEST_BODY","message":"path must be under /workspace"})");
+  CHECK(bad(upload_body({{R"({"path":"/workspace/../etc/x"})", "x"}})).status == 400);
+  CHECK(bad(upload_body({{R"({"path":"a","mode":981})", "x"}})).status == 400);
+  CHECK(
+      bad(upload_body({{R"({"nopath":1})", "x"}})).body ==
+      R"({"code":"INVALID_FILE_METADATA","message":"metadata must be a JSON object with a path"})");
+  CHECK(bad(upload_body({{R"({"path":"a","mode":"755"})", "x"}})).status == 400);
+  std::string unpaired = upload_body({{R"({"path":"a"})", "x"}});
+  unpaired.insert(unpaired.size() - 8,
+                  "--B0\r\nContent-Disposition: form-data; name=\"file\"\r\n\r\ny\r\n");
+  CHECK(bad(unpaired).body ==
+        R"({"code":"INVALID_FILE","message":"the metadata and file parts must come in pairs"})");
+  std::string cut = upload_body({{R"({"path":"a"})", "x"}});
+  CHECK(bad(cut.substr(0, cut.size() - 10)).status == 400);
+  http_request json;
+  json.method = "POST";
+  json.body = "{}";
+  json.fields.push_back({"content-type", "application/json"});
+  CHECK(execd::serve(*r.core, json, sbx, "/files/upload").status == 400);
+  CHECK(r.execs.empty());
+  CHECK(bad(upload_body({{R"({"path":"denied","owner":"root"})", "x"}})).status == 400);
+  r.cfg.max_upload_bytes = 3;
+  CHECK(bad(upload_body({{R"({"path":"a"})", "four"}})).status == 413);
+}
+
+TEST_CASE(
+    "execd GET /files/download: the whole file 200, one range 206 with Content-Range, past "
+    "the end 416, a missing file 404 FILE_NOT_FOUND",
+    "[execd][files]") {
+  rig r;
+  r.add();
+  r.answer([](const client::exec_options& o) {
+    if (o.cmd[5] == "gone") return exited(2);
+    if (o.cmd[7] == "50") {
+      auto e = exited(9);
+      e.stderr_data = "10";
+      return e;
+    }
+    if (o.cmd[7].empty()) return exited(0, "10 0 9\n0123456789");
+    return exited(0, "10 2 4\n234");
+  });
+  auto whole = with_range(r, "path=%2Fworkspace%2Fd%2Ff.bin", "");
+  CHECK(whole.status == 200);
+  CHECK(whole.body == "0123456789");
+  CHECK(whole.content_type == "application/octet-stream");
+  CHECK(header(whole, "Content-Disposition") == "attachment; filename=\"f.bin\"");
+  CHECK(r.execs[0].cmd[5] == "d/f.bin");
+  auto part = with_range(r, "path=/workspace/d/f.bin", "bytes=2-4");
+  CHECK(part.status == 206);
+  CHECK(part.body == "234");
+  CHECK(header(part, "Content-Range") == "bytes 2-4/10");
+  CHECK(r.execs[1].cmd[7] == "2");
+  CHECK(r.execs[1].cmd[8] == "4");
+  auto past = with_range(r, "path=/workspace/f", "bytes=50-");
+  CHECK(past.status == 416);
+  CHECK(header(past, "Content-Range") == "bytes */10");
+  CHECK(with_range(r, "path=/workspace/gone", "").body ==
+        R"({"code":"FILE_NOT_FOUND","message":"file not found: /workspace/gone"})");
+  CHECK(with_range(r, "", "").body ==
+        R"({"code":"MISSING_QUERY","message":"missing query parameter path"})");
+  CHECK(with_range(r, "path=/etc/passwd", "").status == 400);
+  CHECK(with_range(r, "path=/workspace/f&offset=1", "").status == 501);
+}
+
+namespace {
+
+// The workspace script run by the host's python3 on a temporary directory in place of
+// /workspace (its paths mapped back in what it prints).
+struct host_workspace {
+  std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("dg-execd-ws-" + std::to_string(::getpid()));
+  explicit host_workspace(rig& r) {
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    const std::string root = dir.string();
+    r.answer([root](const client::exec_options& o) {
+      std::vector<std::string> cmd = o.cmd;
+      cmd[3] = std::regex_replace(cmd[3], std::regex("'/workspace"), "'" + root);
+      std::vector<std::string> argv{"sh", "-c", "printf '%s' \"$0\" | exec \"$@\"", o.stdin_data};
+      argv.insert(argv.end(), cmd.begin(), cmd.end());
+      auto out = run_command(argv, std::chrono::seconds(20));
+      auto res = exited(out.exit_code, std::regex_replace(out.out, std::regex(root), "/workspace"));
+      res.stderr_data = out.err;
+      return res;
+    });
+  }
+  ~host_workspace() { std::filesystem::remove_all(dir); }
+};
+
+}  // namespace
+
+TEST_CASE(
+    "execd files on a real python3: upload with mode, ranged download, info, directories "
+    "made, listed and deleted, symlinks refused and never followed",
+    "[execd][files]") {
+  rig r;
+  r.add();
+  host_workspace ws(r);
+  namespace fs = std::filesystem;
+  CHECK(upload(r, upload_body({{R"({"path":"/workspace/d/f.txt","mode":600})", "hello world"}}))
+            .status == 200);
+  CHECK((fs::status(ws.dir / "d/f.txt").permissions() & fs::perms::all) ==
+        (fs::perms::owner_read | fs::perms::owner_write));
+  auto part = with_range(r, "path=/workspace/d/f.txt", "bytes=6-");
+  CHECK(part.status == 206);
+  CHECK(part.body == "world");
+  CHECK(header(part, "Content-Range") == "bytes 6-10/11");
+  CHECK(with_range(r, "path=/workspace/d/f.txt", "bytes=11-").status == 416);
+
+  auto info = r.call("GET", "/files/info", {}, "path=/workspace/d/f.txt&path=d");
+  CHECK(info.status == 200);
+  CHECK(info.body.find(
+            R"("/workspace/d/f.txt":{"path":"/workspace/d/f.txt","type":"file","size":11,)") !=
+        std::string::npos);
+  CHECK(info.body.find(R"("mode":600})") != std::string::npos);
+  CHECK(info.body.find(R"("d":{"path":"/workspace/d","type":"directory")") != std::string::npos);
+  CHECK(r.call("GET", "/files/info", {}, "path=/workspace/none").status == 404);
+
+  CHECK(r.call("POST", "/directories", R"({"/workspace/d/e/f":{"mode":700}})").status == 200);
+  CHECK((fs::status(ws.dir / "d/e/f").permissions() & fs::perms::all) == fs::perms::owner_all);
+  fs::create_symlink("/etc", ws.dir / "d/link");
+  auto listed = r.call("GET", "/directories/list", {}, "path=/workspace/d&depth=2");
+  CHECK(listed.status == 200);
+  const auto e = listed.body.find("\"/workspace/d/e\"");
+  const auto ef = listed.body.find("\"/workspace/d/e/f\"");
+  const auto f = listed.body.find("\"/workspace/d/f.txt\"");
+  const auto l = listed.body.find(R"("/workspace/d/link","type":"symlink")");
+  CHECK((e < ef && ef < f && f < l && l != std::string::npos));
+  CHECK(listed.body.find("passwd") == std::string::npos);
+  CHECK(r.call("GET", "/directories/list", {}, "path=/workspace/d/link").status == 400);
+
+  // Through the symlink: refused, never followed.
+  CHECK(upload(r, upload_body({{R"({"path":"/workspace/d/link/x"})", "x"}})).status == 400);
+  CHECK(with_range(r, "path=/workspace/d/link/passwd", "").status == 400);
+  CHECK(r.call("DELETE", "/directories", {}, "path=/workspace/d/link").status == 400);
+  CHECK(upload(r, upload_body({{R"({"path":"/workspace/d/g","owner":"nobody"})", "x"}})).status ==
+        400);
+  CHECK(!fs::exists(ws.dir / "d/g"));
+
+  CHECK(r.call("DELETE", "/files", {}, "path=/workspace/d").status == 400);  // a directory
+  CHECK(r.call("DELETE", "/files", {}, "path=/workspace/d/f.txt").status == 200);
+  CHECK(!fs::exists(ws.dir / "d/f.txt"));
+  CHECK(r.call("DELETE", "/directories", {}, "path=/workspace").status == 400);
+  CHECK(r.call("DELETE", "/directories", {}, "path=/workspace/d").status == 200);
+  CHECK(!fs::exists(ws.dir / "d"));
+  CHECK(fs::exists("/etc/passwd"));
 }

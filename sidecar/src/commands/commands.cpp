@@ -192,7 +192,7 @@ outcome<command_finished> commands::run(const command_run& r, command_events& ev
   events.started(id);
   marker_filter filter{events, false, {}};
   client::exec_options o;
-  o.cmd = {"sh", "-c", std::string(foreground_script), "sh", r.cwd, seconds_of(r.timeout_ms),
+  o.cmd = {"sh",     "-c", std::string(foreground_script), "sh", r.cwd, seconds_of(r.timeout_ms),
            r.command};
   o.env = env_of(r.envs);
   o.user = session_user;
@@ -204,8 +204,8 @@ outcome<command_finished> commands::run(const command_run& r, command_events& ev
   const auto begun = std::chrono::steady_clock::now();
   auto done = engine_.exec(container.value(), o);
   command_finished f;
-  f.took =
-      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - begun);
+  f.took = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                                 begun);
   f.exit_code = done.exit_code;
   if (!done.started) {
     f.start_error = "exec failed: " + done.error;
@@ -214,8 +214,8 @@ outcome<command_finished> commands::run(const command_run& r, command_events& ev
   } else if (!filter.held.empty()) {
     events.output(2, filter.held);
   }
-  f.timed_out = done.timed_out ||
-                (r.timeout_ms && done.exit_code == 137 && f.took.count() >= *r.timeout_ms);
+  f.timed_out =
+      done.timed_out || (r.timeout_ms && done.exit_code == 137 && f.took.count() >= *r.timeout_ms);
   return f;
 }
 
@@ -228,7 +228,8 @@ outcome<std::string> commands::start(const command_run& r) const {
                     seconds_of(r.timeout_ms), r.command},
                    30s, env_of(r.envs));
   if (!done.started) return refuse(refusal_kind::engine_failed, "exec failed: " + done.error);
-  if (done.exit_code == cwd_exit) return refuse(refusal_kind::invalid, "cwd " + r.cwd + ": no such directory");
+  if (done.exit_code == cwd_exit)
+    return refuse(refusal_kind::invalid, "cwd " + r.cwd + ": no such directory");
   if (done.exit_code != 0)
     return refuse(refusal_kind::failed, "background start failed: " + done.stderr_data);
   return id;
@@ -242,12 +243,14 @@ outcome<command_status> commands::status(const std::string& session_id,
   auto done = exec(container.value(), {"sh", "-c", std::string(status_script), "sh", id}, 30s);
   if (!done.started) return refuse(refusal_kind::engine_failed, "exec failed: " + done.error);
   if (done.exit_code == unknown_exit) return refuse(refusal_kind::not_found, "command not found");
-  if (done.exit_code != 0) return refuse(refusal_kind::failed, "status failed: " + done.stderr_data);
+  if (done.exit_code != 0)
+    return refuse(refusal_kind::failed, "status failed: " + done.stderr_data);
   std::string_view out = done.stdout_data;
   command_status st;
   st.id = id;
   st.running = next_line(out) == "1";
-  if (auto code = next_line(out); !code.empty()) st.exit_code = std::strtoll(code.c_str(), nullptr, 10);
+  if (auto code = next_line(out); !code.empty())
+    st.exit_code = std::strtoll(code.c_str(), nullptr, 10);
   st.started_at = next_line(out);
   st.finished_at = next_line(out);
   st.content = std::string(out);
@@ -275,8 +278,7 @@ outcome<command_logs> commands::logs(const std::string& session_id, const std::s
   return l;
 }
 
-outcome<command_killed> commands::kill(const std::string& session_id,
-                                       const std::string& id) const {
+outcome<command_killed> commands::kill(const std::string& session_id, const std::string& id) const {
   if (!valid_command_id(id)) return refuse(refusal_kind::not_found, "command not found");
   auto container = container_of(session_id);
   if (!container) return container.error();

@@ -23,7 +23,7 @@ class session_registry;
 struct command_run {
   std::string session_id;
   std::string command;
-  std::string cwd;                        // "": the container's working directory
+  std::string cwd;                         // "": the container's working directory
   std::optional<std::int64_t> timeout_ms;  // >= 1; none: no limit of its own
   std::map<std::string, std::string> envs;
 };

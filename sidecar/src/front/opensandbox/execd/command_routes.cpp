@@ -38,7 +38,8 @@ parsed_command parse_command(const std::string& body, const std::string& sandbox
   p.run.command = std::string(s);
   simdjson::dom::element v;
   if (doc.at_key("cwd").get(v) == simdjson::SUCCESS && !v.is_null()) {
-    if (v.get_string().get(s) != simdjson::SUCCESS) return p.error = bad_request("cwd must be a string"), p;
+    if (v.get_string().get(s) != simdjson::SUCCESS)
+      return p.error = bad_request("cwd must be a string"), p;
     p.run.cwd = std::string(s);
   }
   if (doc.at_key("background").get(v) == simdjson::SUCCESS && !v.is_null() &&
@@ -60,8 +61,8 @@ parsed_command parse_command(const std::string& body, const std::string& sandbox
     if (v.get_object().get(envs) != simdjson::SUCCESS)
       return p.error = bad_request("envs must be an object of strings"), p;
     for (auto [k, val] : envs) {
-      if (k.empty() || k.find('=') != std::string_view::npos || k.find('\0') != std::string_view::npos ||
-          val.get_string().get(s) != simdjson::SUCCESS)
+      if (k.empty() || k.find('=') != std::string_view::npos ||
+          k.find('\0') != std::string_view::npos || val.get_string().get(s) != simdjson::SUCCESS)
         return p.error = bad_request("envs must map names (no '=') to strings"), p;
       p.run.envs[std::string(k)] = std::string(s);
     }

@@ -37,8 +37,8 @@ std::vector<std::string> query_values(std::string_view query, std::string_view k
     const auto eq = pair.find('=');
     auto name = common::percent_decode_query(pair.substr(0, eq));
     if (!name || *name != key) continue;
-    auto value = common::percent_decode_query(
-        eq == std::string_view::npos ? std::string_view{} : pair.substr(eq + 1));
+    auto value = common::percent_decode_query(eq == std::string_view::npos ? std::string_view{}
+                                                                           : pair.substr(eq + 1));
     if (value) out.push_back(std::move(*value));
   }
   return out;

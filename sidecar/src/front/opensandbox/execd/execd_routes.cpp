@@ -13,7 +13,9 @@ namespace {
 
 using handler = http_reply (*)(call&);
 
-http_reply ping(call&) { return empty_ok(); }
+http_reply ping(call&) {
+  return empty_ok();
+}
 
 const route_table<handler>& routes() {
   static const route_table<handler> table({
@@ -23,6 +25,13 @@ const route_table<handler>& routes() {
       {"GET", "/command/status/{id}", command_status},
       {"GET", "/command/{id}/logs", command_logs},
       {"GET", "/metrics", metrics},
+      {"POST", "/files/upload", upload_files},
+      {"GET", "/files/download", download_file},
+      {"GET", "/files/info", file_info_of},
+      {"DELETE", "/files", delete_files},
+      {"POST", "/directories", make_directories},
+      {"DELETE", "/directories", delete_directories},
+      {"GET", "/directories/list", list_directory},
   });
   return table;
 }

@@ -2,6 +2,10 @@
 // The execd front's handlers, one per route of execd_routes.cpp's table. Internal to the
 // sidecar library.
 
+#include <optional>
+#include <string_view>
+
+#include "files/sandbox_files.hpp"
 #include "front/opensandbox/execd/execd_kit.hpp"
 
 namespace dockgate::sidecar::opensandbox::execd {
@@ -19,5 +23,17 @@ http_reply command_status(call& c);
 http_reply command_logs(call& c);
 http_reply interrupt_command(call& c);
 http_reply metrics(call& c);
+
+// file_routes.cpp
+http_reply upload_files(call& c);
+http_reply download_file(call& c);
+http_reply file_info_of(call& c);
+http_reply delete_files(call& c);
+http_reply make_directories(call& c);
+http_reply delete_directories(call& c);
+http_reply list_directory(call& c);
+// A Range field's single range "bytes=a-b" or "bytes=a-"; nullopt for anything else
+// (ignored: the whole file is sent).
+std::optional<byte_range> parse_range(std::string_view header);
 
 }  // namespace dockgate::sidecar::opensandbox::execd
