@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <regex>
 #include <string>
@@ -721,4 +722,66 @@ TEST_CASE(
   CHECK(r.call("DELETE", "/directories", {}, "path=/workspace/d").status == 200);
   CHECK(!fs::exists(ws.dir / "d"));
   CHECK(fs::exists("/etc/passwd"));
+}
+
+TEST_CASE(
+    "execd file edits on a real python3: permissions, mv, search by glob, replace with its "
+    "counts, none through a symlink",
+    "[execd][files]") {
+  rig r;
+  r.add();
+  host_workspace ws(r);
+  namespace fs = std::filesystem;
+  fs::create_directories(ws.dir / "src/sub");
+  std::ofstream(ws.dir / "src/a.py") << "x = 1\nx = 2\n";
+  std::ofstream(ws.dir / "src/sub/b.py") << "y\n";
+  std::ofstream(ws.dir / "src/c.txt") << "z\n";
+  fs::create_symlink("/etc", ws.dir / "src/etc");
+
+  CHECK(r.call("POST", "/files/permissions", R"({"/workspace/src/a.py":{"mode":700}})").status ==
+        200);
+  CHECK((fs::status(ws.dir / "src/a.py").permissions() & fs::perms::all) == fs::perms::owner_all);
+  CHECK(r.call("POST", "/files/permissions", R"({"/workspace/src/etc":{"mode":777}})").status ==
+        400);
+  CHECK(r.call("POST", "/files/permissions", R"({"/workspace/src/a.py":{"owner":"nobody"}})")
+            .status == 400);
+  CHECK(r.call("POST", "/files/permissions", R"({"/workspace/src/a.py":{"mode":"7"}})").status ==
+        400);
+
+  auto py = r.call("GET", "/files/search", {}, "path=/workspace/src&pattern=*.py");
+  CHECK(py.status == 200);
+  CHECK(py.body.find("\"/workspace/src/a.py\"") != std::string::npos);
+  CHECK(py.body.find("\"/workspace/src/sub/b.py\"") != std::string::npos);
+  CHECK(py.body.find("c.txt") == std::string::npos);
+  CHECK(py.body.find("passwd") == std::string::npos);
+  auto all = r.call("GET", "/files/search", {}, "path=/workspace/src");
+  CHECK(all.body.find("c.txt") != std::string::npos);
+
+  auto counts = r.call("POST", "/files/replace", R"({"/workspace/src/a.py":{"old":"x","new":"w"}})",
+                       "verbose=true");
+  CHECK(counts.body == R"({"/workspace/src/a.py":{"replacedCount":2}})");
+  std::ifstream in(ws.dir / "src/a.py");
+  CHECK(std::string(std::istreambuf_iterator<char>(in), {}) == "w = 1\nw = 2\n");
+  auto quiet = r.call("POST", "/files/replace", R"({"/workspace/src/a.py":{"old":"w","new":"v"}})");
+  CHECK(quiet.status == 200);
+  CHECK(quiet.body.empty());
+  CHECK(
+      r.call("POST", "/files/replace", R"({"/workspace/src/a.py":{"old":"","new":"v"}})").status ==
+      400);
+  CHECK(r.call("POST", "/files/replace", R"({"/workspace/src/etc/passwd":{"old":"r","new":"v"}})")
+            .status == 400);
+
+  CHECK(
+      r.call("POST", "/files/mv", R"([{"src":"/workspace/src/c.txt","dest":"/workspace/c2.txt"}])")
+          .status == 200);
+  CHECK(fs::exists(ws.dir / "c2.txt"));
+  CHECK(
+      r.call("POST", "/files/mv", R"([{"src":"/workspace/c2.txt","dest":"/workspace/src/etc/x"}])")
+          .status == 400);
+  CHECK(r.call("POST", "/files/mv", R"([{"src":"/workspace/c2.txt","dest":"/tmp/x"}])").status ==
+        400);
+  CHECK(
+      r.call("POST", "/files/mv", R"([{"src":"/workspace/none","dest":"/workspace/y"}])").status ==
+      404);
+  CHECK(fs::exists(ws.dir / "c2.txt"));
 }

@@ -128,7 +128,57 @@ def removed(rel, directory):
     d = opendir(parts[:-1])
     try: rmtree(d, parts[-1])
     except OSError as e: fail(e)
+def chmod(rel, mode, owner, group):
+    mine(owner, group)
+    parts = parts_of(rel)
+    st = lstat_at(parts)
+    if stat.S_ISLNK(st.st_mode): end(5, 'a symlink')
+    if not (stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode)): end(3, 'not a file or directory')
+    f = opendir(parts) if stat.S_ISDIR(st.st_mode) else opened(parts, os.O_RDONLY)
+    if int(mode): os.fchmod(f, int(mode, 8))
+def move(src, dest):
+    s, t = parts_of(src), parts_of(dest)
+    if not s or not t: end(3, 'not /workspace itself')
+    lstat_at(s)
+    try: os.rename(s[-1], t[-1], src_dir_fd=opendir(s[:-1]), dst_dir_fd=opendir(t[:-1]))
+    except OSError as e: fail(e)
+def search(rel, pattern, limit):
+    import fnmatch
+    parts = parts_of(rel)
+    if not stat.S_ISDIR(lstat_at(parts).st_mode): end(3, 'not a directory')
+    root, left = '/workspace' + ('/' + rel if rel else ''), [int(limit)]
+    def visit(d, sub, depth):
+        for n in sorted(os.listdir(d)):
+            if left[0] <= 0 or depth > 64: return
+            st = os.stat(n, dir_fd=d, follow_symlinks=False); path = sub + n
+            if stat.S_ISDIR(st.st_mode):
+                fd = os.open(n, ND, dir_fd=d); visit(fd, path + '/', depth + 1); os.close(fd)
+            elif pattern in ('', '**', '*') or fnmatch.fnmatchcase(path if '/' in pattern else n, pattern):
+                record(root + '/' + path, st); left[0] -= 1
+    try: visit(opendir(parts), '', 1)
+    except OSError as e: fail(e)
+def replace(rel, limit, old, new):
+    f = opened(parts_of(rel), os.O_RDWR)
+    if os.fstat(f).st_size > int(limit): end(4, 'too large')
+    os.set_blocking(f, True)
+    data, chunks = b'', []
+    while True:
+        b = os.read(f, 1 << 16)
+        if not b: break
+        chunks.append(b)
+    data = b''.join(chunks); o, n = os.fsencode(old), os.fsencode(new)
+    count = data.count(o)
+    if count:
+        data = data.replace(o, n)
+        if len(data) > int(limit): end(4, 'too large')
+        os.lseek(f, 0, 0); os.ftruncate(f, 0); view = memoryview(data)
+        while view: view = view[os.write(f, view):]
+    out.write(str(count).encode())
 if op == 'write': write(*args)
+elif op == 'chmod': chmod(*args)
+elif op == 'mv': move(*args)
+elif op == 'search': search(*args)
+elif op == 'replace': replace(*args)
 elif op == 'read': read(*args)
 elif op == 'info':
     for rel in args: record('/workspace' + ('/' + rel if rel else ''), lstat_at(parts_of(rel)))
@@ -272,7 +322,8 @@ outcome<std::vector<file_info>> sandbox_files::info(const std::string& session_i
   }
   auto done = run(session_id, std::move(args));
   if (!done) return done.error();
-  if (auto r = workspace_refusal(done->exit_code, paths.size() == 1 ? paths[0] : "a path", done->err))
+  if (auto r =
+          workspace_refusal(done->exit_code, paths.size() == 1 ? paths[0] : "a path", done->err))
     return *r;
   return records(done->out);
 }
@@ -314,14 +365,60 @@ outcome<std::vector<file_info>> sandbox_files::list(const std::string& session_i
   auto rel = relative(path);
   if (!rel) return refuse(refusal_kind::invalid, "path must be under /workspace");
   if (depth < 1) return refuse(refusal_kind::invalid, "depth must be >= 1");
-  auto done = run(session_id, {"list", *rel, std::to_string(std::min(depth, 64)),
-                               std::to_string(max_listed)});
+  auto done = run(session_id,
+                  {"list", *rel, std::to_string(std::min(depth, 64)), std::to_string(max_listed)});
   if (!done) return done.error();
   if (auto r = workspace_refusal(done->exit_code, path, done->err)) return *r;
   auto listed = records(done->out);
   std::sort(listed.begin(), listed.end(),
             [](const file_info& a, const file_info& b) { return a.path < b.path; });
   return listed;
+}
+
+outcome<files_done> sandbox_files::set_permissions(const std::string& session_id,
+                                                   const file_permissions& p) const {
+  auto rel = relative(p.path);
+  if (!rel) return refuse(refusal_kind::invalid, "path must be under /workspace");
+  if (!valid_mode(p.mode)) return refuse(refusal_kind::invalid, "mode must be octal digits (755)");
+  auto done = run(session_id, {"chmod", *rel, std::to_string(p.mode), p.owner, p.group});
+  if (!done) return done.error();
+  if (auto r = workspace_refusal(done->exit_code, p.path, done->err)) return *r;
+  return files_done{};
+}
+
+outcome<files_done> sandbox_files::move(const std::string& session_id, const std::string& src,
+                                        const std::string& dest) const {
+  auto from = relative(src);
+  auto to = relative(dest);
+  if (!from || !to) return refuse(refusal_kind::invalid, "paths must be under /workspace");
+  auto done = run(session_id, {"mv", *from, *to});
+  if (!done) return done.error();
+  if (auto r = workspace_refusal(done->exit_code, src + " -> " + dest, done->err)) return *r;
+  return files_done{};
+}
+
+outcome<std::vector<file_info>> sandbox_files::search(const std::string& session_id,
+                                                      const std::string& path,
+                                                      const std::string& pattern) const {
+  auto rel = relative(path);
+  if (!rel) return refuse(refusal_kind::invalid, "path must be under /workspace");
+  auto done = run(session_id, {"search", *rel, pattern, std::to_string(max_listed)});
+  if (!done) return done.error();
+  if (auto r = workspace_refusal(done->exit_code, path, done->err)) return *r;
+  return records(done->out);
+}
+
+outcome<std::int64_t> sandbox_files::replace(const std::string& session_id, const std::string& path,
+                                             const std::string& old_text,
+                                             const std::string& new_text) const {
+  auto rel = relative(path);
+  if (!rel) return refuse(refusal_kind::invalid, "path must be under /workspace");
+  if (old_text.empty()) return refuse(refusal_kind::invalid, "old must not be empty");
+  auto done = run(session_id,
+                  {"replace", *rel, std::to_string(config_.max_upload_bytes), old_text, new_text});
+  if (!done) return done.error();
+  if (auto r = workspace_refusal(done->exit_code, path, done->err)) return *r;
+  return static_cast<std::int64_t>(std::strtoll(done->out.c_str(), nullptr, 10));
 }
 
 }  // namespace dockgate::sidecar

@@ -53,6 +53,13 @@ struct file_slice {
 
 struct files_done {};
 
+struct file_permissions {
+  std::string path;
+  std::int64_t mode = 0;  // decimal digits read as octal; 0: unchanged
+  std::string owner;      // "" or the session user's
+  std::string group;
+};
+
 class sandbox_files {
  public:
   static constexpr std::size_t max_listed = 10000;
@@ -76,6 +83,20 @@ class sandbox_files {
   // followed, in lexical order.
   outcome<std::vector<file_info>> list(const std::string& session_id, const std::string& path,
                                        int depth) const;
+  // A file's or directory's mode (never through a symlink; owner/group: the session user's).
+  outcome<files_done> set_permissions(const std::string& session_id,
+                                      const file_permissions& p) const;
+  // rename(2) of `src` to `dest` (dest's directory must exist).
+  outcome<files_done> move(const std::string& session_id, const std::string& src,
+                           const std::string& dest) const;
+  // The files under `path` whose name (or, for a pattern with '/', relative path) matches
+  // the glob `pattern` ("", "*" and "**": all), directories never followed through a
+  // symlink, at most max_listed.
+  outcome<std::vector<file_info>> search(const std::string& session_id, const std::string& path,
+                                         const std::string& pattern) const;
+  // Every `old_text` in the file replaced by `new_text`: how many.
+  outcome<std::int64_t> replace(const std::string& session_id, const std::string& path,
+                                const std::string& old_text, const std::string& new_text) const;
 
  private:
   struct ran {

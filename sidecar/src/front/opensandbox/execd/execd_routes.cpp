@@ -32,6 +32,10 @@ const route_table<handler>& routes() {
       {"POST", "/directories", make_directories},
       {"DELETE", "/directories", delete_directories},
       {"GET", "/directories/list", list_directory},
+      {"POST", "/files/permissions", set_permissions},
+      {"POST", "/files/mv", move_files},
+      {"GET", "/files/search", search_files},
+      {"POST", "/files/replace", replace_in_files},
   });
   return table;
 }

@@ -17,7 +17,9 @@ sandbox_files files_of(session_core& core) {
   return sandbox_files(core.config_of, core.containers, core.registry);
 }
 
-void append_info(std::string& b, const file_info& f) {
+}  // namespace
+
+void append_file_info(std::string& b, const file_info& f) {
   b += "{\"path\":";
   client::append_json_string(b, valid_utf8(f.path));
   b += ",\"type\":";
@@ -32,6 +34,8 @@ void append_info(std::string& b, const file_info& f) {
   client::append_json_string(b, f.group);
   b += ",\"mode\":" + std::to_string(f.mode) + "}";
 }
+
+namespace {
 
 // One upload's metadata part: {path, owner?, group?, mode?}.
 std::optional<http_reply> read_metadata(const std::string& json, sandbox_upload& u) {
@@ -147,7 +151,7 @@ http_reply file_info_of(call& c) {
     if (i) b += ',';
     client::append_json_string(b, valid_utf8(paths[i]));
     b += ':';
-    append_info(b, found.value()[i]);
+    append_file_info(b, found.value()[i]);
   }
   return {200, b + "}"};
 }
@@ -169,9 +173,8 @@ http_reply make_directories(call& c) {
   for (auto [path, spec] : dirs) {
     std::int64_t mode = 0;
     simdjson::dom::element m;
-    if (!spec.is_object() ||
-        (spec.at_key("mode").get(m) == simdjson::SUCCESS && !m.is_null() &&
-         m.get_int64().get(mode) != simdjson::SUCCESS))
+    if (!spec.is_object() || (spec.at_key("mode").get(m) == simdjson::SUCCESS && !m.is_null() &&
+                              m.get_int64().get(mode) != simdjson::SUCCESS))
       return bad_request("each directory is {mode?: integer}");
     wanted.emplace_back(std::string(path), mode);
   }
@@ -205,7 +208,7 @@ http_reply list_directory(call& c) {
   std::string b = "[";
   for (std::size_t i = 0; i < listed->size(); ++i) {
     if (i) b += ',';
-    append_info(b, listed.value()[i]);
+    append_file_info(b, listed.value()[i]);
   }
   return {200, b + "]"};
 }

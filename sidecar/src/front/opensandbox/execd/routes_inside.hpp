@@ -32,6 +32,15 @@ http_reply delete_files(call& c);
 http_reply make_directories(call& c);
 http_reply delete_directories(call& c);
 http_reply list_directory(call& c);
+// execd's FileInfo as JSON, appended to `b`.
+void append_file_info(std::string& b, const file_info& f);
+
+// file_edit_routes.cpp
+http_reply set_permissions(call& c);
+http_reply move_files(call& c);
+http_reply search_files(call& c);
+http_reply replace_in_files(call& c);
+
 // A Range field's single range "bytes=a-b" or "bytes=a-"; nullopt for anything else
 // (ignored: the whole file is sent).
 std::optional<byte_range> parse_range(std::string_view header);
