@@ -128,12 +128,10 @@ TEST_CASE("execd: GET /ping is 200 and empty, what is not served is 501 NOT_SUPP
   CHECK(ping.status == 200);
   CHECK(ping.body.empty());
   CHECK(header(ping, "X-Request-ID") == "req-1");
-  auto session = r.call("POST", "/session", "{}");
-  CHECK(session.status == 501);
-  CHECK(
-      session.body ==
-      R"({"code":"NOT_SUPPORTED","message":"POST /session is not served by dockgate-sidecar yet"})");
-  CHECK(r.call("POST", "/code", "{}").status == 501);
+  auto code = r.call("POST", "/code", "{}");
+  CHECK(code.status == 501);
+  CHECK(code.body ==
+        R"({"code":"NOT_SUPPORTED","message":"POST /code is not served by dockgate-sidecar yet"})");
   CHECK(r.call("GET", "/metrics/watch").status == 501);
   CHECK(r.call("DELETE", "/ping").status == 501);
   CHECK(r.fake.count("exec") == 0);
@@ -432,6 +430,39 @@ TEST_CASE(
       std::string::npos);
   std::filesystem::remove_all("/tmp/.dockgate-commands/" + id);
   std::filesystem::remove_all("/tmp/.dockgate-commands/" + quick_id);
+}
+
+TEST_CASE(
+    "execd bash sessions on a real sh: the cwd and exported variables kept between runs, an "
+    "unknown or deleted session 404 before any stream",
+    "[execd]") {
+  rig r;
+  r.add();
+  run_on_host(r);
+  namespace fs = std::filesystem;
+  const auto base = fs::temp_directory_path() / ("dg-execd-sh-" + std::to_string(::getpid()));
+  fs::create_directories(base / "sub");
+  auto made = r.call("POST", "/session", R"({"cwd":")" + base.string() + R"("})");
+  REQUIRE(made.status == 200);
+  const std::string id = made.body.substr(made.body.find(':') + 2, 32);
+  CHECK(made.body == R"({"session_id":")" + id + R"("})");
+  auto first =
+      r.call("POST", "/session/" + id + "/run", R"({"command":"cd sub; export X='a b'; Y=1"})");
+  CHECK(first.body.find("execution_complete") != std::string::npos);
+  auto second = r.call("POST", "/session/" + id + "/run", R"({"command":"pwd; echo \"$X\""})");
+  CHECK(masked(second.body)
+            .find(R"({"type":"stdout","text":")" + (base / "sub").string() +
+                  R"(\na b\n","timestamp":0})") != std::string::npos);
+  auto failed = r.call("POST", "/session/" + id + "/run", R"({"command":"false"})");
+  CHECK(failed.body.find(R"("evalue":"1")") != std::string::npos);
+  CHECK(r.call("POST", "/session", R"({"cwd":"/nonexistent-dir"})").status == 400);
+  CHECK(r.call("POST", "/session/ffff/run", R"({"command":"true"})").body ==
+        R"({"code":"CONTEXT_NOT_FOUND","message":"session not found"})");
+  CHECK(r.call("DELETE", "/session/" + id).status == 200);
+  CHECK(r.call("DELETE", "/session/" + id).status == 404);
+  CHECK(r.call("POST", "/session/" + id + "/run", R"({"command":"true"})").status == 404);
+  CHECK(r.call("POST", "/session/../run", R"({"command":"true"})").status == 404);
+  fs::remove_all(base);
 }
 
 // ---- multipart ----

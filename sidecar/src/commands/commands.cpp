@@ -29,6 +29,7 @@
 #include "sessions/session.hpp"
 #include "sessions/session_registry.hpp"
 #include "util/ids.hpp"
+#include "util/util.hpp"
 
 namespace dockgate::sidecar {
 
@@ -117,6 +118,34 @@ u1=$(sed -n 's/^usage_usec //p' $c/cpu.stat); sleep 0.1; u2=$(sed -n 's/^usage_u
 m=$(cat $c/cpu.max 2>/dev/null || echo max 100000)
 echo "$(nproc) $m ${u1:-0} ${u2:-0} $(cat $c/memory.max 2>/dev/null || echo max) $(cat $c/memory.current 2>/dev/null || echo 0) $(sed -n 's/^MemTotal: *\([0-9]*\) kB/\1/p' /proc/meminfo)"
 )sh";
+
+// sh -c <this> sh ID CWD: a shell's state made (its cwd: CWD, else the container's).
+constexpr std::string_view shell_create_script = R"sh(
+umask 077; b=/tmp/.dockgate-shells
+mkdir -p "$b" && mkdir "$b/$1" || exit 201
+if [ -n "$2" ]; then cd -- "$2" 2>/dev/null || { rm -rf "$b/$1"; exit 200; }; fi
+pwd > "$b/$1/cwd"; : > "$b/$1/env"
+)sh";
+
+// sh -c <this> sh ID: the shell's saved cwd (exit 44: no such shell).
+constexpr std::string_view shell_cwd_script = R"sh(
+[ -f "/tmp/.dockgate-shells/$1/cwd" ] || exit 44
+cat "/tmp/.dockgate-shells/$1/cwd"
+)sh";
+
+constexpr std::string_view shell_delete_script = R"sh(
+[ -f "/tmp/.dockgate-shells/$1/cwd" ] || exit 44
+rm -rf "/tmp/.dockgate-shells/$1"
+)sh";
+
+// What runs a command in a shell: its exported variables restored, the command eval'ed in
+// that same shell (a `cd` or an `export` stays), then its cwd and exports saved.
+std::string in_shell(const std::string& id, const std::string& command) {
+  const std::string d = shell_quote("/tmp/.dockgate-shells/" + id);
+  return "__dg_d=" + d + "; . \"$__dg_d/env\"; eval " + shell_quote(command) +
+         "\n__dg_rc=$?; pwd > \"$__dg_d/cwd\"; export -p > \"$__dg_d/env.new\" && "
+         "mv \"$__dg_d/env.new\" \"$__dg_d/env\"; exit $__dg_rc";
+}
 
 // Seconds with milliseconds, as sleep(1) reads them ("0": none).
 std::string seconds_of(const std::optional<std::int64_t>& ms) {
@@ -285,6 +314,47 @@ outcome<command_killed> commands::kill(const std::string& session_id, const std:
   auto done = exec(container.value(), {"sh", "-c", std::string(kill_script), "sh", id}, 30s);
   if (!done.started) return refuse(refusal_kind::engine_failed, "exec failed: " + done.error);
   if (done.exit_code == unknown_exit) return refuse(refusal_kind::not_found, "command not found");
+  return command_killed{};
+}
+
+outcome<std::string> commands::create_shell(const std::string& session_id,
+                                            const std::string& cwd) const {
+  auto container = container_of(session_id);
+  if (!container) return container.error();
+  const std::string id = random_hex(16);
+  auto done =
+      exec(container.value(), {"sh", "-c", std::string(shell_create_script), "sh", id, cwd}, 30s);
+  if (!done.started) return refuse(refusal_kind::engine_failed, "exec failed: " + done.error);
+  if (done.exit_code == cwd_exit)
+    return refuse(refusal_kind::invalid, "cwd " + cwd + ": no such directory");
+  if (done.exit_code != 0)
+    return refuse(refusal_kind::failed, "session create failed: " + done.stderr_data);
+  return id;
+}
+
+outcome<command_finished> commands::run_in_shell(const std::string& shell_id, command_run r,
+                                                 command_events& events) const {
+  if (!valid_command_id(shell_id)) return refuse(refusal_kind::not_found, "session not found");
+  auto container = container_of(r.session_id);
+  if (!container) return container.error();
+  auto saved =
+      exec(container.value(), {"sh", "-c", std::string(shell_cwd_script), "sh", shell_id}, 30s);
+  if (!saved.started) return refuse(refusal_kind::engine_failed, "exec failed: " + saved.error);
+  if (saved.exit_code != 0) return refuse(refusal_kind::not_found, "session not found");
+  if (r.cwd.empty()) r.cwd = saved.stdout_data.substr(0, saved.stdout_data.find('\n'));
+  r.command = in_shell(shell_id, r.command);
+  return run(r, events);
+}
+
+outcome<command_killed> commands::delete_shell(const std::string& session_id,
+                                               const std::string& shell_id) const {
+  if (!valid_command_id(shell_id)) return refuse(refusal_kind::not_found, "session not found");
+  auto container = container_of(session_id);
+  if (!container) return container.error();
+  auto done =
+      exec(container.value(), {"sh", "-c", std::string(shell_delete_script), "sh", shell_id}, 30s);
+  if (!done.started) return refuse(refusal_kind::engine_failed, "exec failed: " + done.error);
+  if (done.exit_code != 0) return refuse(refusal_kind::not_found, "session not found");
   return command_killed{};
 }
 

@@ -86,6 +86,15 @@ class commands {
                              std::int64_t cursor) const;
   // Its process group killed (not_found: no such command).
   outcome<command_killed> kill(const std::string& session_id, const std::string& id) const;
+  // Bash sessions (execd's /session): a shell state kept in the container
+  // (/tmp/.dockgate-shells/<id>: its working directory and exported variables), restored
+  // before each command and saved after it. Its id; `cwd` "" keeps the container's.
+  outcome<std::string> create_shell(const std::string& session_id, const std::string& cwd) const;
+  // `r.command` run in shell `shell_id` as run() runs it (r.cwd "": the shell's own).
+  outcome<command_finished> run_in_shell(const std::string& shell_id, command_run r,
+                                         command_events& events) const;
+  outcome<command_killed> delete_shell(const std::string& session_id,
+                                       const std::string& shell_id) const;
   // The container's CPU and memory as its cgroup says.
   outcome<sandbox_metrics> metrics(const std::string& session_id) const;
 

@@ -101,6 +101,8 @@ class event_sink final : public command_events {
   std::string body_;
 };
 
+http_reply finish(event_sink& sink, const command_finished& done);
+
 }  // namespace
 
 http_reply run_command(call& c) {
@@ -117,13 +119,58 @@ http_reply run_command(call& c) {
   }
   auto done = cmds.run(p.run, sink);
   if (!done) return refused(done.error(), "CONTEXT_NOT_FOUND");
-  if (!done->start_error.empty())
-    sink.write(event_error("CommandExecError", done->start_error, unix_ms()));
-  else if (done->exit_code == 0)
-    sink.write(event_complete(done->took.count(), unix_ms()));
+  return finish(sink, done.value());
+}
+
+namespace {
+
+// The end of a foreground command's stream: its last event.
+http_reply finish(event_sink& sink, const command_finished& done) {
+  if (!done.start_error.empty())
+    sink.write(event_error("CommandExecError", done.start_error, unix_ms()));
+  else if (done.exit_code == 0)
+    sink.write(event_complete(done.took.count(), unix_ms()));
   else
-    sink.write(event_error("CommandExecError", std::to_string(done->exit_code), unix_ms()));
+    sink.write(event_error("CommandExecError", std::to_string(done.exit_code), unix_ms()));
   return sink.end();
+}
+
+}  // namespace
+
+http_reply create_shell(call& c) {
+  std::string cwd;
+  if (!c.r.body.empty()) {
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc, v;
+    std::string_view s;
+    if (parser.parse(c.r.body).get(doc) != simdjson::SUCCESS || !doc.is_object())
+      return bad_request("body is not a JSON object");
+    if (doc.at_key("cwd").get(v) == simdjson::SUCCESS && !v.is_null()) {
+      if (v.get_string().get(s) != simdjson::SUCCESS) return bad_request("cwd must be a string");
+      cwd = std::string(s);
+    }
+  }
+  auto id = commands_of(c.core).create_shell(c.sandbox, cwd);
+  if (!id) return refused(id.error(), "CONTEXT_NOT_FOUND");
+  std::string b = "{\"session_id\":";
+  client::append_json_string(b, id.value());
+  return {200, b + "}"};
+}
+
+http_reply run_in_shell(call& c) {
+  auto p = parse_command(c.r.body, c.sandbox);
+  if (p.error) return *p.error;
+  if (p.background) return bad_request("a session's command runs in the foreground");
+  event_sink sink(c.r);
+  auto done = commands_of(c.core).run_in_shell(std::string(c.id), p.run, sink);
+  if (!done) return refused(done.error(), "CONTEXT_NOT_FOUND");
+  return finish(sink, done.value());
+}
+
+http_reply delete_shell(call& c) {
+  auto gone = commands_of(c.core).delete_shell(c.sandbox, std::string(c.id));
+  if (!gone) return refused(gone.error(), "CONTEXT_NOT_FOUND");
+  return empty_ok();
 }
 
 http_reply command_status(call& c) {

@@ -16,7 +16,9 @@ sandbox_files files_of(session_core& core) {
   return sandbox_files(core.config_of, core.containers, core.registry);
 }
 
-bool has_nul(std::string_view s) { return s.find('\0') != std::string_view::npos; }
+bool has_nul(std::string_view s) {
+  return s.find('\0') != std::string_view::npos;
+}
 
 // A member `key` of `o` that must be a string when present: false when it is not.
 bool optional_string(simdjson::dom::element o, const char* key, std::string& out) {
