@@ -168,12 +168,12 @@ TEST_CASE(
             "{\"type\":\"execution_complete\",\"execution_time\":0,\"timestamp\":0}\n\n");
   REQUIRE(r.execs.size() == 1);
   const auto& e = r.execs[0];
-  REQUIRE(e.cmd.size() == 7);
+  REQUIRE(e.cmd.size() == 8);
   CHECK(e.cmd[0] == "sh");
   CHECK(e.cmd[1] == "-c");
   CHECK(e.cmd[2].find("setsid sh -c \"$3\"") != std::string::npos);
   CHECK(std::vector<std::string>(e.cmd.begin() + 3, e.cmd.end()) ==
-        std::vector<std::string>{"sh", "/workspace", "1.500", "echo hello"});
+        std::vector<std::string>{"sh", "/workspace", "1.500", "echo hello", id});
   CHECK(e.user == "1000:1000");
   CHECK(e.env == std::vector<std::string>{"A=b c"});
   CHECK(e.max_stdout == static_cast<std::size_t>(r.cfg.max_output_bytes));
@@ -214,6 +214,29 @@ TEST_CASE(
             "\",\"timestamp\":0}\n\n"
             "{\"type\":\"error\",\"error\":{\"ename\":\"CommandExecError\",\"evalue\":\"cwd "
             "/nowhere: no such directory\",\"traceback\":[]},\"timestamp\":0}\n\n");
+}
+
+TEST_CASE(
+    "execd POST /command: a client that stops reading gets its command's group killed at the "
+    "next output",
+    "[execd]") {
+  struct deaf final : reply_stream {
+    int writes = 0;
+    bool open(unsigned, std::string_view, const header_fields&) override { return true; }
+    bool write(std::string_view) override { return ++writes == 1; }  // the init only
+    bool opened() const override { return true; }
+  } stream;
+  rig r;
+  r.add();
+  r.answer([](const client::exec_options& o) {
+    if (o.on_output) o.on_output(1, "tick\n");
+    return exited(o.on_output ? 137 : 0);
+  });
+  r.call("POST", "/command", R"({"command":"while :; do echo tick; sleep 1; done"})", {}, &stream);
+  REQUIRE(r.execs.size() == 2);
+  CHECK(r.execs[1].cmd[2].find("kill -9 \"-$p\"") != std::string::npos);
+  CHECK(r.execs[1].cmd[4] == r.execs[0].cmd[7]);
+  CHECK(r.execs[1].user == "1000:1000");
 }
 
 TEST_CASE(
@@ -397,6 +420,38 @@ TEST_CASE(
   CHECK(slow.body.find(R"("evalue":"137")") != std::string::npos);
   std::this_thread::sleep_for(std::chrono::milliseconds(2500));
   CHECK(!std::filesystem::exists(mark));  // the group's other child was killed too
+}
+
+TEST_CASE(
+    "execd a running foreground command on a real sh: its status while it runs, DELETE kills "
+    "its group, its record goes when it ends",
+    "[execd]") {
+  rig r;
+  r.add();
+  run_on_host(r);
+  const std::string unique = "sleep 30 # " + std::to_string(::getpid());
+  http_reply reply;
+  std::thread runner(
+      [&] { reply = r.call("POST", "/command", R"({"command":")" + unique + "\"}"); });
+  std::string id;
+  for (int i = 0; i < 100 && id.empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator("/tmp/.dockgate-commands", ec)) {
+      std::ifstream in(e.path() / "content");
+      if (std::string(std::istreambuf_iterator<char>(in), {}) == unique)
+        id = e.path().filename().string();
+    }
+  }
+  REQUIRE(!id.empty());
+  CHECK(r.call("GET", "/command/status/" + id).body.find(R"("running":true)") != std::string::npos);
+  const auto begun = std::chrono::steady_clock::now();
+  CHECK(r.call("DELETE", "/command", {}, "id=" + id).status == 200);
+  runner.join();
+  CHECK(std::chrono::steady_clock::now() - begun < std::chrono::seconds(5));
+  CHECK(init_id(reply.body) == id);
+  CHECK(reply.body.find(R"("evalue":"137")") != std::string::npos);
+  CHECK(!std::filesystem::exists("/tmp/.dockgate-commands/" + id));
 }
 
 TEST_CASE(

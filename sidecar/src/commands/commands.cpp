@@ -43,19 +43,25 @@ constexpr std::string_view cwd_marker = "dockgate:cwd-missing";
 constexpr int cwd_exit = 200;
 constexpr int unknown_exit = 44;  // a state script's "no such command"
 
-// sh -c <this> sh CWD TIMEOUT_SECONDS COMMAND   (TIMEOUT_SECONDS "0": none)
+// sh -c <this> sh CWD TIMEOUT_SECONDS COMMAND ID   (TIMEOUT_SECONDS "0": none)
 // The command in a session of its own (setsid(1) without a fork: a background child of a
 // non-interactive sh is never a group leader, so the group's id is $!), the watchdog
 // killing that group at the timeout (or the process alone if it has not yet made its
 // group). `kill -9 -PGID`, never `kill -KILL -- -PGID`: dash reads `--` as a pid and
-// busybox refuses it after -s; this form is what dash, bash and busybox all read.
+// busybox refuses it after -s; this form is what dash, bash and busybox all read. While it
+// runs its group is recorded as a background command's is (DELETE /command?id= and status
+// reach it); the record goes when it ends.
 constexpr std::string_view foreground_script = R"sh(
 if [ -n "$1" ]; then cd -- "$1" 2>/dev/null || { printf '%s' 'dockgate:cwd-missing' >&2; exit 200; }; fi
 setsid sh -c "$3" </dev/null &
-p=$!; w=
+p=$!; w=; d=/tmp/.dockgate-commands/$4
+if (umask 077; mkdir -p "$d") 2>/dev/null; then
+  echo "$p" > "$d/pid"; printf '%s' "$3" > "$d/content"; date -u +%Y-%m-%dT%H:%M:%SZ > "$d/started_at"
+else d=; fi
 if [ "$2" != 0 ]; then (sleep "$2"; kill -9 "-$p" || kill -9 "$p") </dev/null >/dev/null 2>&1 & w=$!; fi
 wait "$p"; rc=$?
 if [ -n "$w" ]; then kill "$w" 2>/dev/null; fi
+if [ -n "$d" ]; then rm -rf "$d"; fi
 exit "$rc"
 )sh";
 
@@ -193,12 +199,18 @@ bool valid_command_id(std::string_view id) {
   });
 }
 
-outcome<std::string> commands::container_of(const std::string& session_id) const {
+outcome<std::shared_ptr<session>> commands::session_of(const std::string& session_id) const {
   auto s = registry_.find(session_id);
   if (!s || s->terminating) return refuse(refusal_kind::not_found, "sandbox not found");
   if (s->paused) return refuse(refusal_kind::conflict, "sandbox is paused");
   s->last_used = std::chrono::steady_clock::now();
-  return s->container;
+  return s;
+}
+
+outcome<std::string> commands::container_of(const std::string& session_id) const {
+  auto s = session_of(session_id);
+  if (!s) return s.error();
+  return s.value()->container;
 }
 
 client::exec_result commands::exec(const std::string& container, std::vector<std::string> cmd,
@@ -215,23 +227,34 @@ client::exec_result commands::exec(const std::string& container, std::vector<std
 }
 
 outcome<command_finished> commands::run(const command_run& r, command_events& events) const {
-  auto container = container_of(r.session_id);
-  if (!container) return container.error();
+  auto s = session_of(r.session_id);
+  if (!s) return s.error();
   const std::string id = random_hex(16);
+  const std::string container = s.value()->container;
   events.started(id);
   marker_filter filter{events, false, {}};
+  bool interrupted = false;
   client::exec_options o;
-  o.cmd = {"sh",     "-c", std::string(foreground_script), "sh", r.cwd, seconds_of(r.timeout_ms),
-           r.command};
+  o.cmd = {"sh",      "-c", std::string(foreground_script), "sh", r.cwd, seconds_of(r.timeout_ms),
+           r.command, id};
   o.env = env_of(r.envs);
   o.user = session_user;
   // The exec's own deadline only in case the watchdog cannot act (a frozen container).
   o.timeout = r.timeout_ms ? std::chrono::milliseconds(*r.timeout_ms) + 10s
                            : std::chrono::milliseconds(24h);
   o.max_stdout = o.max_stderr = static_cast<std::size_t>(config_.max_output_bytes);
-  o.on_output = [&](int stream, std::string_view data) { filter(stream, data); };
+  o.on_output = [&](int stream, std::string_view data) {
+    filter(stream, data);
+    s.value()->last_used = std::chrono::steady_clock::now();  // busy, not idle
+    // The client went away: the command's group is killed, as execd kills it.
+    if (!interrupted && !events.listening()) {
+      interrupted = true;
+      exec(container, {"sh", "-c", std::string(kill_script), "sh", id}, 30s);
+    }
+  };
   const auto begun = std::chrono::steady_clock::now();
-  auto done = engine_.exec(container.value(), o);
+  auto done = engine_.exec(container, o);
+  s.value()->last_used = std::chrono::steady_clock::now();
   command_finished f;
   f.took = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
                                                                  begun);

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -19,6 +20,7 @@
 namespace dockgate::sidecar {
 
 class session_registry;
+struct session;
 
 struct command_run {
   std::string session_id;
@@ -35,6 +37,8 @@ class command_events {
   virtual ~command_events() = default;
   virtual void started(const std::string& id) = 0;
   virtual void output(int stream, std::string_view data) = 0;
+  // Whether the client still reads (false: its command is killed at its next output).
+  virtual bool listening() const { return true; }
 };
 
 struct command_finished {
@@ -99,7 +103,8 @@ class commands {
   outcome<sandbox_metrics> metrics(const std::string& session_id) const;
 
  private:
-  // The container of a session a command may run in now: found, not ending, not frozen.
+  // The session a command may run in now: found, not ending, not frozen; its container.
+  outcome<std::shared_ptr<session>> session_of(const std::string& session_id) const;
   outcome<std::string> container_of(const std::string& session_id) const;
   client::exec_result exec(const std::string& container, std::vector<std::string> cmd,
                            std::chrono::milliseconds timeout,

@@ -82,9 +82,10 @@ class event_sink final : public command_events {
   void output(int stream, std::string_view data) override {
     write(event_text(stream == 2 ? "stderr" : "stdout", data, unix_ms()));
   }
+  bool listening() const override { return listening_; }
   void write(const std::string& event) {
     if (r_.stream)
-      r_.stream->write(event);
+      listening_ = r_.stream->write(event) && listening_;
     else
       body_ += event;
   }
@@ -99,6 +100,7 @@ class event_sink final : public command_events {
   const http_request& r_;
   std::string request_id_;
   std::string body_;
+  bool listening_ = true;
 };
 
 http_reply finish(event_sink& sink, const command_finished& done);
