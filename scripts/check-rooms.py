@@ -25,6 +25,7 @@ FLOORS = {
     "core": 7,      # the session core: the rooms below, wired together
     "cells": 6,     # executors of a cell: plain exec, the runner / fork server, the kernel
     "files": 6,     # the workspace's files
+    "commands": 6,  # a client's shell commands in its sandbox (OpenSandbox's execd)
     "sessions": 5,  # lifecycle, registry, containers, warm pool, instance lease
     "fleet": 4,     # the store's records, the store lease, forwarding
     "egress": 4,    # per-session networks

@@ -1,0 +1,80 @@
+#include "front/opensandbox/execd/execd_kit.hpp"
+
+#include "dockgate/client/engine.hpp"
+#include "dockgate/common/percent.hpp"
+#include "util/util.hpp"
+
+namespace dockgate::sidecar::opensandbox::execd {
+
+http_reply refused(const refusal& r, std::string_view not_found_code) {
+  switch (r.kind) {
+    case refusal_kind::invalid:
+      return error(400, "INVALID_REQUEST_BODY", r.message);
+    case refusal_kind::not_found:
+      return error(404, not_found_code, r.message);
+    case refusal_kind::too_large:
+      return error(413, "INVALID_FILE", r.message);
+    case refusal_kind::busy:
+      return error(429, "RUNTIME_ERROR", r.message);
+    case refusal_kind::conflict:
+      return error(409, "RUNTIME_ERROR", r.message);
+    case refusal_kind::unavailable:
+      return error(503, "RUNTIME_ERROR", r.message);
+    case refusal_kind::engine_failed:
+      return error(502, "RUNTIME_ERROR", r.message);
+    case refusal_kind::failed:
+      break;
+  }
+  return error(500, "RUNTIME_ERROR", r.message);
+}
+
+std::vector<std::string> query_values(std::string_view query, std::string_view key) {
+  std::vector<std::string> out;
+  while (!query.empty()) {
+    const auto amp = query.find('&');
+    const std::string_view pair = query.substr(0, amp);
+    query.remove_prefix(amp == std::string_view::npos ? query.size() : amp + 1);
+    const auto eq = pair.find('=');
+    auto name = common::percent_decode_query(pair.substr(0, eq));
+    if (!name || *name != key) continue;
+    auto value = common::percent_decode_query(eq == std::string_view::npos ? std::string_view{}
+                                                                           : pair.substr(eq + 1));
+    if (value) out.push_back(std::move(*value));
+  }
+  return out;
+}
+
+std::optional<std::string> query_value(std::string_view query, std::string_view key) {
+  auto all = query_values(query, key);
+  if (all.empty()) return std::nullopt;
+  return all.front();
+}
+
+std::int64_t unix_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string event_text(std::string_view type, std::string_view text, std::int64_t ts) {
+  std::string e = "{\"type\":";
+  client::append_json_string(e, type);
+  e += ",\"text\":";
+  client::append_json_string(e, valid_utf8(text));
+  return e + ",\"timestamp\":" + std::to_string(ts) + "}\n\n";
+}
+
+std::string event_complete(std::int64_t execution_ms, std::int64_t ts) {
+  return "{\"type\":\"execution_complete\",\"execution_time\":" + std::to_string(execution_ms) +
+         ",\"timestamp\":" + std::to_string(ts) + "}\n\n";
+}
+
+std::string event_error(std::string_view ename, std::string_view evalue, std::int64_t ts) {
+  std::string e = "{\"type\":\"error\",\"error\":{\"ename\":";
+  client::append_json_string(e, ename);
+  e += ",\"evalue\":";
+  client::append_json_string(e, valid_utf8(evalue));
+  return e + ",\"traceback\":[]},\"timestamp\":" + std::to_string(ts) + "}\n\n";
+}
+
+}  // namespace dockgate::sidecar::opensandbox::execd
