@@ -58,12 +58,15 @@ TEST_CASE(
   CHECK(field(created.output, "renewed") == "true");
   CHECK(field(created.output, "listed") == "[\"" + id + "\"]");
 
-  // The daemon's record: the gate's hardening, the client's metadata as labels, running.
+  // The daemon's record: the gate's hardening, running; the client's metadata as labels,
+  // on the container or (a warm container served it) on its claim record.
   CHECK(inspect(container,
                 "{{.Config.User}} {{.HostConfig.ReadonlyRootfs}} {{.HostConfig.NetworkMode}} "
-                "{{json .HostConfig.CapDrop}} {{.State.Running}} "
-                "{{index .Config.Labels \"sandbox.metadata.team\"}}") ==
-        "65534:65534 true none [\"ALL\"] true dg-test\n");
+                "{{json .HostConfig.CapDrop}} {{.State.Running}}") ==
+        "65534:65534 true none [\"ALL\"] true\n");
+  const std::string team = "{{index .Config.Labels \"sandbox.metadata.team\"}}";
+  CHECK(inspect(container, team) + inspect(container + "-claim", team) ==
+        (inspect(container + "-claim", "{{.Id}}").empty() ? "dg-test\n" : "\ndg-test\n"));
   // The probe is in the container's workspace as the daemon's own exec reads it.
   CHECK(run(direct() + " exec " + container + " cat /workspace/probe.txt").output == "probe-42\n");
 
