@@ -3,6 +3,7 @@
 // (tests/integration/clients/opensandbox_sdk.js), sidecar -> dockgate-proxy (sandbox.json)
 // -> the real daemon. Judged by what the SDK got back and by the daemon's own record
 // between the steps.
+#include "fuse_harness.hpp"
 #include "sidecar_harness.hpp"
 
 using namespace dockgate::test;
@@ -93,4 +94,47 @@ TEST_CASE(
   INFO(killed.output);
   CHECK(field(killed.output, "killed") == "true");
   CHECK(inspect(container, "{{.Id}}").empty());
+}
+
+TEST_CASE(
+    "opensandbox SDK: a host volume under the root is the bucket's FUSE workspace, any other is "
+    "refused before a container exists",
+    "[integration][sidecar][opensandbox][fuse]") {
+  REQUIRE(!env_or("DOCKGATE_TEST_S3_ENDPOINT").empty());
+  const std::string modules = node_path();
+  fuse_setup fs;
+  proxy_process proxy(fs.policy);
+  auto env = fs.env();
+  env.push_back("SANDBOX_HOST_VOLUME_ROOT=" + fs.root);
+  sidecar_process sidecar(proxy, env);
+  auto sdk = [&](const std::string& path) {
+    return run("NODE_PATH=" + modules + " OPEN_SANDBOX_DOMAIN=127.0.0.1:" + sidecar.port() +
+               " OPEN_SANDBOX_API_KEY=" + api_key + " timeout 180 node " + repo_root() +
+               "/tests/integration/clients/opensandbox_sdk.js volume " + runtime_image() + " " +
+               path);
+  };
+  const std::string key = unique_name("os-ws");
+  auto made = sdk(fs.root + "/" + key);
+  INFO(made.output << sidecar.log());
+  REQUIRE(made.status == 0);
+  CHECK(field(made.output, "put_exit") == "0");
+  CHECK(field(made.output, "get") == "aimem-42\n");
+  // The probe is in the bucket, under the volume's name: the store's record.
+  CHECK(fs.object(key + "/probe.txt") == "aimem-42\n");
+  // Killed: no container, no mount left.
+  CHECK(
+      run(direct() + " inspect dockgate-sbx-" + field(made.output, "id") + " 2>/dev/null").status !=
+      0);
+  CHECK(run("grep -c ' " + fs.root + "/' /proc/mounts").output == "0\n");
+
+  // Escapes: a parent step, another root, a symlink under the root: 400, nothing made.
+  ::symlink("/etc", (fs.root + "/link").c_str());
+  const auto before = run(direct() + " ps -aq | wc -l").output;
+  for (const std::string path :
+       {fs.root + "/../etc", "/var/lib/" + key, fs.root + "/link", fs.root + "/a/b"}) {
+    auto refused = sdk(path);
+    INFO(path << ": " << refused.output);
+    CHECK(field(refused.output, "refused").find("\"status\":400") != std::string::npos);
+  }
+  CHECK(run(direct() + " ps -aq | wc -l").output == before);
 }

@@ -4,6 +4,7 @@
 //   node opensandbox_sdk.js create IMAGE          -> {"id":…, …} (the sandbox stays)
 //   node opensandbox_sdk.js pause|resume|kill ID  -> {"state":…}
 //   node opensandbox_sdk.js escapes ID            -> what each escape got
+//   node opensandbox_sdk.js volume IMAGE PATH     -> a host volume's sandbox, or its refusal
 // OPEN_SANDBOX_DOMAIN and OPEN_SANDBOX_API_KEY come from the environment, as a user sets them.
 "use strict";
 const { Sandbox, SandboxManager, ConnectionConfig } = require("@alibaba-group/opensandbox");
@@ -49,6 +50,28 @@ async function create(image) {
   return out;
 }
 
+// The AIStor example's flow: the bucket prefix named by a host volume under the
+// operator's root, mounted by dockgate-mount and bound at /workspace by the gate.
+async function volume(image, path) {
+  let sbx;
+  try {
+    sbx = await Sandbox.create({
+      connectionConfig: connectionConfig(),
+      image,
+      timeoutSeconds: 900,
+      volumes: [{ name: "ws", host: { path }, mountPath: "/workspace" }],
+    });
+  } catch (e) {
+    return { refused: failure(e), message: e.error?.message ?? String(e.message) };
+  }
+  const out = { id: sbx.id };
+  out.put_exit = (await sbx.commands.run("echo aimem-$((6 * 7)) > /workspace/probe.txt")).exitCode ?? 0;
+  out.get = text(await sbx.commands.run("cat /workspace/probe.txt"));
+  await sbx.kill();
+  await sbx.close();
+  return out;
+}
+
 async function step(name, id) {
   const sbx = await Sandbox.connect({ connectionConfig: connectionConfig(), sandboxId: id, skipHealthCheck: name !== "kill" });
   try {
@@ -85,8 +108,8 @@ async function step(name, id) {
   }
 }
 
-const [name, arg] = process.argv.slice(2);
-(name === "create" ? create(arg) : step(name, arg))
+const [name, arg, more] = process.argv.slice(2);
+(name === "create" ? create(arg) : name === "volume" ? volume(arg, more) : step(name, arg))
   .then((out) => console.log(JSON.stringify(out)))
   .catch((e) => {
     console.log(JSON.stringify({ error: String(e && e.message), ...failure(e) }));

@@ -10,6 +10,7 @@
 //   SANDBOX_HOST_VOLUME_ROOT, bound at /workspace by the gate: no other host path reaches a
 //   container, whatever the request says.
 #include <simdjson.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cmath>
@@ -238,6 +239,13 @@ problem host_volume_key(std::string_view path, const config& c, std::string& key
   if (!valid_archive_key(key))
     return "must be " + root +
            "/<name>, the name 1-128 of letters, digits, '_' and '-' (a workspace's key)";
+  // The name is a bucket prefix, mounted afresh at <root>/<session id>: nothing at
+  // <root>/<name> is used. Something there that is not a plain directory (a symlink an
+  // operator or another tenant left) is refused all the same, as OpenSandbox refuses a
+  // symlinked host path: the client asked for a path, and it is not what it looks like.
+  struct stat st {};
+  if (::lstat((root + "/" + key).c_str(), &st) == 0 && !S_ISDIR(st.st_mode))
+    return std::string("must not be a symlink or a file on the host");
   return std::nullopt;
 }
 
