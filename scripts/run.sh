@@ -134,7 +134,7 @@ OpenSandbox (its SDKs, the same sidecar; the second spelling is the AIStor examp
   export OPEN_SANDBOX_DOMAIN=127.0.0.1:$sidecar_port OPEN_SANDBOX_API_KEY=$key
   export OPENSANDBOX_DOMAIN=127.0.0.1:$sidecar_port OPENSANDBOX_API_KEY=$key
   use the server proxy (useServerProxy: true / use_server_proxy=True); host volumes
-  (allowed_host_paths): \${SANDBOX_HOST_VOLUME_ROOT:-/mnt/aimem}/<name> with SANDBOX_WORKSPACE_MODE=fuse
+  (allowed_host_paths): ${SANDBOX_HOST_VOLUME_ROOT:-/mnt/aimem}/<name> with SANDBOX_WORKSPACE_MODE=fuse
 engine:                  $engine
 stop:                    scripts/run.sh stop
 TEXT
