@@ -132,7 +132,7 @@ TEST_CASE("execd: GET /ping is 200 and empty, what is not served is 501 NOT_SUPP
   CHECK(code.status == 501);
   CHECK(code.body ==
         R"({"code":"NOT_SUPPORTED","message":"POST /code is not served by dockgate-sidecar yet"})");
-  CHECK(r.call("GET", "/metrics/watch").status == 501);
+  CHECK(r.call("GET", "/pty").status == 501);
   CHECK(r.call("DELETE", "/ping").status == 501);
   CHECK(r.fake.count("exec") == 0);
 }
@@ -365,6 +365,35 @@ TEST_CASE("execd GET /metrics: the container's cgroup read through an exec", "[e
   CHECK(unlimited.body.find(
             R"("cpu_count":4,"cpu_used_pct":2.50,"mem_total_mib":2048.00,"mem_used_mib":1.00)") !=
         std::string::npos);
+}
+
+TEST_CASE(
+    "execd GET /metrics/watch: a sample a second while the client reads, ended when it stops "
+    "or the sandbox pauses",
+    "[execd]") {
+  struct counting final : reply_stream {
+    std::vector<std::string> events;
+    std::size_t stop_after = 2;
+    bool open(unsigned, std::string_view, const header_fields&) override { return true; }
+    bool write(std::string_view d) override {
+      events.emplace_back(d);
+      return events.size() < stop_after;
+    }
+    bool opened() const override { return true; }
+  } stream;
+  rig r;
+  auto s = r.add();
+  r.answer(
+      [](const client::exec_options&) { return exited(0, "1 max 100000 0 0 max 1048576 1024\n"); });
+  auto reply = r.call("GET", "/metrics/watch", {}, {}, &stream);
+  CHECK(reply.streamed);
+  REQUIRE(stream.events.size() == 2);
+  CHECK(
+      std::regex_replace(stream.events[1], std::regex("\"timestamp\":[0-9]+"), "\"timestamp\":0") ==
+      "{\"cpu_count\":1,\"cpu_used_pct\":0.00,\"mem_total_mib\":1.00,\"mem_used_mib\":1.00,"
+      "\"timestamp\":0}\n\n");
+  s->paused = true;
+  CHECK(r.call("GET", "/metrics/watch", {}, {}, &stream).status == 409);
 }
 
 // ---- the scripts themselves, run by the host's sh in place of the container's ----
