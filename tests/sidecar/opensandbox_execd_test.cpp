@@ -494,11 +494,15 @@ TEST_CASE(
       r.call("POST", "/command", R"({"command":"echo one; echo two; sleep 30","background":true})");
   const std::string id = init_id(started.body);
   REQUIRE(!id.empty());
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // Polled, never a fixed sleep: under load the command may take a while to write.
+  http_reply logs;
+  for (int i = 0; i < 100 && logs.body != "two\n"; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    logs = r.call("GET", "/command/" + id + "/logs", {}, "cursor=1");
+  }
   auto running = r.call("GET", "/command/status/" + id);
   CHECK(running.body.find(R"("running":true,"exit_code":null)") != std::string::npos);
   CHECK(running.body.find(R"("content":"echo one; echo two; sleep 30")") != std::string::npos);
-  auto logs = r.call("GET", "/command/" + id + "/logs", {}, "cursor=1");
   CHECK(logs.body == "two\n");
   CHECK(header(logs, "EXECD-COMMANDS-TAIL-CURSOR") == "2");
   CHECK(r.call("DELETE", "/command", {}, "id=" + id).status == 200);
@@ -508,10 +512,12 @@ TEST_CASE(
 
   auto quick = r.call("POST", "/command", R"({"command":"exit 4","background":true})");
   const std::string quick_id = init_id(quick.body);
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  CHECK(
-      r.call("GET", "/command/status/" + quick_id).body.find(R"("running":false,"exit_code":4)") !=
-      std::string::npos);
+  std::string quick_status;
+  for (int i = 0; i < 100 && quick_status.find(R"("running":false)") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    quick_status = r.call("GET", "/command/status/" + quick_id).body;
+  }
+  CHECK(quick_status.find(R"("running":false,"exit_code":4)") != std::string::npos);
   std::filesystem::remove_all("/tmp/.dockgate-commands/" + id);
   std::filesystem::remove_all("/tmp/.dockgate-commands/" + quick_id);
 }
@@ -752,7 +758,8 @@ TEST_CASE(
   CHECK(with_range(r, "", "").body ==
         R"({"code":"MISSING_QUERY","message":"missing query parameter path"})");
   CHECK(with_range(r, "path=/etc/passwd", "").status == 400);
-  CHECK(with_range(r, "path=/workspace/f&offset=1", "").status == 501);
+  CHECK(with_range(r, "path=/workspace/f&offset=1", "bytes=0-1").status == 400);
+  CHECK(with_range(r, "path=/workspace/f&offset=0", "").status == 400);
 }
 
 namespace {
@@ -799,6 +806,14 @@ TEST_CASE(
   CHECK(part.body == "world");
   CHECK(header(part, "Content-Range") == "bytes 6-10/11");
   CHECK(with_range(r, "path=/workspace/d/f.txt", "bytes=11-").status == 416);
+  std::ofstream(ws.dir / "d/lines.txt") << "l1\nl2\nl3\nl4";
+  auto window = with_range(r, "path=/workspace/d/lines.txt&offset=2&limit=2", "");
+  CHECK(window.status == 200);
+  CHECK(window.body == "l2\nl3\n");
+  CHECK(window.content_type == "text/plain; charset=utf-8");
+  CHECK(with_range(r, "path=/workspace/d/lines.txt&offset=3", "").body == "l3\nl4");
+  CHECK(with_range(r, "path=/workspace/d/lines.txt&offset=9&limit=1", "").body.empty());
+  std::filesystem::remove(ws.dir / "d/lines.txt");
 
   auto info = r.call("GET", "/files/info", {}, "path=/workspace/d/f.txt&path=d");
   CHECK(info.status == 200);
