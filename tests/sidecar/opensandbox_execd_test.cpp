@@ -672,7 +672,7 @@ TEST_CASE("execd Range: one range a-b or a- is read, anything else is ignored", 
 
 TEST_CASE(
     "execd POST /files/upload: metadata and file parts paired in order, each written by the "
-    "workspace script as the session user; bad bodies are 400 before any exec",
+    "workspace script as the session user, bad bodies 400 before any exec",
     "[execd][files]") {
   rig r;
   r.add();
