@@ -132,7 +132,7 @@ TEST_CASE("execd: GET /ping is 200 and empty, what is not served is 501 NOT_SUPP
   CHECK(code.status == 501);
   CHECK(code.body ==
         R"({"code":"NOT_SUPPORTED","message":"POST /code is not served by dockgate-sidecar yet"})");
-  CHECK(r.call("GET", "/metrics/watch").status == 501);
+  CHECK(r.call("GET", "/pty").status == 501);
   CHECK(r.call("DELETE", "/ping").status == 501);
   CHECK(r.fake.count("exec") == 0);
 }
@@ -367,6 +367,35 @@ TEST_CASE("execd GET /metrics: the container's cgroup read through an exec", "[e
         std::string::npos);
 }
 
+TEST_CASE(
+    "execd GET /metrics/watch: a sample a second while the client reads, ended when it stops "
+    "or the sandbox pauses",
+    "[execd]") {
+  struct counting final : reply_stream {
+    std::vector<std::string> events;
+    std::size_t stop_after = 2;
+    bool open(unsigned, std::string_view, const header_fields&) override { return true; }
+    bool write(std::string_view d) override {
+      events.emplace_back(d);
+      return events.size() < stop_after;
+    }
+    bool opened() const override { return true; }
+  } stream;
+  rig r;
+  auto s = r.add();
+  r.answer(
+      [](const client::exec_options&) { return exited(0, "1 max 100000 0 0 max 1048576 1024\n"); });
+  auto reply = r.call("GET", "/metrics/watch", {}, {}, &stream);
+  CHECK(reply.streamed);
+  REQUIRE(stream.events.size() == 2);
+  CHECK(
+      std::regex_replace(stream.events[1], std::regex("\"timestamp\":[0-9]+"), "\"timestamp\":0") ==
+      "{\"cpu_count\":1,\"cpu_used_pct\":0.00,\"mem_total_mib\":1.00,\"mem_used_mib\":1.00,"
+      "\"timestamp\":0}\n\n");
+  s->paused = true;
+  CHECK(r.call("GET", "/metrics/watch", {}, {}, &stream).status == 409);
+}
+
 // ---- the scripts themselves, run by the host's sh in place of the container's ----
 
 namespace {
@@ -465,11 +494,15 @@ TEST_CASE(
       r.call("POST", "/command", R"({"command":"echo one; echo two; sleep 30","background":true})");
   const std::string id = init_id(started.body);
   REQUIRE(!id.empty());
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // Polled, never a fixed sleep: under load the command may take a while to write.
+  http_reply logs;
+  for (int i = 0; i < 100 && logs.body != "two\n"; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    logs = r.call("GET", "/command/" + id + "/logs", {}, "cursor=1");
+  }
   auto running = r.call("GET", "/command/status/" + id);
   CHECK(running.body.find(R"("running":true,"exit_code":null)") != std::string::npos);
   CHECK(running.body.find(R"("content":"echo one; echo two; sleep 30")") != std::string::npos);
-  auto logs = r.call("GET", "/command/" + id + "/logs", {}, "cursor=1");
   CHECK(logs.body == "two\n");
   CHECK(header(logs, "EXECD-COMMANDS-TAIL-CURSOR") == "2");
   CHECK(r.call("DELETE", "/command", {}, "id=" + id).status == 200);
@@ -479,10 +512,12 @@ TEST_CASE(
 
   auto quick = r.call("POST", "/command", R"({"command":"exit 4","background":true})");
   const std::string quick_id = init_id(quick.body);
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  CHECK(
-      r.call("GET", "/command/status/" + quick_id).body.find(R"("running":false,"exit_code":4)") !=
-      std::string::npos);
+  std::string quick_status;
+  for (int i = 0; i < 100 && quick_status.find(R"("running":false)") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    quick_status = r.call("GET", "/command/status/" + quick_id).body;
+  }
+  CHECK(quick_status.find(R"("running":false,"exit_code":4)") != std::string::npos);
   std::filesystem::remove_all("/tmp/.dockgate-commands/" + id);
   std::filesystem::remove_all("/tmp/.dockgate-commands/" + quick_id);
 }
@@ -637,7 +672,7 @@ TEST_CASE("execd Range: one range a-b or a- is read, anything else is ignored", 
 
 TEST_CASE(
     "execd POST /files/upload: metadata and file parts paired in order, each written by the "
-    "workspace script as the session user; bad bodies are 400 before any exec",
+    "workspace script as the session user, bad bodies 400 before any exec",
     "[execd][files]") {
   rig r;
   r.add();
@@ -723,7 +758,8 @@ TEST_CASE(
   CHECK(with_range(r, "", "").body ==
         R"({"code":"MISSING_QUERY","message":"missing query parameter path"})");
   CHECK(with_range(r, "path=/etc/passwd", "").status == 400);
-  CHECK(with_range(r, "path=/workspace/f&offset=1", "").status == 501);
+  CHECK(with_range(r, "path=/workspace/f&offset=1", "bytes=0-1").status == 400);
+  CHECK(with_range(r, "path=/workspace/f&offset=0", "").status == 400);
 }
 
 namespace {
@@ -770,6 +806,14 @@ TEST_CASE(
   CHECK(part.body == "world");
   CHECK(header(part, "Content-Range") == "bytes 6-10/11");
   CHECK(with_range(r, "path=/workspace/d/f.txt", "bytes=11-").status == 416);
+  std::ofstream(ws.dir / "d/lines.txt") << "l1\nl2\nl3\nl4";
+  auto window = with_range(r, "path=/workspace/d/lines.txt&offset=2&limit=2", "");
+  CHECK(window.status == 200);
+  CHECK(window.body == "l2\nl3\n");
+  CHECK(window.content_type == "text/plain; charset=utf-8");
+  CHECK(with_range(r, "path=/workspace/d/lines.txt&offset=3", "").body == "l3\nl4");
+  CHECK(with_range(r, "path=/workspace/d/lines.txt&offset=9&limit=1", "").body.empty());
+  std::filesystem::remove(ws.dir / "d/lines.txt");
 
   auto info = r.call("GET", "/files/info", {}, "path=/workspace/d/f.txt&path=d");
   CHECK(info.status == 200);

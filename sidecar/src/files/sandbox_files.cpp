@@ -174,7 +174,15 @@ def replace(rel, limit, old, new):
         os.lseek(f, 0, 0); os.ftruncate(f, 0); view = memoryview(data)
         while view: view = view[os.write(f, view):]
     out.write(str(count).encode())
+def lines(rel, limit, offset, count):
+    f = os.fdopen(opened(parts_of(rel), os.O_RDONLY), 'rb'); os.set_blocking(f.fileno(), True)
+    left, first, n = int(limit), int(offset), int(count)
+    for i, line in enumerate(f, 1):
+        if i < first: continue
+        if n == 0 or len(line) > left: end(4 if n else 0, 'too large')
+        out.write(line); left -= len(line); n -= 1
 if op == 'write': write(*args)
+elif op == 'lines': lines(*args)
 elif op == 'chmod': chmod(*args)
 elif op == 'mv': move(*args)
 elif op == 'search': search(*args)
@@ -310,6 +318,19 @@ outcome<file_slice> sandbox_files::download(const std::string& session_id, const
   s.last = std::strtoll(p, &p, 10);
   s.bytes = done->out.substr(nl + 1);
   return s;
+}
+
+outcome<std::string> sandbox_files::read_lines(const std::string& session_id,
+                                               const std::string& path, std::int64_t offset,
+                                               std::int64_t count) const {
+  auto rel = relative(path);
+  if (!rel) return refuse(refusal_kind::invalid, "path must be under /workspace");
+  if (offset < 1 || count < -1) return refuse(refusal_kind::invalid, "offset >= 1, limit >= 0");
+  auto done = run(session_id, {"lines", *rel, std::to_string(config_.max_body_bytes),
+                               std::to_string(offset), std::to_string(count)});
+  if (!done) return done.error();
+  if (auto r = workspace_refusal(done->exit_code, path, done->err)) return *r;
+  return std::move(done->out);
 }
 
 outcome<std::vector<file_info>> sandbox_files::info(const std::string& session_id,

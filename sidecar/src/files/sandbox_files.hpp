@@ -72,6 +72,10 @@ class sandbox_files {
   // the range starts past its end: a conflict refusal whose message is the file's size).
   outcome<file_slice> download(const std::string& session_id, const std::string& path,
                                std::optional<byte_range> range) const;
+  // Lines `offset` (1-based) to offset+count-1 of a file, their ends kept (count -1: to
+  // the end); too_large past SANDBOX_MAX_BODY_BYTES.
+  outcome<std::string> read_lines(const std::string& session_id, const std::string& path,
+                                  std::int64_t offset, std::int64_t count) const;
   outcome<std::vector<file_info>> info(const std::string& session_id,
                                        const std::vector<std::string>& paths) const;
   outcome<files_done> remove_file(const std::string& session_id, const std::string& path) const;

@@ -4,6 +4,9 @@
 // (CommandExecError, the exit code) and the end of the stream.
 #include <simdjson.h>
 
+#include <chrono>
+#include <thread>
+
 #include "commands/commands.hpp"
 #include "front/opensandbox/execd/execd_kit.hpp"
 #include "front/opensandbox/execd/execd_routes.hpp"
@@ -216,16 +219,46 @@ http_reply interrupt_command(call& c) {
   return empty_ok();
 }
 
-http_reply metrics(call& c) {
-  auto m = commands_of(c.core).metrics(c.sandbox);
-  if (!m) return refused(m.error());
+namespace {
+
+std::string metrics_json(const sandbox_metrics& m) {
   char b[256];
   std::snprintf(b, sizeof b,
                 "{\"cpu_count\":%lld,\"cpu_used_pct\":%.2f,\"mem_total_mib\":%.2f,"
                 "\"mem_used_mib\":%.2f,\"timestamp\":%lld}",
-                static_cast<long long>(m->cpu_count), m->cpu_used_pct, m->mem_total_mib,
-                m->mem_used_mib, static_cast<long long>(unix_ms()));
-  return {200, b};
+                static_cast<long long>(m.cpu_count), m.cpu_used_pct, m.mem_total_mib,
+                m.mem_used_mib, static_cast<long long>(unix_ms()));
+  return b;
+}
+
+}  // namespace
+
+http_reply metrics(call& c) {
+  auto m = commands_of(c.core).metrics(c.sandbox);
+  if (!m) return refused(m.error());
+  return {200, metrics_json(m.value())};
+}
+
+http_reply watch_metrics(call& c) {
+  // A sample a second, each one JSON object and a blank line, until the client stops
+  // reading or the sandbox goes (or pauses); the first sample's refusal is the answer.
+  const auto cmds = commands_of(c.core);
+  auto m = cmds.metrics(c.sandbox);
+  if (!m) return refused(m.error());
+  http_reply reply(200, {}, c.r.stream != nullptr);
+  reply.content_type = "text/event-stream";
+  reply.headers.push_back({"X-Request-ID", request_id_of(c.r)});
+  if (!c.r.stream) {
+    reply.body = metrics_json(m.value()) + "\n\n";  // no stream: one sample
+    return reply;
+  }
+  if (!c.r.stream->open(200, "text/event-stream", {{"X-Request-ID", request_id_of(c.r)}}))
+    return reply;
+  while (m && c.r.stream->write(metrics_json(m.value()) + "\n\n")) {
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    m = cmds.metrics(c.sandbox);
+  }
+  return reply;
 }
 
 }  // namespace dockgate::sidecar::opensandbox::execd

@@ -25,6 +25,7 @@ const route_table<handler>& routes() {
       {"GET", "/command/status/{id}", command_status},
       {"GET", "/command/{id}/logs", command_logs},
       {"GET", "/metrics", metrics},
+      {"GET", "/metrics/watch", watch_metrics},
       {"POST", "/session", create_shell},
       {"POST", "/session/{id}/run", run_in_shell},
       {"DELETE", "/session/{id}", delete_shell},

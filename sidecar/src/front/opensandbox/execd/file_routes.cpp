@@ -60,6 +60,23 @@ std::optional<http_reply> read_metadata(const std::string& json, sandbox_upload&
   return std::nullopt;
 }
 
+// offset/limit: a window of lines (1-based), as text/plain.
+http_reply download_lines(call& c, const std::string& path, const std::string& offset,
+                          const std::string& limit) {
+  char* end1 = nullptr;
+  char* end2 = nullptr;
+  const auto first = std::strtoll(offset.c_str(), &end1, 10);
+  const auto count = std::strtoll(limit.c_str(), &end2, 10);
+  if (offset.empty() || limit.empty() || *end1 || *end2 || first < 1 || count < -1)
+    return bad_request("offset must be an integer >= 1 and limit >= 0");
+  auto got = sandbox_files(c.core.config_of, c.core.containers, c.core.registry)
+                 .read_lines(c.sandbox, path, first, count);
+  if (!got) return refused(got.error());
+  http_reply reply(200, std::move(got.value()));
+  reply.content_type = "text/plain; charset=utf-8";
+  return reply;
+}
+
 std::string base_name(const std::string& path) {
   const auto slash = path.rfind('/');
   return slash == std::string::npos ? path : path.substr(slash + 1);
@@ -119,8 +136,12 @@ http_reply upload_files(call& c) {
 http_reply download_file(call& c) {
   auto path = query_value(c.r.query, "path");
   if (!path || path->empty()) return missing_query("path");
-  if (query_value(c.r.query, "offset") || query_value(c.r.query, "limit"))
-    return error(501, "NOT_SUPPORTED", "offset/limit line windows are not served yet: use Range");
+  const auto offset = query_value(c.r.query, "offset");
+  const auto limit = query_value(c.r.query, "limit");
+  if (offset || limit) {
+    if (c.r.field("range")) return bad_request("offset/limit and Range exclude each other");
+    return download_lines(c, *path, offset.value_or("1"), limit.value_or("-1"));
+  }
   std::optional<byte_range> range;
   if (auto h = c.r.field("range")) range = parse_range(*h);
   auto got = files_of(c.core).download(c.sandbox, *path, range);

@@ -23,6 +23,7 @@ http_reply command_status(call& c);
 http_reply command_logs(call& c);
 http_reply interrupt_command(call& c);
 http_reply metrics(call& c);
+http_reply watch_metrics(call& c);
 http_reply create_shell(call& c);
 http_reply run_in_shell(call& c);
 http_reply delete_shell(call& c);
