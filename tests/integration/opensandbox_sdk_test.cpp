@@ -94,6 +94,18 @@ TEST_CASE(
   INFO(killed.output);
   CHECK(field(killed.output, "killed") == "true");
   CHECK(inspect(container, "{{.Id}}").empty());
+
+  // An entrypoint of its own runs as the session user, detached, as the host sees it.
+  auto main = sdk("entrypoint " + runtime_image());
+  INFO(main.output);
+  REQUIRE(main.status == 0);
+  CHECK(field(main.output, "entrypoint") == R"(["sleep","12345"])");
+  const std::string other = "dockgate-sbx-" + field(main.output, "id");
+  const std::string top = run(direct() + " top " + other + " -o pid,uid,args").output;
+  INFO(top);
+  CHECK(run("grep -c ' 1000 *sleep 12345$' <<'EOF'\n" + top + "EOF").output == "1\n");
+  CHECK(field(sdk("kill " + field(main.output, "id")).output, "killed") == "true");
+  CHECK(inspect(other, "{{.Id}}").empty());
 }
 
 TEST_CASE(

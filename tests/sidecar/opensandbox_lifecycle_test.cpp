@@ -383,10 +383,6 @@ TEST_CASE("opensandbox create: limits below the caps are asked, above them the c
 
 TEST_CASE("opensandbox create: every field's 400, and nothing made", "[opensandbox]") {
   os_front f;
-  const std::string keep_alive_only =
-      "entrypoint: only a keep-alive entrypoint is accepted ([\\\"tail\\\",\\\"-f\\\",\\\"/dev/"
-      "null\\\"] or [\\\"sleep\\\",\\\"infinity\\\"]): this sidecar runs no entrypoint of its own "
-      "yet, commands run through execd";
   struct row {
     fields_list changes;
     std::string message;
@@ -407,8 +403,6 @@ TEST_CASE("opensandbox create: every field's 400, and nothing made", "[opensandb
       {{{"entrypoint", "\"tail -f /dev/null\""}},
        "entrypoint: required, a non-empty array of strings"},
       {{{"entrypoint", "[\"sleep\",1]"}}, "entrypoint: required, a non-empty array of strings"},
-      {{{"entrypoint", R"(["python","-m","http.server"])"}}, keep_alive_only},
-      {{{"entrypoint", R"(["tail","-f"])"}}, keep_alive_only},
       {{{"env", "[]"}}, "env: must be an object of strings"},
       {{{"env", R"({"1A":"x"})"}},
        "env: \\\"1A\\\" is not a variable name ([A-Za-z_][A-Za-z0-9_]*)"},
@@ -912,5 +906,47 @@ TEST_CASE("opensandbox front: an answer that set its own X-Request-ID has that o
       if (name == "X-Request-ID" || name == "x-request-id") ids.push_back(value);
     REQUIRE(ids.size() == 1);
     if (sent) CHECK(ids[0] == "r9");
+  }
+}
+
+TEST_CASE(
+    "opensandbox create: an entrypoint is started detached as the session user, one the "
+    "image lacks is a 400 and its container removed",
+    "[opensandbox]") {
+  os_front f;
+  std::vector<std::vector<std::string>> started;
+  f.engine.on_exec = [&](const testing::fake_engine::container&, const client::exec_options& o) {
+    client::exec_result r;
+    r.started = true;
+    r.exit_code = 0;
+    if (o.cmd.size() > 3 && o.cmd[3] == "dockgate-entrypoint") {
+      started.push_back(o.cmd);
+      CHECK(o.user == "1000:1000");
+      if (o.cmd[4] == "no-such-program") r.exit_code = 127;
+    }
+    return r;
+  };
+  SECTION("a server as the main process") {
+    const std::string id = f.create({{"entrypoint", R"(["python3","-m","http.server","8080"])"}});
+    REQUIRE(started.size() == 1);
+    CHECK(std::vector<std::string>(started[0].begin() + 4, started[0].end()) ==
+          std::vector<std::string>{"python3", "-m", "http.server", "8080"});
+    CHECK(started[0][2].find("setsid \"$@\" </dev/null") != std::string::npos);
+    auto got = f.call("GET", "/v1/sandboxes/" + id);
+    CHECK(got.body.find(R"("entrypoint":["python3","-m","http.server","8080"])") !=
+          std::string::npos);
+  }
+  SECTION("the SDK's keep-alive starts nothing") {
+    f.create();
+    CHECK(started.empty());
+  }
+  SECTION("a program the image lacks") {
+    auto refused =
+        f.call("POST", "/v1/sandboxes", body_with({{"entrypoint", R"(["no-such-program"])"}}));
+    CHECK(refused.status == 400);
+    CHECK(refused.body.find("entrypoint: no-such-program is not a program of the image") !=
+          std::string::npos);
+    CHECK(f.engine.count("remove") >= 1);
+    CHECK(f.core.registry.size() == 0);
   }
 }

@@ -93,6 +93,7 @@ outcome<created_session> session_lifecycle::create_session(const create_request&
   s->pooled = warm.has_value();
   if (warm) s->runner = std::move(warm->runner);  // under no lock yet: nobody else has s
   if (auto refused = ready_workspace(*s, warm.has_value(), restore)) return *refused;
+  if (auto refused = start_entrypoint(*s, r)) return *refused;
   if (auto refused = record_session(*s, warm.has_value())) return *refused;
   s->last_used = std::chrono::steady_clock::now();
   registry_.add(s);
@@ -273,6 +274,29 @@ outcome<deleted_session> session_lifecycle::delete_session(const delete_request&
   thaw(*s);
   out.archive = end_held_session(*s, r);
   return out;
+}
+
+std::optional<refusal> session_lifecycle::start_entrypoint(session& s, const create_request& r) {
+  if (r.entrypoint.empty()) return std::nullopt;
+  // Found first (127: not in the image, the create refused), then started detached: its
+  // own session and group, stdin from /dev/null, its output to a file under /tmp.
+  std::vector<std::string> cmd = {
+      "sh", "-c",
+      "command -v \"$1\" >/dev/null 2>&1 || exit 127; cd /workspace 2>/dev/null; "
+      "setsid \"$@\" </dev/null >/tmp/.dockgate-entrypoint.log 2>&1 &",
+      "dockgate-entrypoint"};
+  cmd.insert(cmd.end(), r.entrypoint.begin(), r.entrypoint.end());
+  const auto started = containers_.run_in(s.container, std::move(cmd), 30s);
+  if (started.started && started.exit_code == 0) return std::nullopt;
+  containers_.remove(s.container);  // (a warm one's claim record is not written yet)
+  if (started.started && started.exit_code == 127)
+    return refuse(refusal_kind::invalid,
+                  "entrypoint: " + r.entrypoint.front() + " is not a program of the image");
+  return refuse(
+      refusal_kind::failed,
+      "entrypoint did not start: " +
+          (started.started ? "exit " + std::to_string(started.exit_code) + " " + started.stderr_data
+                           : started.error));
 }
 
 void session_lifecycle::thaw(session& s) {

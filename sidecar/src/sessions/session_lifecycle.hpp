@@ -106,6 +106,9 @@ class session_lifecycle {
   // The claim record (warm) and the fleet's record (FUSE), before the answer.
   std::optional<refusal> record_session(session& s, bool warm);
 
+  // The request's entrypoint started in the made container; on a failure the container
+  // removed.
+  std::optional<refusal> start_entrypoint(session& s, const create_request& r);
   // A paused session's container unpaused (held under its lock) before its end.
   void thaw(session& s);
   // delete_session's two cases: a session held here, and one that is not.

@@ -43,6 +43,10 @@ struct create_request {
   std::map<std::string, std::string> metadata;
   std::optional<std::chrono::system_clock::time_point> expires_at;
   bool idle_reaped = true;
+  // A program started once the session is made, as the session user, in its own session
+  // and process group, detached: the sandbox's main process as a client sees it (the
+  // container's own keep-alive stays PID 1's child). Empty: none.
+  std::vector<std::string> entrypoint;
 };
 
 struct created_session {

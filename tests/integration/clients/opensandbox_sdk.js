@@ -5,6 +5,7 @@
 //   node opensandbox_sdk.js pause|resume|kill ID  -> {"state":…}
 //   node opensandbox_sdk.js escapes ID            -> what each escape got
 //   node opensandbox_sdk.js volume IMAGE PATH     -> a host volume's sandbox, or its refusal
+//   node opensandbox_sdk.js entrypoint IMAGE      -> a sandbox running `sleep 12345` (stays)
 // OPEN_SANDBOX_DOMAIN and OPEN_SANDBOX_API_KEY come from the environment, as a user sets them.
 "use strict";
 const { Sandbox, SandboxManager, ConnectionConfig } = require("@alibaba-group/opensandbox");
@@ -108,8 +109,27 @@ async function step(name, id) {
   }
 }
 
+// A sandbox whose entrypoint is its own program (the sandbox stays, for the test to look).
+async function entrypoint(image) {
+  const sbx = await Sandbox.create({
+    connectionConfig: connectionConfig(),
+    image,
+    entrypoint: ["sleep", "12345"],
+    timeoutSeconds: 900,
+  });
+  const out = { id: sbx.id, entrypoint: (await sbx.getInfo()).entrypoint };
+  await sbx.close();
+  return out;
+}
+
 const [name, arg, more] = process.argv.slice(2);
-(name === "create" ? create(arg) : name === "volume" ? volume(arg, more) : step(name, arg))
+(name === "create"
+  ? create(arg)
+  : name === "volume"
+    ? volume(arg, more)
+    : name === "entrypoint"
+      ? entrypoint(arg)
+      : step(name, arg))
   .then((out) => console.log(JSON.stringify(out)))
   .catch((e) => {
     console.log(JSON.stringify({ error: String(e && e.message), ...failure(e) }));

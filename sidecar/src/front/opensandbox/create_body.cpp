@@ -133,17 +133,18 @@ problem read_entrypoint(object body, create_request& out) {
     if (!s) return std::string("entrypoint: required, a non-empty array of strings");
     asked.emplace_back(*s);
   }
+  // Kept as the JSON array it was (the Sandbox object shows it back); a keep-alive form
+  // (the SDK's default) is the container's own keep-alive already: nothing is started.
+  std::string kept = "[";
+  for (const auto& word : asked) {
+    if (kept.size() > 1) kept += ',';
+    client::append_json_string(kept, word);
+  }
+  out.metadata[std::string(entrypoint_key)] = kept + "]";
   for (const auto& form : keep_alive_entrypoints())
-    if (asked == form) {
-      std::string joined;
-      for (const auto& word : form) joined += (joined.empty() ? "" : " ") + word;
-      out.metadata[std::string(entrypoint_key)] = joined;
-      return std::nullopt;
-    }
-  return std::string(
-      "entrypoint: only a keep-alive entrypoint is accepted ([\"tail\",\"-f\",\"/dev/null\"] or "
-      "[\"sleep\",\"infinity\"]): this sidecar runs no entrypoint of its own yet, commands run "
-      "through execd");
+    if (asked == form) return std::nullopt;
+  out.entrypoint = std::move(asked);
+  return std::nullopt;
 }
 
 problem read_env(object body, create_request& out) {

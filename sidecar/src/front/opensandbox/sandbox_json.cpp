@@ -1,6 +1,8 @@
 // The Sandbox object and RFC 3339 times of the OpenSandbox front (sandbox_json.hpp).
 #include "front/opensandbox/sandbox_json.hpp"
 
+#include <simdjson.h>
+
 #include <ctime>
 
 #include "dockgate/client/engine.hpp"
@@ -96,15 +98,24 @@ namespace {
 void append_entrypoint(std::string& out, const std::map<std::string, std::string>& metadata) {
   // A session this front did not create (an Aivory one) is kept alive by the container's
   // own `sleep infinity`.
+  // Its value is the JSON array the create asked for (create_body.cpp), written again
+  // word by word: a label that is not one (written by someone else) shows the keep-alive.
   const auto it = metadata.find(std::string(entrypoint_key));
-  const std::string words = it == metadata.end() ? "sleep infinity" : it->second;
+  simdjson::dom::parser parser;
+  simdjson::dom::array words;
+  if (it == metadata.end() ||
+      parser.parse(it->second).get_array().get(words) != simdjson::SUCCESS) {
+    out += R"(["sleep","infinity"])";
+    return;
+  }
   out += '[';
-  std::size_t start = 0;
-  for (bool first = true; start <= words.size(); first = false) {
-    const auto space = std::min(words.find(' ', start), words.size());
+  bool first = true;
+  for (auto word : words) {
+    std::string_view text;
+    if (word.get_string().get(text) != simdjson::SUCCESS) continue;
     if (!first) out += ',';
-    client::append_json_string(out, words.substr(start, space - start));
-    start = space + 1;
+    first = false;
+    client::append_json_string(out, text);
   }
   out += ']';
 }
