@@ -1,4 +1,4 @@
-// execd's routes as the sidecar serves them (docs/opensandbox-execd.md). The caller (the
+// execd's routes as the sidecar serves them (docs/opensandbox-api.md, "execd"). The caller (the
 // OpenSandbox front's serve) has checked the sandbox's access token; every route here acts
 // on that sandbox's session only, as its user. A route not in the table answers 501
 // NOT_SUPPORTED with what it is, never a silent 404 or a stub.
