@@ -186,7 +186,7 @@ def os_first(port):
                          timeout=300).stdout
     figures = json.loads(out)
     assert figures["first"] == "1\n" and figures["heavy_exit"] == 0, figures
-    return figures["create_ms"] / 1000, figures["first_ms"] / 1000, figures["heavy_ms"] / 1000
+    return figures["create_ms"] / 1000, figures["first_ms"] / 1000, figures["heavy_ms"] / 1000, figures["phases"]
 
 
 def plain_os_first(name):
@@ -320,6 +320,11 @@ else:
     row(f"  python3 -c {heavy}, hit", ms(col(os_hit, 2)), ms(col(os_plain, 2)))
     row(f"  python3 -c {heavy}, miss", ms(col(os_miss, 2)), ms(col(os_plain, 2)))
     print("  (python3 -c by commands.run vs docker exec, not a /code cell: /code is not served yet, 501)")
+    for name, runs in (("hit", os_hit), ("miss", os_miss)):
+        phase = lambda k: statistics.median(x[3][k] for x in runs)
+        print(f"  Sandbox.create, {name}: SDK before its POST {phase('client_ms'):.0f}, POST /v1/sandboxes "
+              f"{phase('post_ms'):.0f}, endpoint GETs {phase('endpoints_ms'):.0f}, execd ready "
+              f"{phase('ready_ms'):.0f} ({phase('pings'):.0f} /ping)")
 print(f"cells in one session ({rounds * 4} each) vs docker exec in the same container "
       f"(image {'with' if stack else 'without'} the data stack)")
 row("  print(1) round trip", ms(fork_rt), ms(exec_rt))
