@@ -255,8 +255,8 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "opensandbox python SDK: its user agent and no client-IP header are served as the JS SDK's, "
-    "the key still needed, and no metrics event is awaited",
+    "opensandbox python SDK: its user agent and no client-IP header are served as the JS "
+    "SDK's, the key still needed",
     "[opensandbox][python]") {
   python_sdk sdk;
   auto made = sdk.call("POST", "/v1/sandboxes", python_create_body);
@@ -282,7 +282,6 @@ TEST_CASE(
   CHECK(refused.status == 401);
   CHECK(refused.body ==
         R"({"code":"MISSING_API_KEY","message":"the OPEN-SANDBOX-API-KEY header is missing"})");
-  // The Python SDK sends no POST /v1/metrics/events at HEAD; its user agent on execd's
-  // path is served like any other.
+  // Its user agent on execd's path is served like any other.
   CHECK(sdk.execd(sid, "GET", "/ping").status == 200);
 }
