@@ -9,11 +9,12 @@
 //
 // create_ms: Sandbox.create with useServerProxy and the SDK's default body (it waits for
 // both endpoint GETs and execd's /ping); first_ms: from before Sandbox.create to the first
-// commands.run("echo 1") output; heavy_ms: then one commands.run(HEAVY_COMMAND). The
-// sandbox is killed after the figures are taken (one untimed list before: see main). `phases` splits Sandbox.create by the
-// SDK's own requests (fetch wrapped, time to the answer's headers): the SDK's work before
-// its POST (client_ms), POST /v1/sandboxes, the two endpoint GETs, and the wait for execd
-// (every GET /ping and the SDK's sleeps between them; pings: how many it sent).
+// commands.run("echo 1") output; heavy_ms: then one commands.run(HEAVY_COMMAND). One
+// untimed list goes first (see main); the sandbox is killed after the figures are taken.
+// `phases` splits Sandbox.create by the SDK's own requests (fetch wrapped, time to the
+// answer's headers): the SDK's work before its POST (client_ms), POST /v1/sandboxes, the
+// two endpoint GETs, and the wait for execd (every GET /ping and the SDK's sleeps between
+// them; pings: how many it sent).
 "use strict";
 const { performance } = require("node:perf_hooks");
 const { Sandbox, SandboxManager, ConnectionConfig } = require("@alibaba-group/opensandbox");
