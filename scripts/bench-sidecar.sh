@@ -209,6 +209,7 @@ p99 = lambda xs: sorted(xs)[min(len(xs) - 1, int(len(xs) * 0.99))] * 1000
 hit, miss, plain, side_rt, plain_rt = [], [], [], [], []
 hit_create, miss_create, plain_run = [], [], []
 os_hit, os_miss, os_plain = [], [], []  # (create, create -> first output, heavy command) each
+os_wall = 0.0  # what the OpenSandbox rows add to the run (s)
 for i in range(rounds):
     wait_for_pool()
     t, (sid, create_time) = timed(session_first, warm_port)
@@ -230,10 +231,12 @@ for i in range(rounds):
     docker("rm", "-f", name)
 
     if not os_skip:
+        os_start = time.perf_counter()
         wait_for_pool()
         os_hit.append(os_first(warm_port))
         os_miss.append(os_first(cold_port))
         os_plain.append(plain_os_first(f"bench-os-plain-{i}"))
+        os_wall += time.perf_counter() - os_start
 
 # 1b. Cells on the fork server vs `docker exec ... python3 -c` of the same code in the same
 # (session) container: print(1), and the data stack's imports where the image has them
@@ -311,7 +314,8 @@ if os_skip:
     print(f"OpenSandbox SDK rows skipped: {os_skip}")
 else:
     col = lambda xs, k: [x[k] for x in xs]
-    print("OpenSandbox JS SDK 0.1.11 (server proxy; Sandbox.create, commands.run), timed in node")
+    print(f"OpenSandbox JS SDK 0.1.11 (server proxy; Sandbox.create, commands.run), timed in node "
+          f"(these rows took {os_wall:.1f} s of the run)")
     row("  create -> first echo 1, pool hit", ms(col(os_hit, 1)), ms(col(os_plain, 1)))
     row("  create -> first echo 1, pool miss", ms(col(os_miss, 1)), ms(col(os_plain, 1)))
     row("    of which Sandbox.create, pool hit", ms(col(os_hit, 0)), ms(col(os_plain, 0)))
