@@ -10,6 +10,14 @@
 #   matplotlib; print(1)` (the heaviest stdlib imports where the image lacks them: the row
 #   says which), each vs `docker exec -u 1000:1000 <the session's container> python3 -c`
 #   of the same code;
+# - OpenSandbox's own JS SDK (scripts/bench-opensandbox.js, one node process per round,
+#   timed inside it): Sandbox.create (server proxy, the SDK's default body) -> the first
+#   commands.run("echo 1") output, on a pool hit and a miss, vs `docker run -d` + `docker
+#   exec sh -c 'echo 1'`; then `python3 -c 'import pandas'` through commands.run (the image
+#   lacking pandas: the stdlib imports, said in the row) vs `docker exec` of the same — not
+#   a /code cell: /code is not served yet (501). Skipped, and said, where node or the SDK
+#   is missing (DOCKGATE_NODE_PATH, else scripts/node-clients.sh's cache); where
+#   DOCKGATE_NODE_PATH is set (CI) a missing SDK is an error;
 # - scale: SCALE sessions each running one cell at once: cells/s, p50 and p99, the
 #   sidecar's threads and RSS (/proc/PID/status; peak while the cells ran), vs SCALE
 #   concurrent `docker exec` in SCALE plain containers;
@@ -78,19 +86,34 @@ sidecar() {
   pids+=("$pid")
   for _ in $(seq 100); do curl -fs "http://127.0.0.1:$port/healthz" >/dev/null && break; sleep 0.1; done
 }
+# OpenSandbox's JS SDK: DOCKGATE_NODE_PATH (CI: scripts/test.sh after node-clients.sh),
+# else node-clients.sh's cache; missing on a user's machine, its rows are skipped.
+os_node=${DOCKGATE_NODE_PATH:-${DOCKGATE_CACHE:-/var/cache/dockgate}/node-clients/node_modules}
+os_skip=
+if ! command -v node >/dev/null; then
+  os_skip="node is not installed"
+elif ! NODE_PATH=$os_node node -e 'require("@alibaba-group/opensandbox")' 2>/dev/null; then
+  os_skip="the OpenSandbox SDK is not in $os_node (scripts/node-clients.sh DIR installs it)"
+fi
+if [[ -n $os_skip && -n ${DOCKGATE_NODE_PATH:-} ]]; then
+  echo "bench-sidecar.sh: DOCKGATE_NODE_PATH is set but $os_skip" >&2
+  exit 1
+fi
+[[ -z $os_skip ]] || echo "bench-sidecar.sh: skipping the OpenSandbox rows: $os_skip" >&2
 sidecar warm "$pool"
 warm_port=$port warm_pid=$pid
 sidecar cold 0
 cold_port=$port
 
 python3 - "$DOCKGATE_TEST_ENGINE" "$image" "$rounds" "$scale" "$pool" \
-  "$warm_port" "$warm_pid" "$cold_port" <<'PY'
-import json, statistics, subprocess, sys, threading, time, urllib.request
+  "$warm_port" "$warm_pid" "$cold_port" "$os_node" "$os_skip" <<'PY'
+import json, os, statistics, subprocess, sys, threading, time, urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
 engine, image = sys.argv[1], sys.argv[2]
 rounds, scale, pool = int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
 warm_port, warm_pid, cold_port = sys.argv[6], int(sys.argv[7]), sys.argv[8]
+os_node, os_skip = sys.argv[9], sys.argv[10]
 
 
 def call(port, method, path, body=None):
@@ -148,12 +171,45 @@ def session_first(port):
     return created["session_id"], create_time
 
 
+# Whether the image has the data stack (else the heaviest stdlib imports, said in the rows).
+stack = subprocess.run(["docker", "-H", engine, "run", "--rm", "--network", "none", "--user", "1000:1000", image,
+                        "python3", "-c", "import pandas, matplotlib"], capture_output=True).returncode == 0
+os_heavy_code = "import pandas" if stack else "import json, decimal, asyncio, email.mime.multipart"
+os_heavy_command = f"python3 -c '{os_heavy_code}'"
+
+
+def os_first(port):
+    """One node process: the SDK's Sandbox.create -> first commands.run output, then the
+    heavy command; the figures (seconds) as timed inside it."""
+    out = subprocess.run(["node", "scripts/bench-opensandbox.js", port, image, "bench", os_heavy_command],
+                         env={**os.environ, "NODE_PATH": os_node}, check=True, capture_output=True, text=True,
+                         timeout=300).stdout
+    figures = json.loads(out)
+    assert figures["first"] == "1\n" and figures["heavy_exit"] == 0, figures
+    return figures["create_ms"] / 1000, figures["first_ms"] / 1000, figures["heavy_ms"] / 1000, figures["phases"]
+
+
+def plain_os_first(name):
+    """docker run + docker exec sh -c 'echo 1', then the heavy command by docker exec."""
+    t0 = time.perf_counter()
+    docker(*PLAIN_RUN, "--name", name, image, "sleep", "infinity")
+    t1 = time.perf_counter()
+    docker("exec", name, "sh", "-c", "echo 1")
+    t2 = time.perf_counter()
+    docker("exec", name, "python3", "-c", os_heavy_code)
+    t3 = time.perf_counter()
+    docker("rm", "-f", name)
+    return t1 - t0, t2 - t0, t3 - t2
+
+
 ms = lambda xs: statistics.median(xs) * 1000
 p99 = lambda xs: sorted(xs)[min(len(xs) - 1, int(len(xs) * 0.99))] * 1000
 
 # 1. New session -> first answer; a live session's print(1).
 hit, miss, plain, side_rt, plain_rt = [], [], [], [], []
 hit_create, miss_create, plain_run = [], [], []
+os_hit, os_miss, os_plain = [], [], []  # (create, create -> first output, heavy command) each
+os_wall = 0.0  # what the OpenSandbox rows add to the run (s)
 for i in range(rounds):
     wait_for_pool()
     t, (sid, create_time) = timed(session_first, warm_port)
@@ -174,13 +230,19 @@ for i in range(rounds):
     plain_rt.append(timed(docker, "exec", name, "python3", "-c", "print(1)")[0])
     docker("rm", "-f", name)
 
+    if not os_skip:
+        os_start = time.perf_counter()
+        wait_for_pool()
+        os_hit.append(os_first(warm_port))
+        os_miss.append(os_first(cold_port))
+        os_plain.append(plain_os_first(f"bench-os-plain-{i}"))
+        os_wall += time.perf_counter() - os_start
+
 # 1b. Cells on the fork server vs `docker exec ... python3 -c` of the same code in the same
 # (session) container: print(1), and the data stack's imports where the image has them
 # (else the heaviest stdlib imports, said in the row).
 sid = call(warm_port, "POST", "/sessions")["session_id"]
 container = f"dockgate-sbx-{sid}"
-stack = subprocess.run(["docker", "-H", engine, "exec", "-u", "1000:1000", container, "python3", "-c",
-                        "import pandas, matplotlib"], capture_output=True).returncode == 0
 heavy_code = "import pandas, matplotlib; print(1)" if stack else "import json, decimal, asyncio, email.mime.multipart; print(1)"
 heavy_label = "import pandas, matplotlib" if stack else "stdlib imports (no pandas)"
 fork_rt, exec_rt, fork_heavy, exec_heavy = [], [], [], []
@@ -248,6 +310,25 @@ row("POST /sessions -> first /exec, pool miss", ms(miss), ms(plain))
 row("  of which POST /sessions, pool hit", ms(hit_create), ms(plain_run))
 row("  of which POST /sessions, pool miss", ms(miss_create), ms(plain_run))
 row("print(1) round trip", ms(side_rt), ms(plain_rt))
+if os_skip:
+    print(f"OpenSandbox SDK rows skipped: {os_skip}")
+else:
+    col = lambda xs, k: [x[k] for x in xs]
+    print(f"OpenSandbox JS SDK 0.1.11 (server proxy; Sandbox.create, commands.run), timed in node "
+          f"(these rows took {os_wall:.1f} s of the run)")
+    row("  create -> first echo 1, pool hit", ms(col(os_hit, 1)), ms(col(os_plain, 1)))
+    row("  create -> first echo 1, pool miss", ms(col(os_miss, 1)), ms(col(os_plain, 1)))
+    row("    of which Sandbox.create, pool hit", ms(col(os_hit, 0)), ms(col(os_plain, 0)))
+    row("    of which Sandbox.create, pool miss", ms(col(os_miss, 0)), ms(col(os_plain, 0)))
+    heavy = "'import pandas'" if stack else "stdlib imports"
+    row(f"  python3 -c {heavy}, hit", ms(col(os_hit, 2)), ms(col(os_plain, 2)))
+    row(f"  python3 -c {heavy}, miss", ms(col(os_miss, 2)), ms(col(os_plain, 2)))
+    print("  (python3 -c by commands.run vs docker exec, not a /code cell: /code is not served yet, 501)")
+    for name, runs in (("hit", os_hit), ("miss", os_miss)):
+        phase = lambda k: statistics.median(x[3][k] for x in runs)
+        print(f"  Sandbox.create, {name}: SDK before its POST {phase('client_ms'):.0f}, POST /v1/sandboxes "
+              f"{phase('post_ms'):.0f}, endpoint GETs {phase('endpoints_ms'):.0f}, execd ready "
+              f"{phase('ready_ms'):.0f} ({phase('pings'):.0f} /ping)")
 print(f"cells in one session ({rounds * 4} each) vs docker exec in the same container "
       f"(image {'with' if stack else 'without'} the data stack)")
 row("  print(1) round trip", ms(fork_rt), ms(exec_rt))
