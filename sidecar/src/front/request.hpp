@@ -5,13 +5,16 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <variant>
+#include <vector>
 
 #include "dockgate/client/engine.hpp"
+#include "dockgate/common/percent.hpp"
 #include "front/http_server.hpp"
 
 namespace dockgate::sidecar {
@@ -110,6 +113,26 @@ inline parsed<std::string> session_named(const std::string& body) {
   auto sid = f.string("session_id", true, err);
   if (err) return *err;
   return *sid;
+}
+
+// The value of each `name` of a query string, in order, each key and value decoded as
+// dockerd reads a query (common/percent.hpp: %XX and '+'); nullopt when any pair of it has
+// a malformed escape (refused, never guessed).
+inline std::optional<std::vector<std::string>> query_values(std::string_view query,
+                                                            std::string_view name) {
+  std::vector<std::string> out;
+  while (!query.empty()) {
+    const auto amp = std::min(query.find('&'), query.size());
+    const auto pair = query.substr(0, amp);
+    query.remove_prefix(std::min(amp + 1, query.size()));
+    const auto eq = std::min(pair.find('='), pair.size());
+    auto key = common::percent_decode_query(pair.substr(0, eq));
+    auto value =
+        common::percent_decode_query(eq < pair.size() ? pair.substr(eq + 1) : std::string_view());
+    if (!key || !value) return std::nullopt;
+    if (*key == name) out.push_back(std::move(*value));
+  }
+  return out;
 }
 
 }  // namespace dockgate::sidecar

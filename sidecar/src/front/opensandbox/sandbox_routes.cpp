@@ -11,6 +11,7 @@
 
 #include "front/opensandbox/access_token.hpp"
 #include "front/opensandbox/sandbox_json.hpp"
+#include "front/request.hpp"
 #include "util/ids.hpp"
 #include "util/util.hpp"
 
@@ -77,42 +78,6 @@ std::optional<std::string> metadata_problem(std::string_view key, std::string_vi
            ": its value is not a label value (empty, or 1-63 of letters, digits, '-', "
            "'_', '.', alphanumeric at both ends)";
   return std::nullopt;
-}
-
-std::optional<std::string> form_decode(std::string_view text) {
-  std::string out;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == '+') {
-      out += ' ';
-    } else if (text[i] == '%') {
-      unsigned v = 0;
-      if (i + 2 >= text.size() ||
-          std::from_chars(text.data() + i + 1, text.data() + i + 3, v, 16).ptr !=
-              text.data() + i + 3)
-        return std::nullopt;
-      out += static_cast<char>(v);
-      i += 2;
-    } else {
-      out += text[i];
-    }
-  }
-  return out;
-}
-
-std::optional<std::vector<std::string>> query_values(std::string_view query,
-                                                     std::string_view name) {
-  std::vector<std::string> out;
-  while (!query.empty()) {
-    const auto amp = std::min(query.find('&'), query.size());
-    const auto pair = query.substr(0, amp);
-    query.remove_prefix(std::min(amp + 1, query.size()));
-    const auto eq = std::min(pair.find('='), pair.size());
-    auto key = form_decode(pair.substr(0, eq));
-    auto value = form_decode(eq < pair.size() ? pair.substr(eq + 1) : std::string_view());
-    if (!key || !value) return std::nullopt;
-    if (*key == name) out.push_back(*value);
-  }
-  return out;
 }
 
 http_reply create_sandbox(session_core& core, const http_request& r, const route_args&) {

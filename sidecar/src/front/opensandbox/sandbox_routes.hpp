@@ -31,12 +31,6 @@ inline http_reply invalid_parameter(std::string_view message) {
 // checked (create_body.cpp); the entrypoint kept under sandbox_json.hpp's entrypoint_key.
 parsed<create_request> parse_create_body(const std::string& body, const config& c);
 
-// The value of each `name` of a query string (form-decoded: %XX and '+'), in order;
-// nullopt when any pair of it has a malformed escape.
-std::optional<std::vector<std::string>> query_values(std::string_view query, std::string_view name);
-// %XX and '+' decoded; nullopt for a malformed escape.
-std::optional<std::string> form_decode(std::string_view text);
-
 // sandbox_routes.cpp
 http_reply create_sandbox(session_core& core, const http_request& r, const route_args& a);
 http_reply list_sandboxes(session_core& core, const http_request& r, const route_args& a);

@@ -1,7 +1,7 @@
 #include "front/opensandbox/execd/execd_kit.hpp"
 
 #include "dockgate/client/engine.hpp"
-#include "dockgate/common/percent.hpp"
+#include "front/request.hpp"
 #include "util/util.hpp"
 
 namespace dockgate::sidecar::opensandbox::execd {
@@ -29,19 +29,8 @@ http_reply refused(const refusal& r, std::string_view not_found_code) {
 }
 
 std::vector<std::string> query_values(std::string_view query, std::string_view key) {
-  std::vector<std::string> out;
-  while (!query.empty()) {
-    const auto amp = query.find('&');
-    const std::string_view pair = query.substr(0, amp);
-    query.remove_prefix(amp == std::string_view::npos ? query.size() : amp + 1);
-    const auto eq = pair.find('=');
-    auto name = common::percent_decode_query(pair.substr(0, eq));
-    if (!name || *name != key) continue;
-    auto value = common::percent_decode_query(eq == std::string_view::npos ? std::string_view{}
-                                                                           : pair.substr(eq + 1));
-    if (value) out.push_back(std::move(*value));
-  }
-  return out;
+  // A malformed escape anywhere is no value at all: the route then says what is missing.
+  return sidecar::query_values(query, key).value_or(std::vector<std::string>());
 }
 
 std::optional<std::string> query_value(std::string_view query, std::string_view key) {
