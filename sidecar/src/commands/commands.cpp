@@ -106,13 +106,18 @@ d=/tmp/.dockgate-commands/$1
 tail -n "+$(($2 + 1))" "$d/log" | head -c "$3"
 )sh";
 
-// sh -c <this> sh ID: its group killed, its end recorded (unless it had ended).
+// sh -c <this> sh ID: its end recorded (unless it had ended), then its group killed. In
+// that order: a foreground command's wrapper removes the record as soon as its group dies,
+// and a write after the kill could land between that removal's unlinks and its rmdir,
+// leaving a stale record behind.
 constexpr std::string_view kill_script = R"sh(
 d=/tmp/.dockgate-commands/$1
 [ -f "$d/content" ] || exit 44
 [ -f "$d/exit" ] && exit 0
-p=$(cat "$d/pid"); { kill -9 "-$p" || kill -9 "$p"; } 2>/dev/null
+p=$(cat "$d/pid") || exit 44
 date -u +%Y-%m-%dT%H:%M:%SZ > "$d/finished_at"; echo 137 > "$d/exit"
+{ kill -9 "-$p" || kill -9 "$p"; } 2>/dev/null
+exit 0
 )sh";
 
 // The cgroup (v2) of the container as seen from inside: CPUs online, cpu.max's quota
