@@ -55,6 +55,14 @@ TEST_CASE(
   CHECK(field(created.output, "streamed") == "line-1\nline-2\nline-3\n");
   CHECK(field(created.output, "read") == "hello from the SDK");
   CHECK(field(created.output, "cat") == "hello from the SDK");
+  CHECK(field(created.output, "session") == "hi /workspace/notes\n");
+  // An app in the sandbox (python3's http.server on 8080, a background command) answered
+  // the test through the endpoint the SDK got, with no port published (below: network
+  // none); without the sandbox's token the proxy path is closed; interrupted, it stops.
+  CHECK(field(created.output, "app_running") == "true");
+  CHECK(field(created.output, "app") == "hello from the SDK");
+  CHECK(field(created.output, "app_without_token") == "401");
+  CHECK(field(created.output, "app_after_interrupt") == "false");
   CHECK(field(created.output, "state") == "Running");
   CHECK(field(created.output, "renewed") == "true");
   CHECK(field(created.output, "listed") == "[\"" + id + "\"]");
@@ -63,8 +71,8 @@ TEST_CASE(
   // on the container or (a warm container served it) on its claim record.
   CHECK(inspect(container,
                 "{{.Config.User}} {{.HostConfig.ReadonlyRootfs}} {{.HostConfig.NetworkMode}} "
-                "{{json .HostConfig.CapDrop}} {{.State.Running}}") ==
-        "65534:65534 true none [\"ALL\"] true\n");
+                "{{json .HostConfig.CapDrop}} {{.State.Running}} {{json .HostConfig.PortBindings}}") ==
+        "65534:65534 true none [\"ALL\"] true null\n");
   const std::string team = "{{index .Config.Labels \"sandbox.metadata.team\"}}";
   CHECK(inspect(container, team) + inspect(container + "-claim", team) ==
         (inspect(container + "-claim", "{{.Id}}").empty() ? "dg-test\n" : "\ndg-test\n"));

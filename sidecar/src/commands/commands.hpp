@@ -72,6 +72,11 @@ struct sandbox_metrics {
   double mem_used_mib = 0;
 };
 
+// What the relay of commands::connect writes on stderr when nothing listens on the port,
+// and when the image has none of python3, bash or nc to relay with.
+inline constexpr std::string_view connect_failed_marker = "dockgate:connect-failed";
+inline constexpr std::string_view no_relay_marker = "dockgate:no-relay";
+
 // Whether `id` is one of ours (hex, 1..64): anything else names no command, and never a path.
 bool valid_command_id(std::string_view id);
 
@@ -101,6 +106,13 @@ class commands {
                                        const std::string& shell_id) const;
   // The container's CPU and memory as its cgroup says.
   outcome<sandbox_metrics> metrics(const std::string& session_id) const;
+  // A byte stream to 127.0.0.1:`port` inside the sandbox (port_forward.cpp): a relay
+  // exec'd as the session user, its stdin the bytes to the port, its stdout the bytes
+  // back, as `kubectl port-forward` reaches a pod. The sandbox's network is never opened.
+  // A refused connection shows as the stream's end with stderr "dockgate:connect-failed"
+  // (connect_failed_marker), an image with no relay tool as "dockgate:no-relay".
+  outcome<client::exec_stream> connect(const std::string& session_id, std::uint16_t port,
+                                       client::clock_type::time_point deadline) const;
 
  private:
   // The session a command may run in now: found, not ending, not frozen; its container.

@@ -5,11 +5,13 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
@@ -111,7 +113,13 @@ class chunked_reply final : public reply_stream {
     std::string head =
         "HTTP/1.1 " + std::to_string(status) + " " + reason(status) + "\r\ncontent-type: ";
     head += content_type;
-    head += "\r\ncache-control: no-cache\r\ntransfer-encoding: chunked\r\n";
+    head += "\r\n";
+    // no-cache unless the handler says otherwise (a forwarded app's own Cache-Control).
+    const bool own_cache_control = std::any_of(extra.begin(), extra.end(), [](const auto& f) {
+      return f.first.size() == 13 && ::strncasecmp(f.first.c_str(), "cache-control", 13) == 0;
+    });
+    if (!own_cache_control) head += "cache-control: no-cache\r\n";
+    head += "transfer-encoding: chunked\r\n";
     append_fields(head, extra);
     head += keep_alive_ ? "\r\n" : "connection: close\r\n\r\n";
     failed_ = !send_all(fd_, head);

@@ -1,7 +1,10 @@
 // OpenSandbox's own JS SDK (@alibaba-group/opensandbox, npm, scripts/node-clients.sh)
 // against dockgate-sidecar's OpenSandbox front, through its public API only. One step per
 // run, so the test can judge the daemon's record between steps:
-//   node opensandbox_sdk.js create IMAGE          -> {"id":…, …} (the sandbox stays)
+//   node opensandbox_sdk.js create IMAGE          -> {"id":…, …} (the sandbox stays): the
+//                                                    probe, commands (streamed, failing,
+//                                                    background, in a bash session), files,
+//                                                    an app's port, renew, list
 //   node opensandbox_sdk.js pause|resume|kill ID  -> {"state":…}
 //   node opensandbox_sdk.js escapes ID            -> what each escape got
 //   node opensandbox_sdk.js volume IMAGE PATH     -> a host volume's sandbox, or its refusal
@@ -39,6 +42,25 @@ async function create(image) {
   await sbx.files.writeFiles([{ path: "/workspace/notes/a.txt", data: "hello from the SDK" }]);
   out.read = await sbx.files.readFile("/workspace/notes/a.txt");
   out.cat = text(await sbx.commands.run("cat /workspace/notes/a.txt"));
+  // A bash session keeps its variables and its directory between commands.
+  const shell = await sbx.commands.createSession({ workingDirectory: "/workspace" });
+  await sbx.commands.runInSession(shell, "export GREETING=hi; cd notes");
+  out.session = text(await sbx.commands.runInSession(shell, 'echo "$GREETING $(pwd)"'));
+  await sbx.commands.deleteSession(shell);
+  // An app on port 8080, started as a background command, reached through the endpoint
+  // the SDK is given (the proxy path, its headers carrying the sandbox's token).
+  const app = await sbx.commands.run(
+    "cd /workspace && exec python3 -m http.server 8080 --bind 127.0.0.1", { background: true });
+  out.app_running = (await sbx.commands.getCommandStatus(app.id)).running;
+  const endpoint = await sbx.getEndpoint(8080);
+  for (let i = 0; i < 100 && out.app === undefined; i++) {
+    const answer = await fetch(`http://${endpoint.endpoint}/notes/a.txt`, { headers: endpoint.headers || {} });
+    if (answer.status === 200) out.app = await answer.text();
+    else await new Promise((r) => setTimeout(r, 100));
+  }
+  out.app_without_token = (await fetch(`http://${endpoint.endpoint}/notes/a.txt`)).status;
+  await sbx.commands.interrupt(app.id);
+  out.app_after_interrupt = (await sbx.commands.getCommandStatus(app.id)).running;
   out.state = (await sbx.getInfo()).status.state;
   out.renewed = Boolean((await sbx.renew(1800)).expiresAt);
   const manager = SandboxManager.create({ connectionConfig: connectionConfig() });

@@ -16,6 +16,7 @@
 
 #include "front/opensandbox/access_token.hpp"
 #include "front/opensandbox/execd/execd_routes.hpp"
+#include "front/opensandbox/port_proxy.hpp"
 #include "front/opensandbox/sandbox_routes.hpp"
 #include "util/util.hpp"
 
@@ -113,8 +114,7 @@ http_reply serve_proxy(session_core& core, const http_request& r, const proxy_ta
     return error(501, "NOT_SUPPORTED",
                  "egress API: this sidecar has no per-sandbox egress sidecar "
                  "(SANDBOX_NETWORK=allowlist is the operator's)");
-  return error(501, "NOT_SUPPORTED",
-               "port-forward to port " + valid_utf8(t.port) + " is not served yet");
+  return forward_to_port(core, r, t.id, t.port, t.rest);
 }
 
 std::optional<http_reply> refused_key(const config& c, const http_request& r) {
