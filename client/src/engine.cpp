@@ -204,7 +204,14 @@ exec_result engine::exec(std::string_view container, const exec_options& options
     }
     if (buffer.size() > 16 * 1024 * 1024)
       buffer.clear();  // a frame over 16 MiB: drop, keep reading
-    const long n = c->read_some(chunk, sizeof chunk, deadline);
+    const bool ticking = options.idle_every.count() > 0 && options.on_idle;
+    const auto tick =
+        ticking ? std::min(deadline, clock_type::now() + options.idle_every) : deadline;
+    const long n = c->read_some(chunk, sizeof chunk, tick);
+    if (n < 0 && tick < deadline && clock_type::now() >= tick) {
+      options.on_idle();  // quiet for idle_every: the caller's heartbeat, then read on
+      continue;
+    }
     if (n < 0) result.timed_out = clock_type::now() >= deadline;
     if (n <= 0)
       eof = true;

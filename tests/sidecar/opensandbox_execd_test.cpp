@@ -3,6 +3,8 @@
 // with their timestamps masked) and what it asked the engine (the exec's Cmd, User, Env);
 // the commands room's shell scripts run by the host's sh in place of the container's
 // (their timeouts, process groups and background state); the multipart parser.
+#include <signal.h>
+
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <filesystem>
@@ -335,6 +337,41 @@ TEST_CASE(
   CHECK(r.execs.size() == before);
 }
 
+TEST_CASE(
+    "execd POST /command: a quiet command's stream gets execd's ping at each idle beat, and a "
+    "client gone while it is quiet gets its command killed",
+    "[execd]") {
+  rig r;
+  r.add();
+  r.answer([](const client::exec_options& o) {
+    if (o.cmd.size() == 8) {  // the command: quiet for two beats, then its end
+      CHECK(o.idle_every == std::chrono::seconds(3));
+      o.on_idle();
+      o.on_idle();
+      return exited(0);
+    }
+    return exited(0);  // the kill script
+  });
+  recording listening;
+  r.call("POST", "/command", R"({"command":"sleep 7"})", {}, &listening);
+  CHECK(masked(listening.text)
+            .find("{\"type\":\"ping\",\"text\":\"pong\",\"timestamp\":0}\n\n"
+                  "{\"type\":\"ping\",\"text\":\"pong\",\"timestamp\":0}\n\n"
+                  "{\"type\":\"execution_complete\"") != std::string::npos);
+  CHECK(r.execs.size() == 1);  // nobody left: nothing killed
+
+  struct gone_after_init final : reply_stream {
+    int writes = 0;
+    bool open(unsigned, std::string_view, const header_fields&) override { return true; }
+    bool write(std::string_view) override { return ++writes == 1; }
+    bool opened() const override { return true; }
+  } gone;
+  r.execs.clear();
+  r.call("POST", "/command", R"({"command":"sleep 7"})", {}, &gone);
+  REQUIRE(r.execs.size() == 2);  // the command, then its group killed at the first beat
+  CHECK(r.execs[1].cmd[2].find("kill -9") != std::string::npos);
+}
+
 TEST_CASE("execd GET /command/status: a running command's exit_code is null, no finished_at",
           "[execd]") {
   rig r;
@@ -520,6 +557,42 @@ TEST_CASE(
   CHECK(quick_status.find(R"("running":false,"exit_code":4)") != std::string::npos);
   std::filesystem::remove_all("/tmp/.dockgate-commands/" + id);
   std::filesystem::remove_all("/tmp/.dockgate-commands/" + quick_id);
+}
+
+TEST_CASE(
+    "execd background commands on a real sh: the log keeps SANDBOX_MAX_OUTPUT_BYTES and says the "
+    "rest was dropped, the command runs on, its end is its own and not its children's",
+    "[execd]") {
+  rig r;
+  r.cfg.max_output_bytes = 10;
+  r.add();
+  run_on_host(r);
+  // 60 bytes of output, then an app left running that holds the output open.
+  auto started = r.call("POST", "/command",
+                        R"({"command":"for i in 1 2 3 4 5 6; do echo 123456789; done; )"
+                        R"(sleep 30 & echo after","background":true})");
+  const std::string id = init_id(started.body);
+  REQUIRE(!id.empty());
+  std::string status;
+  for (int i = 0; i < 100 && status.find(R"("running":false)") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    status = r.call("GET", "/command/status/" + id).body;
+  }
+  CHECK(status.find(R"("running":false,"exit_code":0)") != std::string::npos);
+  http_reply logs;
+  for (int i = 0; i < 100 && logs.body.find("dropped") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    logs = r.call("GET", "/command/" + id + "/logs", {}, "cursor=0");
+  }
+  CHECK(logs.body == "123456789\n\n[dockgate: output past 10 bytes dropped]\n");
+  // The app it left is still there (its group is the command's: DELETE ends it).
+  std::ifstream pid_file("/tmp/.dockgate-commands/" + id + "/pid");
+  int pgid = 0;
+  pid_file >> pgid;
+  REQUIRE(pgid > 0);
+  CHECK(::kill(-pgid, 0) == 0);
+  ::kill(-pgid, SIGKILL);
+  std::filesystem::remove_all("/tmp/.dockgate-commands/" + id);
 }
 
 TEST_CASE(

@@ -65,9 +65,15 @@ if [ -n "$d" ]; then rm -rf "$d"; fi
 exit "$rc"
 )sh";
 
-// sh -c <this> sh ID CWD TIMEOUT_SECONDS COMMAND: the state directory made, the command
+// sh -c <this> sh ID CWD TIMEOUT_SECONDS COMMAND CAP: the state directory made, the command
 // started detached (every descriptor away from the exec, whose stream then ends), its pid
-// (= its process group) recorded before the exec returns.
+// (= its process group) recorded before the exec returns. Its output reaches the log
+// through a FIFO whose reader keeps the first CAP bytes (SANDBOX_MAX_OUTPUT_BYTES; GNU dd
+// where there is one, as it writes what it reads at once: GNU head holds its output in a
+// buffer until it ends; busybox's head copies at once), then
+// one line saying the rest was dropped, and drains the rest (a writer never blocks). A
+// FIFO, not a pipeline: the command's end is its own process's, not that of the last
+// writer of its output (an app it left running holds the FIFO open).
 constexpr std::string_view background_script = R"sh(
 umask 077; b=/tmp/.dockgate-commands
 mkdir -p "$b" && mkdir "$b/$1" || exit 201
@@ -78,11 +84,14 @@ date -u +%Y-%m-%dT%H:%M:%SZ > "$d/started_at"
 setsid sh -c '
 d=$1; w=
 if [ "$2" != 0 ]; then (sleep "$2"; date -u +%Y-%m-%dT%H:%M:%SZ > "$d/finished_at"; echo 137 > "$d/exit"; kill -9 -$$) & w=$!; fi
-sh -c "$3" > "$d/log" 2>&1 </dev/null
+mkfifo "$d/out" || exit 202
+if dd iflag=count_bytes count=0 </dev/null >/dev/null 2>&1; then keep() { dd iflag=count_bytes count="$1" bs=65536 status=none; }; else keep() { head -c "$1"; }; fi
+{ keep "$4"; if IFS= read -r x || [ -n "$x" ]; then printf "\n[dockgate: output past %s bytes dropped]\n" "$4"; cat >/dev/null; fi; } < "$d/out" > "$d/log" &
+sh -c "$3" > "$d/out" 2>&1 </dev/null
 rc=$?
 if [ -n "$w" ]; then kill "$w" 2>/dev/null; fi
 date -u +%Y-%m-%dT%H:%M:%SZ > "$d/finished_at"; echo "$rc" > "$d/exit"
-' sh "$d" "$3" "$4" </dev/null >/dev/null 2>&1 &
+' sh "$d" "$3" "$4" "$5" </dev/null >/dev/null 2>&1 &
 echo $! > "$d/pid"
 )sh";
 
@@ -248,14 +257,23 @@ outcome<command_finished> commands::run(const command_run& r, command_events& ev
   o.timeout = r.timeout_ms ? std::chrono::milliseconds(*r.timeout_ms) + 10s
                            : std::chrono::milliseconds(24h);
   o.max_stdout = o.max_stderr = static_cast<std::size_t>(config_.max_output_bytes);
-  o.on_output = [&](int stream, std::string_view data) {
-    filter(stream, data);
-    s.value()->last_used = std::chrono::steady_clock::now();  // busy, not idle
-    // The client went away: the command's group is killed, as execd kills it.
+  // The client went away: the command's group is killed, as execd kills it.
+  auto kill_if_gone = [&] {
     if (!interrupted && !events.listening()) {
       interrupted = true;
       exec(container, {"sh", "-c", std::string(kill_script), "sh", id}, 30s);
     }
+  };
+  o.on_output = [&](int stream, std::string_view data) {
+    filter(stream, data);
+    s.value()->last_used = std::chrono::steady_clock::now();  // busy, not idle
+    kill_if_gone();
+  };
+  o.idle_every = 3s;
+  o.on_idle = [&] {
+    s.value()->last_used = std::chrono::steady_clock::now();
+    events.idle();
+    kill_if_gone();
   };
   const auto begun = std::chrono::steady_clock::now();
   auto done = engine_.exec(container, o);
@@ -282,7 +300,7 @@ outcome<std::string> commands::start(const command_run& r) const {
   const std::string id = random_hex(16);
   auto done = exec(container.value(),
                    {"sh", "-c", std::string(background_script), "sh", id, r.cwd,
-                    seconds_of(r.timeout_ms), r.command},
+                    seconds_of(r.timeout_ms), r.command, std::to_string(config_.max_output_bytes)},
                    30s, env_of(r.envs));
   if (!done.started) return refuse(refusal_kind::engine_failed, "exec failed: " + done.error);
   if (done.exit_code == cwd_exit)

@@ -37,7 +37,11 @@ class command_events {
   virtual ~command_events() = default;
   virtual void started(const std::string& id) = 0;
   virtual void output(int stream, std::string_view data) = 0;
-  // Whether the client still reads (false: its command is killed at its next output).
+  // Every 3 s without output while a command runs: the front's keep-alive (execd's `ping`
+  // event), which is also how a silent command learns that its client went away.
+  virtual void idle() {}
+  // Whether the client still reads (false: its command is killed at its next output or
+  // its next idle beat).
   virtual bool listening() const { return true; }
 };
 

@@ -35,6 +35,10 @@ struct exec_options {
   std::chrono::milliseconds timeout{30000};
   // Called with what is kept of each piece of output as it arrives (1: stdout, 2: stderr).
   std::function<void(int stream, std::string_view data)> on_output;
+  // Called after each `idle_every` with no output (0: never), while the exec runs: a
+  // caller's heartbeat (a stream's keep-alive, the check that its client still reads).
+  std::chrono::milliseconds idle_every{0};
+  std::function<void()> on_idle;
 };
 
 struct exec_result {

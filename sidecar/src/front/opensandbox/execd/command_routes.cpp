@@ -85,6 +85,8 @@ class event_sink final : public command_events {
   void output(int stream, std::string_view data) override {
     write(event_text(stream == 2 ? "stderr" : "stdout", data, unix_ms()));
   }
+  // execd's keep-alive: a `ping` event ("pong") every 3 s of silence after init.
+  void idle() override { write(event_text("ping", "pong", unix_ms())); }
   bool listening() const override { return listening_; }
   void write(const std::string& event) {
     if (r_.stream)
