@@ -720,3 +720,107 @@ TEST_CASE(
   CHECK(b.call("DELETE", "/sessions/" + sid, "{}").body == R"({"ok":true})");
   run(direct() + " rm -f " + name + " >/dev/null 2>&1");
 }
+
+TEST_CASE(
+    "fleet: an OpenSandbox sandbox is served through any member (its lifecycle, execd with the "
+    "query and Range) and taken over with its image, environment, metadata and entrypoint",
+    "[integration][sidecar][fuse][fleet][opensandbox]") {
+  REQUIRE(!env_or("DOCKGATE_TEST_S3_ENDPOINT").empty());
+  fuse_setup fa;
+  fuse_setup fb;
+  fb.prefix = fa.prefix;
+  proxy_process pa(fa.policy);
+  proxy_process pb(fb.policy);
+  const fleet_pair fleet;
+  sidecar_process a(pa, fleet.env(fa, true));
+  sidecar_process b(pb, fleet.env(fb, false));
+  const std::string with_key = "OPEN-SANDBOX-API-KEY: " + api_key + "\r\n";
+  auto made = raw_call(a.port(), "POST", "/v1/sandboxes",
+                       R"({"image":{"uri":")" + runtime_image() +
+                           R"("},"timeout":900,"resourceLimits":{},"entrypoint":["sleep","4242"],)"
+                           R"("env":{"SECRET_TOKEN":"s3cr3t-value"},"metadata":{"team":"fleet"}})",
+                       with_key);
+  INFO(made.body << a.log());
+  REQUIRE(made.status == 202);
+  const std::string id = field(made.body, "id");
+  const std::string name = "dockgate-sbx-" + id;
+  const std::string instance_a = label_of(name, "sandbox.instance");
+  // Its record says what a takeover needs, sealed: no reader of the store sees any of it.
+  const std::string record = fa.object(".dockgate-fleet/sessions/" + id + ".json");
+  CHECK(field(record, "facts_sealed").starts_with("v1:"));
+  for (const char* secret : {"s3cr3t", "4242", "SECRET_TOKEN", "fleet\""})
+    CHECK(record.find(secret) == std::string::npos);
+
+  // Through B, while A holds it: the lifecycle and execd are forwarded to A.
+  auto got = raw_call(b.port(), "GET", "/v1/sandboxes/" + id, "", with_key);
+  INFO(got.body << b.log());
+  CHECK(got.status == 200);
+  CHECK(field(got.body, "id") == id);
+  auto endpoint =
+      raw_call(b.port(), "GET", "/v1/sandboxes/" + id + "/endpoints/44772", "", with_key);
+  const std::string token = field(field(endpoint.body, "headers"), "X-EXECD-ACCESS-TOKEN");
+  REQUIRE(!token.empty());
+  const std::string with_token = "X-EXECD-ACCESS-TOKEN: " + token + "\r\n";
+  const std::string proxy = "/v1/sandboxes/" + id + "/proxy/44772";
+  auto wrote = raw_call(
+      b.port(), "POST", proxy + "/command",
+      R"({"command":"echo held-by-a > /workspace/probe.txt; echo $SECRET_TOKEN"})", with_token);
+  CHECK(wrote.status == 200);
+  CHECK(wrote.body.find("s3cr3t-value") != std::string::npos);
+  auto part = raw_call(b.port(), "GET", proxy + "/files/download?path=/workspace/probe.txt", "",
+                       with_token + "Range: bytes=0-3\r\n");
+  CHECK(part.status == 206);
+  CHECK(part.body == "held");
+  CHECK(part.header("content-range") == "bytes 0-3/10");
+  CHECK(label_of(name, "sandbox.instance") == instance_a);  // still A's one container
+  // Another sandbox's token opens nothing, on B as on A.
+  CHECK(raw_call(b.port(), "GET", proxy + "/ping", "", "X-EXECD-ACCESS-TOKEN: " + token + "0\r\n")
+            .status == 401);
+
+  // A second sandbox whose record a store writer changes (its facts moved onto it from the
+  // first: another entrypoint and environment) is never taken over with them.
+  auto other = raw_call(a.port(), "POST", "/v1/sandboxes",
+                        R"({"image":{"uri":")" + runtime_image() +
+                            R"("},"timeout":900,)"
+                            R"("resourceLimits":{},"entrypoint":["tail","-f","/dev/null"]})",
+                        with_key);
+  REQUIRE(other.status == 202);
+  const std::string other_id = field(other.body, "id");
+  std::string forged = fa.object(".dockgate-fleet/sessions/" + other_id + ".json");
+  const std::string theirs = field(forged, "facts_sealed");
+  forged.replace(forged.find(theirs), theirs.size(), field(record, "facts_sealed"));
+  REQUIRE(put_object(fa, ".dockgate-fleet/sessions/" + other_id + ".json", forged) == 0);
+
+  // A's host dies: the next call through B takes the sandbox over, as its client made it.
+  a.stop(SIGKILL);
+  dockgate::client::http_response again;
+  for (int i = 0; i < 120; ++i) {
+    again = raw_call(b.port(), "POST", proxy + "/command",
+                     R"({"command":"cat /workspace/probe.txt; echo $SECRET_TOKEN"})", with_token);
+    if (again.status != 503) break;
+    std::this_thread::sleep_for(250ms);
+  }
+  INFO(again.body << b.log());
+  CHECK(again.status == 200);
+  CHECK(again.body.find(R"(held-by-a\n)") != std::string::npos);
+  CHECK(again.body.find(R"(s3cr3t-value\n)") != std::string::npos);
+  // The daemon: B's container, with the client's metadata, its entrypoint running again as
+  // the session user.
+  CHECK(label_of(name, "sandbox.instance") != instance_a);
+  CHECK(label_of(name, "sandbox.metadata.team") == "fleet");
+  const std::string top = run(direct() + " top " + name + " -o pid,uid,args").output;
+  INFO(top);
+  CHECK(run("grep -c ' 1000 *sleep 4242$' <<'EOF'\n" + top + "EOF").output == "1\n");
+
+  // The forged one: refused (503, why), no container of B's made for it.
+  auto refused = raw_call(b.port(), "GET", "/v1/sandboxes/" + other_id, "", with_key);
+  CHECK(refused.status == 503);
+  CHECK(refused.body.find("do not open under this fleet's key") != std::string::npos);
+  CHECK(label_of("dockgate-sbx-" + other_id, "sandbox.instance") == instance_a);
+  run(direct() + " rm -f dockgate-sbx-" + other_id + " >/dev/null 2>&1");  // A's, left by its death
+
+  // Deleted through B: no container, no record.
+  CHECK(raw_call(b.port(), "DELETE", "/v1/sandboxes/" + id, "", with_key).status == 204);
+  CHECK_FALSE(container_exists(name));
+  CHECK(fa.object(".dockgate-fleet/sessions/" + id + ".json").empty());
+}

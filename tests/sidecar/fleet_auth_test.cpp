@@ -10,6 +10,8 @@
 #include <fstream>
 
 #include "dockgate/sidecar/config.hpp"
+#include "fleet/forward.hpp"
+#include "fleet/sealed.hpp"
 
 using namespace dockgate::sidecar;
 
@@ -95,4 +97,43 @@ TEST_CASE("fleet configuration: members are listed by the operator, and a fleet 
   CHECK_FALSE(with("SANDBOX_FLEET_MEMBERS", "http://10.0.0.2:8000").value);
   CHECK_FALSE(with("SANDBOX_FLEET_MEMBERS", "a=http://h:1,a=http://h:2").value);
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE(
+    "fleet sealed facts: open under the fleet's key for the same session only, and never once "
+    "changed",
+    "[fleet]") {
+  const std::string fk = "fleet-secret-0123456789abcdef";
+  const std::string facts = R"({"env":["API_KEY=s3cr3t"],"entrypoint":["sleep","1"]})";
+  const std::string sealed = seal(fk, "sid-a", facts);
+  REQUIRE(sealed.starts_with("v1:"));
+  CHECK(sealed.find("s3cr3t") == std::string::npos);
+  CHECK(sealed.find("sleep") == std::string::npos);
+  CHECK(unseal(fk, "sid-a", sealed) == facts);
+  CHECK(seal(fk, "sid-a", facts) != sealed);       // a new nonce each time
+  CHECK_FALSE(unseal(fk + "x", "sid-a", sealed));  // another fleet
+  CHECK_FALSE(unseal(fk, "sid-b", sealed));        // moved onto another session's record
+  std::string changed = sealed;
+  changed[10] = changed[10] == '0' ? '1' : '0';
+  CHECK_FALSE(unseal(fk, "sid-a", changed));
+  CHECK_FALSE(unseal(fk, "sid-a", sealed.substr(0, sealed.size() - 2)));
+  CHECK_FALSE(unseal(fk, "sid-a", "v1:zz"));
+  CHECK_FALSE(unseal(fk, "sid-a", facts));
+  CHECK(unseal(fk, "sid-a", seal(fk, "sid-a", "")) == "");
+}
+
+TEST_CASE(
+    "fleet hop: a client's Range and request id travel, none of its credentials, and the "
+    "holder's Content-Range and log cursor come back",
+    "[fleet]") {
+  for (const char* kept : {"range", "x-request-id", "if-range"}) CHECK(forwardable_field(kept));
+  for (const char* credential :
+       {"authorization", "open-sandbox-api-key", "x-execd-access-token", "cookie", "host",
+        "x-dockgate-fleet", "x-dockgate-forwarded", "content-length", "transfer-encoding"})
+    CHECK_FALSE(forwardable_field(credential));
+  for (const char* back : {"content-range", "execd-commands-tail-cursor", "x-request-id",
+                           "content-disposition", "accept-ranges"})
+    CHECK(returnable_field(back));
+  for (const char* not_back : {"set-cookie", "connection", "content-length", "transfer-encoding"})
+    CHECK_FALSE(returnable_field(not_back));
 }

@@ -100,6 +100,7 @@ std::string session_record::to_json() const {
   field(out, "generation", generation);
   if (copy_from) field(out, "copy_from", *copy_from);
   if (!handed_over.empty()) field(out, "handed_over", handed_over);
+  if (!facts_sealed.empty()) field(out, "facts_sealed", facts_sealed);
   return out + "}";
 }
 
@@ -117,6 +118,7 @@ std::optional<session_record> session_record::parse(std::string_view json) {
   r.created_at = o.text("created_at");
   r.generation = o.text("generation");
   r.handed_over = o.text("handed_over");
+  r.facts_sealed = o.text("facts_sealed");
   std::string_view from;
   if (o.object["copy_from"].get_string().get(from) == simdjson::SUCCESS)
     r.copy_from = std::string(from);

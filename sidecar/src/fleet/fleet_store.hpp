@@ -51,6 +51,12 @@ struct session_record {
   // Set by a holder's clean stop once the session's container here is gone (its holder
   // ID): nothing of that holder writes the generation any more, so a takeover keeps it.
   std::string handed_over;
+  // What its client said of it beside its code (an OpenSandbox sandbox's image, limits,
+  // expiry, metadata, entrypoint and environment: sessions/client_facts.hpp), sealed under
+  // the fleet's key and bound to the session (sealed.hpp), so that a takeover makes the
+  // same sandbox and nobody who can only read or write the store learns or changes any of
+  // it. "" for none (an Aivory session's); left out of the JSON then.
+  std::string facts_sealed;
   std::string to_json() const;
   static std::optional<session_record> parse(std::string_view json);
 };

@@ -69,14 +69,21 @@ std::optional<http_reply> fleet_routing::route(const http_request& r) {
       if (auto id = f.string("session_id", true, err); id && !err) sid = *id;
   }
   if (!valid_session_id(sid) || registry_.find(sid)) return std::nullopt;
-  return route(r, sid, deleting);
+  return route(r, sid, deleting, aivory::reply);
+}
+
+std::optional<http_reply> fleet_routing::route_session(const http_request& r,
+                                                       const std::string& sid, bool deleting,
+                                                       answer_shape shape) {
+  if (!enabled() || !valid_session_id(sid) || registry_.find(sid)) return std::nullopt;
+  return route(r, sid, deleting, shape);
 }
 
 std::optional<http_reply> fleet_routing::route(const http_request& r, const std::string& sid,
-                                               bool deleting) {
+                                               bool deleting, answer_shape shape) {
   if (!enabled()) return std::nullopt;
   if (r.forwarded.empty())
-    if (auto holder = cached_holder(sid)) return forward(r, *holder, sid);
+    if (auto holder = cached_holder(sid)) return forward(r, *holder, sid, shape);
   // Decided under the session's takeover lock; a forward leaves it first (a holder that
   // is slow to answer never holds up this session's other calls, nor a takeover).
   std::optional<lease_record> forward_to;
@@ -94,34 +101,38 @@ std::optional<http_reply> fleet_routing::route(const http_request& r, const std:
     std::lock_guard hold(*lock);
     if (registry_.find(sid)) return std::nullopt;  // another call took it over meanwhile
     auto decided = decide(r, sid, deleting, forward_to);
-    if (!forward_to) return decided;
+    if (!forward_to) return decided ? std::optional<http_reply>(shape(*decided)) : std::nullopt;
   }
-  return forward(r, *forward_to, sid);
+  return forward(r, *forward_to, sid, shape);
 }
 
-std::optional<http_reply> fleet_routing::decide(const http_request& r, const std::string& sid,
-                                                bool deleting,
-                                                std::optional<lease_record>& forward_to) {
+std::optional<refusal> fleet_routing::decide(const http_request& r, const std::string& sid,
+                                             bool deleting,
+                                             std::optional<lease_record>& forward_to) {
   auto& store = lease_->store();
   for (int attempt = 0; attempt < 3; ++attempt) {
     auto seen = store.read_session(sid);
     if (seen.absent()) return std::nullopt;
-    if (!seen.found()) return detail(503, "the fleet's store is unreachable: " + seen.error);
+    if (!seen.found())
+      return refuse(refusal_kind::unavailable, "the fleet's store is unreachable: " + seen.error);
     const session_record& record = *seen.record;
     if (record.owner != config_.instance) {
       auto holder = store.read_lease(record.owner);
       if (!holder.found() && !holder.absent())
-        return detail(503, "the fleet's store is unreachable: " + holder.error);
+        return refuse(refusal_kind::unavailable,
+                      "the fleet's store is unreachable: " + holder.error);
       if (lease_live(holder, lease_->ttl_s())) {
         if (!r.forwarded.empty())
-          return detail(503, "session " + sid + " is held by instance " + record.owner +
-                                 " (a forwarded call is not forwarded again)");
+          return refuse(refusal_kind::unavailable,
+                        "session " + sid + " is held by instance " + record.owner +
+                            " (a forwarded call is not forwarded again)");
         // Dialled only where the operator listed the holder (fleet_auth.hpp): the record's
         // `url` is never used, so a store writer cannot send calls elsewhere.
         if (!config_.fleet_members.contains(record.owner))
-          return detail(503, "session " + sid + " is held by instance " + record.owner +
-                                 ", which is not a member of this sidecar's fleet "
-                                 "(SANDBOX_FLEET_MEMBERS): the call is not forwarded");
+          return refuse(refusal_kind::unavailable,
+                        "session " + sid + " is held by instance " + record.owner +
+                            ", which is not a member of this sidecar's fleet "
+                            "(SANDBOX_FLEET_MEMBERS): the call is not forwarded");
         lease_record to = *holder.record;
         to.instance = record.owner;  // the member is the one the record names
         remember_holder(sid, to);
@@ -149,7 +160,8 @@ std::optional<http_reply> fleet_routing::decide(const http_request& r, const std
     auto wrote = store.write_session(mine, seen.etag);
     if (wrote.status == 412 || wrote.status == 404) continue;  // it moved first: look again
     if (!wrote.ok())
-      return detail(503, "the fleet's store refused the takeover: " + wrote.describe());
+      return refuse(refusal_kind::unavailable,
+                    "the fleet's store refused the takeover: " + wrote.describe());
     std::cerr << "dockgate-sidecar: session " << sid << " taken over from instance " << record.owner
               << (fence ? " into generation " + mine.generation + " of its workspace"
                         : std::string())
@@ -158,36 +170,39 @@ std::optional<http_reply> fleet_routing::decide(const http_request& r, const std
     if (fence) {
       if (auto failed = new_generation(record, mine, wrote.etag)) return failed;
     }
-    if (auto refused = lifecycle_.take_over(mine)) return aivory::reply(*refused);
+    if (auto refused = lifecycle_.take_over(mine)) return refused;
     return std::nullopt;
   }
-  return detail(503, "session " + sid + " moved while it was being taken over; try again");
+  return refuse(refusal_kind::unavailable,
+                "session " + sid + " moved while it was being taken over; try again");
 }
 
-std::optional<http_reply> fleet_routing::new_generation(const session_record& was,
-                                                        session_record& mine, std::string etag) {
+std::optional<refusal> fleet_routing::new_generation(const session_record& was,
+                                                     session_record& mine, std::string etag) {
   auto& store = lease_->store();
   const std::string from = *mine.copy_from;
   // The copy: the old generation as the store has it now. Whatever the old holder writes
   // there later is read by nobody (the answer to this call comes after the copy).
   if (auto error = store.copy_workspace(mine.archive_key, from, mine.generation); !error.empty())
-    return detail(503, "session " + mine.session_id +
-                           ": the takeover could not copy its workspace (asked again, it copies "
-                           "again): " +
-                           error);
+    return refuse(refusal_kind::unavailable,
+                  "session " + mine.session_id +
+                      ": the takeover could not copy its workspace (asked again, it copies "
+                      "again): " +
+                      error);
   // The key's pointer moves on from the generation copied (or from the half-made one of a
   // taker that died mid-copy), never from one another session of the key moved it to.
   for (int attempt = 0; attempt < 3; ++attempt) {
     auto current = store.read_workspace(mine.archive_key);
     if (!current.found() && !current.absent())
-      return detail(503, "the fleet's store is unreachable: " + current.error);
+      return refuse(refusal_kind::unavailable,
+                    "the fleet's store is unreachable: " + current.error);
     const std::string at = current.found() ? current.record->generation : std::string();
     if (at != from && at != was.generation) break;
     workspace_record moved{mine.archive_key, mine.generation};
     auto wrote = store.write_workspace(moved, current.found() ? current.etag : std::string());
     if (wrote.ok()) break;
     if (wrote.status != 412 && wrote.status != 404)
-      return detail(503,
+      return refuse(refusal_kind::unavailable,
                     "the fleet's store refused the workspace's generation: " + wrote.describe());
   }
   // Copied: the record says so (If-Match: a taker that stalled since its write finds the
@@ -195,46 +210,59 @@ std::optional<http_reply> fleet_routing::new_generation(const session_record& wa
   mine.copy_from.reset();
   auto done = store.write_session(mine, etag);
   if (!done.ok())
-    return detail(503,
+    return refuse(refusal_kind::unavailable,
                   "session " + mine.session_id + " moved while it was being taken over; try again");
   return std::nullopt;
 }
 
 http_reply fleet_routing::forward(const http_request& r, const lease_record& holder,
-                                  const std::string& sid) {
+                                  const std::string& sid, answer_shape shape) {
+  auto unavailable = [&](std::string message) {
+    return shape(refuse(refusal_kind::unavailable, std::move(message)));
+  };
   // Only to a member the operator listed, at the address listed (SANDBOX_FLEET_MEMBERS,
   // http://host:port, checked by config.cpp): never where a record in the store points.
   const auto member = config_.fleet_members.find(holder.instance);
   if (member == config_.fleet_members.end() || config_.fleet_key.empty())
-    return detail(503, "session " + sid + " is held by instance " + holder.instance +
-                           ", which is not a member of this sidecar's fleet "
-                           "(SANDBOX_FLEET_MEMBERS): the call is not forwarded");
+    return unavailable("session " + sid + " is held by instance " + holder.instance +
+                       ", which is not a member of this sidecar's fleet "
+                       "(SANDBOX_FLEET_MEMBERS): the call is not forwarded");
   const std::string& url = member->second;
   std::string error;
   auto where = common::parse_endpoint("tcp://" + url.substr(7), &error);
   if (!where || where->scheme != common::endpoint::kind::tcp)
-    return detail(503, "session " + sid + " is held by instance " + holder.instance +
-                           ", whose address cannot be used: " + url);
+    return unavailable("session " + sid + " is held by instance " + holder.instance +
+                       ", whose address cannot be used: " + url);
   // A host that is gone answers nothing, not even a refusal: the connect is bounded on
   // its own, well inside a lease, so the call is answered (503) and asked again soon.
   const auto connect_timeout =
       std::chrono::milliseconds(std::clamp<std::int64_t>(lease_->ttl_s() * 1000 / 5, 500, 3000));
-  auto answer = send_to_member(config_, holder.instance, *where, url.substr(7),
-                               {r.method, r.path, r.body, r.accept}, connect_timeout);
+  fleet_call call{r.method, r.path, r.body, r.accept, r.query, {}, {}};
+  for (const auto& [name, value] : r.fields) {
+    if (name == "content-type")
+      call.content_type = value;
+    else if (forwardable_field(name))
+      call.fields.emplace_back(name, value);
+  }
+  auto answer =
+      send_to_member(config_, holder.instance, *where, url.substr(7), call, connect_timeout);
   if (answer.status == 0 || answer.status == 503) forget_holder(sid);
   if (answer.status == 0)
-    return detail(503, "session " + sid + " is held by instance " + holder.instance + " at " + url +
-                           ", which did not answer: " + answer.error);
-  if (answer.content_type.empty() || answer.content_type.starts_with("application/json"))
-    return {answer.status, std::move(answer.body)};
+    return unavailable("session " + sid + " is held by instance " + holder.instance + " at " + url +
+                       ", which did not answer: " + answer.error);
+  const bool plain =
+      answer.content_type.empty() || answer.content_type.starts_with("application/json");
   // A streamed answer (an exec's events): passed on whole, with its type.
-  if (r.stream && r.stream->open(answer.status, answer.content_type)) {
+  if (!plain && r.stream && r.stream->open(answer.status, answer.content_type, answer.fields)) {
     r.stream->write(answer.body);
     http_reply streamed;
     streamed.streamed = true;
     return streamed;
   }
-  return {answer.status, std::move(answer.body)};
+  http_reply whole(answer.status, std::move(answer.body));
+  if (!plain) whole.content_type = answer.content_type;
+  whole.headers = std::move(answer.fields);
+  return whole;
 }
 
 }  // namespace dockgate::sidecar

@@ -29,6 +29,7 @@
 #include "dockgate/sidecar/config.hpp"
 #include "fleet/store_lease.hpp"
 #include "front/http_server.hpp"
+#include "util/refusal.hpp"
 
 namespace dockgate::sidecar {
 
@@ -46,21 +47,30 @@ class fleet_routing {
   // holder's, or a 503). The session is the path's /sessions/{id}, or the body's
   // session_id for POST /exec and /files*; a body the route will refuse names none.
   std::optional<http_reply> route(const http_request& r);
+  // The same for a call another front has read the session `sid` from (OpenSandbox's
+  // /sandboxes/{id}…), its refusals in that front's shape. The call is passed on with its
+  // query, its body's type and the fields forward.hpp lets travel; the holder's answer
+  // comes back with its status, type and returnable fields.
+  using answer_shape = http_reply (*)(const refusal&);
+  std::optional<http_reply> route_session(const http_request& r, const std::string& sid,
+                                          bool deleting, answer_shape shape);
 
  private:
   // For a call `r` naming session `sid`, which this sidecar does not hold. `deleting`: a
   // DELETE, which needs the record only (no container is made to be removed).
-  std::optional<http_reply> route(const http_request& r, const std::string& sid, bool deleting);
-  // Under the session's takeover lock: the answer, or nullopt with `forward_to` set (the
+  std::optional<http_reply> route(const http_request& r, const std::string& sid, bool deleting,
+                                  answer_shape shape);
+  // Under the session's takeover lock: the refusal, or nullopt with `forward_to` set (the
   // call goes to that live holder) or not (served here).
-  std::optional<http_reply> decide(const http_request& r, const std::string& sid, bool deleting,
-                                   std::optional<lease_record>& forward_to);
+  std::optional<refusal> decide(const http_request& r, const std::string& sid, bool deleting,
+                                std::optional<lease_record>& forward_to);
   // A takeover's new generation (`mine`, written with `etag`; `was` the record it replaced):
   // the old generation copied into it on the store, the key's current generation moved on,
-  // the record's copy marked done. nullopt when done, else the answer.
-  std::optional<http_reply> new_generation(const session_record& was, session_record& mine,
-                                           std::string etag);
-  http_reply forward(const http_request& r, const lease_record& holder, const std::string& sid);
+  // the record's copy marked done. nullopt when done, else the refusal.
+  std::optional<refusal> new_generation(const session_record& was, session_record& mine,
+                                        std::string etag);
+  http_reply forward(const http_request& r, const lease_record& holder, const std::string& sid,
+                     answer_shape shape);
   std::shared_ptr<std::mutex> takeover_lock(const std::string& sid);
   void drop_takeover_lock(const std::string& sid);
 

@@ -13,6 +13,7 @@
 #include "fleet/fleet_auth.hpp"
 #include "front/aivory/routes.hpp"
 #include "front/fleet_routing.hpp"
+#include "front/opensandbox/replies.hpp"
 #include "front/opensandbox/routes.hpp"
 #include "front/request.hpp"
 #include "util/ids.hpp"
@@ -76,19 +77,36 @@ std::size_t service::max_body(std::string_view path) const {
 http_reply service::handle(const http_request& r) {
   // The OpenSandbox front's paths (/health, /v1/…, /sandboxes…) are its own, with its own
   // authentication: no Aivory path is among them.
-  if (opensandbox::claims(r.path)) return opensandbox::serve(rooms_->core, r);
+  const bool forwarded = !r.forwarded.empty() || !r.fleet_auth.empty();
+  // A call another member forwarded: served only with the fleet's own credential,
+  // addressed to this instance, over the call as sent (method, path and query, body:
+  // fleet_auth.hpp). The client's credentials, which a member never passes on, do not
+  // stand in for it, nor does SANDBOX_ALLOW_NO_AUTH.
+  std::optional<std::string> refused_hop;
+  if (forwarded)
+    refused_hop = rooms_->fleet_auth.check(r.fleet_auth, r.forwarded, r.method,
+                                           r.query.empty() ? r.path : r.path + "?" + r.query,
+                                           r.body, static_cast<std::int64_t>(std::time(nullptr)));
+  if (opensandbox::claims(r.path)) {
+    if (refused_hop)
+      return opensandbox::error(401, "FLEET::UNAUTHORIZED",
+                                "forwarded call refused: " + *refused_hop);
+    auto& fleet = rooms_->fleet;
+    return opensandbox::serve(
+        rooms_->core, r,
+        forwarded ? opensandbox::caller::fleet_member : opensandbox::caller::client,
+        [&fleet](const http_request& call, const std::string& sid, bool deleting) {
+          return fleet.route_session(call, sid, deleting, opensandbox::reply);
+        });
+  }
   if (r.path == "/healthz") {
     if (r.method != "GET") return detail(405, "Method Not Allowed");
     return healthz();
   }
-  if (!r.forwarded.empty() || !r.fleet_auth.empty()) {
-    // A call another member forwarded: served only with the fleet's own credential,
-    // addressed to this instance (fleet_auth.hpp). The client's key, which a member never
-    // passes on, does not stand in for it, nor does SANDBOX_ALLOW_NO_AUTH.
-    if (auto refused = rooms_->fleet_auth.check(r.fleet_auth, r.forwarded, r.method, r.path, r.body,
-                                                static_cast<std::int64_t>(std::time(nullptr)))) {
+  if (forwarded) {
+    if (refused_hop) {
       std::string body = R"({"error":"unauthorized","detail":)";
-      client::append_json_string(body, "forwarded call refused: " + *refused);
+      client::append_json_string(body, "forwarded call refused: " + *refused_hop);
       return {401, body + "}"};
     }
   } else if (!config_.allow_no_auth) {

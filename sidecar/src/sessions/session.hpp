@@ -65,6 +65,7 @@ struct session {
   // or a delete does).
   std::string image;
   std::vector<std::string> env;
+  std::vector<std::string> entrypoint;  // its own main program, run as the session user
   std::int64_t memory_bytes = 0;
   std::int64_t nano_cpus = 0;
   bool idle_reaped = true;

@@ -11,6 +11,7 @@
 
 #include "dockgate/common/workspace_id.hpp"
 #include "engine/labels.hpp"
+#include "fleet/sealed.hpp"
 #include "fleet/store_lease.hpp"
 #include "sessions/pool/pool_sessions.hpp"
 #include "sessions/session.hpp"
@@ -93,7 +94,7 @@ outcome<created_session> session_lifecycle::create_session(const create_request&
   s->pooled = warm.has_value();
   if (warm) s->runner = std::move(warm->runner);  // under no lock yet: nobody else has s
   if (auto refused = ready_workspace(*s, warm.has_value(), restore)) return *refused;
-  if (auto refused = start_entrypoint(*s, r)) return *refused;
+  if (auto refused = start_entrypoint(*s)) return *refused;
   if (auto refused = record_session(*s, warm.has_value())) return *refused;
   s->last_used = std::chrono::steady_clock::now();
   registry_.add(s);
@@ -137,6 +138,7 @@ std::shared_ptr<session> session_lifecycle::new_session(const create_request& r,
   s->kernel = r.kernel;
   s->image = r.image && *r.image != config_.image ? *r.image : std::string();
   s->env = r.env;
+  s->entrypoint = r.entrypoint;
   s->memory_bytes = r.memory_bytes;
   s->nano_cpus = r.nano_cpus;
   s->idle_reaped = r.idle_reaped;
@@ -276,8 +278,9 @@ outcome<deleted_session> session_lifecycle::delete_session(const delete_request&
   return out;
 }
 
-std::optional<refusal> session_lifecycle::start_entrypoint(session& s, const create_request& r) {
-  if (r.entrypoint.empty()) return std::nullopt;
+std::optional<refusal> session_lifecycle::start_entrypoint(session& s) {
+  const auto& entrypoint = s.entrypoint;
+  if (entrypoint.empty()) return std::nullopt;
   // Found first (127: not in the image, the create refused), then started detached: its
   // own session and group, stdin from /dev/null, its output to a file under /tmp.
   std::vector<std::string> cmd = {
@@ -285,13 +288,13 @@ std::optional<refusal> session_lifecycle::start_entrypoint(session& s, const cre
       "command -v \"$1\" >/dev/null 2>&1 || exit 127; cd /workspace 2>/dev/null; "
       "setsid \"$@\" </dev/null >/tmp/.dockgate-entrypoint.log 2>&1 &",
       "dockgate-entrypoint"};
-  cmd.insert(cmd.end(), r.entrypoint.begin(), r.entrypoint.end());
+  cmd.insert(cmd.end(), entrypoint.begin(), entrypoint.end());
   const auto started = containers_.run_in(s.container, std::move(cmd), 30s);
   if (started.started && started.exit_code == 0) return std::nullopt;
   containers_.remove(s.container);  // (a warm one's claim record is not written yet)
   if (started.started && started.exit_code == 127)
     return refuse(refusal_kind::invalid,
-                  "entrypoint: " + r.entrypoint.front() + " is not a program of the image");
+                  "entrypoint: " + entrypoint.front() + " is not a program of the image");
   return refuse(
       refusal_kind::failed,
       "entrypoint did not start: " +
@@ -584,7 +587,129 @@ session_record session_lifecycle::record_of(const session& s) const {
   r.created_at = std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
                                     std::chrono::system_clock::now().time_since_epoch())
                                     .count());
+  write_sealed_facts(s, r);
   return r;
+}
+
+void session_lifecycle::write_sealed_facts(const session& s, session_record& r) const {
+  const bool none = s.image.empty() && !s.memory_bytes && !s.nano_cpus && s.idle_reaped &&
+                    s.entrypoint.empty() && s.env.empty() && s.metadata.empty() && !s.expires_at;
+  if (none) return;  // an Aivory session's record stays as it was
+  std::string j = "{\"image\":";
+  client::append_json_string(j, s.image);
+  j += ",\"memory_bytes\":" + std::to_string(s.memory_bytes);
+  j += ",\"nano_cpus\":" + std::to_string(s.nano_cpus);
+  j += std::string(",\"idle_reaped\":") + (s.idle_reaped ? "true" : "false");
+  j += ",\"entrypoint\":" + client::json_string_array(s.entrypoint);
+  j += ",\"env\":" + client::json_string_array(s.env);
+  {
+    std::lock_guard g(s.facts_mutex);
+    j += ",\"expires_at\":" + std::to_string(s.expires_at
+                                                 ? std::chrono::duration_cast<std::chrono::seconds>(
+                                                       s.expires_at->time_since_epoch())
+                                                       .count()
+                                                 : 0);
+    j += ",\"metadata\":{";
+    bool first = true;
+    for (const auto& [k, v] : s.metadata) {
+      if (!first) j += ',';
+      first = false;
+      client::append_json_string(j, k);
+      j += ':';
+      client::append_json_string(j, v);
+    }
+  }
+  r.facts_sealed = seal(config_.fleet_key, s.id, j + "}}");
+}
+
+namespace {
+// The strings of a JSON array (nullopt: not an array of strings).
+std::optional<std::vector<std::string>> strings_of(simdjson::dom::element e) {
+  simdjson::dom::array a;
+  if (e.get_array().get(a) != simdjson::SUCCESS) return std::nullopt;
+  std::vector<std::string> out;
+  for (auto v : a) {
+    std::string_view text;
+    if (v.get_string().get(text) != simdjson::SUCCESS) return std::nullopt;
+    out.emplace_back(text);
+  }
+  return out;
+}
+}  // namespace
+
+std::optional<refusal> session_lifecycle::read_sealed_facts(const session_record& r,
+                                                            session& s) const {
+  if (r.facts_sealed.empty()) return std::nullopt;
+  auto refused = [&](std::string why) {
+    return refuse(refusal_kind::unavailable, "session " + s.id + ": " + why + "; not taken over");
+  };
+  // Opened only under the fleet's key for this very session: a record a store writer made
+  // or changed is refused, never run with an image, entrypoint or environment of its own.
+  auto json = unseal(config_.fleet_key, s.id, r.facts_sealed);
+  if (!json) return refused("its sealed facts do not open under this fleet's key");
+  simdjson::dom::parser parser;
+  simdjson::dom::object o;
+  if (parser.parse(*json).get_object().get(o) != simdjson::SUCCESS)
+    return refused("its sealed facts are not an object");
+  std::string_view image;
+  std::int64_t expires = 0;
+  bool reaped = true;
+  simdjson::dom::object metadata;
+  auto entrypoint = strings_of(o["entrypoint"]);
+  auto env = strings_of(o["env"]);
+  if (o["image"].get_string().get(image) != simdjson::SUCCESS ||
+      o["memory_bytes"].get_int64().get(s.memory_bytes) != simdjson::SUCCESS ||
+      o["nano_cpus"].get_int64().get(s.nano_cpus) != simdjson::SUCCESS ||
+      o["idle_reaped"].get_bool().get(reaped) != simdjson::SUCCESS ||
+      o["expires_at"].get_int64().get(expires) != simdjson::SUCCESS ||
+      o["metadata"].get_object().get(metadata) != simdjson::SUCCESS || !entrypoint || !env)
+    return refused("its sealed facts are incomplete");
+  // This member's own rules still hold: its images, its caps (the fleet's members may
+  // differ; the stricter one serves).
+  s.image = std::string(image);
+  if (!s.image.empty() && s.image != config_.image &&
+      std::find(config_.images.begin(), config_.images.end(), s.image) == config_.images.end())
+    return refused("its image " + s.image + " is not one of this sidecar's (SANDBOX_IMAGES)");
+  if (s.memory_bytes < 0 || s.memory_bytes >= config_.memory_bytes) s.memory_bytes = 0;
+  if (s.nano_cpus < 0 || s.nano_cpus >= config_.nano_cpus) s.nano_cpus = 0;
+  s.idle_reaped = reaped;
+  s.entrypoint = std::move(*entrypoint);
+  s.env = std::move(*env);
+  if (expires) s.expires_at = std::chrono::system_clock::time_point(std::chrono::seconds(expires));
+  for (auto [k, v] : metadata) {
+    std::string_view text;
+    if (v.get_string().get(text) == simdjson::SUCCESS) s.metadata[std::string(k)] = text;
+  }
+  return std::nullopt;
+}
+
+std::optional<refusal> session_lifecycle::refresh_record(const std::string& sid) {
+  auto s = registry_.find(sid);
+  if (!s || !s->recorded || !fleet_) return std::nullopt;
+  auto& store = fleet_->store();
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    auto seen = store.read_session(sid);
+    if (seen.absent()) return std::nullopt;
+    if (!seen.found())
+      return refuse(refusal_kind::unavailable, "the fleet's store is unreachable: " + seen.error);
+    if (seen.record->owner != config_.instance) return std::nullopt;  // moved on: not ours
+    session_record r = *seen.record;
+    write_sealed_facts(*s, r);
+    auto wrote = store.write_session(r, seen.etag);
+    if (wrote.ok()) return std::nullopt;
+    if (wrote.status != 412 && wrote.status != 404)
+      return refuse(refusal_kind::unavailable,
+                    "changed here, but the fleet's record could not be written (ask again): " +
+                        wrote.describe());
+  }
+  return refuse(refusal_kind::unavailable, "the session's record kept moving; ask again");
+}
+
+std::optional<refusal> session_lifecycle::image_of_record_missing(const session& s) const {
+  if (s.image.empty()) return std::nullopt;  // SANDBOX_IMAGE: checked with the others
+  create_request r;
+  r.image = s.image;
+  return image_missing(r, false);
 }
 
 bool session_lifecycle::claim_record(session_record record, const std::string& etag) {
@@ -618,6 +743,8 @@ std::optional<refusal> session_lifecycle::take_over(const session_record& record
   s->recorded = true;
   s->restored_generation = std::string();
   s->generation = record.generation;
+  if (auto refused = read_sealed_facts(record, *s)) return refused;
+  if (auto missing = image_of_record_missing(*s)) return missing;
   if (auto k = known_kernel(record.kernel)) {
     s->kernel = *k;
     s->kernel_replaced = true;  // its kernel's state went with its last host
@@ -642,6 +769,7 @@ std::optional<refusal> session_lifecycle::take_over(const session_record& record
   s->container = container_id;
   prepared_restore none;  // the workspace is the mounted generation: nothing to unpack
   if (auto refused = ready_workspace(*s, false, none)) return *refused;
+  if (auto refused = start_entrypoint(*s)) return *refused;  // its main program, anew
   s->last_used = std::chrono::steady_clock::now();
   registry_.add(s);
   mounted.armed = false;

@@ -83,6 +83,10 @@ class session_lifecycle {
   // The record of a session that ended here, removed from the store if it still names this
   // instance.
   void forget_record(std::string_view sid);
+  // A held session's record in the fleet's store rewritten with its client facts as they
+  // are now (a renewed expiry, patched metadata), so that a takeover keeps them: nothing
+  // for a session without a record. Refused (unavailable) when the store cannot be written.
+  std::optional<refusal> refresh_record(const std::string& sid);
 
  private:
   // create_session's steps, in order. Whether a warm container may serve `r` (the pool's
@@ -108,7 +112,14 @@ class session_lifecycle {
 
   // The request's entrypoint started in the made container; on a failure the container
   // removed.
-  std::optional<refusal> start_entrypoint(session& s, const create_request& r);
+  std::optional<refusal> start_entrypoint(session& s);
+  // A client's facts of `s` (its image, limits, expiry, metadata, entrypoint, environment
+  // sealed under the fleet's key) into its record, and back at a takeover (refused when the
+  // sealed environment does not open: never a sandbox without what its client asked for).
+  void write_sealed_facts(const session& s, session_record& r) const;
+  std::optional<refusal> read_sealed_facts(const session_record& r, session& s) const;
+  // A taken-over session's image, when it is not on this engine (unavailable: not taken).
+  std::optional<refusal> image_of_record_missing(const session& s) const;
   // A paused session's container unpaused (held under its lock) before its end.
   void thaw(session& s);
   // delete_session's two cases: a session held here, and one that is not.

@@ -103,12 +103,23 @@ bool same_in_constant_time(std::string_view sent, const std::string& expected) {
   return diff == 0;
 }
 
-http_reply serve_proxy(session_core& core, const http_request& r, const proxy_target& t) {
+// The sandbox a lifecycle path names (/sandboxes/{id}[/…]), or "".
+std::string sandbox_named(std::string_view path) {
+  constexpr std::string_view head = "/sandboxes/";
+  if (!path.starts_with(head)) return {};
+  path.remove_prefix(head.size());
+  return std::string(path.substr(0, path.find('/')));
+}
+
+http_reply serve_proxy(session_core& core, const http_request& r, const proxy_target& t, caller who,
+                       const fleet_hook& fleet) {
   const auto token = r.field("x-execd-access-token");
-  if (!token || !access_token_valid(core.config_of, t.id, *token))
+  if (who == caller::client && (!token || !access_token_valid(core.config_of, t.id, *token)))
     return error(401, "INVALID_ACCESS_TOKEN",
                  "the sandbox's access token (X-EXECD-ACCESS-TOKEN, from GET "
                  "/v1/sandboxes/{id}/endpoints/{port}) is missing or wrong");
+  if (fleet)
+    if (auto elsewhere = fleet(r, t.id, false)) return *elsewhere;
   if (t.port == "44772") return execd::serve(core, r, t.id, t.rest);
   if (t.port == "18080")
     return error(501, "NOT_SUPPORTED",
@@ -126,14 +137,20 @@ std::optional<http_reply> refused_key(const config& c, const http_request& r) {
   return std::nullopt;
 }
 
-http_reply route_request(session_core& core, const http_request& r) {
+http_reply route_request(session_core& core, const http_request& r, caller who,
+                         const fleet_hook& fleet) {
   if (r.path == "/health") {
     if (r.method != "GET") return error(405, "GENERAL::METHOD_NOT_ALLOWED", "GET /health only");
     return {200, R"({"status":"healthy"})"};
   }
   const std::string_view path = unversioned(r.path);
-  if (auto target = proxy_path(path)) return serve_proxy(core, r, *target);
-  if (auto refused = refused_key(core.config_of, r)) return *refused;
+  if (auto target = proxy_path(path)) return serve_proxy(core, r, *target, who, fleet);
+  if (who == caller::client)
+    if (auto refused = refused_key(core.config_of, r)) return *refused;
+  if (const std::string sid = sandbox_named(path); fleet && !sid.empty()) {
+    const bool deleting = r.method == "DELETE" && path.size() == 11 + sid.size();
+    if (auto elsewhere = fleet(r, sid, deleting)) return *elsewhere;
+  }
   bool other_method = false;
   for (const auto& route : routes) {
     route_args args;
@@ -154,9 +171,9 @@ bool claims(std::string_view path) {
          path.starts_with("/sandboxes/") || path == "/metrics/events";
 }
 
-http_reply serve(session_core& core, const http_request& r) {
+http_reply serve(session_core& core, const http_request& r, caller who, const fleet_hook& fleet) {
   const std::string request_id = request_id_of(r);
-  http_reply answer = route_request(core, r);
+  http_reply answer = route_request(core, r, who, fleet);
   // Added here to every answer that has none: execd's handler (the proxy path) sets its
   // own, and a streamed answer wrote its fields when it opened. One field, never two.
   const bool has_id = std::any_of(answer.headers.begin(), answer.headers.end(), [](const auto& f) {

@@ -234,6 +234,7 @@ http_reply renew_expiration(session_core& core, const http_request& r, const rou
   if (!until) return invalid_parameter("expiresAt: required, an RFC 3339 date-time");
   auto renewed = core.controls.renew(s->id, *until);
   if (!renewed) return reply(renewed.error());
+  if (auto unrecorded = core.lifecycle.refresh_record(s->id)) return reply(*unrecorded);
   return {200, "{\"expiresAt\":\"" + rfc3339(renewed.value()) + "\"}"};
 }
 
@@ -256,6 +257,7 @@ http_reply patch_metadata(session_core& core, const http_request& r, const route
   }
   auto patched = core.controls.patch_metadata(s->id, patch);
   if (!patched) return reply(patched.error());
+  if (auto unrecorded = core.lifecycle.refresh_record(s->id)) return reply(*unrecorded);
   return {200, sandbox_json(*s, core.config_of, true)};
 }
 
