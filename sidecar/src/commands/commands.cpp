@@ -68,12 +68,12 @@ exit "$rc"
 // sh -c <this> sh ID CWD TIMEOUT_SECONDS COMMAND CAP: the state directory made, the command
 // started detached (every descriptor away from the exec, whose stream then ends), its pid
 // (= its process group) recorded before the exec returns. Its output reaches the log
-// through a FIFO whose reader keeps the first CAP bytes (SANDBOX_MAX_OUTPUT_BYTES; GNU dd
-// where there is one, as it writes what it reads at once: GNU head holds its output in a
-// buffer until it ends; busybox's head copies at once), then
-// one line saying the rest was dropped, and drains the rest (a writer never blocks). A
-// FIFO, not a pipeline: the command's end is its own process's, not that of the last
-// writer of its output (an app it left running holds the FIFO open).
+// through a FIFO whose reader (awk, line by line, each line flushed as it comes: mawk
+// reads a FIFO at once only with -W interactive) keeps lines while they fit in CAP bytes
+// (SANDBOX_MAX_OUTPUT_BYTES), then one line saying the rest was dropped, and drains the
+// rest (a writer never blocks); an image without awk keeps it all. A FIFO, not a
+// pipeline: the command's end is its own process's, not that of the last writer of its
+// output (an app it left running holds the FIFO open).
 constexpr std::string_view background_script = R"sh(
 umask 077; b=/tmp/.dockgate-commands
 mkdir -p "$b" && mkdir "$b/$1" || exit 201
@@ -85,8 +85,10 @@ setsid sh -c '
 d=$1; w=
 if [ "$2" != 0 ]; then (sleep "$2"; date -u +%Y-%m-%dT%H:%M:%SZ > "$d/finished_at"; echo 137 > "$d/exit"; kill -9 -$$) & w=$!; fi
 mkfifo "$d/out" || exit 202
-if dd iflag=count_bytes count=0 </dev/null >/dev/null 2>&1; then keep() { dd iflag=count_bytes count="$1" bs=65536 status=none; }; else keep() { head -c "$1"; }; fi
-{ keep "$4"; if IFS= read -r x || [ -n "$x" ]; then printf "\n[dockgate: output past %s bytes dropped]\n" "$4"; cat >/dev/null; fi; } < "$d/out" > "$d/log" &
+if awk -W interactive "BEGIN{}" </dev/null >/dev/null 2>&1; then a="awk -W interactive"; else a=awk; fi
+if command -v awk >/dev/null 2>&1; then
+  $a -v max="$4" "{ n += length(\$0) + 1; if (n <= max) { print; fflush() } else if (!cut) { printf \"[dockgate: output past %s bytes dropped]\\n\", max; fflush(); cut = 1 } }" < "$d/out" > "$d/log" 2>/dev/null &
+else cat < "$d/out" > "$d/log" & fi
 sh -c "$3" > "$d/out" 2>&1 </dev/null
 rc=$?
 if [ -n "$w" ]; then kill "$w" 2>/dev/null; fi

@@ -93,8 +93,8 @@ std::optional<std::string> unseal(std::string_view fleet_key, std::string_view b
       EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_GCM_SET_TAG, tag_size, bytes + nonce_size + n) != 1)
     return std::nullopt;
   int last = 0;
-  if (EVP_DecryptFinal_ex(ctx.get(), reinterpret_cast<unsigned char*>(plain.data()) + len,
-                          &last) != 1)
+  if (EVP_DecryptFinal_ex(ctx.get(), reinterpret_cast<unsigned char*>(plain.data()) + len, &last) !=
+      1)
     return std::nullopt;
   return plain;
 }
