@@ -759,7 +759,7 @@ TEST_CASE(
   CHECK(ok.status == 200);
   CHECK(ok.body.empty());
   REQUIRE(r.execs.size() == 2);
-  CHECK(r.execs[0].cmd[0] == "python3");
+  CHECK(r.execs[0].cmd[0] == "sh");
   CHECK(r.execs[0].user == "1000:1000");
   CHECK(std::vector<std::string>(r.execs[0].cmd.begin() + 4, r.execs[0].cmd.end()) ==
         std::vector<std::string>{"write", "a/b.txt", std::to_string(r.cfg.max_upload_bytes), "640",
@@ -838,19 +838,23 @@ TEST_CASE(
 
 namespace {
 
-// The workspace script run by the host's python3 on a temporary directory in place of
-// /workspace (its paths mapped back in what it prints).
+// The workspace program run by the host's sh on a temporary directory in place of
+// /workspace (its paths mapped back in what it prints): with the host's PATH (python3's
+// program), or with `tools` as the whole PATH (a directory of busybox's applets and no
+// python3: the sh program, as an image with only busybox runs it).
 struct host_workspace {
   std::filesystem::path dir =
       std::filesystem::temp_directory_path() / ("dg-execd-ws-" + std::to_string(::getpid()));
-  explicit host_workspace(rig& r) {
+  explicit host_workspace(rig& r, std::string tools = {}) {
     std::filesystem::remove_all(dir);
     std::filesystem::create_directories(dir);
     const std::string root = dir.string();
-    r.answer([root](const client::exec_options& o) {
+    r.answer([root, tools](const client::exec_options& o) {
       std::vector<std::string> cmd = o.cmd;
-      cmd[3] = std::regex_replace(cmd[3], std::regex("'/workspace"), "'" + root);
-      std::vector<std::string> argv{"sh", "-c", "printf '%s' \"$0\" | exec \"$@\"", o.stdin_data};
+      cmd[2] = std::regex_replace(cmd[2], std::regex("/workspace"), root);
+      std::vector<std::string> argv;
+      if (!tools.empty()) argv = {"env", "-i", "PATH=" + tools, "/bin/busybox"};
+      argv.insert(argv.end(), {"sh", "-c", "printf '%s' \"$0\" | exec \"$@\"", o.stdin_data});
       argv.insert(argv.end(), cmd.begin(), cmd.end());
       auto out = run_command(argv, std::chrono::seconds(20));
       auto res = exited(out.exit_code, std::regex_replace(out.out, std::regex(root), "/workspace"));
@@ -861,15 +865,24 @@ struct host_workspace {
   ~host_workspace() { std::filesystem::remove_all(dir); }
 };
 
+// A directory of busybox's applets, as a busybox-only image has them (no python3).
+struct busybox_tools {
+  std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("dg-execd-bb-" + std::to_string(::getpid()));
+  busybox_tools() {
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    for (const char* applet : {"sh", "stat", "find", "head", "tail", "wc", "cat", "mv", "rm",
+                               "mkdir", "chmod", "id", "tr", "rmdir", "env"})
+      std::filesystem::create_symlink("/bin/busybox", dir / applet);
+  }
+  ~busybox_tools() { std::filesystem::remove_all(dir); }
+};
+
 }  // namespace
 
-TEST_CASE(
-    "execd files on a real python3: upload with mode, ranged download, info, directories "
-    "made, listed and deleted, symlinks refused and never followed",
-    "[execd][files]") {
-  rig r;
-  r.add();
-  host_workspace ws(r);
+namespace {
+void files_suite(rig& r, host_workspace& ws) {
   namespace fs = std::filesystem;
   CHECK(upload(r, upload_body({{R"({"path":"/workspace/d/f.txt","mode":600})", "hello world"}}))
             .status == 200);
@@ -927,14 +940,30 @@ TEST_CASE(
   CHECK(!fs::exists(ws.dir / "d"));
   CHECK(fs::exists("/etc/passwd"));
 }
+}  // namespace
 
 TEST_CASE(
-    "execd file edits on a real python3: permissions, mv, search by glob, replace with its "
-    "counts, none through a symlink",
+    "execd files on a real python3: upload with mode, ranged download, info, directories "
+    "made, listed and deleted, symlinks refused and never followed",
     "[execd][files]") {
   rig r;
   r.add();
   host_workspace ws(r);
+  files_suite(r, ws);
+}
+
+TEST_CASE(
+    "execd files in an image with busybox and no python3: the same answers from the sh program",
+    "[execd][files]") {
+  busybox_tools tools;
+  rig r;
+  r.add();
+  host_workspace ws(r, tools.dir.string());
+  files_suite(r, ws);
+}
+
+namespace {
+void edits_suite(rig& r, host_workspace& ws, bool python) {
   namespace fs = std::filesystem;
   fs::create_directories(ws.dir / "src/sub");
   std::ofstream(ws.dir / "src/a.py") << "x = 1\nx = 2\n";
@@ -963,12 +992,18 @@ TEST_CASE(
 
   auto counts = r.call("POST", "/files/replace", R"({"/workspace/src/a.py":{"old":"x","new":"w"}})",
                        "verbose=true");
-  CHECK(counts.body == R"({"/workspace/src/a.py":{"replacedCount":2}})");
+  if (!python) {  // replace needs python3: said, nothing changed
+    CHECK(counts.status == 400);
+    CHECK(counts.body.find("needs python3") != std::string::npos);
+    std::ofstream(ws.dir / "src/a.py") << "w = 1\nw = 2\n";
+  } else {
+    CHECK(counts.body == R"({"/workspace/src/a.py":{"replacedCount":2}})");
+  }
   std::ifstream in(ws.dir / "src/a.py");
   CHECK(std::string(std::istreambuf_iterator<char>(in), {}) == "w = 1\nw = 2\n");
   auto quiet = r.call("POST", "/files/replace", R"({"/workspace/src/a.py":{"old":"w","new":"v"}})");
-  CHECK(quiet.status == 200);
-  CHECK(quiet.body.empty());
+  CHECK(quiet.status == (python ? 200 : 400));
+  if (python) CHECK(quiet.body.empty());
   CHECK(
       r.call("POST", "/files/replace", R"({"/workspace/src/a.py":{"old":"","new":"v"}})").status ==
       400);
@@ -988,4 +1023,26 @@ TEST_CASE(
       r.call("POST", "/files/mv", R"([{"src":"/workspace/none","dest":"/workspace/y"}])").status ==
       404);
   CHECK(fs::exists(ws.dir / "c2.txt"));
+}
+}  // namespace
+
+TEST_CASE(
+    "execd file edits on a real python3: permissions, mv, search by glob, replace with its "
+    "counts, none through a symlink",
+    "[execd][files]") {
+  rig r;
+  r.add();
+  host_workspace ws(r);
+  edits_suite(r, ws, true);
+}
+
+TEST_CASE(
+    "execd file edits in an image with busybox and no python3: the same from the sh program, "
+    "replace refused as needing python3",
+    "[execd][files]") {
+  busybox_tools tools;
+  rig r;
+  r.add();
+  host_workspace ws(r, tools.dir.string());
+  edits_suite(r, ws, false);
 }

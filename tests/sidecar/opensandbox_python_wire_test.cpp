@@ -223,7 +223,7 @@ TEST_CASE(
     CAPTURE(i);
     const auto& e = sdk.execs[i];
     REQUIRE(e.cmd.size() == 10);
-    CHECK(e.cmd[0] == "python3");
+    CHECK(e.cmd[0] == "sh");
     CHECK(std::vector<std::string>(e.cmd.begin() + 4, e.cmd.end()) == args[i]);
     CHECK(e.stdin_data == files[i].bytes);
     CHECK(e.user == "1000:1000");

@@ -5,15 +5,18 @@
 // itself is opened with O_NOFOLLOW (and O_NONBLOCK: a FIFO neither blocks nor is touched),
 // or lstat'ed, and checked with fstat before a byte is read or written. Every operation
 // runs as the session user (session_containers::run_in); an owner or group other than
-// that user's is refused before anything is written.
+// that user's is refused before anything is written. An image without python3 gets the
+// same operations from a POSIX sh program (workspace_ops_sh.hpp, which says what differs).
 #include "files/sandbox_files.hpp"
 
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <ctime>
 #include <string_view>
 #include <utility>
 
+#include "files/workspace_ops_sh.hpp"
 #include "sessions/session.hpp"
 #include "sessions/session_containers.hpp"
 #include "sessions/session_registry.hpp"
@@ -25,7 +28,8 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// python3 -I -c <this> OP ARGS…; paths relative to /workspace ("" is /workspace).
+// python3 -I -c <this> OP ARGS…; paths relative to /workspace ("" is /workspace). (Without
+// python3: workspace_ops_sh.hpp, the same operations in sh.)
 // Exit codes: 2 not found, 3 not the kind asked (a directory for a file, …), 4 too large,
 // 5 a symlink on the path, 6 a parent is not a directory, 8 an owner or group that is not
 // the session user's, 9 a range past the end (stderr: the size), 10 permission denied.
@@ -202,11 +206,46 @@ elif op == 'list':
     except OSError as e: fail(e)
 )py";
 
+// sh -c <this> sh OP ARGS…: the python3 program where the image has python3 (passed to it
+// as one single-quoted word), else the sh one (workspace_ops_sh.hpp). Made once.
+const std::string& workspace_program() {
+  static const std::string program = [] {
+    std::string quoted;
+    for (char c : workspace_ops) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return "py='" + quoted +
+           "'\nif command -v python3 >/dev/null 2>&1; then exec python3 -I -c \"$py\" \"$@\"; "
+           "fi\nunset py\n" +
+           std::string(workspace_ops_sh);
+  }();
+  return program;
+}
+
 // Within /workspace, relative to it ("" for /workspace itself); nullopt outside.
 std::optional<std::string> relative(const std::string& path) {
   auto full = workspace_path(path);
   if (!full) return std::nullopt;
   return *full == "/workspace" ? std::string() : full->substr(11);
+}
+
+// A record's type as execd names it: the python3 program's word, or stat's %F (the sh one).
+std::string type_word(const std::string& t) {
+  if (t == "regular file" || t == "regular empty file") return "file";
+  if (t == "symbolic link") return "symlink";
+  if (t == "file" || t == "directory" || t == "symlink") return t;
+  return "other";
+}
+
+// A record's time: RFC 3339 as the python3 program writes it, or seconds since the epoch
+// (the sh one) written so.
+std::string rfc3339_of(const std::string& t) {
+  if (t.empty() || !std::all_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return t;
+  const std::time_t when = static_cast<std::time_t>(std::strtoll(t.c_str(), nullptr, 10));
+  std::tm utc{};
+  ::gmtime_r(&when, &utc);
+  char out[32];
+  std::strftime(out, sizeof out, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return out;
 }
 
 std::vector<file_info> records(std::string_view out) {
@@ -223,8 +262,9 @@ std::vector<file_info> records(std::string_view out) {
       field = std::string(rec.substr(0, tab));
       rec.remove_prefix(tab + 1);
     }
-    listed.push_back({std::string(rec), f[0], std::strtoll(f[1].c_str(), nullptr, 10), f[2], f[3],
-                      f[4], f[5], std::strtoll(f[6].c_str(), nullptr, 10)});
+    listed.push_back({std::string(rec), type_word(f[0]), std::strtoll(f[1].c_str(), nullptr, 10),
+                      rfc3339_of(f[2]), rfc3339_of(f[3]), f[4], f[5],
+                      std::strtoll(f[6].c_str(), nullptr, 10)});
   }
   return listed;
 }
@@ -261,6 +301,9 @@ std::optional<refusal> workspace_refusal(std::int64_t exit_code, const std::stri
       return refuse(refusal_kind::conflict, err);
     case 10:
       return refuse(refusal_kind::failed, path + ": permission denied");
+    case 11:
+      return refuse(refusal_kind::invalid,
+                    path + ": this operation needs python3 in the sandbox's image");
     default:
       return refuse(refusal_kind::failed, path + ": " + err);
   }
@@ -271,13 +314,14 @@ outcome<sandbox_files::ran> sandbox_files::run(const std::string& session_id,
                                                std::string stdin_data) const {
   held_session held;
   if (auto refused = registry_.acquire(session_id, held)) return *refused;
-  std::vector<std::string> cmd{"python3", "-I", "-c", std::string(workspace_ops)};
+  std::vector<std::string> cmd{"sh", "-c", workspace_program(), "sh"};
   cmd.insert(cmd.end(), std::make_move_iterator(args.begin()), std::make_move_iterator(args.end()));
   const bool attach = !stdin_data.empty() || cmd[4] == "write";
   auto done = containers_.run_in(held.s->container, std::move(cmd), 120s, std::move(stdin_data),
                                  attach, {}, static_cast<std::size_t>(config_.max_body_bytes) + 64);
   if (!done.started) return refuse(refusal_kind::engine_failed, "exec failed: " + done.error);
-  if (done.exit_code == 127) return refuse(refusal_kind::failed, "the sandbox has no python3");
+  if (done.exit_code == 127)
+    return refuse(refusal_kind::failed, "the sandbox's image lacks a tool: " + done.stderr_data);
   held.s->last_used = std::chrono::steady_clock::now();
   return ran{done.exit_code, std::move(done.stdout_data), std::move(done.stderr_data)};
 }
@@ -426,7 +470,10 @@ outcome<std::vector<file_info>> sandbox_files::search(const std::string& session
   auto done = run(session_id, {"search", *rel, pattern, std::to_string(max_listed)});
   if (!done) return done.error();
   if (auto r = workspace_refusal(done->exit_code, path, done->err)) return *r;
-  return records(done->out);
+  auto found = records(done->out);  // (the sh program's come in find's order)
+  std::sort(found.begin(), found.end(),
+            [](const file_info& a, const file_info& b) { return a.path < b.path; });
+  return found;
 }
 
 outcome<std::int64_t> sandbox_files::replace(const std::string& session_id, const std::string& path,
