@@ -11,6 +11,11 @@ std::optional<method> parse_method(std::string_view token) {
   return std::nullopt;
 }
 
+std::optional<method> parse_method_or_patch(std::string_view token) {
+  if (token == "PATCH") return method::patch;
+  return parse_method(token);
+}
+
 std::string_view method_name(method m) {
   switch (m) {
     case method::get:
@@ -23,6 +28,8 @@ std::string_view method_name(method m) {
       return "PUT";
     case method::delete_:
       return "DELETE";
+    case method::patch:
+      return "PATCH";
   }
   return "?";
 }

@@ -85,7 +85,8 @@ std::size_t find_head_end(std::string_view data) {
   return 0;
 }
 
-std::optional<head_error> parse_request_head(std::string_view data, request_head& out) {
+std::optional<head_error> parse_request_head(std::string_view data, request_head& out,
+                                             bool patch_too) {
   if (data.size() > max_head_bytes) return head_error::too_large;
   if (data.size() < 4 || !data.ends_with("\r\n\r\n")) return head_error::bad_line_ending;
   // Every CR must be followed by LF and every LF preceded by CR.
@@ -110,7 +111,7 @@ std::optional<head_error> parse_request_head(std::string_view data, request_head
     if (!is_tchar(c)) return head_error::bad_request_line;
   for (unsigned char c : target)
     if (c <= 0x20 || c >= 0x7f) return head_error::bad_request_line;
-  auto m = http::parse_method(method);
+  auto m = patch_too ? http::parse_method_or_patch(method) : http::parse_method(method);
   if (!m) return head_error::unknown_method;
   if (version == "HTTP/1.1")
     out.version_minor = 1;

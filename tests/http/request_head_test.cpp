@@ -158,3 +158,16 @@ TEST_CASE("hop-by-hop headers include those named by Connection", "[http][reques
   CHECK_FALSE(is_hop_by_hop("X-Registry-Auth", "close"));
   CHECK_FALSE(is_hop_by_hop("Host", ""));
 }
+
+TEST_CASE("PATCH is a method only where asked for (the sidecar's server), never the gate's",
+          "[http]") {
+  request_head h;
+  const std::string_view patch = "PATCH /v1/sandboxes/x/metadata HTTP/1.1\r\nHost: d\r\n\r\n";
+  CHECK(parse_request_head(patch, h) == head_error::unknown_method);
+  REQUIRE_FALSE(parse_request_head(patch, h, true));
+  CHECK(h.method == method::patch);
+  CHECK(method_name(h.method) == "PATCH");
+  CHECK(parse_request_head("patch /x HTTP/1.1\r\nHost: d\r\n\r\n", h, true) ==
+        head_error::unknown_method);
+  CHECK_FALSE(parse_method("PATCH"));
+}

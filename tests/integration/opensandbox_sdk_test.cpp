@@ -64,6 +64,7 @@ TEST_CASE(
   CHECK(field(created.output, "app_without_token") == "401");
   CHECK(field(created.output, "app_after_interrupt") == "false");
   CHECK(field(created.output, "state") == "Running");
+  CHECK(field(created.output, "patched") == R"({"stage":"two","team":"dg-test"})");
   CHECK(field(created.output, "renewed") == "true");
   CHECK(field(created.output, "listed") == "[\"" + id + "\"]");
 

@@ -362,7 +362,9 @@ void http_server::serve_connection(int fd) {
       if (!fill()) return;
     }
     http::request_head head;
-    if (auto err = http::parse_request_head(std::string_view(buffer).substr(0, head_size), head)) {
+    // PATCH too: OpenSandbox's PATCH /sandboxes/{id}/metadata.
+    if (auto err =
+            http::parse_request_head(std::string_view(buffer).substr(0, head_size), head, true)) {
       send_reply(fd, {400, R"({"error":"malformed request"})"}, false);
       return;
     }

@@ -62,6 +62,8 @@ async function create(image) {
   await sbx.commands.interrupt(app.id);
   out.app_after_interrupt = (await sbx.commands.getCommandStatus(app.id)).running;
   out.state = (await sbx.getInfo()).status.state;
+  // PATCH …/metadata: a merge (null removes a key).
+  out.patched = (await sbx.patchMetadata({ purpose: null, stage: "two" })).metadata;
   out.renewed = Boolean((await sbx.renew(1800)).expiresAt);
   const manager = SandboxManager.create({ connectionConfig: connectionConfig() });
   const listed = await manager.listSandboxInfos({ metadata: { team: "dg-test" } });

@@ -71,7 +71,10 @@ std::size_t find_head_end(std::string_view data);
 
 // Parses a complete head (`data` is exactly the head, ending in CRLFCRLF). On success
 // `out` views into `data`.
-std::optional<head_error> parse_request_head(std::string_view data, request_head& out);
+// `patch_too`: PATCH is a method too (the sidecar's server; never the gate's, which reads
+// the Engine API's methods only: PATCH is unknown_method there).
+std::optional<head_error> parse_request_head(std::string_view data, request_head& out,
+                                             bool patch_too = false);
 
 // True when `name` is a hop-by-hop header: never forwarded as the client wrote it.
 bool is_hop_by_hop(std::string_view name, std::string_view connection_value);
