@@ -103,7 +103,7 @@ outcome<created_session> session_lifecycle::create_session(const create_request&
 
 bool session_lifecycle::poolable(const create_request& r) const {
   return (!r.image || *r.image == config_.image) && r.env.empty() && r.memory_bytes == 0 &&
-         r.nano_cpus == 0;
+         r.nano_cpus == 0 && !r.egress_policy;
 }
 
 std::optional<refusal> session_lifecycle::image_missing(const create_request& r, bool warm) const {
@@ -142,6 +142,7 @@ std::shared_ptr<session> session_lifecycle::new_session(const create_request& r,
   s->idle_reaped = r.idle_reaped;
   s->metadata = r.metadata;
   s->expires_at = r.expires_at;
+  s->egress_policy = r.egress_policy;
   return s;
 }
 
@@ -449,6 +450,9 @@ void read_client_facts(const session_containers::listed& labelled, session& s) {
   for (const auto& [name, value] : labelled.labels)
     if (name.starts_with(metadata_label_prefix))
       s.metadata[name.substr(metadata_label_prefix.size())] = value;
+  // Unreadable: no name at all (never the operator's whole list in its place).
+  if (const std::string* policy = label_of(labelled, egress_policy_label))
+    s.egress_policy = parse_egress_policy_text(*policy).value_or(egress_rules{});
 }
 }  // namespace
 
