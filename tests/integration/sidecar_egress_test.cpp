@@ -377,9 +377,8 @@ TEST_CASE("sidecar egress: a session sees no other session (no name, no address,
   char squid_dir[] = "/tmp/dockgate-egress.XXXXXX";
   REQUIRE(::mkdtemp(squid_dir));
   egress_proxy squid(squid_dir, "SANDBOX_EGRESS_ALLOW=pypi.test");
-  sidecar_process sidecar(
-      gate, {"SANDBOX_NETWORK=allowlist", "SANDBOX_EGRESS_ALLOW=pypi.test", "SANDBOX_WARM_POOL=0",
-             squid.policy_env()});
+  sidecar_process sidecar(gate, {"SANDBOX_NETWORK=allowlist", "SANDBOX_EGRESS_ALLOW=pypi.test",
+                                 "SANDBOX_WARM_POOL=0", squid.policy_env()});
   const std::string a = new_session(sidecar), b = new_session(sidecar);
   const std::string b_container = container_of(b);
   REQUIRE_FALSE(b_container.empty());
@@ -571,13 +570,13 @@ TEST_CASE("sidecar egress: an OpenSandbox sandbox's networkPolicy is its own lis
                     pt = std::to_string(a_tls.port());
   egress_proxy squid(squid_dir, "SANDBOX_EGRESS_ALLOW=a.example,b.example SANDBOX_EGRESS_PORTS=" +
                                     pa + "," + pb + "," + pt + " EGRESS_HOSTS_FILE=" + hosts);
-  sidecar_process sidecar(gate, {"SANDBOX_NETWORK=allowlist",
-                                 "SANDBOX_EGRESS_ALLOW=a.example,b.example", "SANDBOX_WARM_POOL=0",
-                                 "SANDBOX_ALLOW_NO_AUTH=1", "SANDBOX_IMAGES=" + runtime_image(),
-                                 squid.policy_env()});
+  sidecar_process sidecar(
+      gate, {"SANDBOX_NETWORK=allowlist", "SANDBOX_EGRESS_ALLOW=a.example,b.example",
+             "SANDBOX_WARM_POOL=0", "SANDBOX_ALLOW_NO_AUTH=1", "SANDBOX_IMAGES=" + runtime_image(),
+             squid.policy_env()});
   auto sandbox = [&](const std::string& policy) {
-    std::string body = R"({"image":{"uri":")" + runtime_image() +
-                       R"("},"entrypoint":["tail","-f","/dev/null"])";
+    std::string body =
+        R"({"image":{"uri":")" + runtime_image() + R"("},"entrypoint":["tail","-f","/dev/null"])";
     if (!policy.empty())
       body += R"(,"networkPolicy":{"defaultAction":"deny","egress":[{"action":"allow","target":")" +
               policy + R"("}]})";
@@ -589,9 +588,9 @@ TEST_CASE("sidecar egress: an OpenSandbox sandbox's networkPolicy is its own lis
   const std::string a = sandbox("a.example"), b = sandbox("b.example"), c = sandbox("");
   // A request from inside sandbox `id` (as its user, through its own proxy): what came back.
   auto from = [&](const std::string& id, const std::string& code) {
-    const std::string out =
-        run(direct() + " exec -u 1000:1000 dockgate-sbx-" + id + " python3 -c \"" + code + "\" 2>&1")
-            .output;
+    const std::string out = run(direct() + " exec -u 1000:1000 dockgate-sbx-" + id +
+                                " python3 -c \"" + code + "\" 2>&1")
+                                .output;
     UNSCOPED_INFO(id.substr(0, 6) << ": " << out);
     return out;
   };
@@ -599,8 +598,10 @@ TEST_CASE("sidecar egress: an OpenSandbox sandbox's networkPolicy is its own lis
     return from(id,
                 "import os, urllib.request as u\n"
                 "o = u.build_opener(u.ProxyHandler({'http': os.environ['HTTP_PROXY']}))\n"
-                "try: print(o.open('" + url + "', timeout=10).read().decode())\n"
-                "except Exception as e: print('refused', e)");
+                "try: print(o.open('" +
+                    url +
+                    "', timeout=10).read().decode())\n"
+                    "except Exception as e: print('refused', e)");
   };
   // CONNECT to a.example's TLS server with `sni` in the ClientHello.
   auto tunnel = [&](const std::string& id, const std::string& sni) {
@@ -608,13 +609,18 @@ TEST_CASE("sidecar egress: an OpenSandbox sandbox's networkPolicy is its own lis
                 "import os, socket, ssl\n"
                 "h, p = os.environ['HTTPS_PROXY'][7:].split(':')\n"
                 "s = socket.create_connection((h, int(p)), timeout=10)\n"
-                "s.sendall(b'CONNECT a.example:" + pt + " HTTP/1.1\\\\r\\\\nHost: a.example\\\\r\\\\n\\\\r\\\\n')\n"
-                "s.recv(4096)\n"
-                "c = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT); c.check_hostname = False; "
-                "c.verify_mode = ssl.CERT_NONE\n"
-                "try:\n t = c.wrap_socket(s, server_hostname='" + sni + "')\n"
-                " t.sendall(b'GET / HTTP/1.1\\\\r\\\\nHost: a.example\\\\r\\\\n\\\\r\\\\n'); print(t.recv(4096))\n"
-                "except Exception as e: print('refused', e)");
+                "s.sendall(b'CONNECT a.example:" +
+                    pt +
+                    " HTTP/1.1\\\\r\\\\nHost: a.example\\\\r\\\\n\\\\r\\\\n')\n"
+                    "s.recv(4096)\n"
+                    "c = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT); c.check_hostname = False; "
+                    "c.verify_mode = ssl.CERT_NONE\n"
+                    "try:\n t = c.wrap_socket(s, server_hostname='" +
+                    sni +
+                    "')\n"
+                    " t.sendall(b'GET / HTTP/1.1\\\\r\\\\nHost: a.example\\\\r\\\\n\\\\r\\\\n'); "
+                    "print(t.recv(4096))\n"
+                    "except Exception as e: print('refused', e)");
   };
   // Each one's refusals first: no server saw any of them.
   CHECK_THAT(get(a, "http://b.example:" + pb + "/"), Catch::Contains("403"));
@@ -634,8 +640,8 @@ TEST_CASE("sidecar egress: an OpenSandbox sandbox's networkPolicy is its own lis
   CHECK(b_server.count() == 1);
   CHECK(a_tls.count() == 1);
   // A's list goes with it (before its network); B's and C's stay.
-  const std::string a_gateway = inspect_field(
-      "dockgate-sbx-" + a, "{{range .NetworkSettings.Networks}}{{.Gateway}}{{end}}");
+  const std::string a_gateway =
+      inspect_field("dockgate-sbx-" + a, "{{range .NetworkSettings.Networks}}{{.Gateway}}{{end}}");
   CHECK(run("test -s " + squid.policies() + "/" + a_gateway).status == 0);
   CHECK(sidecar.call("DELETE", "/v1/sandboxes/" + a, "", "").status == 204);
   CHECK(run("test -e " + squid.policies() + "/" + a_gateway).status != 0);

@@ -21,6 +21,7 @@
 #include "egress/egress_policy.hpp"
 #include "engine/labels.hpp"
 #include "fake_engine.hpp"
+#include "fleet/fleet_store.hpp"
 #include "front/opensandbox/access_token.hpp"
 #include "front/opensandbox/routes.hpp"
 
@@ -85,7 +86,8 @@ struct np_front {
   }
   // POST /v1/sandboxes with `policy` as its networkPolicy ("" for none).
   http_reply create(const std::string& policy) {
-    std::string body = R"({"image":{"uri":"python:3.12-slim"},"entrypoint":["tail","-f","/dev/null"])";
+    std::string body =
+        R"({"image":{"uri":"python:3.12-slim"},"entrypoint":["tail","-f","/dev/null"])";
     if (!policy.empty()) body += R"(,"networkPolicy":)" + policy;
     return call("POST", "/v1/sandboxes", body + "}");
   }
@@ -113,8 +115,8 @@ std::string bad(const std::string& message) {
 std::string helper_says(const std::string& dir, const std::string& gateway,
                         const std::string& name) {
   const std::string cmd = "echo '" + gateway + " " + name + "' | " +
-                          std::string(DOCKGATE_SOURCE_DIR) +
-                          "/scripts/egress-policy-helper.sh " + dir;
+                          std::string(DOCKGATE_SOURCE_DIR) + "/scripts/egress-policy-helper.sh " +
+                          dir;
   std::string out;
   if (FILE* p = ::popen(cmd.c_str(), "r")) {
     char buf[64];
@@ -154,7 +156,8 @@ TEST_CASE("opensandbox networkPolicy: more than the operator's list is refused, 
        "(a.example,.c.example); list those it needs as allow rules"},
       {R"({"defaultAction":"maybe"})", "networkPolicy.defaultAction: allow or deny"},
       {R"({"egress":[{"action":"allow","target":"b.example"},{"action":"allow","target":"*.a.example"},{"action":"deny","target":"x.b.example"},{"action":"allow","target":"c.example"}]})",
-       "networkPolicy.egress: beyond the operator's list (SANDBOX_EGRESS_ALLOW=a.example,.c.example): "
+       "networkPolicy.egress: beyond the operator's list "
+       "(SANDBOX_EGRESS_ALLOW=a.example,.c.example): "
        "b.example, *.a.example"},
       {R"({"egress":[{"action":"allow","target":"10.0.0.1"}]})",
        "networkPolicy.egress[0].target: a host name or *.<host name> (never an address, a CIDR, a "
@@ -189,9 +192,10 @@ TEST_CASE("opensandbox networkPolicy: more than the operator's list is refused, 
   CHECK(f.dir.files().empty());
 }
 
-TEST_CASE("opensandbox networkPolicy: the sandbox's list is the file its proxy reads, and goes "
-          "with it",
-          "[opensandbox][netpolicy]") {
+TEST_CASE(
+    "opensandbox networkPolicy: the sandbox's list is the file its proxy reads, and goes "
+    "with it",
+    "[opensandbox][netpolicy]") {
   np_front f;
   const std::string id = f.made(
       R"({"defaultAction":"deny","egress":[{"action":"allow","target":"A.Example."},)"
@@ -208,7 +212,8 @@ TEST_CASE("opensandbox networkPolicy: the sandbox's list is the file its proxy r
   CHECK(c->network_mode == "dockgate-egress-" + id);
   CHECK(c->body.find("\"HTTP_PROXY=http://" + gw + ":3128\"") != std::string::npos);
   CHECK(c->labels.at(std::string(egress_policy_label)) == f.dir.read(gw));
-  CHECK(f.engine.find("dockgate-sbx-" + other)->labels.at(std::string(egress_policy_label)).empty());
+  CHECK(
+      f.engine.find("dockgate-sbx-" + other)->labels.at(std::string(egress_policy_label)).empty());
   // What squid's helper makes of the file: the first rule that matches decides, else no.
   const std::string d = f.dir.path.string();
   CHECK(helper_says(d, gw, "a.example") == "OK\n");
@@ -241,9 +246,10 @@ TEST_CASE("opensandbox networkPolicy: the sandbox's list is the file its proxy r
   CHECK(f.engine.network_inspect("dockgate-egress-" + id, std::chrono::seconds(1)).status == 404);
 }
 
-TEST_CASE("egress policy: a session without its own list gets the operator's, a failed write "
-          "leaves no list",
-          "[opensandbox][netpolicy]") {
+TEST_CASE(
+    "egress policy: a session without its own list gets the operator's, a failed write "
+    "leaves no list",
+    "[opensandbox][netpolicy]") {
   np_front f;
   // An Aivory session (no list of its own): the operator's names, as squid's dstdomain reads
   // them (".c.example": the name and every name under it).
@@ -264,4 +270,22 @@ TEST_CASE("egress policy: a session without its own list gets the operator's, a 
   gone.egress_policy_dir = d + "/missing";
   CHECK(write_egress_policy(gone, "172.30.200.1", rules));
   CHECK_FALSE(std::filesystem::exists(d + "/missing/172.30.200.1"));
+}
+
+TEST_CASE("egress policy: a session's own list goes with its fleet record",
+          "[opensandbox][netpolicy]") {
+  // A takeover by another member keeps the list (session_lifecycle::take_over), never the
+  // operator's wider one in its place.
+  session_record r;
+  r.session_id = "s1";
+  r.archive_key = "s1";
+  r.owner = "a";
+  r.egress_policy = "allow a.example\n";
+  auto back = session_record::parse(r.to_json());
+  REQUIRE(back);
+  CHECK(back->egress_policy == std::optional<std::string>("allow a.example\n"));
+  r.egress_policy = std::string();  // a list of no names is a list
+  CHECK(session_record::parse(r.to_json())->egress_policy == std::optional<std::string>(""));
+  r.egress_policy.reset();
+  CHECK_FALSE(session_record::parse(r.to_json())->egress_policy);
 }

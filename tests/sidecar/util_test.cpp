@@ -3,8 +3,8 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
-#include <filesystem>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 
 #include "dockgate/sidecar/config.hpp"

@@ -51,6 +51,9 @@ struct session_record {
   // Set by a holder's clean stop once the session's container here is gone (its holder
   // ID): nothing of that holder writes the generation any more, so a takeover keeps it.
   std::string handed_over;
+  // Its own egress list (egress_policy_text: an OpenSandbox sandbox's networkPolicy), when
+  // it has one: a takeover keeps it, never the operator's wider list in its place.
+  std::optional<std::string> egress_policy;
   std::string to_json() const;
   static std::optional<session_record> parse(std::string_view json);
 };

@@ -583,6 +583,7 @@ session_record session_lifecycle::record_of(const session& s) const {
   r.generation = s.generation;
   r.idle_ttl_sec = s.ttl_seconds;
   r.kernel = s.kernel;
+  if (s.egress_policy) r.egress_policy = egress_policy_text(*s.egress_policy);
   r.owner = config_.instance;
   r.holder = fleet_->holder();
   r.created_at = std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
@@ -622,6 +623,9 @@ std::optional<refusal> session_lifecycle::take_over(const session_record& record
   s->recorded = true;
   s->restored_generation = std::string();
   s->generation = record.generation;
+  // Its own list, as its record keeps it (unreadable: no name at all).
+  if (record.egress_policy)
+    s->egress_policy = parse_egress_policy_text(*record.egress_policy).value_or(egress_rules{});
   if (auto k = known_kernel(record.kernel)) {
     s->kernel = *k;
     s->kernel_replaced = true;  // its kernel's state went with its last host
