@@ -648,4 +648,31 @@ TEST_CASE("sidecar egress: an OpenSandbox sandbox's networkPolicy is its own lis
   CHECK(trimmed(run("ls " + squid.policies() + " | wc -l").output) == "2");
   sidecar.call("DELETE", "/v1/sandboxes/" + b, "", "");
   sidecar.call("DELETE", "/v1/sandboxes/" + c, "", "");
+
+  // The same through OpenSandbox's own JS SDK (when scripts/node-clients.sh installed it):
+  // its create with a networkPolicy, its getEgressPolicy, its patchEgressRules refused, a
+  // policy beyond the operator's list refused.
+  const char* modules = std::getenv("DOCKGATE_NODE_PATH");
+  if (!modules || !*modules) return;
+  auto sdk =
+      run("NODE_PATH=" + std::string(modules) + " OPEN_SANDBOX_DOMAIN=127.0.0.1:" + sidecar.port() +
+          " OPEN_SANDBOX_API_KEY=" + api_key + " timeout 120 node " + repo_root() +
+          "/tests/integration/clients/opensandbox_egress.js " + runtime_image() +
+          " http://a.example:" + pa + "/");
+  INFO(sdk.output);
+  CHECK(sdk.status == 0);
+  CHECK_THAT(sdk.output, Catch::Contains(R"("fetched":"egress-ok\n")"));
+  CHECK(a_server.count() == 2);
+  CHECK_THAT(
+      sdk.output,
+      Catch::Contains(
+          R"("policy":{"defaultAction":"deny","egress":[{"action":"allow","target":"a.example"}]})"));
+  // Refused (the sidecar's answer is 501 with the reason; the HTTP server's head parser,
+  // which knows no PATCH, answers 400 before it), and the policy unchanged.
+  CHECK_THAT(sdk.output, Catch::Contains(R"("patch":{"status":)"));
+  CHECK_THAT(
+      sdk.output,
+      Catch::Contains(
+          R"("policy_after":{"defaultAction":"deny","egress":[{"action":"allow","target":"a.example"}]})"));
+  CHECK_THAT(sdk.output, Catch::Contains(R"("wider":{"status":400)"));
 }
