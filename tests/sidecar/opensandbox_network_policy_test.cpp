@@ -10,11 +10,13 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/session_core.hpp"
@@ -54,11 +56,12 @@ struct policy_dir {
   }
 };
 
-config np_config(const std::string& network, const std::string& dir) {
+config np_config(const std::string& network, const std::string& dir, int warm_pool) {
   config c;
-  c.warm_pool = 0;
+  c.warm_pool = warm_pool;
   c.cell_runner = false;
   c.api_key = key;
+  c.image = "python:3.12-slim";  // the warm pool's: a sandbox of it may take a warm container
   c.images = {"python:3.12-slim"};
   c.network = network;
   c.egress_allow = {"a.example", ".c.example"};
@@ -71,8 +74,8 @@ struct np_front {
   config c;
   testing::fake_engine engine;
   session_core core{c, engine, nullptr};
-  explicit np_front(const std::string& network = "allowlist")
-      : c(np_config(network, dir.path.string())) {}
+  explicit np_front(const std::string& network = "allowlist", int warm_pool = 0)
+      : c(np_config(network, dir.path.string(), warm_pool)) {}
 
   http_reply call(const std::string& method, const std::string& target,
                   const std::string& body = "",
@@ -288,4 +291,45 @@ TEST_CASE("egress policy: a session's own list goes with its fleet record",
   CHECK(session_record::parse(r.to_json())->egress_policy == std::optional<std::string>(""));
   r.egress_policy.reset();
   CHECK_FALSE(session_record::parse(r.to_json())->egress_policy);
+}
+
+TEST_CASE("egress policy: a restarted sidecar adopts a sandbox with its own list",
+          "[opensandbox][netpolicy]") {
+  np_front f;
+  const std::string id = f.made(R"({"egress":[{"action":"allow","target":"a.example"}]})");
+  const std::string none = f.made("");
+  // Another core over the same engine (a restart): the lists come back from the labels,
+  // an empty one as no names (never the operator's list in its place).
+  session_core restarted{f.c, f.engine, nullptr};
+  restarted.lifecycle.reconcile();
+  auto s = restarted.registry.find(id);
+  REQUIRE(s);
+  CHECK(s->egress_policy == std::optional<egress_rules>(egress_rules{{true, "a.example"}}));
+  auto n = restarted.registry.find(none);
+  REQUIRE(n);
+  CHECK(n->egress_policy == std::optional<egress_rules>(egress_rules{}));
+}
+
+TEST_CASE(
+    "egress policy: a warm container has the operator's list and never serves a sandbox "
+    "with its own",
+    "[opensandbox][netpolicy]") {
+  np_front f("allowlist", 1);
+  f.core.pool.start();
+  std::optional<testing::fake_engine::container> warm;
+  for (int i = 0; i < 500 && !warm; ++i) {
+    for (const auto& k : f.engine.containers())
+      if (k.labels.contains(std::string(pool_label))) warm = k;
+    if (!warm) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  REQUIRE(warm);
+  const std::string warm_sid = warm->labels.at(std::string(session_label));
+  CHECK(f.dir.read(f.gateway_of(warm_sid)) == "allow a.example\nallow .c.example\n");
+  // A sandbox with a list of its own gets a container (and a network, and a file) of its own.
+  const std::string id = f.made(R"({"egress":[{"action":"allow","target":"a.example"}]})");
+  CHECK(id != warm_sid);
+  CHECK(f.dir.read(f.gateway_of(id)) == "allow a.example\n");
+  CHECK(f.dir.read(f.gateway_of(warm_sid)) == "allow a.example\nallow .c.example\n");
+  CHECK_FALSE(f.engine.find(std::string(container_prefix) + warm_sid + std::string(claim_suffix)));
+  f.core.pool.stop();
 }
