@@ -71,7 +71,7 @@ mkdir -p "$state/archives"
 # gate runs the sandbox-egress profile.
 profile=sandbox
 if [[ ${SANDBOX_NETWORK:-none} == allowlist ]]; then
-  profile=sandbox-egress
+  profile="sandbox-egress"
   # Each session's own list (an OpenSandbox sandbox's networkPolicy), from the sidecar to squid.
   export EGRESS_POLICY_DIR=$state/egress-policies SANDBOX_EGRESS_POLICY_DIR=$state/egress-policies
 fi
