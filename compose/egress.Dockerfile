@@ -18,7 +18,7 @@ LABEL org.opencontainers.image.title="dockgate-egress" \
       org.opencontainers.image.vendor="dockgate"
 COPY --from=files /rootfs/ /
 # lib.sh beside egress-proxy.sh, which sources it from its own directory.
-COPY scripts/egress-proxy.sh scripts/lib.sh compose/egress-entrypoint.sh /usr/local/bin/
+COPY scripts/egress-proxy.sh scripts/egress-policy-helper.sh scripts/lib.sh compose/egress-entrypoint.sh /usr/local/bin/
 HEALTHCHECK --interval=2s --timeout=5s --start-period=120s --retries=3 \
   CMD ["test", "-s", "/run/dockgate-egress/env"]
 ENTRYPOINT ["egress-entrypoint.sh"]

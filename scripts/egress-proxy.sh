@@ -12,7 +12,10 @@
 # and its subdomains), SANDBOX_EGRESS_PROXY_PORT (3128), SANDBOX_EGRESS_PORTS (the
 # destination ports, 80,443), SANDBOX_EGRESS_BRIDGE_PREFIX (dgsbx: the sandbox-egress
 # profile's networks.bridge_prefix), EGRESS_HOSTS_FILE (a hosts file squid resolves names
-# from first: tests point a listed name at a local server).
+# from first: tests point a listed name at a local server), EGRESS_POLICY_DIR (required:
+# each session's own list, a file per session network named by its gateway, written by the
+# sidecar: its SANDBOX_EGRESS_POLICY_DIR), EGRESS_POLICY_OWNER (a uid: that directory's
+# owner, when the sidecar runs as another user than this script).
 #
 # Every session has a network of its own (sidecar/src/egress/egress_network.cpp: alone on it, no
 # session resolves, reaches or sees another), on a bridge the gate names
@@ -38,6 +41,11 @@
 # present and listed; anything else, including bytes that are not TLS, is refused. The
 # certificate that squid's ssl-bump port insists on is made here, for squid alone, and is
 # never used: nothing is bumped, nobody is told to trust it.
+# Why a list per session (an OpenSandbox sandbox's networkPolicy): squid asks
+# scripts/egress-policy-helper.sh, for each request's host and each ClientHello's SNI, whether
+# the list of the session network the connection arrived on (its gateway: %>la, an address
+# the session cannot choose) allows that name; no list there, no name. The operator's
+# names are checked too, so a list never widens SANDBOX_EGRESS_ALLOW.
 # Needs root (iptables, squid binding the port).
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
@@ -98,6 +106,9 @@ if ((${#names[@]} == 0)); then
 fi
 [[ $ports =~ ^[0-9]+(,[0-9]+)*$ ]] || { echo "egress-proxy.sh: SANDBOX_EGRESS_PORTS: ports, comma-separated" >&2; exit 2; }
 
+policies=${EGRESS_POLICY_DIR:-}
+[[ $policies == /* ]] || { echo "egress-proxy.sh: EGRESS_POLICY_DIR: the absolute path of the sessions' lists (the sidecar's SANDBOX_EGRESS_POLICY_DIR)" >&2; exit 2; }
+
 [[ $prefix =~ ^[a-z0-9]{1,5}$ ]] || { echo "egress-proxy.sh: SANDBOX_EGRESS_BRIDGE_PREFIX: 1-5 of a-z 0-9" >&2; exit 2; }
 
 unrule
@@ -120,6 +131,11 @@ iptables -I INPUT 1 -i "$prefix+" -j "$chain"
 iptables -I FORWARD 1 -i "$prefix+" -j "$chain"
 iptables -I FORWARD 1 -o "$prefix+" -j "$chain"
 
+# The sessions' lists: the sidecar writes them, squid's user reads them.
+mkdir -p "$policies"
+chmod 0755 "$policies"
+if [[ -n ${EGRESS_POLICY_OWNER:-} ]]; then chown "$EGRESS_POLICY_OWNER" "$policies"; fi
+install -m 0755 "$(dirname "${BASH_SOURCE[0]}")/egress-policy-helper.sh" "$dir/egress-policy"
 hosts_line=
 if [[ -n ${EGRESS_HOSTS_FILE:-} ]]; then
   install -m 0644 "$EGRESS_HOSTS_FILE" "$dir/hosts"
@@ -162,7 +178,10 @@ chmod 0755 "$dir/sni-present"
   echo "acl CONNECT method CONNECT"
   echo "http_access deny ip_literal"
   echo "http_access deny !egress_ports"
-  echo "http_access allow egress_names"
+  # A session's own list (egress-policy-helper.sh), by the address its connection came to.
+  echo "external_acl_type session_names ttl=0 negative_ttl=0 children-max=4 children-startup=1 %>la %DST $dir/egress-policy $policies"
+  echo "acl session_names external session_names"
+  echo "http_access allow egress_names session_names"
   echo "http_access deny all"
   # Inside a CONNECT: peek at the ClientHello, splice when its SNI is listed (the same
   # names and dot-prefix semantics as above), terminate anything else; never bump.
@@ -171,7 +190,9 @@ chmod 0755 "$dir/sni-present"
   echo "external_acl_type sni_present ttl=0 negative_ttl=0 children-max=2 children-startup=1 %ssl::>sni $dir/sni-present"
   echo "acl sni_present external sni_present"
   echo "ssl_bump peek step1"
-  echo "ssl_bump splice sni_names sni_present"
+  echo "external_acl_type session_sni ttl=0 negative_ttl=0 children-max=4 children-startup=1 %>la %ssl::>sni $dir/egress-policy $policies"
+  echo "acl session_sni external session_sni"
+  echo "ssl_bump splice sni_names sni_present session_sni"
   echo "ssl_bump terminate all"
   # Bytes that are not TLS after a CONNECT: an error answer, never a blind tunnel.
   echo "on_unsupported_protocol respond all"

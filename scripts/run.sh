@@ -70,7 +70,11 @@ mkdir -p "$state/archives"
 # reach those names through the egress proxy, nothing else (docs/sidecar.md, Egress); the
 # gate runs the sandbox-egress profile.
 profile=sandbox
-if [[ ${SANDBOX_NETWORK:-none} == allowlist ]]; then profile=sandbox-egress; fi
+if [[ ${SANDBOX_NETWORK:-none} == allowlist ]]; then
+  profile="sandbox-egress"
+  # Each session's own list (an OpenSandbox sandbox's networkPolicy), from the sidecar to squid.
+  export EGRESS_POLICY_DIR=$state/egress-policies SANDBOX_EGRESS_POLICY_DIR=$state/egress-policies
+fi
 scripts/egress-proxy.sh stop "$state/egress"
 # The egress proxy before the sidecar: its rules hold every session bridge from the first.
 if [[ $profile == sandbox-egress ]]; then scripts/egress-proxy.sh start "$state/egress"; fi

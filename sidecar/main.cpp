@@ -14,6 +14,7 @@
 #include "dockgate/sidecar/config.hpp"
 #include "dockgate/sidecar/service.hpp"
 #include "egress/egress_network.hpp"
+#include "egress/egress_policy.hpp"
 #include "engine/docker_engine.hpp"
 #include "fleet/store_lease.hpp"
 #include "front/http_server.hpp"
@@ -88,9 +89,14 @@ int main(int argc, char** argv) {
   if (loaded.value->network == "allowlist") {
     const std::string probe =
         sidecar::egress_network_name(*loaded.value, "probe-" + loaded.value->instance);
-    const auto proxy = sidecar::egress_network(engine, *loaded.value, probe, error);
-    sidecar::remove_egress_network(engine, probe);
-    if (proxy.empty()) {
+    const auto gateway = sidecar::egress_network(engine, *loaded.value, probe, error);
+    // The sessions' lists go to the proxy as files (egress_policy.hpp): one written and
+    // removed with the probe's network, so a directory the sidecar cannot write stops it.
+    const auto failed =
+        gateway.empty() ? std::nullopt : sidecar::write_egress_policy(*loaded.value, gateway, {});
+    if (failed) error = *failed;
+    sidecar::remove_egress_network(engine, *loaded.value, probe);
+    if (gateway.empty() || failed) {
       std::cerr << "dockgate-sidecar: SANDBOX_NETWORK=allowlist: " << error << std::endl;
       return 1;
     }

@@ -120,7 +120,8 @@ class egress_proxy {
  public:
   egress_proxy(const std::string& dir, const std::string& env) : dir_(dir) {
     auto r = run("cd " + std::string(DOCKGATE_SOURCE_DIR) + " && DOCKER_HOST=" + engine_host() +
-                 " " + env + " scripts/egress-proxy.sh start " + dir_ + " 2>&1");
+                 " EGRESS_POLICY_DIR=" + policies() + " " + env +
+                 " scripts/egress-proxy.sh start " + dir_ + " 2>&1");
     INFO(r.output);
     REQUIRE(r.status == 0);
   }
@@ -128,6 +129,9 @@ class egress_proxy {
     run(std::string(DOCKGATE_SOURCE_DIR) + "/scripts/egress-proxy.sh stop " + dir_);
   }
   std::string access_log() const { return run("cat " + dir_ + "/access.log").output; }
+  // The sessions' lists (egress_policy.hpp), and the sidecar's variable naming them.
+  std::string policies() const { return dir_ + "/policies"; }
+  std::string policy_env() const { return "SANDBOX_EGRESS_POLICY_DIR=" + policies(); }
 
  private:
   std::string dir_;
@@ -189,7 +193,7 @@ TEST_CASE("sidecar egress: the listed name through the proxy and nothing else ou
                                     " EGRESS_HOSTS_FILE=" + hosts);
   sidecar_process sidecar(gate,
                           {"SANDBOX_NETWORK=allowlist", "SANDBOX_EGRESS_ALLOW=pypi.test,files.test",
-                           "SANDBOX_WARM_POOL=0"});
+                           "SANDBOX_WARM_POOL=0", squid.policy_env()});
   const std::string sid = new_session(sidecar);
   const std::string container = container_of(sid);
   REQUIRE_FALSE(container.empty());
@@ -373,8 +377,8 @@ TEST_CASE("sidecar egress: a session sees no other session (no name, no address,
   char squid_dir[] = "/tmp/dockgate-egress.XXXXXX";
   REQUIRE(::mkdtemp(squid_dir));
   egress_proxy squid(squid_dir, "SANDBOX_EGRESS_ALLOW=pypi.test");
-  sidecar_process sidecar(
-      gate, {"SANDBOX_NETWORK=allowlist", "SANDBOX_EGRESS_ALLOW=pypi.test", "SANDBOX_WARM_POOL=0"});
+  sidecar_process sidecar(gate, {"SANDBOX_NETWORK=allowlist", "SANDBOX_EGRESS_ALLOW=pypi.test",
+                                 "SANDBOX_WARM_POOL=0", squid.policy_env()});
   const std::string a = new_session(sidecar), b = new_session(sidecar);
   const std::string b_container = container_of(b);
   REQUIRE_FALSE(b_container.empty());
@@ -510,7 +514,7 @@ TEST_CASE(
   std::string claimed;
   {
     sidecar_process sidecar(gate, {"SANDBOX_NETWORK=allowlist", "SANDBOX_EGRESS_ALLOW=pypi.test",
-                                   "SANDBOX_WARM_POOL=2"});
+                                   "SANDBOX_WARM_POOL=2", squid.policy_env()});
     auto warm = [&] {
       return run(direct() + " ps -q --no-trunc --filter label=sandbox.instance=" + instance +
                  " --filter label=sandbox.pool")
@@ -545,4 +549,130 @@ TEST_CASE(
   }
   // The sidecar stopped: its warm containers went, and every network with them.
   CHECK(networks() == "0");
+}
+
+TEST_CASE("sidecar egress: an OpenSandbox sandbox's networkPolicy is its own list at the proxy",
+          "[sidecar][egress][netpolicy]") {
+  // Two names of the operator's list, each served by a listener of its own; sandbox A asks
+  // for a.example, B for b.example, C for nothing. Each reaches its own and nothing else,
+  // judged by the listeners' counts of connections; inside a CONNECT to A's name, an SNI
+  // naming B's (the operator's, not A's) reaches no server either.
+  proxy_process gate("compose/policies/sandbox-egress.json");
+  const test_tls_context server_tls(gate.dir());
+  counting_listener a_server("127.0.0.1", false);
+  counting_listener b_server("127.0.0.1", false);
+  counting_listener a_tls("127.0.0.1", false, server_tls.ctx);
+  const std::string hosts = gate.dir() + "/egress-hosts";
+  std::ofstream(hosts) << "127.0.0.1 a.example b.example\n";
+  char squid_dir[] = "/tmp/dockgate-egress.XXXXXX";
+  REQUIRE(::mkdtemp(squid_dir));
+  const std::string pa = std::to_string(a_server.port()), pb = std::to_string(b_server.port()),
+                    pt = std::to_string(a_tls.port());
+  egress_proxy squid(squid_dir, "SANDBOX_EGRESS_ALLOW=a.example,b.example SANDBOX_EGRESS_PORTS=" +
+                                    pa + "," + pb + "," + pt + " EGRESS_HOSTS_FILE=" + hosts);
+  sidecar_process sidecar(
+      gate, {"SANDBOX_NETWORK=allowlist", "SANDBOX_EGRESS_ALLOW=a.example,b.example",
+             "SANDBOX_WARM_POOL=0", "SANDBOX_ALLOW_NO_AUTH=1", "SANDBOX_IMAGES=" + runtime_image(),
+             squid.policy_env()});
+  auto sandbox = [&](const std::string& policy) {
+    std::string body =
+        R"({"image":{"uri":")" + runtime_image() + R"("},"entrypoint":["tail","-f","/dev/null"])";
+    if (!policy.empty())
+      body += R"(,"networkPolicy":{"defaultAction":"deny","egress":[{"action":"allow","target":")" +
+              policy + R"("}]})";
+    auto made = sidecar.call("POST", "/v1/sandboxes", body + "}", "");
+    INFO(made.body << sidecar.log());
+    REQUIRE(made.status == 202);
+    return made.body.substr(7, 32);
+  };
+  const std::string a = sandbox("a.example"), b = sandbox("b.example"), c = sandbox("");
+  // A request from inside sandbox `id` (as its user, through its own proxy): what came back.
+  auto from = [&](const std::string& id, const std::string& code) {
+    const std::string out = run(direct() + " exec -u 1000:1000 dockgate-sbx-" + id +
+                                " python3 -c \"" + code + "\" 2>&1")
+                                .output;
+    UNSCOPED_INFO(id.substr(0, 6) << ": " << out);
+    return out;
+  };
+  auto get = [&](const std::string& id, const std::string& url) {
+    return from(id,
+                "import os, urllib.request as u\n"
+                "o = u.build_opener(u.ProxyHandler({'http': os.environ['HTTP_PROXY']}))\n"
+                "try: print(o.open('" +
+                    url +
+                    "', timeout=10).read().decode())\n"
+                    "except Exception as e: print('refused', e)");
+  };
+  // CONNECT to a.example's TLS server with `sni` in the ClientHello.
+  auto tunnel = [&](const std::string& id, const std::string& sni) {
+    return from(id,
+                "import os, socket, ssl\n"
+                "h, p = os.environ['HTTPS_PROXY'][7:].split(':')\n"
+                "s = socket.create_connection((h, int(p)), timeout=10)\n"
+                "s.sendall(b'CONNECT a.example:" +
+                    pt +
+                    " HTTP/1.1\\\\r\\\\nHost: a.example\\\\r\\\\n\\\\r\\\\n')\n"
+                    "s.recv(4096)\n"
+                    "c = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT); c.check_hostname = False; "
+                    "c.verify_mode = ssl.CERT_NONE\n"
+                    "try:\n t = c.wrap_socket(s, server_hostname='" +
+                    sni +
+                    "')\n"
+                    " t.sendall(b'GET / HTTP/1.1\\\\r\\\\nHost: a.example\\\\r\\\\n\\\\r\\\\n'); "
+                    "print(t.recv(4096))\n"
+                    "except Exception as e: print('refused', e)");
+  };
+  // Each one's refusals first: no server saw any of them.
+  CHECK_THAT(get(a, "http://b.example:" + pb + "/"), Catch::Contains("403"));
+  CHECK_THAT(get(b, "http://a.example:" + pa + "/"), Catch::Contains("403"));
+  CHECK_THAT(get(c, "http://a.example:" + pa + "/"), Catch::Contains("403"));
+  CHECK_THAT(get(c, "http://b.example:" + pb + "/"), Catch::Contains("403"));
+  CHECK_THAT(tunnel(a, "b.example"), !Catch::Contains("egress-ok"));
+  CHECK_THAT(tunnel(b, "a.example"), !Catch::Contains("egress-ok"));
+  CHECK(a_server.count() == 0);
+  CHECK(b_server.count() == 0);
+  CHECK(a_tls.count() == 0);
+  // Then each its own name: one connection each.
+  CHECK_THAT(get(a, "http://a.example:" + pa + "/"), Catch::Contains("egress-ok"));
+  CHECK_THAT(get(b, "http://b.example:" + pb + "/"), Catch::Contains("egress-ok"));
+  CHECK_THAT(tunnel(a, "a.example"), Catch::Contains("egress-ok"));
+  CHECK(a_server.count() == 1);
+  CHECK(b_server.count() == 1);
+  CHECK(a_tls.count() == 1);
+  // A's list goes with it (before its network); B's and C's stay.
+  const std::string a_gateway =
+      inspect_field("dockgate-sbx-" + a, "{{range .NetworkSettings.Networks}}{{.Gateway}}{{end}}");
+  CHECK(run("test -s " + squid.policies() + "/" + a_gateway).status == 0);
+  CHECK(sidecar.call("DELETE", "/v1/sandboxes/" + a, "", "").status == 204);
+  CHECK(run("test -e " + squid.policies() + "/" + a_gateway).status != 0);
+  CHECK(trimmed(run("ls " + squid.policies() + " | wc -l").output) == "2");
+  sidecar.call("DELETE", "/v1/sandboxes/" + b, "", "");
+  sidecar.call("DELETE", "/v1/sandboxes/" + c, "", "");
+
+  // The same through OpenSandbox's own JS SDK (when scripts/node-clients.sh installed it):
+  // its create with a networkPolicy, its getEgressPolicy, its patchEgressRules refused, a
+  // policy beyond the operator's list refused.
+  const char* modules = std::getenv("DOCKGATE_NODE_PATH");
+  if (!modules || !*modules) return;
+  auto sdk =
+      run("NODE_PATH=" + std::string(modules) + " OPEN_SANDBOX_DOMAIN=127.0.0.1:" + sidecar.port() +
+          " OPEN_SANDBOX_API_KEY=" + api_key + " timeout 120 node " + repo_root() +
+          "/tests/integration/clients/opensandbox_egress.js " + runtime_image() +
+          " http://a.example:" + pa + "/");
+  INFO(sdk.output);
+  CHECK(sdk.status == 0);
+  CHECK_THAT(sdk.output, Catch::Contains(R"("fetched":"egress-ok\n")"));
+  CHECK(a_server.count() == 2);
+  CHECK_THAT(
+      sdk.output,
+      Catch::Contains(
+          R"("policy":{"defaultAction":"deny","egress":[{"action":"allow","target":"a.example"}]})"));
+  // Refused (the sidecar's answer is 501 with the reason; the HTTP server's head parser,
+  // which knows no PATCH, answers 400 before it), and the policy unchanged.
+  CHECK_THAT(sdk.output, Catch::Contains(R"("patch":{"status":)"));
+  CHECK_THAT(
+      sdk.output,
+      Catch::Contains(
+          R"("policy_after":{"defaultAction":"deny","egress":[{"action":"allow","target":"a.example"}]})"));
+  CHECK_THAT(sdk.output, Catch::Contains(R"("wider":{"status":400)"));
 }

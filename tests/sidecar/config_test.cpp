@@ -22,6 +22,9 @@ using environment = std::map<std::string, std::string>;
 // A configuration that loads: the one variable without a default that stops a start.
 environment keyed(environment env = {}) {
   env.emplace("SANDBOX_API_KEY", "k");
+  // allowlist's sessions' lists need a directory (egress_policy.hpp): one that is there.
+  if (env.contains("SANDBOX_NETWORK"))
+    env.emplace("SANDBOX_EGRESS_POLICY_DIR", std::filesystem::temp_directory_path().string());
   return env;
 }
 

@@ -198,8 +198,10 @@ engine_answer fake_engine::network_create(std::string_view body, timeout) const 
   if (auto f = injected("network_create", name)) return *f;
   std::string inspect = "{\"Name\":";
   client::append_json_string(inspect, name);
-  inspect +=
-      R"(,"Internal":true,"IPAM":{"Config":[{"Subnet":"172.30.0.0/24","Gateway":"172.30.0.1"}]}})";
+  // Each network a subnet of its own, as the daemon gives them (a gateway per network).
+  const std::string net = "172.30." + std::to_string(next_network_++ % 256);
+  inspect += R"(,"Internal":true,"IPAM":{"Config":[{"Subnet":")" + net + R"(.0/24","Gateway":")" +
+             net + R"(.1"}]}})";
   networks_[std::string(name)] = inspect;
   return answer(201, R"({"Id":"fakenetwork"})");
 }

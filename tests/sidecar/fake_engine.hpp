@@ -86,6 +86,7 @@ class fake_engine final : public container_engine {
   mutable std::vector<std::string> calls_;
   mutable std::map<std::string, std::string> networks_;  // name → inspect body
   mutable unsigned next_id_ = 1;
+  mutable unsigned next_network_ = 0;
 };
 
 }  // namespace dockgate::sidecar::testing

@@ -259,9 +259,9 @@ TEST_CASE("opensandbox front: the API key, and the proxy path's access token ins
   auto egress = f.call("GET", "/sandboxes/" + id + "/proxy/18080/policy", "",
                        {{"x-execd-access-token", token}});
   CHECK(egress.status == 501);
-  CHECK(egress.body == os_error("NOT_SUPPORTED",
-                                "egress API: this sidecar has no per-sandbox egress sidecar "
-                                "(SANDBOX_NETWORK=allowlist is the operator's)"));
+  CHECK(egress.body ==
+        os_error("NOT_SUPPORTED",
+                 "egress API: this sandbox has no network (SANDBOX_NETWORK=none), so no policy"));
   auto app = f.call("GET", proxy + "8080", "", {{"x-execd-access-token", token}});
   // Past the token: the relay is asked of the engine (this fake runs no held exec; the
   // proxy path itself: opensandbox_port_proxy_test.cpp).
@@ -457,13 +457,11 @@ TEST_CASE("opensandbox create: every field's 400, and nothing made", "[opensandb
       {{{"timeout", "86401"}},
        "timeout: at most 86400 seconds (SANDBOX_MAX_SANDBOX_TIMEOUT_SECONDS)"},
       {{{"networkPolicy", R"({"defaultAction":"deny","egress":[]})"}},
-       "networkPolicy: a per-sandbox networkPolicy is not applied yet; SANDBOX_NETWORK=allowlist "
-       "is "
-       "the operator's list"},
+       "networkPolicy: egress is off on this sidecar (SANDBOX_NETWORK=none): a sandbox has no "
+       "network, so no policy can be honoured"},
       {{{"networkPolicy", "{}"}},
-       "networkPolicy: a per-sandbox networkPolicy is not applied yet; SANDBOX_NETWORK=allowlist "
-       "is "
-       "the operator's list"},
+       "networkPolicy: egress is off on this sidecar (SANDBOX_NETWORK=none): a sandbox has no "
+       "network, so no policy can be honoured"},
       {{{"platform", R"({"os":"linux","arch":"arm64"})"}}, "platform: only linux/amd64 is offered"},
       {{{"platform", R"({"os":"windows"})"}}, "platform: only linux/amd64 is offered"},
       {{{"secureAccess", "true"}},

@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 
 #include "dockgate/sidecar/config.hpp"
@@ -139,6 +140,19 @@ TEST_CASE("config: SANDBOX_NETWORK=allowlist takes host names only and never an 
   on["SANDBOX_NETWORK"] = "allowlist";
   CHECK_FALSE(load_config(on).value);  // an allowlist of nothing is a mistake
   on["SANDBOX_EGRESS_ALLOW"] = " PyPI.org, .pythonhosted.org ,files.example-1.test";
+  // The sessions' lists go to the proxy through a directory (egress_policy.hpp): an
+  // absolute one that is there, or no start.
+  for (const char* dir : {"", "relative/dir", "/nonexistent/dockgate-policies"}) {
+    CAPTURE(dir);
+    on["SANDBOX_EGRESS_POLICY_DIR"] = dir;
+    auto refused = load_config(on);
+    CHECK_FALSE(refused.value);
+    CHECK(std::find(refused.errors.begin(), refused.errors.end(),
+                    "SANDBOX_NETWORK=allowlist needs SANDBOX_EGRESS_POLICY_DIR: an absolute path "
+                    "of a directory the sidecar writes and the egress proxy reads (its "
+                    "EGRESS_POLICY_DIR)") != refused.errors.end());
+  }
+  on["SANDBOX_EGRESS_POLICY_DIR"] = std::filesystem::temp_directory_path().string();
   auto c = load_config(on);
   REQUIRE(c.value);
   CHECK(c.value->egress_allow ==

@@ -16,6 +16,9 @@
 
 #include "dockgate/sidecar/config.hpp"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -560,6 +563,7 @@ const variable variables[] = {
     {"SANDBOX_EGRESS_NETWORK",
      text(&config::egress_network, "a network name", text_form::as_written, egress_network_check)},
     {"SANDBOX_EGRESS_PROXY_PORT", integer(&config::egress_proxy_port, 1, 65535)},
+    {"SANDBOX_EGRESS_POLICY_DIR", text(&config::egress_policy_dir, "a directory's path")},
 };
 
 // The FUSE workspaces' store (the AIMEM_* variables dockgate-mount reads): read only in the
@@ -647,6 +651,15 @@ void check_allowlist_names_hosts(const config& c, error_list& errors) {
   if (c.network == "allowlist" && c.egress_allow.empty())
     errors.push_back(
         "SANDBOX_NETWORK=allowlist needs SANDBOX_EGRESS_ALLOW (the host names sessions may reach)");
+  // Each session's list reaches the proxy as a file there: without it the proxy refuses
+  // every name (egress_policy.hpp), so a missing directory is said at start.
+  struct stat st {};
+  if (c.network == "allowlist" &&
+      (!c.egress_policy_dir.starts_with('/') || ::stat(c.egress_policy_dir.c_str(), &st) != 0 ||
+       !S_ISDIR(st.st_mode) || ::access(c.egress_policy_dir.c_str(), W_OK) != 0))
+    errors.push_back(
+        "SANDBOX_NETWORK=allowlist needs SANDBOX_EGRESS_POLICY_DIR: an absolute path of a "
+        "directory the sidecar writes and the egress proxy reads (its EGRESS_POLICY_DIR)");
 }
 
 // Never open by mistake: running without a key is a choice the operator writes down.

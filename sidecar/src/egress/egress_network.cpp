@@ -14,11 +14,13 @@
 // bridge from its first packet and leave the proxy the only address a session reaches.
 // The daemon picks the subnet. A network of that name that is not internal is no egress
 // network: refused here, and the gate refuses a session joining one it does not own.
-// A network goes with its container (session_containers::remove).
+// A network goes with its container (session_containers::remove), its list
+// (egress_policy.hpp) just before it.
 #include "egress/egress_network.hpp"
 
 #include <simdjson.h>
 
+#include "egress/egress_policy.hpp"
 #include "engine/labels.hpp"
 
 namespace dockgate::sidecar {
@@ -85,11 +87,20 @@ std::string egress_network(const container_engine& engine, const config& c, cons
     }
     gw = internal_gateway(engine, name, why);
   }
-  if (gw.empty()) return {};
-  return "http://" + gw + ":" + std::to_string(c.egress_proxy_port);
+  return gw;
 }
 
-void remove_egress_network(const container_engine& engine, const std::string& name) {
+std::string egress_proxy_url(const config& c, const std::string& gateway) {
+  return "http://" + gateway + ":" + std::to_string(c.egress_proxy_port);
+}
+
+void remove_egress_network(const container_engine& engine, const config& c,
+                           const std::string& name) {
+  // Its list goes first (egress_policy.hpp): while the network stands no other network
+  // has its gateway, so no session ever meets this one's list.
+  std::string why;
+  if (const std::string gw = internal_gateway(engine, name, why); !gw.empty())
+    remove_egress_policy(c, gw);
   engine.network_remove(name, 20s);
 }
 

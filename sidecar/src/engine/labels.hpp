@@ -27,6 +27,8 @@ inline constexpr std::string_view image_label = "sandbox.image";
 inline constexpr std::string_view expires_label = "sandbox.expires_at";
 inline constexpr std::string_view idle_reaped_label = "sandbox.idle_reaped";
 inline constexpr std::string_view metadata_label_prefix = "sandbox.metadata.";
+// Its own egress list (egress_policy_text), when it has one.
+inline constexpr std::string_view egress_policy_label = "sandbox.egress_policy";
 inline constexpr std::string_view container_prefix = "dockgate-sbx-";
 // Who runs what in a session container. Cells, the cell runner and every command of the
 // sidecar run as the session user (every exec names it; the gate's sandbox profile forces

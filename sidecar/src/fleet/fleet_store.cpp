@@ -101,6 +101,7 @@ std::string session_record::to_json() const {
   if (copy_from) field(out, "copy_from", *copy_from);
   if (!handed_over.empty()) field(out, "handed_over", handed_over);
   if (!facts_sealed.empty()) field(out, "facts_sealed", facts_sealed);
+  if (egress_policy) field(out, "egress_policy", *egress_policy);
   return out + "}";
 }
 
@@ -122,6 +123,9 @@ std::optional<session_record> session_record::parse(std::string_view json) {
   std::string_view from;
   if (o.object["copy_from"].get_string().get(from) == simdjson::SUCCESS)
     r.copy_from = std::string(from);
+  std::string_view policy;
+  if (o.object["egress_policy"].get_string().get(policy) == simdjson::SUCCESS)
+    r.egress_policy = std::string(policy);
   if (r.session_id.empty() || r.archive_key.empty() || r.owner.empty()) return std::nullopt;
   // A generation is "" or g.<hex> (a record that names anything else is not mounted).
   if (!valid_generation(r.generation) || (r.copy_from && !valid_generation(*r.copy_from)))

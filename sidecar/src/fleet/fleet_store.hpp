@@ -57,6 +57,9 @@ struct session_record {
   // same sandbox and nobody who can only read or write the store learns or changes any of
   // it. "" for none (an Aivory session's); left out of the JSON then.
   std::string facts_sealed;
+  // Its own egress list (egress_policy_text: an OpenSandbox sandbox's networkPolicy), when
+  // it has one: a takeover keeps it, never the operator's wider list in its place.
+  std::optional<std::string> egress_policy;
   std::string to_json() const;
   static std::optional<session_record> parse(std::string_view json);
 };

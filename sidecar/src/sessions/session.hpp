@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "egress/egress_policy.hpp"
 #include "storage/storage.hpp"
 
 namespace dockgate::sidecar {
@@ -69,6 +70,9 @@ struct session {
   std::int64_t memory_bytes = 0;
   std::int64_t nano_cpus = 0;
   bool idle_reaped = true;
+  // Under SANDBOX_NETWORK=allowlist, its own list (an OpenSandbox sandbox's networkPolicy,
+  // never wider than the operator's; empty: no name at all); none: the operator's list.
+  std::optional<egress_rules> egress_policy;
   std::chrono::system_clock::time_point created_at = std::chrono::system_clock::now();
   // The client's labels (metadata) and when the session ends whatever its use (none:
   // never by the clock): changed by their own calls while a command may hold `lock`, so

@@ -9,6 +9,7 @@
 
 #include "dockgate/common/workspace_id.hpp"
 #include "egress/egress_network.hpp"
+#include "egress/egress_policy.hpp"
 #include "engine/docker_engine.hpp"
 #include "engine/labels.hpp"
 #include "sessions/session.hpp"
@@ -91,6 +92,7 @@ void session_containers::append_labels(std::string& b, const std::string& sid, c
                                               s.expires_at->time_since_epoch())
                                               .count()));
     for (const auto& [k, v] : s.metadata) label(std::string(metadata_label_prefix) + k, v);
+    if (s.egress_policy) label(egress_policy_label, egress_policy_text(*s.egress_policy));
   }
 }
 
@@ -112,12 +114,16 @@ std::string session_containers::create_body(const std::string& sid, const sessio
   // pip has its own). The cell needs no DNS: the proxy resolves the names it lets through.
   // Without the proxy's address (the network could not be made) the create names the
   // network anyway, and the daemon refuses it if it is not there: no session without its
-  // wall. A pool claim's marker is never started: no network.
+  // wall. A pool claim's marker is never started: no network. The proxy lets the session
+  // reach its own list (egress_policy.hpp: an OpenSandbox sandbox's networkPolicy) or else
+  // the operator's; a pool container is only ever claimed by a session of the operator's.
   std::string network = "none";
   std::vector<std::string> env = kind == body_kind::pool ? std::vector<std::string>() : s.env;
   if (config_.network == "allowlist" && kind != body_kind::claim) {
     network = egress_network_name(config_, sid);
-    if (const std::string proxy = egress_proxy(sid); !proxy.empty()) {
+    const egress_rules rules =
+        kind == body_kind::pool || !s.egress_policy ? operator_rules(config_) : *s.egress_policy;
+    if (const std::string proxy = egress_proxy(sid, rules); !proxy.empty()) {
       for (std::string_view name :
            {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "PIP_PROXY"})
         env.push_back(std::string(name) + "=" + proxy);
@@ -215,7 +221,7 @@ void session_containers::remove(const std::string& container) const {
       network = std::string(mode);
   }
   engine_.remove(container, 30s);
-  if (!network.empty()) remove_egress_network(engine_, network);
+  if (!network.empty()) remove_egress_network(engine_, config_, network);
 }
 
 client::exec_result session_containers::run_in(const std::string& container,
@@ -309,17 +315,26 @@ bool session_containers::image_present() {
   return ready;
 }
 
-std::string session_containers::egress_proxy(const std::string& sid) const {
+std::string session_containers::egress_proxy(const std::string& sid,
+                                             const egress_rules& rules) const {
   std::string why;
-  std::string proxy = egress_network(engine_, config_, egress_network_name(config_, sid), why);
-  if (proxy.empty())
+  const std::string gw = egress_network(engine_, config_, egress_network_name(config_, sid), why);
+  if (gw.empty()) {
     std::cerr << "dockgate-sidecar: " << why << ": the session gets no proxy" << std::endl;
-  return proxy;
+    return {};
+  }
+  // The list before the container: none of its connections meets an older file.
+  if (auto failed = write_egress_policy(config_, gw, rules)) {
+    std::cerr << "dockgate-sidecar: " << *failed << ": the proxy refuses every name for it"
+              << std::endl;
+    return {};
+  }
+  return egress_proxy_url(config_, gw);
 }
 
 void session_containers::remove_unused_network(const std::string& sid) const {
   if (config_.network == "allowlist")
-    remove_egress_network(engine_, egress_network_name(config_, sid));
+    remove_egress_network(engine_, config_, egress_network_name(config_, sid));
 }
 
 }  // namespace dockgate::sidecar

@@ -15,6 +15,7 @@
 
 #include "dockgate/client/engine.hpp"
 #include "dockgate/sidecar/config.hpp"
+#include "egress/egress_policy.hpp"
 #include "engine/container_engine.hpp"
 #include "sessions/executor_hooks.hpp"
 
@@ -86,9 +87,10 @@ class session_containers {
 
   // SANDBOX_NETWORK=allowlist: the session container `sid`'s own network
   // (egress_network_name), created through the gate if it is not on the engine (internal:
-  // no route off it), and the proxy's URL on its gateway ("http://GATEWAY:PORT"); "" when
-  // the engine could not make or show it.
-  std::string egress_proxy(const std::string& sid) const;
+  // no route off it), `rules` written as its list for the proxy (egress_policy.hpp), and
+  // the proxy's URL on its gateway ("http://GATEWAY:PORT"); "" when the engine could not
+  // make or show it or the list could not be written.
+  std::string egress_proxy(const std::string& sid, const egress_rules& rules) const;
   // After a create for `sid` failed: its network, if made, removed (the daemon refuses to
   // remove one a container still uses). Nothing without SANDBOX_NETWORK=allowlist.
   void remove_unused_network(const std::string& sid) const;

@@ -104,7 +104,7 @@ outcome<created_session> session_lifecycle::create_session(const create_request&
 
 bool session_lifecycle::poolable(const create_request& r) const {
   return (!r.image || *r.image == config_.image) && r.env.empty() && r.memory_bytes == 0 &&
-         r.nano_cpus == 0;
+         r.nano_cpus == 0 && !r.egress_policy;
 }
 
 std::optional<refusal> session_lifecycle::image_missing(const create_request& r, bool warm) const {
@@ -144,6 +144,7 @@ std::shared_ptr<session> session_lifecycle::new_session(const create_request& r,
   s->idle_reaped = r.idle_reaped;
   s->metadata = r.metadata;
   s->expires_at = r.expires_at;
+  s->egress_policy = r.egress_policy;
   return s;
 }
 
@@ -452,6 +453,9 @@ void read_client_facts(const session_containers::listed& labelled, session& s) {
   for (const auto& [name, value] : labelled.labels)
     if (name.starts_with(metadata_label_prefix))
       s.metadata[name.substr(metadata_label_prefix.size())] = value;
+  // Unreadable: no name at all (never the operator's whole list in its place).
+  if (const std::string* policy = label_of(labelled, egress_policy_label))
+    s.egress_policy = parse_egress_policy_text(*policy).value_or(egress_rules{});
 }
 }  // namespace
 
@@ -582,6 +586,7 @@ session_record session_lifecycle::record_of(const session& s) const {
   r.generation = s.generation;
   r.idle_ttl_sec = s.ttl_seconds;
   r.kernel = s.kernel;
+  if (s.egress_policy) r.egress_policy = egress_policy_text(*s.egress_policy);
   r.owner = config_.instance;
   r.holder = fleet_->holder();
   r.created_at = std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
@@ -745,6 +750,9 @@ std::optional<refusal> session_lifecycle::take_over(const session_record& record
   s->generation = record.generation;
   if (auto refused = read_sealed_facts(record, *s)) return refused;
   if (auto missing = image_of_record_missing(*s)) return missing;
+  // Its own list, as its record keeps it (unreadable: no name at all).
+  if (record.egress_policy)
+    s->egress_policy = parse_egress_policy_text(*record.egress_policy).value_or(egress_rules{});
   if (auto k = known_kernel(record.kernel)) {
     s->kernel = *k;
     s->kernel_replaced = true;  // its kernel's state went with its last host

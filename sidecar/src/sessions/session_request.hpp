@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "egress/egress_policy.hpp"
 #include "sessions/workspace/archive_store.hpp"
 #include "storage/storage.hpp"
 
@@ -43,6 +44,10 @@ struct create_request {
   std::map<std::string, std::string> metadata;
   std::optional<std::chrono::system_clock::time_point> expires_at;
   bool idle_reaped = true;
+  // Its own egress list (session.hpp egress_policy), already within the operator's; none:
+  // the operator's. A session with one never takes a warm container (made with the
+  // operator's).
+  std::optional<egress_rules> egress_policy;
   // A program started once the session is made, as the session user, in its own session
   // and process group, detached: the sandbox's main process as a client sees it (the
   // container's own keep-alive stays PID 1's child). Empty: none.

@@ -135,6 +135,10 @@ struct config {
   std::vector<std::string> egress_allow;
   std::string egress_network = "dockgate-egress";  // SANDBOX_EGRESS_NETWORK
   std::int64_t egress_proxy_port = 3128;
+  // SANDBOX_EGRESS_POLICY_DIR (required with allowlist): where each session's own list is
+  // written for the proxy, one file per session network named by its gateway's address
+  // (egress/egress_policy.hpp); the proxy's EGRESS_POLICY_DIR, the same directory.
+  std::string egress_policy_dir;
 
   bool operator==(const config&) const = default;
 };

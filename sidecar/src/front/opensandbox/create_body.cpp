@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <set>
 
+#include "egress/egress_policy.hpp"
 #include "front/opensandbox/sandbox_json.hpp"
 #include "front/opensandbox/sandbox_routes.hpp"
 #include "util/ids.hpp"
@@ -94,6 +95,17 @@ bool known_field(std::string_view k) {
 }
 
 using problem = std::optional<std::string>;
+
+std::string join(const std::vector<std::string>& items, std::string_view between) {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : std::string(between)) + item;
+  return out;
+}
+
+std::string lower_case(std::string s) {
+  for (auto& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return s;
+}
 
 problem read_image(object body, const config& c, create_request& out) {
   element v;
@@ -302,12 +314,84 @@ problem read_volumes(object body, const config& c, create_request& out) {
 
 // networkPolicy, platform, secureAccess, snapshotId: refused unless they ask for what this
 // sidecar does anyway.
+// One of networkPolicy.egress (OpenSandbox's NetworkRule: {action, target}, both required,
+// nothing else), lower-cased as OpenSandbox's egress sidecar reads it.
+problem read_network_rule(element v, std::size_t i, egress_rules& out) {
+  const std::string at = "networkPolicy.egress[" + std::to_string(i) + "]";
+  object rule;
+  if (v.get_object().get(rule) != simdjson::SUCCESS) return at + ": must be an object";
+  std::optional<std::string_view> action, target;
+  for (auto [k, value] : rule) {
+    if (k == "action")
+      action = text_of(value);
+    else if (k == "target")
+      target = text_of(value);
+    else
+      return at + "." + valid_utf8(k) + ": unknown field";
+    if (!(k == "action" ? action : target)) return at + "." + std::string(k) + ": must be a string";
+  }
+  if (!action || (*action != "allow" && *action != "deny")) return at + ".action: allow or deny";
+  if (!target) return at + ".target: required";
+  std::string name = lower_case(std::string(*target));
+  if (name.ends_with('.')) name.pop_back();
+  if (!valid_egress_target(name))
+    return at +
+           ".target: a host name or *.<host name> (never an address, a CIDR, a port or a "
+           "scheme): " +
+           valid_utf8(*target);
+  out.push_back({*action == "allow", std::move(name)});
+  return std::nullopt;
+}
+
+// networkPolicy ({defaultAction, egress}): under SANDBOX_NETWORK=allowlist the sandbox's own
+// list, enforced by the egress proxy (egress_policy.hpp); refused when egress is off (the
+// sandbox has no network at all), when it asks for a name beyond the operator's list, and
+// for defaultAction allow (every name: more than any operator's list). Absent or null
+// under allowlist: no name at all ({} too: OpenSandbox's egress sidecar reads it as deny).
+problem read_network_policy(object body, const config& c, create_request& out) {
+  element v;
+  const bool given = body["networkPolicy"].get(v) == simdjson::SUCCESS && !v.is_null();
+  if (c.network != "allowlist") {
+    if (!given) return std::nullopt;
+    return std::string(
+        "networkPolicy: egress is off on this sidecar (SANDBOX_NETWORK=none): a sandbox has no "
+        "network, so no policy can be honoured");
+  }
+  out.egress_policy = egress_rules{};
+  if (!given) return std::nullopt;
+  object policy;
+  if (v.get_object().get(policy) != simdjson::SUCCESS)
+    return std::string("networkPolicy: must be an object");
+  for (auto [k, value] : policy) {
+    if (k == "defaultAction") {
+      auto action = text_of(value);
+      if (!value.is_null() && (!action || (*action != "deny" && *action != "allow")))
+        return std::string("networkPolicy.defaultAction: allow or deny");
+      if (action && *action == "allow")
+        return "networkPolicy.defaultAction allow: a sandbox reaches at most the operator's "
+               "names (" +
+               join(c.egress_allow, ",") + "); list those it needs as allow rules";
+    } else if (k == "egress") {
+      simdjson::dom::array rules;
+      if (value.is_null()) continue;
+      if (value.get_array().get(rules) != simdjson::SUCCESS)
+        return std::string("networkPolicy.egress: must be an array");
+      if (rules.size() > 256) return std::string("networkPolicy.egress: at most 256 rules");
+      std::size_t i = 0;
+      for (element rule : rules)
+        if (auto why = read_network_rule(rule, i++, *out.egress_policy)) return why;
+    } else {
+      return "networkPolicy." + valid_utf8(k) + ": unknown field";
+    }
+  }
+  if (auto wider = beyond_operator(c, *out.egress_policy); !wider.empty())
+    return "networkPolicy.egress: beyond the operator's list (SANDBOX_EGRESS_ALLOW=" +
+           join(c.egress_allow, ",") + "): " + join(wider, ", ");
+  return std::nullopt;
+}
+
 problem read_refused(object body) {
   element v;
-  if (body["networkPolicy"].get(v) == simdjson::SUCCESS && !v.is_null())
-    return std::string(
-        "networkPolicy: a per-sandbox networkPolicy is not applied yet; SANDBOX_NETWORK=allowlist "
-        "is the operator's list");
   if (body["snapshotId"].get(v) == simdjson::SUCCESS && !v.is_null())
     return std::string("snapshotId: snapshots are not offered");
   if (body["secureAccess"].get(v) == simdjson::SUCCESS && !v.is_null()) {
@@ -366,10 +450,11 @@ parsed<create_request> parse_create_body(const std::string& body, const config& 
   }
   create_request out;
   out.idle_reaped = false;  // a sandbox's life is its expiry or a delete
-  for (auto why : {read_image(fields, c, out), read_entrypoint(fields, out), read_env(fields, out),
-                   read_metadata(fields, out), read_resource_limits(fields, c, out),
-                   read_timeout(fields, c, out), read_volumes(fields, c, out), read_refused(fields),
-                   read_extensions(fields)})
+  for (auto why :
+       {read_image(fields, c, out), read_entrypoint(fields, out), read_env(fields, out),
+        read_metadata(fields, out), read_resource_limits(fields, c, out),
+        read_timeout(fields, c, out), read_volumes(fields, c, out),
+        read_network_policy(fields, c, out), read_refused(fields), read_extensions(fields)})
     if (why) return invalid_parameter(*why);
   return out;
 }

@@ -17,6 +17,7 @@
 #include "front/opensandbox/access_token.hpp"
 #include "front/opensandbox/execd/execd_routes.hpp"
 #include "front/opensandbox/port_proxy.hpp"
+#include "front/opensandbox/sandbox_json.hpp"
 #include "front/opensandbox/sandbox_routes.hpp"
 #include "util/util.hpp"
 
@@ -103,6 +104,28 @@ bool same_in_constant_time(std::string_view sent, const std::string& expected) {
   return diff == 0;
 }
 
+// The SDK's egress API (port 18080, OpenSandbox's specs/egress-api.yaml), read-only: GET
+// /policy answers the sandbox's own list (fixed at create, enforced by the egress proxy);
+// a change of it, the credential vault and the rest are not offered.
+http_reply egress_api(session_core& core, const http_request& r, const proxy_target& t) {
+  if (t.rest != "/policy")
+    return error(501, "NOT_SUPPORTED",
+                 "egress API: only GET /policy is served (the sandbox's networkPolicy)");
+  if (r.method != "GET")
+    return error(501, "NOT_SUPPORTED",
+                 "egress API: a sandbox's networkPolicy is fixed at create (the egress proxy "
+                 "reads it from the sidecar); " +
+                     r.method + " /policy is not offered");
+  auto s = core.registry.find(t.id);
+  if (!s || !s->egress_policy)
+    return error(501, "NOT_SUPPORTED",
+                 "egress API: this sandbox has no network (SANDBOX_NETWORK=none), so no policy");
+  return {200, R"({"status":"ok","mode":")" +
+                   std::string(s->egress_policy->empty() ? "deny_all" : "allow_list") +
+                   R"(","enforcementMode":"proxy","policy":)" +
+                   network_policy_json(*s->egress_policy) + "}"};
+}
+
 // The sandbox a lifecycle path names (/sandboxes/{id}[/…]), or "".
 std::string sandbox_named(std::string_view path) {
   constexpr std::string_view head = "/sandboxes/";
@@ -121,10 +144,7 @@ http_reply serve_proxy(session_core& core, const http_request& r, const proxy_ta
   if (fleet)
     if (auto elsewhere = fleet(r, t.id, false)) return *elsewhere;
   if (t.port == "44772") return execd::serve(core, r, t.id, t.rest);
-  if (t.port == "18080")
-    return error(501, "NOT_SUPPORTED",
-                 "egress API: this sidecar has no per-sandbox egress sidecar "
-                 "(SANDBOX_NETWORK=allowlist is the operator's)");
+  if (t.port == "18080") return egress_api(core, r, t);
   return forward_to_port(core, r, t.id, t.port, t.rest);
 }
 

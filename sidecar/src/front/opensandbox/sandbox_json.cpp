@@ -156,7 +156,19 @@ std::string sandbox_json(const session& s, const config& c, bool with_image) {
   out += ",\"entrypoint\":";
   append_entrypoint(out, metadata);
   if (expires) out += ",\"expiresAt\":\"" + rfc3339(*expires) + "\"";
+  if (s.egress_policy) out += ",\"networkPolicy\":" + network_policy_json(*s.egress_policy);
   return out + ",\"createdAt\":\"" + rfc3339(s.created_at) + "\"}";
+}
+
+std::string network_policy_json(const egress_rules& rules) {
+  std::string out = R"({"defaultAction":"deny","egress":[)";
+  for (std::size_t i = 0; i < rules.size(); ++i) {
+    out += i ? "," : "";
+    out += rules[i].allow ? R"({"action":"allow","target":)" : R"({"action":"deny","target":)";
+    client::append_json_string(out, rules[i].target);
+    out += '}';
+  }
+  return out + "]}";
 }
 
 }  // namespace dockgate::sidecar::opensandbox

@@ -35,7 +35,11 @@ std::string_view state_of(const session& s);
 
 // The Sandbox object of `s`: id, image {uri} (`with_image`; a CreateSandboxResponse has
 // none), status {state}, metadata (its client's labels, none of the reserved ones),
-// entrypoint, expiresAt (only when it has an expiry), createdAt.
+// entrypoint, expiresAt (only when it has an expiry), networkPolicy (the list in force,
+// under SANDBOX_NETWORK=allowlist), createdAt.
 std::string sandbox_json(const session& s, const config& c, bool with_image);
+
+// OpenSandbox's NetworkPolicy of a session's own egress list: its rules in order, then deny.
+std::string network_policy_json(const egress_rules& rules);
 
 }  // namespace dockgate::sidecar::opensandbox
