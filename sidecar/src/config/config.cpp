@@ -503,6 +503,8 @@ const variable variables[] = {
     {"SANDBOX_IDLE_TTL_SECONDS", integer(&config::idle_ttl_seconds, 1)},
     {"SANDBOX_IDLE_TTL_CAP_SECONDS", integer(&config::idle_ttl_cap_seconds, 1)},
     {"SANDBOX_IDLE_REAPER_SWEEP_INTERVAL", integer(&config::idle_reaper_sweep_interval, 1)},
+    {"SANDBOX_DORMANT_AFTER_SECONDS", integer(&config::dormant_after_seconds, 0)},
+    {"SANDBOX_DORMANT_IDLE", flag(&config::dormant_idle, truthy::on_words)},
     {"SANDBOX_MAX_SESSIONS", integer(&config::max_sessions, 0)},
     {"SANDBOX_WARM_POOL", integer(&config::warm_pool, 0, 64)},
     {"SANDBOX_MAX_CONCURRENT_EXECS", integer(&config::max_concurrent_execs, 0)},
@@ -649,6 +651,17 @@ void check_allowlist_names_hosts(const config& c, error_list& errors) {
         "SANDBOX_NETWORK=allowlist needs SANDBOX_EGRESS_ALLOW (the host names sessions may reach)");
 }
 
+// A dormant session's record (and a storage-less one's archive) lives in the operator's
+// directory: without one there is nowhere to keep it.
+void check_dormant(const config& c, error_list& errors) {
+  if (c.dormant_after_seconds > 0 && c.local_storage_dir.empty())
+    errors.push_back(
+        "SANDBOX_DORMANT_AFTER_SECONDS needs SANDBOX_LOCAL_STORAGE_DIR (where a dormant "
+        "session's record and archive are kept)");
+  if (c.dormant_idle && c.dormant_after_seconds <= 0)
+    errors.push_back("SANDBOX_DORMANT_IDLE needs SANDBOX_DORMANT_AFTER_SECONDS > 0");
+}
+
 // Never open by mistake: running without a key is a choice the operator writes down.
 void check_auth(const config& c, error_list& errors) {
   if (c.api_key.empty() && !c.allow_no_auth)
@@ -668,6 +681,7 @@ config_result load_config(const std::map<std::string, std::string>& env) {
   check_tmpfs_within_memory(c, r.errors);
   check_allowlist_names_hosts(c, r.errors);
   check_auth(c, r.errors);
+  check_dormant(c, r.errors);
   if (r.errors.empty()) r.value = std::move(c);
   return r;
 }

@@ -77,6 +77,15 @@ struct session {
   std::optional<std::chrono::system_clock::time_point> expires_at;
   // Frozen (the engine paused its container): set under `lock`.
   std::atomic<bool> paused{false};
+  // Dormant (session_dormancy.cpp): its workspace archived, its container removed, its
+  // record kept (dormant_records.hpp); `container` is empty and `paused` true until a
+  // resume or its next call brings it back. Set under `lock`.
+  std::atomic<bool> dormant{false};
+  // Its workspace has an archive of the sidecar's own (dormant_records::own_storage; a
+  // session without storage that went dormant): discarded when the session ends.
+  bool own_archive = false;
+  // The request's entrypoint, started again when a dormant session comes back.
+  std::vector<std::string> entrypoint;
 
   // Whether its expiry has come at `now`.
   bool expired(std::chrono::system_clock::time_point now) const {

@@ -62,7 +62,8 @@ session_lifecycle::session_lifecycle(const config& c, const container_engine& en
       pool_(pool),
       limit_(limit),
       fleet_(fleet),
-      create_slots_(c.max_concurrent_creates > 0 ? c.max_concurrent_creates : (1 << 20)) {}
+      create_slots_(c.max_concurrent_creates > 0 ? c.max_concurrent_creates : (1 << 20)),
+      records_(c) {}
 
 outcome<created_session> session_lifecycle::create_session(const create_request& r) {
   if (!create_slots_.try_acquire_for(std::chrono::seconds(config_.queue_timeout_seconds)))
@@ -93,7 +94,7 @@ outcome<created_session> session_lifecycle::create_session(const create_request&
   s->pooled = warm.has_value();
   if (warm) s->runner = std::move(warm->runner);  // under no lock yet: nobody else has s
   if (auto refused = ready_workspace(*s, warm.has_value(), restore)) return *refused;
-  if (auto refused = start_entrypoint(*s, r)) return *refused;
+  if (auto refused = start_entrypoint(*s)) return *refused;
   if (auto refused = record_session(*s, warm.has_value())) return *refused;
   s->last_used = std::chrono::steady_clock::now();
   registry_.add(s);
@@ -137,6 +138,7 @@ std::shared_ptr<session> session_lifecycle::new_session(const create_request& r,
   s->kernel = r.kernel;
   s->image = r.image && *r.image != config_.image ? *r.image : std::string();
   s->env = r.env;
+  s->entrypoint = r.entrypoint;
   s->memory_bytes = r.memory_bytes;
   s->nano_cpus = r.nano_cpus;
   s->idle_reaped = r.idle_reaped;
@@ -276,8 +278,9 @@ outcome<deleted_session> session_lifecycle::delete_session(const delete_request&
   return out;
 }
 
-std::optional<refusal> session_lifecycle::start_entrypoint(session& s, const create_request& r) {
-  if (r.entrypoint.empty()) return std::nullopt;
+std::optional<refusal> session_lifecycle::start_entrypoint(session& s) {
+  const auto& entrypoint = s.entrypoint;
+  if (entrypoint.empty()) return std::nullopt;
   // Found first (127: not in the image, the create refused), then started detached: its
   // own session and group, stdin from /dev/null, its output to a file under /tmp.
   std::vector<std::string> cmd = {
@@ -285,13 +288,13 @@ std::optional<refusal> session_lifecycle::start_entrypoint(session& s, const cre
       "command -v \"$1\" >/dev/null 2>&1 || exit 127; cd /workspace 2>/dev/null; "
       "setsid \"$@\" </dev/null >/tmp/.dockgate-entrypoint.log 2>&1 &",
       "dockgate-entrypoint"};
-  cmd.insert(cmd.end(), r.entrypoint.begin(), r.entrypoint.end());
+  cmd.insert(cmd.end(), entrypoint.begin(), entrypoint.end());
   const auto started = containers_.run_in(s.container, std::move(cmd), 30s);
   if (started.started && started.exit_code == 0) return std::nullopt;
   containers_.remove(s.container);  // (a warm one's claim record is not written yet)
   if (started.started && started.exit_code == 127)
     return refuse(refusal_kind::invalid,
-                  "entrypoint: " + r.entrypoint.front() + " is not a program of the image");
+                  "entrypoint: " + entrypoint.front() + " is not a program of the image");
   return refuse(
       refusal_kind::failed,
       "entrypoint did not start: " +
@@ -302,7 +305,7 @@ std::optional<refusal> session_lifecycle::start_entrypoint(session& s, const cre
 void session_lifecycle::thaw(session& s) {
   // A frozen container runs no exec: the archive's and the sweep's need it thawed (its
   // removal does not, but an unpause the engine refuses changes nothing for it).
-  if (!s.paused) return;
+  if (!s.paused || s.dormant) return;
   engine_.unpause(s.container, std::chrono::seconds(config_.docker_call_timeout_s));
   s.paused = false;
 }
@@ -310,6 +313,17 @@ void session_lifecycle::thaw(session& s) {
 std::optional<archive_outcome> session_lifecycle::end_held_session(session& s,
                                                                    const delete_request& r) {
   std::optional<archive_outcome> archive;
+  if (s.dormant) {
+    // Its workspace is its archive already (written when it went dormant): a discard
+    // removes it, as a live session's; otherwise it is what a DELETE would have written.
+    if (r.discard && (s.storage || r.storage))
+      archive = archives_.discard_archives(s.storage ? *s.storage : *r.storage,
+                                           r.archive_key ? *r.archive_key : s.archive_key);
+    else if (s.storage && !s.fuse)
+      archive = archive_outcome{"written", s.storage->archive_key(s.archive_key), "", false};
+    end_dormant(s);
+    return archive;
+  }
   // The session's storage is the one it was created with; a block here may only bring
   // back the credentials of that same place (a session adopted after a restart).
   if (r.storage_given && r.storage && s.storage && !s.storage->has_credentials &&
@@ -358,6 +372,11 @@ std::optional<archive_outcome> session_lifecycle::end_unheld_session(const delet
 // which the next start removes).
 void session_lifecycle::remove_session_containers(const session& s, bool handed_over) {
   containers_.remove(s.container);
+  if (s.own_archive) archives_.discard_archives(records_.own_storage(s.id), s.archive_key);
+  if (config_.dormant_after_seconds > 0 || s.own_archive) {
+    std::string error;  // a record left by a wake that could not remove it
+    records_.remove(s.id, error);
+  }
   if (s.fuse) mounts_.unmount(s.id);
   registry_.forget(s.id);
   if (s.recorded && !handed_over) forget_record(s.id);
@@ -387,6 +406,7 @@ void session_lifecycle::reconcile() {
     if (!label_of(c, claim_label)) adopt_or_remove(c, claims, adopted_claims);
   for (const auto& [sid, record] : claims)
     if (!adopted_claims.contains(sid)) containers_.remove(record->id);
+  adopt_dormant();
 }
 
 void session_lifecycle::adopt_or_remove(const session_containers::listed& c,
@@ -649,6 +669,7 @@ std::optional<refusal> session_lifecycle::take_over(const session_record& record
 }
 
 void session_lifecycle::reap(session& s) {
+  if (s.dormant) return end_dormant(s);
   s.terminating = true;
   thaw(s);
   if (s.storage) {
@@ -667,8 +688,8 @@ std::size_t session_lifecycle::end_all_sessions() {
   const auto all = registry_.all();
   std::size_t kept = 0;
   for (const auto& s : all) {
-    std::unique_lock lock(s->lock);  // a request in flight finishes first
-    if (s->terminating) continue;
+    std::unique_lock lock(s->lock);              // a request in flight finishes first
+    if (s->terminating || s->dormant) continue;  // a dormant one's record stays for the next start
     s->terminating = true;
     if (s->storage) {
       const auto outcome = archives_.archive_workspace(*s);
@@ -714,7 +735,7 @@ void session_lifecycle::mark_handed_over(const session& s) {
 std::size_t session_lifecycle::fence() {
   std::size_t fenced = 0;
   for (const auto& s : registry_.all()) {
-    if (!s->fuse) continue;
+    if (!s->fuse || s->dormant) continue;
     s->terminating = true;  // a racing call gets a fast 404
     if (fleet_) {
       // A successor of this instance on this engine (it holds the instance lease now, and

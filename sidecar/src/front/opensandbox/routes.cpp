@@ -109,6 +109,8 @@ http_reply serve_proxy(session_core& core, const http_request& r, const proxy_ta
     return error(401, "INVALID_ACCESS_TOKEN",
                  "the sandbox's access token (X-EXECD-ACCESS-TOKEN, from GET "
                  "/v1/sandboxes/{id}/endpoints/{port}) is missing or wrong");
+  // A dormant sandbox comes back before the call is served (sessions/session_dormancy.cpp).
+  if (auto refused = core.registry.wake(t.id)) return reply(*refused);
   if (t.port == "44772") return execd::serve(core, r, t.id, t.rest);
   if (t.port == "18080")
     return error(501, "NOT_SUPPORTED",
