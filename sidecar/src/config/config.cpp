@@ -651,17 +651,6 @@ void check_allowlist_names_hosts(const config& c, error_list& errors) {
         "SANDBOX_NETWORK=allowlist needs SANDBOX_EGRESS_ALLOW (the host names sessions may reach)");
 }
 
-// A dormant session's record (and a storage-less one's archive) lives in the operator's
-// directory: without one there is nowhere to keep it.
-void check_dormant(const config& c, error_list& errors) {
-  if (c.dormant_after_seconds > 0 && c.local_storage_dir.empty())
-    errors.push_back(
-        "SANDBOX_DORMANT_AFTER_SECONDS needs SANDBOX_LOCAL_STORAGE_DIR (where a dormant "
-        "session's record and archive are kept)");
-  if (c.dormant_idle && c.dormant_after_seconds <= 0)
-    errors.push_back("SANDBOX_DORMANT_IDLE needs SANDBOX_DORMANT_AFTER_SECONDS > 0");
-}
-
 // Never open by mistake: running without a key is a choice the operator writes down.
 void check_auth(const config& c, error_list& errors) {
   if (c.api_key.empty() && !c.allow_no_auth)
@@ -681,7 +670,6 @@ config_result load_config(const std::map<std::string, std::string>& env) {
   check_tmpfs_within_memory(c, r.errors);
   check_allowlist_names_hosts(c, r.errors);
   check_auth(c, r.errors);
-  check_dormant(c, r.errors);
   if (r.errors.empty()) r.value = std::move(c);
   return r;
 }

@@ -51,6 +51,7 @@ void say(const session& s, const std::string& what) {
 }  // namespace
 
 std::optional<std::string> session_lifecycle::dormancy_refused(const session& s) const {
+  if (config_.local_storage_dir.empty()) return "SANDBOX_LOCAL_STORAGE_DIR is not set";
   // Only storage reached without a client's credentials: a record on disk never holds
   // one, so S3/OSS named by a request could not be read back after a restart.
   if (s.storage && s.storage->provider != storage_provider::local)
@@ -108,7 +109,8 @@ bool session_lifecycle::sleep(session& s) {
     stay_live();
     return false;
   }
-  if (s.pooled) containers_.remove(std::string(container_prefix) + s.id + std::string(claim_suffix));
+  if (s.pooled)
+    containers_.remove(std::string(container_prefix) + s.id + std::string(claim_suffix));
   if (s.fuse) mounts_.unmount(s.id);  // the bucket keeps its workspace
   s.pooled = false;
   s.container.clear();
@@ -124,10 +126,10 @@ bool session_lifecycle::sleep(session& s) {
 }
 
 std::optional<refusal> session_lifecycle::remake_container(session& s) {
-  if (s.image.empty() ? !(containers_.image_seen() || containers_.image_present())
-                      : engine_.image_inspect(s.image, std::chrono::seconds(
-                                                           config_.docker_call_timeout_s))
-                                .status != 200)
+  if (s.image.empty()
+          ? !(containers_.image_seen() || containers_.image_present())
+          : engine_.image_inspect(s.image, std::chrono::seconds(config_.docker_call_timeout_s))
+                    .status != 200)
     return refuse(refusal_kind::unavailable,
                   "image " + (s.image.empty() ? config_.image : s.image) + " is not on the engine");
   wake_mount mounted{mounts_, s.id};

@@ -63,7 +63,13 @@ session_lifecycle::session_lifecycle(const config& c, const container_engine& en
       limit_(limit),
       fleet_(fleet),
       create_slots_(c.max_concurrent_creates > 0 ? c.max_concurrent_creates : (1 << 20)),
-      records_(c) {}
+      records_(c) {
+  if (c.dormant_after_seconds > 0 && c.local_storage_dir.empty())
+    std::cerr << "dockgate-sidecar: SANDBOX_DORMANT_AFTER_SECONDS is set but "
+                 "SANDBOX_LOCAL_STORAGE_DIR is not: no session goes dormant (nowhere to keep "
+                 "its record)"
+              << std::endl;
+}
 
 outcome<created_session> session_lifecycle::create_session(const create_request& r) {
   if (!create_slots_.try_acquire_for(std::chrono::seconds(config_.queue_timeout_seconds)))

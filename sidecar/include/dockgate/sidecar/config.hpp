@@ -61,7 +61,8 @@ struct config {
   // workspace archived, its container removed, the session kept: sessions/
   // session_dormancy.cpp); 0: never. SANDBOX_DORMANT_IDLE: a running one unused this long
   // too. Its record and, for a session without storage, its archive are kept under
-  // SANDBOX_LOCAL_STORAGE_DIR/dockgate-dormant/ (needed when this is on).
+  // SANDBOX_LOCAL_STORAGE_DIR/dockgate-dormant/: without that directory no session goes
+  // dormant (the sidecar says so at start).
   std::int64_t dormant_after_seconds = 0;
   bool dormant_idle = false;
   std::int64_t max_sessions = 16;

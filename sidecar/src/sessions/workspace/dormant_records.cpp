@@ -136,7 +136,8 @@ std::shared_ptr<session> dormant_records::session_of(std::string_view record) co
   else
     s->restored_generation = std::nullopt;  // unknown: never overwrite
   std::int64_t expires = 0;
-  if (o["expires"].get_int64().get(expires) == simdjson::SUCCESS) s->expires_at = from_unix(expires);
+  if (o["expires"].get_int64().get(expires) == simdjson::SUCCESS)
+    s->expires_at = from_unix(expires);
   simdjson::dom::object metadata;
   if (o["metadata"].get_object().get(metadata) != simdjson::SUCCESS) return nullptr;
   for (auto [k, v] : metadata) {
@@ -155,8 +156,8 @@ bool dormant_records::write(const session& s, std::string& error) const {
     return false;
   }
   auto store = open_store(storage_spec{}, config_);
-  return store->put(std::string(records_prefix) + s.id + ".json", record_of(s),
-                    "application/json", error)
+  return store
+      ->put(std::string(records_prefix) + s.id + ".json", record_of(s), "application/json", error)
       .has_value();
 }
 
