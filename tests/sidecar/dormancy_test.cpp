@@ -202,9 +202,10 @@ TEST_CASE("dormancy: the reaper's decision", "[dormant]") {
   CHECK(idle_decision(s, c, now, wall) == idle_action::keep);  // off
 }
 
-TEST_CASE("dormancy: a paused sandbox idle past the setting is archived and its container removed, "
-          "and resume brings it back under its id with its files",
-          "[dormant]") {
+TEST_CASE(
+    "dormancy: a paused sandbox idle past the setting is archived and its container removed, "
+    "and resume brings it back under its id with its files",
+    "[dormant]") {
   temp_dir dir;
   rig r(dormant_config(dir));
   container_side inside;
@@ -284,9 +285,10 @@ TEST_CASE("dormancy: a dormant session's next call brings it back", "[dormant]")
   CHECK(member_of(inside.unpacked, "outputs/probe.txt") == "probe-1");
 }
 
-TEST_CASE("dormancy: an archive that cannot be written keeps the container, paused, for the next "
-          "sweep",
-          "[dormant]") {
+TEST_CASE(
+    "dormancy: an archive that cannot be written keeps the container, paused, for the next "
+    "sweep",
+    "[dormant]") {
   temp_dir dir;
   rig r(dormant_config(dir));
   container_side inside;
