@@ -459,3 +459,33 @@ TEST_CASE("dormancy: a record reads back as the session it was written from", "[
   CHECK(back->dormant);
   CHECK_FALSE(records.session_of("{\"id\":\"../x\"}"));
 }
+
+TEST_CASE("dormancy: a session adopted live at start-up keeps its container and its record goes",
+          "[dormant]") {
+  temp_dir dir;
+  const config c = dormant_config(dir);
+  std::string sid;
+  {
+    rig first(c);
+    container_side inside;
+    inside.attach(first);
+    auto created = first.lifecycle.create_session(sandbox_request());
+    REQUIRE(created.ok());
+    sid = created->session_id;
+    REQUIRE_FALSE(first.controls.pause(sid));
+    first.age(sid, 5s);
+    first.sweep();
+    REQUIRE(std::filesystem::exists(record_path(dir, sid)));
+  }
+  // A stop between the record and the container's removal: the engine still runs it.
+  rig second(c);
+  std::map<std::string, std::string> labels = {{std::string(session_label), sid},
+                                               {std::string(instance_label), "default"}};
+  const std::string live = second.engine.add_running(std::string(container_prefix) + sid, labels);
+  second.lifecycle.reconcile();
+  auto s = second.registry.find(sid);
+  REQUIRE(s);
+  CHECK_FALSE(s->dormant);
+  CHECK(s->container == live);
+  CHECK_FALSE(std::filesystem::exists(record_path(dir, sid)));
+}
