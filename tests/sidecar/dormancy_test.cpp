@@ -489,3 +489,44 @@ TEST_CASE("dormancy: a session adopted live at start-up keeps its container and 
   CHECK(s->container == live);
   CHECK_FALSE(std::filesystem::exists(record_path(dir, sid)));
 }
+
+TEST_CASE(
+    "dormancy: a FUSE workspace stays in its bucket: unmounted when dormant, mounted again "
+    "on resume, nothing archived",
+    "[dormant]") {
+  temp_dir dir;
+  config c = dormant_config(dir);
+  c.workspace_mode = "fuse";
+  // dockgate-mount's place: records its arguments and succeeds.
+  const auto calls = dir.path / "mount-calls";
+  const auto program = dir.path / "mount.sh";
+  std::ofstream(program) << "#!/bin/sh\necho \"$@\" >> " << calls.string() << "\n";
+  std::filesystem::permissions(program, std::filesystem::perms::owner_all);
+  c.mount_command = program.string();
+  rig r(c);
+  container_side inside;
+  inside.attach(r);
+  create_request req = sandbox_request();
+  req.archive_key = "ws1";
+  auto created = r.lifecycle.create_session(req);
+  REQUIRE(created.ok());
+  const std::string sid = created->session_id;
+  REQUIRE_FALSE(r.controls.pause(sid));
+  inside.commands.clear();
+  r.age(sid, 5s);
+  r.sweep();
+  REQUIRE(r.registry.find(sid)->dormant);
+  CHECK_FALSE(r.has_container(sid));
+  CHECK(read_file(calls) == "mount " + sid + " --key ws1\ncleanup " + sid + "\n");
+  for (const auto& cmd : inside.commands) CHECK(cmd.at(0) != "sh");  // no tar of the workspace
+  CHECK_FALSE(std::filesystem::exists(dir.path / "dockgate-dormant" / sid));
+
+  REQUIRE_FALSE(r.controls.resume(sid));
+  CHECK(r.has_container(sid));
+  CHECK(read_file(calls) ==
+        "mount " + sid + " --key ws1\ncleanup " + sid + "\nmount " + sid + " --key ws1\n");
+  CHECK(inside.unpacked.empty());  // nothing to unpack: the bucket is the workspace
+  auto k = r.engine.find(std::string(container_prefix) + sid);
+  REQUIRE(k);
+  CHECK(k->labels.contains("dockgate.workspace"));
+}
