@@ -530,3 +530,31 @@ TEST_CASE(
   REQUIRE(k);
   CHECK(k->labels.contains("dockgate.workspace"));
 }
+
+TEST_CASE("dormancy: a session used while its workspace is archived stays live", "[dormant]") {
+  temp_dir dir;
+  config c = dormant_config(dir);
+  c.dormant_idle = true;
+  rig r(c);
+  container_side inside;
+  inside.attach(r);
+  auto created = r.lifecycle.create_session(sandbox_request());
+  REQUIRE(created.ok());
+  const std::string sid = created->session_id;
+  auto s = r.registry.find(sid);
+  // An execd command arrives while tar runs (it takes no session lock, it marks its use).
+  auto archive = r.engine.on_exec;
+  r.engine.on_exec = [&](const auto& k, const dockgate::client::exec_options& o) {
+    if (o.cmd.at(0) == "sh" && o.cmd.size() > 2 &&
+        o.cmd.at(2).find("tar --null") != std::string::npos)
+      s->last_used = std::chrono::steady_clock::now();
+    return archive(k, o);
+  };
+  r.age(sid, 5s);
+  r.sweep();
+  CHECK(r.has_container(sid));
+  CHECK_FALSE(s->dormant);
+  CHECK_FALSE(s->paused);
+  CHECK(r.engine.find(std::string(container_prefix) + sid)->state == "running");
+  CHECK_FALSE(std::filesystem::exists(record_path(dir, sid)));
+}

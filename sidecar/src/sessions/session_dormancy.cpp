@@ -86,12 +86,20 @@ bool session_lifecycle::sleep(session& s) {
   if (dormancy_refused(s)) return false;
   const auto timeout = std::chrono::seconds(config_.docker_call_timeout_s);
   const bool was_paused = s.paused;
+  // A call that holds no session lock (an execd command) marks its use before it runs: one
+  // that came while the workspace was archived keeps the session live.
+  const auto last_used = s.last_used.load();
   auto stay_live = [&] {
     s.dormant = false;
     s.paused = was_paused && engine_.pause(s.container, timeout).status / 100 == 2;
   };
   thaw(s);  // tar runs in it
   if (!s.fuse && !keep_archive_for_sleep(s)) {
+    stay_live();
+    return false;
+  }
+  if (s.last_used.load() != last_used) {
+    say(s, "not dormant: it was used while its workspace was archived");
     stay_live();
     return false;
   }
