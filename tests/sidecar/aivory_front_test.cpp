@@ -352,6 +352,32 @@ TEST_CASE("storage objects: a key that would leave the prefix is refused whoever
 }
 
 TEST_CASE(
+    "storage objects: the sidecar's own area (dormant records and archives) is no client's, by "
+    "prefix or by key",
+    "[storage][dormant]") {
+  temp_dir dir;
+  config c;
+  c.local_storage_dir = dir.path.string();
+  std::filesystem::create_directories(dir.path / "dockgate-dormant/records");
+  std::ofstream(dir.path / "dockgate-dormant/records/s.json") << R"({"env":["KEY=secret"]})";
+  for (const char* prefix :
+       {"dockgate-dormant", "/dockgate-dormant/records/", "dockgate-dormant/x"})
+    CHECK(choose_storage(std::string(R"({"provider":"local","prefix":")") + prefix + R"("})", c)
+              .error.value_or("")
+              .find("is the sidecar's own") != std::string::npos);
+  auto root = choose_storage(R"({"provider":"local","prefix":"/"})", c).spec;
+  REQUIRE(root);
+  auto put = put_object({*root, "dockgate-dormant/records/s.json", "x", "", std::nullopt}, c);
+  REQUIRE_FALSE(put.ok());
+  CHECK(put.error().message == "invalid storage key: the sidecar's own area");
+  REQUIRE_FALSE(remove_object({*root, "dockgate-dormant/records/s.json"}, c).ok());
+  CHECK(std::filesystem::exists(dir.path / "dockgate-dormant/records/s.json"));
+  // A name that only begins the same is a client's.
+  CHECK(put_object({*root, "dockgate-dormantly/x", "x", "", std::nullopt}, c).error().message !=
+        "invalid storage key: the sidecar's own area");
+}
+
+TEST_CASE(
     "aivory service: the client's key, or a member's credential on a forwarded call, else 401",
     "[front]") {
   config c;

@@ -506,6 +506,8 @@ const variable variables[] = {
     {"SANDBOX_IDLE_TTL_SECONDS", integer(&config::idle_ttl_seconds, 1)},
     {"SANDBOX_IDLE_TTL_CAP_SECONDS", integer(&config::idle_ttl_cap_seconds, 1)},
     {"SANDBOX_IDLE_REAPER_SWEEP_INTERVAL", integer(&config::idle_reaper_sweep_interval, 1)},
+    {"SANDBOX_DORMANT_AFTER_SECONDS", integer(&config::dormant_after_seconds, 0)},
+    {"SANDBOX_DORMANT_IDLE", flag(&config::dormant_idle, truthy::on_words)},
     {"SANDBOX_MAX_SESSIONS", integer(&config::max_sessions, 0)},
     {"SANDBOX_WARM_POOL", integer(&config::warm_pool, 0, 64)},
     {"SANDBOX_MAX_CONCURRENT_EXECS", integer(&config::max_concurrent_execs, 0)},

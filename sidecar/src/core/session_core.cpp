@@ -1,6 +1,7 @@
 #include "core/session_core.hpp"
 
 #include "core/session_executors.hpp"
+#include "sessions/session.hpp"
 
 namespace dockgate::sidecar {
 
@@ -16,6 +17,8 @@ session_core::session_core(const config& c, const container_engine& e, store_lea
       lifecycle(c, e, executors, containers, registry, archives, mounts, pool, limit, lease),
       controls(c, e, registry),
       cells(c, e, containers, registry, lifecycle),
-      files(c, containers, registry) {}
+      files(c, containers, registry) {
+  registry.set_waker([this](session& s) { return lifecycle.wake(s); });
+}
 
 }  // namespace dockgate::sidecar

@@ -49,7 +49,8 @@ void service::reconcile() {
 }
 
 void service::start_reaper() {
-  rooms_->core.registry.start_reaper([this](session& s) { rooms_->core.lifecycle.reap(s); });
+  rooms_->core.registry.start_reaper([this](session& s) { rooms_->core.lifecycle.reap(s); },
+                                     [this](session& s) { rooms_->core.lifecycle.sleep(s); });
 }
 
 std::size_t service::end_all_sessions() {

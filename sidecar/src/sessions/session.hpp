@@ -66,7 +66,9 @@ struct session {
   // or a delete does).
   std::string image;
   std::vector<std::string> env;
-  std::vector<std::string> entrypoint;  // its own main program, run as the session user
+  // Its own main program, run as the session user; started again when it comes back (a
+  // dormant session's wake, a fleet member's takeover).
+  std::vector<std::string> entrypoint;
   std::int64_t memory_bytes = 0;
   std::int64_t nano_cpus = 0;
   bool idle_reaped = true;
@@ -82,6 +84,13 @@ struct session {
   std::optional<std::chrono::system_clock::time_point> expires_at;
   // Frozen (the engine paused its container): set under `lock`.
   std::atomic<bool> paused{false};
+  // Dormant (session_dormancy.cpp): its workspace archived, its container removed, its
+  // record kept (dormant_records.hpp); `container` is empty and `paused` true until a
+  // resume or its next call brings it back. Set under `lock`.
+  std::atomic<bool> dormant{false};
+  // Its workspace has an archive of the sidecar's own (dormant_records::own_storage; a
+  // session without storage that went dormant): discarded when the session ends.
+  bool own_archive = false;
 
   // Whether its expiry has come at `now`.
   bool expired(std::chrono::system_clock::time_point now) const {

@@ -1,6 +1,8 @@
 // Pause, resume, renew and metadata of a session (session_controls.hpp).
 #include "sessions/session_controls.hpp"
 
+#include <iostream>
+
 #include "sessions/session.hpp"
 #include "sessions/session_registry.hpp"
 
@@ -10,6 +12,8 @@ std::optional<refusal> session_controls::freeze(const std::string& id, bool paus
   held_session held;
   if (auto refused = registry_.acquire(id, held, true)) return refused;
   session& s = *held.s;
+  // A dormant session is paused (and has no container to freeze); its resume is its wake.
+  if (s.dormant && !pause) return registry_.wake_held(s);
   if (s.paused.load() == pause)
     return refuse(refusal_kind::conflict,
                   pause ? "sandbox is paused already" : "sandbox is not paused");
@@ -39,10 +43,14 @@ outcome<std::chrono::system_clock::time_point> session_controls::renew(
   if (!s || s->terminating) return refuse(refusal_kind::not_found, "sandbox " + id + " not found");
   if (until <= std::chrono::system_clock::now())
     return refuse(refusal_kind::invalid, "expiresAt must be in the future");
-  std::lock_guard g(s->facts_mutex);
+  std::unique_lock g(s->facts_mutex);
   if (!s->expires_at)
     return refuse(refusal_kind::conflict, "sandbox " + id + " has no expiry to renew");
   s->expires_at = until;
+  if (s->dormant) {
+    g.unlock();
+    rewrite_record(*s);
+  }
   return until;
 }
 
@@ -50,14 +58,25 @@ outcome<std::map<std::string, std::string>> session_controls::patch_metadata(
     const std::string& id, const metadata_patch& patch) {
   auto s = registry_.find(id);
   if (!s || s->terminating) return refuse(refusal_kind::not_found, "sandbox " + id + " not found");
-  std::lock_guard g(s->facts_mutex);
+  std::unique_lock g(s->facts_mutex);
   for (const auto& [name, value] : patch) {
     if (value)
       s->metadata[name] = *value;
     else
       s->metadata.erase(name);
   }
-  return s->metadata;
+  auto labels = s->metadata;
+  g.unlock();
+  if (s->dormant) rewrite_record(*s);
+  return labels;
+}
+
+void session_controls::rewrite_record(const session& s) const {
+  std::string error;
+  if (!records_.write(s, error))
+    std::cerr << "dockgate-sidecar: session " << s.id
+              << ": its dormant record was not rewritten (a restart brings back the one before): "
+              << error << std::endl;
 }
 
 }  // namespace dockgate::sidecar

@@ -8,6 +8,8 @@
 //   said its container is, and a command on a paused session is refused (conflict), never
 //   left hanging on a frozen process.
 // - An expiry only moves forward in time from now; a session without one keeps none.
+// - A dormant session (session_dormancy.cpp) is paused already; its resume brings it back;
+//   a change of its expiry or labels is written to its record as well (a restart keeps it).
 
 #include <chrono>
 #include <map>
@@ -16,11 +18,13 @@
 
 #include "dockgate/sidecar/config.hpp"
 #include "engine/container_engine.hpp"
+#include "sessions/workspace/dormant_records.hpp"
 #include "util/refusal.hpp"
 
 namespace dockgate::sidecar {
 
 class session_registry;
+struct session;
 
 // A metadata merge: a value sets the label, nullopt removes it.
 using metadata_patch = std::map<std::string, std::optional<std::string>>;
@@ -28,7 +32,7 @@ using metadata_patch = std::map<std::string, std::optional<std::string>>;
 class session_controls {
  public:
   session_controls(const config& c, const container_engine& engine, session_registry& registry)
-      : config_(c), engine_(engine), registry_(registry) {}
+      : config_(c), engine_(engine), registry_(registry), records_(c) {}
 
   // Refused: not_found, conflict (paused already / not paused), busy (a command holds it
   // past SANDBOX_QUEUE_TIMEOUT_SECONDS), engine_failed.
@@ -44,9 +48,12 @@ class session_controls {
 
  private:
   std::optional<refusal> freeze(const std::string& id, bool pause);
+  // A dormant session's record rewritten after a change of its facts (logged if it fails).
+  void rewrite_record(const session& s) const;
   const config& config_;
   const container_engine& engine_;
   session_registry& registry_;
+  dormant_records records_;
 };
 
 }  // namespace dockgate::sidecar

@@ -63,7 +63,14 @@ session_lifecycle::session_lifecycle(const config& c, const container_engine& en
       pool_(pool),
       limit_(limit),
       fleet_(fleet),
-      create_slots_(c.max_concurrent_creates > 0 ? c.max_concurrent_creates : (1 << 20)) {}
+      create_slots_(c.max_concurrent_creates > 0 ? c.max_concurrent_creates : (1 << 20)),
+      records_(c) {
+  if (c.dormant_after_seconds > 0 && c.local_storage_dir.empty())
+    std::cerr << "dockgate-sidecar: SANDBOX_DORMANT_AFTER_SECONDS is set but "
+                 "SANDBOX_LOCAL_STORAGE_DIR is not: no session goes dormant (nowhere to keep "
+                 "its record)"
+              << std::endl;
+}
 
 outcome<created_session> session_lifecycle::create_session(const create_request& r) {
   if (!create_slots_.try_acquire_for(std::chrono::seconds(config_.queue_timeout_seconds)))
@@ -306,7 +313,7 @@ std::optional<refusal> session_lifecycle::start_entrypoint(session& s) {
 void session_lifecycle::thaw(session& s) {
   // A frozen container runs no exec: the archive's and the sweep's need it thawed (its
   // removal does not, but an unpause the engine refuses changes nothing for it).
-  if (!s.paused) return;
+  if (!s.paused || s.dormant) return;
   engine_.unpause(s.container, std::chrono::seconds(config_.docker_call_timeout_s));
   s.paused = false;
 }
@@ -314,6 +321,17 @@ void session_lifecycle::thaw(session& s) {
 std::optional<archive_outcome> session_lifecycle::end_held_session(session& s,
                                                                    const delete_request& r) {
   std::optional<archive_outcome> archive;
+  if (s.dormant) {
+    // Its workspace is its archive already (written when it went dormant): a discard
+    // removes it, as a live session's; otherwise it is what a DELETE would have written.
+    if (r.discard && (s.storage || r.storage))
+      archive = archives_.discard_archives(s.storage ? *s.storage : *r.storage,
+                                           r.archive_key ? *r.archive_key : s.archive_key);
+    else if (s.storage && !s.fuse)
+      archive = archive_outcome{"written", s.storage->archive_key(s.archive_key), "", false};
+    end_dormant(s);
+    return archive;
+  }
   // The session's storage is the one it was created with; a block here may only bring
   // back the credentials of that same place (a session adopted after a restart).
   if (r.storage_given && r.storage && s.storage && !s.storage->has_credentials &&
@@ -362,6 +380,11 @@ std::optional<archive_outcome> session_lifecycle::end_unheld_session(const delet
 // which the next start removes).
 void session_lifecycle::remove_session_containers(const session& s, bool handed_over) {
   containers_.remove(s.container);
+  if (s.own_archive) archives_.discard_archives(records_.own_storage(s.id), s.archive_key);
+  if (config_.dormant_after_seconds > 0 || s.own_archive) {
+    std::string error;  // a record left by a wake that could not remove it
+    records_.remove(s.id, error);
+  }
   if (s.fuse) mounts_.unmount(s.id);
   registry_.forget(s.id);
   if (s.recorded && !handed_over) forget_record(s.id);
@@ -391,6 +414,7 @@ void session_lifecycle::reconcile() {
     if (!label_of(c, claim_label)) adopt_or_remove(c, claims, adopted_claims);
   for (const auto& [sid, record] : claims)
     if (!adopted_claims.contains(sid)) containers_.remove(record->id);
+  adopt_dormant();
 }
 
 void session_lifecycle::adopt_or_remove(const session_containers::listed& c,
@@ -785,6 +809,7 @@ std::optional<refusal> session_lifecycle::take_over(const session_record& record
 }
 
 void session_lifecycle::reap(session& s) {
+  if (s.dormant) return end_dormant(s);
   s.terminating = true;
   thaw(s);
   if (s.storage) {
@@ -803,8 +828,8 @@ std::size_t session_lifecycle::end_all_sessions() {
   const auto all = registry_.all();
   std::size_t kept = 0;
   for (const auto& s : all) {
-    std::unique_lock lock(s->lock);  // a request in flight finishes first
-    if (s->terminating) continue;
+    std::unique_lock lock(s->lock);              // a request in flight finishes first
+    if (s->terminating || s->dormant) continue;  // a dormant one's record stays for the next start
     s->terminating = true;
     if (s->storage) {
       const auto outcome = archives_.archive_workspace(*s);
@@ -850,7 +875,7 @@ void session_lifecycle::mark_handed_over(const session& s) {
 std::size_t session_lifecycle::fence() {
   std::size_t fenced = 0;
   for (const auto& s : registry_.all()) {
-    if (!s->fuse) continue;
+    if (!s->fuse || s->dormant) continue;
     s->terminating = true;  // a racing call gets a fast 404
     if (fleet_) {
       // A successor of this instance on this engine (it holds the instance lease now, and

@@ -20,6 +20,7 @@
 #include "sessions/pool/pool.hpp"
 #include "sessions/session_containers.hpp"
 #include "sessions/session_request.hpp"
+#include "sessions/workspace/dormant_records.hpp"
 #include "util/refusal.hpp"
 
 namespace dockgate::sidecar {
@@ -88,6 +89,22 @@ class session_lifecycle {
   // for a session without a record. Refused (unavailable) when the store cannot be written.
   std::optional<refusal> refresh_record(const std::string& sid);
 
+  // Dormancy (session_dormancy.cpp; docs/sidecar.md "Dormant sessions"). `s` (held under
+  // its lock, idle past SANDBOX_DORMANT_AFTER_SECONDS) put to sleep: its workspace
+  // archived (a FUSE one stays in its bucket), its record written, then its container
+  // removed; the session stays registered, dormant and paused. Any failure keeps its
+  // container as it was, for the next sweep. Whether it went dormant.
+  bool sleep(session& s);
+  // A dormant `s` (held under its lock) brought back under its id: a container made
+  // (cold), its archive unpacked (or its bucket mounted), its entrypoint started again, its
+  // record removed; running afterwards. Refused: busy (SANDBOX_MAX_SESSIONS, the create
+  // queue), unavailable (its archive cannot be read now), failed; it stays dormant.
+  std::optional<refusal> wake(session& s);
+  // Start-up (after reconcile's adoptions): every dormant record registered as a dormant
+  // session, but for a session adopted live (a stop between its record and its removal),
+  // whose record goes.
+  void adopt_dormant();
+
  private:
   // create_session's steps, in order. Whether a warm container may serve `r` (the pool's
   // image, no environment, the caps' limits); the refusal when its image is not there.
@@ -126,6 +143,14 @@ class session_lifecycle {
   std::optional<archive_outcome> end_held_session(session& s, const delete_request& r);
   std::optional<archive_outcome> end_unheld_session(const delete_request& r);
 
+  // Dormancy's steps: why `s` cannot go dormant (nullopt: it can); a dormant session's end
+  // (reap, delete: its own archive discarded, its record removed, it is forgotten); its
+  // container made and its workspace restored for wake.
+  std::optional<std::string> dormancy_refused(const session& s) const;
+  void end_dormant(session& s);
+  std::optional<refusal> remake_container(session& s);
+  bool keep_archive_for_sleep(session& s);
+
   // reconcile's steps. One session container of this instance (not a claim record)
   // adopted into the registry, or removed; `claims`: the claim records by the session they
   // name, those of an adopted warm container added to `adopted_claims`.
@@ -163,6 +188,7 @@ class session_lifecycle {
   session_limit& limit_;
   store_lease* fleet_;  // the store lease (fuse mode), else nullptr
   std::counting_semaphore<1 << 20> create_slots_;
+  dormant_records records_;
 };
 
 }  // namespace dockgate::sidecar

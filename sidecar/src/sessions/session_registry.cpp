@@ -49,36 +49,74 @@ std::optional<refusal> session_registry::acquire(const std::string& id, held_ses
   out.lock = std::unique_lock(out.s->lock, std::defer_lock);
   if (!out.lock.try_lock_for(std::chrono::seconds(config_.queue_timeout_seconds)))
     return refuse(refusal_kind::busy, "session is busy");
+  if (out.s->dormant) {
+    if (paused_too) return std::nullopt;
+    if (auto refused = wake_held(*out.s)) return refused;
+  }
   if (!containers_.running(out.s->container))
     return refuse(refusal_kind::not_found, "session not found or not running");
   if (out.s->paused && !paused_too) return refuse(refusal_kind::conflict, "session is paused");
   return std::nullopt;
 }
 
-void session_registry::reap_idle(const std::function<void(session&)>& reap) {
-  const auto sessions = all();
-  const auto now = std::chrono::steady_clock::now();
-  for (const auto& s : sessions) {
-    const auto ttl =
-        std::chrono::seconds(s->ttl_seconds > 0 ? s->ttl_seconds : config_.idle_ttl_seconds);
-    const bool expired = s->expired(std::chrono::system_clock::now());
-    if (!expired && (!s->idle_reaped || now - s->last_used.load() <= ttl)) continue;
+std::optional<refusal> session_registry::wake_held(session& s) {
+  if (!s.dormant) return std::nullopt;
+  if (!waker_) return refuse(refusal_kind::unavailable, "dormant sessions cannot be woken here");
+  return waker_(s);
+}
+
+std::optional<refusal> session_registry::wake(const std::string& id) {
+  auto s = valid_session_id(id) ? find(id) : nullptr;
+  if (!s || s->terminating || !s->dormant) return std::nullopt;
+  std::unique_lock lock(s->lock, std::defer_lock);
+  if (!lock.try_lock_for(std::chrono::seconds(config_.queue_timeout_seconds)))
+    return refuse(refusal_kind::busy, "session is busy");
+  if (s->terminating) return std::nullopt;
+  return wake_held(*s);
+}
+
+idle_action idle_decision(const session& s, const config& c,
+                          std::chrono::steady_clock::time_point now,
+                          std::chrono::system_clock::time_point wall) {
+  if (s.expired(wall)) return idle_action::reap;
+  const auto idle = now - s.last_used.load();
+  const auto ttl = std::chrono::seconds(s.ttl_seconds > 0 ? s.ttl_seconds : c.idle_ttl_seconds);
+  if (s.idle_reaped && idle > ttl) return idle_action::reap;
+  if (c.dormant_after_seconds > 0 && !s.dormant && (s.paused || c.dormant_idle) &&
+      idle > std::chrono::seconds(c.dormant_after_seconds))
+    return idle_action::sleep;
+  return idle_action::keep;
+}
+
+void session_registry::reap_idle(const std::function<void(session&)>& reap,
+                                 const std::function<void(session&)>& sleep) {
+  for (const auto& s : all()) {
+    auto decided = [&] {
+      return idle_decision(*s, config_, std::chrono::steady_clock::now(),
+                           std::chrono::system_clock::now());
+    };
+    if (decided() == idle_action::keep) continue;
     std::unique_lock lock(s->lock, std::try_to_lock);
-    if (!lock.owns_lock()) continue;  // busy: next sweep
-    if (!expired && std::chrono::steady_clock::now() - s->last_used.load() <= ttl) continue;
-    reap(*s);
+    if (!lock.owns_lock() || s->terminating) continue;  // busy: next sweep
+    const auto action = decided();                      // again, under the lock
+    if (action == idle_action::reap)
+      reap(*s);
+    else if (action == idle_action::sleep && sleep)
+      sleep(*s);
   }
 }
 
-void session_registry::start_reaper(std::function<void(session&)> reap) {
+void session_registry::start_reaper(std::function<void(session&)> reap,
+                                    std::function<void(session&)> sleep) {
   reap_ = std::move(reap);
+  sleep_ = std::move(sleep);
   reaper_ = std::thread([this] {
     std::unique_lock lock(reaper_mutex_);
     while (!stopping_) {
       reaper_wake_.wait_for(lock, std::chrono::seconds(config_.idle_reaper_sweep_interval));
       if (stopping_) break;
       lock.unlock();
-      reap_idle(reap_);
+      reap_idle(reap_, sleep_);
       lock.lock();
     }
   });

@@ -14,6 +14,8 @@ outcome<object_put_result> put_object(object_put r, const config& c) {
   std::int64_t ttl = r.expires_in && *r.expires_in > 0 ? *r.expires_in : c.storage_default_ttl;
   ttl = std::min(ttl, c.storage_max_ttl);
   const std::string full = r.storage.object_key(r.key);
+  if (r.storage.provider == storage_provider::local && in_sidecar_own_area(full))
+    return refuse(refusal_kind::invalid, "invalid storage key: the sidecar's own area");
   auto store = open_store(r.storage, c);
   std::string error;
   if (!store->put(full, r.bytes,
@@ -33,6 +35,8 @@ outcome<std::string> remove_object(const object_remove& r, const config& c) {
   const std::string& base = r.storage.base;
   const std::string full =
       !base.empty() && r.key.starts_with(base + "/") ? r.key : r.storage.object_key(r.key);
+  if (r.storage.provider == storage_provider::local && in_sidecar_own_area(full))
+    return refuse(refusal_kind::invalid, "invalid storage key: the sidecar's own area");
   auto store = open_store(r.storage, c);
   std::string error;
   if (!store->remove(full, error))

@@ -339,6 +339,8 @@ storage_choice choose_storage(std::string_view json, const config& c) {
     s.base = *base;
   if (provider == "local") {
     std::error_code ec;
+    if (!problem && in_sidecar_own_area(s.base))
+      problem = "invalid storage prefix: " + s.base + " is the sidecar's own";
     if (!problem &&
         (c.local_storage_dir.empty() || !std::filesystem::is_directory(c.local_storage_dir, ec)))
       problem = "storage backend not configured";

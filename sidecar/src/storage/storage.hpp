@@ -57,6 +57,16 @@ struct storage_choice {
 // SANDBOX_LOCAL_STORAGE_DIR is an error, never a silent "no archive".
 storage_choice choose_storage(std::string_view json, const config& c);
 
+// The local store's area of the sidecar's own (dormant sessions' records and archives:
+// sessions/workspace/dormant_records.hpp): no client's storage block or object key reaches
+// it, so no client reads another sandbox's record (its environment) or archive.
+inline constexpr std::string_view sidecar_own_area = "dockgate-dormant";
+inline bool in_sidecar_own_area(std::string_view key) {
+  return key == sidecar_own_area ||
+         (key.starts_with(sidecar_own_area) && key.size() > sidecar_own_area.size() &&
+          key[sidecar_own_area.size()] == '/');
+}
+
 // Whether the sidecar may connect to this S3 endpoint: the providers' public endpoints
 // over https, or one the operator lists in SANDBOX_STORAGE_ENDPOINTS.
 bool storage_endpoint_allowed(std::string_view endpoint, const config& c);

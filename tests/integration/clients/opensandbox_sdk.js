@@ -9,6 +9,9 @@
 //   node opensandbox_sdk.js escapes ID            -> what each escape got
 //   node opensandbox_sdk.js volume IMAGE PATH     -> a host volume's sandbox, or its refusal
 //   node opensandbox_sdk.js entrypoint IMAGE      -> a sandbox running `sleep 12345` (stays)
+//   node opensandbox_sdk.js probe IMAGE           -> a sandbox with /workspace/probe.txt (stays)
+//   node opensandbox_sdk.js info|read ID          -> its state and the Paused ones listed; the
+//                                                    probe read by a command (no resume first)
 // OPEN_SANDBOX_DOMAIN and OPEN_SANDBOX_API_KEY come from the environment, as a user sets them.
 "use strict";
 const { Sandbox, SandboxManager, ConnectionConfig } = require("@alibaba-group/opensandbox");
@@ -110,6 +113,14 @@ async function step(name, id) {
       await back.close();
       return out;
     }
+    if (name === "info") {
+      const manager = SandboxManager.create({ connectionConfig: connectionConfig() });
+      const listed = await manager.listSandboxInfos({ states: ["Paused"] });
+      await manager.close();
+      const items = listed.sandboxInfos || listed.items || [];
+      return { state: (await sbx.getInfo()).status.state, paused: items.map((s) => s.id) };
+    }
+    if (name === "read") return { probe: text(await sbx.commands.run("cat /workspace/probe.txt")) };
     if (name === "kill") {
       await sbx.kill();
       return { killed: true };
@@ -146,6 +157,15 @@ async function entrypoint(image) {
   return out;
 }
 
+// A sandbox with a probe in its workspace, written by a command (the sandbox stays).
+async function probe(image) {
+  const sbx = await Sandbox.create({ connectionConfig: connectionConfig(), image, timeoutSeconds: 900 });
+  const out = { id: sbx.id };
+  out.put_exit = (await sbx.commands.run("echo dormant-$((6 * 7)) > /workspace/probe.txt")).exitCode ?? 0;
+  await sbx.close();
+  return out;
+}
+
 const [name, arg, more] = process.argv.slice(2);
 (name === "create"
   ? create(arg)
@@ -153,7 +173,9 @@ const [name, arg, more] = process.argv.slice(2);
     ? volume(arg, more)
     : name === "entrypoint"
       ? entrypoint(arg)
-      : step(name, arg))
+      : name === "probe"
+        ? probe(arg)
+        : step(name, arg))
   .then((out) => console.log(JSON.stringify(out)))
   .catch((e) => {
     console.log(JSON.stringify({ error: String(e && e.message), ...failure(e) }));

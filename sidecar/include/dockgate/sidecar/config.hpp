@@ -57,6 +57,14 @@ struct config {
   std::int64_t idle_ttl_seconds = 1800;
   std::int64_t idle_ttl_cap_seconds = 86400;
   std::int64_t idle_reaper_sweep_interval = 300;
+  // SANDBOX_DORMANT_AFTER_SECONDS: a paused session unused this long goes dormant (its
+  // workspace archived, its container removed, the session kept: sessions/
+  // session_dormancy.cpp); 0: never. SANDBOX_DORMANT_IDLE: a running one unused this long
+  // too. Its record and, for a session without storage, its archive are kept under
+  // SANDBOX_LOCAL_STORAGE_DIR/dockgate-dormant/: without that directory no session goes
+  // dormant (the sidecar says so at start).
+  std::int64_t dormant_after_seconds = 0;
+  bool dormant_idle = false;
   std::int64_t max_sessions = 16;
   // SANDBOX_WARM_POOL: session containers created and started ahead (0: none). They count
   // against SANDBOX_MAX_SESSIONS. Only in the tmpfs workspace mode (a FUSE workspace is

@@ -54,6 +54,8 @@ http_reply exec(session_core& core, const http_request& r, std::string_view) {
   http_reply reply;
   if (auto refused = parse_cell(r, core.config_of.max_code_bytes, request))
     reply = std::move(*refused);
+  else if (auto asleep = core.registry.wake(request.session_id))  // a dormant one comes back
+    reply = ::dockgate::sidecar::aivory::reply(*asleep);
   else
     reply = answer(core.cells.run(request, events.active() ? &events : nullptr));
   if (!events.active() || (reply.status != 200 && !events.opened())) return reply;

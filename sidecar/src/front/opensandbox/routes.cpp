@@ -143,6 +143,8 @@ http_reply serve_proxy(session_core& core, const http_request& r, const proxy_ta
                  "/v1/sandboxes/{id}/endpoints/{port}) is missing or wrong");
   if (fleet)
     if (auto elsewhere = fleet(r, t.id, false)) return *elsewhere;
+  // A dormant sandbox comes back before the call is served (sessions/session_dormancy.cpp).
+  if (auto refused = core.registry.wake(t.id)) return reply(*refused);
   if (t.port == "44772") return execd::serve(core, r, t.id, t.rest);
   if (t.port == "18080") return egress_api(core, r, t);
   return forward_to_port(core, r, t.id, t.port, t.rest);
