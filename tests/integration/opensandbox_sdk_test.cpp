@@ -69,9 +69,10 @@ TEST_CASE(
 
   // The daemon's record: the gate's hardening, running; the client's metadata as labels,
   // on the container or (a warm container served it) on its claim record.
-  CHECK(inspect(container,
-                "{{.Config.User}} {{.HostConfig.ReadonlyRootfs}} {{.HostConfig.NetworkMode}} "
-                "{{json .HostConfig.CapDrop}} {{.State.Running}} {{json .HostConfig.PortBindings}}") ==
+  CHECK(inspect(
+            container,
+            "{{.Config.User}} {{.HostConfig.ReadonlyRootfs}} {{.HostConfig.NetworkMode}} "
+            "{{json .HostConfig.CapDrop}} {{.State.Running}} {{json .HostConfig.PortBindings}}") ==
         "65534:65534 true none [\"ALL\"] true null\n");
   const std::string team = "{{index .Config.Labels \"sandbox.metadata.team\"}}";
   CHECK(inspect(container, team) + inspect(container + "-claim", team) ==
