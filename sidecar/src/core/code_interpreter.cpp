@@ -71,11 +71,11 @@ void code_interpreter::signal_driver(const session& s, const code_context& c,
                                      const char* sig) const {
   const int pid = c.pid.load();
   if (pid <= 0) return;
-  containers_.run_in(s.container,
-                     {"sh", "-c",
-                      "grep -q dockgate-kernel /proc/$2/cmdline 2>/dev/null && kill -$1 $2", "sh",
-                      sig, std::to_string(pid)},
-                     10s);
+  containers_.run_in(
+      s.container,
+      {"sh", "-c", "grep -q dockgate-kernel /proc/$2/cmdline 2>/dev/null && kill -$1 $2", "sh", sig,
+       std::to_string(pid)},
+      10s);
 }
 
 outcome<std::shared_ptr<code_context>> code_interpreter::start(session& s,
@@ -99,9 +99,9 @@ outcome<code_context_info> code_interpreter::create(const std::string& session_i
                                                     std::string_view language,
                                                     const std::string& cwd) const {
   if (!code_language(language))
-    return refuse(refusal_kind::invalid, "language " + std::string(language) +
-                                             " is not supported (known: " +
-                                             std::string(known_code_languages) + ")");
+    return refuse(refusal_kind::invalid,
+                  "language " + std::string(language) +
+                      " is not supported (known: " + std::string(known_code_languages) + ")");
   if (!cwd.empty() && cwd.front() != '/')
     return refuse(refusal_kind::invalid, "cwd must be an absolute path");
   auto s = session_of(session_id, true);
@@ -253,9 +253,9 @@ outcome<std::vector<code_context_info>> code_interpreter::list(const std::string
   if (!s) return s.error();
   const auto lang = language.empty() ? std::optional<std::string>() : code_language(language);
   if (!language.empty() && !lang)
-    return refuse(refusal_kind::invalid, "language " + std::string(language) +
-                                             " is not supported (known: " +
-                                             std::string(known_code_languages) + ")");
+    return refuse(refusal_kind::invalid,
+                  "language " + std::string(language) +
+                      " is not supported (known: " + std::string(known_code_languages) + ")");
   auto set = contexts_of(*s.value());
   std::lock_guard g(set->m);
   std::vector<code_context_info> out;
@@ -271,9 +271,10 @@ outcome<bool> code_interpreter::remove(const std::string& session_id, const std:
   std::shared_ptr<code_context> gone;
   {
     std::lock_guard g(set->m);
-    auto it = std::find_if(set->all.begin(), set->all.end(),
-                           [&](const auto& c) { return c->id == id; });
-    if (it == set->all.end()) return refuse(refusal_kind::not_found, "context " + id + " not found");
+    auto it =
+        std::find_if(set->all.begin(), set->all.end(), [&](const auto& c) { return c->id == id; });
+    if (it == set->all.end())
+      return refuse(refusal_kind::not_found, "context " + id + " not found");
     gone = *it;
     set->all.erase(it);
     for (auto d = set->defaults.begin(); d != set->defaults.end();)
