@@ -24,7 +24,7 @@
 
 using namespace dockgate::sidecar;
 using namespace std::chrono_literals;
-using namespace dockgate::testing;
+using namespace dockgate::sidecar::testing;
 namespace client = dockgate::client;
 
 namespace {

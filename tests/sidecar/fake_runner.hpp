@@ -18,7 +18,7 @@
 
 #include "dockgate/client/engine.hpp"
 
-namespace dockgate::testing {
+namespace dockgate::sidecar::testing {
 
 inline std::string u32(std::uint32_t n) {
   return {static_cast<char>(n >> 24), static_cast<char>((n >> 16) & 0xff),
@@ -66,7 +66,8 @@ struct fake_runner {
     REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
     fds.push_back(sv[1]);
     threads.emplace_back([this, fd = sv[1]] { serve(fd); });
-    return dockgate::client::exec_stream(dockgate::client::connection::adopt(sv[0]), "", "fake-exec");
+    return dockgate::client::exec_stream(dockgate::client::connection::adopt(sv[0]), "",
+                                         "fake-exec");
   }
 
  private:
@@ -127,4 +128,4 @@ struct fake_runner {
   }
 };
 
-}  // namespace dockgate::testing
+}  // namespace dockgate::sidecar::testing

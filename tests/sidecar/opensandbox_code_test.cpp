@@ -19,7 +19,7 @@
 
 using namespace dockgate;
 using namespace dockgate::sidecar;
-using namespace dockgate::testing;
+using namespace dockgate::sidecar::testing;
 namespace execd = dockgate::sidecar::opensandbox::execd;
 
 namespace {
@@ -101,7 +101,7 @@ std::string masked(const std::string& text) {
 
 std::string context_id(const http_reply& made) {
   std::smatch m;
-  static const std::regex id(R"re(^\{"id":"([0-9a-f]{32})","language":"python"\}$)re");
+  static const std::regex id(R"re(^\{"id":"([0-9a-f]{32})","language":"python3?"\}$)re");
   return std::regex_search(made.body, m, id) ? m[1].str() : "";
 }
 
@@ -116,35 +116,46 @@ TEST_CASE(
   r.driver.answer = [](const fake_runner::request& req) {
     REQUIRE(req.op == 'J');
     REQUIRE(req.lists == std::vector<std::vector<std::string>>{{"print('hi'); 41 + 1; 1/0"}});
-    return answer(frame('O', "hi\n") +
-                      frame('V', R"(2 {"text/plain":"42","text/html":"<b>42</b>"})") +
-                      frame('V', R"(0 {"image/png":"iVBO"})") + frame('E', "careful\n") +
-                      frame('F', R"({"ename":"ZeroDivisionError","evalue":"division by zero",)"
-                                 R"("traceback":["Traceback","ZeroDivisionError: division by zero"]})"),
-                  "1 0 0", "0 0 2");
+    return answer(
+        frame('O', "hi\n") + frame('V', R"(2 {"text/plain":"42","text/html":"<b>42</b>"})") +
+            frame('V', R"(0 {"image/png":"iVBO"})") + frame('E', "careful\n") +
+            frame('F', R"({"ename":"ZeroDivisionError","evalue":"division by zero",)"
+                       R"("traceback":["Traceback","ZeroDivisionError: division by zero"]})"),
+        "1 0 0", "0 0 2");
   };
   auto made = r.call("POST", "/code/context", R"({"language":"python3","cwd":"/workspace"})");
   REQUIRE(made.status == 200);
   const std::string id = context_id(made);
   REQUIRE(!id.empty());
+  CHECK(made.body.ends_with(R"("language":"python3"})"));  // as asked, as execd answers
   // The driver in keep mode (no sweep), in the context's cwd; nothing swept, no top taken.
   REQUIRE(r.attached.size() == 1);
   CHECK(std::vector<std::string>(r.attached[0].end() - 3, r.attached[0].end()) ==
         std::vector<std::string>{"dockgate-kernel", "keep", "/workspace"});
   auto ran = r.call("POST", "/code",
-                    R"({"context":{"id":")" + id + R"(","language":"python"},"code":"print('hi'); 41 + 1; 1/0"})");
+                    R"({"context":{"id":")" + id +
+                        R"(","language":"python"},"code":"print('hi'); 41 + 1; 1/0"})");
   CHECK(ran.status == 200);
   CHECK(ran.content_type == "text/event-stream");
   CHECK(masked(ran.body) ==
-        R"({"type":"init","text":")" + id + R"(","timestamp":0})" "\n\n"
-        R"({"type":"stdout","text":"hi\n","timestamp":0})" "\n\n"
-        R"({"type":"execution_count","execution_count":2,"timestamp":0})" "\n\n"
-        R"({"type":"result","results":{"text":"42","text/html":"<b>42</b>"},"timestamp":0})" "\n\n"
-        R"({"type":"result","results":{"image/png":"iVBO"},"timestamp":0})" "\n\n"
-        R"({"type":"stderr","text":"careful\n","timestamp":0})" "\n\n"
-        R"({"type":"error","error":{"ename":"ZeroDivisionError","evalue":"division by zero",)"
-        R"("traceback":["Traceback","ZeroDivisionError: division by zero"]},"timestamp":0})" "\n\n"
-        R"({"type":"execution_complete","execution_time":0,"timestamp":0})" "\n\n");
+        R"({"type":"init","text":")" + id +
+            R"(","timestamp":0})"
+            "\n\n"
+            R"({"type":"stdout","text":"hi\n","timestamp":0})"
+            "\n\n"
+            R"({"type":"execution_count","execution_count":2,"timestamp":0})"
+            "\n\n"
+            R"({"type":"result","results":{"text":"42","text/html":"<b>42</b>"},"timestamp":0})"
+            "\n\n"
+            R"({"type":"result","results":{"image/png":"iVBO"},"timestamp":0})"
+            "\n\n"
+            R"({"type":"stderr","text":"careful\n","timestamp":0})"
+            "\n\n"
+            R"({"type":"error","error":{"ename":"ZeroDivisionError","evalue":"division by zero",)"
+            R"("traceback":["Traceback","ZeroDivisionError: division by zero"]},"timestamp":0})"
+            "\n\n"
+            R"({"type":"execution_complete","execution_time":0,"timestamp":0})"
+            "\n\n");
   CHECK(r.execs.empty());
   CHECK(r.fake.count("top") == 0);
   // Listed, found, deleted (its driver sent SIGTERM by the PID its hello said), then gone.
@@ -165,12 +176,13 @@ TEST_CASE("execd /code: refusals before any kernel starts, as execd's error bodi
   auto s = r.add();
   auto ruby = r.call("POST", "/code/context", R"({"language":"ruby"})");
   CHECK(ruby.status == 400);
-  CHECK(ruby.body ==
-        R"({"code":"INVALID_REQUEST_BODY","message":"language ruby is not supported (known: python)"})");
+  CHECK(
+      ruby.body ==
+      R"x({"code":"INVALID_REQUEST_BODY","message":"language ruby is not supported (known: python)"})x");
   CHECK(r.call("POST", "/code", R"({"context":{"language":"go"},"code":"1"})").status == 400);
   CHECK(r.call("POST", "/code/context", R"({"cwd":"relative"})").status == 400);
   CHECK(r.call("POST", "/code", R"({"context":{"language":"python"}})").body ==
-        R"({"code":"INVALID_REQUEST_BODY","message":"code is required (a non-empty string)"})");
+        R"x({"code":"INVALID_REQUEST_BODY","message":"code is required (a non-empty string)"})x");
   CHECK(r.call("POST", "/code", R"({"context":"x","code":"1"})").status == 400);
   auto unknown = r.call("POST", "/code", R"({"context":{"id":"feed"},"code":"1"})");
   CHECK(unknown.status == 404);
@@ -194,9 +206,10 @@ TEST_CASE("execd /code: refusals before any kernel starts, as execd's error bodi
   r.driver.hello = frame('H', "dockgate-kernel 1 42 missing");
   auto missing = r.call("POST", "/code/context", R"({"language":"python"})");
   CHECK(missing.status == 500);
-  CHECK(missing.body ==
-        R"({"code":"RUNTIME_ERROR","message":"the sandbox image has no IPython kernel: /code )"
-        R"(needs python3 with the ipykernel and jupyter_client packages (pip install ipykernel)"})");
+  CHECK(
+      missing.body ==
+      R"({"code":"RUNTIME_ERROR","message":"the sandbox image has no IPython kernel: /code )"
+      R"x(needs python3 with the ipykernel and jupyter_client packages (pip install ipykernel)"})x");
   CHECK(r.call("GET", "/code/contexts").body == "[]");
 }
 
@@ -257,14 +270,16 @@ TEST_CASE(
   running.get_future().wait();
   auto busy = r.call("POST", "/code", R"({"context":{"id":")" + id + R"("},"code":"x"})");
   CHECK(busy.status == 409);
-  CHECK(busy.body == R"({"code":"RUNTIME_ERROR","message":"context )" + id + R"( is running a cell"})");
+  CHECK(busy.body ==
+        R"({"code":"RUNTIME_ERROR","message":"context )" + id + R"( is running a cell"})");
   CHECK(r.call("DELETE", "/code", {}, "id=" + id).status == 200);
   auto ended = cell.get();
   CHECK(masked(ended.body).find(R"("ename":"KeyboardInterrupt")") != std::string::npos);
   CHECK(r.signals() == std::vector<std::string>{"USR1 42"});
   // The kernel survived: the next cell runs on the same driver.
-  CHECK(r.call("POST", "/code", R"({"context":{"id":")" + id + R"("},"code":"x"})").body.find("ok") !=
-        std::string::npos);
+  CHECK(
+      r.call("POST", "/code", R"({"context":{"id":")" + id + R"("},"code":"x"})").body.find("ok") !=
+      std::string::npos);
   CHECK(r.attached.size() == 1);
 }
 
@@ -291,16 +306,16 @@ TEST_CASE(
 }
 
 TEST_CASE("kernel keep mode: value and fault frames are parsed strictly", "[sidecar][kernel]") {
-  CHECK(parse_code_value(R"(3 {"text/plain":"42"})") ==
-        code_value{3, {{"text/plain", "42"}}});
+  CHECK(parse_code_value(R"(3 {"text/plain":"42"})") == code_value{3, {{"text/plain", "42"}}});
   CHECK(parse_code_value(R"(0 {})") == code_value{0, {}});
   for (const char* bad : {R"(3{"a":"b"})", R"(03 {"a":"b"})", R"(-1 {"a":"b"})", R"(x {"a":"b"})",
                           R"(1 {"a":1})", R"(1 {"":"b"})", R"(1 ["a"])", R"(1 {"a":"b"} x)", "1 "})
     CHECK_FALSE(parse_code_value(bad));
   CHECK(parse_code_fault(R"({"ename":"E","evalue":"v","traceback":["a","b"]})") ==
         code_fault{"E", "v", {"a", "b"}});
-  for (const char* bad : {R"({"ename":"E","evalue":"v"})", R"({"ename":"E","evalue":"v","traceback":[1]})",
-                          R"({"ename":"E","evalue":"v","traceback":[],"x":1})",
-                          R"({"ename":1,"evalue":"v","traceback":[]})", "[]"})
+  for (const char* bad :
+       {R"({"ename":"E","evalue":"v"})", R"({"ename":"E","evalue":"v","traceback":[1]})",
+        R"({"ename":"E","evalue":"v","traceback":[],"x":1})",
+        R"({"ename":1,"evalue":"v","traceback":[]})", "[]"})
     CHECK_FALSE(parse_code_fault(bad));
 }

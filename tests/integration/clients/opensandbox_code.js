@@ -23,7 +23,8 @@ const text = (execution) => execution.logs.stdout.map((m) => m.text).join("");
 async function codes(sbx) {
   const ep = await sbx.getEndpoint(44772);
   const base = `http://${ep.endpoint}`;
-  const headers = { "OPEN-SANDBOX-API-KEY": process.env.OPEN_SANDBOX_API_KEY, ...(ep.headers || {}) };
+  const key = sbx.connectionConfig?.apiKey ?? process.env.OPEN_SANDBOX_API_KEY;
+  const headers = { ...(key ? { "OPEN-SANDBOX-API-KEY": key } : {}), ...(ep.headers || {}) };
   const call = async (method, path, body) => {
     const res = await fetch(base + path, {
       method,
@@ -181,11 +182,16 @@ async function missing(image) {
   return out;
 }
 
-const [name, arg, more] = process.argv.slice(2);
-const steps = { run: () => run(arg), delete: () => del(arg, more), paused: () => paused(arg), missing: () => missing(arg) };
-steps[name]()
-  .then((out) => console.log(JSON.stringify(out)))
-  .catch((e) => {
-    console.log(JSON.stringify({ error: String(e && e.message), ...failure(e) }));
-    process.exit(1);
-  });
+// scripts/bench-opensandbox.js takes the same client.
+module.exports = { codes };
+
+if (require.main === module) {
+  const [name, arg, more] = process.argv.slice(2);
+  const steps = { run: () => run(arg), delete: () => del(arg, more), paused: () => paused(arg), missing: () => missing(arg) };
+  steps[name]()
+    .then((out) => console.log(JSON.stringify(out)))
+    .catch((e) => {
+      console.log(JSON.stringify({ error: String(e && e.message), ...failure(e) }));
+      process.exit(1);
+    });
+}
