@@ -3,11 +3,18 @@
 // socketpair (fake_runner.hpp): each route's answer byte for byte (timestamps masked), what
 // the sidecar asked the engine (the driver's argv, the signals it sent), its refusals; and
 // the driver's value and fault frames parsed strictly (cells/kernel.hpp).
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
+#include <chrono>
+#include <cstdlib>
 #include <future>
 #include <mutex>
 #include <regex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cells/kernel.hpp"
@@ -318,4 +325,50 @@ TEST_CASE("kernel keep mode: value and fault frames are parsed strictly", "[side
         R"({"ename":"E","evalue":"v","traceback":[],"x":1})",
         R"({"ename":1,"evalue":"v","traceback":[]})", "[]"})
     CHECK_FALSE(parse_code_fault(bad));
+}
+
+TEST_CASE(
+    "execd /code: a context's driver is signalled only while its PID is still a kernel "
+    "driver's (the signal's script on a real sh)",
+    "[execd][code]") {
+  // Two host processes stand in for the container's: one whose command line names the
+  // driver, one the client's own that took a PID a driver had.
+  auto spawn = [](const char* name) {
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      ::execl("/bin/sh", "sh", "-c", "sleep 30; :", name, static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    return pid;
+  };
+  auto alive = [](pid_t pid) {
+    int status = 0;
+    for (int i = 0; i < 100; ++i) {
+      if (::waitpid(pid, &status, WNOHANG) == pid) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return true;
+  };
+  const pid_t driver = spawn("dockgate-kernel"), client = spawn("the-clients-app");
+  for (pid_t pid : {driver, client}) {
+    rig r;
+    r.add();
+    r.driver.hello = frame('H', "dockgate-kernel 1 " + std::to_string(pid) + " ready");
+    // The signal's script as the container's sh would run it, on the host's.
+    r.fake.on_exec = [](const auto&, const client::exec_options& o) {
+      client::exec_result res;
+      res.started = true;
+      std::string cmd = "'" + o.cmd[2] + "'";
+      for (std::size_t i = 3; i < o.cmd.size(); ++i) cmd += " '" + o.cmd[i] + "'";
+      res.exit_code = std::system(("sh -c " + cmd).c_str());
+      return res;
+    };
+    const std::string id = context_id(r.call("POST", "/code/context", "{}"));
+    REQUIRE(!id.empty());
+    CHECK(r.call("DELETE", "/code/contexts/" + id).status == 200);
+  }
+  CHECK_FALSE(alive(driver));  // SIGTERM: its command line named the driver
+  CHECK(alive(client));        // never signalled
+  ::kill(client, SIGKILL);
+  ::waitpid(client, nullptr, 0);
 }
