@@ -3,6 +3,7 @@
 // socketpair (fake_runner.hpp): each route's answer byte for byte (timestamps masked), what
 // the sidecar asked the engine (the driver's argv, the signals it sent), its refusals; and
 // the driver's value and fault frames parsed strictly (cells/kernel.hpp).
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -336,6 +337,9 @@ TEST_CASE(
   auto spawn = [](const char* name) {
     const pid_t pid = ::fork();
     if (pid == 0) {
+      ::setpgid(0, 0);  // its `sleep` goes with it at the end
+      const int null = ::open("/dev/null", O_RDWR);
+      for (int fd : {0, 1, 2}) ::dup2(null, fd);
       ::execl("/bin/sh", "sh", "-c", "sleep 30; :", name, static_cast<char*>(nullptr));
       ::_exit(127);
     }
@@ -369,6 +373,45 @@ TEST_CASE(
   }
   CHECK_FALSE(alive(driver));  // SIGTERM: its command line named the driver
   CHECK(alive(client));        // never signalled
-  ::kill(client, SIGKILL);
+  ::kill(-driver, SIGKILL);
+  ::kill(-client, SIGKILL);
   ::waitpid(client, nullptr, 0);
+}
+
+TEST_CASE("execd /code: a client that stops reading gets its cell interrupted, once",
+          "[execd][code]") {
+  rig r;
+  r.add();
+  std::promise<void> interrupted;
+  auto interrupt_seen = interrupted.get_future().share();
+  r.fake.on_exec = [&, inner = r.fake.on_exec](const auto& c, const client::exec_options& o) {
+    auto res = inner(c, o);
+    if (o.cmd.size() > 4 && o.cmd[4] == "USR1") interrupted.set_value();
+    return res;
+  };
+  r.driver.answer = [&](const fake_runner::request&) {
+    // Output first (the client is found gone when it is written); the cell's end comes
+    // after the interrupt (send_more below).
+    return frame('S', "") + frame('O', "tick\n") + frame('O', "tick\n");
+  };
+  struct gone_client final : reply_stream {
+    bool open(unsigned, std::string_view, const header_fields&) override { return true; }
+    bool write(std::string_view) override { return false; }
+    bool opened() const override { return true; }
+  } gone;
+  const std::string id = context_id(r.call("POST", "/code/context", "{}"));
+  REQUIRE(!id.empty());
+  std::thread finisher([&] {
+    interrupt_seen.wait_for(std::chrono::seconds(5));  // none: the cell ends anyway, unsaid
+    r.driver.send_more(frame('F', R"({"ename":"KeyboardInterrupt","evalue":"","traceback":[]})") +
+                       frame('X', "1 0 0") + frame('K', "0 0 1") + frame('D', ""));
+  });
+  http_request req;
+  req.method = "POST";
+  req.body = R"x({"context":{"id":")x" + id + R"x("},"code":"while True: print('tick')"})x";
+  req.stream = &gone;
+  auto reply = execd::serve(*r.core, req, sbx, "/code");
+  finisher.join();
+  CHECK(reply.streamed);
+  CHECK(r.signals() == std::vector<std::string>{"USR1 42"});
 }
