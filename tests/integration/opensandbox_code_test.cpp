@@ -107,10 +107,16 @@ TEST_CASE(
   CHECK(kernels == 0);
   CHECK(processes_with(container, "python3 -m http.server 8080", true) == 1);
 
-  // A paused sandbox's /code answers 409 at once.
+  // A cell runs in the default context; the pause freezes it without waiting for it, the
+  // paused sandbox's /code answers 409 at once, the kill ends the cell's stream.
   auto paused = client("paused " + id);
   INFO(paused.output << sidecar.log());
   REQUIRE(paused.status == 0);
+  CHECK(field(paused.output, "pause_fast") == "true");
   CHECK(field(paused.output, "code") == "409");
   CHECK(field(paused.output, "fast") == "true");
+  CHECK(field(paused.output, "kill_fast") == "true");
+  CHECK(field(paused.output, "long") == "KernelDied");
+  CHECK(field(paused.output, "long_ended_fast") == "true");
+  CHECK(run(direct() + " inspect " + container + " >/dev/null 2>&1").status != 0);
 }

@@ -159,14 +159,27 @@ async function del(id, ctx) {
   return out;
 }
 
+// Pause and kill while a cell runs: neither waits on it, and the cell's stream ends.
 async function paused(id) {
   const sbx = await Sandbox.connect({ connectionConfig: connectionConfig(), sandboxId: id });
   const c = await codes(sbx);
+  let inited;
+  const init = new Promise((r) => { inited = r; });
+  const long = c.run("import time\ntime.sleep(60)", { language: "python", handlers: { onInit: () => inited() } })
+    .then((e) => (e.error ? e.error.name : e.complete ? "complete" : "cut"), (e) => `failed ${e.status ?? e.message}`);
+  await init;
+  const out = {};
+  let started = Date.now();
   await sbx.pause();
-  const started = Date.now();
-  const out = { code: await c.run("1", { language: "python" }).then(() => "ran", (e) => `${e.status}`) };
+  out.pause_fast = Date.now() - started < 5000;
+  started = Date.now();
+  out.code = await c.run("1", { language: "python" }).then(() => "ran", (e) => `${e.status}`);
   out.fast = Date.now() - started < 5000;
+  started = Date.now();
   await sbx.kill();
+  out.kill_fast = Date.now() - started < 10000;
+  out.long = await long;
+  out.long_ended_fast = Date.now() - started < 15000;
   await sbx.close();
   return out;
 }
