@@ -415,3 +415,19 @@ TEST_CASE("execd /code: a client that stops reading gets its cell interrupted, o
   CHECK(reply.streamed);
   CHECK(r.signals() == std::vector<std::string>{"USR1 42"});
 }
+
+TEST_CASE("execd /code: a sandbox holds at most 32 contexts, the next is refused",
+          "[execd][code]") {
+  rig r;
+  r.add();
+  for (int i = 0; i < 32; ++i) REQUIRE(r.call("POST", "/code/context", "{}").status == 200);
+  auto refused = r.call("POST", "/code/context", "{}");
+  CHECK(refused.status == 429);
+  CHECK(
+      refused.body ==
+      R"({"code":"RUNTIME_ERROR","message":"the sandbox holds 32 contexts, the most it may: delete one first"})");
+  CHECK(r.attached.size() == 32);  // no driver started for it
+  const std::string first = r.call("GET", "/code/contexts").body.substr(8, 32);
+  CHECK(r.call("DELETE", "/code/contexts/" + first).status == 200);
+  CHECK(r.call("POST", "/code/context", "{}").status == 200);
+}

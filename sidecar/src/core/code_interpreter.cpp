@@ -38,6 +38,9 @@ using namespace std::chrono_literals;
 namespace {
 
 constexpr auto driver_start = 90s;
+// Contexts a sandbox may hold at once: each is a kernel in its container and a held exec
+// (a socket) of the sidecar's, so a client cannot make the sidecar hold sockets without end.
+constexpr std::size_t max_contexts = 32;
 // A cell has no timeout of its own (execd's have none): the hard deadline only frees the
 // request of a driver that neither answers nor ends.
 constexpr auto cell_patience = 24h;
@@ -81,6 +84,15 @@ void code_interpreter::signal_driver(const session& s, const code_context& c,
 outcome<std::shared_ptr<code_context>> code_interpreter::start(session& s,
                                                                std::string_view language,
                                                                const std::string& cwd) const {
+  auto set = contexts_of(s);
+  const auto too_many = [&] {
+    return refuse(refusal_kind::busy, "the sandbox holds " + std::to_string(max_contexts) +
+                                          " contexts, the most it may: delete one first");
+  };
+  {
+    std::lock_guard g(set->m);
+    if (set->all.size() >= max_contexts) return too_many();
+  }
   auto c = std::make_shared<code_context>();
   c->id = random_hex(16);
   c->language = std::string(language);
@@ -89,8 +101,12 @@ outcome<std::shared_ptr<code_context>> code_interpreter::start(session& s,
   c->driver = start_kernel_driver(engine_, s.container, driver_start, &why, cwd);
   if (!c->driver) return refuse(refusal_kind::failed, why);
   c->pid = c->driver->pid();
-  auto set = contexts_of(s);
   std::lock_guard g(set->m);
+  if (set->all.size() >= max_contexts) {  // others were made while this one started
+    signal_driver(s, *c, "TERM");
+    c->driver->close();
+    return too_many();
+  }
   set->all.push_back(c);
   return c;
 }
