@@ -99,6 +99,8 @@ outcome<std::shared_ptr<code_context>> code_interpreter::start(session& s,
   c->cwd = cwd;
   std::string why;
   c->driver = start_kernel_driver(engine_, s.container, driver_start, &why, cwd);
+  if (!c->driver && !cwd.empty())
+    why += " (the kernel starts in cwd " + cwd + ": a directory the sandbox's user may enter?)";
   if (!c->driver) return refuse(refusal_kind::failed, why);
   c->pid = c->driver->pid();
   std::lock_guard g(set->m);
