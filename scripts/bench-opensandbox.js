@@ -3,9 +3,16 @@
 // OpenSandbox front, timed inside this process with performance.now() so node's start-up
 // and the SDK's loading are not in the figures:
 //
-//   node bench-opensandbox.js PORT IMAGE KEY HEAVY_COMMAND
+//   node bench-opensandbox.js PORT IMAGE KEY HEAVY_COMMAND [CELL]
 //     -> {"create_ms":…, "first_ms":…, "heavy_ms":…, "heavy_exit":…, "first":"1\n",
-//         "phases": {"client_ms":…, "post_ms":…, "endpoints_ms":…, "ready_ms":…, "pings":…}}
+//         "phases": {"client_ms":…, "post_ms":…, "endpoints_ms":…, "ready_ms":…, "pings":…},
+//         "context_ms":…, "cell_ms":…, "cell_warm":"False", "cell_error":null}
+//
+// CELL given: after the heavy command, a /code context (POST /code/context, the
+// code-interpreter SDK's request: tests/integration/clients/opensandbox_code.js) and its
+// first cell, "import sys; _w = 'pandas' in sys.modules" then CELL then "_w": context_ms the
+// context's creation (its kernel started), cell_ms that first cell, cell_warm whether the
+// kernel had pandas imported before the cell asked for it.
 //
 // create_ms: Sandbox.create with useServerProxy and the SDK's default body (it waits for
 // both endpoint GETs and execd's /ping); first_ms: from before Sandbox.create to the first
@@ -48,7 +55,7 @@ function phases(t0, t1) {
 }
 
 async function main() {
-  const [port, image, key, heavy] = process.argv.slice(2);
+  const [port, image, key, heavy, cell] = process.argv.slice(2);
   const config = () =>
     new ConnectionConfig({
       domain: `127.0.0.1:${port}`,
@@ -71,9 +78,7 @@ async function main() {
   const t2 = performance.now();
   const heavyRun = await sbx.commands.run(heavy);
   const t3 = performance.now();
-  await sbx.kill();
-  await sbx.close();
-  return {
+  const figures = {
     create_ms: t1 - t0,
     first_ms: t2 - t0,
     heavy_ms: t3 - t2,
@@ -81,6 +86,22 @@ async function main() {
     first: text(first),
     phases: phases(t0, t1),
   };
+  if (cell) {
+    const { codes } = require("../tests/integration/clients/opensandbox_code.js");
+    const c = await codes(sbx);
+    const t4 = performance.now();
+    const context = await c.createContext("python");
+    const t5 = performance.now();
+    const ran = await c.run(`import sys\n_w = 'pandas' in sys.modules\n${cell}\n_w`, { context });
+    const t6 = performance.now();
+    figures.context_ms = t5 - t4;
+    figures.cell_ms = t6 - t5;
+    figures.cell_warm = ran.result.map((r) => r.text).join("");
+    figures.cell_error = ran.error ? `${ran.error.name}: ${ran.error.value}` : null;
+  }
+  await sbx.kill();
+  await sbx.close();
+  return figures;
 }
 
 main().then(

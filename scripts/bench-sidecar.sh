@@ -14,8 +14,12 @@
 #   timed inside it): Sandbox.create (server proxy, the SDK's default body) -> the first
 #   commands.run("echo 1") output, on a pool hit and a miss, vs `docker run -d` + `docker
 #   exec sh -c 'echo 1'`; then `python3 -c 'import pandas'` through commands.run (the image
-#   lacking pandas: the stdlib imports, said in the row) vs `docker exec` of the same — not
-#   a /code cell: /code is not served yet (501). Skipped, and said, where node or the SDK
+#   lacking pandas: the stdlib imports, said in the row) vs `docker exec` of the same; then
+#   the first `import pandas` cell through /code (a context made, its kernel started, and
+#   the cell) vs `docker exec python3 -c 'import pandas'`, and whether that kernel had pandas
+#   already (it has not: a context's kernel starts with it; the warm pool holds containers,
+#   not kernels). The /code rows need ipykernel in the image (the full one): skipped, and
+#   said, without it (the smoke's small image). Skipped, and said, where node or the SDK
 #   is missing (DOCKGATE_NODE_PATH, else scripts/node-clients.sh's cache); where
 #   DOCKGATE_NODE_PATH is set (CI) a missing SDK is an error;
 # - scale: SCALE sessions each running one cell at once: cells/s, p50 and p99, the
@@ -176,17 +180,23 @@ stack = subprocess.run(["docker", "-H", engine, "run", "--rm", "--network", "non
                         "python3", "-c", "import pandas, matplotlib"], capture_output=True).returncode == 0
 os_heavy_code = "import pandas" if stack else "import json, decimal, asyncio, email.mime.multipart"
 os_heavy_command = f"python3 -c '{os_heavy_code}'"
+# /code needs an IPython kernel in the image (the full image has one, the small one not).
+kernel = subprocess.run(["docker", "-H", engine, "run", "--rm", "--network", "none", "--user", "1000:1000", image,
+                         "python3", "-c", "import ipykernel, jupyter_client"], capture_output=True).returncode == 0
 
 
 def os_first(port):
     """One node process: the SDK's Sandbox.create -> first commands.run output, then the
     heavy command; the figures (seconds) as timed inside it."""
-    out = subprocess.run(["node", "scripts/bench-opensandbox.js", port, image, "bench", os_heavy_command],
+    out = subprocess.run(["node", "scripts/bench-opensandbox.js", port, image, "bench", os_heavy_command,
+                          os_heavy_code if kernel else ""],
                          env={**os.environ, "NODE_PATH": os_node}, check=True, capture_output=True, text=True,
                          timeout=300).stdout
     figures = json.loads(out)
     assert figures["first"] == "1\n" and figures["heavy_exit"] == 0, figures
-    return figures["create_ms"] / 1000, figures["first_ms"] / 1000, figures["heavy_ms"] / 1000, figures["phases"]
+    assert not kernel or figures["cell_error"] is None, figures
+    return (figures["create_ms"] / 1000, figures["first_ms"] / 1000, figures["heavy_ms"] / 1000, figures["phases"],
+            figures.get("context_ms", 0) / 1000, figures.get("cell_ms", 0) / 1000, figures.get("cell_warm"))
 
 
 def plain_os_first(name):
@@ -323,7 +333,21 @@ else:
     heavy = "'import pandas'" if stack else "stdlib imports"
     row(f"  python3 -c {heavy}, hit", ms(col(os_hit, 2)), ms(col(os_plain, 2)))
     row(f"  python3 -c {heavy}, miss", ms(col(os_miss, 2)), ms(col(os_plain, 2)))
-    print("  (python3 -c by commands.run vs docker exec, not a /code cell: /code is not served yet, 501)")
+    print("  (python3 -c by commands.run vs docker exec)")
+    if kernel:
+        # Sandbox.create, then a context and its first cell, vs docker run + docker exec.
+        code_first = lambda xs: [x[0] + x[4] + x[5] for x in xs]
+        plain_code = [x[0] + x[2] for x in os_plain]
+        row(f"  create -> first {heavy} cell (/code), hit", ms(code_first(os_hit)), ms(plain_code))
+        row(f"  create -> first {heavy} cell (/code), miss", ms(code_first(os_miss)), ms(plain_code))
+        print(f"{'    of which POST /code/context, hit':40}{ms(col(os_hit, 4)):10.0f}   (the kernel's start; "
+              f"miss {ms(col(os_miss, 4)):.0f})")
+        row(f"    of which the {heavy} cell, hit", ms(col(os_hit, 5)), ms(col(os_plain, 2)))
+        warm = sorted({x[6] for x in os_hit + os_miss})
+        print(f"  (the first cell's kernel had pandas imported already: {', '.join(warm)}; the plain "
+              f"column: docker run -d, then docker exec python3 -c)")
+    else:
+        print("  /code rows skipped: the image has no IPython kernel (RUNTIME=full has one)")
     for name, runs in (("hit", os_hit), ("miss", os_miss)):
         phase = lambda k: statistics.median(x[3][k] for x in runs)
         print(f"  Sandbox.create, {name}: SDK before its POST {phase('client_ms'):.0f}, POST /v1/sandboxes "

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Node.js clients for the client-compatibility tests, from the npm registry, cached:
 # Docker's (dockerode, testcontainers) and OpenSandbox's own SDK (@alibaba-group/opensandbox,
-# for the sidecar's OpenSandbox front; it needs Node.js 20).
+# for the sidecar's OpenSandbox front; it needs Node.js 20). OpenSandbox's code-interpreter
+# SDK (@alibaba-group/opensandbox-code-interpreter) is not on the npm registry (404 for every
+# version, 2026-12-07): tests/integration/clients/opensandbox_code.js makes its requests
+# over this SDK instead.
 #
 #   scripts/node-clients.sh DIR   install (cached), write DIR/env with DOCKGATE_NODE_PATH
 set -euo pipefail

@@ -30,6 +30,16 @@
 # or "missing" when jupyter_client/ipykernel cannot be imported, or "failed" when the kernel
 # did not come up), then per request S, O/E, X ("<exit> <stdout dropped> <stderr dropped>"),
 # K ("<restarted 0|1> <died 0|1> <execution count>"), L (the listing, as the runner's), D.
+#
+# Keep mode (`... dockgate-kernel keep <cwd>`): an OpenSandbox /code context (docs/design.md,
+# "The OpenSandbox front"; core/code_interpreter.cpp). The sandbox keeps its processes between
+# commands, so this mode never sweeps: only op J is served, lists [[code]], no timeout of its
+# own (execd's cells have none: an interrupt ends one). Its answer: S, O/E as the kernel
+# streams, V ("<execution count> <JSON object: MIME type -> string>", a result; count 0 for
+# display_data) and F (JSON {ename, evalue, traceback[]}, an error) in the order the kernel
+# sent them, X, K, D (no listing). SIGUSR1 interrupts the running cell (the kernel gets
+# jupyter's interrupt); SIGTERM, or the end of the request stream, shuts the kernel down
+# before the driver exits, so a deleted context leaves no kernel behind.
 import ctypes
 import sys
 
@@ -37,6 +47,7 @@ if ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0) != 0:  # PR_SET_DUMPAB
     sys.exit(3)
 
 import base64  # noqa: E402
+import json  # noqa: E402
 import os  # noqa: E402
 import queue  # noqa: E402
 import re  # noqa: E402
@@ -48,15 +59,23 @@ import tempfile  # noqa: E402
 import time  # noqa: E402
 
 ANSI = re.compile(rb"\x1b\[[0-9;?]*[ -/]*[@-~]")
+ANSI_TEXT = re.compile(ANSI.pattern.decode())
 IMAGES = (("image/png", ".png", True), ("image/jpeg", ".jpg", True), ("image/svg+xml", ".svg", False))
+
+
+# Set by SIGUSR1 (keep mode): the running cell is to be interrupted.
+INTERRUPT = [False]
+# The largest V or F payload sent: the sidecar reads frames of at most 1 MiB (runner.hpp).
+MAX_VALUE = 1000000
 
 
 def main():
     channel = Channel()  # protocol.py
     send = channel.send
     hello = b"dockgate-kernel 1 %d " % os.getpid()
+    keep = len(sys.argv) >= 4 and sys.argv[2] == "keep"
     try:
-        kernel = Kernel()
+        kernel = Kernel(os.path.abspath(sys.argv[3]) if keep else "/workspace")
     except ImportError:
         send(b"H", hello + b"missing")
         return
@@ -64,6 +83,9 @@ def main():
         send(b"H", hello + b"failed")
         return
     send(b"H", hello + b"ready")
+    if keep:
+        serve_kept(channel, kernel)
+        return
     while True:
         op, cap, lists = channel.request()
         if op == b"K" and len(lists) == 3 and len(lists[0]) == 1 and len(lists[1]) == 2 and len(lists[2]) == 1:
@@ -73,14 +95,15 @@ def main():
 
 
 class Kernel:
-    def __init__(self):
+    def __init__(self, cwd):
         from jupyter_client.manager import KernelManager
 
         import ipykernel  # noqa: F401 (missing: the image lacks python3-ipykernel)
 
         # The cell's environment, as a plain cell's shell gives it, but figures shown inline
         # (display_data) rather than on Agg: matplotlib-inline, which ipykernel brings.
-        os.environ["PWD"] = "/workspace"
+        self.cwd = cwd
+        os.environ["PWD"] = cwd
         os.environ["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
         self.dir = tempfile.mkdtemp(prefix="dockgate-kernel-", dir="/tmp")  # 0700
         self.km = KernelManager(kernel_name="python3", transport="ipc", ip=os.path.join(self.dir, "kernel"),
@@ -88,7 +111,7 @@ class Kernel:
         self.count = 0
         self.kc = None
         self.km.start_kernel(stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                             cwd="/workspace")
+                             cwd=self.cwd)
         self.connect()
 
     def pid(self):
@@ -106,10 +129,10 @@ class Kernel:
         try:
             if self.km.has_kernel:
                 self.km.restart_kernel(now=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                       stderr=subprocess.DEVNULL, cwd="/workspace")
+                                       stderr=subprocess.DEVNULL, cwd=self.cwd)
             else:
                 self.km.start_kernel(stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.DEVNULL, cwd="/workspace")
+                                     stderr=subprocess.DEVNULL, cwd=self.cwd)
             self.connect()
             self.count = 0
             return True
@@ -186,32 +209,126 @@ class Kernel:
                     output.add(b"E", ANSI.sub(b"", text) + b"\n")
             if interrupted_at is not None:
                 exit_code = 124  # as timeout(1) reports it: the sidecar's timeout message
-            if idle:
-                # This cell's reply, not the first on the shell channel: wait_for_ready sends a
-                # kernel_info_request each second the kernel has not answered (a slow start)
-                # and every one is answered, and an earlier cell's reply may be late; a reply
-                # that is not this cell's says nothing of it.
-                reply_by = time.monotonic() + 5
-                while True:
-                    try:
-                        reply = self.kc.get_shell_msg(timeout=max(0.0, reply_by - time.monotonic()))
-                    except queue.Empty:
-                        break
-                    if (reply.get("msg_type") != "execute_reply"
-                            or reply.get("parent_header", {}).get("msg_id") != msg_id):
-                        if time.monotonic() >= reply_by:
-                            break  # a cell that keeps the channel busy does not keep its answer
-                        continue
-                    if reply.get("content", {}).get("status") == "error" and exit_code == 0:
-                        exit_code = 1
-                    self.count = reply.get("content", {}).get("execution_count") or self.count
-                    break
+            if idle and self.reply_failed(msg_id) and exit_code == 0:
+                exit_code = 1
         output.exit(exit_code)
         send(b"K", b"%d %d %d" % (int(restarted), int(died), self.count))
         # A kernel found dead was reaped (is_alive polls it): its PID may be another's now,
         # and is spared no more.
         kill_sweep(self.pid() if not died and self.km.is_alive() else None)
         send_report(send, cell_report(oom_before, before, outputs))
+
+
+    # Whether this cell's execute_reply says it failed (its execution count taken). This
+    # cell's reply, not the first on the shell channel: wait_for_ready sends a
+    # kernel_info_request each second the kernel has not answered (a slow start) and every
+    # one is answered, and an earlier cell's reply may be late; a reply that is not this
+    # cell's says nothing of it.
+    def reply_failed(self, msg_id):
+        reply_by = time.monotonic() + 5
+        while True:
+            try:
+                reply = self.kc.get_shell_msg(timeout=max(0.0, reply_by - time.monotonic()))
+            except queue.Empty:
+                return False
+            if (reply.get("msg_type") != "execute_reply"
+                    or reply.get("parent_header", {}).get("msg_id") != msg_id):
+                if time.monotonic() >= reply_by:
+                    return False  # a cell that keeps the channel busy does not keep its answer
+                continue
+            self.count = reply.get("content", {}).get("execution_count") or self.count
+            return reply.get("content", {}).get("status") == "error"
+
+    # Keep mode's cell (op J): run to its end or its interrupt, its results and errors as
+    # the kernel gave them; nothing swept after it.
+    def kept_cell(self, code, cap, send):
+        restarted = False
+        if not self.km.is_alive():
+            restarted = self.restart()  # the last cell's kernel died: its state is gone
+        send(b"S")
+        output = Output(send, cap)
+        exit_code, died = 0, not self.km.is_alive()
+        if not died:
+            msg_id = self.kc.execute(code.decode("utf-8", "replace"), allow_stdin=False)
+            idle = False
+            while not idle:
+                if INTERRUPT[0]:
+                    INTERRUPT[0] = False
+                    try:
+                        self.km.interrupt_kernel()
+                    except Exception:  # noqa: BLE001
+                        pass
+                try:
+                    msg = self.kc.get_iopub_msg(timeout=0.05)
+                except queue.Empty:
+                    if not self.km.is_alive():
+                        died = True
+                        break
+                    continue
+                if msg.get("parent_header", {}).get("msg_id") != msg_id:
+                    continue
+                kind, content = msg.get("msg_type"), msg.get("content", {})
+                if kind == "status" and content.get("execution_state") == "idle":
+                    idle = True
+                elif kind == "execute_input":
+                    self.count = content.get("execution_count") or self.count
+                elif kind == "stream":
+                    output.add(b"E" if content.get("name") == "stderr" else b"O", content.get("text", "").encode())
+                elif kind in ("execute_result", "display_data"):
+                    count = (content.get("execution_count") or 0) if kind == "execute_result" else 0
+                    send(b"V", b"%d " % count + value_json(content.get("data", {})))
+                elif kind == "error":
+                    exit_code = 1
+                    send(b"F", error_json(content))
+            if idle and self.reply_failed(msg_id) and exit_code == 0:
+                exit_code = 1
+        output.exit(exit_code)
+        send(b"K", b"%d %d %d" % (int(restarted), int(died), self.count))
+        send(b"D")
+
+    def shutdown(self):
+        try:
+            self.km.shutdown_kernel(now=True)
+        except Exception:  # noqa: BLE001
+            pass
+
+
+# A result's MIME bundle as one JSON object of strings (a non-string value, as JSON text),
+# cut to text/plain alone when it would not fit a frame.
+def value_json(data):
+    bundle = {str(k): v if isinstance(v, str) else json.dumps(v) for k, v in dict(data).items()}
+    out = json.dumps(bundle).encode()
+    if len(out) > MAX_VALUE:
+        out = json.dumps({"text/plain": bundle.get("text/plain", "")[:MAX_VALUE // 8]}).encode()
+    return out
+
+
+def error_json(content):
+    tb = [ANSI_TEXT.sub("", str(line)) for line in content.get("traceback", [])]
+    err = {"ename": str(content.get("ename", "")), "evalue": str(content.get("evalue", "")), "traceback": tb}
+    out = json.dumps(err).encode()
+    while len(out) > MAX_VALUE and err["traceback"]:
+        err["traceback"].pop(0)
+        out = json.dumps(err).encode()
+    return out if len(out) <= MAX_VALUE else json.dumps({"ename": err["ename"][:1000], "evalue": "",
+                                                          "traceback": []}).encode()
+
+
+# Keep mode's loop: cells until the sidecar ends the stream (protocol.py exits at EOF) or
+# SIGTERM; the kernel is shut down either way.
+def serve_kept(channel, kernel):
+    signal.signal(signal.SIGUSR1, lambda *_: INTERRUPT.__setitem__(0, True))
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    try:
+        while True:
+            op, cap, lists = channel.request()
+            INTERRUPT[0] = False  # an interrupt between cells ends nothing
+            if op == b"J" and len(lists) == 1 and len(lists[0]) == 1:
+                kernel.kept_cell(lists[0][0], cap, channel.send)
+            else:
+                sys.exit(4)
+    finally:
+        kernel.shutdown()
 
 
 def save(outputs, stem, ext, raw):

@@ -130,10 +130,10 @@ TEST_CASE("execd: GET /ping is 200 and empty, what is not served is 501 NOT_SUPP
   CHECK(ping.status == 200);
   CHECK(ping.body.empty());
   CHECK(header(ping, "X-Request-ID") == "req-1");
-  auto code = r.call("POST", "/code", "{}");
-  CHECK(code.status == 501);
-  CHECK(code.body ==
-        R"({"code":"NOT_SUPPORTED","message":"POST /code is not served by dockgate-sidecar yet"})");
+  auto pty = r.call("POST", "/pty", "{}");
+  CHECK(pty.status == 501);
+  CHECK(pty.body ==
+        R"({"code":"NOT_SUPPORTED","message":"POST /pty is not served by dockgate-sidecar yet"})");
   CHECK(r.call("GET", "/pty").status == 501);
   CHECK(r.call("DELETE", "/ping").status == 501);
   CHECK(r.fake.count("exec") == 0);

@@ -14,6 +14,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "cells/runner.hpp"
 
@@ -52,9 +54,36 @@ std::string kernel_cell_request(std::string_view code, std::int64_t timeout_ms,
 
 // The driver started in `container` as the session user; it answers once its kernel is
 // ready. nullptr with `error` set (the image's missing packages named when that is why).
+// `keep_cwd` set: the driver's keep mode (an OpenSandbox /code context: it never sweeps, its
+// kernel starts in that directory, "" the container's own), its errors in OpenSandbox's words.
 std::shared_ptr<cell_runner> start_kernel_driver(const container_engine& engine,
                                                  const std::string& container,
                                                  std::chrono::milliseconds timeout,
-                                                 std::string* error);
+                                                 std::string* error,
+                                                 const std::optional<std::string>& keep_cwd = {});
+
+// Keep mode (OpenSandbox's /code contexts): a cell's request, its code only (no timeout: an
+// interrupt ends it, as execd's cells), answered with value and fault frames beside the
+// output (runner.hpp run_request's `structured`), no listing.
+std::string kernel_code_request(std::string_view code, std::uint32_t cap);
+
+// A value frame: "<execution count> <JSON object of MIME type -> string>" (count 0: a
+// display, not a cell's result). Parsed strictly: a plain decimal, one space, an object
+// whose keys are non-empty and whose values are all strings; nullopt for anything else.
+struct code_value {
+  std::int64_t execution_count = 0;
+  std::vector<std::pair<std::string, std::string>> data;  // in the driver's order
+  bool operator==(const code_value&) const = default;
+};
+std::optional<code_value> parse_code_value(std::string_view payload);
+
+// A fault frame: the JSON object {"ename": string, "evalue": string, "traceback": [string]},
+// those three keys and nothing else; nullopt for anything else.
+struct code_fault {
+  std::string ename, evalue;
+  std::vector<std::string> traceback;
+  bool operator==(const code_fault&) const = default;
+};
+std::optional<code_fault> parse_code_fault(std::string_view payload);
 
 }  // namespace dockgate::sidecar

@@ -58,6 +58,12 @@ std::optional<runner_frames::frame> runner_frames::next() {
     case 'K':
       type = kind::status;
       break;
+    case 'V':
+      type = kind::value;
+      break;
+    case 'F':
+      type = kind::fault;
+      break;
     default:
       failed_ = true;
       return std::nullopt;
@@ -257,7 +263,7 @@ std::vector<std::string_view> views(const std::vector<std::string>& v) {
 
 cell_runner::run_result cell_runner::exchange(
     const std::string& request, std::size_t cap, const patience& wait,
-    const std::function<void(int, std::string_view)>& on_output) {
+    const std::function<void(int, std::string_view)>& on_output, bool structured) {
   run_result r;
   if (!stream_) {
     r.why = "runner closed";
@@ -283,6 +289,7 @@ cell_runner::run_result cell_runner::exchange(
   if (ack->type != runner_frames::kind::started || !ack->payload.empty())
     return fail(outcome::lost, "unexpected frame");
   r.result.started = true;
+  std::size_t values_kept = 0;
   for (;;) {
     auto f = next(w, why, timed_out, r.found);
     if (!f) {
@@ -298,6 +305,16 @@ cell_runner::run_result cell_runner::exchange(
       (is_err ? r.result.stderr_dropped : r.result.stdout_dropped) += f->payload.size() - keep;
       if (keep && on_output)
         on_output(is_err ? 2 : 1, std::string_view(f->payload).substr(0, keep));
+      continue;
+    }
+    if (structured &&
+        (f->type == runner_frames::kind::value || f->type == runner_frames::kind::fault)) {
+      // A result or an error of a kept kernel's cell: whole frames (each under
+      // max_runner_frame), at most `cap` bytes of them all; the rest dropped.
+      const bool keep = values_kept + f->payload.size() <= cap;
+      if (keep) values_kept += f->payload.size();
+      if (keep && on_output)
+        on_output(f->type == runner_frames::kind::value ? output_value : output_fault, f->payload);
       continue;
     }
     if (f->type != runner_frames::kind::exit) return fail(outcome::lost, "unexpected frame");
@@ -333,10 +350,10 @@ cell_runner::cell_result cell_runner::run_cell(
 cell_runner::cell_result cell_runner::run_request(
     const std::string& request, std::size_t cap, const patience& wait,
     const std::function<void(int, std::string_view)>& on_output, std::size_t listing_cap,
-    const patience& cleanup, std::string* status) {
+    const patience& cleanup, std::string* status, bool structured) {
   cell_result out;
   if (status) status->clear();
-  out.run = exchange(request, cap, wait, on_output);
+  out.run = exchange(request, cap, wait, on_output, structured);
   out.exited = client::clock_type::now();
   if (out.run.state != outcome::done) return out;
   waiting w = from_now(cleanup);

@@ -39,8 +39,9 @@ inline constexpr std::size_t runner_frame_header = 5;
 // The runner's answer stream, cut into frames (no I/O: unit-tested).
 class runner_frames {
  public:
-  // status: the kernel driver's (kernel.hpp), never the runner's.
-  enum class kind { hello, started, out, err, exit, listing, done, status };
+  // status, value, fault: the kernel driver's (kernel.hpp), never the runner's; value and
+  // fault only in a kept kernel's answer (run_request's `structured`).
+  enum class kind { hello, started, out, err, exit, listing, done, status, value, fault };
   struct frame {
     kind type;
     std::string payload;
@@ -159,9 +160,15 @@ class cell_runner {
   // as run(), then the clean-up's listing as run_cell()), with at most one status frame
   // between the exit and the listing, its payload left in *status ("" if none came); status
   // null: none is taken (a cell runner's, run_cell).
+  // `structured`: a kept kernel's cell (kernel.hpp kernel_code_request): its value and
+  // fault frames come between the started and the exit frame, each whole to `on_output`
+  // as stream output_value or output_fault (at most `cap` bytes of them in all); anywhere
+  // else, and in any other answer, they are faults.
+  static constexpr int output_value = 3, output_fault = 4;
   cell_result run_request(const std::string& request, std::size_t cap, const patience& wait,
                           const std::function<void(int, std::string_view)>& on_output,
-                          std::size_t listing_cap, const patience& cleanup, std::string* status);
+                          std::size_t listing_cap, const patience& cleanup, std::string* status,
+                          bool structured = false);
   bool usable() const { return stream_.has_value(); }
   // Open, and nothing came from the runner since its last answer, not even EOF (asked
   // without waiting; false whenever unsure, e.g. over TLS). The runner is a process of its
@@ -192,7 +199,8 @@ class cell_runner {
   waiting from_now(patience&&) const = delete;
   // Sends a request and reads its answer up to the exit frame.
   run_result exchange(const std::string& request, std::size_t cap, const patience& wait,
-                      const std::function<void(int, std::string_view)>& on_output);
+                      const std::function<void(int, std::string_view)>& on_output,
+                      bool structured = false);
 
   std::optional<client::exec_stream> stream_;
   runner_frames frames_;

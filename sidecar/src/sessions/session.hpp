@@ -18,7 +18,8 @@
 
 namespace dockgate::sidecar {
 
-class cell_runner;  // runner.hpp
+class cell_runner;     // runner.hpp
+struct code_contexts;  // core/code_interpreter.hpp
 
 struct session {
   std::string id;
@@ -82,6 +83,10 @@ struct session {
   mutable std::mutex facts_mutex;
   std::map<std::string, std::string> metadata;
   std::optional<std::chrono::system_clock::time_point> expires_at;
+  // Its OpenSandbox code contexts (core/code_interpreter.hpp), made at the first /code call,
+  // under `facts_mutex` (never `lock`: a cell of a context runs beside the commands). They
+  // end with the session: the container's removal ends their drivers.
+  std::shared_ptr<code_contexts> code;
   // Frozen (the engine paused its container): set under `lock`.
   std::atomic<bool> paused{false};
   // Dormant (session_dormancy.cpp): its workspace archived, its container removed, its

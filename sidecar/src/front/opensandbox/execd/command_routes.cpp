@@ -73,39 +73,22 @@ parsed_command parse_command(const std::string& body, const std::string& sandbox
   return p;
 }
 
-// The stream's writer: through http_request::stream when the server gives one, else
-// collected into the reply's body.
+// A command's events on execd's stream.
 class event_sink final : public command_events {
  public:
-  event_sink(const http_request& r) : r_(r), request_id_(request_id_of(r)) {}
-  void started(const std::string& id) override {
-    if (r_.stream) r_.stream->open(200, "text/event-stream", {{"X-Request-ID", request_id_}});
-    write(event_text("init", id, unix_ms()));
-  }
+  explicit event_sink(const http_request& r) : out_(r) {}
+  void started(const std::string& id) override { write(event_text("init", id, unix_ms())); }
   void output(int stream, std::string_view data) override {
     write(event_text(stream == 2 ? "stderr" : "stdout", data, unix_ms()));
   }
   // execd's keep-alive: a `ping` event ("pong") every 3 s of silence after init.
   void idle() override { write(event_text("ping", "pong", unix_ms())); }
-  bool listening() const override { return listening_; }
-  void write(const std::string& event) {
-    if (r_.stream)
-      listening_ = r_.stream->write(event) && listening_;
-    else
-      body_ += event;
-  }
-  http_reply end() {
-    http_reply reply(200, std::move(body_), r_.stream != nullptr);
-    reply.content_type = "text/event-stream";
-    reply.headers.push_back({"X-Request-ID", request_id_});
-    return reply;
-  }
+  bool listening() const override { return out_.listening(); }
+  void write(const std::string& event) { out_.write(event); }
+  http_reply end() { return out_.end(); }
 
  private:
-  const http_request& r_;
-  std::string request_id_;
-  std::string body_;
-  bool listening_ = true;
+  event_stream out_;
 };
 
 http_reply finish(event_sink& sink, const command_finished& done);

@@ -58,12 +58,57 @@ std::string event_complete(std::int64_t execution_ms, std::int64_t ts) {
          ",\"timestamp\":" + std::to_string(ts) + "}\n\n";
 }
 
-std::string event_error(std::string_view ename, std::string_view evalue, std::int64_t ts) {
+std::string event_error(std::string_view ename, std::string_view evalue, std::int64_t ts,
+                        const std::vector<std::string>& traceback) {
   std::string e = "{\"type\":\"error\",\"error\":{\"ename\":";
-  client::append_json_string(e, ename);
+  client::append_json_string(e, valid_utf8(ename));
   e += ",\"evalue\":";
   client::append_json_string(e, valid_utf8(evalue));
-  return e + ",\"traceback\":[]},\"timestamp\":" + std::to_string(ts) + "}\n\n";
+  e += ",\"traceback\":[";
+  for (std::size_t i = 0; i < traceback.size(); ++i) {
+    if (i) e += ',';
+    client::append_json_string(e, valid_utf8(traceback[i]));
+  }
+  return e + "]},\"timestamp\":" + std::to_string(ts) + "}\n\n";
+}
+
+std::string event_count(std::int64_t count, std::int64_t ts) {
+  return "{\"type\":\"execution_count\",\"execution_count\":" + std::to_string(count) +
+         ",\"timestamp\":" + std::to_string(ts) + "}\n\n";
+}
+
+std::string event_result(const std::vector<std::pair<std::string, std::string>>& data,
+                         std::int64_t ts) {
+  std::string e = "{\"type\":\"result\",\"results\":{";
+  bool first = true;
+  for (const auto& [mime, value] : data) {
+    if (!first) e += ',';
+    first = false;
+    client::append_json_string(
+        e, mime == "text/plain" ? std::string_view("text") : std::string_view(valid_utf8(mime)));
+    e += ':';
+    client::append_json_string(e, valid_utf8(value));
+  }
+  return e + "},\"timestamp\":" + std::to_string(ts) + "}\n\n";
+}
+
+void event_stream::write(const std::string& event) {
+  if (!r_.stream) {
+    body_ += event;
+    return;
+  }
+  if (!opened_) {
+    opened_ = true;
+    listening_ = r_.stream->open(200, "text/event-stream", {{"X-Request-ID", request_id_}});
+  }
+  listening_ = listening_ && r_.stream->write(event);
+}
+
+http_reply event_stream::end() {
+  http_reply reply(200, std::move(body_), r_.stream != nullptr);
+  reply.content_type = "text/event-stream";
+  reply.headers.push_back({"X-Request-ID", request_id_});
+  return reply;
 }
 
 }  // namespace dockgate::sidecar::opensandbox::execd

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/session_core.hpp"
@@ -41,10 +42,35 @@ inline http_reply missing_query(std::string_view name) {
 std::vector<std::string> query_values(std::string_view query, std::string_view key);
 std::optional<std::string> query_value(std::string_view query, std::string_view key);
 
+// A stream of execd's events: through http_request::stream when the server gives one
+// (opened at the first event, so a refusal before it is still a JSON error), else collected
+// into the reply's body.
+class event_stream {
+ public:
+  explicit event_stream(const http_request& r) : r_(r), request_id_(request_id_of(r)) {}
+  void write(const std::string& event);
+  // Whether the client still reads.
+  bool listening() const { return listening_; }
+  http_reply end();
+
+ private:
+  const http_request& r_;
+  std::string request_id_;
+  std::string body_;
+  bool opened_ = false;
+  bool listening_ = true;
+};
+
 std::int64_t unix_ms();
 // The events of a stream, each with its "\n\n".
 std::string event_text(std::string_view type, std::string_view text, std::int64_t ts);
 std::string event_complete(std::int64_t execution_ms, std::int64_t ts);
-std::string event_error(std::string_view ename, std::string_view evalue, std::int64_t ts);
+std::string event_error(std::string_view ename, std::string_view evalue, std::int64_t ts,
+                        const std::vector<std::string>& traceback = {});
+// A cell's execution count (execd's "execution_count" event, sent before its result).
+std::string event_count(std::int64_t count, std::int64_t ts);
+// A result: its MIME bundle as "results", text/plain renamed "text" as execd renames it.
+std::string event_result(const std::vector<std::pair<std::string, std::string>>& data,
+                         std::int64_t ts);
 
 }  // namespace dockgate::sidecar::opensandbox::execd

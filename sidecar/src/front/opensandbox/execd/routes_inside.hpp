@@ -28,6 +28,15 @@ http_reply create_shell(call& c);
 http_reply run_in_shell(call& c);
 http_reply delete_shell(call& c);
 
+// code_routes.cpp
+http_reply create_context(call& c);
+http_reply run_code(call& c);
+http_reply interrupt_code(call& c);
+http_reply list_contexts(call& c);
+http_reply delete_contexts(call& c);
+http_reply get_context(call& c);
+http_reply delete_context(call& c);
+
 // file_routes.cpp
 http_reply upload_files(call& c);
 http_reply download_file(call& c);
