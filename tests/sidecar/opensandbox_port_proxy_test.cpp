@@ -297,7 +297,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "proxy path without python3 in the image: bash's /dev/tcp relays; with neither python3, "
+    "proxy path without python3 in the image: bash's /dev/tcp relays, and with neither python3, "
     "bash nor nc: 502 PROXY::NO_RELAY",
     "[opensandbox][port-proxy]") {
   app a;
