@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -63,6 +64,16 @@ class H(BaseHTTPRequestHandler):
             self.connection.shutdown(socket.SHUT_RDWR); self.close_connection = True
         elif self.path == "/none":
             self.send_response(204); self.end_headers()
+        elif self.path == "/ws" and self.headers.get("Upgrade") == "websocket":
+            self.wfile.write(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+                             b"Connection: Upgrade\r\nX-Seen: " + self.headers.get("Sec-WebSocket-Key", "").encode() +
+                             b"\r\n\r\n")
+            self.wfile.flush()
+            while True:
+                data = self.connection.recv(65536)
+                if not data: break
+                self.connection.sendall(data.upper())
+            self.close_connection = True
     do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = answer
 s = HTTPServer(("127.0.0.1", 0), H)
 open(sys.argv[1], "w").write(str(s.server_address[1]))
@@ -179,6 +190,23 @@ struct recording final : reply_stream {
   unsigned status = 0;
   std::string type;
   header_fields fields;
+  // A switch of protocols: the client's end of a socketpair, driven by `client`.
+  std::function<void(int fd)> client;
+  std::thread client_thread;
+  ~recording() {
+    if (client_thread.joinable()) client_thread.join();
+  }
+  std::optional<raw_connection> switch_protocols(const header_fields& f) override {
+    if (!client) return std::nullopt;
+    status = 101, fields = f;
+    int sv[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) return std::nullopt;
+    client_thread = std::thread([this, fd = sv[1]] {
+      client(fd);
+      ::close(fd);
+    });
+    return raw_connection{sv[0], "early "};
+  }
   bool open(unsigned s, std::string_view t, const header_fields& f) override {
     status = s, type = std::string(t), fields = f;
     return true;
@@ -325,8 +353,8 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "proxy path refusals: nothing listening 502, not a port 400, an Upgrade 501, a paused "
-    "sandbox 409, no token 401 and no relay started",
+    "proxy path refusals: nothing listening 502, not a port 400, a paused sandbox 409, no "
+    "token 401 and no relay started",
     "[opensandbox][port-proxy]") {
   rig r;
   recording out;
@@ -344,8 +372,6 @@ TEST_CASE(
     CHECK(b.status == 400);
     CHECK(b.body.find(R"("code":"PROXY::INVALID_PORT")") != std::string::npos);
   }
-  auto ws = r.call(out, "GET", "8080/", {}, {}, {{"upgrade", "websocket"}});
-  CHECK(ws.status == 501);
   r.s->paused = true;
   CHECK(r.call(out, "GET", "8080/").status == 409);
   r.s->paused = false;
@@ -355,4 +381,36 @@ TEST_CASE(
   CHECK(opensandbox::serve(*r.core, anonymous).status == 401);
   CHECK(r.host.cmds.size() == relays);  // none of these reached the sandbox
   CHECK(!out.opened());
+}
+
+TEST_CASE(
+    "proxy path: a WebSocket upgrade gets the app's 101 and the two connections joined both "
+    "ways until the client ends",
+    "[opensandbox][port-proxy]") {
+  app a;
+  rig r;
+  recording out;
+  std::string echoed;
+  out.client = [&](int fd) {
+    send_all(fd, "hello");
+    char buf[256];
+    while (echoed.size() < 11) {  // "EARLY HELLO": what came before, then this
+      const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+      if (n <= 0) break;
+      echoed.append(buf, static_cast<std::size_t>(n));
+    }
+    ::shutdown(fd, SHUT_WR);  // the client's end
+  };
+  const auto begun = std::chrono::steady_clock::now();
+  auto reply = r.call(out, "GET", std::to_string(a.port) + "/ws", {}, {},
+                      {{"upgrade", "websocket"}, {"sec-websocket-key", "dGhlIHNhbXBsZQ=="}});
+  CHECK(reply.status == 101);
+  CHECK(out.status == 101);
+  CHECK(field(out.fields, "Upgrade") == "websocket");
+  CHECK(field(out.fields, "Connection") == "Upgrade");
+  CHECK(field(out.fields, "X-Seen") == "dGhlIHNhbXBsZQ==");  // the app saw the client's key
+  out.client_thread.join();
+  CHECK(echoed == "EARLY HELLO");
+  // Ended by the client's end, not by a timeout.
+  CHECK(std::chrono::steady_clock::now() - begun < std::chrono::seconds(20));
 }

@@ -36,8 +36,9 @@ def up():
     try:
         while True:
             b = os.read(0, 65536)
-            if not b: return
+            if not b: break
             s.sendall(b)
+        s.shutdown(socket.SHUT_WR)  # the client's end, told to the app (a tunnel's close)
     except OSError:
         return
 threading.Thread(target=up, daemon=True).start()

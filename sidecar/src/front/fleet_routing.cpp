@@ -227,6 +227,12 @@ http_reply fleet_routing::forward(const http_request& r, const lease_record& hol
     return unavailable("session " + sid + " is held by instance " + holder.instance +
                        ", which is not a member of this sidecar's fleet "
                        "(SANDBOX_FLEET_MEMBERS): the call is not forwarded");
+  // The hop carries whole answers: a connection switched to another protocol (a
+  // WebSocket on OpenSandbox's proxy path) is not carried, and said so.
+  if (r.field("upgrade"))
+    return unavailable("session " + sid + " is held by instance " + holder.instance +
+                       ": an Upgrade (WebSocket) is not forwarded between members; ask that "
+                       "member");
   const std::string& url = member->second;
   std::string error;
   auto where = common::parse_endpoint("tcp://" + url.substr(7), &error);

@@ -101,8 +101,9 @@ bool send_reply(int fd, const http_reply& r, bool keep_alive) {
 // only once the stream is opened: a plain reply keeps the socket as it was).
 class chunked_reply final : public reply_stream {
  public:
-  chunked_reply(int fd, bool keep_alive, std::chrono::milliseconds send_timeout)
-      : fd_(fd), keep_alive_(keep_alive), send_timeout_(send_timeout) {}
+  chunked_reply(int fd, bool keep_alive, std::chrono::milliseconds send_timeout,
+                std::string& leftover)
+      : fd_(fd), keep_alive_(keep_alive), send_timeout_(send_timeout), leftover_(leftover) {}
   bool open(unsigned status, std::string_view content_type, const header_fields& extra) override {
     if (opened_) return false;
     opened_ = true;
@@ -137,6 +138,18 @@ class chunked_reply final : public reply_stream {
     return !failed_;
   }
   bool opened() const override { return opened_; }
+  std::optional<raw_connection> switch_protocols(const header_fields& fields) override {
+    if (opened_) return std::nullopt;
+    opened_ = switched_ = true;
+    std::string head = "HTTP/1.1 101 Switching Protocols\r\n";
+    append_fields(head, fields);
+    head += "\r\n";
+    if (!send_all(fd_, head)) return std::nullopt;
+    raw_connection raw{fd_, std::move(leftover_)};
+    leftover_.clear();
+    return raw;
+  }
+  bool switched() const { return switched_; }
   // The last chunk; false if the connection cannot be used again.
   bool finish() {
     if (!opened_ || failed_) return false;
@@ -150,8 +163,10 @@ class chunked_reply final : public reply_stream {
   int fd_;
   bool keep_alive_;
   std::chrono::milliseconds send_timeout_;
+  std::string& leftover_;  // what the client sent after the request (the server's buffer)
   bool opened_ = false;
   bool failed_ = false;
+  bool switched_ = false;
 };
 
 }  // namespace
@@ -398,7 +413,7 @@ void http_server::serve_connection(int fd) {
       req.body = buffer.substr(0, length);
       buffer.erase(0, length);
     }
-    chunked_reply stream(fd, keep, limits_.stream_send_timeout);
+    chunked_reply stream(fd, keep, limits_.stream_send_timeout, buffer);
     req.stream = &stream;
     http_reply reply;
     try {
@@ -407,8 +422,8 @@ void http_server::serve_connection(int fd) {
       reply = {500, "{\"detail\":\"internal error\"}"};
     }
     if (stream.opened()) {
-      // A handler that opened the stream answers through it only.
-      if (!reply.streamed || !stream.finish() || !keep) return;
+      // Answered through the stream only (a switched connection: ended by its handler).
+      if (stream.switched() || !reply.streamed || !stream.finish() || !keep) return;
       continue;
     }
     if (!send_reply(fd, reply, keep) || !keep) return;

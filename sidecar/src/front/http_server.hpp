@@ -35,6 +35,18 @@ class reply_stream {
   virtual bool open(unsigned status, std::string_view content_type, const header_fields& extra) = 0;
   virtual bool write(std::string_view data) = 0;
   virtual bool opened() const = 0;
+  // The connection switched to another protocol (a WebSocket through a proxy): "101
+  // Switching Protocols" with `fields` sent, then the client's bytes both ways are the
+  // handler's until it returns, through `fd` (with `pending`, what the client sent after
+  // its request); the server closes the connection then. nullopt where it cannot be.
+  struct raw_connection {
+    int fd = -1;
+    std::string pending;
+  };
+  virtual std::optional<raw_connection> switch_protocols(const header_fields& fields) {
+    (void)fields;
+    return std::nullopt;
+  }
 };
 
 struct http_request {

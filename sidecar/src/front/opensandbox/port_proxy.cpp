@@ -16,15 +16,20 @@
 //   a head over 64 KiB, is a 502 of ours, never relayed half-read.
 // - The sidecar's failures are told from the app's: nothing listening on the port is 502
 //   PROXY::CONNECT_FAILED, an image without a relay tool 502 PROXY::NO_RELAY, a port that
-//   is not 1–65535 400, a WebSocket upgrade 501 (not served yet): each in OpenSandbox's
-//   {code, message}.
+//   is not 1–65535 400: each in OpenSandbox's {code, message}.
+// - An Upgrade (a WebSocket) keeps its relay: the app's 101 goes to the client and the two
+//   connections are joined both ways until either ends; any other answer to it is relayed
+//   as any answer is.
 #include "front/opensandbox/port_proxy.hpp"
 
 #include <strings.h>
+#include <sys/socket.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <chrono>
+#include <thread>
 
 #include "commands/commands.hpp"
 #include "dockgate/http/chunked.hpp"
@@ -76,8 +81,9 @@ std::optional<std::uint16_t> port_number(std::string_view text) {
   return static_cast<std::uint16_t>(value);
 }
 
-// The request as the app receives it.
-std::string request_bytes(const http_request& r, std::uint16_t port, std::string_view rest) {
+// The request as the app receives it (an Upgrade asked for keeps its two fields).
+std::string request_bytes(const http_request& r, std::uint16_t port, std::string_view rest,
+                          std::optional<std::string_view> upgrade) {
   std::string out = r.method + " " + std::string(rest.empty() ? "/" : rest);
   if (!r.query.empty()) out += "?" + r.query;
   out += " HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) + "\r\n";
@@ -88,9 +94,38 @@ std::string request_bytes(const http_request& r, std::uint16_t port, std::string
   out += "X-Forwarded-Proto: http\r\n";
   if (!r.body.empty() || (r.method != "GET" && r.method != "HEAD" && r.method != "DELETE"))
     out += "Content-Length: " + std::to_string(r.body.size()) + "\r\n";
-  out += "Connection: close\r\n\r\n";
+  if (upgrade)
+    out += "Connection: Upgrade\r\nUpgrade: " + std::string(*upgrade) + "\r\n\r\n";
+  else
+    out += "Connection: close\r\n\r\n";
   out += r.body;
   return out;
+}
+
+bool send_all_to(int fd, std::string_view data) {
+  while (!data.empty()) {
+    const ssize_t n = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    data.remove_prefix(static_cast<std::size_t>(n));
+  }
+  return true;
+}
+
+// The Upgrade field of the app's answer head (its field lines).
+std::optional<std::string> upgrade_of(std::string_view lines) {
+  while (!lines.empty()) {
+    const auto eol = lines.find("\r\n");
+    const std::string_view line = lines.substr(0, eol);
+    lines.remove_prefix(eol == std::string_view::npos ? lines.size() : eol + 2);
+    const auto colon = line.find(':');
+    if (colon == std::string_view::npos || !same_name(line.substr(0, colon), "upgrade")) continue;
+    std::string_view value = line.substr(colon + 1);
+    while (!value.empty() && (value.front() == ' ' || value.front() == '\t'))
+      value.remove_prefix(1);
+    return std::string(value);
+  }
+  return std::nullopt;
 }
 
 // Reads the relay's next stdout bytes into `into`; stderr goes to `err` (at most 4 KiB).
@@ -150,7 +185,8 @@ struct app_answer {
   std::size_t head_size = 0;
 };
 
-// Reads the app's final head (1xx interim answers skipped); nullopt with `failure` set.
+// Reads the app's final head (1xx interim answers skipped, but a 101 Switching Protocols);
+// nullopt with `failure` set.
 std::optional<app_answer> read_head(client::exec_stream& s, std::uint16_t port,
                                     http_reply& failure) {
   app_answer a;
@@ -173,7 +209,7 @@ std::optional<app_answer> read_head(client::exec_stream& s, std::uint16_t port,
       failure = error(502, "PROXY::BAD_ANSWER", "the app's answer is not HTTP/1.x");
       return std::nullopt;
     }
-    if (a.head.status >= 200) {
+    if (a.head.status >= 200 || a.head.status == 101) {  // 101: an Upgrade's answer
       a.head_size = end;
       return a;
     }
@@ -211,6 +247,32 @@ bool relay_body(client::exec_stream& s, app_answer& a, reply_stream& out) {
   }
 }
 
+// After the app's 101: the client's connection and the relay joined both ways until either
+// ends (the client's bytes to the app from a thread of its own, the app's to the client
+// here). The client's end ends the relay's stdin; the app's end ends the client's
+// connection.
+void tunnel(client::exec_stream& s, reply_stream::raw_connection client_side, std::string early) {
+  std::thread up([&s, fd = client_side.fd, pending = std::move(client_side.pending)] {
+    if (!pending.empty() && !s.write(pending, client::clock_type::now() + 30s)) return;
+    char buf[65536];
+    for (;;) {
+      const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0 || !s.write(std::string_view(buf, static_cast<std::size_t>(n)),
+                             client::clock_type::now() + 30s))
+        break;
+    }
+    s.shutdown_write();
+  });
+  std::string data = std::move(early), err;
+  do {
+    if (!data.empty() && !send_all_to(client_side.fd, data)) break;
+    data.clear();
+  } while (read_more(s, data, err));
+  ::shutdown(client_side.fd, SHUT_RDWR);  // ends the other direction's recv
+  up.join();
+}
+
 }  // namespace
 
 http_reply forward_to_port(session_core& core, const http_request& r, const std::string& sandbox,
@@ -219,15 +281,14 @@ http_reply forward_to_port(session_core& core, const http_request& r, const std:
   if (!port)
     return error(400, "PROXY::INVALID_PORT",
                  "port " + valid_utf8(port_text) + " is not a port number (1-65535)");
-  if (r.field("upgrade"))
-    return error(501, "NOT_SUPPORTED",
-                 "an Upgrade (WebSocket) through the proxy path is not served by dockgate-sidecar "
-                 "yet");
+  const auto upgrade = r.field("upgrade");
+  if (upgrade && !r.stream)
+    return error(501, "NOT_SUPPORTED", "an Upgrade needs a connection of its own");
   const commands cmds(core.config_of, core.engine, core.registry);
   auto relay = cmds.connect(sandbox, *port, client::clock_type::now() + 30s);
   if (!relay) return reply(relay.error());
   auto& s = relay.value();
-  if (!s.write(request_bytes(r, *port, rest), client::clock_type::now() + 30s))
+  if (!s.write(request_bytes(r, *port, rest, upgrade), client::clock_type::now() + 30s))
     return error(
         502, "PROXY::CONNECT_FAILED",
         "the relay to port " + std::to_string(*port) + " ended before the request was sent");
@@ -237,6 +298,14 @@ http_reply forward_to_port(session_core& core, const http_request& r, const std:
   std::string content_type;
   header_fields fields = answer_fields(answer->head.fields, content_type);
   fields.emplace_back("X-Request-ID", request_id_of(r));
+  if (upgrade && answer->head.status == 101) {
+    const std::string protocol = upgrade_of(answer->head.fields).value_or(std::string(*upgrade));
+    fields.emplace_back("Connection", "Upgrade");
+    fields.emplace_back("Upgrade", protocol);
+    auto raw = r.stream->switch_protocols(fields);
+    if (raw) tunnel(s, std::move(*raw), answer->buffer.substr(answer->head_size));
+    return {101, {}, false};
+  }
   if (!answer->head.has_body(r.method == "HEAD") || !r.stream) {
     http_reply whole(answer->head.status);
     whole.headers = std::move(fields);
