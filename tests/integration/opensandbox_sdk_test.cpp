@@ -62,6 +62,8 @@ TEST_CASE(
   CHECK(field(created.output, "app_running") == "true");
   CHECK(field(created.output, "app") == "hello from the SDK");
   CHECK(field(created.output, "app_without_token") == "401");
+  // A raw Upgrade through the same endpoint: the app's 101, then bytes both ways.
+  CHECK(field(created.output, "websocket") == "HELLO");
   CHECK(field(created.output, "app_after_interrupt") == "false");
   CHECK(field(created.output, "state") == "Running");
   CHECK(field(created.output, "patched") == R"({"stage":"two","team":"dg-test"})");

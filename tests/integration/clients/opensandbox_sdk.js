@@ -22,6 +22,54 @@ const text = (execution) => execution.logs.stdout.map((m) => m.text).join("");
 // An SDK error as the test compares it: the status and code the server answered.
 const failure = (e) => ({ status: e.statusCode ?? e.status ?? null, code: e.error?.code ?? e.code ?? null });
 
+// An app on 8081 that answers an Upgrade with 101 and then echoes in capitals, reached
+// through the endpoint with a raw Upgrade request (as a WebSocket client opens one): what
+// came back after the 101.
+const echo_app = `
+import socket, sys
+l = socket.socket(); l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+l.bind(("127.0.0.1", 8081)); l.listen(4)
+while True:
+    c, _ = l.accept(); head = b""
+    while b"\\r\\n\\r\\n" not in head: head += c.recv(4096)
+    c.sendall(b"HTTP/1.1 101 Switching Protocols\\r\\nUpgrade: websocket\\r\\nConnection: Upgrade\\r\\n\\r\\n")
+    while True:
+        d = c.recv(4096)
+        if not d: break
+        c.sendall(d.upper())
+    c.close()
+`;
+async function upgraded(sbx) {
+  await sbx.files.writeFiles([{ path: "/workspace/echo.py", data: echo_app }]);
+  await sbx.commands.run("exec python3 /workspace/echo.py", { background: true });
+  const endpoint = await sbx.getEndpoint(8081);
+  const slash = endpoint.endpoint.indexOf("/");
+  const [host, port] = endpoint.endpoint.slice(0, slash).split(":");
+  const path = endpoint.endpoint.slice(slash) + "/";
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const got = await new Promise((resolve) => {
+      const socket = require("net").connect(Number(port), host, () => {
+        let head = `GET ${path} HTTP/1.1\r\nHost: ${host}:${port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n`;
+        for (const [k, v] of Object.entries(endpoint.headers || {})) head += `${k}: ${v}\r\n`;
+        socket.write(head + "\r\n");
+      });
+      let data = "";
+      socket.on("data", (chunk) => {
+        data += chunk.toString();
+        if (data.startsWith("HTTP/1.1 101") && data.includes("\r\n\r\n") && !data.includes("hello")) {
+          if (!socket.sent) { socket.sent = true; socket.write("hello"); }
+        }
+        if (data.includes("HELLO") || !data.startsWith("HTTP/1.1 101")) socket.end();
+      });
+      socket.on("close", () => resolve(data));
+      socket.on("error", () => resolve(""));
+    });
+    if (got.startsWith("HTTP/1.1 101")) return got.slice(got.indexOf("\r\n\r\n") + 4);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return null;
+}
+
 async function create(image) {
   const sbx = await Sandbox.create({
     connectionConfig: connectionConfig(),
@@ -62,6 +110,7 @@ async function create(image) {
     else await new Promise((r) => setTimeout(r, 100));
   }
   out.app_without_token = (await fetch(`http://${endpoint.endpoint}/notes/a.txt`)).status;
+  out.websocket = await upgraded(sbx);
   await sbx.commands.interrupt(app.id);
   out.app_after_interrupt = (await sbx.commands.getCommandStatus(app.id)).running;
   out.state = (await sbx.getInfo()).status.state;
