@@ -58,6 +58,14 @@ mine() {
   if [ -n "$1" ] && [ "$1" != "$(id -u)" ] && [ "$1" != "$(id -un 2>/dev/null)" ]; then end 8 owner; fi
   if [ -n "$2" ] && [ "$2" != "$(id -g)" ] && [ "$2" != "$(id -gn 2>/dev/null)" ]; then end 8 group; fi
 }
+# directory REL: D = /workspace/REL, a directory (not a symlink), its parents walked.
+directory() {
+  check "$1"; F=$W${1:+/$1}
+  [ -L "$F" ] && end 5 'a symlink'
+  exists || end 2 'not found'
+  [ -d "$F" ] || end 3 'not a directory'
+  walk "$1"
+}
 records() { stat -c '%F	%s	%Y	%Z	%U	%G	%a	%n' "$@" | tr '\n' '\0'; }
 op=$1; shift
 case "$op" in
@@ -113,18 +121,10 @@ mv)
   fi
   mv -f -- "$S" "$T" 2>/dev/null || end 10 'permission denied' ;;
 list)
-  check "$1"; F=$W${1:+/$1}
-  [ -L "$F" ] && end 5 'a symlink'
-  exists || end 2 'not found'
-  [ -d "$F" ] || end 3 'not a directory'
-  walk "$1"
+  directory "$1"
   find "$D" -mindepth 1 -maxdepth "$2" | head -n "$3" | while IFS= read -r p; do records "$p"; done ;;
 search)
-  check "$1"; F=$W${1:+/$1}
-  [ -L "$F" ] && end 5 'a symlink'
-  exists || end 2 'not found'
-  [ -d "$F" ] || end 3 'not a directory'
-  walk "$1"
+  directory "$1"
   find "$D" ! -type d | while IFS= read -r p; do
     rel=${p#"$D"/}
     case "$2" in ''|'*'|'**') ;; */*) case "$rel" in $2) ;; *) continue;; esac;; *) case "${p##*/}" in $2) ;; *) continue;; esac;; esac

@@ -10,21 +10,11 @@
 #include <vector>
 
 #include "storage/s3.hpp"  // sha256_hex
+#include "util/ids.hpp"
 
 namespace dockgate::sidecar {
 
 namespace {
-
-std::string hex(const unsigned char* p, std::size_t n) {
-  static constexpr char digits[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(n * 2);
-  for (std::size_t i = 0; i < n; ++i) {
-    out += digits[p[i] >> 4];
-    out += digits[p[i] & 15];
-  }
-  return out;
-}
 
 std::string mac(std::string_view key, std::string_view from, std::string_view to,
                 std::int64_t unix_time, std::string_view nonce, std::string_view method,
@@ -38,7 +28,7 @@ std::string mac(std::string_view key, std::string_view from, std::string_view to
   unsigned int len = 0;
   HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
        reinterpret_cast<const unsigned char*>(text.data()), text.size(), out, &len);
-  return hex(out, len);
+  return hex_of(out, len);
 }
 
 bool is_hex(std::string_view s) {

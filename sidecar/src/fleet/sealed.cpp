@@ -8,6 +8,8 @@
 #include <array>
 #include <memory>
 
+#include "util/ids.hpp"
+
 namespace dockgate::sidecar {
 
 namespace {
@@ -21,14 +23,6 @@ std::array<unsigned char, 32> derived_key(std::string_view fleet_key) {
   unsigned int len = 0;
   HMAC(EVP_sha256(), fleet_key.data(), static_cast<int>(fleet_key.size()),
        reinterpret_cast<const unsigned char*>(label.data()), label.size(), out.data(), &len);
-  return out;
-}
-
-std::string hex(const unsigned char* p, std::size_t n) {
-  static constexpr char digits[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(n * 2);
-  for (std::size_t i = 0; i < n; ++i) out += digits[p[i] >> 4], out += digits[p[i] & 15];
   return out;
 }
 
@@ -70,7 +64,7 @@ std::string seal(std::string_view fleet_key, std::string_view bound_to, std::str
       EVP_CIPHER_CTX_ctrl(ctx.get(), EVP_CTRL_GCM_GET_TAG, tag_size,
                           bytes + nonce_size + plain.size()) != 1)
     return {};
-  return std::string(prefix) + hex(bytes, out.size());
+  return std::string(prefix) + hex_of(bytes, out.size());
 }
 
 std::optional<std::string> unseal(std::string_view fleet_key, std::string_view bound_to,

@@ -11,6 +11,18 @@
 
 namespace dockgate::sidecar {
 
+// `n` bytes as lowercase hex.
+inline std::string hex_of(const unsigned char* p, std::size_t n) {
+  static constexpr char digits[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(n * 2);
+  for (std::size_t i = 0; i < n; ++i) {
+    out += digits[p[i] >> 4];
+    out += digits[p[i] & 15];
+  }
+  return out;
+}
+
 inline std::string random_hex(std::size_t bytes) {
   static thread_local std::random_device rd;
   static constexpr char digits[] = "0123456789abcdef";
