@@ -337,6 +337,20 @@ class loader {
           else if (v.get_bool().get(*flag) != simdjson::SUCCESS)
             error(w + "." + std::string(k), "must be true or false");
         });
+      } else if (key == "system_info") {
+        object o;
+        if (value.get_object().get(o) != simdjson::SUCCESS) {
+          error(where + ".system_info", "must be an object {keep}");
+          return;
+        }
+        each_key(o, where + ".system_info", [&](std::string_view k, element v) {
+          if (k != "keep") {
+            error(where + ".system_info", "unknown key \"" + std::string(k) + "\"");
+          } else if (auto list = strings_of(v, where + ".system_info.keep")) {
+            p.system_info_keep = std::move(*list);
+          }
+        });
+        if (!p.system_info_keep) error(where + ".system_info.keep", "is required");
       } else if (key == "allow") {
         have_allow = true;
         simdjson::dom::array arr;

@@ -63,6 +63,11 @@ explanation explain_request(const policy::profile& profile, std::string_view met
           "ownership: the response keeps only what the profile owns (and the daemon's own "
           "networks)\n";
   }
+  if (r.op == policy::operation::SystemInfo && profile.system_info_keep) {
+    e.text += "answer:    only the members";
+    for (const auto& k : *profile.system_info_keep) e.text += " " + k;
+    e.text += " (rule system_info)\n";
+  }
   if (!body || policy::operation_body(r.op) != policy::body_kind::json) {
     if (body && policy::operation_body(r.op) == policy::body_kind::none && !body->empty())
       e.text += "dropped:   body (the operation takes none; it is not forwarded)\n";

@@ -14,6 +14,7 @@
 #include "dockgate/policy/owned_objects.hpp"
 #include "dockgate/policy/ownership.hpp"
 #include "dockgate/policy/responses.hpp"
+#include "dockgate/policy/system_info.hpp"
 #include "socket_io.hpp"
 
 namespace dockgate::proxy {
@@ -262,6 +263,9 @@ net::awaitable<void> connection::relay_filtered_list(const http::response_head& 
       case policy::owned_answer::volume_list:
         filtered = policy::filter_volume_list(whole, owner);
         if (!filtered) filtered = "{\"Volumes\":[],\"Warnings\":null}\n";
+        break;
+      case policy::owned_answer::system_info:
+        filtered = policy::filter_system_info(whole, *profile_->system_info_keep);
         break;
       case policy::owned_answer::data_usage:
         filtered = policy::filter_data_usage(whole, owner);

@@ -160,6 +160,12 @@ bool connection::checks_binds_at_start(const policy::route& r) const {
 }
 
 bool connection::confine_filters(const policy::route& r) {
+  // "system_info": `/info` goes back with only the profile's kept members (in audit mode too:
+  // it is what the profile shows, not a refusal).
+  if (r.op == policy::operation::SystemInfo && profile_->system_info_keep) {
+    req_.answer_filter = policy::owned_answer::system_info;
+    return true;
+  }
   if (!profile_->rules.confine_to_owned) return true;
   // Audit mode: the request and its answer go as the client and the daemon have them.
   if (profile_->mode == policy::profile::mode_kind::audit) {

@@ -43,7 +43,8 @@ enum class owned_answer : std::uint8_t {
   events,
   networks,  // a list of networks or one network: the profile's and the daemon's own
   volume_list,
-  data_usage
+  data_usage,
+  system_info  // `/info` with only the profile's kept members (system_info.hpp)
 };
 struct ownership_rule {
   path_object object = path_object::none;

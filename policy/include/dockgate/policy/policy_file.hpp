@@ -29,6 +29,9 @@ struct profile {
   bool record_fields = false;
   std::bitset<operation_count> allowed;
   body_rules rules;
+  // "system_info": {"keep": [...]}: `/info` answers carry only these top-level members
+  // (system_info.hpp); unset, the daemon's answer goes back whole.
+  std::optional<std::vector<std::string>> system_info_keep;
 
   bool allows(operation op) const { return allowed.test(static_cast<std::size_t>(op)); }
 };
