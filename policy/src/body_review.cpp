@@ -134,12 +134,15 @@ decision review_container_create(const profile& p, std::string_view body, daemon
     for (const auto& [path, rule] : rules.rules) ok = ok && r.apply(root, path, rule);
     const bool mounts = p.rules.binds || p.rules.volumes.mount_owned;
     const bool networks = p.rules.networks.join_owned;
+    // networks.join_owned_containers: "container:<ref>" shares an owned container's network.
+    const bool shares = p.rules.networks.join_owned_containers && r.shares_network(root);
     if (mounts) ok = ok && r.check_mounts(root);
-    if (networks) ok = ok && r.check_networks(root);
+    if (shares) ok = ok && r.check_container_network(root);
+    if (networks) ok = ok && r.check_networks(root, shares);
     std::vector<std::string_view> handled;
     if (mounts) handled.insert(handled.end(), {"HostConfig.Binds", "HostConfig.Mounts", "Volumes"});
-    if (networks)
-      handled.insert(handled.end(), {"HostConfig.NetworkMode", "NetworkingConfig.EndpointsConfig"});
+    if (networks || shares) handled.push_back("HostConfig.NetworkMode");
+    if (networks) handled.push_back("NetworkingConfig.EndpointsConfig");
     ok = ok && r.default_deny(root, create_widening_fields, rules, handled);
     ok = ok && r.check_image(root) && r.stamp_owner(root);
     if (ok && !workspace.empty()) r.bind_workspace(root, workspace);
@@ -151,6 +154,7 @@ decision review_container_create(const profile& p, std::string_view body, daemon
     out.workspace_source = workspace;
     out.networks = std::move(r.network_names);
     out.volumes = std::move(r.volume_names);
+    out.container = std::move(r.network_container);
     if (const auto* image = find(root, "Image"); image && image->as_string())
       out.image = *image->as_string();
   };
@@ -335,11 +339,19 @@ decision review_network_attachment(const profile& p, operation op, std::string_v
 }
 
 std::string with_container(std::string_view reviewed, operation op, std::string_view id) {
-  const object_spec& spec =
-      op == operation::NetworkConnect ? schema::network_connect : schema::network_disconnect;
+  const object_spec& spec = op == operation::NetworkConnect      ? schema::network_connect
+                            : op == operation::NetworkDisconnect ? schema::network_disconnect
+                                                                 : schema::container_create;
   auto decoded = decode_body(reviewed, spec);
   json_object root = std::move(*decoded.value->as_object());
-  set(root, "Container", json_value(std::string(id)));
+  if (op == operation::ContainerCreate) {
+    json_object* parent = nullptr;
+    std::string_view key;
+    locate(root, "HostConfig.NetworkMode", true, &parent, &key);
+    set(*parent, key, json_value("container:" + std::string(id)));
+  } else {
+    set(root, "Container", json_value(std::string(id)));
+  }
   canonical_order(root, spec);
   return to_json(json_value(std::move(root)));
 }

@@ -278,10 +278,27 @@ bool body_reviewer::check_endpoint(std::string_view where, const json_object& se
 
 // NetworkMode and EndpointsConfig under the networks rule: the daemon's own bridge and
 // none networks, or networks the proxy finds the profile owns (collected here).
-bool body_reviewer::check_networks(json_object& root) {
+bool body_reviewer::shares_network(const json_object& root) const {
+  const json_value* mode = locate(root, "HostConfig.NetworkMode");
+  return mode && mode->as_string() && mode->as_string()->starts_with("container:");
+}
+
+bool body_reviewer::check_container_network(const json_object& root) {
+  const json_value* mode = locate(root, "HostConfig.NetworkMode");
+  std::string_view ref = *mode->as_string();
+  ref.remove_prefix(10);
+  if (!valid_object_name(ref))
+    return refuse("HostConfig.NetworkMode", "networks",
+                  "value \"" + *mode->as_string() + "\" names no container");
+  network_container = std::string(ref);
+  return true;
+}
+
+bool body_reviewer::check_networks(json_object& root, bool mode_checked) {
   const json_value* mode_value = locate(root, "HostConfig.NetworkMode");
   std::string mode =
       mode_value && mode_value->as_string() ? *mode_value->as_string() : std::string();
+  if (mode_checked) mode.clear();
   auto join = [&](std::string_view where, const std::string& name) {
     // networks.internal: the daemon's bridge is no internal network; a container joins
     // an owned one (all internal) or none.

@@ -45,7 +45,13 @@ struct body_reviewer {
 
   bool check_mounts(json_object& root);
   bool check_endpoint(std::string_view where, const json_object& settings);
-  bool check_networks(json_object& root);
+  // `mode_checked`: NetworkMode was judged by check_container_network.
+  bool check_networks(json_object& root, bool mode_checked = false);
+  // NetworkMode "container:<ref>" under networks.join_owned_containers: the reference,
+  // for the proxy to resolve to an owned container (network_container).
+  bool shares_network(const json_object& root) const;
+  bool check_container_network(const json_object& root);
+  std::string network_container;
   static void add_unique(std::vector<std::string>& list, std::string_view name);
 
   bool check_image(const json_object& root);

@@ -326,12 +326,14 @@ class loader {
               p.rules.networks.bridge_prefix = *prefix;
             return;
           }
-          bool* flag = key == "networks"
-                           ? (k == "join_owned" ? &p.rules.networks.join_owned
-                              : k == "aliases"  ? &p.rules.networks.aliases
-                              : k == "internal" ? &p.rules.networks.internal
-                                                : nullptr)
-                           : (k == "mount_owned" ? &p.rules.volumes.mount_owned : nullptr);
+          bool* flag =
+              key == "networks"
+                  ? (k == "join_owned"              ? &p.rules.networks.join_owned
+                     : k == "aliases"               ? &p.rules.networks.aliases
+                     : k == "internal"              ? &p.rules.networks.internal
+                     : k == "join_owned_containers" ? &p.rules.networks.join_owned_containers
+                                                    : nullptr)
+                  : (k == "mount_owned" ? &p.rules.volumes.mount_owned : nullptr);
           if (!flag)
             error(w, "unknown key \"" + std::string(k) + "\"");
           else if (v.get_bool().get(*flag) != simdjson::SUCCESS)

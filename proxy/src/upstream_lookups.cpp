@@ -356,7 +356,7 @@ net::awaitable<std::optional<policy::deny>> connection::check_named_objects(cons
   const std::string& owner = profile_->rules.owner;
   const std::string version = "/v" + *req_.daemon.api_version;
   const std::string in_profile = " (profile " + profile_->name + ")";
-  if (!rw.container.empty()) {  // NetworkConnect, NetworkDisconnect
+  if (!rw.container.empty()) {  // NetworkConnect, NetworkDisconnect, a create's NetworkMode
     std::string_view reference = rw.container;
     if (reference.starts_with('/')) reference.remove_prefix(1);  // "/name", as inspect reports it
     std::string id;

@@ -40,7 +40,9 @@ decision review_network_create(const profile& p, std::string_view body);
 decision review_volume_create(const profile& p, std::string_view body);
 
 // NetworkConnect / NetworkDisconnect: rewrite.container names the container for the
-// proxy to resolve; with_container puts the full ID it resolved into the reviewed body.
+// proxy to resolve; with_container puts the full ID it resolved into the reviewed body
+// (for a ContainerCreate under networks.join_owned_containers: NetworkMode
+// "container:<ID>").
 decision review_network_attachment(const profile& p, operation op, std::string_view body);
 std::string with_container(std::string_view reviewed, operation op, std::string_view id);
 

@@ -60,6 +60,10 @@ struct workspace_rule {
 struct network_rule {
   bool join_owned = false;  // NetworkMode and EndpointsConfig may name owned networks
   bool aliases = false;     // endpoints may carry DNS aliases (compose's service names)
+  // NetworkMode "container:<name or ID>" may name an owned container: the new container
+  // shares its network namespace (opensandbox-server's sandbox behind its egress sidecar).
+  // The proxy asks the daemon whose that container is and forwards its full ID.
+  bool join_owned_containers = false;
   // Every NetworkCreate gets Internal: true whatever the body says: the daemon gives such a
   // network no masquerading and drops what it would forward off it (sandbox-egress: the
   // sessions' only network, whose one open address is the egress proxy).

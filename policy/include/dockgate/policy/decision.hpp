@@ -62,8 +62,9 @@ struct rewrite {
   // be the profile's or not exist yet; a missing one a container mounts is created by the
   // proxy with the owner label first, so the daemon never makes an unowned one.
   std::vector<std::string> volumes;
-  // NetworkConnect and NetworkDisconnect: the container named in the body, which must be
-  // owned; the proxy puts its full ID in the body (with_container).
+  // NetworkConnect and NetworkDisconnect: the container named in the body; ContainerCreate:
+  // the container whose network NetworkMode "container:<ref>" shares. It must be owned;
+  // the proxy puts its full ID in the body (with_container).
   std::string container;
   // For the audit line: the name the body gives what it creates (NetworkCreate,
   // VolumeCreate) and the image reference a ContainerCreate body names, as checked.
