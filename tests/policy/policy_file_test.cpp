@@ -1,6 +1,7 @@
 #include "dockgate/policy/policy_file.hpp"
 
 #include <catch2/catch.hpp>
+#include <filesystem>
 #include <fstream>
 #include <set>
 
@@ -227,4 +228,20 @@ TEST_CASE("the complete policy example in docs/policy.md loads", "[policy][docs]
     ++loaded;
   }
   CHECK(loaded >= 1);
+}
+
+TEST_CASE("every policy the project ships loads", "[policy][policy_file]") {
+  // compose/policies/*.json: what the images, the Debian package and the docs name.
+  int loaded = 0;
+  for (const auto& e : std::filesystem::directory_iterator(std::string(DOCKGATE_SOURCE_DIR) +
+                                                           "/compose/policies")) {
+    if (e.path().extension() != ".json") continue;
+    std::ifstream in(e.path());
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    auto r = parse_policy(text);
+    INFO(e.path().filename().string() << ": " << Catch::Detail::stringify(r.errors));
+    CHECK(r.value);
+    ++loaded;
+  }
+  CHECK(loaded >= 8);
 }
