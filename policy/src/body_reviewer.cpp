@@ -335,12 +335,12 @@ bool body_reviewer::check_image_reference(std::string_view text, bool default_ta
 }
 
 json_value body_reviewer::workspace_mount(const std::string& source) const {
-  return json_object{{"Type", "bind"},
-                     {"Source", source},
-                     {"Target", workspace_target.empty() ? p.rules.workspace->target
-                                                         : workspace_target},
-                     {"ReadOnly", workspace_read_only},
-                     {"BindOptions", json_object{{"Propagation", "rprivate"}}}};
+  return json_object{
+      {"Type", "bind"},
+      {"Source", source},
+      {"Target", workspace_target.empty() ? p.rules.workspace->target : workspace_target},
+      {"ReadOnly", workspace_read_only},
+      {"BindOptions", json_object{{"Propagation", "rprivate"}}}};
 }
 
 // The workspace a client names with the label dockgate.workspace=<id>: the source the

@@ -24,7 +24,8 @@ namespace dockgate::policy {
 namespace {
 
 bool under(std::string_view path, std::string_view dir) {
-  return path == dir || (path.size() > dir.size() && path.starts_with(dir) && path[dir.size()] == '/');
+  return path == dir ||
+         (path.size() > dir.size() && path.starts_with(dir) && path[dir.size()] == '/');
 }
 
 // A container port key as dockerd's nat package reads it: "80", "80/tcp", "53/udp", "9/sctp".
@@ -85,9 +86,9 @@ bool body_reviewer::check_ports(json_object& root) {
         rewritten = true;
       } else if (std::find(rule.addresses.begin(), rule.addresses.end(), ip) ==
                  rule.addresses.end()) {
-        return refuse(where, "ports",
-                      "address \"" + ip + "\" is not allowed (the profile publishes on " +
-                          allowed + ")");
+        return refuse(
+            where, "ports",
+            "address \"" + ip + "\" is not allowed (the profile publishes on " + allowed + ")");
       }
       if (port.empty() || port == "0") continue;  // the daemon picks a free port
       const auto range = port_range(port);

@@ -212,15 +212,17 @@ class loader {
         for (const auto& a : *list)
           if (canonical_address(a) != a || a == "0.0.0.0" || a == "::")
             error(where + ".addresses",
-                  "\"" + a + "\" must be one IPv4 or IPv6 address in its canonical form, not "
-                  "0.0.0.0 or ::");
+                  "\"" + a +
+                      "\" must be one IPv4 or IPv6 address in its canonical form, not "
+                      "0.0.0.0 or ::");
         rule.addresses = std::move(*list);
       } else if (k == "host_ports") {
         auto text = string_of(v, where + ".host_ports");
         if (!text) return;
         auto range = port_range(*text);
         if (!range || range->first == 0)
-          error(where + ".host_ports", "\"" + *text + "\" must be a port or a range lo-hi of 1-65535");
+          error(where + ".host_ports",
+                "\"" + *text + "\" must be a port or a range lo-hi of 1-65535");
         else
           std::tie(rule.first_port, rule.last_port) = *range;
       } else {
