@@ -81,7 +81,8 @@ TEST_CASE("workspace host binds: a client's bind of <root>/<id> becomes the chec
       {R"({"Binds":[")" + fs.root + "/" + id + R"(-link:/mnt/data"]})", "passes through a symlink"},
       {R"({"Binds":[")" + fs.root + "/" + id + R"(-plain:/mnt/data"]})", "is not a FUSE mount"},
       {R"({"Binds":["/etc:/x"]})", "HostConfig.Binds is not allowed"},
-      {R"({"Binds":[")" + fuse_ws + R"(:/proc/x"]})", "target \"/proc/x\" is not allowed"},
+      {R"({"Binds":[")" + fuse_ws + R"(:/proc/x"]})",
+       "is not allowed (an absolute, clean path other than /, /proc"},
   };
   for (const auto& [host, why] : refused) {
     const auto name = unique_name("dg-badbind");
