@@ -2,6 +2,18 @@
 
 namespace dockgate::policy {
 
+std::string change_rule(operation op, const body_change& c) {
+  const std::string_view a = c.action;
+  if (a == "owner stamped") return "owner";
+  if (a.starts_with("workspace")) return "workspace";
+  if (a == "bound to loopback") return "ports";
+  if (a.starts_with("upload")) return "uploads";
+  if (op == operation::NetworkCreate)
+    return c.field == "Internal" ? "networks.internal" : "networks.bridge_prefix";
+  if (op == operation::ContainerExec) return "container_exec." + c.field;
+  return "container_create." + c.field;  // forced, clamped (an update's too)
+}
+
 decision decide(const profile& p, const route& r) {
   if (p.allows(r.op)) return allow{};
   std::string reason = "dockgate: ";

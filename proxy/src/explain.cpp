@@ -78,9 +78,17 @@ explanation explain_request(const policy::profile& profile, std::string_view met
   if (auto* x = std::get_if<policy::deny>(&reviewed)) return refused(x->status, x->rule, x->reason);
   if (auto* rw = std::get_if<policy::rewrite>(&reviewed)) {
     e.text += "decision:  allow, with the body rewritten\n";
-    e.text += "changes:  ";
-    if (rw->changes.empty()) e.text += " (none)";
-    for (const auto& c : rw->changes) e.text += " " + c.field + ":" + c.action;
+    // Each change with the rule that made it: what an operator adapting the profile reads.
+    e.text += "changes:";
+    if (rw->changes.empty()) e.text += "   (none)";
+    for (const auto& c : rw->changes)
+      e.text += "\n  " + c.field + ": " + c.action + " (rule " + policy::change_rule(r.op, c) + ")";
+    if (!rw->dropped.empty()) {
+      e.text += "\ndropped:  ";
+      for (const auto& key : rw->dropped) e.text += " body:" + key;
+      e.text += " (the daemon ignores them)";
+    }
+    for (const auto& w : rw->warnings) e.text += "\nwarning:   " + w;
     e.text += "\nbody:\n" + rw->body + "\n";
     return e;
   }

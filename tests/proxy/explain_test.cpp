@@ -13,7 +13,9 @@ TEST_CASE("explain prints the decision and the rewritten body", "[explain]") {
                                         std::string(R"({"Image":"busybox"})"));
   CHECK(created.exit_status == 0);
   CHECK_THAT(created.text, Catch::Contains("operation: ContainerCreate"));
-  CHECK_THAT(created.text, Catch::Contains("HostConfig.Memory:clamped"));
+  CHECK_THAT(
+      created.text,
+      Catch::Contains("HostConfig.Memory: clamped (rule container_create.HostConfig.Memory)"));
   CHECK_THAT(created.text, Catch::Contains(R"("HostConfig":{"Memory":100})"));
   auto denied = proxy::explain_request(
       p, "POST", "/v1.41/containers/create",
@@ -24,4 +26,20 @@ TEST_CASE("explain prints the decision and the rewritten body", "[explain]") {
   CHECK_THAT(kill.text, Catch::Contains("ownership: the daemon must report container \"web\""));
   auto bad = proxy::explain_request(p, "POST", "/v1.41//containers/create", std::nullopt);
   CHECK(bad.exit_status == 1);
+}
+
+TEST_CASE("explain names the rule behind each rewrite, the fields left out and the warnings",
+          "[explain]") {
+  auto pol = policy::parse_policy(R"({"profiles":{"p":{"allow":["ContainerCreate"],
+      "images":{"allow":["*"]},"ports":{},"owner":"ci"}}})");
+  REQUIRE(pol.value);
+  auto e = proxy::explain_request(
+      pol.value->default_(), "POST", "/v1.41/containers/create",
+      std::string(
+          R"({"Image":"busybox","Bogus":1,"HostConfig":{"PortBindings":{"80/tcp":[{"HostPort":"8080"}]}}})"));
+  CHECK(e.exit_status == 0);
+  CHECK_THAT(e.text, Catch::Contains("HostConfig.PortBindings: bound to loopback (rule ports)"));
+  CHECK_THAT(e.text, Catch::Contains("Labels: owner stamped (rule owner)"));
+  CHECK_THAT(e.text, Catch::Contains("dropped:   body:Bogus (the daemon ignores them)"));
+  CHECK_THAT(e.text, Catch::Contains("warning:   dockgate: published ports bound to loopback"));
 }

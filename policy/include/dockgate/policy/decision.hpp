@@ -41,6 +41,10 @@ struct body_change {
 inline constexpr std::size_t change_value_limit = 256;
 // Whether `field` (or the field it is part of) may carry secrets.
 bool change_redacted(std::string_view field);
+// The profile rule that made a change to a body of `op`, as a policy file names it
+// ("container_create.HostConfig.Memory", "ports", "workspace", "uploads", "owner",
+// "networks.internal"): for `dockgate-proxy explain` and docs/policy.md's tables.
+std::string change_rule(operation op, const body_change& change);
 
 // The request may go on, with its body replaced by the proxy's serialisation; `changes`
 // lists what the profile changed in it.
