@@ -136,7 +136,7 @@ void server_delete(const proxy_process& gate, const std::string& cid) {
 TEST_CASE(
     "opensandbox.json: opensandbox-server's create, upload, start, renew, pause and delete "
     "complete and the sandbox is held to loopback ports, the FUSE workspace and a read-only root",
-    "[integration][policy][opensandbox_profile]") {
+    "[integration][opensandbox_profile]") {
   aistor_host host("opensandbox");
   proxy_process gate(host.policy);
   auto out = host.replay(gate, "");
@@ -205,7 +205,7 @@ TEST_CASE(
 TEST_CASE(
     "opensandbox.json: with a networkPolicy the sandbox shares its egress sidecar's network, "
     "only the sidecar's ports are published, on loopback, and only an owned container is joined",
-    "[integration][policy][opensandbox_profile]") {
+    "[integration][opensandbox_profile]") {
   aistor_host host("opensandbox-egress");
   proxy_process gate(host.policy);
   auto out = host.replay(gate, "--egress-image " + egress_image());
