@@ -81,12 +81,16 @@ constexpr std::array<std::string_view, 9> max_fields{
     "HostConfig.NanoCpus",  "HostConfig.CpuShares",  "HostConfig.CpuQuota",
     "HostConfig.PidsLimit", "HostConfig.ShmSize",    "HostConfig.BlkioWeight",
 };
-// Widening fields a rule can bound to what was seen: binds under the sources seen, and
-// networks and volumes the profile owns. Any other widening field off its safe value
-// makes the request "seen and refused".
-constexpr std::array<std::string_view, 5> boundable_widening{
-    "HostConfig.Binds", "HostConfig.Mounts", "Volumes", "HostConfig.NetworkMode",
-    "NetworkingConfig.EndpointsConfig"};
+// Widening fields a rule can bound to what was seen: binds under the sources seen,
+// networks and volumes the profile owns, and published ports (on loopback: the "ports"
+// rule, never the addresses the client named). Any other widening field off its safe
+// value makes the request "seen and refused".
+constexpr std::array<std::string_view, 6> boundable_widening{"HostConfig.Binds",
+                                                             "HostConfig.Mounts",
+                                                             "Volumes",
+                                                             "HostConfig.NetworkMode",
+                                                             "NetworkingConfig.EndpointsConfig",
+                                                             "HostConfig.PortBindings"};
 
 bool contains(std::span<const std::string_view> list, std::string_view s) {
   return std::find(list.begin(), list.end(), s) != list.end();
@@ -213,7 +217,7 @@ struct learner {
   std::map<std::string, origin> images;  // repository patterns
   std::map<std::string, field_seen> create, exec;
   std::map<std::string, origin> bind_sources, bind_targets;
-  origin join_owned, aliases, mount_owned;
+  origin join_owned, aliases, mount_owned, ports;
   std::map<std::string, origin> refused;  // "<operation>: <why>"
   std::string first_time, last_time;
 
@@ -312,6 +316,7 @@ struct learner {
         bind_targets[str("Target")].note(time, id);
       }
     if (!is_empty_value(locate(root, "Volumes"))) mount_owned.note(time, id);
+    if (!is_empty_value(locate(root, "HostConfig.PortBindings"))) ports.note(time, id);
     if (const json_value* endpoints = locate(root, "NetworkingConfig.EndpointsConfig");
         endpoints && endpoints->as_object())
       for (const auto& [network, endpoint] : *endpoints->as_object()) {
@@ -521,7 +526,7 @@ struct learner {
     append_string(out, about);
     out += ",\n      \"comment\": {\n        \"operations\": ";
     write_origins(out, operations, "          ");
-    if (networks || mount_owned.count || !bind_sources.empty()) {
+    if (networks || mount_owned.count || ports.count || !bind_sources.empty()) {
       out += ",\n        \"objects\": {";
       std::string sep = "\n          ";
       if (networks) {
@@ -536,6 +541,11 @@ struct learner {
       if (mount_owned.count) {
         out += sep + "\"volumes.mount_owned\": ";
         append_string(out, mount_owned.text());
+        sep = ",\n          ";
+      }
+      if (ports.count) {
+        out += sep + "\"ports\": ";
+        append_string(out, ports.text());
         sep = ",\n          ";
       }
       for (const auto& [source, from] : bind_sources) {
@@ -583,6 +593,8 @@ struct learner {
       out += std::string(",\n      \"networks\": {\"join_owned\": true, \"aliases\": ") +
              (aliases.count ? "true" : "false") + "}";
     if (mount_owned.count) out += ",\n      \"volumes\": {\"mount_owned\": true}";
+    // Published ports: on loopback, whatever address the client named (docs/policy.md).
+    if (ports.count) out += ",\n      \"ports\": {}";
     out += "\n    }\n  }\n}\n";
     return out;
   }

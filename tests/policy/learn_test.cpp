@@ -78,7 +78,8 @@ const policy& recording_policy() {
     "binds": {"record": "fields", "allow": ["ContainerCreate", "NetworkCreate"],
       "images": {"allow": ["docker.io/library/busybox:*"]},
       "binds": {"source_roots": ["/srv"], "targets": ["/src"], "require_fuse": false},
-      "networks": {"join_owned": true, "aliases": true}, "volumes": {"mount_owned": true}},
+      "networks": {"join_owned": true, "aliases": true}, "volumes": {"mount_owned": true},
+      "ports": {}},
     "plain": {"allow": ["ContainerCreate", "SystemPing"], "images": {"allow": ["*"]}},
     "audited": {"mode": "audit", "record": "fields", "allow": ["SystemPing"],
       "images": {"allow": ["docker.io/library/busybox:*"]}},)");
@@ -650,4 +651,21 @@ TEST_CASE("audit lines: the validator is docs/audit.schema.json's", "[policy][le
         if (v2["type"].error() == simdjson::SUCCESS && k != "seen")
           CHECK(typed.contains(std::string(k) + "." + std::string(k2)));
   }
+}
+
+TEST_CASE("learn: published ports become the loopback ports rule, never the address seen",
+          "[policy][learn]") {
+  std::string log;
+  log += line("ContainerCreate", "allow",
+              seen_of(R"({"Image":"busybox","HostConfig":{"PortBindings":)"
+                      R"({"80/tcp":[{"HostIp":"0.0.0.0","HostPort":"8080"}]}}})"),
+              "binds");
+  auto l = learn(log, "binds");
+  CHECK(l.result.errors.empty());
+  const profile& p = l.loaded.profiles.at(0);
+  REQUIRE(p.rules.ports);
+  auto d = review_container_create(
+      p, R"({"Image":"busybox","HostConfig":{"PortBindings":{"80/tcp":[{"HostIp":"0.0.0.0"}]}}})");
+  REQUIRE(std::holds_alternative<rewrite>(d));
+  CHECK(std::get<rewrite>(d).body.find(R"("HostIp":"127.0.0.1")") != std::string::npos);
 }
