@@ -56,6 +56,13 @@ struct body_reviewer {
   void bind_workspace(json_object& root, const std::string& source);
 
   bool stamp_owner(json_object& root, bool container = true);
+
+  // Upload targets (upload_volumes.cpp): the gate's anonymous volumes, taken out of a body
+  // before the mount rules judge it and written after them.
+  std::size_t uploads_unchanged = 0;  // the gate's own volumes the body already held
+  json_value upload_mount(const std::string& target) const;
+  void take_uploads(json_object& root);
+  void mount_uploads(json_object& root);
 };
 
 }  // namespace dockgate::policy
