@@ -151,6 +151,10 @@ class connection {
   net::awaitable<std::pair<body_piece, std::string_view>> next_body_piece();
   net::awaitable<bool> read_json_body(std::size_t limit);
   net::awaitable<bool> forward_body();
+  // An upload by archive under an upload rule (upload_stage.cpp): steps 5 and 6.
+  net::awaitable<bool> read_upload_body();
+  net::awaitable<bool> forward_upload();
+  net::awaitable<bool> refuse_upload(const policy::deny& d);
   // Step 7 (response_relay.cpp); steps 8 (held_streams.cpp) and 9 (splice.cpp) follow it.
   net::awaitable<outcome> relay_response(bool hijack_allowed);
   // The body of a chunked or until-close response: what is buffered first (with the head

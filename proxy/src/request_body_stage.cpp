@@ -48,6 +48,7 @@ net::awaitable<bool> connection::read_request_body(const policy::route& r,
     req_.audit.bytes_in = req_.extras->json_body.size();
     req_.extras->json_body.clear();
   }
+  if (body == policy::request_body::archive) co_return co_await read_upload_body();
   if (body != policy::request_body::json) co_return true;
   // A create's answer is read whole (it is small): the ID it names goes into the audit line.
   if (r.op == policy::operation::ContainerCreate || r.op == policy::operation::ContainerExec)
@@ -235,6 +236,10 @@ net::awaitable<bool> connection::forward_request(policy::request_body body) {
     out_ += "Content-Length: ";
     out_ += std::to_string(body_bytes.size());
     out_ += "\r\n";
+  } else if (body == policy::request_body::archive) {
+    out_ += "Content-Length: ";  // the gate's tar (upload_stage.cpp)
+    out_ += std::to_string(req_.extras->upload->size());
+    out_ += "\r\n";
   } else if (body == policy::request_body::dropped) {
     // no body upstream
   } else if (head_->chunked) {
@@ -272,6 +277,8 @@ net::awaitable<bool> connection::forward_request(policy::request_body body) {
   if (json_body)
     req_.audit.bytes_in = body_bytes.size();
   else if (body == policy::request_body::stream && !co_await forward_body())
+    co_return false;
+  else if (body == policy::request_body::archive && !co_await forward_upload())
     co_return false;
   co_return true;
 }
