@@ -53,6 +53,8 @@ tar("hardlink.tar", [f("a", b"x"), link("b", "a", tarfile.LNKTYPE)])
 tar("plain.tar", [f("x", b"x")])
 tar("parent.tar", [dirent("opt/app"), f("opt/app/ok", b"x"), f("etc/evil", b"x")])
 tar("big.tar", [f("big", b"b" * 70000)])
+open(os.path.join(d, "zeros.tar"), "wb").write(bytes(2 * 65536 + 1048576 + 1))
+open(os.path.join(d, "junk.tar"), "wb").write(b"not a tar archive" * 64)
 )PY";
 
 // A PUT of `file` as the container's archive at `path` on `socket`: the HTTP status.
@@ -120,6 +122,8 @@ TEST_CASE("uploads: execd written into a read-only root through the gate, nothin
   CHECK(put(gate, name, "/etc", dir + "/plain.tar") == "403");
   CHECK(put(gate, name, "/", dir + "/parent.tar") == "403");
   CHECK(put(gate, name, "/opt/app", dir + "/big.tar") == "413");
+  CHECK(put(gate, name, "/opt/app", dir + "/zeros.tar") == "413");  // an empty tar, too long
+  CHECK(put(gate, name, "/opt/app", dir + "/junk.tar") == "400");
   // A container the profile does not own (made on the daemon directly).
   REQUIRE(run(direct() + " create --name " + foreign + " --read-only -v /opt/app " + test_image() +
               " true")
