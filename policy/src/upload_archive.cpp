@@ -58,6 +58,10 @@ std::optional<upload_plan> plan_for(std::string_view path, std::string_view t,
       // Its name below what goes up; the directory that goes up itself is left out.
       const std::string_view rel = std::string_view(full[i]).substr(
           plan.path.size() == 1 ? 1 : std::min(full[i].size(), plan.path.size() + 1));
+      if (rel.empty() && !dir) {  // a file in place of the directory written into
+        outside = i;
+        return std::nullopt;
+      }
       if (rel.empty()) {
         plan.names.emplace_back();
         continue;

@@ -146,6 +146,7 @@ TEST_CASE("uploads: entry names are relative and clean", "[uploads]") {
   CHECK(clean_entry_name("./") == "");
   CHECK(clean_entry_name(".") == "");
   CHECK_FALSE(clean_entry_name("/a"));
+  CHECK_FALSE(clean_entry_name("/"));
   CHECK_FALSE(clean_entry_name("../a"));
   CHECK_FALSE(clean_entry_name("a/../../b"));
   CHECK_FALSE(clean_entry_name("a/.."));
@@ -173,8 +174,10 @@ TEST_CASE("uploads: only regular files and directories, within one target", "[up
   };
   CHECK(refused("/", {dir("opt/opensandbox"), file("etc/passwd")}));
   CHECK(refused("/", {file("opt/opensandbox/a"), file("srv/app/b")}));  // two targets at once
-  CHECK(refused("/", {file("opt/x")}));     // a file on the way to a target
-  CHECK(refused("/", {dir("opt/other")}));  // a directory beside it
+  CHECK(refused("/", {file("opt/x")}));                                 // a file beside a target
+  CHECK(refused("/", {file("opt")}));              // a file on the way to a target
+  CHECK(refused("/", {file("opt/opensandbox")}));  // a file in place of the target
+  CHECK(refused("/", {dir("opt/other")}));         // a directory beside it
   CHECK(refused("/opt/opensandbox", {file("../x")}));
   CHECK(refused("/opt/opensandbox", {file("/etc/x")}));
   CHECK(refused("/opt/opensandbox", {file("./")}));  // a file naming the path itself
