@@ -45,6 +45,7 @@ def link(name, target, kind):
     i = tarfile.TarInfo(name); i.type = kind; i.linkname = target
     return (i,)
 tar("dir.tar", [dirent("opt/app")])
+tar("deep.tar", [dirent("opt"), dirent("opt/app"), dirent("opt/app/lib"), f("opt/app/lib/x", b"x")])
 tar("execd.tar.gz", [f("execd", b"EXECD-OK\n", 0o4755)], "w:gz")
 tar("boot.tar", [f("./bootstrap.sh", b"BOOT-OK\n", 0o755)])
 tar("symlink.tar", [link("link", "/etc/passwd", tarfile.SYMTYPE)])
@@ -86,7 +87,7 @@ TEST_CASE("uploads: execd written into a read-only root through the gate, nothin
   // Created as OpenSandbox's server creates its sandbox: a plain Engine API body.
   std::ofstream(dir + "/create.json")
       << R"({"Image":")" << test_image()
-      << R"(","Cmd":["sh","-c","cat /opt/app/execd /opt/app/bootstrap.sh; ls -A /opt/app /opt; )"
+      << R"(","Cmd":["sh","-c","cat /opt/app/execd /opt/app/bootstrap.sh; ls -A /opt/app /opt; cat /opt/app/lib/x; echo; )"
       << R"(stat -c %a /opt/app/execd; ls /etc/evil /etc/x 2>&1 | wc -l"]})";
   const auto created = run("curl -s --unix-socket " + proxy.socket_path() +
                            " -H 'Content-Type: application/json' --data-binary @" + dir +
@@ -113,6 +114,8 @@ TEST_CASE("uploads: execd written into a read-only root through the gate, nothin
   CHECK(put(gate, name, "/opt/app", dir + "/execd.tar.gz") == "200");
   CHECK(put(gate, name, "/", dir + "/dir.tar") == "200");
   CHECK(put(gate, name, "/opt/app", dir + "/boot.tar") == "200");
+  // A write at / whose entries lie in the target goes into it (the volume's root).
+  CHECK(put(gate, name, "/", dir + "/deep.tar") == "200");
   CHECK(proxy.audit_contains("upload into target"));
 
   // Refused, and nothing of them reaches the container.
@@ -135,7 +138,7 @@ TEST_CASE("uploads: execd written into a read-only root through the gate, nothin
 
   // What the container holds: execd (setuid dropped) and bootstrap.sh, nothing refused.
   CHECK(run(direct() + " start -a " + name).output ==
-        "EXECD-OK\nBOOT-OK\n/opt:\napp\n\n/opt/app:\nbootstrap.sh\nexecd\n755\n2\n");
+        "EXECD-OK\nBOOT-OK\n/opt:\napp\n\n/opt/app:\nbootstrap.sh\nexecd\nlib\nx\n755\n2\n");
 
   // Removed through the gate without v: the anonymous volume goes with it.
   CHECK(run(proxy.docker() + " rm " + name).status == 0);
