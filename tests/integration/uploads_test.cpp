@@ -56,13 +56,19 @@ tar("parent.tar", [dirent("opt/app"), f("opt/app/ok", b"x"), f("etc/evil", b"x")
 tar("big.tar", [f("big", b"b" * 70000)])
 open(os.path.join(d, "zeros.tar"), "wb").write(bytes(2 * 65536 + 1048576 + 1))
 open(os.path.join(d, "junk.tar"), "wb").write(b"not a tar archive" * 64)
+# A good entry, then a damaged header where the next entry or the end should be.
+tar("one.tar", [f("one", b"1")])
+open(os.path.join(d, "damaged.tar"), "wb").write(open(os.path.join(d, "one.tar"), "rb").read()[:1024] + b"junk" * 128)
 )PY";
 
-// A PUT of `file` as the container's archive at `path` on `socket`: the HTTP status.
+// A PUT of `file` as the container's archive at `path` on `socket`: the HTTP status (with
+// `answer`: the status and the body; `chunked`: the body in chunks).
 std::string put(const std::string& socket, const std::string& container, const std::string& path,
-                const std::string& file) {
-  return run("curl -s -o /dev/null -w '%{http_code}' --unix-socket " + socket +
-             " -X PUT -H 'Content-Type: application/x-tar' --data-binary @" + file +
+                const std::string& file, bool answer = false, bool chunked = false) {
+  return run("curl -s " + std::string(answer ? "" : "-o /dev/null ") +
+             "-w '%{http_code}' --unix-socket " + socket +
+             " -X PUT -H 'Content-Type: application/x-tar' " +
+             (chunked ? "-H 'Transfer-Encoding: chunked' " : "") + "--data-binary @" + file +
              " 'http://d/v1.41/containers/" + container + "/archive?path=" + path + "'")
       .output;
 }
@@ -121,12 +127,15 @@ TEST_CASE("uploads: execd written into a read-only root through the gate, nothin
   // Refused, and nothing of them reaches the container.
   CHECK(put(gate, name, "/opt/app", dir + "/symlink.tar") == "403");
   CHECK(put(gate, name, "/opt/app", dir + "/dotdot.tar") == "403");
-  CHECK(put(gate, name, "/opt/app", dir + "/hardlink.tar") == "403");
+  CHECK(put(gate, name, "/opt/app", dir + "/hardlink.tar", true).find("is a hard link") !=
+        std::string::npos);
   CHECK(put(gate, name, "/etc", dir + "/plain.tar") == "403");
   CHECK(put(gate, name, "/", dir + "/parent.tar") == "403");
   CHECK(put(gate, name, "/opt/app", dir + "/big.tar") == "413");
   CHECK(put(gate, name, "/opt/app", dir + "/zeros.tar") == "413");  // an empty tar, too long
+  CHECK(put(gate, name, "/opt/app", dir + "/zeros.tar", false, true) == "413");
   CHECK(put(gate, name, "/opt/app", dir + "/junk.tar") == "400");
+  CHECK(put(gate, name, "/opt/app", dir + "/damaged.tar") == "400");
   // A container the profile does not own (made on the daemon directly).
   REQUIRE(run(direct() + " create --name " + foreign + " --read-only -v /opt/app " + test_image() +
               " true")
