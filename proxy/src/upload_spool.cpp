@@ -15,9 +15,6 @@ namespace dockgate::proxy {
 
 namespace {
 
-// Bounds on what is held in memory of one archive: its entries and their names.
-constexpr std::size_t max_entries = 65536;
-constexpr std::size_t max_name_bytes = std::size_t{8} << 20;
 constexpr std::size_t copy_block = 64 * 1024;
 
 struct read_closer {
@@ -152,7 +149,7 @@ bool upload_spool::append(std::string_view data) {
   return true;
 }
 
-upload_spool::reading upload_spool::entries(std::uint64_t max_bytes) const {
+upload_spool::reading upload_spool::entries(std::uint64_t max_bytes, bounds limits) const {
   reading out;
   if (size_ == 0) return out;  // dockerd reads an empty body as an empty archive
   reader a = open_reader(fd_, out.error);
@@ -180,7 +177,7 @@ upload_spool::reading upload_spool::entries(std::uint64_t max_bytes) const {
     names += entry.name.size();
     if (entry.type == policy::upload_entry::kind::file) content += entry.size;
     // Stop before reading (decompressing) past the cap.
-    if (content > max_bytes || out.entries.size() >= max_entries || names > max_name_bytes) {
+    if (content > max_bytes || out.entries.size() >= limits.entries || names > limits.name_bytes) {
       out.too_large = true;
       return out;
     }

@@ -50,7 +50,15 @@ class upload_spool {
     std::string error;
     bool too_large = false;
   };
-  reading entries(std::uint64_t max_bytes) const;
+  // Bounds on what is held in memory of one archive: its entries and their names.
+  struct bounds {
+    std::size_t entries = 65536;
+    std::size_t name_bytes = std::size_t{8} << 20;
+  };
+  // Reading stops at the first entry that takes the files' content over `max_bytes` or
+  // the entries over `limits` (too_large), before any more is read or decompressed.
+  reading entries(std::uint64_t max_bytes, bounds limits) const;
+  reading entries(std::uint64_t max_bytes) const { return entries(max_bytes, bounds{}); }
 
   // Writes into `out` the gate's tar of the entries `plan` keeps (by index, as `entries`
   // read them); false with `error` set if the archive cannot be read again or written.

@@ -134,6 +134,12 @@ TEST_CASE("uploads: execd written into a read-only root through the gate, nothin
   CHECK(put(gate, name, "/opt/app", dir + "/big.tar") == "413");
   CHECK(put(gate, name, "/opt/app", dir + "/zeros.tar") == "413");  // an empty tar, too long
   CHECK(put(gate, name, "/opt/app", dir + "/zeros.tar", false, true) == "413");
+  // A length over the cap is answered at once, before any of the body is read.
+  CHECK(raw_exchange(gate, "PUT /v1.41/containers/" + name +
+                               "/archive?path=/opt/app HTTP/1.1\r\nHost: d\r\n"
+                               "Content-Type: application/x-tar\r\nContent-Length: 1000000000"
+                               "\r\n\r\n")
+            .status() == 413);
   CHECK(put(gate, name, "/opt/app", dir + "/junk.tar") == "400");
   CHECK(put(gate, name, "/opt/app", dir + "/damaged.tar") == "400");
   // A container the profile does not own (made on the daemon directly).

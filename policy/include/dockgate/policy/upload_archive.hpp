@@ -39,6 +39,7 @@ struct upload_entry {
   kind type = kind::other;
   bool sparse = false;  // a sparse file (GNU or pax sparse map)
   std::uint64_t size = 0;
+  bool operator==(const upload_entry&) const = default;
 };
 
 // What goes up: the query path, and per entry of the client's archive its name in the
