@@ -50,7 +50,6 @@ reader open_reader(int fd, std::string& error) {
 policy::upload_entry::kind kind_of(archive_entry* e) {
   using k = policy::upload_entry::kind;
   if (archive_entry_hardlink(e)) return k::hardlink;
-  if (archive_entry_symlink(e)) return k::symlink;
   switch (archive_entry_filetype(e)) {
     case AE_IFREG:
       return k::file;
