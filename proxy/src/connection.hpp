@@ -20,8 +20,9 @@
 //      target.
 //      prepare_target, upstream_lookups.cpp
 //   5. The request body: read (a dropped one within a small limit), a JSON body read
-//      whole, reviewed, its bind sources and named objects checked.
-//      read_request_body, request_body_stage.cpp
+//      whole, reviewed, its bind sources and named objects checked; an upload under an
+//      upload rule spooled, its entries judged, the gate's own tar made.
+//      read_request_body, request_body_stage.cpp; read_upload_body, upload_stage.cpp
 //   6. Forward: the gate's serialisation of the request, then a streamed body.
 //      forward_request, request_body_stage.cpp
 //   7. Relay the response: a sized answer in one gathered write, a confined list

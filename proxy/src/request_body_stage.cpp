@@ -8,6 +8,8 @@
 //   prefix of a body that the proxy has not seen end.
 // - Every host path a reviewed body binds is checked on the host, and every network and
 //   volume it names is asked of the daemon, before the daemon sees the body.
+// - An upload under an upload rule (request_body::archive) is read whole and replaced by
+//   the gate's own tar (upload_stage.cpp).
 #include "bind_check.hpp"
 #include "connection.hpp"
 #include "dockgate/policy/body_seen.hpp"
