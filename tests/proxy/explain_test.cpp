@@ -25,3 +25,22 @@ TEST_CASE("explain prints the decision and the rewritten body", "[explain]") {
   auto bad = proxy::explain_request(p, "POST", "/v1.41//containers/create", std::nullopt);
   CHECK(bad.exit_status == 1);
 }
+
+TEST_CASE("explain shows an upload rule's query change and its archive review",
+          "[explain][uploads]") {
+  auto pol =
+      policy::parse_policy(R"({"profiles":{"p":{"allow":["ContainerDelete","PutContainerArchive"],
+      "uploads":{"targets":["/opt/app"]}}}})");
+  REQUIRE(pol.value);
+  const auto& p = pol.value->default_();
+  auto removed = proxy::explain_request(p, "DELETE", "/v1.41/containers/web?force=1", std::nullopt);
+  CHECK_THAT(
+      removed.text,
+      Catch::Contains("query:     query:v:upload volumes removed (forwarded as force=1&v=1)"));
+  auto upload =
+      proxy::explain_request(p, "PUT", "/v1.41/containers/web/archive?path=/", std::nullopt);
+  CHECK_THAT(upload.text, Catch::Contains("upload:    the archive is read whole"));
+  auto outside =
+      proxy::explain_request(p, "PUT", "/v1.41/containers/web/archive?path=/etc", std::nullopt);
+  CHECK(outside.exit_status == 1);
+}

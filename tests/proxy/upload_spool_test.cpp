@@ -5,7 +5,6 @@
 
 #include <archive.h>
 #include <archive_entry.h>
-
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -23,8 +22,8 @@ struct entry_spec {
   unsigned type = AE_IFREG;
   unsigned mode = 0644;
   std::string data;
-  std::string link;       // a symlink's target
-  std::string hardlink;   // a hard link's target
+  std::string link;      // a symlink's target
+  std::string hardlink;  // a hard link's target
   bool sparse = false;
 };
 
@@ -116,8 +115,8 @@ std::vector<std::string> listing(const proxy::upload_spool& s) {
     char mode[8];
     std::snprintf(mode, sizeof mode, "%o", archive_entry_perm(e));
     out.push_back(std::string(archive_entry_pathname(e)) +
-                  (archive_entry_filetype(e) == AE_IFDIR ? " dir " : " file ") + mode + " " +
-                  data + (archive_entry_xattr_count(e) ? " xattrs" : ""));
+                  (archive_entry_filetype(e) == AE_IFDIR ? " dir " : " file ") + mode + " " + data +
+                  (archive_entry_xattr_count(e) ? " xattrs" : ""));
   }
   archive_read_free(a);
   return out;
@@ -149,8 +148,8 @@ TEST_CASE("upload spool: every kind of entry is read as what it is", "[uploads][
 
 TEST_CASE("upload spool: compressed archives are read as dockerd reads them",
           "[uploads][upload_spool]") {
-  for (int filter : {ARCHIVE_FILTER_GZIP, ARCHIVE_FILTER_BZIP2, ARCHIVE_FILTER_XZ,
-                     ARCHIVE_FILTER_ZSTD}) {
+  for (int filter :
+       {ARCHIVE_FILTER_GZIP, ARCHIVE_FILTER_BZIP2, ARCHIVE_FILTER_XZ, ARCHIVE_FILTER_ZSTD}) {
     INFO(filter);
     auto read = spooled(make_tar({file("a", "1")}, filter)).entries(1 << 20);
     CHECK(read.error.empty());
@@ -177,9 +176,9 @@ TEST_CASE("upload spool: reading stops at the caps before reading on", "[uploads
 
 TEST_CASE("upload spool: the gate's tar holds what the plan kept, and nothing else",
           "[uploads][upload_spool]") {
-  const std::string tar = make_tar({of_type("opt/app", AE_IFDIR), file("opt/app/run", "#!/bin/sh\n", 04755),
-                                    of_type("opt/app/d", AE_IFDIR, 01777),
-                                    file("opt/app/d/x", "x", 0600)});
+  const std::string tar =
+      make_tar({of_type("opt/app", AE_IFDIR), file("opt/app/run", "#!/bin/sh\n", 04755),
+                of_type("opt/app/d", AE_IFDIR, 01777), file("opt/app/d/x", "x", 0600)});
   const auto in = spooled(tar);
   auto read = in.entries(1 << 20);
   REQUIRE(read.entries.size() == 4);
