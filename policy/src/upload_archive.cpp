@@ -19,6 +19,13 @@ std::string quoted(std::string_view name) {
   return out;
 }
 
+// The docker CLI names a directory with a trailing "/" ("docker cp f c:/opt/app/"): dockerd
+// extracts into the directory either way.
+std::string_view without_trailing_slash(std::string_view path) {
+  if (path.size() > 1 && path.ends_with('/')) path.remove_suffix(1);
+  return path;
+}
+
 std::string joined(std::string_view path, std::string_view name) {
   if (name.empty()) return std::string(path);
   std::string out(path);
@@ -91,13 +98,14 @@ deny upload_refusal(const profile& p, std::string what, unsigned status) {
                   ", rule uploads)"};
 }
 
-std::optional<deny> review_upload_path(const profile& p, std::string_view path) {
+std::optional<deny> review_upload_path(const profile& p, std::string_view raw) {
   const upload_rule& rule = *p.rules.uploads;
+  const std::string_view path = without_trailing_slash(raw);
   if (!clean_absolute_path(path))
-    return upload_refusal(p, "path " + quoted(path) + " must be an absolute, clean path");
+    return upload_refusal(p, "path " + quoted(raw) + " must be an absolute, clean path");
   for (const auto& t : rule.targets)
     if (path_within(path, t) || path_within(t, path)) return std::nullopt;
-  return upload_refusal(p, "path " + quoted(path) + " is not within an upload target");
+  return upload_refusal(p, "path " + quoted(raw) + " is not within an upload target");
 }
 
 std::optional<std::string> clean_entry_name(std::string_view name) {
@@ -117,9 +125,10 @@ std::optional<std::string> clean_entry_name(std::string_view name) {
   return std::string(name);
 }
 
-std::variant<deny, upload_plan> review_upload(const profile& p, std::string_view path,
+std::variant<deny, upload_plan> review_upload(const profile& p, std::string_view raw,
                                               std::span<const upload_entry> entries) {
-  if (auto d = review_upload_path(p, path)) return *d;
+  if (auto d = review_upload_path(p, raw)) return *d;
+  const std::string_view path = without_trailing_slash(raw);
   const upload_rule& rule = *p.rules.uploads;
   std::vector<std::string> full;
   full.reserve(entries.size());

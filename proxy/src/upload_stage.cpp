@@ -91,9 +91,10 @@ net::awaitable<bool> connection::read_upload_body() {
     co_return co_await refuse_upload(policy::upload_refusal(*profile_, "body: " + error, 400));
   if (plan.path != path) {
     // A write at a parent of a target, made one into the target: the forwarded request line
-    // (serialised already in out_) names the target.
-    x.changes.push_back(
-        {"query:path", "upload into target", policy::to_json(path), policy::to_json(plan.path)});
+    // (serialised already in out_) names the target; a trailing "/" is left out.
+    const bool cleaned = path == plan.path + "/";
+    x.changes.push_back({"query:path", cleaned ? "upload path cleaned" : "upload into target",
+                         policy::to_json(path), policy::to_json(plan.path)});
     req_.query = policy::with_upload_path(req_.query, plan.path);
     req_.target.resize(std::min(req_.target.find('?'), req_.target.size()));
     req_.target += '?';

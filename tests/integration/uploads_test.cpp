@@ -20,8 +20,8 @@ std::string trim(std::string s) {
 }
 
 const std::string upload_policy = R"({"profiles":{"up":{
-  "allow":["ContainerCreate","ContainerStart","ContainerInspect","ContainerDelete",
-           "PutContainerArchive","ImageInspect"],
+  "allow":["SystemPing","ContainerCreate","ContainerStart","ContainerInspect","ContainerDelete",
+           "PutContainerArchive","ContainerArchiveInfo","ImageInspect"],
   "images":{"allow":["*"]},
   "container_create":{"HostConfig.ReadonlyRootfs":{"force":true}},
   "uploads":{"targets":["/opt/app"],"max_bytes":65536}}},
@@ -124,6 +124,11 @@ TEST_CASE("uploads: execd written into a read-only root through the gate, nothin
   CHECK(put(gate, name, "/", dir + "/deep.tar") == "200");
   CHECK(proxy.audit_contains("upload into target"));
 
+  // The docker CLI's `docker cp` (a trailing "/" on the directory): a file in, a link not.
+  REQUIRE(run("echo top > " + dir + "/one.txt && ln -s /etc/passwd " + dir + "/lnk").status == 0);
+  CHECK(run(proxy.docker() + " cp " + dir + "/one.txt " + name + ":/opt/app/").status == 0);
+  CHECK(run(proxy.docker() + " cp " + dir + "/lnk " + name + ":/opt/app/").status != 0);
+
   // Refused, and nothing of them reaches the container.
   CHECK(put(gate, name, "/opt/app", dir + "/symlink.tar") == "403");
   CHECK(put(gate, name, "/opt/app", dir + "/dotdot.tar") == "403");
@@ -152,8 +157,9 @@ TEST_CASE("uploads: execd written into a read-only root through the gate, nothin
             .output == "404");
 
   // What the container holds: execd (setuid dropped) and bootstrap.sh, nothing refused.
-  CHECK(run(direct() + " start -a " + name).output ==
-        "EXECD-OK\nBOOT-OK\n/opt:\napp\n\n/opt/app:\nbootstrap.sh\nexecd\nlib\nx\n755\n2\n");
+  CHECK(
+      run(direct() + " start -a " + name).output ==
+      "EXECD-OK\nBOOT-OK\n/opt:\napp\n\n/opt/app:\nbootstrap.sh\nexecd\nlib\none.txt\nx\n755\n2\n");
 
   // Removed through the gate without v: the anonymous volume goes with it.
   CHECK(run(proxy.docker() + " rm " + name).status == 0);

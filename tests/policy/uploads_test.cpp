@@ -130,8 +130,12 @@ TEST_CASE("uploads: the query path is a target's or on the way to one", "[upload
             .starts_with("403 "));
   CHECK(query_of(http::method::put, "/v1.41/containers/x/archive?path=/opt/../etc")
             .starts_with("403 "));
-  CHECK(query_of(http::method::put, "/v1.41/containers/x/archive?path=/opt/opensandbox/")
+  // The docker CLI writes a directory with a trailing "/".
+  CHECK(query_of(http::method::put, "/v1.41/containers/x/archive?path=/opt/opensandbox/") ==
+        "path=/opt/opensandbox/");
+  CHECK(query_of(http::method::put, "/v1.41/containers/x/archive?path=/opt/opensandbox//")
             .starts_with("403 "));
+  CHECK(query_of(http::method::put, "/v1.41/containers/x/archive?path=/etc/").starts_with("403 "));
   CHECK(query_of(http::method::put, "/v1.41/containers/x/archive").starts_with("403 "));
   CHECK(query_of(http::method::put, "/v1.41/containers/x/archive?path=/etc") ==
         "403 dockgate: PutContainerArchive path \"/etc\" is not within an upload target "
@@ -163,6 +167,8 @@ TEST_CASE("uploads: only regular files and directories, within one target", "[up
   // OpenSandbox's four writes.
   CHECK(plan("/", {dir("opt/opensandbox")}) == "/opt/opensandbox -");
   CHECK(plan("/opt/opensandbox", {file("execd")}) == "/opt/opensandbox execd");
+  CHECK(plan("/opt/opensandbox/", {file("execd")}) == "/opt/opensandbox execd");
+  CHECK(plan("/opt/", {file("opensandbox/execd")}) == "/opt/opensandbox execd");
   CHECK(plan("/", {dir("opt/"), dir("opt/opensandbox/"), file("opt/opensandbox/bootstrap.sh")}) ==
         "/opt/opensandbox - - bootstrap.sh");
   CHECK(plan("/opt", {file("./opensandbox/a"), dir("opensandbox/d"), file("opensandbox/d/b")}) ==

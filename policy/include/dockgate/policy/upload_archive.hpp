@@ -42,8 +42,8 @@ struct upload_entry {
   bool operator==(const upload_entry&) const = default;
 };
 
-// What goes up: the query path, and per entry of the client's archive its name in the
-// gate's archive (nullopt: left out).
+// What goes up: the query path (without a trailing "/"), and per entry of the client's archive its
+// name in the gate's archive (nullopt: left out).
 struct upload_plan {
   std::string path;
   std::vector<std::optional<std::string>> names;
@@ -51,8 +51,9 @@ struct upload_plan {
   bool operator==(const upload_plan&) const = default;
 };
 
-// The query's `path` before the body is read: a clean absolute path within a target or a
-// proper ancestor of one. nullopt when it may go on.
+// The query's `path` before the body is read: a clean absolute path (one trailing "/", as
+// the docker CLI writes a directory, taken off) within a target or a proper ancestor of
+// one. nullopt when it may go on.
 std::optional<deny> review_upload_path(const profile& p, std::string_view path);
 
 // An entry's name made clean (leading "./" and trailing "/" off; "" for the path itself),
