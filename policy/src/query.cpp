@@ -5,6 +5,7 @@
 
 #include "dockgate/policy/body_review.hpp"
 #include "dockgate/policy/image_ref.hpp"
+#include "dockgate/policy/json_value.hpp"
 #include "dockgate/policy/ownership.hpp"
 #include "dockgate/policy/upload_archive.hpp"
 
@@ -57,12 +58,12 @@ std::optional<deny> review_upload_query(const profile& p, const route& r,
   for (auto it = kept.begin(); it != kept.end(); ++it)
     if ((*it)->key == "v") {
       if (go_form_bool((*it)->value)) return std::nullopt;
-      from = "\"" + (*it)->value + "\"";
+      from = to_json(json_value((*it)->value));  // escaped: the audit line is JSON
       kept.erase(it);
       break;
     }
   kept.push_back(&v_one);
-  out.changes.push_back({"query:v", "upload volumes removed", from, "\"1\""});
+  out.changes.push_back({"query:v", "upload volumes removed", std::move(from), "\"1\""});
   return std::nullopt;
 }
 

@@ -118,6 +118,14 @@ TEST_CASE("uploads: a delete takes the container's anonymous volumes with it", "
   auto q = std::get<query_review>(review_query(box(), r));
   REQUIRE(q.changes.size() == 1);
   CHECK(q.changes[0] == body_change{"query:v", "upload volumes removed", "\"false\"", "\"1\""});
+  // The client's value, escaped: whitespace around a false value is still false.
+  r = std::get<route>(route_request(http::method::delete_, "/v1.41/containers/x?v=%0A0%22"));
+  q = std::get<query_review>(review_query(box(), r));
+  CHECK(q.changes.empty());  // `0"` is true to dockerd: v stays as sent
+  r = std::get<route>(route_request(http::method::delete_, "/v1.41/containers/x?v=%0A0%09"));
+  q = std::get<query_review>(review_query(box(), r));
+  REQUIRE(q.changes.size() == 1);
+  CHECK(q.changes[0].from == "\"\\n0\\t\"");
 }
 
 TEST_CASE("uploads: the query path is a target's or on the way to one", "[uploads]") {
