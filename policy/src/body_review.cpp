@@ -134,6 +134,7 @@ decision review_container_create(const profile& p, std::string_view body, daemon
       ok = (!p.rules.workspace->host_binds || r.take_host_bind(root)) &&
            r.take_workspace(root, workspace);
     if (p.rules.ports) ok = ok && r.check_ports(root);
+    if (p.rules.uploads) r.take_uploads(root);
     for (const auto& [path, rule] : rules.rules) ok = ok && r.apply(root, path, rule);
     const bool mounts = p.rules.binds || p.rules.volumes.mount_owned;
     const bool networks = p.rules.networks.join_owned;
@@ -151,6 +152,7 @@ decision review_container_create(const profile& p, std::string_view body, daemon
     ok = ok && r.default_deny(root, create_widening_fields, rules, handled);
     ok = ok && r.check_image(root) && r.stamp_owner(root);
     if (ok && !workspace.empty()) r.bind_workspace(root, workspace);
+    if (ok && p.rules.uploads) r.mount_uploads(root);
     return ok;
   };
   auto complete = [&](const json_object& root, body_reviewer& r, rewrite& out) {

@@ -69,6 +69,12 @@ struct body_reviewer {
   // body_reviewer_host.cpp: what of the host a container reaches besides its own mounts.
   bool check_ports(json_object& root);
   bool take_host_bind(json_object& root);
+  // Upload targets (upload_volumes.cpp): the gate's anonymous volumes, taken out of a body
+  // before the mount rules judge it and written after them.
+  std::size_t uploads_unchanged = 0;  // the gate's own volumes the body already held
+  json_value upload_mount(const std::string& target) const;
+  void take_uploads(json_object& root);
+  void mount_uploads(json_object& root);
 };
 
 }  // namespace dockgate::policy

@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "dockgate/policy/go_json.hpp"
+#include "dockgate/policy/upload_archive.hpp"
 
 namespace dockgate::policy {
 
@@ -195,6 +196,41 @@ class loader {
     });
   }
 
+  // "uploads": {"targets": [...], "max_bytes": N} (body_rules.hpp, upload_rule).
+  void load_uploads(element value, const std::string& where, body_rules& rules) {
+    object o;
+    if (value.get_object().get(o) != simdjson::SUCCESS) {
+      error(where, "must be an object {targets, max_bytes}");
+      return;
+    }
+    upload_rule rule;
+    bool have_targets = false;
+    each_key(o, where, [&](std::string_view k, element v) {
+      if (k == "targets") {
+        auto list = strings_of(v, where + ".targets");
+        if (!list) return;
+        have_targets = true;
+        for (const auto& t : *list) {
+          if (!clean_absolute_path(t) || t == "/")
+            error(where + ".targets", "\"" + t + "\" must be an absolute, clean path other than /");
+          for (const auto& other : rule.targets)
+            if (path_within(t, other) || path_within(other, t))
+              error(where + ".targets", "\"" + t + "\" and \"" + other + "\" overlap");
+          rule.targets.push_back(t);
+        }
+      } else if (k == "max_bytes") {
+        std::uint64_t n = 0;
+        if (v.get_uint64().get(n) != simdjson::SUCCESS || n == 0)
+          error(where + ".max_bytes", "must be a positive integer");
+        rule.max_bytes = n;
+      } else {
+        error(where, "unknown key \"" + std::string(k) + "\"");
+      }
+    });
+    if (!have_targets || rule.targets.empty())
+      error(where + ".targets", "is required (at least one path)");
+    rules.uploads = std::move(rule);
+  }
   // "ports": {"addresses": [...], "host_ports": "lo-hi"}. Addresses are written as the
   // gate compares them (the canonical text of one address, not 0.0.0.0 or ::, which the
   // gate rewrites to loopback anyway).
@@ -346,6 +382,8 @@ class loader {
         p.rules.workspace = std::move(rule);
       } else if (key == "ports") {
         p.rules.ports = load_ports(value, where + ".ports");
+      } else if (key == "uploads") {
+        load_uploads(value, where + ".uploads", p.rules);
       } else if (key == "networks" || key == "volumes") {
         // {"join_owned": true, "aliases": true} / {"mount_owned": true}
         object o;

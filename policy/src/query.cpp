@@ -5,7 +5,9 @@
 
 #include "dockgate/policy/body_review.hpp"
 #include "dockgate/policy/image_ref.hpp"
+#include "dockgate/policy/json_value.hpp"
 #include "dockgate/policy/ownership.hpp"
+#include "dockgate/policy/upload_archive.hpp"
 
 namespace dockgate::policy {
 
@@ -36,6 +38,33 @@ constexpr std::string_view import_only[] = {"fromSrc", "repo", "message", "chang
 
 deny bad(unsigned status, std::string reason) {
   return deny{status, "query", "dockgate: " + std::move(reason)};
+}
+
+// Under an upload rule (upload_archive.hpp): a ContainerDelete removes the container's
+// anonymous volumes with it (v=1: the upload volumes are anonymous; v never removes a
+// named volume), and a PutContainerArchive's path must be a target's or on the way to one.
+std::optional<deny> review_upload_query(const profile& p, const route& r,
+                                        std::vector<const query_param*>& kept, query_review& out) {
+  if (!p.rules.uploads) return std::nullopt;
+  if (r.op == operation::PutContainerArchive) {
+    const query_param* path = nullptr;
+    for (const auto* param : kept)
+      if (param->key == "path") path = param;
+    return review_upload_path(p, path ? std::string_view(path->value) : std::string_view());
+  }
+  if (r.op != operation::ContainerDelete) return std::nullopt;
+  static const query_param v_one{"v", "1", "v=1"};
+  std::optional<std::string> from;
+  for (auto it = kept.begin(); it != kept.end(); ++it)
+    if ((*it)->key == "v") {
+      if (go_form_bool((*it)->value)) return std::nullopt;
+      from = to_json(json_value((*it)->value));  // escaped: the audit line is JSON
+      kept.erase(it);
+      break;
+    }
+  kept.push_back(&v_one);
+  out.changes.push_back({"query:v", "upload volumes removed", std::move(from), "\"1\""});
+  return std::nullopt;
 }
 
 }  // namespace
@@ -132,6 +161,7 @@ std::variant<deny, query_review> review_query(const profile& p, const route& r) 
     auto verdict = review_image_reference(p, *ref);
     if (auto* d = std::get_if<deny>(&verdict)) return *d;
   }
+  if (auto d = review_upload_query(p, r, kept, out)) return *d;
   for (const auto* param : kept) {
     if (!out.query.empty()) out.query += '&';
     out.query += param->raw;

@@ -49,7 +49,7 @@ bool form_type(std::string_view content_type) {
 
 }  // namespace
 
-shape_result shape_request(operation op, const request_facts& facts) {
+shape_result shape_request(operation op, const request_facts& facts, bool uploads) {
   const bool hijack = operation_hijacks(op);
   const bool upgrade = facts.connection_upgrade || !facts.upgrade.empty();
   if (upgrade && !hijack)
@@ -70,6 +70,8 @@ shape_result shape_request(operation op, const request_facts& facts) {
       body = request_body::dropped;
     else if (kind == body_kind::json)
       body = request_body::json;
+    else if (uploads && op == operation::PutContainerArchive)
+      body = request_body::archive;
     else
       body = request_body::stream;
   }

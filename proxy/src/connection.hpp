@@ -20,8 +20,9 @@
 //      target.
 //      prepare_target, upstream_lookups.cpp
 //   5. The request body: read (a dropped one within a small limit), a JSON body read
-//      whole, reviewed, its bind sources and named objects checked.
-//      read_request_body, request_body_stage.cpp
+//      whole, reviewed, its bind sources and named objects checked; an upload under an
+//      upload rule spooled, its entries judged, the gate's own tar made.
+//      read_request_body, request_body_stage.cpp; read_upload_body, upload_stage.cpp
 //   6. Forward: the gate's serialisation of the request, then a streamed body.
 //      forward_request, request_body_stage.cpp
 //   7. Relay the response: a sized answer in one gathered write, a confined list
@@ -151,6 +152,10 @@ class connection {
   net::awaitable<std::pair<body_piece, std::string_view>> next_body_piece();
   net::awaitable<bool> read_json_body(std::size_t limit);
   net::awaitable<bool> forward_body();
+  // An upload by archive under an upload rule (upload_stage.cpp): steps 5 and 6.
+  net::awaitable<bool> read_upload_body();
+  net::awaitable<bool> forward_upload();
+  net::awaitable<bool> refuse_upload(const policy::deny& d);
   // Step 7 (response_relay.cpp); steps 8 (held_streams.cpp) and 9 (splice.cpp) follow it.
   net::awaitable<outcome> relay_response(bool hijack_allowed);
   // The body of a chunked or until-close response: what is buffered first (with the head

@@ -35,6 +35,16 @@ explanation explain_request(const policy::profile& profile, std::string_view met
     for (const auto& name : kept.dropped) e.text += " query:" + name;
     e.text += " (the daemon ignores them)\n";
   }
+  if (!kept.changes.empty()) {
+    e.text += "query:    ";
+    for (const auto& c : kept.changes) e.text += " " + c.field + ":" + c.action;
+    e.text += " (forwarded as " + kept.query + ")\n";
+  }
+  if (r.op == policy::operation::PutContainerArchive && profile.rules.uploads)
+    e.text +=
+        "upload:    the archive is read whole, each entry a regular file or directory within an "
+        "upload target, and the gate's own tar goes up (docs/policy.md, \"Uploads by "
+        "archive\")\n";
   if (profile.rules.confine_to_owned) {
     // What the request path does for this operation (the table of policy/ownership.hpp).
     const auto own = policy::operation_ownership(r.op);

@@ -8,6 +8,8 @@
 //   prefix of a body that the proxy has not seen end.
 // - Every host path a reviewed body binds is checked on the host, and every network and
 //   volume it names is asked of the daemon, before the daemon sees the body.
+// - An upload under an upload rule (request_body::archive) is read whole and replaced by
+//   the gate's own tar (upload_stage.cpp).
 #include "bind_check.hpp"
 #include "connection.hpp"
 #include "dockgate/policy/body_seen.hpp"
@@ -48,6 +50,7 @@ net::awaitable<bool> connection::read_request_body(const policy::route& r,
     req_.audit.bytes_in = req_.extras->json_body.size();
     req_.extras->json_body.clear();
   }
+  if (body == policy::request_body::archive) co_return co_await read_upload_body();
   if (body != policy::request_body::json) co_return true;
   // A create's answer is read whole (it is small): the ID it names goes into the audit line.
   if (r.op == policy::operation::ContainerCreate || r.op == policy::operation::ContainerExec)
@@ -235,6 +238,10 @@ net::awaitable<bool> connection::forward_request(policy::request_body body) {
     out_ += "Content-Length: ";
     out_ += std::to_string(body_bytes.size());
     out_ += "\r\n";
+  } else if (body == policy::request_body::archive) {
+    out_ += "Content-Length: ";  // the gate's tar (upload_stage.cpp)
+    out_ += std::to_string(req_.extras->upload->size());
+    out_ += "\r\n";
   } else if (body == policy::request_body::dropped) {
     // no body upstream
   } else if (head_->chunked) {
@@ -272,6 +279,8 @@ net::awaitable<bool> connection::forward_request(policy::request_body body) {
   if (json_body)
     req_.audit.bytes_in = body_bytes.size();
   else if (body == policy::request_body::stream && !co_await forward_body())
+    co_return false;
+  else if (body == policy::request_body::archive && !co_await forward_upload())
     co_return false;
   co_return true;
 }

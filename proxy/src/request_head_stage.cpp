@@ -142,6 +142,20 @@ connection::admission connection::admit_request(std::size_t head_size) {
     req_.query.assign(r.query);  // audit mode: forwarded as sent
   } else {
     auto& q = std::get<policy::query_review>(reviewed_query);
+    if (!q.changes.empty() && profile_->mode == policy::profile::mode_kind::audit) {
+      // Audit mode: the client's query goes up as sent; what would change is recorded.
+      auto& would = extras().would;
+      for (const auto& c : q.changes) {
+        would += would.empty() ? "change " : ", ";
+        would += c.field + " " + c.action;
+      }
+      req_.audit.would = would;
+      q.query.assign(r.query);
+    } else if (!q.changes.empty()) {
+      auto& changes = extras().changes;
+      changes.insert(changes.end(), q.changes.begin(), q.changes.end());
+      req_.audit.changes = changes;
+    }
     req_.query = std::move(q.query);
     for (const auto& name : q.dropped) {
       auto& dropped = extras().dropped;
@@ -150,7 +164,9 @@ connection::admission connection::admit_request(std::size_t head_size) {
     }
   }
   // Hijack, endless stream, what becomes of the body, or a refusal (request_shape.hpp).
-  const auto shaped = policy::shape_request(r.op, policy::facts_of(*head_));
+  const bool uploads =
+      profile_->rules.uploads && profile_->mode == policy::profile::mode_kind::enforce;
+  const auto shaped = policy::shape_request(r.op, policy::facts_of(*head_), uploads);
   if (const auto* refused = std::get_if<policy::shape_refusal>(&shaped))
     return policy::deny{refused->status, std::string(refused->rule), std::string(refused->reason)};
   const auto& shape = std::get<policy::request_shape>(shaped);

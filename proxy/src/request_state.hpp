@@ -30,6 +30,7 @@
 #include "dockgate/http/chunked.hpp"
 #include "dockgate/policy/decision.hpp"
 #include "dockgate/policy/ownership.hpp"
+#include "upload_spool.hpp"
 
 namespace dockgate::proxy {
 
@@ -67,8 +68,9 @@ struct request_extras {
   std::string seen;       // "record": "fields": what the client set in the body (policy::body_seen)
   std::vector<policy::body_change> changes;  // what the profile changed, for the audit line
   std::vector<std::string> warnings;         // added to a create answer: what the profile changed
-  std::string object_image;  // a container create: the image reference its body names
-  std::string exec_id;       // ContainerExec: the exec the daemon created
+  std::string object_image;            // a container create: the image reference its body names
+  std::string exec_id;                 // ContainerExec: the exec the daemon created
+  std::optional<upload_spool> upload;  // an upload by archive: the gate's tar (upload_stage.cpp)
   // Emptied for the next request, capacity kept.
   void clear() noexcept {
     json_body.clear();
@@ -79,6 +81,7 @@ struct request_extras {
     warnings.clear();
     object_image.clear();
     exec_id.clear();
+    upload.reset();
   }
 };
 

@@ -19,7 +19,7 @@ std::string shape_text(const shape_result& s) {
   if (a.upgrade) out += "upgrade ";
   if (a.endless_stream) out += "endless ";
   if (a.document) out += "document ";
-  constexpr std::string_view kinds[] = {"none", "dropped", "json", "stream"};
+  constexpr std::string_view kinds[] = {"none", "dropped", "json", "stream", "archive"};
   out += "body=";
   out += kinds[static_cast<std::size_t>(a.body)];
   return out;
@@ -218,4 +218,13 @@ TEST_CASE("version refusals in dockerd's words", "[request_shape]") {
              "client version 1.46 is too new. Maximum supported API version is 1.45"});
   CHECK(version_refusal(api_version{1, 45}, api_version{1, 45}) == std::nullopt);
   CHECK(version_refusal(api_version{1, 24}, api_version{1, 45}) == std::nullopt);
+}
+
+TEST_CASE("request shape: an upload under an upload rule is an archive the gate reads whole",
+          "[request_shape][uploads]") {
+  const request_facts body{false, {}, true, {}};
+  CHECK(shape_text(shape_request(operation::PutContainerArchive, body)) == "body=stream");
+  CHECK(shape_text(shape_request(operation::PutContainerArchive, body, true)) == "body=archive");
+  CHECK(shape_text(shape_request(operation::PutContainerArchive, {}, true)) == "body=none");
+  CHECK(shape_text(shape_request(operation::ImageLoad, body, true)) == "body=stream");
 }

@@ -43,3 +43,22 @@ TEST_CASE("explain names the rule behind each rewrite, the fields left out and t
   CHECK_THAT(e.text, Catch::Contains("dropped:   body:Bogus (the daemon ignores them)"));
   CHECK_THAT(e.text, Catch::Contains("warning:   dockgate: published ports bound to loopback"));
 }
+
+TEST_CASE("explain shows an upload rule's query change and its archive review",
+          "[explain][uploads]") {
+  auto pol =
+      policy::parse_policy(R"({"profiles":{"p":{"allow":["ContainerDelete","PutContainerArchive"],
+      "uploads":{"targets":["/opt/app"]}}}})");
+  REQUIRE(pol.value);
+  const auto& p = pol.value->default_();
+  auto removed = proxy::explain_request(p, "DELETE", "/v1.41/containers/web?force=1", std::nullopt);
+  CHECK_THAT(
+      removed.text,
+      Catch::Contains("query:     query:v:upload volumes removed (forwarded as force=1&v=1)"));
+  auto upload =
+      proxy::explain_request(p, "PUT", "/v1.41/containers/web/archive?path=/", std::nullopt);
+  CHECK_THAT(upload.text, Catch::Contains("upload:    the archive is read whole"));
+  auto outside =
+      proxy::explain_request(p, "PUT", "/v1.41/containers/web/archive?path=/etc", std::nullopt);
+  CHECK(outside.exit_status == 1);
+}

@@ -97,6 +97,15 @@ struct volume_rule {
   bool mount_owned = false;  // Binds "<name>:<target>", Mounts of type volume and anonymous volumes
 };
 
+// Upload by archive under a read-only root (docs/policy.md, "uploads"): each target gets an
+// anonymous volume labelled with the owner at create (dockerd writes an archive into a
+// read-only root only inside a mount), and PutContainerArchive writes only regular files
+// and directories into those targets, as the gate's own tar (upload_archive.hpp).
+struct upload_rule {
+  std::vector<std::string> targets;  // absolute, clean, not "/", none inside another
+  std::uint64_t max_bytes = std::uint64_t{256} << 20;  // the content of one upload
+};
+
 struct image_rule {
   std::vector<std::string> patterns;  // over normalised references; `*` matches any run
   bool require_digest = false;
@@ -108,6 +117,7 @@ struct body_rules {
   std::optional<bind_rule> binds;
   std::optional<workspace_rule> workspace;
   std::optional<port_rule> ports;
+  std::optional<upload_rule> uploads;
   network_rule networks;
   volume_rule volumes;
   image_rule images;

@@ -36,9 +36,12 @@ std::optional<std::vector<query_param>> parse_query(std::string_view raw);
 
 // What goes upstream: the parameters kept (as the client wrote them, in order), and the
 // names of those left out.
+// `changes`: parameters the profile set (a ContainerDelete under an upload rule gets
+// v=1, so the anonymous upload volumes go with the container), for the audit line.
 struct query_review {
   std::string query;
   std::vector<std::string> dropped;
+  std::vector<body_change> changes;
 };
 std::variant<deny, query_review> review_query(const profile& p, const route& r);
 

@@ -48,6 +48,8 @@ enum class request_body : std::uint8_t {
   dropped,  // read within a small limit, never forwarded (the daemon would ignore it)
   json,     // read whole under the operation's cap, reviewed, forwarded as the gate writes it
   stream,   // passed through as it arrives, in the gate's own framing
+  archive,  // PutContainerArchive under an upload rule: spooled, its entries judged, and
+            // the gate's own tar forwarded (upload_archive.hpp)
 };
 
 struct request_shape {
@@ -78,7 +80,9 @@ struct shape_refusal {
 using shape_result = std::variant<request_shape, shape_refusal>;
 
 // The shape of a request routed to `op` (allowed by the profile, its query reviewed).
-shape_result shape_request(operation op, const request_facts& facts);
+// `uploads`: the profile has an upload rule it enforces (a PutContainerArchive's body is
+// then an archive, not a stream).
+shape_result shape_request(operation op, const request_facts& facts, bool uploads = false);
 
 // A request's `/vX.Y` the gate does not forward, answered in dockerd's words (a client
 // reads "too new" and negotiates down): 400, rule "version". `daemon` is the daemon's API
