@@ -87,6 +87,9 @@ struct aistor_host {
     REQUIRE(run("bindfs -o nosuid,nodev,allow_other " + backing + " " + workspace).status == 0);
   }
   ~aistor_host() {
+    // What a failed run left (a passing one deletes everything through the gate).
+    run(direct() + " rm -fv $(" + direct() +
+        " ps -aq --filter label=dockgate.owner=opensandbox) >/dev/null 2>&1");
     run("fusermount3 -u " + workspace + " || umount -l " + workspace);
     run("rm -rf " + root + " " + backing);
   }
@@ -125,7 +128,7 @@ void server_delete(const proxy_process& gate, const std::string& cid) {
       field(cid, "{{range .Mounts}}{{if eq .Type \"volume\"}}{{.Name}}{{end}}{{end}}");
   REQUIRE(volume.size() > 1);
   auto removed = run(through(gate, "-o /dev/null -w '%{http_code}' -X DELETE ") +
-                     "'http://d/v1.43/containers/" + cid + "?v=False&link=False&force=True'");
+                     "'http://d/v1.41/containers/" + cid + "?v=False&link=False&force=True'");
   CHECK(removed.output == "204");
   CHECK_FALSE(container_exists(cid));
   CHECK(run(direct() + " volume inspect " + volume.substr(0, volume.size() - 1)).status != 0);
@@ -167,14 +170,14 @@ TEST_CASE(
   CHECK(host.probe() == "from-sandbox\n");
 
   // /info: the platform, nothing of the host.
-  const auto info = run(through(gate, "http://d/v1.43/info")).output;
+  const auto info = run(through(gate, "http://d/v1.41/info")).output;
   CHECK(info.find("\"OSType\":\"linux\"") != std::string::npos);
   CHECK(info.find("\"Name\"") == std::string::npos);
   CHECK(info.find("\"Containers\"") == std::string::npos);
 
   // What the profile refuses, with the rule's name.
   const std::string create = through(gate, "-H 'Content-Type: application/json' -X POST ") +
-                             "http://d/v1.43/containers/create -d ";
+                             "http://d/v1.41/containers/create -d ";
   const std::string img = R"('{"Image":")" + test_image() + R"(","HostConfig":)";
   const std::pair<std::string, std::string> refused[] = {
       {img + R"({"Binds":["/etc:/host-etc"]}}')", "HostConfig.Binds"},
@@ -195,7 +198,7 @@ TEST_CASE(
   auto outside =
       run("printf x > " + host.root + "-f && tar -C /tmp -cf " + host.root + ".tar $(basename " +
           host.root + "-f) && " + through(gate, "-X PUT -T " + host.root + ".tar ") +
-          "'http://d/v1.43/containers/" + cid + "/archive?path=/etc'");
+          "'http://d/v1.41/containers/" + cid + "/archive?path=/etc'");
   INFO(outside.output);
   CHECK(outside.output.find("rule uploads") != std::string::npos);
   run("rm -f " + host.root + "-f " + host.root + ".tar");
@@ -215,7 +218,7 @@ TEST_CASE(
   CHECK(out["execd_answer"] == "execd-ok");
   CHECK(field(cid,
               "{{.HostConfig.NetworkMode}} {{json .HostConfig.CapAdd}} "
-              "{{json .HostConfig.PortBindings}}") == "container:" + sidecar + " null {}\n");
+              "{{json .HostConfig.PortBindings}}") == "container:" + sidecar + " null null\n");
   CHECK(field(sidecar,
               "{{json .HostConfig.CapAdd}} {{json .HostConfig.CapDrop}} "
               "{{.HostConfig.Privileged}} {{.HostConfig.NetworkMode}}") ==
@@ -229,12 +232,12 @@ TEST_CASE(
   const std::string foreign = unique_name("dg-foreign");
   REQUIRE(run(direct() + " create --name " + foreign + " " + test_image()).status == 0);
   auto joined = run(through(gate, "-H 'Content-Type: application/json' -X POST ") +
-                    "http://d/v1.43/containers/create -d '{\"Image\":\"" + test_image() +
+                    "http://d/v1.41/containers/create -d '{\"Image\":\"" + test_image() +
                     "\",\"HostConfig\":{\"NetworkMode\":\"container:" + foreign + "\"}}'");
   INFO(joined.output);
   CHECK(joined.output.find("no such container") != std::string::npos);
   run(direct() + " rm -f " + foreign);
   server_delete(gate, cid);
-  run(through(gate, "-X DELETE 'http://d/v1.43/containers/" + sidecar + "?force=True'"));
+  run(through(gate, "-X DELETE 'http://d/v1.41/containers/" + sidecar + "?force=True'"));
   CHECK_FALSE(container_exists(sidecar));
 }
