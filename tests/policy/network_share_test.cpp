@@ -51,8 +51,9 @@ TEST_CASE(
   CHECK(std::get<deny>(without).rule == "HostConfig.NetworkMode:default");
 }
 
-TEST_CASE("networks.join_owned_containers: sharing needs confine_to_owned, other modes stay refused",
-          "[body_rules][redteam]") {
+TEST_CASE(
+    "networks.join_owned_containers: sharing needs confine_to_owned, other modes stay refused",
+    "[body_rules][redteam]") {
   // Without confine_to_owned the proxy proves nothing owned: "container:<any>" would join
   // any container's network namespace (another tenant's, or one on the host's network).
   auto r = parse_policy(R"({"profiles":{"p":{"allow":["ContainerCreate"],"images":{"allow":["*"]},

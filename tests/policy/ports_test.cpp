@@ -235,8 +235,8 @@ TEST_CASE("ports: an address dockerd reads as every interface cannot be named",
   // `docker port` says 0.0.0.0:<port>). It is the canonical text of that address, so only
   // the loader's own check keeps it out of a profile's addresses.
   auto errors = [](const std::string& a) {
-    auto r = parse_policy(R"({"profiles":{"p":{"allow":[],"ports":{"addresses":[")" + a +
-                          R"("]}}}})");
+    auto r =
+        parse_policy(R"({"profiles":{"p":{"allow":[],"ports":{"addresses":[")" + a + R"("]}}}})");
     return Catch::Detail::stringify(r.errors);
   };
   CHECK_THAT(errors("::ffff:0.0.0.0"), Catch::Contains("profiles.p.ports.addresses"));
@@ -272,16 +272,22 @@ TEST_CASE("ports: the body is read as dockerd reads it before the addresses are 
     return x ? x->reason : std::string("allowed");
   };
   // Go keeps the last of two keys for one field: the gate refuses the body instead.
-  CHECK_THAT(deny_text("{" + image +
-                       R"(,"HostConfig":{"PortBindings":{"80/tcp":[{"HostIp":"127.0.0.1","HostIp":"10.0.0.1"}]}}})"),
-             Catch::Contains("given twice"));
-  CHECK_THAT(deny_text("{" + image +
-                       R"(,"HostConfig":{"PortBindings":{"80/tcp":[{"HostIp":"","hostip":"10.0.0.1"}]}}})"),
-             Catch::Contains("given twice"));
+  CHECK_THAT(
+      deny_text(
+          "{" + image +
+          R"(,"HostConfig":{"PortBindings":{"80/tcp":[{"HostIp":"127.0.0.1","HostIp":"10.0.0.1"}]}}})"),
+      Catch::Contains("given twice"));
+  CHECK_THAT(
+      deny_text(
+          "{" + image +
+          R"(,"HostConfig":{"PortBindings":{"80/tcp":[{"HostIp":"","hostip":"10.0.0.1"}]}}})"),
+      Catch::Contains("given twice"));
   // A repeated container port: Go's map keeps the last list.
-  CHECK_THAT(deny_text("{" + image +
-                       R"(,"HostConfig":{"PortBindings":{"80/tcp":[{"HostIp":"127.0.0.1"}],"80/tcp":[{"HostIp":"10.0.0.1"}]}}})"),
-             Catch::Contains("duplicate key"));
+  CHECK_THAT(
+      deny_text(
+          "{" + image +
+          R"(,"HostConfig":{"PortBindings":{"80/tcp":[{"HostIp":"127.0.0.1"}],"80/tcp":[{"HostIp":"10.0.0.1"}]}}})"),
+      Catch::Contains("duplicate key"));
   // A null binding would be Go's zero PortBinding (every interface); a non-list, a
   // non-string address: refused.
   for (const char* bindings : {R"({"80/tcp":[null]})", R"({"80/tcp":{"HostIp":"10.0.0.1"}})",
@@ -298,8 +304,7 @@ TEST_CASE("ports: the body is read as dockerd reads it before the addresses are 
   CHECK(bindings_of(review_container_create(
             p.default_(), "{" + image + R"(,"PortBindings":{"80/tcp":[{"HostIp":""}]}})")) ==
         R"({"80/tcp":[{"HostIp":"127.0.0.1"}]})");
-  CHECK_THAT(deny_text("{" + image + R"(,"PublishAllPorts":true})"),
-             Catch::Contains("rule ports"));
+  CHECK_THAT(deny_text("{" + image + R"(,"PublishAllPorts":true})"), Catch::Contains("rule ports"));
   CHECK_THAT(deny_text("{" + image + R"(,"PortBindings":{"80/tcp":[{"HostIp":"10.0.0.1"}]}})"),
              Catch::Contains("rule ports"));
   // With an inner HostConfig dockerd ignores the top-level one (moby's getHostConfig):
@@ -309,10 +314,9 @@ TEST_CASE("ports: the body is read as dockerd reads it before the addresses are 
             "{" + image +
                 R"(,"PortBindings":{"80/tcp":[{"HostIp":"10.0.0.1"}]},"HostConfig":{}})")) == "");
   // Exposed ports with PublishAllPorts, and the host's network with ports: refused.
-  CHECK_THAT(
-      deny_text("{" + image +
-                R"(,"ExposedPorts":{"80/tcp":{}},"HostConfig":{"PublishAllPorts":true}})"),
-      Catch::Contains("rule ports"));
+  CHECK_THAT(deny_text("{" + image +
+                       R"(,"ExposedPorts":{"80/tcp":{}},"HostConfig":{"PublishAllPorts":true}})"),
+             Catch::Contains("rule ports"));
   CHECK(deny_text("{" + image +
                   R"(,"HostConfig":{"NetworkMode":"host","PortBindings":{"80/tcp":[{}]}}})") !=
         "allowed");

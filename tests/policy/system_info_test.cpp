@@ -39,8 +39,9 @@ TEST_CASE("system_info: a profile's keep list is loaded strictly") {
   REQUIRE_FALSE(empty.value);
 }
 
-TEST_CASE("system_info: every spelling of /info is the one filtered operation, odd bodies give nothing",
-          "[redteam]") {
+TEST_CASE(
+    "system_info: every spelling of /info is the one filtered operation, odd bodies give nothing",
+    "[redteam]") {
   // The proxy filters by operation: each way to ask for /info must route to SystemInfo
   // (or be refused), never to something answered whole.
   for (const char* target : {"/info", "/v1.24/info", "/v1.41/info?x", "/v1.41/info?x=1&y="}) {
@@ -52,8 +53,8 @@ TEST_CASE("system_info: every spelling of /info is the one filtered operation, o
   for (const char* target : {"/info/", "//info", "/v1.41/./info", "/INFO", "/v1.41/info%20"}) {
     CAPTURE(target);
     auto r = route_request(http::method::get, target);
-    CHECK((std::holds_alternative<route_error>(r) ||
-           std::get<route>(r).op == operation::SystemInfo));
+    CHECK(
+        (std::holds_alternative<route_error>(r) || std::get<route>(r).op == operation::SystemInfo));
   }
   auto head = route_request(http::method::head, "/v1.41/info");
   CHECK((std::holds_alternative<route_error>(head) ||

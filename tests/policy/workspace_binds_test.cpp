@@ -203,18 +203,30 @@ TEST_CASE("host binds: spellings dockerd reads otherwise stay refused or stay ou
   // Modes beyond ro/rw and a private propagation (SELinux relabels of the host source,
   // a shared propagation, nocopy), unclean or unusual sources and targets, a colon in the
   // path (dockerd splits on every ':'), an id the workspace names cannot be.
-  for (const char* spec :
-       {"/mnt/aimem/s1:/data:Z", "/mnt/aimem/s1:/data:ro,z", "/mnt/aimem/s1:/data:rshared",
-        "/mnt/aimem/s1:/data:rslave", "/mnt/aimem/s1:/data:nocopy", "/mnt/aimem/s1:/data:ro,Z",
-        "/mnt/aimem/s1/:/data", "/mnt/aimem//s1:/data", "/mnt/aimem/./s1:/data",
-        "/mnt/aimem/s1:/proc/..", "/mnt/aimem/s1:/workspace/../proc", "/mnt/aimem/s1://proc",
-        "/mnt/aimem/s1:/data/", "/mnt/aimem/s1:/dev", "/mnt/aimem/s1:x:/data",
-        "/mnt/aimem/s1:/data:ro:rw", "/mnt/aimem/s\xc3\xa9:/data", "/mnt/aimem/..:/data",
-        "/mnt/aimem/-s1:/data", "/mnt/aimem/s1:"}) {
+  for (const char* spec : {"/mnt/aimem/s1:/data:Z",
+                           "/mnt/aimem/s1:/data:ro,z",
+                           "/mnt/aimem/s1:/data:rshared",
+                           "/mnt/aimem/s1:/data:rslave",
+                           "/mnt/aimem/s1:/data:nocopy",
+                           "/mnt/aimem/s1:/data:ro,Z",
+                           "/mnt/aimem/s1/:/data",
+                           "/mnt/aimem//s1:/data",
+                           "/mnt/aimem/./s1:/data",
+                           "/mnt/aimem/s1:/proc/..",
+                           "/mnt/aimem/s1:/workspace/../proc",
+                           "/mnt/aimem/s1://proc",
+                           "/mnt/aimem/s1:/data/",
+                           "/mnt/aimem/s1:/dev",
+                           "/mnt/aimem/s1:x:/data",
+                           "/mnt/aimem/s1:/data:ro:rw",
+                           "/mnt/aimem/s\xc3\xa9:/data",
+                           "/mnt/aimem/..:/data",
+                           "/mnt/aimem/-s1:/data",
+                           "/mnt/aimem/s1:"}) {
     CAPTURE(spec);
-    const auto out = field(create(binds_policy(), std::string(R"("HostConfig":{"Binds":[")") +
-                                                      spec + R"("]})"),
-                           "HostConfig.Mounts");
+    const auto out =
+        field(create(binds_policy(), std::string(R"("HostConfig":{"Binds":[")") + spec + R"("]})"),
+              "HostConfig.Mounts");
     CHECK_THAT(out, Catch::StartsWith("DENY: dockgate: HostConfig.Binds"));
     CHECK_THAT(out, Catch::EndsWith("(profile p, rule workspace)"));
   }
@@ -222,23 +234,26 @@ TEST_CASE("host binds: spellings dockerd reads otherwise stay refused or stay ou
   // judge: the default deny refuses it as any other host path.
   for (const char* spec : {"//mnt/aimem/s1:/data", "/mnt/./aimem/s1:/data", "/mnt/aimem:/data"}) {
     CAPTURE(spec);
-    CHECK_THAT(field(create(binds_policy(),
-                            std::string(R"("HostConfig":{"Binds":[")") + spec + R"("]})"),
-                     "HostConfig.Mounts"),
-               Catch::StartsWith("DENY: dockgate: HostConfig."));
+    CHECK_THAT(
+        field(create(binds_policy(), std::string(R"("HostConfig":{"Binds":[")") + spec + R"("]})"),
+              "HostConfig.Mounts"),
+        Catch::StartsWith("DENY: dockgate: HostConfig."));
   }
   // Mounts binds with options that create, recurse differently or come from a volume.
   for (const char* options :
-       {R"("BindOptions":{"ReadOnlyNonRecursive":true})", R"("BindOptions":{"ReadOnlyForceRecursive":true})",
+       {R"("BindOptions":{"ReadOnlyNonRecursive":true})",
+        R"("BindOptions":{"ReadOnlyForceRecursive":true})",
         R"("BindOptions":{"Propagation":"shared"})", R"("VolumeOptions":{"NoCopy":true})",
         R"("TmpfsOptions":{"SizeBytes":1})"}) {
     CAPTURE(options);
     CHECK_THAT(
-        field(create(binds_policy(),
-                     std::string(
-                         R"("HostConfig":{"Mounts":[{"Type":"bind","Source":"/mnt/aimem/s1","Target":"/a",)") +
-                         options + "}]}"),
-              "HostConfig.Mounts"),
+        field(
+            create(
+                binds_policy(),
+                std::string(
+                    R"("HostConfig":{"Mounts":[{"Type":"bind","Source":"/mnt/aimem/s1","Target":"/a",)") +
+                    options + "}]}"),
+            "HostConfig.Mounts"),
         Catch::StartsWith("DENY: dockgate: HostConfig.Mounts"));
   }
   // The label names another workspace than a Mounts bind; and a second bind at the same
