@@ -110,3 +110,52 @@ TEST_CASE("workspace host binds: a client's bind of <root>/<id> becomes the chec
   CHECK(run(direct() + " inspect --format '{{.State.Status}}' " + later).output == "created\n");
   run(direct() + " rm -f " + good + " " + later);
 }
+
+TEST_CASE("workspace host binds: a restart is checked as a start is",
+          "[integration][workspace_binds][redteam]") {
+  // The daemon mounts a container's binds again at every start, a restart's included: a
+  // workspace whose FUSE mount went away after the first start must not be bound raw (the
+  // directory under the mount point, without the FUSE file system's checks) by a restart.
+  fuse_setup fs;
+  std::string policy = fs.policy;
+  policy.insert(policy.find("\"workspace\": {") + 14, "\"host_binds\": true, ");
+  policy.insert(policy.find("\"ContainerStart\",") + 17, " \"ContainerRestart\",");
+  proxy_process proxy(policy);
+
+  const std::string id = unique_name("ws");
+  const std::string backing = fs.root + "-backing";
+  const std::string fuse_ws = fs.root + "/" + id;
+  std::filesystem::create_directories(backing);
+  std::filesystem::create_directories(fuse_ws);
+  REQUIRE(run("bindfs -o nosuid,nodev " + backing + " " + fuse_ws).status == 0);
+  struct cleanup {
+    std::string backing;
+    ~cleanup() { std::filesystem::remove_all(backing); }
+  } guard{backing};
+
+  const auto name = unique_name("dg-restart");
+  const std::string body = R"({"Image":")" + test_image() +
+                           R"(","Cmd":["ls","/mnt/data"],"HostConfig":{"Binds":[")" + fuse_ws +
+                           R"(:/mnt/data"]}})";
+  REQUIRE(raw_exchange(proxy.socket_path(), post("/v1.41/containers/create?name=" + name, body))
+              .status() == 201);
+  REQUIRE(raw_exchange(proxy.socket_path(), post("/v1.41/containers/" + name + "/start", ""))
+              .status() == 204);
+  CHECK(run(direct() + " wait " + name).output == "0\n");
+  const std::string started_at =
+      run(direct() + " inspect --format '{{.State.StartedAt}}' " + name).output;
+
+  run("fusermount3 -u " + fuse_ws + " || umount -l " + fuse_ws);
+  REQUIRE(run("touch " + fuse_ws + "/raw-directory").status == 0);
+  auto restart =
+      raw_exchange(proxy.socket_path(), post("/v1.41/containers/" + name + "/restart?t=0", ""));
+  INFO(restart.bytes);
+  CHECK(restart.status() == 403);
+  CHECK(restart.bytes.find("not started: bind source") != std::string::npos);
+  // The daemon did not run it again, so it never listed the raw directory.
+  run(direct() + " wait " + name);
+  CHECK(run(direct() + " inspect --format '{{.State.StartedAt}}' " + name).output == started_at);
+  CHECK(run(direct() + " logs " + name + " 2>&1").output.find("raw-directory") ==
+        std::string::npos);
+  run(direct() + " rm -f " + name);
+}
