@@ -155,7 +155,9 @@ std::optional<policy::deny> connection::pin_version(const policy::route& r) {
 }
 
 bool connection::checks_binds_at_start(const policy::route& r) const {
-  return r.op == policy::operation::ContainerStart &&
+  // A restart is a start: the daemon mounts every bind again from its host path.
+  return (r.op == policy::operation::ContainerStart ||
+          r.op == policy::operation::ContainerRestart) &&
          (profile_->rules.workspace || profile_->rules.binds);
 }
 
