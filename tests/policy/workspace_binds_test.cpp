@@ -275,3 +275,53 @@ TEST_CASE("host binds: spellings dockerd reads otherwise stay refused or stay ou
                    "HostConfig.Mounts"),
              Catch::Contains("binds a second workspace"));
 }
+
+TEST_CASE("host binds: a container with a checked bind never restarts on the daemon's own",
+          "[workspace_binds][redteam]") {
+  // The daemon mounts binds again at every restart it makes under a RestartPolicy, with
+  // no gate to check them: a workspace whose FUSE mount went away would be bound raw (the
+  // directory under the mount point, without nosuid,nodev; seen on dockerd 20.10). So a
+  // container the gate binds a host path into restarts only through the gate.
+  auto restart = [](const std::string& name, const std::string& more = "") {
+    return R"("HostConfig":{"RestartPolicy":{"Name":")" + name + R"("})" + more + "}";
+  };
+  for (const char* name : {"always", "unless-stopped", "on-failure"}) {
+    CAPTURE(name);
+    const auto out =
+        field(create(binds_policy(), restart(name, R"(,"Binds":["/mnt/aimem/s1:/data"])")),
+              "HostConfig.RestartPolicy");
+    CHECK_THAT(out, Catch::StartsWith("DENY: dockgate: HostConfig.RestartPolicy"));
+    CHECK_THAT(out, Catch::EndsWith("(profile p, rule workspace)"));
+    // The workspace named by its label: the same.
+    CHECK_THAT(
+        field(create(binds_policy(), R"("Labels":{"dockgate.workspace":"s1"},)" + restart(name)),
+              "HostConfig.RestartPolicy"),
+        Catch::EndsWith("(profile p, rule workspace)"));
+    // A binds rule's bind: the same, under its rule.
+    const policy both =
+        load_workspace(true, R"(,"binds":{"source_roots":["/srv/data"],"targets":["/data"]})");
+    CHECK_THAT(field(create(both, restart(name, R"(,"Binds":["/srv/data/x:/data"])")),
+                     "HostConfig.RestartPolicy"),
+               Catch::EndsWith("(profile p, rule binds)"));
+    // No host path bound: the policy as the client asked.
+    CHECK(field(create(binds_policy(), restart(name)), "HostConfig.RestartPolicy") ==
+          std::string(R"({"Name":")") + name + "\"}");
+  }
+  for (const char* name : {"no", ""}) {
+    CAPTURE(name);
+    CHECK_THAT(field(create(binds_policy(), restart(name, R"(,"Binds":["/mnt/aimem/s1:/data"])")),
+                     "HostConfig.Mounts"),
+               Catch::Contains("/mnt/aimem/s1"));
+  }
+  // An update cannot give one a restart policy later; "no" it may.
+  auto update = [](const policy& p, const std::string& body) {
+    auto d = review_container_update(p.default_(), body);
+    auto* x = std::get_if<deny>(&d);
+    return x ? x->reason : std::string("allowed");
+  };
+  const policy& updates = binds_policy();
+  CHECK_THAT(update(updates, R"({"RestartPolicy":{"Name":"always"}})"),
+             Catch::Contains("HostConfig.RestartPolicy"));
+  CHECK(update(updates, R"({"RestartPolicy":{"Name":"no"}})") == "allowed");
+  CHECK(update(updates, R"({"CpuShares":5})") == "allowed");
+}
