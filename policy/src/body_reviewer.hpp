@@ -69,6 +69,9 @@ struct body_reviewer {
   // body_reviewer_host.cpp: what of the host a container reaches besides its own mounts.
   bool check_ports(json_object& root);
   bool take_host_bind(json_object& root);
+  // RestartPolicy of a container with a host bind the gate checks (`rule`: "workspace"
+  // or "binds"): only "no", so that every start passes the gate's check at start.
+  bool check_restart_policy(const json_object& root, std::string_view rule);
 };
 
 }  // namespace dockgate::policy
