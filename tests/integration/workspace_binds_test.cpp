@@ -111,7 +111,7 @@ TEST_CASE("workspace host binds: a client's bind of <root>/<id> becomes the chec
   run(direct() + " rm -f " + good + " " + later);
 }
 
-TEST_CASE("workspace host binds: a restart is checked as a start is",
+TEST_CASE("workspace host binds: a restart is checked as a start is, none is the daemon's own",
           "[integration][workspace_binds][redteam]") {
   // The daemon mounts a container's binds again at every start, a restart's included: a
   // workspace whose FUSE mount went away after the first start must not be bound raw (the
@@ -144,6 +144,26 @@ TEST_CASE("workspace host binds: a restart is checked as a start is",
   CHECK(run(direct() + " wait " + name).output == "0\n");
   const std::string started_at =
       run(direct() + " inspect --format '{{.State.StartedAt}}' " + name).output;
+
+  // Nor may the daemon restart it on its own: under a profile that does not force
+  // RestartPolicy "no" (sandbox.json does), a restart policy with a checked bind makes no
+  // container (while the workspace is a live FUSE mount, so only that rule refuses it).
+  {
+    proxy_process loose(R"({"profiles":{"p":{"allow":["ContainerCreate"],"images":{"allow":["*"]},)"
+                        R"("workspace":{"root":")" +
+                        fs.root + R"(","host_binds":true}}}})");
+    const auto restarting = unique_name("dg-restart");
+    auto refused = raw_exchange(
+        loose.socket_path(),
+        post("/v1.41/containers/create?name=" + restarting,
+             R"({"Image":")" + test_image() + R"(","Cmd":["true"],"HostConfig":{"Binds":[")" +
+                 fuse_ws + R"(:/mnt/data"],"RestartPolicy":{"Name":"always"}}})"));
+    INFO(refused.bytes);
+    CHECK(refused.status() == 403);
+    CHECK(refused.bytes.find("HostConfig.RestartPolicy") != std::string::npos);
+    CHECK_FALSE(container_exists(restarting));
+    run(direct() + " rm -f " + restarting + " >/dev/null 2>&1");
+  }
 
   run("fusermount3 -u " + fuse_ws + " || umount -l " + fuse_ws);
   REQUIRE(run("touch " + fuse_ws + "/raw-directory").status == 0);
