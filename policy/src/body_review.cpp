@@ -150,6 +150,8 @@ decision review_container_create(const profile& p, std::string_view body, daemon
     if (p.rules.ports)
       handled.insert(handled.end(), {"HostConfig.PortBindings", "HostConfig.PublishAllPorts"});
     ok = ok && r.default_deny(root, create_widening_fields, rules, handled);
+    if (!workspace.empty() || !r.bind_sources.empty())
+      ok = ok && r.check_restart_policy(root, workspace.empty() ? "binds" : "workspace");
     ok = ok && r.check_image(root) && r.stamp_owner(root);
     if (ok && !workspace.empty()) r.bind_workspace(root, workspace);
     if (ok && p.rules.uploads) r.mount_uploads(root);
@@ -206,6 +208,9 @@ decision review_container_update(const profile& p, std::string_view body) {
         continue;
       ok = ok && r.apply(root, path, rule);
     }
+    // The profile's containers may bind host paths: none may restart on the daemon's own.
+    if (p.rules.workspace || p.rules.binds)
+      ok = ok && r.check_restart_policy(root, p.rules.workspace ? "workspace" : "binds");
     std::vector<widening_field> update_widening;
     for (const auto& w : create_widening_fields)
       if (w.path.starts_with("HostConfig.") &&

@@ -75,6 +75,9 @@ struct body_reviewer {
   json_value upload_mount(const std::string& target) const;
   void take_uploads(json_object& root);
   void mount_uploads(json_object& root);
+  // RestartPolicy of a container with a host bind the gate checks (`rule`: "workspace"
+  // or "binds"): only "no", so that every start passes the gate's check at start.
+  bool check_restart_policy(const json_object& root, std::string_view rule);
 };
 
 }  // namespace dockgate::policy

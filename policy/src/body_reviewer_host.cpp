@@ -11,8 +11,10 @@
 // - A client's host bind passes only as the gate's own checked workspace bind: exactly
 //   <root>/<one workspace id>, rewritten into the Mounts bind that is never created,
 //   never propagates, is checked on the host at create and again at start (found there
-//   by the dockgate.workspace label stamped here). Anything else under the root (the root
-//   itself, a deeper path, an unclean one, a second workspace) is refused here; any other
+//   by the dockgate.workspace label stamped here). Such a container never restarts on the
+//   daemon's own (RestartPolicy "no"): the daemon mounts binds again from their host paths
+//   at every start, and only a start through the gate checks them. Anything else under the root
+//   (the root itself, a deeper path, an unclean one, a second workspace) is refused here; any other
 //   host path is left to the rules that refuse it.
 #include <algorithm>
 
@@ -240,6 +242,22 @@ bool body_reviewer::take_host_bind(json_object& root) {
   l.push_back({std::string(workspace_label), json_value(id)});
   std::sort(l.begin(), l.end(), [](const auto& a, const auto& b) { return a.key < b.key; });
   return true;
+}
+
+// The daemon restarts a container under a RestartPolicy other than "no" by itself (after
+// an exit, when dockerd starts), mounting its binds again from their host paths with no
+// gate in between: a workspace whose FUSE mount went away would be bound as the bare
+// directory under the mount point (no nosuid, nodev; seen on dockerd 20.10).
+bool body_reviewer::check_restart_policy(const json_object& root, std::string_view rule) {
+  const json_value* restart = locate(root, "HostConfig.RestartPolicy");
+  const std::string name =
+      restart && restart->as_object() ? text_of(*restart->as_object(), "Name") : std::string();
+  if (name.empty() || name == "no") return true;
+  return refuse("HostConfig.RestartPolicy", rule,
+                "\"" + name +
+                    "\" is not allowed with a host bind the gate checks: the daemon would "
+                    "restart the container itself and mount the bind again unchecked (\"no\"; "
+                    "restart it through the gate)");
 }
 
 }  // namespace dockgate::policy

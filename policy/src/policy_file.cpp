@@ -232,8 +232,8 @@ class loader {
     rules.uploads = std::move(rule);
   }
   // "ports": {"addresses": [...], "host_ports": "lo-hi"}. Addresses are written as the
-  // gate compares them (the canonical text of one address, not 0.0.0.0 or ::, which the
-  // gate rewrites to loopback anyway).
+  // gate compares them (the canonical text of one address, not one dockerd reads as every
+  // interface: 0.0.0.0 and :: the gate rewrites to loopback anyway).
   port_rule load_ports(element value, const std::string& where) {
     port_rule rule;
     object o;
@@ -245,12 +245,14 @@ class loader {
       if (k == "addresses") {
         auto list = strings_of(v, where + ".addresses");
         if (!list) return;
+        // dockerd reads HostIp with Go's net.ParseIP, which takes an IPv4-mapped address
+        // as the IPv4 one: ::ffff:0.0.0.0 is 0.0.0.0 to it.
         for (const auto& a : *list)
-          if (canonical_address(a) != a || a == "0.0.0.0" || a == "::")
+          if (canonical_address(a) != a || a == "0.0.0.0" || a == "::" || a == "::ffff:0.0.0.0")
             error(where + ".addresses",
                   "\"" + a +
-                      "\" must be one IPv4 or IPv6 address in its canonical form, not "
-                      "0.0.0.0 or ::");
+                      "\" must be one IPv4 or IPv6 address in its canonical form, not one "
+                      "dockerd reads as every interface (0.0.0.0, ::, ::ffff:0.0.0.0)");
         rule.addresses = std::move(*list);
       } else if (k == "host_ports") {
         auto text = string_of(v, where + ".host_ports");
@@ -461,6 +463,11 @@ class loader {
     });
     if (!have_allow) error(where, "missing \"allow\" (an empty list allows nothing)");
     if (p.rules.owner.empty()) p.rules.owner = p.name;
+    // The proxy proves a shared container owned only where the profile is confined to its
+    // own: without that, "container:<any>" would join any container's network namespace.
+    if (p.rules.networks.join_owned_containers && !p.rules.confine_to_owned)
+      error(where + ".networks.join_owned_containers",
+            "needs confine_to_owned (only then does the proxy prove the container owned)");
     if ((p.allows(operation::ContainerCreate) || p.allows(operation::ImageCreate)) &&
         p.rules.images.patterns.empty())
       error(where, "allows ContainerCreate or ImageCreate but lists no images (images.allow)");

@@ -155,7 +155,13 @@ std::optional<policy::deny> connection::pin_version(const policy::route& r) {
 }
 
 bool connection::checks_binds_at_start(const policy::route& r) const {
-  return r.op == policy::operation::ContainerStart &&
+  // The daemon mounts every bind again from its host path at a start, a restart, and for
+  // each archive call (docker cp: it mounts the container's binds to read or write through
+  // them, running or not).
+  using policy::operation;
+  return (r.op == operation::ContainerStart || r.op == operation::ContainerRestart ||
+          r.op == operation::PutContainerArchive || r.op == operation::ContainerArchive ||
+          r.op == operation::ContainerArchiveInfo) &&
          (profile_->rules.workspace || profile_->rules.binds);
 }
 
@@ -313,12 +319,16 @@ net::awaitable<bool> connection::prepare_target(const policy::route& r) {
     co_return false;
   }
   if (checks_binds_at_start(r)) {
-    // The daemon mounts binds when a container starts, not when it is created: every
-    // host path it binds is checked again now, the closest the gate gets to the mount.
+    // The daemon mounts binds when a container starts (and for an archive call), not when
+    // it is created: every host path it binds is checked again now, the closest the gate
+    // gets to the mount.
     if (auto problem = co_await binds_problem(container)) {
-      const policy::deny d{
-          403, "binds",
-          "dockgate: not started: bind source " + *problem + " (profile " + profile_->name + ")"};
+      const policy::deny d{403, "binds",
+                           std::string(r.op == policy::operation::ContainerStart ||
+                                               r.op == policy::operation::ContainerRestart
+                                           ? "dockgate: not started: bind source "
+                                           : "dockgate: not copied: bind source ") +
+                               *problem + " (profile " + profile_->name + ")"};
       if (enforce(d)) {
         req_.audit.verdict = "deny";
         co_await refuse(d.status, d.rule, d.reason);

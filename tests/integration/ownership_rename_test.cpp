@@ -70,3 +70,54 @@ TEST_CASE("ownership: a container renamed after the check is not acted on under 
   CHECK(inspect(mine_id, "{{.State.Running}} {{.Name}}") == "false /" + moved);
   CHECK(inspect(other_id, "{{.State.Running}}") == "true");
 }
+
+TEST_CASE("ownership: a shared network namespace is only ever an owned container's",
+          "[integration][ownership][redteam]") {
+  // networks.join_owned_containers: "container:<ref>" where the daemon resolves <ref> to
+  // another tenant's container (by name, by ID prefix, by full ID, or by a name that is a
+  // prefix of an owned container's ID: the daemon takes the name first) makes nothing;
+  // an owned one is shared by its full ID. Judged by the daemon's record.
+  proxy_process proxy(
+      R"({"profiles":{"p":{"allow":["ContainerCreate","ContainerStart","ContainerInspect",)"
+      R"("ContainerDelete"],"images":{"allow":["*"]},"networks":{"join_owned_containers":true}}}})");
+  const auto own = unique_name("dg-share-own");
+  const auto foreign = unique_name("dg-share-foreign");
+  std::vector<std::string> names{own, foreign};
+  struct cleanup {
+    std::vector<std::string>& names;
+    ~cleanup() {
+      for (const auto& n : names) run(direct() + " rm -f " + n + " >/dev/null 2>&1");
+    }
+  } c{names};
+  auto create = [&](const std::string& name, const std::string& mode) {
+    const std::string body = R"({"Image":")" + test_image() +
+                             R"(","Cmd":["true"],"HostConfig":{"NetworkMode":")" + mode + R"("}})";
+    return raw_exchange(proxy.socket_path(),
+                        "POST /v1.41/containers/create?name=" + name +
+                            " HTTP/1.1\r\nHost: d\r\nContent-Type: application/json\r\n"
+                            "Content-Length: " +
+                            std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body);
+  };
+  REQUIRE(create(own, "bridge").status() == 201);
+  REQUIRE(run(direct() + " create --name " + foreign + " " + test_image() + " true").status == 0);
+  const std::string own_id = inspect(own, "{{.Id}}");
+  const std::string foreign_id = inspect(foreign, "{{.Id}}");
+  const std::string decoy = own_id.substr(0, 12);  // a foreign container named like own's ID
+  names.push_back(decoy);
+  REQUIRE(run(direct() + " create --name " + decoy + " " + test_image() + " true").status == 0);
+  for (const std::string& ref : {foreign, foreign_id.substr(0, 12), foreign_id, decoy}) {
+    const auto name = unique_name("dg-share");
+    names.push_back(name);
+    auto r = create(name, "container:" + ref);
+    INFO(ref << " -> " << r.bytes);
+    CHECK(r.status() == 404);
+    CHECK(r.bytes.find("no such container") != std::string::npos);
+    CHECK_FALSE(container_exists(name));
+  }
+  const auto shared = unique_name("dg-share");
+  names.push_back(shared);
+  auto ok = create(shared, "container:" + own);
+  INFO(ok.bytes);
+  REQUIRE(ok.status() == 201);
+  CHECK(inspect(shared, "{{.HostConfig.NetworkMode}}") == "container:" + own_id);
+}

@@ -348,3 +348,32 @@ TEST_CASE("a document the daemon cuts off is cut off for the client, and the gat
   auto again = raw_exchange(proxy.socket_path(), "GET /v1.41/version HTTP/1.1\r\nHost: d\r\n\r\n");
   CHECK(again.status() == 200);
 }
+
+TEST_CASE("system_info: every way of asking /info gets only the kept members",
+          "[integration][http][redteam]") {
+  // The daemon's /info is chunked (it is longer than Go's buffer); asked over HTTP/1.0,
+  // without a version, with a query, asking gzip, as HEAD, and under an audit-mode
+  // profile: nothing of the host (its name, counts, ID) comes back.
+  for (const char* mode : {"enforce", "audit"}) {
+    proxy_process proxy(std::string(R"({"profiles":{"p":{"mode":")") + mode +
+                        R"(","allow":["SystemInfo","SystemPing","SystemVersion"],)"
+                        R"("system_info":{"keep":["OSType","Architecture"]}}}})");
+    for (const char* request :
+         {"GET /v1.41/info HTTP/1.1\r\nHost: d\r\nConnection: close\r\n\r\n",
+          "GET /info HTTP/1.0\r\n\r\n",
+          "GET /v1.24/info?x=1 HTTP/1.1\r\nHost: d\r\nConnection: close\r\n\r\n",
+          "GET /v1.41/info HTTP/1.1\r\nHost: d\r\nAccept-Encoding: gzip\r\nConnection: "
+          "close\r\n\r\n",
+          "HEAD /v1.41/info HTTP/1.1\r\nHost: d\r\nConnection: close\r\n\r\n"}) {
+      auto r = raw_exchange(proxy.socket_path(), request);
+      INFO(mode << ": " << request << " -> " << r.bytes);
+      CHECK(r.status() != 0);
+      CHECK(r.bytes.find("\"Name\"") == std::string::npos);
+      CHECK(r.bytes.find("\"ID\"") == std::string::npos);
+      CHECK(r.bytes.find("\"Containers\"") == std::string::npos);
+      CHECK(r.bytes.find("\"RegistryConfig\"") == std::string::npos);
+      if (std::string_view(request).starts_with("GET") && r.status() == 200)
+        CHECK(r.bytes.find("\"OSType\":\"linux\"") != std::string::npos);
+    }
+  }
+}

@@ -63,3 +63,48 @@ TEST_CASE("published ports: docker run -p is bound to loopback, with the gate's 
     CHECK_FALSE(container_exists(other));
   }
 }
+
+TEST_CASE("published ports: host addresses dockerd reads as every interface never reach it",
+          "[integration][ports][redteam]") {
+  // Each of these is 0.0.0.0 (or nil: every interface) to dockerd's net.ParseIP, checked
+  // on this engine without the gate; through it, none makes a container. And "::" is bound
+  // where the daemon's port proxy listens on [::1] only.
+  proxy_process proxy("compose/policies/docker-cli.json");
+  auto create = [&](const std::string& name, const std::string& ip) {
+    const std::string body =
+        R"({"Image":")" + test_image() +
+        R"(","Cmd":["sleep","30"],"HostConfig":{"PortBindings":{"80/tcp":[{"HostIp":")" + ip +
+        R"("}]}}})";
+    return raw_exchange(proxy.socket_path(),
+                        "POST /v1.41/containers/create?name=" + name +
+                            " HTTP/1.1\r\nHost: d\r\nContent-Type: application/json\r\n"
+                            "Content-Length: " +
+                            std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body);
+  };
+  for (const char* ip : {"::ffff:0.0.0.0", "0.0.0.0 ", "localhost", "127.1", "0:0:0:0:0:0:0:0"}) {
+    const auto name = unique_name("dg-ports-spelling");
+    auto r = create(name, ip);
+    INFO(ip << " -> " << r.bytes);
+    CHECK(r.status() == 403);
+    CHECK(r.bytes.find("rule ports") != std::string::npos);
+    CHECK_FALSE(container_exists(name));
+  }
+  // "::" goes up as "::1". dockerd 20.10 publishes an IPv6 address only where the bridge
+  // has IPv6 (this engine's has not: it binds nothing); whatever it binds is [::1].
+  const auto name = unique_name("dg-ports-v6");
+  REQUIRE(create(name, "::").status() == 201);
+  REQUIRE(run(direct() + " start " + name).status == 0);
+  CHECK(run(direct() + " inspect --format '{{range $p, $b := .HostConfig.PortBindings}}" +
+            "{{range $b}}{{.HostIp}}{{end}}{{end}}' " + name)
+            .output == "::1\n");
+  auto bound = run(direct() + " inspect --format '{{range $p, $b := .NetworkSettings.Ports}}" +
+                   "{{range $b}}{{.HostIp}} {{.HostPort}} {{end}}{{end}}' " + name);
+  INFO(bound.output);
+  std::istringstream words(bound.output);
+  for (std::string ip, port; words >> ip >> port;) {
+    CHECK(ip == "::1");
+    CHECK(run("ss -Hltn 'sport = :" + port + "' | awk '{print $4}'").output ==
+          "[::1]:" + port + "\n");
+  }
+  run(direct() + " rm -f " + name);
+}

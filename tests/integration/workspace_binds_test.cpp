@@ -7,6 +7,8 @@
 
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "fuse_harness.hpp"
 
@@ -109,4 +111,136 @@ TEST_CASE("workspace host binds: a client's bind of <root>/<id> becomes the chec
   CHECK(start.bytes.find("not started: bind source") != std::string::npos);
   CHECK(run(direct() + " inspect --format '{{.State.Status}}' " + later).output == "created\n");
   run(direct() + " rm -f " + good + " " + later);
+}
+
+TEST_CASE("workspace host binds: a restart is checked as a start is, none is the daemon's own",
+          "[integration][workspace_binds][redteam]") {
+  // The daemon mounts a container's binds again at every start, a restart's included: a
+  // workspace whose FUSE mount went away after the first start must not be bound raw (the
+  // directory under the mount point, without the FUSE file system's checks) by a restart.
+  fuse_setup fs;
+  std::string policy = fs.policy;
+  policy.insert(policy.find("\"workspace\": {") + 14, "\"host_binds\": true, ");
+  policy.insert(policy.find("\"ContainerStart\",") + 17, " \"ContainerRestart\",");
+  proxy_process proxy(policy);
+
+  const std::string id = unique_name("ws");
+  const std::string backing = fs.root + "-backing";
+  const std::string fuse_ws = fs.root + "/" + id;
+  std::filesystem::create_directories(backing);
+  std::filesystem::create_directories(fuse_ws);
+  REQUIRE(run("bindfs -o nosuid,nodev " + backing + " " + fuse_ws).status == 0);
+  struct cleanup {
+    std::string backing;
+    ~cleanup() { std::filesystem::remove_all(backing); }
+  } guard{backing};
+
+  const auto name = unique_name("dg-restart");
+  const std::string body = R"({"Image":")" + test_image() +
+                           R"(","Cmd":["ls","/mnt/data"],"HostConfig":{"Binds":[")" + fuse_ws +
+                           R"(:/mnt/data"]}})";
+  REQUIRE(raw_exchange(proxy.socket_path(), post("/v1.41/containers/create?name=" + name, body))
+              .status() == 201);
+  REQUIRE(raw_exchange(proxy.socket_path(), post("/v1.41/containers/" + name + "/start", ""))
+              .status() == 204);
+  CHECK(run(direct() + " wait " + name).output == "0\n");
+  const std::string started_at =
+      run(direct() + " inspect --format '{{.State.StartedAt}}' " + name).output;
+
+  // Nor may the daemon restart it on its own: under a profile that does not force
+  // RestartPolicy "no" (sandbox.json does), a restart policy with a checked bind makes no
+  // container (while the workspace is a live FUSE mount, so only that rule refuses it).
+  {
+    proxy_process loose(R"({"profiles":{"p":{"allow":["ContainerCreate"],"images":{"allow":["*"]},)"
+                        R"("workspace":{"root":")" +
+                        fs.root + R"(","host_binds":true}}}})");
+    const auto restarting = unique_name("dg-restart");
+    auto refused = raw_exchange(
+        loose.socket_path(),
+        post("/v1.41/containers/create?name=" + restarting,
+             R"({"Image":")" + test_image() + R"(","Cmd":["true"],"HostConfig":{"Binds":[")" +
+                 fuse_ws + R"(:/mnt/data"],"RestartPolicy":{"Name":"always"}}})"));
+    INFO(refused.bytes);
+    CHECK(refused.status() == 403);
+    CHECK(refused.bytes.find("HostConfig.RestartPolicy") != std::string::npos);
+    CHECK_FALSE(container_exists(restarting));
+    run(direct() + " rm -f " + restarting + " >/dev/null 2>&1");
+  }
+
+  run("fusermount3 -u " + fuse_ws + " || umount -l " + fuse_ws);
+  REQUIRE(run("touch " + fuse_ws + "/raw-directory").status == 0);
+  auto restart =
+      raw_exchange(proxy.socket_path(), post("/v1.41/containers/" + name + "/restart?t=0", ""));
+  INFO(restart.bytes);
+  CHECK(restart.status() == 403);
+  CHECK(restart.bytes.find("not started: bind source") != std::string::npos);
+  // The daemon did not run it again, so it never listed the raw directory.
+  run(direct() + " wait " + name);
+  CHECK(run(direct() + " inspect --format '{{.State.StartedAt}}' " + name).output == started_at);
+  CHECK(run(direct() + " logs " + name + " 2>&1").output.find("raw-directory") ==
+        std::string::npos);
+  run(direct() + " rm -f " + name);
+}
+
+TEST_CASE("workspace host binds: an archive call is checked as a start is",
+          "[integration][workspace_binds][redteam]") {
+  // For every archive call (docker cp) the daemon mounts the container's binds again from
+  // their host paths, running or not: after the workspace's FUSE mount went away, a PUT
+  // would write into the bare directory under the mount point, as root, modes kept (a
+  // setuid file on the host's disk, seen on dockerd 20.10). Judged by the host's files.
+  fuse_setup fs;
+  proxy_process proxy(
+      R"({"profiles":{"p":{"allow":["ContainerCreate","PutContainerArchive","ContainerArchive",)"
+      R"("ContainerArchiveInfo"],"images":{"allow":["*"]},"workspace":{"root":")" +
+      fs.root + R"(","host_binds":true}}}})");
+  const std::string id = unique_name("ws");
+  const std::string backing = fs.root + "-backing";
+  const std::string fuse_ws = fs.root + "/" + id;
+  std::filesystem::create_directories(backing);
+  std::filesystem::create_directories(fuse_ws);
+  REQUIRE(run("bindfs -o nosuid,nodev " + backing + " " + fuse_ws).status == 0);
+  struct cleanup {
+    std::string backing;
+    ~cleanup() { std::filesystem::remove_all(backing); }
+  } guard{backing};
+  const auto name = unique_name("dg-archive");
+  REQUIRE(raw_exchange(
+              proxy.socket_path(),
+              post("/v1.41/containers/create?name=" + name,
+                   R"({"Image":")" + test_image() + R"(","Cmd":["true"],"HostConfig":{"Binds":[")" +
+                       fuse_ws + R"(:/mnt/data"]}})"))
+              .status() == 201);
+  // An archive of one file, "probe", made by tar on the host.
+  const std::string src = fs.root + "-src";
+  std::filesystem::create_directories(src);
+  REQUIRE(run("echo probe > " + src + "/probe && tar -C " + src + " -cf " + src + ".tar probe")
+              .status == 0);
+  std::ifstream in(src + ".tar", std::ios::binary);
+  const std::string tar((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto put = [&]() {
+    return raw_exchange(proxy.socket_path(),
+                        "PUT /v1.41/containers/" + name +
+                            "/archive?path=/mnt/data HTTP/1.1\r\nHost: d\r\nContent-Type: "
+                            "application/x-tar\r\nContent-Length: " +
+                            std::to_string(tar.size()) + "\r\nConnection: close\r\n\r\n" + tar);
+  };
+  // With the FUSE mount live, the file lands in its backing store.
+  auto live = put();
+  INFO(live.bytes);
+  CHECK(live.status() == 200);
+  CHECK(std::filesystem::exists(backing + "/probe"));
+  run("fusermount3 -u " + fuse_ws + " || umount -l " + fuse_ws);
+  auto bare = put();
+  INFO(bare.bytes);
+  CHECK(bare.status() == 403);
+  CHECK(bare.bytes.find("bind source") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(fuse_ws + "/probe"));
+  auto read = raw_exchange(proxy.socket_path(),
+                           "GET /v1.41/containers/" + name +
+                               "/archive?path=/mnt/data HTTP/1.1\r\nHost: d\r\nConnection: "
+                               "close\r\n\r\n");
+  CHECK(read.status() == 403);
+  run(direct() + " rm -f " + name);
+  std::filesystem::remove_all(src);
+  std::filesystem::remove(src + ".tar");
 }

@@ -50,3 +50,22 @@ TEST_CASE(
   REQUIRE(std::holds_alternative<deny>(without));
   CHECK(std::get<deny>(without).rule == "HostConfig.NetworkMode:default");
 }
+
+TEST_CASE(
+    "networks.join_owned_containers: sharing needs confine_to_owned, other modes stay refused",
+    "[body_rules][redteam]") {
+  // Without confine_to_owned the proxy proves nothing owned: "container:<any>" would join
+  // any container's network namespace (another tenant's, or one on the host's network).
+  auto r = parse_policy(R"({"profiles":{"p":{"allow":["ContainerCreate"],"images":{"allow":["*"]},
+      "confine_to_owned":false,"networks":{"join_owned_containers":true}}}})");
+  CHECK_THAT(Catch::Detail::stringify(r.errors),
+             Catch::Contains("profiles.p.networks.join_owned_containers"));
+  CHECK_THAT(Catch::Detail::stringify(r.errors), Catch::Contains("confine_to_owned"));
+  // The modes dockerd reads as something else than a container's namespace: refused.
+  const auto p = with_sharing(true);
+  for (const char* bad : {"Container:x", "service:x", "ns:/proc/1/ns/net", "container:/x",
+                          "container:x:y", "container: x", "container:x/../y", "CONTAINER:x"}) {
+    INFO(bad);
+    CHECK(std::holds_alternative<deny>(create(p, bad)));
+  }
+}

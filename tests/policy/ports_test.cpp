@@ -227,3 +227,97 @@ TEST_CASE("ports: the policy file's ports key is checked", "[ports][policy_file]
   CHECK(p.default_().rules.ports->first_port == 2000);
   CHECK(p.default_().rules.ports->last_port == 3000);
 }
+
+TEST_CASE("ports: an address dockerd reads as every interface cannot be named",
+          "[ports][policy_file][redteam]") {
+  // Go's net.ParseIP reads an IPv4-mapped address as the IPv4 one: "::ffff:0.0.0.0" is
+  // 0.0.0.0 to dockerd, which publishes on every IPv4 interface (seen on dockerd 20.10:
+  // `docker port` says 0.0.0.0:<port>). It is the canonical text of that address, so only
+  // the loader's own check keeps it out of a profile's addresses.
+  auto errors = [](const std::string& a) {
+    auto r =
+        parse_policy(R"({"profiles":{"p":{"allow":[],"ports":{"addresses":[")" + a + R"("]}}}})");
+    return Catch::Detail::stringify(r.errors);
+  };
+  CHECK_THAT(errors("::ffff:0.0.0.0"), Catch::Contains("profiles.p.ports.addresses"));
+  CHECK_THAT(errors("::ffff:0.0.0.0"), Catch::Contains("every interface"));
+  // A mapped loopback or host address is that address to dockerd: allowed as written.
+  CHECK(errors("::ffff:127.0.0.1") == "{  }");
+  CHECK(errors("::ffff:10.1.2.3") == "{  }");
+}
+
+TEST_CASE("ports: spellings of a host address dockerd would read otherwise are refused",
+          "[ports][redteam]") {
+  // dockerd parses HostIp with Go's net.ParseIP: what it cannot parse (a space, a zone,
+  // a name, brackets, a short form) is nil, and nil publishes on every interface; these
+  // are compared as written, so none of them passes.
+  const policy p = load_ports("{}");
+  for (const char* ip :
+       {"0.0.0.0 ", " 127.0.0.1", "0:0:0:0:0:0:0:0", "::0", "[::1]", "127.0.0.1%eth0", "127.1",
+        "::FFFF:0.0.0.0", "::ffff:127.0.0.1", "0x7f.0.0.1", "127.000.000.001", "::1%lo",
+        "localhost", "ip6-localhost", "0"}) {
+    CAPTURE(ip);
+    CHECK_THAT(bindings_of(create(
+                   p, std::string(R"({"PortBindings":{"80/tcp":[{"HostIp":")") + ip + R"("}]}})")),
+               Catch::StartsWith("DENY: dockgate: HostConfig.PortBindings address"));
+  }
+}
+
+TEST_CASE("ports: the body is read as dockerd reads it before the addresses are judged",
+          "[ports][redteam]") {
+  const policy p = load_ports("{}");
+  auto deny_text = [&](const std::string& body) {
+    auto d = review_container_create(p.default_(), body);
+    auto* x = std::get_if<deny>(&d);
+    return x ? x->reason : std::string("allowed");
+  };
+  // Go keeps the last of two keys for one field: the gate refuses the body instead.
+  CHECK_THAT(
+      deny_text(
+          "{" + image +
+          R"(,"HostConfig":{"PortBindings":{"80/tcp":[{"HostIp":"127.0.0.1","HostIp":"10.0.0.1"}]}}})"),
+      Catch::Contains("given twice"));
+  CHECK_THAT(
+      deny_text(
+          "{" + image +
+          R"(,"HostConfig":{"PortBindings":{"80/tcp":[{"HostIp":"","hostip":"10.0.0.1"}]}}})"),
+      Catch::Contains("given twice"));
+  // A repeated container port: Go's map keeps the last list.
+  CHECK_THAT(
+      deny_text(
+          "{" + image +
+          R"(,"HostConfig":{"PortBindings":{"80/tcp":[{"HostIp":"127.0.0.1"}],"80/tcp":[{"HostIp":"10.0.0.1"}]}}})"),
+      Catch::Contains("duplicate key"));
+  // A null binding would be Go's zero PortBinding (every interface); a non-list, a
+  // non-string address: refused.
+  for (const char* bindings : {R"({"80/tcp":[null]})", R"({"80/tcp":{"HostIp":"10.0.0.1"}})",
+                               R"({"80/tcp":[{"HostIp":0}]})", R"({"80/tcp":[{"HostIp":null}]})",
+                               R"(["80/tcp"])", R"({"80/tcp":"0.0.0.0:80"})"}) {
+    CAPTURE(bindings);
+    CHECK(deny_text("{" + image + R"(,"HostConfig":{"PortBindings":)" + bindings + "}}") !=
+          "allowed");
+  }
+  // A key in another case, and the old API's top-level HostConfig fields, are the same
+  // field: rewritten to loopback like any other.
+  CHECK(bindings_of(create(p, R"({"portbindings":{"80/tcp":[{"hostip":"0.0.0.0"}]}})")) ==
+        R"({"80/tcp":[{"HostIp":"127.0.0.1"}]})");
+  CHECK(bindings_of(review_container_create(
+            p.default_(), "{" + image + R"(,"PortBindings":{"80/tcp":[{"HostIp":""}]}})")) ==
+        R"({"80/tcp":[{"HostIp":"127.0.0.1"}]})");
+  CHECK_THAT(deny_text("{" + image + R"(,"PublishAllPorts":true})"), Catch::Contains("rule ports"));
+  CHECK_THAT(deny_text("{" + image + R"(,"PortBindings":{"80/tcp":[{"HostIp":"10.0.0.1"}]}})"),
+             Catch::Contains("rule ports"));
+  // With an inner HostConfig dockerd ignores the top-level one (moby's getHostConfig):
+  // so does the gate, which leaves it out of what goes up.
+  CHECK(bindings_of(review_container_create(
+            p.default_(),
+            "{" + image +
+                R"(,"PortBindings":{"80/tcp":[{"HostIp":"10.0.0.1"}]},"HostConfig":{}})")) == "");
+  // Exposed ports with PublishAllPorts, and the host's network with ports: refused.
+  CHECK_THAT(deny_text("{" + image +
+                       R"(,"ExposedPorts":{"80/tcp":{}},"HostConfig":{"PublishAllPorts":true}})"),
+             Catch::Contains("rule ports"));
+  CHECK(deny_text("{" + image +
+                  R"(,"HostConfig":{"NetworkMode":"host","PortBindings":{"80/tcp":[{}]}}})") !=
+        "allowed");
+}

@@ -197,3 +197,131 @@ TEST_CASE("host binds: with a binds rule beside it, the workspace is taken first
   CHECK(std::get<rewrite>(d).bind_sources == std::vector<std::string>{"/srv/data/x"});
   CHECK(std::get<rewrite>(d).workspace_source == "/mnt/aimem/s1");
 }
+
+TEST_CASE("host binds: spellings dockerd reads otherwise stay refused or stay outside",
+          "[workspace_binds][redteam]") {
+  // Modes beyond ro/rw and a private propagation (SELinux relabels of the host source,
+  // a shared propagation, nocopy), unclean or unusual sources and targets, a colon in the
+  // path (dockerd splits on every ':'), an id the workspace names cannot be.
+  for (const char* spec : {"/mnt/aimem/s1:/data:Z",
+                           "/mnt/aimem/s1:/data:ro,z",
+                           "/mnt/aimem/s1:/data:rshared",
+                           "/mnt/aimem/s1:/data:rslave",
+                           "/mnt/aimem/s1:/data:nocopy",
+                           "/mnt/aimem/s1:/data:ro,Z",
+                           "/mnt/aimem/s1/:/data",
+                           "/mnt/aimem//s1:/data",
+                           "/mnt/aimem/./s1:/data",
+                           "/mnt/aimem/s1:/proc/..",
+                           "/mnt/aimem/s1:/workspace/../proc",
+                           "/mnt/aimem/s1://proc",
+                           "/mnt/aimem/s1:/data/",
+                           "/mnt/aimem/s1:/dev",
+                           "/mnt/aimem/s1:x:/data",
+                           "/mnt/aimem/s1:/data:ro:rw",
+                           "/mnt/aimem/s\xc3\xa9:/data",
+                           "/mnt/aimem/..:/data",
+                           "/mnt/aimem/-s1:/data",
+                           "/mnt/aimem/s1:"}) {
+    CAPTURE(spec);
+    const auto out =
+        field(create(binds_policy(), std::string(R"("HostConfig":{"Binds":[")") + spec + R"("]})"),
+              "HostConfig.Mounts");
+    CHECK_THAT(out, Catch::StartsWith("DENY: dockgate: HostConfig.Binds"));
+    CHECK_THAT(out, Catch::EndsWith("(profile p, rule workspace)"));
+  }
+  // A path that reaches the root only after the daemon cleans it is not the root's to
+  // judge: the default deny refuses it as any other host path.
+  for (const char* spec : {"//mnt/aimem/s1:/data", "/mnt/./aimem/s1:/data", "/mnt/aimem:/data"}) {
+    CAPTURE(spec);
+    CHECK_THAT(
+        field(create(binds_policy(), std::string(R"("HostConfig":{"Binds":[")") + spec + R"("]})"),
+              "HostConfig.Mounts"),
+        Catch::StartsWith("DENY: dockgate: HostConfig."));
+  }
+  // Mounts binds with options that create, recurse differently or come from a volume.
+  for (const char* options :
+       {R"("BindOptions":{"ReadOnlyNonRecursive":true})",
+        R"("BindOptions":{"ReadOnlyForceRecursive":true})",
+        R"("BindOptions":{"Propagation":"shared"})", R"("VolumeOptions":{"NoCopy":true})",
+        R"("TmpfsOptions":{"SizeBytes":1})"}) {
+    CAPTURE(options);
+    CHECK_THAT(
+        field(
+            create(
+                binds_policy(),
+                std::string(
+                    R"("HostConfig":{"Mounts":[{"Type":"bind","Source":"/mnt/aimem/s1","Target":"/a",)") +
+                    options + "}]}"),
+            "HostConfig.Mounts"),
+        Catch::StartsWith("DENY: dockgate: HostConfig.Mounts"));
+  }
+  // The label names another workspace than a Mounts bind; and a second bind at the same
+  // target (a second workspace) refused.
+  CHECK_THAT(
+      field(
+          create(
+              binds_policy(),
+              R"("Labels":{"dockgate.workspace":"s2"},"HostConfig":{"Mounts":[{"Type":"bind","Source":"/mnt/aimem/s1","Target":"/a"}]})"),
+          "HostConfig.Mounts"),
+      Catch::Contains("names another workspace"));
+  CHECK_THAT(field(create(binds_policy(),
+                          R"("HostConfig":{"Binds":["/mnt/aimem/s1:/a","/mnt/aimem/s2:/a"]})"),
+                   "HostConfig.Mounts"),
+             Catch::Contains("binds a second workspace"));
+  // The same workspace twice is still one bind too many (dockerd would mount it twice).
+  CHECK_THAT(field(create(binds_policy(),
+                          R"("HostConfig":{"Binds":["/mnt/aimem/s1:/a","/mnt/aimem/s1:/b"]})"),
+                   "HostConfig.Mounts"),
+             Catch::Contains("binds a second workspace"));
+}
+
+TEST_CASE("host binds: a container with a checked bind never restarts on the daemon's own",
+          "[workspace_binds][redteam]") {
+  // The daemon mounts binds again at every restart it makes under a RestartPolicy, with
+  // no gate to check them: a workspace whose FUSE mount went away would be bound raw (the
+  // directory under the mount point, without nosuid,nodev; seen on dockerd 20.10). So a
+  // container the gate binds a host path into restarts only through the gate.
+  auto restart = [](const std::string& name, const std::string& more = "") {
+    return R"("HostConfig":{"RestartPolicy":{"Name":")" + name + R"("})" + more + "}";
+  };
+  for (const char* name : {"always", "unless-stopped", "on-failure"}) {
+    CAPTURE(name);
+    const auto out =
+        field(create(binds_policy(), restart(name, R"(,"Binds":["/mnt/aimem/s1:/data"])")),
+              "HostConfig.RestartPolicy");
+    CHECK_THAT(out, Catch::StartsWith("DENY: dockgate: HostConfig.RestartPolicy"));
+    CHECK_THAT(out, Catch::EndsWith("(profile p, rule workspace)"));
+    // The workspace named by its label: the same.
+    CHECK_THAT(
+        field(create(binds_policy(), R"("Labels":{"dockgate.workspace":"s1"},)" + restart(name)),
+              "HostConfig.RestartPolicy"),
+        Catch::EndsWith("(profile p, rule workspace)"));
+    // A binds rule's bind: the same, under its rule.
+    const policy both =
+        load_workspace(true, R"(,"binds":{"source_roots":["/srv/data"],"targets":["/data"]})");
+    CHECK_THAT(field(create(both, restart(name, R"(,"Binds":["/srv/data/x:/data"])")),
+                     "HostConfig.RestartPolicy"),
+               Catch::EndsWith("(profile p, rule binds)"));
+    // No host path bound: the policy as the client asked.
+    CHECK(field(create(binds_policy(), restart(name)), "HostConfig.RestartPolicy") ==
+          std::string(R"({"Name":")") + name + "\"}");
+  }
+  for (const char* name : {"no", ""}) {
+    CAPTURE(name);
+    CHECK_THAT(field(create(binds_policy(), restart(name, R"(,"Binds":["/mnt/aimem/s1:/data"])")),
+                     "HostConfig.Mounts"),
+               Catch::Contains("/mnt/aimem/s1"));
+  }
+  // An update cannot give one a restart policy later; "no" it may.
+  auto update = [](const policy& p, const std::string& body) {
+    auto d = review_container_update(p.default_(), body);
+    auto* x = std::get_if<deny>(&d);
+    return x ? x->reason : std::string("allowed");
+  };
+  const policy& updates = binds_policy();
+  CHECK_THAT(update(updates, R"({"RestartPolicy":{"Name":"always"}})"),
+             Catch::Contains("HostConfig.RestartPolicy"));
+  CHECK(update(updates, R"({"RestartPolicy":{"Name":"no"}})") == "allowed");
+  CHECK(update(updates, R"({"CpuShares":5})") == "allowed");
+}
