@@ -157,7 +157,10 @@ bool take_from_binds(body_reviewer& r, json_object& root, std::string& id) {
     }
     bool read_only = false;
     bool modes_ok = parts.size() == 2 || parts.size() == 3;
-    for (std::string_view opts = parts.size() == 3 ? parts[2] : ""; modes_ok && !opts.empty();) {
+    // (A view of parts[2] itself: `? parts[2] : ""` would be a temporary string.)
+    for (std::string_view opts = parts.size() == 3 ? std::string_view(parts[2])
+                                                   : std::string_view();
+         modes_ok && !opts.empty();) {
       const auto comma = opts.find(',');
       const std::string_view o = opts.substr(0, comma);
       read_only = read_only || o == "ro";
