@@ -22,12 +22,17 @@ std::string capability_name(std::string_view s) {
 
 }  // namespace
 
-bool body_reviewer::refuse(std::string_view path, std::string_view rule, std::string what) {
+bool body_reviewer::refuse(std::string_view path, std::string_view rule, std::string what,
+                           std::string_view hint) {
   if (!refusal) {
     std::string reason = "dockgate: ";
     reason += path;
     reason += ' ';
     reason += what;
+    if (!hint.empty()) {
+      reason += ": ";
+      reason += hint;
+    }
     reason += " (profile ";
     reason += p.name;
     reason += ", rule ";
@@ -52,7 +57,7 @@ bool body_reviewer::apply(json_object& root, std::string_view path, const field_
       }
       return true;
     case field_rule::kind::deny:
-      if (!is_empty_value(current)) return refuse(path, "deny", "is not allowed");
+      if (!is_empty_value(current)) return refuse(path, "deny", "is not allowed", rule.hint);
       if (current) {
         erase(*parent, key);
       }
@@ -79,17 +84,17 @@ bool body_reviewer::apply(json_object& root, std::string_view path, const field_
       };
       if (auto* s = current->as_string()) {
         if (!s->empty() && !allowed(*s))
-          return refuse(path, "allow", "value \"" + *s + "\" is not allowed");
+          return refuse(path, "allow", "value \"" + *s + "\" is not allowed", rule.hint);
         return true;
       }
       if (auto* a = current->as_array()) {
         for (const auto& item : *a)
           if (auto* s = item.as_string(); !s || !allowed(*s))
             return refuse(path, "allow",
-                          "value \"" + (s ? *s : to_json(item)) + "\" is not allowed");
+                          "value \"" + (s ? *s : to_json(item)) + "\" is not allowed", rule.hint);
         return true;
       }
-      return refuse(path, "allow", "is not a string or list of strings");
+      return refuse(path, "allow", "is not a string or list of strings", rule.hint);
     }
   }
   return true;
@@ -103,7 +108,8 @@ bool body_reviewer::clamp_tmpfs(json_value* current, const field_rule& rule) {
   const auto& allowed = *rule.value.as_object();
   for (auto& m : *current->as_object()) {
     const json_value* options = find(allowed, m.key);
-    if (!options) return refuse("HostConfig.Tmpfs", "max", "path \"" + m.key + "\" is not allowed");
+    if (!options)
+      return refuse("HostConfig.Tmpfs", "max", "path \"" + m.key + "\" is not allowed", rule.hint);
     if (!(m.value == *options)) {
       changes.record("HostConfig.Tmpfs", "clamped", &before);
       m.value = *options;
@@ -121,7 +127,7 @@ bool body_reviewer::clamp_ulimits(json_value* current, const field_rule& rule) {
     const auto* name = find(u, "Name");
     const std::string n = name ? *name->as_string() : std::string();
     const json_value* cap = caps ? find(*caps, n) : nullptr;
-    if (!cap) return refuse("HostConfig.Ulimits", "max", "\"" + n + "\" is not allowed");
+    if (!cap) return refuse("HostConfig.Ulimits", "max", "\"" + n + "\" is not allowed", rule.hint);
     for (const char* limit : {"Soft", "Hard"}) {
       const auto* v = find(u, limit);
       const auto value = v ? v->as_int() : std::nullopt;

@@ -32,8 +32,10 @@ struct body_reviewer {
   std::vector<std::string> volume_names;
   bool workspace_unchanged = false;  // the body already held exactly the bind we write
 
-  // Records the first refusal ("<path>:<rule>"); returns false.
-  bool refuse(std::string_view path, std::string_view rule, std::string what);
+  // Records the first refusal ("<path>:<rule>"), with the rule's hint if it has one;
+  // returns false.
+  bool refuse(std::string_view path, std::string_view rule, std::string what,
+              std::string_view hint = {});
 
   // One profile rule on the field at `path`.
   bool apply(json_object& root, std::string_view path, const field_rule& rule);

@@ -717,3 +717,54 @@ TEST_CASE("sandbox: its tmpfs sizes leave the interpreter at least half of the m
   }
   CHECK(total <= memory / 2);
 }
+
+TEST_CASE("a field rule's hint is told with its refusal", "[body_rules][hint]") {
+  const auto p = load(R"({"profiles":{"p":{"allow":["ContainerCreate","ContainerExec"],
+    "images":{"allow":["*"]},
+    "container_create":{
+      "HostConfig.Privileged":{"deny":true,"hint":"use a sysbox runtime"},
+      "HostConfig.CapAdd":{"allow":["NET_BIND_SERVICE"],"hint":"ask for a capability profile"},
+      "HostConfig.Ulimits":{"max":{"nofile":1024},"hint":"nofile only"},
+      "HostConfig.Memory":{"max":1000}},
+    "container_exec":{"Privileged":{"deny":true,"hint":"exec unprivileged"}}}}})");
+  const auto& prof = p.default_();
+  auto create = [&](const std::string& host_config) {
+    auto d = review_container_create(prof, "{" + image + R"(,"HostConfig":)" + host_config + "}");
+    return std::holds_alternative<deny>(d) ? std::get<deny>(d).reason : std::string("allowed");
+  };
+  CHECK(create(R"({"Privileged":true})") ==
+        "dockgate: HostConfig.Privileged is not allowed: use a sysbox runtime (profile p, rule "
+        "deny)");
+  CHECK(create(R"({"CapAdd":["SYS_ADMIN"]})") ==
+        "dockgate: HostConfig.CapAdd value \"SYS_ADMIN\" is not allowed: ask for a capability "
+        "profile (profile p, rule allow)");
+  CHECK_THAT(create(R"({"Ulimits":[{"Name":"core","Soft":1,"Hard":1}]})"),
+             Catch::EndsWith("is not allowed: nofile only (profile p, rule max)"));
+  // What passes still passes; a rule without a hint refuses as before.
+  CHECK(create(R"({"Privileged":false,"CapAdd":["NET_BIND_SERVICE"]})") == "allowed");
+  auto d = review_body(prof, operation::ContainerExec, R"({"Cmd":["id"],"Privileged":true})");
+  REQUIRE(std::holds_alternative<deny>(d));
+  CHECK(std::get<deny>(d).reason ==
+        "dockgate: Privileged is not allowed: exec unprivileged (profile p, rule deny)");
+  CHECK(std::get<deny>(d).rule == "Privileged:deny");
+}
+
+TEST_CASE("policy files: a hint is one line of text on a rule that can refuse",
+          "[body_rules][hint]") {
+  auto r = parse_policy(R"({"profiles":{"p":{"allow":["ContainerCreate"],"images":{"allow":["*"]},
+    "container_create":{
+      "HostConfig.Privileged":{"force":false,"hint":"never seen"},
+      "HostConfig.CapAdd":{"allow":[],"hint":7},
+      "HostConfig.Memory":{"max":10,"hint":""},
+      "HostConfig.PidsLimit":{"max":10,"hint":"two\nlines"},
+      "HostConfig.Devices":{"deny":true,"hint":"ok","comment":"both"},
+      "HostConfig.Sysctls":{"hint":"no rule"}}}}})");
+  CHECK_FALSE(r.value);
+  INFO(Catch::Detail::stringify(r.errors));
+  REQUIRE(r.errors.size() == 5);
+  CHECK_THAT(r.errors[0], Catch::Contains("Privileged.hint") && Catch::Contains("never refuses"));
+  CHECK_THAT(r.errors[1], Catch::Contains("CapAdd.hint"));
+  CHECK_THAT(r.errors[2], Catch::Contains("Memory.hint"));
+  CHECK_THAT(r.errors[3], Catch::Contains("PidsLimit.hint"));
+  CHECK_THAT(r.errors[4], Catch::Contains("Sysctls") && Catch::Contains("exactly one of"));
+}

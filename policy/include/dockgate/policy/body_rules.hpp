@@ -25,6 +25,7 @@ struct field_rule {
   json_value value;                  // force: the value; clamp on Ulimits: name -> max
   std::int64_t max = 0;              // clamp
   std::vector<std::string> allowed;  // allow
+  std::string hint;                  // told with a refusal of this rule (never on force)
 };
 
 struct field_rules {
