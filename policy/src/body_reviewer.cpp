@@ -166,7 +166,7 @@ bool body_reviewer::check_mounts(json_object& root) {
     if (!rule || !clean_absolute_path(src) || src == "/") return false;
     for (const auto& r : rule->source_roots)
       if (src.size() > r.size() && src.starts_with(r) && src[r.size()] == '/') return true;
-    return false;
+    return std::find(rule->sources.begin(), rule->sources.end(), src) != rule->sources.end();
   };
   auto target_ok = [&](std::string_view dst) {
     return rule &&

@@ -279,7 +279,7 @@ class loader {
       } else if (key == "binds") {
         object binds;
         if (value.get_object().get(binds) != simdjson::SUCCESS) {
-          error(where + ".binds", "must be an object {source_roots, targets}");
+          error(where + ".binds", "must be an object {source_roots, sources, targets}");
           return;
         }
         bind_rule rule;
@@ -297,6 +297,8 @@ class loader {
                     "\"" + path + "\" must be an absolute, clean path");
           if (k == "source_roots")
             rule.source_roots = std::move(*list);
+          else if (k == "sources")
+            rule.sources = std::move(*list);
           else if (k == "targets")
             rule.targets = std::move(*list);
           else

@@ -768,3 +768,25 @@ TEST_CASE("policy files: a hint is one line of text on a rule that can refuse",
   CHECK_THAT(r.errors[3], Catch::Contains("PidsLimit.hint"));
   CHECK_THAT(r.errors[4], Catch::Contains("Sysctls") && Catch::Contains("exactly one of"));
 }
+
+TEST_CASE("bind rules: a source named exactly may be bound itself, not what lies beside it",
+          "[body_rules][binds]") {
+  const policy binds = load(
+      R"({"default_profile":"p","profiles":{"p":{"allow":["ContainerCreate"],"images":{"allow":["*"]},)"
+      R"("binds":{"source_roots":["/r/_work"],"sources":["/r/_work","/r/externals"],)"
+      R"("targets":["/__w","/__e"]}}}})");
+  auto create = [&](const std::string& bind) {
+    return review(binds, "{" + image + R"(,"HostConfig":{"Binds":[")" + bind + R"("]}})");
+  };
+  CHECK_THAT(create("/r/_work:/__w"), !Catch::StartsWith("DENY"));
+  CHECK_THAT(create("/r/externals:/__e:ro"), !Catch::StartsWith("DENY"));
+  CHECK_THAT(create("/r/_work/_temp:/__w"), !Catch::StartsWith("DENY"));  // under the root
+  for (const char* refused : {"/r:/__w", "/r/.credentials:/__w", "/r/externals/node:/__e",
+                              "/r/externalsX:/__e", "/r/_work:/etc"}) {
+    CAPTURE(refused);
+    CHECK_THAT(create(refused), Catch::Contains("rule binds"));
+  }
+  auto bad =
+      parse_policy(R"({"profiles":{"p":{"binds":{"sources":["relative"],"targets":["/w"]}}}})");
+  CHECK_FALSE(bad.value);
+}

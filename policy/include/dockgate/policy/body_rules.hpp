@@ -36,7 +36,10 @@ struct field_rules {
 // Host paths a container may bind, and where.
 struct bind_rule {
   std::vector<std::string> source_roots;  // absolute, no trailing slash
-  std::vector<std::string> targets;       // absolute container paths
+  // Host paths that may be bound themselves (not what lies under them): a root's own
+  // directory, which source_roots never gives, without the siblings beside it.
+  std::vector<std::string> sources;
+  std::vector<std::string> targets;  // absolute container paths
   // The source must be a live FUSE mount with nosuid,nodev (checked by the proxy on the
   // host, with every path component a real directory, never a symlink).
   bool require_fuse = false;

@@ -1,0 +1,265 @@
+// compose/policies/github-runner.json and gitlab-runner.json, judged by the daemon's record.
+//
+// GitHub: the exact docker CLI commands the Actions runner runs for a container job with a
+// service (actions/runner, src/Runner.Worker: ContainerOperationProvider.cs and
+// Container/DockerCommandManager.cs; argv as it builds them), through the gate, with the
+// runner's directories laid out as it lays them out in a temporary runner root.
+// GitLab: a replay of the docker executor's Engine API calls (tests/integration/clients/
+// gitlab_docker_executor.py, python3-docker as the runner's Go client sends them).
+#include <sys/stat.h>
+
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <sstream>
+
+#include "hardening_checks.hpp"
+#include "harness.hpp"
+
+using namespace dockgate::test;
+
+namespace {
+
+std::string direct() {
+  return docker_cli() + " -H " + engine_host();
+}
+
+std::string shipped(const std::string& file) {
+  std::ifstream in(repo_root() + "/compose/policies/" + file);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Every occurrence of `from` in `text` replaced by `to`.
+std::string replaced(std::string text, const std::string& from, const std::string& to) {
+  for (auto at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()))
+    text.replace(at, from.size(), to);
+  return text;
+}
+
+// The runner's directories (src/Runner.Common/HostContext.cs: _work, its _temp, _actions,
+// _tool, externals beside it, the runner's own files at the root).
+struct runner_root {
+  std::string root;
+  runner_root() {
+    root = "/tmp/" + unique_name("dg-gh") + "/actions-runner";
+    REQUIRE(run("mkdir -p " + root + "/_work/_temp/_github_home " + root +
+                "/_work/_temp/_github_workflow " + root + "/_work/_actions " + root +
+                "/_work/_tool " + root + "/_work/app/app " + root + "/externals && echo '{}' > " +
+                root + "/.credentials && chmod -R a+rwX " + root)
+                .status == 0);
+  }
+  ~runner_root() { run("rm -rf " + root.substr(0, root.rfind('/'))); }
+  runner_root(const runner_root&) = delete;
+  runner_root& operator=(const runner_root&) = delete;
+};
+
+// The image only in the test registry, as a job's `container: image` names it.
+struct pushed_image {
+  std::string ref;
+  pushed_image() : ref(registry() + "/dockgate/" + unique_name("ci") + ":1") {
+    REQUIRE(run(direct() + " tag " + test_image() + " " + ref + " && " + direct() + " push " + ref +
+                " >/dev/null && " + direct() + " rmi " + ref + " >/dev/null")
+                .status == 0);
+  }
+  ~pushed_image() { run(direct() + " rmi -f " + ref + " >/dev/null 2>&1"); }
+  pushed_image(const pushed_image&) = delete;
+  pushed_image& operator=(const pushed_image&) = delete;
+};
+
+// The hardening every runner profile keeps, from `docker inspect`.
+std::vector<std::string> runner_violations(const std::string& inspect_json,
+                                           const std::string& bind_root) {
+  inspect_record r(inspect_json);
+  if (!r.parsed()) return r.violations();
+  const inspect_value hc = r.host_config();
+  r.expect(compact(member(hc, "Privileged")) == "false", "Privileged");
+  for (const char* ns : {"PidMode", "UTSMode", "UsernsMode"})
+    r.expect(text(member(hc, ns)).empty(), std::string(ns) + " " + text(member(hc, ns)));
+  r.expect(text(member(hc, "IpcMode")) != "host", "IpcMode host");
+  r.expect(text(member(hc, "NetworkMode")) != "host", "NetworkMode host");
+  r.expect(text(member(hc, "CgroupnsMode")) == "private", "CgroupnsMode");
+  r.expect(is_empty(member(hc, "CapAdd")) && is_empty(member(hc, "Devices")), "CapAdd/Devices");
+  r.expect(is_empty(member(hc, "PortBindings")),
+           "PortBindings " + compact(member(hc, "PortBindings")));
+  r.expect(text(member(member(hc, "LogConfig"), "Type")) == "json-file", "LogConfig");
+  const auto memory = number(member(hc, "Memory"));
+  r.expect(memory > 0 && memory <= 8589934592, "Memory " + std::to_string(memory));
+  const auto mounts = member(r.container(), "Mounts");
+  if (mounts && mounts->is_array())
+    for (auto m : mounts->get_array()) {
+      const inspect_value mount = m;
+      if (text(member(mount, "Type")) != "bind") continue;
+      const auto source = text(member(mount, "Source"));
+      r.expect(source.starts_with(bind_root + "/_work") || source == bind_root + "/externals",
+               "bind from " + source);
+    }
+  return r.violations();
+}
+
+}  // namespace
+
+TEST_CASE("github-runner.json: the runner's docker CLI calls for a container job with a service",
+          "[integration][policy][runners]") {
+  runner_root dirs;
+  pushed_image image;
+  const std::string policy =
+      replaced(shipped("github-runner.json"), "/home/runner/actions-runner", dirs.root);
+  proxy_process proxy(policy);
+  const std::string docker = proxy.docker();
+  auto ok = [&](const std::string& command) {
+    auto r = run(command);
+    INFO(command << "\n" << r.output);
+    CHECK(r.status == 0);
+    return r.output;
+  };
+  // DockerInstanceLabel: 6 hex of the runner's .runner file's hash; the job network's name.
+  const std::string label = "a1b2c3";
+  const std::string network = "github_network_" + unique_name("n").substr(2) + "0000";
+  const std::string job = unique_name("job");
+  const std::string service = unique_name("redis");
+  struct cleanup {
+    std::vector<std::string> containers;
+    std::string network;
+    ~cleanup() {
+      for (const auto& c : containers) run(direct() + " rm -f " + c + " >/dev/null 2>&1");
+      run(direct() + " network rm " + network + " >/dev/null 2>&1");
+    }
+  } leftovers{{job, service}, network};
+
+  // StartContainersAsync: versions, leftovers of earlier jobs, the job network.
+  CHECK_FALSE(ok(docker + " version --format '{{.Server.APIVersion}}'").empty());
+  ok(docker + " version --format '{{.Client.APIVersion}}'");
+  CHECK(ok(docker + " ps --all --quiet --no-trunc --filter \"label=" + label + "\"").empty());
+  ok(docker + " network prune --force --filter \"label=" + label + "\"");
+  ok(docker + " network create --label " + label + " " + network);
+  ok(docker + " pull " + image.ref);
+
+  // A service container (services: redis: image): its network alias, the runner's env.
+  const std::string env = " -e GITHUB_ACTIONS=true -e CI=true ";
+  const auto service_id =
+      ok(docker + " create --name " + service + " --label " + label + " --network " + network +
+         " --network-alias redis" + env + image.ref + " sleep 300")
+          .substr(0, 64);
+  // The job container as the runner creates it: the engine socket is refused by name ...
+  const std::string w = dirs.root + "/_work";
+  const std::string volumes =
+      " -v \"" + w + "\":\"/__w\" -v \"" + dirs.root + "/externals\":\"/__e\":ro -v \"" + w +
+      "/_temp\":\"/__w/_temp\" -v \"" + w + "/_actions\":\"/__w/_actions\" -v \"" + w +
+      "/_tool\":\"/__t\" -v \"" + w + "/_temp/_github_home\":\"/github/home\" -v \"" + w +
+      "/_temp/_github_workflow\":\"/github/workflow\"";
+  const std::string job_create = " create --name " + job + " --label " + label +
+                                 " --workdir /__w/app/app --network " + network + env +
+                                 "-e \"HOME=/github/home\"";
+  const std::string entry = " --entrypoint \"tail\" " + image.ref + " \"-f\" \"/dev/null\"";
+  auto with_socket = run(docker + job_create +
+                         " -v \"/var/run/docker.sock\":\"/var/run/docker.sock\"" + volumes + entry);
+  INFO(with_socket.output);
+  CHECK(with_socket.status != 0);
+  CHECK_THAT(with_socket.output,
+             Catch::Contains("HostConfig.Binds entry \"/var/run/docker.sock:/var/run/docker.sock\" "
+                             "is not allowed (profile github-runner, rule binds)"));
+  CHECK_FALSE(container_exists(job));
+  // ... and so is the runner's own root (its .credentials), to any target.
+  auto root_bind =
+      run(docker + " create --label " + label + " -v \"" + dirs.root + "\":\"/__w\" " + image.ref);
+  CHECK_THAT(root_bind.output, Catch::Contains("rule binds"));
+  // ... and a privileged job, with the profile's hint.
+  auto privileged = run(docker + " create --privileged " + image.ref);
+  CHECK_THAT(privileged.output, Catch::Contains("HostConfig.Privileged is not allowed: a job that "
+                                                "builds images can use rootless BuildKit"));
+  // The job container with the runner's own directories only.
+  const auto id = ok(docker + job_create + volumes + entry);
+  REQUIRE(id.size() >= 64);
+  const std::string job_id = id.substr(0, 64);
+  for (const auto& c : {service_id, job_id}) {
+    ok(docker + " start " + c);
+    CHECK(ok(docker + " ps --all --filter id=" + c +
+             " --filter status=running --no-trunc --format "
+             "\"{{.ID}} {{.Status}}\"")
+              .find(" Up ") != std::string::npos);
+  }
+  // Services: ports, health; the job: its PATH.
+  ok(docker + " port " + service);
+  CHECK(
+      ok(docker +
+         " inspect --format=\"{{if .Config.Healthcheck}}{{print .State.Health.Status}}{{end}}\" " +
+         service) == "\n");
+  CHECK_THAT(
+      ok(docker + " inspect " + job_id + " --format \"{{range .Config.Env}}{{println .}}{{end}}\""),
+      Catch::Contains("PATH="));
+
+  // A step: the runner writes the script into _temp and execs it in the job container.
+  {
+    std::ofstream step(w + "/_temp/step.sh");
+    step << "echo built > /__w/app/app/out.txt\nnslookup redis >/dev/null\nid -u\n";
+  }
+  CHECK(ok(docker + " exec -i --workdir /__w/app/app -e GITHUB_ACTIONS -e CI " + job_id +
+           " sh -e /__w/_temp/step.sh") == "0\n");
+  std::ifstream out(w + "/app/app/out.txt");
+  std::string line;
+  std::getline(out, line);
+  CHECK(line == "built");
+  ok(docker + " logs --details " + service);
+
+  // The daemon's record of both.
+  CHECK(runner_violations(run(direct() + " inspect " + job_id).output, dirs.root) ==
+        std::vector<std::string>{});
+  CHECK(runner_violations(run(direct() + " inspect " + service).output, dirs.root) ==
+        std::vector<std::string>{});
+  const auto record = run(direct() + " inspect " + job_id).output;
+  CHECK(record.find("docker.sock") == std::string::npos);
+  CHECK(record.find(R"("Destination": "/__e")") != std::string::npos);
+
+  // StopContainersAsync.
+  ok(docker + " rm --force " + job_id);
+  ok(docker + " rm --force " + service);
+  ok(docker + " network rm " + network);
+  CHECK_FALSE(container_exists(job));
+  CHECK(run(direct() + " network inspect " + network).status != 0);
+}
+
+TEST_CASE("gitlab-runner.json: a replay of the docker executor's Engine API calls",
+          "[integration][policy][runners]") {
+  if (run("/usr/bin/python3 -c 'import docker'").status != 0)
+    FAIL("python3-docker is missing: scripts/install-deps.sh installs it");
+  pushed_image image;
+  proxy_process proxy("compose/policies/gitlab-runner.json");
+  const std::string prefix = unique_name("runner-dg");
+  const std::string script = repo_root() + "/tests/integration/clients/gitlab_docker_executor.py";
+  struct cleanup {
+    std::string prefix;
+    ~cleanup() {
+      run(direct() + " ps -aq --filter name=" + prefix + " | xargs -r " + direct() +
+          " rm -fv >/dev/null 2>&1");
+      run(direct() + " volume ls -q --filter name=" + prefix + " | xargs -r " + direct() +
+          " volume rm >/dev/null 2>&1");
+      run(direct() + " network ls -q --filter name=" + prefix + " | xargs -r " + direct() +
+          " network rm >/dev/null 2>&1");
+    }
+  } leftovers{prefix};
+  auto r = run("DOCKER_HOST=" + proxy.host() + " /usr/bin/python3 " + script + " " + image.ref +
+               " " + prefix + " 2>&1");
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  // What the replay saw: the job's script ran with its services reachable and its cache
+  // kept; the privileged job and the host bind were refused with the profile's words.
+  CHECK_THAT(r.output, Catch::Contains("job output: cached=1 service=ok"));
+  CHECK_THAT(r.output,
+             Catch::Contains("privileged: dockgate: HostConfig.Privileged is not allowed: build "
+                             "images with rootless BuildKit or kaniko"));
+  CHECK_THAT(r.output, Catch::Contains("(profile gitlab-runner, rule deny)"));
+  CHECK_THAT(r.output, Catch::Contains("socket: dockgate: HostConfig.Binds entry "
+                                       "\"/var/run/docker.sock:/var/run/docker.sock\""));
+  // The daemon's record: the build container the replay kept for it, its cache volume.
+  const std::string build = prefix + "-build-kept";
+  const auto record = run(direct() + " inspect " + build).output;
+  INFO(record.substr(0, 3000));
+  CHECK(runner_violations(record, "/nonexistent") == std::vector<std::string>{});
+  CHECK(record.find(R"("dockgate.owner": "gitlab-runner")") != std::string::npos);
+  const auto volume = run(direct() + " volume inspect " + prefix +
+                          "-project-1-concurrent-0-cache-3c3f060a0374fc8bc39395164f415a70")
+                          .output;
+  CHECK(volume.find(R"("dockgate.owner": "gitlab-runner")") != std::string::npos);
+  CHECK(volume.find(R"("com.gitlab.gitlab-runner.type": "cache")") != std::string::npos);
+}
