@@ -6,8 +6,11 @@
 // runner's directories laid out as it lays them out in a temporary runner root.
 // GitLab: a replay of the docker executor's Engine API calls (tests/integration/clients/
 // gitlab_docker_executor.py, python3-docker as the runner's Go client sends them).
+// Dev containers: the real Dev Containers CLI (npm, scripts/node-clients.sh): up, exec,
+// up --remove-existing-container, through the gate's unix socket.
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <sstream>
@@ -69,7 +72,7 @@ struct pushed_image {
 
 // The hardening every runner profile keeps, from `docker inspect`.
 std::vector<std::string> runner_violations(const std::string& inspect_json,
-                                           const std::string& bind_root) {
+                                           const std::vector<std::string>& bind_sources) {
   inspect_record r(inspect_json);
   if (!r.parsed()) return r.violations();
   const inspect_value hc = r.host_config();
@@ -91,7 +94,7 @@ std::vector<std::string> runner_violations(const std::string& inspect_json,
       const inspect_value mount = m;
       if (text(member(mount, "Type")) != "bind") continue;
       const auto source = text(member(mount, "Source"));
-      r.expect(source.starts_with(bind_root + "/_work") || source == bind_root + "/externals",
+      r.expect(std::find(bind_sources.begin(), bind_sources.end(), source) != bind_sources.end(),
                "bind from " + source);
     }
   return r.violations();
@@ -100,7 +103,7 @@ std::vector<std::string> runner_violations(const std::string& inspect_json,
 }  // namespace
 
 TEST_CASE("github-runner.json: the runner's docker CLI calls for a container job with a service",
-          "[integration][policy][runners]") {
+          "[integration][runners]") {
   runner_root dirs;
   pushed_image image;
   const std::string policy =
@@ -203,9 +206,16 @@ TEST_CASE("github-runner.json: the runner's docker CLI calls for a container job
   ok(docker + " logs --details " + service);
 
   // The daemon's record of both.
-  CHECK(runner_violations(run(direct() + " inspect " + job_id).output, dirs.root) ==
+  const std::vector<std::string> binds = {w,
+                                          dirs.root + "/externals",
+                                          w + "/_temp",
+                                          w + "/_actions",
+                                          w + "/_tool",
+                                          w + "/_temp/_github_home",
+                                          w + "/_temp/_github_workflow"};
+  CHECK(runner_violations(run(direct() + " inspect " + job_id).output, binds) ==
         std::vector<std::string>{});
-  CHECK(runner_violations(run(direct() + " inspect " + service).output, dirs.root) ==
+  CHECK(runner_violations(run(direct() + " inspect " + service).output, {}) ==
         std::vector<std::string>{});
   const auto record = run(direct() + " inspect " + job_id).output;
   CHECK(record.find("docker.sock") == std::string::npos);
@@ -220,7 +230,7 @@ TEST_CASE("github-runner.json: the runner's docker CLI calls for a container job
 }
 
 TEST_CASE("gitlab-runner.json: a replay of the docker executor's Engine API calls",
-          "[integration][policy][runners]") {
+          "[integration][runners]") {
   if (run("/usr/bin/python3 -c 'import docker'").status != 0)
     FAIL("python3-docker is missing: scripts/install-deps.sh installs it");
   pushed_image image;
@@ -255,11 +265,95 @@ TEST_CASE("gitlab-runner.json: a replay of the docker executor's Engine API call
   const std::string build = prefix + "-build-kept";
   const auto record = run(direct() + " inspect " + build).output;
   INFO(record.substr(0, 3000));
-  CHECK(runner_violations(record, "/nonexistent") == std::vector<std::string>{});
+  CHECK(runner_violations(record, {}) == std::vector<std::string>{});
   CHECK(record.find(R"("dockgate.owner": "gitlab-runner")") != std::string::npos);
   const auto volume = run(direct() + " volume inspect " + prefix +
                           "-project-1-concurrent-0-cache-3c3f060a0374fc8bc39395164f415a70")
                           .output;
   CHECK(volume.find(R"("dockgate.owner": "gitlab-runner")") != std::string::npos);
   CHECK(volume.find(R"("com.gitlab.gitlab-runner.type": "cache")") != std::string::npos);
+}
+
+TEST_CASE("devcontainer.json: the Dev Containers CLI's up and exec and its removal",
+          "[integration][runners][devcontainer]") {
+  const char* modules = std::getenv("DOCKGATE_NODE_PATH");
+  if (!modules || !*modules)
+    FAIL("DOCKGATE_NODE_PATH is not set: scripts/node-clients.sh installs @devcontainers/cli");
+  const std::string cli = std::string(modules) + "/.bin/devcontainer";
+  const std::string base = "/tmp/" + unique_name("dg-dc");
+  const std::string root = base + "/workspaces";
+  const std::string project = root + "/app";
+  struct cleanup {
+    std::string base, project;
+    ~cleanup() {
+      run(direct() + " ps -aq --filter label=devcontainer.local_folder=" + project +
+          " | xargs -r " + direct() + " rm -f >/dev/null 2>&1");
+      run("rm -rf " + base);
+    }
+  } leftovers{base, project};
+  // The project's devcontainer.json: the image, the workspace at the profile's target, no
+  // UID-update image build.
+  auto project_config = [&](const std::string& dir, const std::string& extra) {
+    REQUIRE(run("mkdir -p " + dir + "/.devcontainer && chmod -R a+rwX " + base).status == 0);
+    std::ofstream(dir + "/.devcontainer/devcontainer.json")
+        << "{\"image\": \"" << test_image()
+        << "\", \"workspaceMount\": \"source=${localWorkspaceFolder},target=/workspace,type=bind\","
+           " \"workspaceFolder\": \"/workspace\", \"updateRemoteUserUID\": false"
+        << extra << "}\n";
+  };
+  project_config(project, "");
+  proxy_process proxy(replaced(shipped("devcontainer.json"), "/srv/workspaces", root));
+  const std::string dc = "cd " + base + " && DOCKER_HOST=" + proxy.host() + " " + cli;
+  auto ok = [&](const std::string& command) {
+    auto r = run(command + " 2>&1");
+    INFO(command << "\n" << r.output);
+    CHECK(r.status == 0);
+    return r.output;
+  };
+  const std::string folder = " --workspace-folder " + project;
+  const auto up = ok(dc + " up" + folder);
+  CHECK_THAT(up, Catch::Contains(R"("outcome":"success")"));
+  const std::string find_it =
+      direct() + " ps -q --no-trunc --filter label=devcontainer.local_folder=" + project;
+  const auto first = run(find_it).output;
+  REQUIRE(first.size() == 65);
+  CHECK_THAT(ok(dc + " exec" + folder + " id -u"), Catch::EndsWith("0\n"));
+  ok(dc + " exec" + folder + " sh -c 'echo from-container > /workspace/made.txt'");
+  std::ifstream made(project + "/made.txt");
+  std::string line;
+  std::getline(made, line);
+  CHECK(line == "from-container");
+
+  // The daemon's record: the workspace is the one bind, the hardening holds.
+  const auto record = run(direct() + " inspect " + first.substr(0, 64)).output;
+  INFO(record.substr(0, 3000));
+  CHECK(runner_violations(record, {project}) == std::vector<std::string>{});
+  CHECK(record.find(R"("Destination": "/workspace")") != std::string::npos);
+  CHECK(record.find(R"("dockgate.owner": "devcontainer")") != std::string::npos);
+
+  // The CLI's own removal: up --remove-existing-container removes the old one first.
+  CHECK_THAT(ok(dc + " up --remove-existing-container" + folder),
+             Catch::Contains(R"("outcome":"success")"));
+  const auto second = run(find_it).output;
+  CHECK(second.size() == 65);
+  CHECK(second != first);
+  CHECK(run(direct() + " inspect " + first.substr(0, 64)).status != 0);
+
+  // A privileged dev container is refused with the profile's hint; one outside the root
+  // by the binds rule.
+  const std::string loose = root + "/loose";
+  project_config(loose, ", \"privileged\": true");
+  auto privileged = run(dc + " up --workspace-folder " + loose + " 2>&1");
+  CHECK(privileged.status != 0);
+  CHECK_THAT(privileged.output, Catch::Contains("HostConfig.Privileged is not allowed: a dev "
+                                                "container runs unprivileged here"));
+  const std::string outside = base + "/elsewhere";
+  project_config(outside, "");
+  auto elsewhere = run(dc + " up --workspace-folder " + outside + " 2>&1");
+  CHECK(elsewhere.status != 0);
+  CHECK_THAT(elsewhere.output, Catch::Contains("(profile devcontainer, rule binds)"));
+
+  // Removal as a person does it: docker rm -f of the container the CLI labelled.
+  ok("DOCKER_HOST=" + proxy.host() + " " + docker_cli() + " rm -f " + second.substr(0, 64));
+  CHECK(run(find_it).output.empty());
 }

@@ -769,7 +769,7 @@ TEST_CASE("policy files: a hint is one line of text on a rule that can refuse",
   CHECK_THAT(r.errors[4], Catch::Contains("Sysctls") && Catch::Contains("exactly one of"));
 }
 
-TEST_CASE("bind rules: a source named exactly may be bound itself, not what lies beside it",
+TEST_CASE("bind rules: a source named exactly may be bound itself but not what lies beside it",
           "[body_rules][binds]") {
   const policy binds = load(
       R"({"default_profile":"p","profiles":{"p":{"allow":["ContainerCreate"],"images":{"allow":["*"]},)"
@@ -789,4 +789,27 @@ TEST_CASE("bind rules: a source named exactly may be bound itself, not what lies
   auto bad =
       parse_policy(R"({"profiles":{"p":{"binds":{"sources":["relative"],"targets":["/w"]}}}})");
   CHECK_FALSE(bad.value);
+}
+
+TEST_CASE(
+    "the runner and dev container profiles refuse privileged with a hint and the engine socket",
+    "[body_rules][hint][profiles]") {
+  for (const char* name : {"gitlab-runner", "github-runner", "devcontainer"}) {
+    CAPTURE(name);
+    const auto p = load(read_file(std::string("compose/policies/") + name + ".json"));
+    const auto privileged = review(p, "{" + image + R"(,"HostConfig":{"Privileged":true}})");
+    CHECK_THAT(privileged,
+               Catch::StartsWith("DENY: dockgate: HostConfig.Privileged is not allowed: "));
+    CHECK_THAT(privileged, Catch::Contains("sysbox") && Catch::EndsWith("rule deny)"));
+    CHECK_THAT(
+        review(p, "{" + image +
+                      R"(,"HostConfig":{"Binds":["/var/run/docker.sock:/var/run/docker.sock"]}})"),
+        Catch::Contains("HostConfig.Binds entry \"/var/run/docker.sock:/var/run/docker.sock\""));
+    for (const char* ns : {"PidMode", "UTSMode", "UsernsMode", "IpcMode", "NetworkMode"})
+      CHECK_THAT(review(p, "{" + image + R"(,"HostConfig":{")" + ns + R"(":"host"}})"),
+                 Catch::StartsWith("DENY"));
+    CHECK_THAT(review(p, "{" + image +
+                             R"(,"HostConfig":{"PortBindings":{"80/tcp":[{"HostPort":"80"}]}}})"),
+               Catch::StartsWith("DENY"));
+  }
 }
