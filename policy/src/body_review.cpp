@@ -134,6 +134,7 @@ decision review_container_create(const profile& p, std::string_view body, daemon
     for (const auto& [path, rule] : rules.rules) ok = ok && r.apply(root, path, rule);
     const bool mounts = p.rules.binds || p.rules.volumes.mount_owned;
     const bool networks = p.rules.networks.join_owned;
+    if (ok && p.rules.binds && !p.rules.binds->drop.empty()) r.drop_binds(root);
     if (mounts) ok = ok && r.check_mounts(root);
     if (networks) ok = ok && r.check_networks(root);
     std::vector<std::string_view> handled;
@@ -147,6 +148,9 @@ decision review_container_create(const profile& p, std::string_view body, daemon
   };
   auto complete = [&](const json_object& root, body_reviewer& r, rewrite& out) {
     out.warnings = create_warnings(p, root, r.changes.list());
+    for (const auto& bind : r.dropped)
+      out.warnings.push_back("dockgate: bind " + bind + " left out (profile " + p.name +
+                             ", rule binds.drop)");
     out.bind_sources = std::move(r.bind_sources);
     out.workspace_source = workspace;
     out.networks = std::move(r.network_names);

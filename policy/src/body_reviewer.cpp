@@ -155,6 +155,49 @@ bool body_reviewer::default_deny(json_object& root, std::span<const widening_fie
   return true;
 }
 
+// A bind of a binds.drop source is left out, not refused: the client (the GitHub Actions
+// runner, which adds the engine socket to every job container and has no setting against
+// it) gets its container without it and a warning saying so.
+void body_reviewer::drop_binds(json_object& root) {
+  const auto& drop = p.rules.binds->drop;
+  auto dropped_source = [&](std::string_view source) {
+    return std::find(drop.begin(), drop.end(), source) != drop.end();
+  };
+  json_object* parent = nullptr;
+  std::string_view key;
+  if (auto* binds = locate(root, "HostConfig.Binds", false, &parent, &key);
+      binds && binds->as_array()) {
+    const json_value before = *binds;
+    auto& list = *binds->as_array();
+    std::erase_if(list, [&](const json_value& b) {
+      const auto* spec = b.as_string();
+      if (!spec || !dropped_source(std::string_view(*spec).substr(0, spec->find(':'))))
+        return false;
+      dropped.push_back(*spec);
+      return true;
+    });
+    if (list.size() != before.as_array()->size())
+      changes.record("HostConfig.Binds", "dropped", &before);
+  }
+  if (auto* mounts = locate(root, "HostConfig.Mounts", false, &parent, &key);
+      mounts && mounts->as_array()) {
+    const json_value before = *mounts;
+    auto& list = *mounts->as_array();
+    std::erase_if(list, [&](const json_value& m) {
+      const auto* o = m.as_object();
+      const auto* type = o ? find(*o, "Type") : nullptr;
+      const auto* source = o ? find(*o, "Source") : nullptr;
+      if (!type || !source || !type->as_string() || *type->as_string() != "bind" ||
+          !source->as_string() || !dropped_source(*source->as_string()))
+        return false;
+      dropped.push_back(*source->as_string());
+      return true;
+    });
+    if (list.size() != before.as_array()->size())
+      changes.record("HostConfig.Mounts", "dropped", &before);
+  }
+}
+
 // Binds ("src:dst[:opts]") and Mounts. A host path (absolute source) only from the
 // profile's bind roots, only to its targets, without propagation back to the host; a
 // named volume (any other source) only with the volumes rule, collected for the proxy
@@ -175,7 +218,10 @@ bool body_reviewer::check_mounts(json_object& root) {
   auto volume_ok = [&](std::string_view name, std::string_view dst) {
     return volumes && valid_object_name(name) && clean_absolute_path(dst) && dst != "/";
   };
-  if (auto* binds = locate(root, "HostConfig.Binds"); binds && binds->as_array()) {
+  json_object* parent = nullptr;
+  std::string_view key;
+  if (auto* binds = locate(root, "HostConfig.Binds", false, &parent, &key);
+      binds && binds->as_array()) {
     for (const auto& b : *binds->as_array()) {
       const std::string& spec = *b.as_string();
       std::vector<std::string_view> parts;
@@ -213,7 +259,8 @@ bool body_reviewer::check_mounts(json_object& root) {
       }
     }
   }
-  if (auto* mounts = locate(root, "HostConfig.Mounts"); mounts && mounts->as_array()) {
+  if (auto* mounts = locate(root, "HostConfig.Mounts", false, &parent, &key);
+      mounts && mounts->as_array()) {
     for (const auto& m : *mounts->as_array()) {
       const auto& o = *m.as_object();
       auto str = [&](std::string_view k) {

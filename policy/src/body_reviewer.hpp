@@ -45,6 +45,10 @@ struct body_reviewer {
   bool default_deny(json_object& root, std::span<const widening_field> fields,
                     const field_rules& rules, std::span<const std::string_view> handled_elsewhere);
 
+  // Leaves out the binds (Binds entries, bind Mounts) of the profile's binds.drop sources;
+  // each entry left out is recorded in `dropped`.
+  void drop_binds(json_object& root);
+  std::vector<std::string> dropped;
   bool check_mounts(json_object& root);
   bool check_endpoint(std::string_view where, const json_object& settings);
   bool check_networks(json_object& root);

@@ -279,7 +279,7 @@ class loader {
       } else if (key == "binds") {
         object binds;
         if (value.get_object().get(binds) != simdjson::SUCCESS) {
-          error(where + ".binds", "must be an object {source_roots, sources, targets}");
+          error(where + ".binds", "must be an object {source_roots, sources, targets, drop}");
           return;
         }
         bind_rule rule;
@@ -299,6 +299,8 @@ class loader {
             rule.source_roots = std::move(*list);
           else if (k == "sources")
             rule.sources = std::move(*list);
+          else if (k == "drop")
+            rule.drop = std::move(*list);
           else if (k == "targets")
             rule.targets = std::move(*list);
           else

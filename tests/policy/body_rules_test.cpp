@@ -813,3 +813,35 @@ TEST_CASE(
                Catch::StartsWith("DENY"));
   }
 }
+
+TEST_CASE("bind rules: a bind of a drop source is left out and the client is told",
+          "[body_rules][binds]") {
+  const policy binds = load(
+      R"({"default_profile":"p","profiles":{"p":{"allow":["ContainerCreate"],"images":{"allow":["*"]},)"
+      R"("binds":{"source_roots":["/r/_work"],"targets":["/__w"],"drop":["/var/run/docker.sock"]}}}})");
+  auto d = review_container_create(
+      binds.default_(),
+      "{" + image +
+          R"(,"HostConfig":{"Binds":["/var/run/docker.sock:/var/run/docker.sock","/r/_work/a:/__w"],)"
+          R"("Mounts":[{"Type":"bind","Source":"/var/run/docker.sock","Target":"/s"}]}})");
+  REQUIRE(std::holds_alternative<rewrite>(d));
+  const auto& rw = std::get<rewrite>(d);
+  CHECK(field(rw.body, "HostConfig.Binds") == R"(["/r/_work/a:/__w"])");
+  CHECK(field(rw.body, "HostConfig.Mounts") == "[]");
+  CHECK(rw.bind_sources == std::vector<std::string>{"/r/_work/a"});
+  CHECK(rw.warnings ==
+        std::vector<std::string>{
+            "dockgate: bind /var/run/docker.sock:/var/run/docker.sock left out (profile p, rule "
+            "binds.drop)",
+            "dockgate: bind /var/run/docker.sock left out (profile p, rule binds.drop)"});
+  CHECK(std::count_if(rw.changes.begin(), rw.changes.end(),
+                      [](const body_change& c) { return c.action == "dropped"; }) == 2);
+  // Only that path, as written: another spelling of it is a bind like any other.
+  for (const char* other :
+       {"/run/docker.sock:/var/run/docker.sock", "/var/run//docker.sock:/var/run/docker.sock",
+        "/var/run/docker.sock/:/x"}) {
+    CAPTURE(other);
+    CHECK_THAT(review(binds, "{" + image + R"(,"HostConfig":{"Binds":[")" + other + R"("]}})"),
+               Catch::Contains("rule binds)"));
+  }
+}

@@ -39,6 +39,10 @@ struct bind_rule {
   // Host paths that may be bound themselves (not what lies under them): a root's own
   // directory, which source_roots never gives, without the siblings beside it.
   std::vector<std::string> sources;
+  // Host paths whose binds are left out of the body (recorded, and told to the client as a
+  // warning): a bind a client adds by habit that the profile must not give, such as the
+  // engine socket the GitHub Actions runner adds to every job container.
+  std::vector<std::string> drop;
   std::vector<std::string> targets;  // absolute container paths
   // The source must be a live FUSE mount with nosuid,nodev (checked by the proxy on the
   // host, with every path component a real directory, never a symlink).
