@@ -30,8 +30,8 @@ def post(path, body, params=None, expect_json=True):
 
 
 def labels(job, kind):
-    return {"com.gitlab.gitlab-runner.job.id": str(job), "com.gitlab.gitlab-runner.project.id": "1",
-            "com.gitlab.gitlab-runner.type": kind}
+    return {"com.gitlab.gitlab-runner.managed": "true", "com.gitlab.gitlab-runner.job.id": str(job),
+            "com.gitlab.gitlab-runner.project.id": "1", "com.gitlab.gitlab-runner.type": kind}
 
 
 def ensure_image(ref):
@@ -43,12 +43,17 @@ def ensure_image(ref):
 
 
 def cache_volume(job, path):
+    """VolumeCreate (the same name again for every job: the daemon answers with the existing
+    one), then the permission setter's container: the helper image with the volume bound at
+    /gitlab-runner-cache-init, started, waited for, removed."""
     name = project + "-cache-" + hashlib.md5(path.encode()).hexdigest()
-    try:
-        api.inspect_volume(name)
-    except docker.errors.NotFound:
-        body = {"Name": name, "Labels": dict(labels(job, "cache"), **{"com.gitlab.gitlab-runner.destination": path})}
-        post("/volumes/create", body)
+    post("/volumes/create", {"Name": name, "Labels": labels(job, "cache")})
+    body = {"Image": image, "Cmd": ["chmod", "777", "/gitlab-runner-cache-init"], "Labels": labels(job, "cache-init"),
+            "HostConfig": {"LogConfig": {"Type": "json-file"}, "Binds": [name + ":/gitlab-runner-cache-init"]}}
+    cid = post("/containers/create", body, params={"name": name + "-set-permission-0123abcd"})["Id"]
+    api.start(cid)
+    assert api.wait(cid)["StatusCode"] == 0
+    api.remove_container(cid, force=True)
     return name
 
 
