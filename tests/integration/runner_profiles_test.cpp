@@ -261,6 +261,9 @@ TEST_CASE("gitlab-runner.json: a replay of the docker executor's Engine API call
   // What the replay saw: the job's script ran with its services reachable and its cache
   // kept; the privileged job and the host bind were refused with the profile's words.
   CHECK_THAT(r.output, Catch::Contains("job output: cached=1 service=ok"));
+  // Its import of the prebuilt helper tarball is refused; it pulls instead.
+  CHECK_THAT(r.output, Catch::Contains("helper import: 403 dockgate: ImageCreate is allowed only "
+                                       "as a pull (fromImage)"));
   CHECK_THAT(r.output,
              Catch::Contains("privileged: dockgate: HostConfig.Privileged is not allowed: build "
                              "images with rootless BuildKit or kaniko"));

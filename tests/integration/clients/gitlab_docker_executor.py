@@ -34,12 +34,21 @@ def labels(job, kind):
             "com.gitlab.gitlab-runner.project.id": "1", "com.gitlab.gitlab-runner.type": kind}
 
 
-def ensure_image(ref):
+def ensure_image(ref, helper=False):
+    """Inspect, then (the helper) import the prebuilt tarball, then pull from the registry."""
     try:
         api.inspect_image(ref)
+        return
     except docker.errors.NotFound:
-        api.pull(ref)
-        api.inspect_image(ref)
+        pass
+    if helper:
+        repo, tag = ref.rsplit(":", 1)
+        r = api._post(api._url("/images/create"), params={"fromSrc": "-", "repo": repo, "tag": tag,
+                      "changes": 'ENTRYPOINT ["/usr/bin/dumb-init", "/entrypoint"]'},
+                      data=b"not a tarball", headers={"Content-Type": "application/x-tar"})
+        print("helper import: %d %s" % (r.status_code, r.json().get("message", "")))
+    api.pull(ref)
+    api.inspect_image(ref)
 
 
 def cache_volume(job, path):
@@ -97,7 +106,8 @@ def run_script(cid, script):
 
 def job(number, keep_build=False):
     api.info()
-    ensure_image(image)  # the helper image, then the job's and the service's
+    ensure_image(image, helper=True)  # the helper image, then the job's and the service's
+    ensure_image(image)
     network = "%s-job-%d-network" % (project, number)
     post("/networks/create", {"Name": network, "CheckDuplicate": True, "Driver": "bridge",
                               "Labels": labels(number, "network")})
