@@ -218,10 +218,7 @@ bool body_reviewer::check_mounts(json_object& root) {
   auto volume_ok = [&](std::string_view name, std::string_view dst) {
     return volumes && valid_object_name(name) && clean_absolute_path(dst) && dst != "/";
   };
-  json_object* parent = nullptr;
-  std::string_view key;
-  if (auto* binds = locate(root, "HostConfig.Binds", false, &parent, &key);
-      binds && binds->as_array()) {
+  if (auto* binds = locate(root, "HostConfig.Binds"); binds && binds->as_array()) {
     for (const auto& b : *binds->as_array()) {
       const std::string& spec = *b.as_string();
       std::vector<std::string_view> parts;
@@ -259,8 +256,7 @@ bool body_reviewer::check_mounts(json_object& root) {
       }
     }
   }
-  if (auto* mounts = locate(root, "HostConfig.Mounts", false, &parent, &key);
-      mounts && mounts->as_array()) {
+  if (auto* mounts = locate(root, "HostConfig.Mounts"); mounts && mounts->as_array()) {
     for (const auto& m : *mounts->as_array()) {
       const auto& o = *m.as_object();
       auto str = [&](std::string_view k) {
