@@ -130,7 +130,10 @@ decision review_container_create(const profile& p, std::string_view body, daemon
       old_default("HostConfig.CgroupnsMode", json_value("host"));
     const auto& rules = p.rules.container_create;
     bool ok = true;
-    if (p.rules.workspace) ok = r.take_workspace(root, workspace);
+    if (p.rules.workspace)
+      ok = (!p.rules.workspace->host_binds || r.take_host_bind(root)) &&
+           r.take_workspace(root, workspace);
+    if (p.rules.ports) ok = ok && r.check_ports(root);
     for (const auto& [path, rule] : rules.rules) ok = ok && r.apply(root, path, rule);
     const bool mounts = p.rules.binds || p.rules.volumes.mount_owned;
     const bool networks = p.rules.networks.join_owned;
@@ -141,6 +144,8 @@ decision review_container_create(const profile& p, std::string_view body, daemon
     if (mounts) handled.insert(handled.end(), {"HostConfig.Binds", "HostConfig.Mounts", "Volumes"});
     if (networks)
       handled.insert(handled.end(), {"HostConfig.NetworkMode", "NetworkingConfig.EndpointsConfig"});
+    if (p.rules.ports)
+      handled.insert(handled.end(), {"HostConfig.PortBindings", "HostConfig.PublishAllPorts"});
     ok = ok && r.default_deny(root, create_widening_fields, rules, handled);
     ok = ok && r.check_image(root) && r.stamp_owner(root);
     if (ok && !workspace.empty()) r.bind_workspace(root, workspace);

@@ -384,11 +384,12 @@ bool body_reviewer::check_image_reference(std::string_view text, bool default_ta
 }
 
 json_value body_reviewer::workspace_mount(const std::string& source) const {
-  return json_object{{"Type", "bind"},
-                     {"Source", source},
-                     {"Target", p.rules.workspace->target},
-                     {"ReadOnly", false},
-                     {"BindOptions", json_object{{"Propagation", "rprivate"}}}};
+  return json_object{
+      {"Type", "bind"},
+      {"Source", source},
+      {"Target", workspace_target.empty() ? p.rules.workspace->target : workspace_target},
+      {"ReadOnly", workspace_read_only},
+      {"BindOptions", json_object{{"Propagation", "rprivate"}}}};
 }
 
 // The workspace a client names with the label dockgate.workspace=<id>: the source the
@@ -445,11 +446,12 @@ void body_reviewer::bind_workspace(json_object& root, const std::string& source)
   }
   if (!workspace_unchanged) changes.record("HostConfig.Mounts", "workspace bound", mounts);
   mounts->as_array()->push_back(workspace_mount(source));
+  const std::string& target = workspace_target.empty() ? rule.target : workspace_target;
   json_value* tmpfs = locate(root, "HostConfig.Tmpfs", false, &parent, &key);
-  if (tmpfs && tmpfs->as_object() && find(*tmpfs->as_object(), rule.target)) {
+  if (tmpfs && tmpfs->as_object() && find(*tmpfs->as_object(), target)) {
     changes.record("HostConfig.Tmpfs", "workspace target removed", tmpfs);
     dockgate::policy::erase(*tmpfs->as_object(),
-                            rule.target);  // a tmpfs there would hide the workspace
+                            target);  // a tmpfs there would hide the workspace
   }
 }
 

@@ -31,6 +31,9 @@ struct body_reviewer {
   std::vector<std::string> network_names;
   std::vector<std::string> volume_names;
   bool workspace_unchanged = false;  // the body already held exactly the bind we write
+  // Where the workspace bind goes: the rule's target, or the client's own (host_binds).
+  std::string workspace_target;
+  bool workspace_read_only = false;
 
   // Records the first refusal ("<path>:<rule>"), with the rule's hint if it has one;
   // returns false.
@@ -62,6 +65,10 @@ struct body_reviewer {
   void bind_workspace(json_object& root, const std::string& source);
 
   bool stamp_owner(json_object& root, bool container = true);
+
+  // body_reviewer_host.cpp: what of the host a container reaches besides its own mounts.
+  bool check_ports(json_object& root);
+  bool take_host_bind(json_object& root);
 };
 
 }  // namespace dockgate::policy

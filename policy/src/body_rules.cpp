@@ -2,6 +2,8 @@
 // file's rules may name, and the path and name tests every review shares.
 #include "dockgate/policy/body_rules.hpp"
 
+#include <arpa/inet.h>
+
 #include <cctype>
 
 #include "dockgate/policy/go_json.hpp"
@@ -18,6 +20,36 @@ bool clean_absolute_path(std::string_view path) {
     if (slash == std::string_view::npos) return true;
     rest.remove_prefix(slash + 1);
   }
+}
+
+std::optional<std::pair<std::uint16_t, std::uint16_t>> port_range(std::string_view text) {
+  auto number = [](std::string_view digits) -> std::optional<std::uint16_t> {
+    if (digits.empty() || digits.size() > 5) return std::nullopt;
+    std::uint32_t n = 0;
+    for (char c : digits) {
+      if (c < '0' || c > '9') return std::nullopt;
+      n = n * 10 + static_cast<std::uint32_t>(c - '0');
+    }
+    if (n > 65535) return std::nullopt;
+    return static_cast<std::uint16_t>(n);
+  };
+  const auto dash = text.find('-');
+  auto lo = number(text.substr(0, dash));
+  auto hi = dash == std::string_view::npos ? lo : number(text.substr(dash + 1));
+  if (!lo || !hi || *lo > *hi) return std::nullopt;
+  return std::pair{*lo, *hi};
+}
+
+std::string canonical_address(std::string_view text) {
+  if (text.size() > 64) return {};
+  const std::string s(text);
+  unsigned char bytes[16];
+  char out[INET6_ADDRSTRLEN];
+  for (int family : {AF_INET, AF_INET6})
+    if (::inet_pton(family, s.c_str(), bytes) == 1 &&
+        ::inet_ntop(family, bytes, out, sizeof out) != nullptr)
+      return out;
+  return {};
 }
 
 const field_rule* field_rules::find(std::string_view path) const {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 #include <set>
+#include <tuple>
 
 #include "dockgate/policy/go_json.hpp"
 
@@ -221,6 +222,43 @@ class loader {
     });
   }
 
+  // "ports": {"addresses": [...], "host_ports": "lo-hi"}. Addresses are written as the
+  // gate compares them (the canonical text of one address, not 0.0.0.0 or ::, which the
+  // gate rewrites to loopback anyway).
+  port_rule load_ports(element value, const std::string& where) {
+    port_rule rule;
+    object o;
+    if (value.get_object().get(o) != simdjson::SUCCESS) {
+      error(where, "must be an object {addresses, host_ports}");
+      return rule;
+    }
+    each_key(o, where, [&](std::string_view k, element v) {
+      if (k == "addresses") {
+        auto list = strings_of(v, where + ".addresses");
+        if (!list) return;
+        for (const auto& a : *list)
+          if (canonical_address(a) != a || a == "0.0.0.0" || a == "::")
+            error(where + ".addresses",
+                  "\"" + a +
+                      "\" must be one IPv4 or IPv6 address in its canonical form, not "
+                      "0.0.0.0 or ::");
+        rule.addresses = std::move(*list);
+      } else if (k == "host_ports") {
+        auto text = string_of(v, where + ".host_ports");
+        if (!text) return;
+        auto range = port_range(*text);
+        if (!range || range->first == 0)
+          error(where + ".host_ports",
+                "\"" + *text + "\" must be a port or a range lo-hi of 1-65535");
+        else
+          std::tie(rule.first_port, rule.last_port) = *range;
+      } else {
+        error(where, "unknown key \"" + std::string(k) + "\"");
+      }
+    });
+    return rule;
+  }
+
   std::optional<profile> load_profile(std::string_view name, element e) {
     const std::string where = "profiles." + std::string(name);
     object obj;
@@ -310,15 +348,18 @@ class loader {
       } else if (key == "workspace") {
         object ws;
         if (value.get_object().get(ws) != simdjson::SUCCESS) {
-          error(where + ".workspace", "must be an object {root, target, require_fuse, required}");
+          error(where + ".workspace",
+                "must be an object {root, target, require_fuse, required, host_binds}");
           return;
         }
         workspace_rule rule;
         bool have_root = false;
         each_key(ws, where + ".workspace", [&](std::string_view k, element v) {
-          if (k == "require_fuse" || k == "required") {
-            if (v.get_bool().get(k == "required" ? rule.required : rule.require_fuse) !=
-                simdjson::SUCCESS)
+          if (k == "require_fuse" || k == "required" || k == "host_binds") {
+            bool& flag = k == "required"     ? rule.required
+                         : k == "host_binds" ? rule.host_binds
+                                             : rule.require_fuse;
+            if (v.get_bool().get(flag) != simdjson::SUCCESS)
               error(where + ".workspace." + std::string(k), "must be true or false");
           } else if (k == "root" || k == "target") {
             auto path = string_of(v, where + ".workspace." + std::string(k));
@@ -334,6 +375,8 @@ class loader {
         });
         if (!have_root) error(where + ".workspace.root", "is required");
         p.rules.workspace = std::move(rule);
+      } else if (key == "ports") {
+        p.rules.ports = load_ports(value, where + ".ports");
       } else if (key == "networks" || key == "volumes") {
         // {"join_owned": true, "aliases": true} / {"mount_owned": true}
         object o;

@@ -8,6 +8,36 @@
 
 namespace dockgate::policy {
 
+namespace {
+
+// "127.0.0.1:8080->80/tcp, [::1]:0->53/udp": the published ports as they go up, in the
+// docker CLI's own notation (0: a port the daemon picks).
+std::string loopback_warning(const profile& p, const json_object& body) {
+  std::string ports;
+  const json_value* host = find(body, "HostConfig");
+  const json_value* bindings =
+      host && host->as_object() ? find(*host->as_object(), "PortBindings") : nullptr;
+  if (bindings && bindings->as_object())
+    for (const auto& [key, list] : *bindings->as_object()) {
+      if (!list.as_array()) continue;
+      for (const auto& b : *list.as_array()) {
+        const json_value* ip = find(*b.as_object(), "HostIp");
+        const json_value* port = find(*b.as_object(), "HostPort");
+        std::string address = ip && ip->as_string() ? *ip->as_string() : std::string();
+        if (address.find(':') != std::string::npos) address = "[" + address + "]";
+        std::string host_port = port && port->as_string() ? *port->as_string() : std::string();
+        if (host_port.empty()) host_port = "0";
+        if (!ports.empty()) ports += ", ";
+        ports += address + ":" + host_port + "->" + key;
+      }
+    }
+  if (ports.size() > 160) ports = ports.substr(0, 157) + "...";
+  return "dockgate: published ports bound to loopback, not every interface: " + ports +
+         " (profile " + p.name + ")";
+}
+
+}  // namespace
+
 std::vector<std::string> create_warnings(const profile& p, const json_object& body,
                                          const std::vector<body_change>& changes) {
   std::vector<std::string> out;
@@ -19,6 +49,10 @@ std::vector<std::string> create_warnings(const profile& p, const json_object& bo
     if (!change.from) continue;
     const std::string_view path = change.field;
     const std::string_view how = change.action;
+    if (how == "bound to loopback") {
+      out.push_back(loopback_warning(p, body));
+      continue;
+    }
     if (how != "forced" && how != "clamped") continue;
     const json_value* v = &root;
     for (std::string_view rest = path; v && v->as_object();) {

@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "dockgate/common/workspace_id.hpp"
@@ -59,6 +60,21 @@ struct workspace_rule {
   std::string target = "/workspace";  // absolute, clean
   bool require_fuse = true;
   bool required = false;  // every created container must name a workspace
+  // A client's own bind of exactly <root>/<id> (Binds or a Mounts bind) becomes this
+  // checked bind at the client's target, with the label stamped (OpenSandbox's
+  // allowed_host_paths, a devcontainer's workspace folder): the client names a host path,
+  // the gate still writes and checks the only one it may name.
+  bool host_binds = false;
+};
+
+// Published ports (HostConfig.PortBindings), on the host's loopback unless the profile
+// names other addresses: an unspecified HostIp ("", 0.0.0.0, ::) is rewritten to
+// 127.0.0.1 / ::1, any other must be one of `addresses`; host ports the client names lie
+// in [first_port, last_port] ("" and "0" let the daemon pick). PublishAllPorts stays refused.
+struct port_rule {
+  std::vector<std::string> addresses{"127.0.0.1", "::1"};  // canonical spellings
+  std::uint16_t first_port = 1024;
+  std::uint16_t last_port = 65535;
 };
 
 // Networks and volumes the profile creates carry its owner label (like containers); these
@@ -95,6 +111,7 @@ struct body_rules {
   field_rules container_exec;
   std::optional<bind_rule> binds;
   std::optional<workspace_rule> workspace;
+  std::optional<port_rule> ports;
   network_rule networks;
   volume_rule volumes;
   image_rule images;
@@ -111,6 +128,13 @@ bool clean_absolute_path(std::string_view path);
 // it): 1-255 of A-Z a-z 0-9 _ . - starting with a letter or digit, as the local volume
 // driver requires. Full IDs are such names too.
 bool valid_object_name(std::string_view name);
+
+// A port ("8080") or range ("8000-8010") of decimal digits, as dockerd's nat package reads
+// host ports: {lo, hi} with lo <= hi <= 65535; nullopt for anything else.
+std::optional<std::pair<std::uint16_t, std::uint16_t>> port_range(std::string_view text);
+
+// The canonical text of one IPv4 or IPv6 address ("::1", "127.0.0.1"); "" if `text` is none.
+std::string canonical_address(std::string_view text);
 
 // The label that marks a container as created through a profile; clients cannot set
 // labels under the reserved prefix.
