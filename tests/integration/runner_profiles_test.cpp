@@ -83,8 +83,15 @@ std::vector<std::string> runner_violations(const std::string& inspect_json,
   r.expect(text(member(hc, "NetworkMode")) != "host", "NetworkMode host");
   r.expect(text(member(hc, "CgroupnsMode")) == "private", "CgroupnsMode");
   r.expect(is_empty(member(hc, "CapAdd")) && is_empty(member(hc, "Devices")), "CapAdd/Devices");
-  r.expect(is_empty(member(hc, "PortBindings")),
-           "PortBindings " + compact(member(hc, "PortBindings")));
+  // Published ports only on the host's loopback.
+  const auto ports = member(hc, "PortBindings");
+  if (ports && ports->is_object())
+    for (auto [port, bindings] : ports->get_object())
+      for (auto b : bindings.get_array()) {
+        const auto ip = text(member(inspect_value(b), "HostIp"));
+        r.expect(ip == "127.0.0.1" || ip == "::1",
+                 "PortBindings " + std::string(port) + " on " + ip);
+      }
   r.expect(text(member(member(hc, "LogConfig"), "Type")) == "json-file", "LogConfig");
   const auto memory = number(member(hc, "Memory"));
   r.expect(memory > 0 && memory <= 8589934592, "Memory " + std::to_string(memory));
@@ -140,10 +147,13 @@ TEST_CASE("github-runner.json: the runner's docker CLI calls for a container job
 
   // A service container (services: redis: image): its network alias, the runner's env.
   const std::string env = " -e GITHUB_ACTIONS=true -e CI=true ";
-  const auto service_id =
+  // services: redis: ports: [6379]: the daemon picks the host port, the gate the address.
+  const auto service_created =
       ok(docker + " create --name " + service + " --label " + label + " --network " + network +
-         " --network-alias redis" + env + image.ref + " sleep 300")
-          .substr(0, 64);
+         " --network-alias redis -p 6379" + env + image.ref + " sleep 300");
+  CHECK_THAT(service_created,
+             Catch::Contains("WARNING: dockgate: published ports bound to loopback"));
+  const std::string service_id = service_created.substr(service_created.size() - 65, 64);
   // The job container as the runner creates it: the engine socket is refused by name ...
   const std::string w = dirs.root + "/_work";
   const std::string volumes =
@@ -189,7 +199,7 @@ TEST_CASE("github-runner.json: the runner's docker CLI calls for a container job
               .find(" Up ") != std::string::npos);
   }
   // Services: ports, health; the job: its PATH.
-  ok(docker + " port " + service);
+  CHECK_THAT(ok(docker + " port " + service), Catch::StartsWith("6379/tcp -> 127.0.0.1:"));
   CHECK(
       ok(docker +
          " inspect --format=\"{{if .Config.Healthcheck}}{{print .State.Health.Status}}{{end}}\" " +
@@ -300,15 +310,13 @@ TEST_CASE("devcontainer.json: the Dev Containers CLI's up and exec and its remov
       run("rm -rf " + base);
     }
   } leftovers{base, project};
-  // The project's devcontainer.json: the image, the workspace at the profile's target, no
-  // UID-update image build.
+  // The project's devcontainer.json: the image, no UID-update image build; the workspace at
+  // the CLI's own target, /workspaces/app.
   auto project_config = [&](const std::string& dir, const std::string& extra) {
-    REQUIRE(run("mkdir -p " + dir + "/.devcontainer && chmod -R a+rwX " + base).status == 0);
+    REQUIRE(run("mkdir -p " + dir + "/.devcontainer").status == 0);
     std::ofstream(dir + "/.devcontainer/devcontainer.json")
-        << "{\"image\": \"" << test_image()
-        << "\", \"workspaceMount\": \"source=${localWorkspaceFolder},target=/workspace,type=bind\","
-           " \"workspaceFolder\": \"/workspace\", \"updateRemoteUserUID\": false"
-        << extra << "}\n";
+        << "{\"image\": \"" << test_image() << "\", \"updateRemoteUserUID\": false" << extra
+        << "}\n";
   };
   project_config(project, "");
   proxy_process proxy(replaced(shipped("devcontainer.json"), "/srv/workspaces", root));
@@ -327,7 +335,7 @@ TEST_CASE("devcontainer.json: the Dev Containers CLI's up and exec and its remov
   const auto first = run(find_it).output;
   REQUIRE(first.size() == 65);
   CHECK_THAT(ok(dc + " exec" + folder + " id -u"), Catch::EndsWith("0\n"));
-  ok(dc + " exec" + folder + " sh -c 'echo from-container > /workspace/made.txt'");
+  ok(dc + " exec" + folder + " sh -c 'echo from-container > /workspaces/app/made.txt'");
   std::ifstream made(project + "/made.txt");
   std::string line;
   std::getline(made, line);
@@ -337,7 +345,8 @@ TEST_CASE("devcontainer.json: the Dev Containers CLI's up and exec and its remov
   const auto record = run(direct() + " inspect " + first.substr(0, 64)).output;
   INFO(record.substr(0, 3000));
   CHECK(runner_violations(record, {project}) == std::vector<std::string>{});
-  CHECK(record.find(R"("Destination": "/workspace")") != std::string::npos);
+  CHECK(record.find(R"("Destination": "/workspaces/app")") != std::string::npos);
+  CHECK(record.find(R"("dockgate.workspace": "app")") != std::string::npos);
   CHECK(record.find(R"("dockgate.owner": "devcontainer")") != std::string::npos);
 
   // The CLI's own removal: up --remove-existing-container removes the old one first.
@@ -348,8 +357,8 @@ TEST_CASE("devcontainer.json: the Dev Containers CLI's up and exec and its remov
   CHECK(second != first);
   CHECK(run(direct() + " inspect " + first.substr(0, 64)).status != 0);
 
-  // A privileged dev container is refused with the profile's hint; one outside the root
-  // by the binds rule.
+  // A privileged dev container is refused with the profile's hint; a folder outside the
+  // workspace root is a host bind like any other (default deny).
   const std::string loose = root + "/loose";
   project_config(loose, ", \"privileged\": true");
   auto privileged = run(dc + " up --workspace-folder " + loose + " 2>&1");
@@ -360,7 +369,8 @@ TEST_CASE("devcontainer.json: the Dev Containers CLI's up and exec and its remov
   project_config(outside, "");
   auto elsewhere = run(dc + " up --workspace-folder " + outside + " 2>&1");
   CHECK(elsewhere.status != 0);
-  CHECK_THAT(elsewhere.output, Catch::Contains("(profile devcontainer, rule binds)"));
+  CHECK_THAT(elsewhere.output, Catch::Contains("dockgate: HostConfig.Mounts is not allowed") &&
+                                   Catch::Contains("(profile devcontainer, rule default)"));
 
   // Removal as a person does it: docker rm -f of the container the CLI labelled.
   ok("DOCKER_HOST=" + proxy.host() + " " + docker_cli() + " rm -f " + second.substr(0, 64));

@@ -808,9 +808,7 @@ TEST_CASE(
     if (std::string_view(name) == "github-runner")
       CHECK(field(socket, "HostConfig.Binds") == "[]");
     else
-      CHECK_THAT(
-          socket,
-          Catch::Contains("HostConfig.Binds entry \"/var/run/docker.sock:/var/run/docker.sock\""));
+      CHECK_THAT(socket, Catch::StartsWith("DENY: dockgate: HostConfig.Binds"));
     CHECK_THAT(review(p, "{" + image +
                              R"(,"HostConfig":{"Binds":["/run/docker.sock:/run/docker.sock"]}})"),
                Catch::StartsWith("DENY"));
