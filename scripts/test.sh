@@ -2,7 +2,7 @@
 # Runs every dockgate test: unit tests, then integration tests against a private
 # Docker engine and registry (scripts/engine.sh) and s3rver (scripts/s3rver.sh, from
 # npm) that this script starts and stops, with the Node.js Docker clients of
-# scripts/node-clients.sh (dockerode and testcontainers, from npm, cached); then the
+# scripts/node-clients.sh (dockerode, testcontainers, the Dev Containers CLI, from npm, cached); then the
 # compose stacks (tests/stack), the Debian package (tests/package) and the first-run
 # command (tests/first_run) with the release programs; the benchmarks once, small, as
 # smoke tests; the fleet of three hosts once (scripts/fleet.sh smoke).

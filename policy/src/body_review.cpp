@@ -140,6 +140,7 @@ decision review_container_create(const profile& p, std::string_view body, daemon
     const bool networks = p.rules.networks.join_owned;
     // networks.join_owned_containers: "container:<ref>" shares an owned container's network.
     const bool shares = p.rules.networks.join_owned_containers && r.shares_network(root);
+    if (ok && p.rules.binds && !p.rules.binds->drop.empty()) r.drop_binds(root);
     if (mounts) ok = ok && r.check_mounts(root);
     if (shares) ok = ok && r.check_container_network(root);
     if (networks) ok = ok && r.check_networks(root, shares);
@@ -159,6 +160,9 @@ decision review_container_create(const profile& p, std::string_view body, daemon
   };
   auto complete = [&](const json_object& root, body_reviewer& r, rewrite& out) {
     out.warnings = create_warnings(p, root, r.changes.list());
+    for (const auto& bind : r.dropped)
+      out.warnings.push_back("dockgate: bind " + bind + " left out (profile " + p.name +
+                             ", rule binds.drop)");
     out.bind_sources = std::move(r.bind_sources);
     out.workspace_source = workspace;
     out.networks = std::move(r.network_names);

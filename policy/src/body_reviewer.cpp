@@ -22,12 +22,17 @@ std::string capability_name(std::string_view s) {
 
 }  // namespace
 
-bool body_reviewer::refuse(std::string_view path, std::string_view rule, std::string what) {
+bool body_reviewer::refuse(std::string_view path, std::string_view rule, std::string what,
+                           std::string_view hint) {
   if (!refusal) {
     std::string reason = "dockgate: ";
     reason += path;
     reason += ' ';
     reason += what;
+    if (!hint.empty()) {
+      reason += ": ";
+      reason += hint;
+    }
     reason += " (profile ";
     reason += p.name;
     reason += ", rule ";
@@ -52,7 +57,7 @@ bool body_reviewer::apply(json_object& root, std::string_view path, const field_
       }
       return true;
     case field_rule::kind::deny:
-      if (!is_empty_value(current)) return refuse(path, "deny", "is not allowed");
+      if (!is_empty_value(current)) return refuse(path, "deny", "is not allowed", rule.hint);
       if (current) {
         erase(*parent, key);
       }
@@ -79,17 +84,17 @@ bool body_reviewer::apply(json_object& root, std::string_view path, const field_
       };
       if (auto* s = current->as_string()) {
         if (!s->empty() && !allowed(*s))
-          return refuse(path, "allow", "value \"" + *s + "\" is not allowed");
+          return refuse(path, "allow", "value \"" + *s + "\" is not allowed", rule.hint);
         return true;
       }
       if (auto* a = current->as_array()) {
         for (const auto& item : *a)
           if (auto* s = item.as_string(); !s || !allowed(*s))
             return refuse(path, "allow",
-                          "value \"" + (s ? *s : to_json(item)) + "\" is not allowed");
+                          "value \"" + (s ? *s : to_json(item)) + "\" is not allowed", rule.hint);
         return true;
       }
-      return refuse(path, "allow", "is not a string or list of strings");
+      return refuse(path, "allow", "is not a string or list of strings", rule.hint);
     }
   }
   return true;
@@ -103,7 +108,8 @@ bool body_reviewer::clamp_tmpfs(json_value* current, const field_rule& rule) {
   const auto& allowed = *rule.value.as_object();
   for (auto& m : *current->as_object()) {
     const json_value* options = find(allowed, m.key);
-    if (!options) return refuse("HostConfig.Tmpfs", "max", "path \"" + m.key + "\" is not allowed");
+    if (!options)
+      return refuse("HostConfig.Tmpfs", "max", "path \"" + m.key + "\" is not allowed", rule.hint);
     if (!(m.value == *options)) {
       changes.record("HostConfig.Tmpfs", "clamped", &before);
       m.value = *options;
@@ -121,7 +127,7 @@ bool body_reviewer::clamp_ulimits(json_value* current, const field_rule& rule) {
     const auto* name = find(u, "Name");
     const std::string n = name ? *name->as_string() : std::string();
     const json_value* cap = caps ? find(*caps, n) : nullptr;
-    if (!cap) return refuse("HostConfig.Ulimits", "max", "\"" + n + "\" is not allowed");
+    if (!cap) return refuse("HostConfig.Ulimits", "max", "\"" + n + "\" is not allowed", rule.hint);
     for (const char* limit : {"Soft", "Hard"}) {
       const auto* v = find(u, limit);
       const auto value = v ? v->as_int() : std::nullopt;
@@ -149,6 +155,49 @@ bool body_reviewer::default_deny(json_object& root, std::span<const widening_fie
   return true;
 }
 
+// A bind of a binds.drop source is left out, not refused: the client (the GitHub Actions
+// runner, which adds the engine socket to every job container and has no setting against
+// it) gets its container without it and a warning saying so.
+void body_reviewer::drop_binds(json_object& root) {
+  const auto& drop = p.rules.binds->drop;
+  auto dropped_source = [&](std::string_view source) {
+    return std::find(drop.begin(), drop.end(), source) != drop.end();
+  };
+  json_object* parent = nullptr;
+  std::string_view key;
+  if (auto* binds = locate(root, "HostConfig.Binds", false, &parent, &key);
+      binds && binds->as_array()) {
+    const json_value before = *binds;
+    auto& list = *binds->as_array();
+    std::erase_if(list, [&](const json_value& b) {
+      const auto* spec = b.as_string();
+      if (!spec || !dropped_source(std::string_view(*spec).substr(0, spec->find(':'))))
+        return false;
+      dropped.push_back(*spec);
+      return true;
+    });
+    if (list.size() != before.as_array()->size())
+      changes.record("HostConfig.Binds", "dropped", &before);
+  }
+  if (auto* mounts = locate(root, "HostConfig.Mounts", false, &parent, &key);
+      mounts && mounts->as_array()) {
+    const json_value before = *mounts;
+    auto& list = *mounts->as_array();
+    std::erase_if(list, [&](const json_value& m) {
+      const auto* o = m.as_object();
+      const auto* type = o ? find(*o, "Type") : nullptr;
+      const auto* source = o ? find(*o, "Source") : nullptr;
+      if (!type || !source || !type->as_string() || *type->as_string() != "bind" ||
+          !source->as_string() || !dropped_source(*source->as_string()))
+        return false;
+      dropped.push_back(*source->as_string());
+      return true;
+    });
+    if (list.size() != before.as_array()->size())
+      changes.record("HostConfig.Mounts", "dropped", &before);
+  }
+}
+
 // Binds ("src:dst[:opts]") and Mounts. A host path (absolute source) only from the
 // profile's bind roots, only to its targets, without propagation back to the host; a
 // named volume (any other source) only with the volumes rule, collected for the proxy
@@ -160,7 +209,7 @@ bool body_reviewer::check_mounts(json_object& root) {
     if (!rule || !clean_absolute_path(src) || src == "/") return false;
     for (const auto& r : rule->source_roots)
       if (src.size() > r.size() && src.starts_with(r) && src[r.size()] == '/') return true;
-    return false;
+    return std::find(rule->sources.begin(), rule->sources.end(), src) != rule->sources.end();
   };
   auto target_ok = [&](std::string_view dst) {
     return rule &&

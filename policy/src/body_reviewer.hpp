@@ -35,8 +35,10 @@ struct body_reviewer {
   std::string workspace_target;
   bool workspace_read_only = false;
 
-  // Records the first refusal ("<path>:<rule>"); returns false.
-  bool refuse(std::string_view path, std::string_view rule, std::string what);
+  // Records the first refusal ("<path>:<rule>"), with the rule's hint if it has one;
+  // returns false.
+  bool refuse(std::string_view path, std::string_view rule, std::string what,
+              std::string_view hint = {});
 
   // One profile rule on the field at `path`.
   bool apply(json_object& root, std::string_view path, const field_rule& rule);
@@ -46,6 +48,10 @@ struct body_reviewer {
   bool default_deny(json_object& root, std::span<const widening_field> fields,
                     const field_rules& rules, std::span<const std::string_view> handled_elsewhere);
 
+  // Leaves out the binds (Binds entries, bind Mounts) of the profile's binds.drop sources;
+  // each entry left out is recorded in `dropped`.
+  void drop_binds(json_object& root);
+  std::vector<std::string> dropped;
   bool check_mounts(json_object& root);
   bool check_endpoint(std::string_view where, const json_object& settings);
   // `mode_checked`: NetworkMode was judged by check_container_network.

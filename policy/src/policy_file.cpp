@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <simdjson.h>
 
+#include <algorithm>
 #include <cstring>
 #include <set>
 #include <tuple>
@@ -104,6 +105,22 @@ class loader {
     return *v;
   }
 
+  // A rule's hint goes into the refusal's message (Docker's error body, the audit line):
+  // one line of text, no control characters, bounded.
+  bool load_hint(element v, const std::string& where, std::string& out) {
+    std::string_view hint;
+    const bool text = v.get_string().get(hint) == simdjson::SUCCESS && !hint.empty() &&
+                      hint.size() <= 500 && std::none_of(hint.begin(), hint.end(), [](char c) {
+                        return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+                      });
+    if (!text) {
+      error(where, "must be one line of text (1-500 bytes, no control characters)");
+      return false;
+    }
+    out = std::string(hint);
+    return true;
+  }
+
   void load_field_rules(std::string_view operation, element e, const std::string& where,
                         field_rules& out) {
     object obj;
@@ -120,9 +137,10 @@ class loader {
       }
       object rule_obj;
       // "comment" (any value) is for people and for `learn`'s notes: read past, ignored.
+      // "hint" (a string) is told to the client with a refusal of this rule.
+      auto has = [&](const char* key) { return rule_obj.at_key(key).error() == simdjson::SUCCESS; };
       if (rule_value.get_object().get(rule_obj) != simdjson::SUCCESS ||
-          rule_obj.size() !=
-              1 + (rule_obj.at_key("comment").error() == simdjson::SUCCESS ? 1u : 0u)) {
+          rule_obj.size() != 1 + (has("comment") ? 1u : 0u) + (has("hint") ? 1u : 0u)) {
         error(rule_where, "a rule is an object with exactly one of force, max, allow, deny");
         return;
       }
@@ -130,6 +148,10 @@ class loader {
       bool ok = true;
       for (auto [kind, v] : rule_obj) {
         if (kind == "comment") continue;
+        if (kind == "hint") {
+          ok = load_hint(v, rule_where + ".hint", rule.hint) && ok;
+          continue;
+        }
         if (kind == "force") {
           rule.type = field_rule::kind::force;
           auto value = forced_value(operation, path, v, rule_where + ".force");
@@ -191,6 +213,11 @@ class loader {
           error(rule_where, "unknown rule \"" + std::string(kind) + "\" (force, max, allow, deny)");
           ok = false;
         }
+      }
+      // A force never refuses: a hint on it would never be seen.
+      if (ok && !rule.hint.empty() && rule.type == field_rule::kind::force) {
+        error(rule_where + ".hint", "a force never refuses: a hint belongs on max, allow or deny");
+        ok = false;
       }
       if (ok) out.rules.emplace_back(std::string(path), std::move(rule));
     });
@@ -328,7 +355,7 @@ class loader {
       } else if (key == "binds") {
         object binds;
         if (value.get_object().get(binds) != simdjson::SUCCESS) {
-          error(where + ".binds", "must be an object {source_roots, targets}");
+          error(where + ".binds", "must be an object {source_roots, sources, targets, drop}");
           return;
         }
         bind_rule rule;
@@ -346,6 +373,10 @@ class loader {
                     "\"" + path + "\" must be an absolute, clean path");
           if (k == "source_roots")
             rule.source_roots = std::move(*list);
+          else if (k == "sources")
+            rule.sources = std::move(*list);
+          else if (k == "drop")
+            rule.drop = std::move(*list);
           else if (k == "targets")
             rule.targets = std::move(*list);
           else

@@ -717,3 +717,138 @@ TEST_CASE("sandbox: its tmpfs sizes leave the interpreter at least half of the m
   }
   CHECK(total <= memory / 2);
 }
+
+TEST_CASE("a field rule's hint is told with its refusal", "[body_rules][hint]") {
+  const auto p = load(R"({"profiles":{"p":{"allow":["ContainerCreate","ContainerExec"],
+    "images":{"allow":["*"]},
+    "container_create":{
+      "HostConfig.Privileged":{"deny":true,"hint":"use a sysbox runtime"},
+      "HostConfig.CapAdd":{"allow":["NET_BIND_SERVICE"],"hint":"ask for a capability profile"},
+      "HostConfig.Ulimits":{"max":{"nofile":1024},"hint":"nofile only"},
+      "HostConfig.Memory":{"max":1000}},
+    "container_exec":{"Privileged":{"deny":true,"hint":"exec unprivileged"}}}}})");
+  const auto& prof = p.default_();
+  auto create = [&](const std::string& host_config) {
+    auto d = review_container_create(prof, "{" + image + R"(,"HostConfig":)" + host_config + "}");
+    return std::holds_alternative<deny>(d) ? std::get<deny>(d).reason : std::string("allowed");
+  };
+  CHECK(create(R"({"Privileged":true})") ==
+        "dockgate: HostConfig.Privileged is not allowed: use a sysbox runtime (profile p, rule "
+        "deny)");
+  CHECK(create(R"({"CapAdd":["SYS_ADMIN"]})") ==
+        "dockgate: HostConfig.CapAdd value \"SYS_ADMIN\" is not allowed: ask for a capability "
+        "profile (profile p, rule allow)");
+  CHECK_THAT(create(R"({"Ulimits":[{"Name":"core","Soft":1,"Hard":1}]})"),
+             Catch::EndsWith("is not allowed: nofile only (profile p, rule max)"));
+  // What passes still passes; a rule without a hint refuses as before.
+  CHECK(create(R"({"Privileged":false,"CapAdd":["NET_BIND_SERVICE"]})") == "allowed");
+  auto d = review_body(prof, operation::ContainerExec, R"({"Cmd":["id"],"Privileged":true})");
+  REQUIRE(std::holds_alternative<deny>(d));
+  CHECK(std::get<deny>(d).reason ==
+        "dockgate: Privileged is not allowed: exec unprivileged (profile p, rule deny)");
+  CHECK(std::get<deny>(d).rule == "Privileged:deny");
+}
+
+TEST_CASE("policy files: a hint is one line of text on a rule that can refuse",
+          "[body_rules][hint]") {
+  auto r = parse_policy(R"({"profiles":{"p":{"allow":["ContainerCreate"],"images":{"allow":["*"]},
+    "container_create":{
+      "HostConfig.Privileged":{"force":false,"hint":"never seen"},
+      "HostConfig.CapAdd":{"allow":[],"hint":7},
+      "HostConfig.Memory":{"max":10,"hint":""},
+      "HostConfig.PidsLimit":{"max":10,"hint":"two\nlines"},
+      "HostConfig.Devices":{"deny":true,"hint":"ok","comment":"both"},
+      "HostConfig.Sysctls":{"hint":"no rule"}}}}})");
+  CHECK_FALSE(r.value);
+  INFO(Catch::Detail::stringify(r.errors));
+  REQUIRE(r.errors.size() == 5);
+  CHECK_THAT(r.errors[0], Catch::Contains("Privileged.hint") && Catch::Contains("never refuses"));
+  CHECK_THAT(r.errors[1], Catch::Contains("CapAdd.hint"));
+  CHECK_THAT(r.errors[2], Catch::Contains("Memory.hint"));
+  CHECK_THAT(r.errors[3], Catch::Contains("PidsLimit.hint"));
+  CHECK_THAT(r.errors[4], Catch::Contains("Sysctls") && Catch::Contains("exactly one of"));
+}
+
+TEST_CASE("bind rules: a source named exactly may be bound itself but not what lies beside it",
+          "[body_rules][binds]") {
+  const policy binds = load(
+      R"({"default_profile":"p","profiles":{"p":{"allow":["ContainerCreate"],"images":{"allow":["*"]},)"
+      R"("binds":{"source_roots":["/r/_work"],"sources":["/r/_work","/r/externals"],)"
+      R"("targets":["/__w","/__e"]}}}})");
+  auto create = [&](const std::string& bind) {
+    return review(binds, "{" + image + R"(,"HostConfig":{"Binds":[")" + bind + R"("]}})");
+  };
+  CHECK_THAT(create("/r/_work:/__w"), !Catch::StartsWith("DENY"));
+  CHECK_THAT(create("/r/externals:/__e:ro"), !Catch::StartsWith("DENY"));
+  CHECK_THAT(create("/r/_work/_temp:/__w"), !Catch::StartsWith("DENY"));  // under the root
+  for (const char* refused : {"/r:/__w", "/r/.credentials:/__w", "/r/externals/node:/__e",
+                              "/r/externalsX:/__e", "/r/_work:/etc"}) {
+    CAPTURE(refused);
+    CHECK_THAT(create(refused), Catch::Contains("rule binds"));
+  }
+  auto bad =
+      parse_policy(R"({"profiles":{"p":{"binds":{"sources":["relative"],"targets":["/w"]}}}})");
+  CHECK_FALSE(bad.value);
+}
+
+TEST_CASE(
+    "the runner and dev container profiles refuse privileged with a hint and the engine socket",
+    "[body_rules][hint][profiles]") {
+  for (const char* name : {"gitlab-runner", "github-runner", "devcontainer"}) {
+    CAPTURE(name);
+    const auto p = load(read_file(std::string("compose/policies/") + name + ".json"));
+    const auto privileged = review(p, "{" + image + R"(,"HostConfig":{"Privileged":true}})");
+    CHECK_THAT(privileged,
+               Catch::StartsWith("DENY: dockgate: HostConfig.Privileged is not allowed: "));
+    CHECK_THAT(privileged, Catch::Contains("sysbox") && Catch::EndsWith("rule deny)"));
+    // The engine socket: github-runner leaves it out (binds.drop), the others refuse it.
+    const auto socket =
+        review(p, "{" + image +
+                      R"(,"HostConfig":{"Binds":["/var/run/docker.sock:/var/run/docker.sock"]}})");
+    if (std::string_view(name) == "github-runner")
+      CHECK(field(socket, "HostConfig.Binds") == "[]");
+    else
+      CHECK_THAT(socket, Catch::StartsWith("DENY: dockgate: HostConfig.Binds"));
+    CHECK_THAT(review(p, "{" + image +
+                             R"(,"HostConfig":{"Binds":["/run/docker.sock:/run/docker.sock"]}})"),
+               Catch::StartsWith("DENY"));
+    for (const char* ns : {"PidMode", "UTSMode", "UsernsMode", "IpcMode", "NetworkMode"})
+      CHECK_THAT(review(p, "{" + image + R"(,"HostConfig":{")" + ns + R"(":"host"}})"),
+                 Catch::StartsWith("DENY"));
+    CHECK_THAT(review(p, "{" + image +
+                             R"(,"HostConfig":{"PortBindings":{"80/tcp":[{"HostPort":"80"}]}}})"),
+               Catch::StartsWith("DENY"));
+  }
+}
+
+TEST_CASE("bind rules: a bind of a drop source is left out and the client is told",
+          "[body_rules][binds]") {
+  const policy binds = load(
+      R"({"default_profile":"p","profiles":{"p":{"allow":["ContainerCreate"],"images":{"allow":["*"]},)"
+      R"("binds":{"source_roots":["/r/_work"],"targets":["/__w"],"drop":["/var/run/docker.sock"]}}}})");
+  auto d = review_container_create(
+      binds.default_(),
+      "{" + image +
+          R"(,"HostConfig":{"Binds":["/var/run/docker.sock:/var/run/docker.sock","/r/_work/a:/__w"],)"
+          R"("Mounts":[{"Type":"bind","Source":"/var/run/docker.sock","Target":"/s"}]}})");
+  REQUIRE(std::holds_alternative<rewrite>(d));
+  const auto& rw = std::get<rewrite>(d);
+  CHECK(field(rw.body, "HostConfig.Binds") == R"(["/r/_work/a:/__w"])");
+  CHECK(field(rw.body, "HostConfig.Mounts") == "[]");
+  CHECK(rw.bind_sources == std::vector<std::string>{"/r/_work/a"});
+  CHECK(rw.warnings ==
+        std::vector<std::string>{
+            "dockgate: bind /var/run/docker.sock:/var/run/docker.sock left out (profile p, rule "
+            "binds.drop)",
+            "dockgate: bind /var/run/docker.sock left out (profile p, rule binds.drop)"});
+  CHECK(std::count_if(rw.changes.begin(), rw.changes.end(),
+                      [](const body_change& c) { return c.action == "dropped"; }) == 2);
+  // Only that path, as written: another spelling of it is a bind like any other.
+  for (const char* other :
+       {"/run/docker.sock:/var/run/docker.sock", "/var/run//docker.sock:/var/run/docker.sock",
+        "/var/run/docker.sock/:/x"}) {
+    CAPTURE(other);
+    CHECK_THAT(review(binds, "{" + image + R"(,"HostConfig":{"Binds":[")" + other + R"("]}})"),
+               Catch::Contains("rule binds)"));
+  }
+}

@@ -245,3 +245,44 @@ TEST_CASE("every policy the project ships loads", "[policy][policy_file]") {
   }
   CHECK(loaded >= 8);
 }
+
+TEST_CASE("the runner and dev container profiles allow exactly their clients' operations",
+          "[policy][profiles]") {
+  using o = operation;
+  const std::set<operation> common = {
+      o::SystemPing,     o::SystemPingHead,  o::SystemVersion,   o::ImageInspect,
+      o::ImageCreate,    o::ContainerList,   o::ContainerCreate, o::ContainerInspect,
+      o::ContainerStart, o::ContainerAttach, o::ContainerWait,   o::ContainerLogs,
+      o::ContainerStop,  o::ContainerKill,   o::ContainerDelete, o::ContainerExec,
+      o::ExecStart,      o::ExecInspect,     o::ExecResize};
+  auto with = [&](std::initializer_list<operation> more) {
+    auto s = common;
+    s.insert(more);
+    return s;
+  };
+  const std::pair<const char*, std::set<operation>> expected[] = {
+      {"gitlab-runner", with({o::SystemInfo, o::NetworkList, o::NetworkInspect, o::NetworkCreate,
+                              o::NetworkConnect, o::NetworkDisconnect, o::NetworkDelete,
+                              o::VolumeList, o::VolumeInspect, o::VolumeCreate, o::VolumeDelete})},
+      {"github-runner", with({o::SystemAuth, o::NetworkList, o::NetworkInspect, o::NetworkCreate,
+                              o::NetworkDelete, o::NetworkPrune})},
+      {"devcontainer", with({o::SystemInfo, o::SystemEvents, o::ContainerResize})},
+  };
+  for (const auto& [name, ops] : expected) {
+    CAPTURE(name);
+    std::ifstream in(std::string(DOCKGATE_SOURCE_DIR) + "/compose/policies/" + name + ".json");
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    auto r = parse_policy(text);
+    REQUIRE(r.value);
+    const auto& p = r.value->default_();
+    std::set<operation> allowed;
+    for (const auto& route : route_templates())
+      if (p.allows(route.op)) allowed.insert(route.op);
+    CHECK(allowed == ops);
+    CHECK(p.rules.confine_to_owned);
+    // Nothing that builds, loads or imports an image, or reaches past its own objects.
+    for (auto op : {o::ImageBuild, o::ImageLoad, o::ImageDelete, o::ContainerExport,
+                    o::PutContainerArchive, o::ContainerUpdate})
+      CHECK_FALSE(p.allows(op));
+  }
+}

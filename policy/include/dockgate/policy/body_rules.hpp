@@ -26,6 +26,7 @@ struct field_rule {
   json_value value;                  // force: the value; clamp on Ulimits: name -> max
   std::int64_t max = 0;              // clamp
   std::vector<std::string> allowed;  // allow
+  std::string hint;                  // told with a refusal of this rule (never on force)
 };
 
 struct field_rules {
@@ -36,7 +37,14 @@ struct field_rules {
 // Host paths a container may bind, and where.
 struct bind_rule {
   std::vector<std::string> source_roots;  // absolute, no trailing slash
-  std::vector<std::string> targets;       // absolute container paths
+  // Host paths that may be bound themselves (not what lies under them): a root's own
+  // directory, which source_roots never gives, without the siblings beside it.
+  std::vector<std::string> sources;
+  // Host paths whose binds are left out of the body (recorded, and told to the client as a
+  // warning): a bind a client adds by habit that the profile must not give, such as the
+  // engine socket the GitHub Actions runner adds to every job container.
+  std::vector<std::string> drop;
+  std::vector<std::string> targets;  // absolute container paths
   // The source must be a live FUSE mount with nosuid,nodev (checked by the proxy on the
   // host, with every path component a real directory, never a symlink).
   bool require_fuse = false;
