@@ -42,6 +42,14 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# --- the examples for servers that must never get docker.sock (docs/policy.md): each is a
+# file docker-compose reads, with the values its header asks for.
+for example in opensandbox.yml gitlab-runner.yml github-runner.yml devcontainer.yml; do
+  check "example $example: docker-compose reads it" env OPENSANDBOX_SERVER_IMAGE=example \
+    OPENSANDBOX_CONFIG=/dev/null RUNNER_GID=65533 DEV_GID=65533 \
+    docker-compose -p "$project" -f "$root/compose/$example" config -q
+done
+
 healthy() {  # healthy SERVICE_CONTAINER: wait up to 90 s
   for _ in $(seq 90); do
     [[ $($docker inspect -f '{{.State.Health.Status}}' "$1" 2>/dev/null) == healthy ]] && return 0
