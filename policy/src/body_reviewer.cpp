@@ -452,8 +452,7 @@ bool body_reviewer::take_workspace(json_object& root, std::string& source) {
 
 // Writes the workspace bind: the only mount at the target, a bind that is never created
 // by the daemon if missing (a Mounts bind, not a Binds entry) and never propagates back.
-void body_reviewer::bind_workspace(json_object& root, const std::string& source) {
-  const workspace_rule& rule = *p.rules.workspace;
+json_value* body_reviewer::mounts_list(json_object& root) {
   json_object* parent = nullptr;
   std::string_view key;
   json_value* mounts = locate(root, "HostConfig.Mounts", true, &parent, &key);
@@ -461,9 +460,17 @@ void body_reviewer::bind_workspace(json_object& root, const std::string& source)
     set(*parent, "Mounts", json_array{});
     mounts = find(*parent, "Mounts");
   }
+  return mounts;
+}
+
+void body_reviewer::bind_workspace(json_object& root, const std::string& source) {
+  const workspace_rule& rule = *p.rules.workspace;
+  json_value* mounts = mounts_list(root);
   if (!workspace_unchanged) changes.record("HostConfig.Mounts", "workspace bound", mounts);
   mounts->as_array()->push_back(workspace_mount(source));
   const std::string& target = workspace_target.empty() ? rule.target : workspace_target;
+  json_object* parent = nullptr;
+  std::string_view key;
   json_value* tmpfs = locate(root, "HostConfig.Tmpfs", false, &parent, &key);
   if (tmpfs && tmpfs->as_object() && find(*tmpfs->as_object(), target)) {
     changes.record("HostConfig.Tmpfs", "workspace target removed", tmpfs);

@@ -69,6 +69,9 @@ struct body_reviewer {
   json_value workspace_mount(const std::string& source) const;
   bool take_workspace(json_object& root, std::string& source);
   void bind_workspace(json_object& root, const std::string& source);
+  // HostConfig.Mounts as a list, made (empty) if the body has none: where the gate's own
+  // mounts (the workspace bind, the upload volumes) are written.
+  static json_value* mounts_list(json_object& root);
 
   bool stamp_owner(json_object& root, bool container = true);
 

@@ -70,13 +70,7 @@ void body_reviewer::mount_uploads(json_object& root) {
   for (const auto& t : p.rules.uploads->targets)
     if (!mounts_at(root, t)) missing.push_back(&t);
   if (missing.empty()) return;
-  json_object* parent = nullptr;
-  std::string_view key;
-  json_value* mounts = locate(root, "HostConfig.Mounts", true, &parent, &key);
-  if (!mounts || !mounts->as_array()) {
-    set(*parent, "Mounts", json_array{});
-    mounts = find(*parent, "Mounts");
-  }
+  json_value* mounts = mounts_list(root);
   if (uploads_unchanged != missing.size())
     changes.record("HostConfig.Mounts", "upload volume", mounts);
   for (const auto* t : missing) mounts->as_array()->push_back(upload_mount(*t));
