@@ -218,6 +218,19 @@ body_kind operation_body(operation op) {
   return operations[static_cast<std::size_t>(op)].body;
 }
 
+bool operation_mounts_binds(operation op) {
+  switch (op) {
+    case operation::ContainerStart:
+    case operation::ContainerRestart:
+    case operation::PutContainerArchive:
+    case operation::ContainerArchive:
+    case operation::ContainerArchiveInfo:
+      return true;
+    default:
+      return false;
+  }
+}
+
 std::string_view route_error_text(route_error e) {
   switch (e) {
     case route_error::not_origin_form:

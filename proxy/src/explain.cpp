@@ -73,6 +73,10 @@ explanation explain_request(const policy::profile& profile, std::string_view met
           "ownership: the response keeps only what the profile owns (and the daemon's own "
           "networks)\n";
   }
+  if (policy::operation_mounts_binds(r.op) && (profile.rules.workspace || profile.rules.binds))
+    e.text +=
+        "binds:     the daemon mounts the container's binds again for this call: each source is "
+        "checked again first (rule binds)\n";
   if (r.op == policy::operation::SystemInfo && profile.system_info_keep) {
     e.text += "answer:    only the members";
     for (const auto& k : *profile.system_info_keep) e.text += " " + k;

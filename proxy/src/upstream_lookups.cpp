@@ -155,13 +155,7 @@ std::optional<policy::deny> connection::pin_version(const policy::route& r) {
 }
 
 bool connection::checks_binds_at_start(const policy::route& r) const {
-  // The daemon mounts every bind again from its host path at a start, a restart, and for
-  // each archive call (docker cp: it mounts the container's binds to read or write through
-  // them, running or not).
-  using policy::operation;
-  return (r.op == operation::ContainerStart || r.op == operation::ContainerRestart ||
-          r.op == operation::PutContainerArchive || r.op == operation::ContainerArchive ||
-          r.op == operation::ContainerArchiveInfo) &&
+  return policy::operation_mounts_binds(r.op) &&
          (profile_->rules.workspace || profile_->rules.binds);
 }
 

@@ -1,6 +1,8 @@
 #include "dockgate/policy/route.hpp"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <vector>
 
 using namespace dockgate::policy;
 namespace http = dockgate::http;
@@ -176,4 +178,15 @@ TEST_CASE("body kinds come from the specification", "[router]") {
   CHECK(operation_body(operation::SystemPing) == body_kind::none);
   CHECK(operation_body(operation::ImageLoad) == body_kind::stream);
   CHECK(operation_body(operation::PutContainerArchive) == body_kind::stream);
+}
+
+TEST_CASE("the calls at which the daemon mounts binds again are named in one place", "[router]") {
+  std::vector<std::string_view> mounting;
+  for (std::size_t i = 0; i < operation_count; ++i)
+    if (operation_mounts_binds(static_cast<operation>(i)))
+      mounting.push_back(operation_name(static_cast<operation>(i)));
+  std::sort(mounting.begin(), mounting.end());
+  CHECK(mounting == std::vector<std::string_view>{"ContainerArchive", "ContainerArchiveInfo",
+                                                  "ContainerRestart", "ContainerStart",
+                                                  "PutContainerArchive"});
 }

@@ -62,3 +62,18 @@ TEST_CASE("explain shows an upload rule's query change and its archive review",
       proxy::explain_request(p, "PUT", "/v1.41/containers/web/archive?path=/etc", std::nullopt);
   CHECK(outside.exit_status == 1);
 }
+
+TEST_CASE("explain says which calls check the binds again", "[explain]") {
+  auto pol = policy::parse_policy(R"({"profiles":{"p":{"allow":["ContainerStart","ContainerStop",
+      "ContainerArchive"],"binds":{"sources":["/srv/data"]}}}})");
+  REQUIRE(pol.value);
+  const auto& p = pol.value->default_();
+  const std::string says = "binds:     the daemon mounts the container's binds again";
+  CHECK_THAT(proxy::explain_request(p, "POST", "/v1.41/containers/web/start", std::nullopt).text,
+             Catch::Contains(says));
+  CHECK_THAT(
+      proxy::explain_request(p, "GET", "/v1.41/containers/web/archive?path=/", std::nullopt).text,
+      Catch::Contains(says));
+  CHECK_THAT(proxy::explain_request(p, "POST", "/v1.41/containers/web/stop", std::nullopt).text,
+             !Catch::Contains(says));
+}

@@ -32,4 +32,10 @@ bool operation_hijacks(operation op);
 enum class body_kind : std::uint8_t { none, json, stream };
 body_kind operation_body(operation op);
 
+// Whether the daemon mounts a container's binds again from their host paths for this call:
+// at a start and a restart, and for each archive call (docker cp mounts the container's binds
+// to read or write through them, running or not). The gate checks every bind source again
+// before these (proxy/src/upstream_lookups.cpp; `dockgate-proxy explain` says so).
+bool operation_mounts_binds(operation op);
+
 }  // namespace dockgate::policy
