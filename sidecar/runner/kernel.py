@@ -169,37 +169,19 @@ class Kernel:
             msg_id = self.kc.execute(code.decode("utf-8", "replace"), allow_stdin=False)
             deadline = time.monotonic() + timeout_ms / 1000.0
             interrupted_at = None
-            idle = False
-            while not idle:
+
+            def tick():
+                nonlocal interrupted_at
                 now = time.monotonic()
                 if interrupted_at is None and now >= deadline:
                     interrupted_at = now
-                    try:
-                        self.km.interrupt_kernel()
-                    except Exception:  # noqa: BLE001
-                        pass
-                if interrupted_at is not None and now >= interrupted_at + grace_ms / 1000.0:
-                    # It did not stop at the interrupt: a new kernel, the old state gone.
-                    restarted = self.restart()
-                    break
-                try:
-                    msg = self.kc.get_iopub_msg(timeout=0.05)
-                except queue.Empty:
-                    if not self.km.is_alive():
-                        died = True
-                        break
-                    continue
-                # Only the running cell's messages: an earlier cell's thread may print at any time.
-                if msg.get("parent_header", {}).get("msg_id") != msg_id:
-                    continue
-                kind, content = msg.get("msg_type"), msg.get("content", {})
-                if kind == "status" and content.get("execution_state") == "idle":
-                    idle = True
-                elif kind == "execute_input":
-                    self.count = content.get("execution_count") or self.count
-                elif kind == "stream":
-                    output.add(b"E" if content.get("name") == "stderr" else b"O", content.get("text", "").encode())
-                elif kind in ("execute_result", "display_data"):
+                    self.interrupt()
+                # Past the grace after the interrupt: it did not stop, so no further wait.
+                return interrupted_at is None or now < interrupted_at + grace_ms / 1000.0
+
+            def result(kind, content):
+                nonlocal exit_code
+                if kind in ("execute_result", "display_data"):
                     data = content.get("data", {})
                     if not image(data) and "text/plain" in data:
                         output.add(b"O", data["text/plain"].encode() + b"\n")
@@ -207,9 +189,14 @@ class Kernel:
                     exit_code = 1
                     text = "\n".join(content.get("traceback", [])).encode()
                     output.add(b"E", ANSI.sub(b"", text) + b"\n")
+
+            end = self.follow(msg_id, output, tick, result)
+            if end == "stopped":
+                restarted = self.restart()  # a new kernel, the old state gone
+            died = end == "died"
             if interrupted_at is not None:
                 exit_code = 124  # as timeout(1) reports it: the sidecar's timeout message
-            if idle and self.reply_failed(msg_id) and exit_code == 0:
+            if end == "idle" and self.reply_failed(msg_id) and exit_code == 0:
                 exit_code = 1
         output.exit(exit_code)
         send(b"K", b"%d %d %d" % (int(restarted), int(died), self.count))
@@ -218,6 +205,37 @@ class Kernel:
         kill_sweep(self.pid() if not died and self.km.is_alive() else None)
         send_report(send, cell_report(oom_before, before, outputs))
 
+
+    # The running cell's messages on the iopub channel until the kernel says it is idle
+    # ("idle"), dies while waited for ("died"), or tick(), run before each wait, says to wait
+    # no more ("stopped"). Only this cell's messages count: an earlier cell's thread may print
+    # at any time. Its streams go to output; results and errors to result(kind, content).
+    def follow(self, msg_id, output, tick, result):
+        while tick():
+            try:
+                msg = self.kc.get_iopub_msg(timeout=0.05)
+            except queue.Empty:
+                if not self.km.is_alive():
+                    return "died"
+                continue
+            if msg.get("parent_header", {}).get("msg_id") != msg_id:
+                continue
+            kind, content = msg.get("msg_type"), msg.get("content", {})
+            if kind == "status" and content.get("execution_state") == "idle":
+                return "idle"
+            if kind == "execute_input":
+                self.count = content.get("execution_count") or self.count
+            elif kind == "stream":
+                output.add(b"E" if content.get("name") == "stderr" else b"O", content.get("text", "").encode())
+            else:
+                result(kind, content)
+        return "stopped"
+
+    def interrupt(self):
+        try:
+            self.km.interrupt_kernel()
+        except Exception:  # noqa: BLE001
+            pass
 
     # Whether this cell's execute_reply says it failed (its execution count taken). This
     # cell's reply, not the first on the shell channel: wait_for_ready sends a
@@ -250,37 +268,25 @@ class Kernel:
         exit_code, died = 0, not self.km.is_alive()
         if not died:
             msg_id = self.kc.execute(code.decode("utf-8", "replace"), allow_stdin=False)
-            idle = False
-            while not idle:
+
+            def tick():
                 if INTERRUPT[0]:
                     INTERRUPT[0] = False
-                    try:
-                        self.km.interrupt_kernel()
-                    except Exception:  # noqa: BLE001
-                        pass
-                try:
-                    msg = self.kc.get_iopub_msg(timeout=0.05)
-                except queue.Empty:
-                    if not self.km.is_alive():
-                        died = True
-                        break
-                    continue
-                if msg.get("parent_header", {}).get("msg_id") != msg_id:
-                    continue
-                kind, content = msg.get("msg_type"), msg.get("content", {})
-                if kind == "status" and content.get("execution_state") == "idle":
-                    idle = True
-                elif kind == "execute_input":
-                    self.count = content.get("execution_count") or self.count
-                elif kind == "stream":
-                    output.add(b"E" if content.get("name") == "stderr" else b"O", content.get("text", "").encode())
-                elif kind in ("execute_result", "display_data"):
+                    self.interrupt()
+                return True
+
+            def result(kind, content):
+                nonlocal exit_code
+                if kind in ("execute_result", "display_data"):
                     count = (content.get("execution_count") or 0) if kind == "execute_result" else 0
                     send(b"V", b"%d " % count + value_json(content.get("data", {})))
                 elif kind == "error":
                     exit_code = 1
                     send(b"F", error_json(content))
-            if idle and self.reply_failed(msg_id) and exit_code == 0:
+
+            end = self.follow(msg_id, output, tick, result)
+            died = end == "died"
+            if end == "idle" and self.reply_failed(msg_id) and exit_code == 0:
                 exit_code = 1
         output.exit(exit_code)
         send(b"K", b"%d %d %d" % (int(restarted), int(died), self.count))
