@@ -5,13 +5,15 @@
 //                 [--target haproxy=unix:///run/hap.sock] [--relay-pid NAME=PID[,PID...]]...
 //                 [--versus A=B]...
 //                 [--dockerd-pid PID] [--container ID] [--list] [--smoke]
-//                 [--connections 1,10,50] [--seconds S] [--rounds R]
+//                 [--connections 1,10,50] [--per-request 1,10|none] [--seconds S] [--rounds R]
 //                 [--exec-bytes N] [--exec-rounds R] [--held 1000,10000|none] [--held-stall S]
 //
 // The first target is the reference (the daemon's own socket): every ratio is a target's
 // value divided by its value. Scenarios, each run for R rounds that go through the targets
 // in turn (so the noise of a shared machine falls on all of them), medians over rounds:
-//   - keep-alive GET /_ping with each --connections count; with --container, GET
+//   - keep-alive GET /_ping with each --connections count; GET /_ping with a connection per
+//     request (connect, one request, close: the docker CLI's way) with each --per-request
+//     count of client threads; with --container, GET
 //     /containers/ID/json and (with --list) GET /containers/json on 10 connections;
 //   - with --container, a hijacked exec streaming --exec-bytes of a TTY (MiB/s), for
 //     --exec-rounds rounds (default 2);
@@ -61,6 +63,7 @@ struct options {
   std::string container;
   bool list = false;
   std::vector<int> connections = {1, 10, 50};
+  std::vector<int> per_request = {1, 10};  // client threads opening a connection per request
   double seconds = 4;
   int rounds = 3;
   int exec_rounds = 2;  // 512 MiB through a TTY takes dockerd tens of seconds on a busy machine
@@ -74,7 +77,8 @@ struct options {
       stderr,
       "dockgate-load: %s\nusage: dockgate-load --target NAME=URL... [--relay-pid NAME=PID]... "
       "[--dockerd-pid PID] [--container ID] [--list] [--smoke] [--connections 1,10,50] "
-      "[--seconds S] [--rounds R] [--exec-bytes N] [--exec-rounds R] [--held 1000,10000|none] "
+      "[--per-request 1,10|none] [--seconds S] [--rounds R] [--exec-bytes N] [--exec-rounds R] "
+      "[--held 1000,10000|none] "
       "[--held-stall S]\n",
       why.c_str());
   std::exit(2);
@@ -140,6 +144,8 @@ options parse_options(int argc, char** argv) {
       o.container = v;
     } else if (a == "--connections") {
       o.connections = parse_counts(v);
+    } else if (a == "--per-request") {
+      o.per_request = v == "none" ? std::vector<int>{} : parse_counts(v);
     } else if (a == "--seconds") {
       o.seconds = std::atof(v.c_str());
     } else if (a == "--rounds") {
@@ -298,7 +304,7 @@ void add_cpu_rows(report& rep, const std::string& label, const std::string& unit
 }
 
 int keepalive_scenario(const options& o, report& rep, const std::string& label,
-                       const std::string& request, int connections) {
+                       const std::string& request, int connections, bool per_request = false) {
   const std::size_t n = o.targets.size();
   std::vector<std::vector<double>> rps(n), p50(n), p99(n);
   std::vector<cpu_total> cpu(n);
@@ -307,7 +313,8 @@ int keepalive_scenario(const options& o, report& rep, const std::string& label,
   for (int r = 0; r < o.rounds; ++r) {
     for (std::size_t i = 0; i < n; ++i) {
       const auto before = sample_cpu(o.targets[i], o);
-      const auto res = bench::run_keepalive(o.targets[i].ep, request, connections, o.seconds);
+      const auto res =
+          bench::run_keepalive(o.targets[i].ep, request, connections, o.seconds, per_request);
       cpu[i].add(before, sample_cpu(o.targets[i], o));
       if (res.errors) {
         std::fprintf(stderr, "%s via %s: %zu connection(s) failed\n", label.c_str(),
@@ -485,8 +492,7 @@ int main(int argc, char** argv) {
   const row fds_start = relay_row(o, "open descriptors at start",
                                   [](const std::vector<pid_t>& p) { return bench::open_fds(p); });
 
-  std::printf("%d round(s) of %.1f s per target and scenario; keep-alive; targets:", o.rounds,
-              o.seconds);
+  std::printf("%d round(s) of %.1f s per target and scenario; targets:", o.rounds, o.seconds);
   for (auto& t : o.targets) std::printf(" %s (%s)", t.name.c_str(), t.ep.to_string().c_str());
   std::printf("\n");
 
@@ -494,6 +500,10 @@ int main(int argc, char** argv) {
   const std::string ping = bench::request("GET", "/v1.41/_ping");
   for (int c : o.connections)
     failures += keepalive_scenario(o, rep, "GET /_ping ×" + std::to_string(c) + " conn", ping, c);
+  for (int c : o.per_request)
+    failures += keepalive_scenario(
+        o, rep, "GET /_ping ×" + std::to_string(c) + " conn, a connection per request", ping, c,
+        true);
   if (!o.container.empty()) {
     failures +=
         keepalive_scenario(o, rep, "GET /containers/{id}/json ×10 conn",
