@@ -259,26 +259,30 @@ class report {
 // CPU time of the relay (for the reference: nothing) and of dockerd, in µs.
 struct cpu_sample {
   std::optional<double> relay_us;
-  std::optional<double> dockerd_us;
+  std::optional<std::pair<double, double>> dockerd_us;  // user, system
 };
 
 cpu_sample sample_cpu(const target& t, const options& o) {
   cpu_sample s;
   if (!t.relay_pid.empty()) s.relay_us = bench::cpu_us(t.relay_pid);
-  if (o.dockerd_pid) s.dockerd_us = bench::cpu_us(*o.dockerd_pid);
+  if (o.dockerd_pid) s.dockerd_us = bench::cpu_user_system_us(*o.dockerd_pid);
   return s;
 }
 
 // Accumulates CPU time over the rounds of one scenario for one target.
 struct cpu_total {
-  double relay_us = 0, dockerd_us = 0;
+  double relay_us = 0, dockerd_us = 0, dockerd_user_us = 0;
   bool relay = true, dockerd = true;
 
   void add(const cpu_sample& before, const cpu_sample& after) {
     relay = relay && before.relay_us && after.relay_us;
     dockerd = dockerd && before.dockerd_us && after.dockerd_us;
     if (relay) relay_us += *after.relay_us - *before.relay_us;
-    if (dockerd) dockerd_us += *after.dockerd_us - *before.dockerd_us;
+    if (dockerd) {
+      dockerd_user_us += after.dockerd_us->first - before.dockerd_us->first;
+      dockerd_us += after.dockerd_us->first + after.dockerd_us->second - before.dockerd_us->first -
+                    before.dockerd_us->second;
+    }
   }
 };
 
@@ -329,8 +333,12 @@ int keepalive_scenario(const options& o, report& rep, const std::string& label,
   }
   row rate{label + ": req/s", {}, 0}, tail{label + ": p99 µs", {}, 0};
   for (std::size_t i = 0; i < n; ++i) {
-    std::printf("%-40s %-9s %9.0f req/s  p50 %8.1f µs  p99 %8.1f µs\n", label.c_str(),
+    std::printf("%-40s %-9s %9.0f req/s  p50 %8.1f µs  p99 %8.1f µs", label.c_str(),
                 o.targets[i].name.c_str(), median(rps[i]), median(p50[i]), median(p99[i]));
+    if (cpu[i].dockerd && requests[i] > 0)  // the daemon's user and system time apart
+      std::printf("  dockerd user %.1f + sys %.1f µs/req", cpu[i].dockerd_user_us / requests[i],
+                  (cpu[i].dockerd_us - cpu[i].dockerd_user_us) / requests[i]);
+    std::printf("\n");
     rate.values.push_back(median(rps[i]));
     tail.values.push_back(median(p99[i]));
   }
@@ -478,6 +486,11 @@ row relay_row(const options& o, const std::string& label, Read read) {
 int main(int argc, char** argv) {
   const options o = parse_options(argc, argv);
   raise_descriptor_limit();
+  if (auto problem = bench::cpu_reader_problem()) {
+    std::fprintf(stderr, "dockgate-load: the CPU reader disagrees with getrusage: %s\n",
+                 problem->c_str());
+    return 1;
+  }
   std::vector<std::pair<std::size_t, std::size_t>> versus;
   auto index_of = [&](const std::string& name) {
     auto it = std::find_if(o.targets.begin(), o.targets.end(),
