@@ -30,8 +30,8 @@ const std::string cli_policy = "compose/policies/docker-cli.json";
 std::set<std::string> socket_inodes(pid_t pid) {
   std::set<std::string> out;
   std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator(
-           "/proc/" + std::to_string(pid) + "/fd", ec)) {
+  for (const auto& e :
+       std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec)) {
     const std::string link = std::filesystem::read_symlink(e.path(), ec).string();
     if (!ec && link.starts_with("socket:[")) out.insert(link.substr(8, link.size() - 9));
   }
@@ -97,16 +97,20 @@ std::string get(std::string_view target, std::string_view extra = {}) {
 
 // A daemon of the test's own on a unix socket: /version and /info as the gate learns
 // them; a ping answered with `ping_answer`; events with a stream that ends (its last chunk
-// 30 ms after its first); any POST with {}. Each request is recorded with the number of the
-// connection it came on. With `drop_reused`, a request on a connection that has already
-// answered one of the client's (not the gate's learning) is read and the connection closed
-// without an answer: the daemon closing an idle connection as the request arrives.
+// 30 ms after its first, or with it if `events_whole`); any POST with {}. Each request is recorded
+// with the number of the connection it came on. With `drop_reused`, a request on a connection that
+// has already answered one of the client's (not the gate's learning) is read and the connection
+// closed without an answer: the daemon closing an idle connection as the request arrives.
 class recording_daemon {
  public:
   explicit recording_daemon(bool drop_reused = false,
-                            std::string ping_answer = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n"
-                                                      "Content-Type: text/plain\r\n\r\nOK")
-      : drop_reused_(drop_reused), ping_answer_(std::move(ping_answer)) {
+                            std::string ping_answer =
+                                "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n"
+                                "Content-Type: text/plain\r\n\r\nOK",
+                            bool events_whole = false)
+      : drop_reused_(drop_reused),
+        ping_answer_(std::move(ping_answer)),
+        events_whole_(events_whole) {
     char dir[] = "/tmp/dg-pool-XXXXXX";
     REQUIRE(::mkdtemp(dir) != nullptr);
     dir_ = dir;
@@ -161,7 +165,8 @@ class recording_daemon {
       const std::string line = in.substr(0, in.find("\r\n"));
       in.erase(0, end + 4);
       const std::string method = line.substr(0, line.find(' '));
-      const std::string target = line.substr(method.size() + 1, line.rfind(' ') - method.size() - 1);
+      const std::string target =
+          line.substr(method.size() + 1, line.rfind(' ') - method.size() - 1);
       const bool learning = target == "/version" || target.ends_with("/info");
       const bool drop = drop_reused_ && answered_client && !learning;
       {
@@ -185,11 +190,13 @@ class recording_daemon {
       else if (target.find("/_ping") != std::string::npos)
         pieces = {ping_answer_};
       else if (target.find("/events") != std::string::npos)
-        pieces = {"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: "
-                  "chunked\r\n\r\n3\r\n{}\n\r\n",
-                  "0\r\n\r\n"};
+        pieces = {
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: "
+            "chunked\r\n\r\n3\r\n{}\n\r\n",
+            "0\r\n\r\n"};
       else
         pieces = {json("{}")};
+      if (events_whole_ && pieces.size() == 2) pieces = {pieces[0] + pieces[1]};
       for (std::size_t i = 0; i < pieces.size(); ++i) {
         if (i > 0) std::this_thread::sleep_for(30ms);
         if (::send(fd, pieces[i].data(), pieces[i].size(), MSG_NOSIGNAL) !=
@@ -202,6 +209,7 @@ class recording_daemon {
 
   bool drop_reused_;
   std::string ping_answer_;
+  bool events_whole_;
   std::string dir_, path_;
   int listener_ = -1;
   std::thread acceptor_;
@@ -242,8 +250,9 @@ TEST_CASE("upstream pool: a hijacked exec's daemon connection is never kept",
           "[integration][upstream-pool]") {
   proxy_process proxy(cli_policy, {"--threads", "1"});
   const std::string name = unique_name("pool-exec");
-  REQUIRE(run(proxy.docker() + " run -d --name " + name + " " + test_image() + " sleep 60").status ==
-          0);
+  REQUIRE(
+      run(proxy.docker() + " run -d --name " + name + " " + test_image() + " sleep 60").status ==
+      0);
   REQUIRE(gate_sockets_settle(proxy.pid(), 1));
   // exec create and inspect on the CLI's connection, its start hijacked on a second one.
   const auto r = run(proxy.docker() + " exec " + name + " echo hijacked");
@@ -256,9 +265,10 @@ TEST_CASE("upstream pool: a hijacked exec's daemon connection is never kept",
   CHECK(daemon_ends(proxy.pid()).size() == 1);
 }
 
-TEST_CASE("upstream pool: a GET on a kept connection the daemon dropped goes again on a new one, "
-          "a POST never",
-          "[integration][upstream-pool]") {
+TEST_CASE(
+    "upstream pool: a GET on a kept connection the daemon dropped goes again on a new one, "
+    "a POST never",
+    "[integration][upstream-pool]") {
   recording_daemon daemon(true);
   proxy_process proxy(cli_policy, {"--threads", "1"}, {}, daemon.upstream());
   CHECK(one_request(proxy.socket_path(), get("/v1.41/_ping")).ends_with("OK"));
@@ -272,9 +282,9 @@ TEST_CASE("upstream pool: a GET on a kept connection the daemon dropped goes aga
                                                            "2 GET /v1.41/_ping"});
   REQUIRE(gate_sockets_settle(proxy.pid(), 1));  // connection 2 kept
   // A POST the daemon may have read is never sent twice: the client gets the 502.
-  const auto post = one_request(
-      proxy.socket_path(), "POST /v1.41/containers/prune HTTP/1.1\r\nHost: d\r\n"
-                           "Content-Length: 0\r\n\r\n");
+  const auto post = one_request(proxy.socket_path(),
+                                "POST /v1.41/containers/prune HTTP/1.1\r\nHost: d\r\n"
+                                "Content-Length: 0\r\n\r\n");
   INFO(post);
   CHECK(post.starts_with("HTTP/1.1 502 "));
   CHECK(seen(daemon, "/containers/prune").size() == 1);
@@ -284,7 +294,8 @@ TEST_CASE("upstream pool: a GET on a kept connection the daemon dropped goes aga
 TEST_CASE("upstream pool: only a connection whose last answer ended whole and framed is kept",
           "[integration][upstream-pool]") {
   SECTION("an event stream, held or not, to its last chunk") {
-    recording_daemon daemon;
+    const bool whole = GENERATE(false, true);  // held, or ended in its first read
+    recording_daemon daemon(false, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nOK", whole);
     proxy_process proxy(cli_policy, {"--threads", "1"}, {}, daemon.upstream());
     const auto events = one_request(proxy.socket_path(), get("/v1.41/events"));
     INFO(events);
