@@ -53,7 +53,7 @@ connection::connection(proxy_context& ctx, connection_slot slot, protocol::socke
       profile_(profile_ptr_ ? profile_ptr_ : &no_profile()),
       in_block_(ctx.buffers),
       response_(ctx.buffers) {
-  set_no_delay(client_);
+  if (!identity.address.empty()) set_no_delay(client_);  // TCP (a unix socket refuses it)
   report_end(client_);  // its next request is then awaited with no system call (readiness.hpp)
   ctx_.connections.insert(this);
   ctx_.stats.connection(+1);
@@ -181,10 +181,13 @@ net::awaitable<void> connection::close_gracefully() {
   release_upstream();  // first: the next client may be waiting for a daemon connection
   response_.release();
   // Lingering close: stop sending, then drain what the client still sends for a moment,
-  // so that a refusal is not destroyed by a reset while the client is still writing.
+  // so that a refusal is not destroyed by a reset while the client is still writing. A
+  // client that ended its side with nothing unread (the docker CLI after its answer)
+  // sends nothing more: it is closed at once, without the shutdown, read and pass
+  // through the event loop.
   beast::error_code ec;
-  client_.shutdown(net::socket_base::shutdown_send, ec);
-  if (!ec) {
+  if (!client_done_) client_.shutdown(net::socket_base::shutdown_send, ec);
+  if (!ec && !client_done_) {
     set_deadline(linger_timeout);
     in_begin_ = in_end_ = 0;
     for (int i = 0; i < 64; ++i) {

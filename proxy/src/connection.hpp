@@ -298,7 +298,8 @@ class connection {
   std::string_view request_id() const { return {req_.id.data(), req_.id_size}; }
   void append_request_id_header(std::string& out) const;
   void note_object(const policy::route& r);
-  bool idle_ = true;  // waiting for a request: shutdown() closes it now
+  bool idle_ = true;          // waiting for a request: shutdown() closes it now
+  bool client_done_ = false;  // the client ended its side between two requests (read_head)
 
   // The request being served and its response: a fresh value per request (admit_request),
   // apart from the connection's state above (request_state.hpp).
