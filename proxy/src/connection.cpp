@@ -53,7 +53,7 @@ connection::connection(proxy_context& ctx, connection_slot slot, protocol::socke
       profile_(profile_ptr_ ? profile_ptr_ : &no_profile()),
       in_block_(ctx.buffers),
       response_(ctx.buffers) {
-  set_no_delay(client_);
+  if (!identity.address.empty()) set_no_delay(client_);  // TCP (a unix socket refuses it)
   report_end(client_);  // its next request is then awaited with no system call (readiness.hpp)
   ctx_.connections.insert(this);
   ctx_.stats.connection(+1);
@@ -160,11 +160,17 @@ net::awaitable<connection::ended> connection::run() {
         ctx_.give_back_head(std::move(head_));
         release_in_buffer_if_empty();
         o = co_await relay_stream();
+        // A document or a short stream relayed to its last chunk here, never held: the
+        // daemon connection is between two exchanges (a held stream comes back through
+        // resume() and leaves it not reusable).
+        if (o == outcome::keep_alive && req_.upstream_poolable && upstream_)
+          upstream_reusable_ = true;
       }
       if (o == outcome::held) co_return ended::held;
       if (o == outcome::close) break;
     }
   } catch (const std::exception& e) {
+    upstream_reusable_ = false;  // whatever was under way on it did not end
     ctx_.log->error("client {}: connection failed: {}", client_id_, e.what());
   }
   co_await close_gracefully();
@@ -172,12 +178,16 @@ net::awaitable<connection::ended> connection::run() {
 }
 
 net::awaitable<void> connection::close_gracefully() {
+  release_upstream();  // first: the next client may be waiting for a daemon connection
   response_.release();
   // Lingering close: stop sending, then drain what the client still sends for a moment,
-  // so that a refusal is not destroyed by a reset while the client is still writing.
+  // so that a refusal is not destroyed by a reset while the client is still writing. A
+  // client that ended its side with nothing unread (the docker CLI after its answer)
+  // sends nothing more: it is closed at once, without the shutdown, read and pass
+  // through the event loop.
   beast::error_code ec;
-  client_.shutdown(net::socket_base::shutdown_send, ec);
-  if (!ec) {
+  if (!client_done_) client_.shutdown(net::socket_base::shutdown_send, ec);
+  if (!ec && !client_done_) {
     set_deadline(linger_timeout);
     in_begin_ = in_end_ = 0;
     for (int i = 0; i < 64; ++i) {
@@ -205,6 +215,7 @@ net::awaitable<connection::outcome> connection::serve_one() {
     co_return outcome::close;
   }
   const auto& [r, shape] = std::get<admitted>(verdict);
+  upstream_reusable_ = false;  // until this request's answer has come back whole
   if (!upstream_ready() && !co_await connect_upstream()) {  // step 4
     co_await refuse(502, "upstream", "dockgate: cannot reach the Docker daemon");
     co_return outcome::close;
@@ -224,8 +235,13 @@ net::awaitable<connection::outcome> connection::serve_one() {
   co_return co_await relay_response(shape.hijack);                      // step 7
 }
 
-net::awaitable<bool> connection::connect_upstream() {
+net::awaitable<bool> connection::connect_upstream(bool fresh) {
   if (upstream_ && upstream_->is_open()) co_return true;
+  if (!fresh && ctx_.idle_upstreams.take(upstream_)) {
+    upstream_reused_ = true;
+    co_return true;
+  }
+  upstream_reused_ = false;
   std::string failed;
   if (ctx_.upstream_tls) [[unlikely]] {
     failed = co_await connect_tls_upstream(ctx_, upstream_, upstream_connect_timeout);
@@ -250,10 +266,34 @@ net::awaitable<bool> connection::connect_upstream() {
   co_return true;
 }
 
+// Go's http.Transport does the same for a request on a reused connection that gets no
+// byte back: only an idempotent request, and only once. A POST, PUT or DELETE the daemon
+// may have read before it closed is never sent twice; its client gets the 502.
+net::awaitable<bool> connection::resend_on_fresh_upstream() {
+  if (!upstream_reused_ || !req_.resendable) co_return false;
+  req_.resendable = false;
+  upstream_.reset();
+  if (!co_await connect_upstream(true)) co_return false;
+  ctx_.log->debug("client {}: a reused daemon connection had closed; {} sent again", client_id_,
+                  req_.path);
+  not_readable_yet(*upstream_);
+  auto [ec, n] = co_await write_all(*upstream_, net::buffer(out_));
+  if (ec) upstream_.reset();
+  co_return !ec;
+}
+
+void connection::release_upstream() {
+  if (upstream_reusable_ && upstream_ && !ctx_.stopping)
+    ctx_.idle_upstreams.give_back(upstream_, std::chrono::steady_clock::now());
+  upstream_reusable_ = false;
+}
+
 net::awaitable<void> connection::refuse(unsigned status, std::string_view rule,
                                         std::string_view message) {
   // A refusal before the decision is a deny; after an allow (upstream trouble) the verdict
-  // stays "allow" and the rule names what failed.
+  // stays "allow" and the rule names what failed. The connection closes after it, and its
+  // daemon connection is not given to another.
+  upstream_reusable_ = false;
   if (req_.audit.verdict.empty()) req_.audit.verdict = "deny";
   req_.audit.rule = rule;
   req_.audit.reason = message;

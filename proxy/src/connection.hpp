@@ -107,7 +107,16 @@ class connection {
   admission admit_request(std::size_t head_size);
   net::awaitable<void> refuse_version();
   net::awaitable<void> refuse(unsigned status, std::string_view rule, std::string_view message);
-  net::awaitable<bool> connect_upstream();
+  // The connection's daemon connection: its own, else an idle one of the thread's pool,
+  // else a new one (`fresh`: a new one only).
+  net::awaitable<bool> connect_upstream(bool fresh = false);
+  // A GET or HEAD whose daemon connection was reused and failed before any byte of the
+  // answer came back (the daemon may have closed it while idle): sent again, once, on a
+  // new connection. False when it may not be, or that failed too.
+  net::awaitable<bool> resend_on_fresh_upstream();
+  // As the connection ends: its daemon connection to the thread's pool if its last
+  // exchange left it reusable (upstream_pool.hpp), else closed.
+  void release_upstream();
   // Steps 5 and 6 (request_body_stage.cpp). Each returns false after answering the client
   // itself (or when it is gone).
   net::awaitable<bool> read_request_body(const policy::route& r, policy::request_body body);
@@ -234,6 +243,13 @@ class connection {
   connection_slot slot_;  // one of the process's max_connections
   protocol::socket client_;
   upstream_socket upstream_;  // a plain socket, or a tls:// relay's plaintext end
+  // The daemon connection has carried a whole answer before the request now on it (it was
+  // kept, or came from the pool): a failure before the answer's first byte may be a
+  // connection the daemon closed while it was idle (resend_on_fresh_upstream).
+  bool upstream_reused_ = false;
+  // Its last exchange ended as upstream_pool.hpp requires (a whole, framed answer; no
+  // hijack, stream, refusal or error since): it may go to the pool when the client goes.
+  bool upstream_reusable_ = false;
   // One deadline for whatever the connection waits on now, checked by the watchdog: no
   // timer system call per request.
   std::chrono::steady_clock::time_point deadline_ = std::chrono::steady_clock::time_point::max();
@@ -282,7 +298,8 @@ class connection {
   std::string_view request_id() const { return {req_.id.data(), req_.id_size}; }
   void append_request_id_header(std::string& out) const;
   void note_object(const policy::route& r);
-  bool idle_ = true;  // waiting for a request: shutdown() closes it now
+  bool idle_ = true;          // waiting for a request: shutdown() closes it now
+  bool client_done_ = false;  // the client ended its side between two requests (read_head)
 
   // The request being served and its response: a fresh value per request (admit_request),
   // apart from the connection's state above (request_state.hpp).

@@ -26,6 +26,7 @@
 #include "dockgate/proxy/options.hpp"
 #include "mapped.hpp"
 #include "net.hpp"
+#include "upstream_pool.hpp"
 
 namespace dockgate::proxy {
 
@@ -147,6 +148,10 @@ struct proxy_context {
   std::uint32_t request_id_prefix = 0;
   std::uint64_t requests = 0;
   net::steady_timer* watchdog = nullptr;  // looks at connection deadlines (server.cpp)
+  // This thread's idle connections to the daemon, for the next client connection that needs
+  // one (upstream_pool.hpp): given back when a client connection ends after a whole
+  // exchange, closed after their idle timeout and at shutdown.
+  upstream_pool idle_upstreams;
   buffer_pool buffers;  // I/O blocks, taken when data arrives and given back before a wait
   // Parsed request heads (~3 KB each), reused: a waiting connection holds none. Mapped
   // apart from the heap (mapped.hpp).

@@ -270,7 +270,13 @@ net::awaitable<bool> connection::forward_request(policy::request_body body) {
   // Its answer cannot be there before the request is: the read of it waits for epoll's
   // word instead of first meeting EAGAIN (readiness.hpp).
   not_readable_yet(*upstream_);
+  // A GET or HEAD with nothing after its head may go again on a new daemon connection if a
+  // reused one turns out to have been closed (resend_on_fresh_upstream).
+  req_.resendable = !json_body && body != policy::request_body::stream &&
+                    body != policy::request_body::archive &&
+                    (head_->method == http::method::get || head_->method == http::method::head);
   auto [ec, n] = co_await write_all(*upstream_, request);
+  if (ec && co_await resend_on_fresh_upstream()) ec = {};
   if (ec) {
     upstream_.reset();
     co_await refuse(502, "upstream", "dockgate: lost the connection to the Docker daemon");

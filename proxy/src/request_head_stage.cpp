@@ -77,7 +77,12 @@ net::awaitable<bool> connection::read_head(std::size_t& head_size) {
     }
     idle_ = false;
     in_end_ += n;
-    if (ec) co_return false;  // EOF, reset, timeout or shutdown: nothing to answer
+    if (ec) {
+      // EOF, reset, timeout or shutdown: nothing to answer. A client that ended between
+      // two requests sends nothing more: no lingering close for it (close_gracefully).
+      client_done_ = ec == net::error::eof && buffered().empty();
+      co_return false;
+    }
     if (n < room.size()) drained_unless_ended(client_);
   }
 }

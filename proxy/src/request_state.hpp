@@ -116,6 +116,11 @@ struct request_state {
   policy::owned_answer answer_filter = policy::owned_answer::as_is;
   bool create_answer = false;
 
+  // Step 6: a GET or HEAD whose forwarded bytes are the head alone (out_): it may be sent
+  // again on a new daemon connection if a reused one failed before any answer
+  // (connection::resend_on_fresh_upstream). Never a request with a body or another method.
+  bool resendable = false;
+
   // Steps 5 and 6: the request body's framing.
   http::chunked_decoder body_decoder;
   std::uint64_t body_remaining = 0;  // Content-Length bytes still to come
@@ -125,6 +130,10 @@ struct request_state {
   unsigned response_status = 0;
   bool response_keep_alive = false;
   bool upstream_keeps = false;
+  // A chunked answer relayed to its last chunk leaves the daemon connection reusable by
+  // another client (upstream_pool.hpp): HTTP/1.1 both ways, neither side asked to close,
+  // not an endless stream.
+  bool upstream_poolable = false;
   bool response_head_pending = false;  // out_ holds the client's head, not yet written
   bool response_chunked_in = false;    // the daemon chunks the body (else: until close)
   http::chunked_decoder response_decoder;

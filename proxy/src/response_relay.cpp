@@ -41,6 +41,8 @@ net::awaitable<connection::outcome> connection::relay_response(bool hijack_allow
     response_end_ += n;
     head_size = http::find_head_end({buf, response_end_});
     if (head_size == 0 && (ec || response_end_ == response_.size())) {
+      // Nothing came back on a reused connection: a GET or HEAD goes again on a new one.
+      if (ec && response_end_ == 0 && co_await resend_on_fresh_upstream()) continue;
       upstream_.reset();
       co_await refuse(502, "upstream",
                       ec ? "dockgate: no response from the Docker daemon"
@@ -56,8 +58,14 @@ net::awaitable<connection::outcome> connection::relay_response(bool hijack_allow
     co_return outcome::close;
   }
   response_begin_ = head_size;
+  upstream_reused_ = true;  // it has answered: a later failure on it is not this request's
   const unsigned status = res.status;
   const bool head_request = head_->method == http::method::head;
+  // Whether this exchange, once its body has come whole, leaves the daemon connection fit
+  // for another client (upstream_pool.hpp): HTTP/1.1 both ways, neither side asked to
+  // close, not an endless stream. A hijack never is (splice closes it).
+  const bool poolable = head_->version_minor == 1 && head_->keep_alive && res.version_minor == 1 &&
+                        res.keep_alive && !req_.endless_stream;
 
   if (hijack_allowed && (status == 101 || (status == 200 && !res.content_length && !res.chunked &&
                                            is_raw_stream(res)))) {
@@ -100,6 +108,7 @@ net::awaitable<connection::outcome> connection::relay_response(bool hijack_allow
     if (req_.extras->json_body.capacity() > 1024 * 1024) req_.extras->json_body.shrink_to_fit();
     finish_audit(status);
     if (!whole || !req_.upstream_keeps) upstream_.reset();
+    upstream_reusable_ = poolable && keep && whole && req_.upstream_keeps;
     co_return keep&& whole ? outcome::keep_alive : outcome::close;
   }
   const bool keep = head_->keep_alive && framing != response_framing::raw && !ctx_.stopping;
@@ -114,6 +123,9 @@ net::awaitable<connection::outcome> connection::relay_response(bool hijack_allow
     const char* data = buf + response_begin_;
     std::size_t got = static_cast<std::size_t>(
         std::min<std::uint64_t>(remaining, response_end_ - response_begin_));
+    // Bytes past the answer's end: no request asked for them, so that connection is not
+    // used again (they would be read as the next answer).
+    if (response_end_ - response_begin_ > got) req_.upstream_keeps = false;
     for (;;) {
       const std::array<net::const_buffer, 2> pieces{net::buffer(head.data(), head.size()),
                                                     net::buffer(data, got)};
@@ -137,11 +149,13 @@ net::awaitable<connection::outcome> connection::relay_response(bool hijack_allow
     response_.release();
     finish_audit(status);
     if (req_.relay_failed || !req_.upstream_keeps) upstream_.reset();
+    upstream_reusable_ = poolable && keep && !req_.relay_failed && req_.upstream_keeps;
     if (req_.relay_failed) co_return outcome::close;
     co_return keep ? outcome::keep_alive : outcome::close;
   }
   // Chunked or until close: relay_stream, from run().
   req_.framing = framing;
+  req_.upstream_poolable = poolable && keep && res.chunked;
   req_.response_chunked_in = res.chunked;
   req_.response_head_pending = true;
   co_return outcome::relay_stream;
@@ -218,6 +232,8 @@ net::awaitable<bool> connection::read_whole_body(const http::response_head& res,
       const auto take = static_cast<std::size_t>(std::min<std::uint64_t>(remaining, in.size()));
       whole.append(in.substr(0, take));
       remaining -= take;
+      // Bytes past the end: that connection is not used again.
+      if (take < in.size()) req_.upstream_keeps = false;
       if (remaining == 0) co_return true;
     }
     if (whole.size() > limit) co_return false;

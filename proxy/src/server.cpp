@@ -233,6 +233,7 @@ net::awaitable<void> shutdown_when_signalled(shards& all, net::signal_set& signa
   }
   on_every_shard(all, [](proxy_context& c) {
     c.stopping = true;
+    c.idle_upstreams.clear();  // idle daemon connections go now; busy ones are not given back
     for (auto* x : std::vector<connection*>(c.connections.begin(), c.connections.end()))
       x->shutdown();
   });
@@ -274,6 +275,7 @@ net::awaitable<void> watch_deadlines(proxy_context& ctx, net::steady_timer& time
     ctx.audit.flush();
     live.assign(ctx.connections.begin(), ctx.connections.end());
     for (auto* c : live) c->check_deadline(now);
+    ctx.idle_upstreams.expire(now);
     const std::size_t n = ctx.connections.size();
     peak = std::max(peak, n);
     // Busy: the pool keeps what the last second needed. Quiet for a second (no block in
@@ -311,10 +313,12 @@ std::size_t connection_limit(const serve_options& options, std::size_t threads,
   }
   // Listeners, logs, the metrics listener, start-up probes; and each thread's event loop
   // (epoll, its eventfd, its timerfd).
-  const rlim_t reserved = 64 + 3 * static_cast<rlim_t>(threads);
-  const rlim_t fds = std::min<rlim_t>(rl.rlim_cur, 1 << 22);
   // A tls:// upstream costs three: the socketpair's two ends and the TCP socket.
   const rlim_t per_connection = options.upstream.scheme == common::endpoint::kind::tls ? 4 : 2;
+  // And each thread's idle daemon connections (upstream_pool.hpp).
+  const rlim_t reserved = 64 + 3 * static_cast<rlim_t>(threads) +
+                          upstream_pool::idle_cap * (per_connection - 1) * threads;
+  const rlim_t fds = std::min<rlim_t>(rl.rlim_cur, 1 << 22);
   std::size_t limit =
       fds > reserved ? static_cast<std::size_t>((fds - reserved) / per_connection) : 1;
   if (options.max_connections) limit = std::min(limit, options.max_connections);

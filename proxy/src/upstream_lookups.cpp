@@ -35,7 +35,6 @@ net::awaitable<std::pair<unsigned, std::string>> connection::upstream_get(std::s
 
 net::awaitable<std::pair<unsigned, std::string>> connection::upstream_request(
     std::string_view method, std::string_view target, std::string_view json) {
-  if (!co_await connect_upstream()) co_return std::pair<unsigned, std::string>{0, {}};
   std::string request(method);
   request += ' ';
   request += target;
@@ -47,25 +46,34 @@ net::awaitable<std::pair<unsigned, std::string>> connection::upstream_request(
   }
   request += "\r\n";
   request += json;
-  not_readable_yet(*upstream_);  // the answer follows the request (readiness.hpp)
-  auto [wec, wn] = co_await write_all(*upstream_, net::buffer(request));
-  if (wec) {
-    upstream_.reset();
-    co_return std::pair<unsigned, std::string>{0, {}};
+  // A GET on a reused daemon connection that gets no byte back (the daemon closed it while
+  // it was idle) is asked again, once, on a new one; a POST never (resend_on_fresh_upstream).
+  for (bool fresh = false;; fresh = true) {
+    if (!co_await connect_upstream(fresh)) co_return std::pair<unsigned, std::string>{0, {}};
+    const bool may_retry = !fresh && upstream_reused_ && method == "GET";
+    not_readable_yet(*upstream_);  // the answer follows the request (readiness.hpp)
+    auto [wec, wn] = co_await write_all(*upstream_, net::buffer(request));
+    if (wec) {
+      upstream_.reset();
+      if (may_retry) continue;
+      co_return std::pair<unsigned, std::string>{0, {}};
+    }
+    beast_http::response_parser<beast_http::string_body> parser;
+    parser.body_limit(8 * 1024 * 1024);
+    parser.header_limit(http::max_head_bytes);
+    beast::flat_buffer buffer;  // this answer's bytes only: nothing is kept between lookups
+    auto [rec, rn] = co_await beast_http::async_read(*upstream_, buffer, parser, use_tuple);
+    if (rec) {
+      upstream_.reset();
+      if (may_retry && !parser.got_some() && buffer.size() == 0) continue;
+      co_return std::pair<unsigned, std::string>{0, {}};
+    }
+    upstream_reused_ = true;
+    // Nothing may stay behind the answer: the next response is read from the socket.
+    if (!parser.keep_alive() || buffer.size() != 0) upstream_.reset();
+    co_return std::pair<unsigned, std::string>{parser.get().result_int(),
+                                               std::move(parser.get().body())};
   }
-  beast_http::response_parser<beast_http::string_body> parser;
-  parser.body_limit(8 * 1024 * 1024);
-  parser.header_limit(http::max_head_bytes);
-  beast::flat_buffer buffer;  // this answer's bytes only: nothing is kept between lookups
-  auto [rec, rn] = co_await beast_http::async_read(*upstream_, buffer, parser, use_tuple);
-  if (rec) {
-    upstream_.reset();
-    co_return std::pair<unsigned, std::string>{0, {}};
-  }
-  // Nothing may stay behind the answer: the next response is read from the socket.
-  if (!parser.keep_alive() || buffer.size() != 0) upstream_.reset();
-  co_return std::pair<unsigned, std::string>{parser.get().result_int(),
-                                             std::move(parser.get().body())};
 }
 
 net::awaitable<bool> connection::learn_api_version() {

@@ -24,6 +24,21 @@ class upstream_socket {
   ~upstream_socket() { reset(); }
   upstream_socket(const upstream_socket&) = delete;
   upstream_socket& operator=(const upstream_socket&) = delete;
+  // Moved between a connection and its thread's pool of idle ones (upstream_pool.hpp): the
+  // socket stays on the same event loop, a tls:// relay goes with it.
+  upstream_socket(upstream_socket&& o) noexcept
+      : socket_(std::move(o.socket_)), relay_(std::move(o.relay_)) {
+    o.socket_.reset();
+  }
+  upstream_socket& operator=(upstream_socket&& o) noexcept {
+    if (this != &o) {
+      reset();
+      socket_ = std::move(o.socket_);
+      o.socket_.reset();
+      relay_ = std::move(o.relay_);
+    }
+    return *this;
+  }
 
   explicit operator bool() const noexcept { return socket_.has_value(); }
   protocol::socket& operator*() noexcept { return *socket_; }

@@ -36,10 +36,27 @@ bool drive_connection(const common::endpoint& ep, const std::string& request,
   return ok;
 }
 
+// The same with a connection per request: connect, request, whole response, close.
+bool drive_connections(const common::endpoint& ep, const std::string& request,
+                       clock_type::time_point stop_at, std::vector<double>& latencies) {
+  std::string buf;
+  while (clock_type::now() < stop_at) {
+    auto t0 = clock_type::now();
+    int fd = connect_to(ep);
+    if (fd < 0) return false;
+    buf.clear();
+    const bool ok = send_all(fd, request) && read_response(fd, buf) == 200;
+    ::close(fd);
+    if (!ok) return false;
+    latencies.push_back(std::chrono::duration<double, std::micro>(clock_type::now() - t0).count());
+  }
+  return true;
+}
+
 }  // namespace
 
 keepalive_result run_keepalive(const common::endpoint& ep, const std::string& request,
-                               int connections, double seconds) {
+                               int connections, double seconds, bool per_request) {
   std::vector<std::vector<double>> latencies(static_cast<std::size_t>(connections));
   std::atomic<std::size_t> errors{0};
   const auto start = clock_type::now();
@@ -49,7 +66,8 @@ keepalive_result run_keepalive(const common::endpoint& ep, const std::string& re
   for (auto& lat : latencies) {
     threads.emplace_back([&] {
       lat.reserve(100000);
-      if (!drive_connection(ep, request, stop_at, lat)) ++errors;
+      if (!(per_request ? drive_connections : drive_connection)(ep, request, stop_at, lat))
+        ++errors;
     });
   }
   for (auto& t : threads) t.join();

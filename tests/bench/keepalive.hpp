@@ -1,6 +1,8 @@
 #pragma once
-// Keep-alive request load: N connections, one thread each, sending the same request
-// back to back for a fixed time.
+// Request load: N client threads sending the same request back to back for a fixed time,
+// each on one keep-alive connection, or (per_request) each request on a connection of its
+// own, opened before it and closed after its answer, as the docker CLI does (one process,
+// one connection).
 
 #include <cstddef>
 #include <string>
@@ -19,7 +21,8 @@ struct keepalive_result {
   double rps() const { return seconds > 0 ? static_cast<double>(requests) / seconds : 0; }
 };
 
+// Latency per request; with `per_request` from the connect to the whole answer.
 keepalive_result run_keepalive(const common::endpoint& ep, const std::string& request,
-                               int connections, double seconds);
+                               int connections, double seconds, bool per_request = false);
 
 }  // namespace dockgate::bench

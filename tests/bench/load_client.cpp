@@ -5,13 +5,15 @@
 //                 [--target haproxy=unix:///run/hap.sock] [--relay-pid NAME=PID[,PID...]]...
 //                 [--versus A=B]...
 //                 [--dockerd-pid PID] [--container ID] [--list] [--smoke]
-//                 [--connections 1,10,50] [--seconds S] [--rounds R]
+//                 [--connections 1,10,50] [--per-request 1,10|none] [--seconds S] [--rounds R]
 //                 [--exec-bytes N] [--exec-rounds R] [--held 1000,10000|none] [--held-stall S]
 //
 // The first target is the reference (the daemon's own socket): every ratio is a target's
 // value divided by its value. Scenarios, each run for R rounds that go through the targets
 // in turn (so the noise of a shared machine falls on all of them), medians over rounds:
-//   - keep-alive GET /_ping with each --connections count; with --container, GET
+//   - keep-alive GET /_ping with each --connections count; GET /_ping with a connection per
+//     request (connect, one request, close: the docker CLI's way) with each --per-request
+//     count of client threads; with --container, GET
 //     /containers/ID/json and (with --list) GET /containers/json on 10 connections;
 //   - with --container, a hijacked exec streaming --exec-bytes of a TTY (MiB/s), for
 //     --exec-rounds rounds (default 2);
@@ -61,6 +63,7 @@ struct options {
   std::string container;
   bool list = false;
   std::vector<int> connections = {1, 10, 50};
+  std::vector<int> per_request = {1, 10};  // client threads opening a connection per request
   double seconds = 4;
   int rounds = 3;
   int exec_rounds = 2;  // 512 MiB through a TTY takes dockerd tens of seconds on a busy machine
@@ -74,7 +77,8 @@ struct options {
       stderr,
       "dockgate-load: %s\nusage: dockgate-load --target NAME=URL... [--relay-pid NAME=PID]... "
       "[--dockerd-pid PID] [--container ID] [--list] [--smoke] [--connections 1,10,50] "
-      "[--seconds S] [--rounds R] [--exec-bytes N] [--exec-rounds R] [--held 1000,10000|none] "
+      "[--per-request 1,10|none] [--seconds S] [--rounds R] [--exec-bytes N] [--exec-rounds R] "
+      "[--held 1000,10000|none] "
       "[--held-stall S]\n",
       why.c_str());
   std::exit(2);
@@ -140,6 +144,8 @@ options parse_options(int argc, char** argv) {
       o.container = v;
     } else if (a == "--connections") {
       o.connections = parse_counts(v);
+    } else if (a == "--per-request") {
+      o.per_request = v == "none" ? std::vector<int>{} : parse_counts(v);
     } else if (a == "--seconds") {
       o.seconds = std::atof(v.c_str());
     } else if (a == "--rounds") {
@@ -253,26 +259,30 @@ class report {
 // CPU time of the relay (for the reference: nothing) and of dockerd, in µs.
 struct cpu_sample {
   std::optional<double> relay_us;
-  std::optional<double> dockerd_us;
+  std::optional<std::pair<double, double>> dockerd_us;  // user, system
 };
 
 cpu_sample sample_cpu(const target& t, const options& o) {
   cpu_sample s;
   if (!t.relay_pid.empty()) s.relay_us = bench::cpu_us(t.relay_pid);
-  if (o.dockerd_pid) s.dockerd_us = bench::cpu_us(*o.dockerd_pid);
+  if (o.dockerd_pid) s.dockerd_us = bench::cpu_user_system_us(*o.dockerd_pid);
   return s;
 }
 
 // Accumulates CPU time over the rounds of one scenario for one target.
 struct cpu_total {
-  double relay_us = 0, dockerd_us = 0;
+  double relay_us = 0, dockerd_us = 0, dockerd_user_us = 0;
   bool relay = true, dockerd = true;
 
   void add(const cpu_sample& before, const cpu_sample& after) {
     relay = relay && before.relay_us && after.relay_us;
     dockerd = dockerd && before.dockerd_us && after.dockerd_us;
     if (relay) relay_us += *after.relay_us - *before.relay_us;
-    if (dockerd) dockerd_us += *after.dockerd_us - *before.dockerd_us;
+    if (dockerd) {
+      dockerd_user_us += after.dockerd_us->first - before.dockerd_us->first;
+      dockerd_us += after.dockerd_us->first + after.dockerd_us->second - before.dockerd_us->first -
+                    before.dockerd_us->second;
+    }
   }
 };
 
@@ -298,7 +308,7 @@ void add_cpu_rows(report& rep, const std::string& label, const std::string& unit
 }
 
 int keepalive_scenario(const options& o, report& rep, const std::string& label,
-                       const std::string& request, int connections) {
+                       const std::string& request, int connections, bool per_request = false) {
   const std::size_t n = o.targets.size();
   std::vector<std::vector<double>> rps(n), p50(n), p99(n);
   std::vector<cpu_total> cpu(n);
@@ -307,7 +317,8 @@ int keepalive_scenario(const options& o, report& rep, const std::string& label,
   for (int r = 0; r < o.rounds; ++r) {
     for (std::size_t i = 0; i < n; ++i) {
       const auto before = sample_cpu(o.targets[i], o);
-      const auto res = bench::run_keepalive(o.targets[i].ep, request, connections, o.seconds);
+      const auto res =
+          bench::run_keepalive(o.targets[i].ep, request, connections, o.seconds, per_request);
       cpu[i].add(before, sample_cpu(o.targets[i], o));
       if (res.errors) {
         std::fprintf(stderr, "%s via %s: %zu connection(s) failed\n", label.c_str(),
@@ -322,8 +333,12 @@ int keepalive_scenario(const options& o, report& rep, const std::string& label,
   }
   row rate{label + ": req/s", {}, 0}, tail{label + ": p99 µs", {}, 0};
   for (std::size_t i = 0; i < n; ++i) {
-    std::printf("%-40s %-9s %9.0f req/s  p50 %8.1f µs  p99 %8.1f µs\n", label.c_str(),
+    std::printf("%-40s %-9s %9.0f req/s  p50 %8.1f µs  p99 %8.1f µs", label.c_str(),
                 o.targets[i].name.c_str(), median(rps[i]), median(p50[i]), median(p99[i]));
+    if (cpu[i].dockerd && requests[i] > 0)  // the daemon's user and system time apart
+      std::printf("  dockerd user %.1f + sys %.1f µs/req", cpu[i].dockerd_user_us / requests[i],
+                  (cpu[i].dockerd_us - cpu[i].dockerd_user_us) / requests[i]);
+    std::printf("\n");
     rate.values.push_back(median(rps[i]));
     tail.values.push_back(median(p99[i]));
   }
@@ -471,6 +486,11 @@ row relay_row(const options& o, const std::string& label, Read read) {
 int main(int argc, char** argv) {
   const options o = parse_options(argc, argv);
   raise_descriptor_limit();
+  if (auto problem = bench::cpu_reader_problem()) {
+    std::fprintf(stderr, "dockgate-load: the CPU reader disagrees with getrusage: %s\n",
+                 problem->c_str());
+    return 1;
+  }
   std::vector<std::pair<std::size_t, std::size_t>> versus;
   auto index_of = [&](const std::string& name) {
     auto it = std::find_if(o.targets.begin(), o.targets.end(),
@@ -485,8 +505,7 @@ int main(int argc, char** argv) {
   const row fds_start = relay_row(o, "open descriptors at start",
                                   [](const std::vector<pid_t>& p) { return bench::open_fds(p); });
 
-  std::printf("%d round(s) of %.1f s per target and scenario; keep-alive; targets:", o.rounds,
-              o.seconds);
+  std::printf("%d round(s) of %.1f s per target and scenario; targets:", o.rounds, o.seconds);
   for (auto& t : o.targets) std::printf(" %s (%s)", t.name.c_str(), t.ep.to_string().c_str());
   std::printf("\n");
 
@@ -494,6 +513,10 @@ int main(int argc, char** argv) {
   const std::string ping = bench::request("GET", "/v1.41/_ping");
   for (int c : o.connections)
     failures += keepalive_scenario(o, rep, "GET /_ping ×" + std::to_string(c) + " conn", ping, c);
+  for (int c : o.per_request)
+    failures += keepalive_scenario(
+        o, rep, "GET /_ping ×" + std::to_string(c) + " conn, a connection per request", ping, c,
+        true);
   if (!o.container.empty()) {
     failures +=
         keepalive_scenario(o, rep, "GET /containers/{id}/json ×10 conn",

@@ -4,6 +4,8 @@
 #include <sys/types.h>
 
 #include <optional>
+#include <string>
+#include <utility>
 #include <vector>
 
 namespace dockgate::bench {
@@ -17,6 +19,13 @@ std::optional<long> open_fds(pid_t pid);
 // utime + stime of /proc/PID/stat (every thread of the process), in microseconds. The
 // kernel counts in clock ticks (usually 10 ms), so callers measure over whole rounds.
 std::optional<double> cpu_us(pid_t pid);
+// The two apart: {utime, stime}.
+std::optional<std::pair<double, double>> cpu_user_system_us(pid_t pid);
+
+// Why cpu_us cannot be trusted, if it cannot: it is checked against getrusage(2) for this
+// process after half a second of user time (a reader that counts system time only, or
+// the wrong fields, is found). dockgate-load runs it before it measures anything.
+std::optional<std::string> cpu_reader_problem();
 
 // The same, summed over the processes of one relay (nginx: its master and workers); none
 // when any of them cannot be read.
