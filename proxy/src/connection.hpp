@@ -184,6 +184,8 @@ class connection final : private events_subscriber {
   // Whether end_stream writes the terminating chunk itself (the daemon's did not come).
   bool gate_ends_stream() const;
   void watch_client();
+  void client_event(beast::error_code ec);  // the client's socket readable, or its wait failed
+  void client_readable() override;          // the same, from its hub's epoll set
   // Whether a unix client closed (both directions shut) rather than ending only its side.
   static bool closed_both_ways(int fd) noexcept;
   // The client ended its side mid-stream: passed on to the daemon, whose end is relayed

@@ -98,6 +98,7 @@ void events_fanout::end(bool clean) noexcept {
   while (first_) {
     events_subscriber& s = *first_;
     leave(s);
+    s.in_epoll_ = false;  // the hub's epoll set goes with it
     s.events_over(clean);
   }
 }

@@ -37,6 +37,8 @@ class events_subscriber {
   // The daemon's stream is over: the fan-out has let go of this holder already. `clean`:
   // the daemon ended it (its terminating chunk); else it went away or broke its framing.
   virtual void events_over(bool clean) = 0;
+  // Its client's socket is readable (events_hub::watch: its end, or bytes it sent).
+  virtual void client_readable() = 0;
   bool subscribed() const noexcept { return fanout_ != nullptr; }
 
  protected:
@@ -45,7 +47,9 @@ class events_subscriber {
 
  private:
   friend class events_fanout;
+  friend class events_hub;
   events_fanout* fanout_ = nullptr;
+  bool in_epoll_ = false;  // its client is in its hub's epoll set (events_hub::watch)
   events_subscriber* prev_ = nullptr;
   events_subscriber* next_ = nullptr;
   // Events made before this (ns since the epoch) are not its; 0: every line read after it

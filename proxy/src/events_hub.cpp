@@ -3,6 +3,7 @@
 // what is there with recv(2) into a block on its stack and gives it to the fan-out.
 #include "events_hub.hpp"
 
+#include <sys/epoll.h>
 #include <sys/socket.h>
 
 #include <array>
@@ -42,12 +43,56 @@ events_hub::events_hub(proxy_context& ctx, std::string key, protocol::socket ups
       head_(std::move(head)),
       policy_(std::move(policy)),
       fanout_(profile.rules.owner, filter_owned) {
-  // Its socket to the daemon: one descriptor of the process's budget (server.cpp).
-  ctx_.process.descriptors.fetch_add(1, std::memory_order_relaxed);
+  // Its socket to the daemon and its epoll set: two descriptors of the process's budget
+  // (server.cpp).
+  ctx_.process.descriptors.fetch_add(2, std::memory_order_relaxed);
+  const int epoll = ::epoll_create1(EPOLL_CLOEXEC);
+  if (epoll >= 0) clients_.emplace(upstream_.get_executor(), epoll);
 }
 
 events_hub::~events_hub() {
-  ctx_.process.descriptors.fetch_sub(1, std::memory_order_relaxed);
+  ctx_.process.descriptors.fetch_sub(2, std::memory_order_relaxed);
+}
+
+bool events_hub::watch(events_subscriber& s, int fd) {
+  if (!clients_ || over_) return false;
+  epoll_event ev{};
+  ev.events = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT;
+  ev.data.ptr = &s;
+  if (::epoll_ctl(clients_->native_handle(), s.in_epoll_ ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, fd,
+                  &ev) != 0)
+    return false;
+  s.in_epoll_ = true;
+  if (!clients_waiting_ && !in_clients_) wait_clients();
+  return true;
+}
+
+void events_hub::unwatch(events_subscriber& s, int fd) {
+  if (!s.in_epoll_) return;
+  s.in_epoll_ = false;
+  if (clients_) ::epoll_ctl(clients_->native_handle(), EPOLL_CTL_DEL, fd, nullptr);
+}
+
+void events_hub::wait_clients() {
+  clients_waiting_ = true;
+  clients_->async_wait(net::posix::descriptor_base::wait_read, [this](beast::error_code ec) {
+    clients_waiting_ = false;
+    if (!ec && !over_) {
+      // A holder may leave (unwatch, leave) from its callback: the hub stays until the end.
+      in_clients_ = true;
+      std::array<epoll_event, 64> ready;
+      int n;
+      do {
+        n = ::epoll_wait(clients_->native_handle(), ready.data(), ready.size(), 0);
+        for (int i = 0; i < n && !over_; ++i)
+          static_cast<events_subscriber*>(ready[static_cast<std::size_t>(i)].data.ptr)
+              ->client_readable();
+      } while (n == static_cast<int>(ready.size()) && !over_);
+      in_clients_ = false;
+      if (!over_ && !fanout_.empty()) wait_clients();
+    }
+    delete_if_done();
+  });
 }
 
 bool events_hub::join(events_subscriber& s, std::int64_t joined_ns) {
@@ -69,10 +114,15 @@ void events_hub::leave(events_subscriber& s) {
     // The last holder went: the daemon's subscription ends with its connection.
     forget();
     over_ = true;
-    beast::error_code ignored;
-    upstream_.close(ignored);  // a pending wait's callback deletes the hub
+    close();  // the pending waits' callbacks delete the hub
   }
   delete_if_done();
+}
+
+void events_hub::close() {
+  beast::error_code ignored;
+  upstream_.close(ignored);
+  if (clients_) clients_->close(ignored);
 }
 
 void events_hub::wait() {
@@ -106,8 +156,7 @@ void events_hub::pump() {
 void events_hub::over(bool clean) {
   over_ = true;
   forget();  // new requests open a stream of their own
-  beast::error_code ignored;
-  upstream_.close(ignored);
+  close();
   fanout_.end(clean);  // every holder gets its end
 }
 
@@ -118,7 +167,7 @@ void events_hub::forget() {
 }
 
 void events_hub::delete_if_done() {
-  if (over_ && !waiting_ && fanout_.empty()) delete this;
+  if (over_ && !waiting_ && !clients_waiting_ && !in_clients_ && fanout_.empty()) delete this;
 }
 
 }  // namespace dockgate::proxy

@@ -18,7 +18,9 @@
 //   client's close ends a direct subscription) or when the daemon ends it; its holders
 //   then get the end an unshared stream gets (the terminating chunk).
 
+#include <boost/asio/posix/stream_descriptor.hpp>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -52,6 +54,12 @@ class events_hub {
   void resume(const http::chunked_decoder& decoder, std::string_view partial_line) {
     fanout_.resume(decoder, partial_line);
   }
+  // Watches a holder's client for readability (its end), once: s.client_readable() is
+  // called from the hub's one wait on an epoll set of all its holders' clients, not from
+  // an Asio wait of each (~340 bytes a holder). False if epoll refused it. unwatch() before
+  // the holder leaves; the hub's end forgets them all (its holders are told events_over).
+  bool watch(events_subscriber& s, int fd);
+  void unwatch(events_subscriber& s, int fd);
   // The daemon's response head, for a joining client's own.
   std::string_view head() const { return head_; }
 
@@ -61,8 +69,10 @@ class events_hub {
              bool filter_owned);
   ~events_hub();
   void wait();
+  void wait_clients();
   void pump();
   void over(bool clean);
+  void close();
   void forget();
   void delete_if_done();
 
@@ -73,6 +83,10 @@ class events_hub {
   std::shared_ptr<const policy::policy> policy_;
   events_fanout fanout_;
   bool waiting_ = false;  // a read wait is pending: its callback deletes a done hub
+  // The holders' clients: an epoll set (EPOLLONESHOT each), waited on as one descriptor.
+  std::optional<net::posix::stream_descriptor> clients_;
+  bool clients_waiting_ = false;
+  bool in_clients_ = false;  // its callback is at work: the hub is not deleted under it
   bool over_ = false;
   bool listed_ = true;  // in ctx.events_hubs
 };

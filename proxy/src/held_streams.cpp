@@ -28,6 +28,7 @@
 
 #include "connection.hpp"
 #include "dockgate/policy/ownership.hpp"
+#include "events_hub.hpp"
 #include "socket_io.hpp"
 
 namespace dockgate::proxy {
@@ -289,25 +290,36 @@ net::awaitable<void> connection::relay_buffered_stream() {
 // pipelined a request (which waits in the kernel until the stream ends).
 void connection::watch_client() {
   req_.watch_pending = true;
-  client_.async_wait(net::socket_base::wait_read, [this](beast::error_code ec) {
-    req_.watch_pending = false;
-    if (!req_.stream_waiting)
-      return stream_over();  // the stream ended first: this is the cancellation
-    char c;
-    const ssize_t n = ec ? -1 : ::recv(client_.native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
-    if (n < 0 && !ec && (errno == EAGAIN || errno == EINTR)) return watch_client();
-    if (n > 0) return;  // a pipelined request: read when the stream is over
-    // Its end: only its side (shutdown(SHUT_WR): it may still read) or a close. A unix
-    // client that closed has both directions of this socket shut, which poll reports as
-    // POLLHUP (unix_release_sock sets the peer's sk_shutdown to SHUTDOWN_MASK; a shutdown
-    // of the write side sets RCV_SHUTDOWN only): gone, nothing to end for it. A TCP
-    // client's close is a FIN like a shutdown, told apart only by a later write: its end.
-    if (n == 0 && !closed_both_ways(client_.native_handle())) return client_ended();
-    req_.client_gone = true;
-    if (req_.events_shared) return end_shared();  // out of the hub, then the stream ends
-    beast::error_code ignored;
-    if (upstream_) upstream_->cancel(ignored);  // the daemon's side ends, then the stream
-  });
+  // A shared stream's client is watched in its hub's epoll set, with the other holders'.
+  req_.watch_epoll =
+      req_.events_shared && req_.hub && req_.hub->watch(*this, client_.native_handle());
+  if (req_.watch_epoll) return;
+  client_.async_wait(net::socket_base::wait_read,
+                     [this](beast::error_code ec) { client_event(ec); });
+}
+
+void connection::client_readable() {
+  client_event({});
+}
+
+void connection::client_event(beast::error_code ec) {
+  req_.watch_pending = false;
+  if (!req_.stream_waiting)
+    return stream_over();  // the stream ended first: this is the cancellation
+  char c;
+  const ssize_t n = ec ? -1 : ::recv(client_.native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (n < 0 && !ec && (errno == EAGAIN || errno == EINTR)) return watch_client();
+  if (n > 0) return;  // a pipelined request: read when the stream is over
+  // Its end: only its side (shutdown(SHUT_WR): it may still read) or a close. A unix
+  // client that closed has both directions of this socket shut, which poll reports as
+  // POLLHUP (unix_release_sock sets the peer's sk_shutdown to SHUTDOWN_MASK; a shutdown
+  // of the write side sets RCV_SHUTDOWN only): gone, nothing to end for it. A TCP
+  // client's close is a FIN like a shutdown, told apart only by a later write: its end.
+  if (n == 0 && !closed_both_ways(client_.native_handle())) return client_ended();
+  req_.client_gone = true;
+  if (req_.events_shared) return end_shared();  // out of the hub, then the stream ends
+  beast::error_code ignored;
+  if (upstream_) upstream_->cancel(ignored);  // the daemon's side ends, then the stream
 }
 
 bool connection::closed_both_ways(int fd) noexcept {

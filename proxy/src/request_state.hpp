@@ -147,6 +147,7 @@ struct request_state {
   bool events_shareable = false;
   bool events_shared = false;
   bool write_waiting = false;  // a held shared stream waits for its client to take more
+  bool watch_epoll = false;    // its client's watch is its hub's epoll set, not an Asio wait
   bool end_posted = false;     // its end is on its way (never from inside the hub's callbacks)
   bool hub_ended = false;      // the daemon's stream ended or went: the client gets the end
   events_hub* hub = nullptr;

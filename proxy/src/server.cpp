@@ -69,17 +69,22 @@ void on_every_shard(shards& all, const F& f) {
 // listener: the operator must see the limit.)
 net::awaitable<void> below_connection_limit(proxy_context& ctx, listener& l) {
   bool warned = false;
-  const auto at_limit = [&ctx] {
-    return ctx.process.open_connections.load(std::memory_order_relaxed) >= ctx.max_connections ||
-           ctx.process.descriptors.load(std::memory_order_relaxed) +
-                   ctx.descriptors_per_connection >
-               ctx.descriptor_budget;
+  const auto connections_at_limit = [&ctx] {
+    return ctx.process.open_connections.load(std::memory_order_relaxed) >= ctx.max_connections;
   };
-  while (at_limit() && !ctx.stopping) {
-    if (!warned)
+  const auto descriptors_at_limit = [&ctx] {
+    return ctx.process.descriptors.load(std::memory_order_relaxed) +
+               ctx.descriptors_per_connection >
+           ctx.descriptor_budget;
+  };
+  while ((connections_at_limit() || descriptors_at_limit()) && !ctx.stopping) {
+    if (!warned && connections_at_limit())
+      ctx.log->warn("connection limit {} reached on {}: not accepting until one closes",
+                    ctx.max_connections, l.address.to_string());
+    else if (!warned)
       ctx.log->warn(
-          "connection limit reached on {} ({} connections, {} of {} descriptors): not accepting "
-          "until one closes",
+          "descriptor limit reached on {} ({} connections, {} of {} descriptors): not "
+          "accepting until one closes",
           l.address.to_string(), ctx.process.open_connections.load(std::memory_order_relaxed),
           ctx.process.descriptors.load(std::memory_order_relaxed), ctx.descriptor_budget);
     warned = true;

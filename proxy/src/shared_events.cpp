@@ -191,6 +191,7 @@ void connection::cut_shared() {
 // From the hub's end (inside its callbacks): it has let go of this holder already.
 void connection::events_over(bool) {
   req_.hub = nullptr;
+  if (req_.watch_epoll) req_.watch_pending = false;  // the hub's epoll set is gone
   req_.hub_ended = true;
   if (req_.end_posted) return;
   req_.end_posted = true;
@@ -203,6 +204,10 @@ void connection::events_over(bool) {
 // The stream is over for this holder: out of the hub, its waits cancelled; once none is
 // pending, finish_shared ends it.
 void connection::end_shared() {
+  if (req_.watch_pending && req_.watch_epoll) {
+    if (req_.hub) req_.hub->unwatch(*this, client_.native_handle());
+    req_.watch_pending = false;
+  }
   if (req_.hub) {
     events_hub* hub = req_.hub;
     req_.hub = nullptr;
