@@ -73,6 +73,12 @@ void connection::shutdown() {
 
 void connection::abort() {
   end_held_stream_now();  // a held stream gets its end (held_streams.cpp), not a cut
+  if (req_.events_shared && req_.stream_waiting) {
+    // Out of its hub's epoll set before the close takes it out unseen (no callback would
+    // come): its stream is over (shared_events.cpp).
+    req_.client_gone = true;
+    end_shared();
+  }
   beast::error_code ignored;
   client_.close(ignored);
   if (upstream_) upstream_->close(ignored);

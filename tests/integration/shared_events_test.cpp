@@ -209,3 +209,23 @@ TEST_CASE("a holder that stops reading is cut off, and the others go on",
   for (const auto& n : names) all += n + " ";
   remove_direct(all);
 }
+
+TEST_CASE("at the shutdown deadline every holder of a shared events stream gets its end",
+          "[integration][stream][shared]") {
+  proxy_process proxy(two_profiles, {"--threads", "1", "--shutdown-timeout", "1"});
+  std::vector<std::unique_ptr<holder>> holders;
+  for (int i = 0; i < 3; ++i) {
+    holders.push_back(std::make_unique<holder>(proxy.socket_path()));
+    REQUIRE(holders.back()->wait_for("\r\n\r\n", 10s));
+  }
+  const auto [status, took] = proxy.terminate();
+  CHECK(status == 0);
+  CHECK(took < 5s);
+  for (auto& h : holders) {
+    h->wait_for("never", 5s);  // to the close
+    CHECK(h->closed);
+    std::string body;
+    CHECK(h->body(body));
+    CHECK(h->bytes.ends_with("\r\n0\r\n\r\n"));
+  }
+}
