@@ -157,7 +157,10 @@ void connection::flush_shared() {
     const ssize_t n =
         ::send(client_.native_handle(), out_.data(), out_.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return wait_client_writable();
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      req_.client_writing = true;  // maybe part of a chunk out: the shutdown cuts, never ends
+      return wait_client_writable();
+    }
     if (n < 0) return cut_shared();
     out_.erase(0, static_cast<std::size_t>(n));
   }
@@ -204,7 +207,7 @@ void connection::events_over(bool) {
 // The stream is over for this holder: out of the hub, its waits cancelled; once none is
 // pending, finish_shared ends it.
 void connection::end_shared() {
-  if (req_.watch_pending && req_.watch_epoll) {
+  if (req_.watch_epoll) {  // armed, or fired and left registered (a pipelined request)
     if (req_.hub) req_.hub->unwatch(*this, client_.native_handle());
     req_.watch_pending = false;
   }
