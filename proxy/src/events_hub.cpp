@@ -97,8 +97,9 @@ void events_hub::wait_clients() {
 
 bool events_hub::join(events_subscriber& s, std::int64_t joined_ns) {
   // What the daemon sent before this holder came goes to those already here: an event on
-  // its way in the socket now was made before the join.
-  if (!over_) pump();
+  // its way in the socket now was made before the join. (Not for the holder whose request
+  // opened the stream: all of it is its own, and there is no one else yet.)
+  if (joined_ns > 0 && !over_) pump();
   if (over_) {
     delete_if_done();
     return false;

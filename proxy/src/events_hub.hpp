@@ -46,8 +46,8 @@ class events_hub {
   events_hub& operator=(const events_hub&) = delete;
 
   // Gives what the daemon has sent so far to the present holders, then adds `s` (whose
-  // events begin at `joined_ns`; 0: all it reads from now). False, and `s` not added, if
-  // the stream turned out to be over (the hub may be gone then).
+  // events begin at `joined_ns`; 0: the opener's, all it reads from now, and never false).
+  // False, and `s` not added, if the stream turned out to be over (the hub may be gone).
   bool join(events_subscriber& s, std::int64_t joined_ns);
   // From outside the hub's callbacks only (a holder's own end, posted).
   void leave(events_subscriber& s);
