@@ -153,8 +153,16 @@ struct proxy_context {
   bool stopping = false;
   std::set<connection*> connections;  // this thread's live connections, for graceful shutdown
   std::set<stream*> tls_handshakes;   // and its TLS clients not yet connections (tls_front.cpp)
-  // This thread's shared daemon events streams, by events_hub::key (events_hub.hpp).
-  std::unordered_map<std::string, events_hub*> events_hubs;
+  // This thread's shared daemon events streams, by events_hub::key (events_hub.hpp), looked
+  // up by a view of the key built in hub_key (no allocation per request).
+  struct key_hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view k) const noexcept {
+      return std::hash<std::string_view>{}(k);
+    }
+  };
+  std::unordered_map<std::string, events_hub*, key_hash, std::equal_to<>> events_hubs;
+  std::string hub_key;
   // This thread's copy of process.daemon, brought up to date by sync_daemon() as a request
   // starts.
   daemon_facts daemon;

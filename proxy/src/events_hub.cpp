@@ -12,16 +12,17 @@
 
 namespace dockgate::proxy {
 
-std::string events_hub::key(const policy::profile& profile, std::string_view target) {
+std::string_view events_hub::key(proxy_context& ctx, const policy::profile& profile,
+                                 std::string_view target) {
   std::array<char, 2 + 2 * sizeof(void*) + 2> id{};
   const int n = std::snprintf(id.data(), id.size(), "%p ", static_cast<const void*>(&profile));
-  std::string k(id.data(), static_cast<std::size_t>(n));
-  k += target;
-  return k;
+  ctx.hub_key.assign(id.data(), static_cast<std::size_t>(n));
+  ctx.hub_key += target;
+  return ctx.hub_key;
 }
 
 events_hub* events_hub::find(proxy_context& ctx, std::string_view key) {
-  const auto it = ctx.events_hubs.find(std::string(key));
+  const auto it = ctx.events_hubs.find(key);
   return it == ctx.events_hubs.end() ? nullptr : it->second;
 }
 

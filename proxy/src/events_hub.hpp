@@ -32,8 +32,10 @@ namespace dockgate::proxy {
 
 class events_hub {
  public:
-  // The hub's key: the profile (by address) and the target forwarded to the daemon.
-  static std::string key(const policy::profile& profile, std::string_view target);
+  // The hub's key: the profile (by address) and the target forwarded to the daemon, built
+  // in ctx.hub_key (its capacity kept for the thread's next request).
+  static std::string_view key(proxy_context& ctx, const policy::profile& profile,
+                              std::string_view target);
   static events_hub* find(proxy_context& ctx, std::string_view key);
 
   // Takes over a daemon events answer whose head `head` (as the daemon sent it) has been

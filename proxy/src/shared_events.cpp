@@ -62,7 +62,7 @@ bool connection::shares_events(const policy::route& r, const policy::request_sha
 }
 
 bool connection::join_shared_events(std::size_t head_size) {
-  events_hub* hub = events_hub::find(ctx_, events_hub::key(*profile_, req_.target));
+  events_hub* hub = events_hub::find(ctx_, events_hub::key(ctx_, *profile_, req_.target));
   if (!hub) return false;
   http::response_head res;
   if (!http::parse_response_head(hub->head(), res)) return false;
@@ -87,7 +87,7 @@ bool connection::open_shared_events(std::string& daemon_head) {
   if (req_.response_status != 200 || !req_.response_chunked_in || !upstream_ || req_.client_gone ||
       req_.response_head_pending || daemon_head.empty())
     return false;
-  std::string key = events_hub::key(*profile_, req_.target);
+  std::string key(events_hub::key(ctx_, *profile_, req_.target));
   if (events_hub::find(ctx_, key)) return false;  // another opened one meanwhile
   events_hub& hub =
       events_hub::open(ctx_, std::move(key), std::move(*upstream_), std::move(daemon_head), policy_,
