@@ -53,7 +53,8 @@ fi
 cmake --preset release >/dev/null
 cmake --build --preset release --target dockgate-proxy dockgate-load
 
-# Held streams take a descriptor each in the client, two in a relay, one in dockerd:
+# Held streams take a descriptor each in the client, two in a relay (one in the gate, whose
+# held event streams of one profile share a daemon stream), one in dockerd:
 # everything started from here inherits the limit. Raising the hard limit needs
 # CAP_SYS_RESOURCE; without it the current hard limit is used.
 if ! ulimit -Hn 65536 2>/dev/null; then

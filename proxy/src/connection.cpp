@@ -18,6 +18,7 @@
 #include <cstring>
 
 #include "dockgate/common/error_body.hpp"
+#include "events_hub.hpp"
 #include "readiness.hpp"
 #include "socket_io.hpp"
 #include "upstream_tls.hpp"
@@ -60,6 +61,7 @@ connection::connection(proxy_context& ctx, connection_slot slot, protocol::socke
 }
 
 connection::~connection() {
+  if (req_.hub) req_.hub->leave(*this);
   ctx_.give_back_head(std::move(head_));
   ctx_.connections.erase(this);
   ctx_.stats.connection(-1);
@@ -71,6 +73,12 @@ void connection::shutdown() {
 
 void connection::abort() {
   end_held_stream_now();  // a held stream gets its end (held_streams.cpp), not a cut
+  if (req_.events_shared && req_.stream_waiting) {
+    // Out of its hub's epoll set before the close takes it out unseen (no callback would
+    // come): its stream is over (shared_events.cpp).
+    req_.client_gone = true;
+    end_shared();
+  }
   beast::error_code ignored;
   client_.close(ignored);
   if (upstream_) upstream_->close(ignored);
@@ -215,12 +223,21 @@ net::awaitable<connection::outcome> connection::serve_one() {
     co_return outcome::close;
   }
   const auto& [r, shape] = std::get<admitted>(verdict);
+  // Step 4, and for a GET /events the profile's other clients hold already, step 8 with
+  // no daemon connection: their daemon stream is shared (shared_events.cpp).
+  bool target_ready = false;
+  if (shares_events(r, shape)) {
+    req_.events_shareable = true;
+    target_ready = prepare_target_now(r);
+    if (target_ready && join_shared_events(head_size)) co_return outcome::held;
+  }
   upstream_reusable_ = false;  // until this request's answer has come back whole
-  if (!upstream_ready() && !co_await connect_upstream()) {  // step 4
+  if (!upstream_ready() && !co_await connect_upstream()) {
     co_await refuse(502, "upstream", "dockgate: cannot reach the Docker daemon");
     co_return outcome::close;
   }
-  if (!prepare_target_now(r) && !co_await prepare_target(r)) co_return outcome::close;
+  if (!target_ready && !prepare_target_now(r) && !co_await prepare_target(r))
+    co_return outcome::close;
 
   // From here the head's bytes may move (the body is read into the same buffer): the head
   // is serialised first, and only values of head_ are used afterwards.

@@ -29,8 +29,9 @@
 //      filtered whole, a stream handed to step 8, a hijack to step 9.
 //      relay_response, response_relay.cpp
 //   8. Held streams: a chunked or until-close body relayed as it comes, held by callbacks
-//      while it waits, ended cleanly.
-//      relay_stream ... end_stream, held_streams.cpp
+//      while it waits, ended cleanly; a GET /events the profile's other clients already
+//      hold shares their daemon stream (events_hub.hpp).
+//      relay_stream ... end_stream, held_streams.cpp; join_shared_events, shared_events.cpp
 //   9. Splice: a hijacked connection, both ways, with splice(2).
 //      splice, splice.cpp
 //  10. Record: one audit line and the metrics per request.
@@ -55,12 +56,13 @@
 #include "dockgate/policy/body_review.hpp"
 #include "dockgate/policy/request_shape.hpp"
 #include "dockgate/proxy/audit.hpp"
+#include "events_fanout.hpp"
 #include "request_state.hpp"
 #include "upstream_socket.hpp"
 
 namespace dockgate::proxy {
 
-class connection {
+class connection final : private events_subscriber {
  public:
   // `client` names the peer in log messages; `client_json` is the audit line's client
   // object (format_audit_client), both made once when the connection was accepted. Made on
@@ -191,6 +193,8 @@ class connection {
   // Whether end_stream writes the terminating chunk itself (the daemon's did not come).
   bool gate_ends_stream() const;
   void watch_client();
+  void client_event(beast::error_code ec);  // the client's socket readable, or its wait failed
+  void client_readable() override;          // the same, from its hub's epoll set
   // Whether a unix client closed (both directions shut) rather than ending only its side.
   static bool closed_both_ways(int fd) noexcept;
   // The client ended its side mid-stream: passed on to the daemon, whose end is relayed
@@ -199,6 +203,21 @@ class connection {
   // The shutdown deadline: a held stream between two chunks gets its end before abort()
   // closes it.
   void end_held_stream_now() noexcept;
+  // A shared events stream (shared_events.cpp): whether this request may share one, joining
+  // one that is held (no daemon connection: false if none or it has just ended), opening
+  // one with this request's daemon answer (false: held on its own as any stream).
+  bool shares_events(const policy::route& r, const policy::request_shape& shape) const;
+  bool join_shared_events(std::size_t head_size);
+  bool open_shared_events(std::string& daemon_head);
+  void hold_shared(events_hub& hub);
+  void take_events(std::string_view lines) override;
+  void events_over(bool clean) override;
+  void flush_shared();
+  void wait_client_writable();
+  void cut_shared();
+  void end_shared();
+  void shared_done_if_idle();
+  static net::awaitable<void> finish_shared(std::unique_ptr<connection> self);
   net::awaitable<void> splice(std::string_view response_leftover);
   // One direction of a hijacked stream, through a pipe with splice(2).
   net::awaitable<void> splice_one_way(protocol::socket& from, protocol::socket& to,

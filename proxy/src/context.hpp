@@ -13,6 +13,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "audit_sink.hpp"
@@ -31,24 +32,8 @@
 namespace dockgate::proxy {
 
 class connection;
+class events_hub;            // events_hub.hpp
 struct upstream_tls_config;  // upstream_tls.hpp
-
-// One of the process's max_connections: taken when a client is accepted, given back when
-// its connection (or its TLS handshake) ends, on whichever thread that is.
-class connection_slot {
- public:
-  explicit connection_slot(std::atomic<std::size_t>& open) : open_(&open) {
-    open.fetch_add(1, std::memory_order_relaxed);
-  }
-  connection_slot(connection_slot&& o) noexcept : open_(o.open_) { o.open_ = nullptr; }
-  connection_slot& operator=(connection_slot&&) = delete;
-  ~connection_slot() {
-    if (open_) open_->fetch_sub(1, std::memory_order_relaxed);
-  }
-
- private:
-  std::atomic<std::size_t>* open_;
-};
 
 // The process's daemon_facts, one fact for every thread: a thread learns or forgets them
 // under the lock, and reads its own copy, brought up to date when `changes_` has moved
@@ -97,7 +82,44 @@ class shared_daemon_facts {
 // What the threads share besides the options, the logger and the audit sink.
 struct process_state {
   std::atomic<std::size_t> open_connections{0};  // one per connection_slot
+  // Descriptors the connections and shared events streams hold or may hold (each
+  // connection_slot's, one per events_hub): the accept loop keeps it within the budget.
+  std::atomic<std::size_t> descriptors{0};
   shared_daemon_facts daemon;
+};
+
+// One of the process's max_connections: taken when a client is accepted, given back when
+// its connection (or its TLS handshake) ends, on whichever thread that is. It holds the
+// descriptors the connection may use of the process's budget (process_state::descriptors):
+// its client's and its socket to the daemon (three for a tls:// upstream), until it holds
+// a shared events stream with its client's only (client_only()).
+class connection_slot {
+ public:
+  connection_slot(process_state& process, std::uint32_t per_connection)
+      : process_(&process), held_(per_connection) {
+    process.open_connections.fetch_add(1, std::memory_order_relaxed);
+    process.descriptors.fetch_add(per_connection, std::memory_order_relaxed);
+  }
+  connection_slot(connection_slot&& o) noexcept : process_(o.process_), held_(o.held_) {
+    o.process_ = nullptr;
+  }
+  connection_slot& operator=(connection_slot&&) = delete;
+  ~connection_slot() {
+    if (!process_) return;
+    process_->open_connections.fetch_sub(1, std::memory_order_relaxed);
+    process_->descriptors.fetch_sub(held_, std::memory_order_relaxed);
+  }
+  // The connection will hold no socket to the daemon again (a shared events stream, which
+  // ends with the connection): only its client's descriptor stays counted.
+  void client_only() noexcept {
+    if (!process_ || held_ <= 1) return;
+    process_->descriptors.fetch_sub(held_ - 1, std::memory_order_relaxed);
+    held_ = 1;
+  }
+
+ private:
+  process_state* process_;
+  std::uint32_t held_;
 };
 
 struct proxy_context {
@@ -115,11 +137,15 @@ struct proxy_context {
   // The policy new requests are decided by; SIGHUP replaces it whole (a request holds the
   // one it started with).
   std::shared_ptr<const policy::policy> policy;
-  // Connections the process serves at most (derived from RLIMIT_NOFILE: each may hold a
-  // client and an upstream socket), counted over all threads (one per
-  // connection_slot: process.open_connections); at the limit it stops accepting until one
-  // closes.
+  // Connections the process serves at most (--max-connections; else no number but the
+  // descriptors), counted over all threads (one per connection_slot:
+  // process.open_connections), and the descriptors their sockets may take
+  // (process.descriptors, derived from RLIMIT_NOFILE: each connection may hold a client and
+  // an upstream socket, a held shared events stream its client's only). At either limit
+  // the gate stops accepting until a connection closes.
   std::size_t max_connections = 0;
+  std::size_t descriptor_budget = 0;
+  std::size_t descriptors_per_connection = 2;  // 4 for a tls:// upstream
   protocol::endpoint upstream;
   upstream_tls_config* upstream_tls = nullptr;  // --upstream tls://: how to reach it
   std::shared_ptr<spdlog::logger> log;
@@ -128,6 +154,16 @@ struct proxy_context {
   bool stopping = false;
   std::set<connection*> connections;  // this thread's live connections, for graceful shutdown
   std::set<stream*> tls_handshakes;   // and its TLS clients not yet connections (tls_front.cpp)
+  // This thread's shared daemon events streams, by events_hub::key (events_hub.hpp), looked
+  // up by a view of the key built in hub_key (no allocation per request).
+  struct key_hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view k) const noexcept {
+      return std::hash<std::string_view>{}(k);
+    }
+  };
+  std::unordered_map<std::string, events_hub*, key_hash, std::equal_to<>> events_hubs;
+  std::string hub_key;
   // This thread's copy of process.daemon, brought up to date by sync_daemon() as a request
   // starts.
   daemon_facts daemon;

@@ -28,11 +28,16 @@
 
 #include "connection.hpp"
 #include "dockgate/policy/ownership.hpp"
+#include "events_hub.hpp"
 #include "socket_io.hpp"
 
 namespace dockgate::proxy {
 
 net::awaitable<connection::outcome> connection::relay_stream() {
+  // A GET /events others of the profile may share: the daemon's head as it came (still in
+  // the response block, before the body), for the heads of those who join.
+  std::string daemon_head;
+  if (req_.events_shareable) daemon_head.assign(response_.get(), response_begin_);
   // What came with the head first: a body already whole (an inspect answer, which the
   // daemon chunks) goes out with the head in one write and never waits.
   co_await relay_buffered_stream();
@@ -51,6 +56,9 @@ net::awaitable<connection::outcome> connection::relay_stream() {
     co_await relay_buffered_stream();
   }
   if (req_.stream_ended || req_.relay_failed) co_return co_await end_stream();
+  // The profile's next requests for these events share this one's daemon stream: it goes
+  // over to a hub, which this stream holds of as they will (shared_events.cpp).
+  if (req_.events_shareable && open_shared_events(daemon_head)) co_return outcome::held;
   // A stream that goes on (events, logs, wait): no coroutine waits for it. Two plain
   // callbacks do, on the daemon's side and on the client's, and the connection object is
   // all a held stream costs; bytes from the daemon start a short coroutine that relays
@@ -141,6 +149,7 @@ void connection::upstream_done() {
 // Neither callback pending: a coroutine takes the connection back (it owns it again), ends
 // the stream and serves the next request or closes.
 void connection::stream_over() {
+  if (req_.events_shared) return shared_done_if_idle();
   if (req_.upstream_active || req_.watch_pending) return;
   net::co_spawn(client_.get_executor(), resume(std::unique_ptr<connection>(this)), net::detached);
 }
@@ -281,24 +290,36 @@ net::awaitable<void> connection::relay_buffered_stream() {
 // pipelined a request (which waits in the kernel until the stream ends).
 void connection::watch_client() {
   req_.watch_pending = true;
-  client_.async_wait(net::socket_base::wait_read, [this](beast::error_code ec) {
-    req_.watch_pending = false;
-    if (!req_.stream_waiting)
-      return stream_over();  // the stream ended first: this is the cancellation
-    char c;
-    const ssize_t n = ec ? -1 : ::recv(client_.native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
-    if (n < 0 && !ec && (errno == EAGAIN || errno == EINTR)) return watch_client();
-    if (n > 0) return;  // a pipelined request: read when the stream is over
-    // Its end: only its side (shutdown(SHUT_WR): it may still read) or a close. A unix
-    // client that closed has both directions of this socket shut, which poll reports as
-    // POLLHUP (unix_release_sock sets the peer's sk_shutdown to SHUTDOWN_MASK; a shutdown
-    // of the write side sets RCV_SHUTDOWN only): gone, nothing to end for it. A TCP
-    // client's close is a FIN like a shutdown, told apart only by a later write: its end.
-    if (n == 0 && !closed_both_ways(client_.native_handle())) return client_ended();
-    req_.client_gone = true;
-    beast::error_code ignored;
-    if (upstream_) upstream_->cancel(ignored);  // the daemon's side ends, then the stream
-  });
+  // A shared stream's client is watched in its hub's epoll set, with the other holders'.
+  req_.watch_epoll =
+      req_.events_shared && req_.hub && req_.hub->watch(*this, client_.native_handle());
+  if (req_.watch_epoll) return;
+  client_.async_wait(net::socket_base::wait_read,
+                     [this](beast::error_code ec) { client_event(ec); });
+}
+
+void connection::client_readable() {
+  client_event({});
+}
+
+void connection::client_event(beast::error_code ec) {
+  req_.watch_pending = false;
+  if (!req_.stream_waiting)
+    return stream_over();  // the stream ended first: this is the cancellation
+  char c;
+  const ssize_t n = ec ? -1 : ::recv(client_.native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (n < 0 && !ec && (errno == EAGAIN || errno == EINTR)) return watch_client();
+  if (n > 0) return;  // a pipelined request: read when the stream is over
+  // Its end: only its side (shutdown(SHUT_WR): it may still read) or a close. A unix
+  // client that closed has both directions of this socket shut, which poll reports as
+  // POLLHUP (unix_release_sock sets the peer's sk_shutdown to SHUTDOWN_MASK; a shutdown
+  // of the write side sets RCV_SHUTDOWN only): gone, nothing to end for it. A TCP
+  // client's close is a FIN like a shutdown, told apart only by a later write: its end.
+  if (n == 0 && !closed_both_ways(client_.native_handle())) return client_ended();
+  req_.client_gone = true;
+  if (req_.events_shared) return end_shared();  // out of the hub, then the stream ends
+  beast::error_code ignored;
+  if (upstream_) upstream_->cancel(ignored);  // the daemon's side ends, then the stream
 }
 
 bool connection::closed_both_ways(int fd) noexcept {
@@ -313,6 +334,7 @@ bool connection::closed_both_ways(int fd) noexcept {
 // ends the stream. Not watched again: the end stays readable.
 void connection::client_ended() {
   req_.client_ended = true;
+  if (req_.events_shared) return end_shared();  // the gate ends it, as dockerd would
   beast::error_code ignored;
   if (upstream_) upstream_->shutdown(net::socket_base::shutdown_send, ignored);
   set_deadline(half_close_grace, true);

@@ -34,6 +34,8 @@
 
 namespace dockgate::proxy {
 
+class events_hub;  // events_hub.hpp
+
 // How a response body is framed towards the client.
 enum class response_framing { none, length, chunked, raw };
 
@@ -148,6 +150,16 @@ struct request_state {
   bool client_ended = false;     // the client ended its side mid-stream (it may still read)
   bool client_writing = false;   // a held stream's write to the client is under way
   bool relay_failed = false;
+  // A GET /events that may share a daemon stream with the same request of the profile's
+  // other clients (events_hub.hpp), and, once held so, the hub it holds of (null when it
+  // left it); out_ then holds what the client has not taken yet (shared_events.cpp).
+  bool events_shareable = false;
+  bool events_shared = false;
+  bool write_waiting = false;  // a held shared stream waits for its client to take more
+  bool watch_epoll = false;    // its client's watch is its hub's epoll set, not an Asio wait
+  bool end_posted = false;     // its end is on its way (never from inside the hub's callbacks)
+  bool hub_ended = false;      // the daemon's stream ended or went: the client gets the end
+  events_hub* hub = nullptr;
 
   // See request_extras; null until a request of the connection needs them.
   std::unique_ptr<request_extras> extras;

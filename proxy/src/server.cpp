@@ -27,6 +27,7 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <chrono>
+#include <limits>
 #include <mutex>
 #include <random>
 #include <stdexcept>
@@ -68,11 +69,24 @@ void on_every_shard(shards& all, const F& f) {
 // listener: the operator must see the limit.)
 net::awaitable<void> below_connection_limit(proxy_context& ctx, listener& l) {
   bool warned = false;
-  while (ctx.process.open_connections.load(std::memory_order_relaxed) >= ctx.max_connections &&
-         !ctx.stopping) {
-    if (!warned)
+  const auto connections_at_limit = [&ctx] {
+    return ctx.process.open_connections.load(std::memory_order_relaxed) >= ctx.max_connections;
+  };
+  const auto descriptors_at_limit = [&ctx] {
+    return ctx.process.descriptors.load(std::memory_order_relaxed) +
+               ctx.descriptors_per_connection >
+           ctx.descriptor_budget;
+  };
+  while ((connections_at_limit() || descriptors_at_limit()) && !ctx.stopping) {
+    if (!warned && connections_at_limit())
       ctx.log->warn("connection limit {} reached on {}: not accepting until one closes",
                     ctx.max_connections, l.address.to_string());
+    else if (!warned)
+      ctx.log->warn(
+          "descriptor limit reached on {} ({} connections, {} of {} descriptors): not "
+          "accepting until one closes",
+          l.address.to_string(), ctx.process.open_connections.load(std::memory_order_relaxed),
+          ctx.process.descriptors.load(std::memory_order_relaxed), ctx.descriptor_budget);
     warned = true;
     net::steady_timer wait(l.socket.get_executor(), std::chrono::milliseconds(10));
     co_await wait.async_wait(use_tuple);
@@ -92,11 +106,12 @@ net::awaitable<void> accept_loop(shards& all, listener& l) {
         co_await l.socket.async_accept(net::any_io_executor(to.ioc.get_executor()), use_tuple);
     if (!ec && l.tls && !ctx.stopping) {
       turn = (turn + 1) % all.size();
-      net::post(to.ioc, [&to, &tls = *l.tls, socket = std::move(socket),
-                         slot = connection_slot(ctx.process.open_connections)]() mutable {
-        net::co_spawn(to.ioc, serve_tls(to.ctx, tls, std::move(socket), std::move(slot)),
-                      net::detached);
-      });
+      net::post(to.ioc,
+                [&to, &tls = *l.tls, socket = std::move(socket),
+                 slot = connection_slot(ctx.process, ctx.descriptors_per_connection)]() mutable {
+                  net::co_spawn(to.ioc, serve_tls(to.ctx, tls, std::move(socket), std::move(slot)),
+                                net::detached);
+                });
       continue;
     }
     if (ctx.stopping) co_return;
@@ -112,14 +127,14 @@ net::awaitable<void> accept_loop(shards& all, listener& l) {
     policy::client_identity identity;
     audit_client who;
     std::string client = peer_identity(socket, is_unix, identity, who);
-    net::post(to.ioc,
-              [&to, socket = std::move(socket),
-               slot = connection_slot(ctx.process.open_connections), client = std::move(client),
-               identity = std::move(identity), json = format_audit_client(who)]() mutable {
-                auto c = std::make_unique<connection>(to.ctx, std::move(slot), std::move(socket),
-                                                      std::move(client), identity, std::move(json));
-                net::co_spawn(to.ioc, connection::start(std::move(c)), net::detached);
-              });
+    net::post(to.ioc, [&to, socket = std::move(socket),
+                       slot = connection_slot(ctx.process, ctx.descriptors_per_connection),
+                       client = std::move(client), identity = std::move(identity),
+                       json = format_audit_client(who)]() mutable {
+      auto c = std::make_unique<connection>(to.ctx, std::move(slot), std::move(socket),
+                                            std::move(client), identity, std::move(json));
+      net::co_spawn(to.ioc, connection::start(std::move(c)), net::detached);
+    });
   }
 }
 
@@ -300,10 +315,21 @@ double unix_now() {
 
 }  // namespace
 
-// Raises the soft descriptor limit to the hard one and derives how many connections the
-// process can serve: each may hold its client's socket and one to the daemon.
-std::size_t connection_limit(const serve_options& options, std::size_t threads,
-                             spdlog::logger& log) {
+// What the process may serve: --max-connections, and the descriptors its connections may
+// hold, within RLIMIT_NOFILE.
+struct connection_limits {
+  std::size_t connections;       // --max-connections, else no number of its own
+  std::size_t descriptors;       // the budget of the connections' (and shared streams') sockets
+  std::uint32_t per_connection;  // a client and its socket to the daemon
+  std::size_t guaranteed() const { return std::min(connections, descriptors / per_connection); }
+};
+
+// Raises the soft descriptor limit to the hard one and derives how many descriptors the
+// connections may hold: each may hold its client's socket and one to the daemon; a held
+// events stream that shares the daemon's stream of others (events_hub.hpp) its client's
+// only, so more of those fit than of connections of their own.
+connection_limits connection_limit(const serve_options& options, std::size_t threads,
+                                   spdlog::logger& log) {
   rlimit rl{};
   ::getrlimit(RLIMIT_NOFILE, &rl);
   if (rl.rlim_cur < rl.rlim_max) {
@@ -313,19 +339,23 @@ std::size_t connection_limit(const serve_options& options, std::size_t threads,
   }
   // Listeners, logs, the metrics listener, start-up probes; and each thread's event loop
   // (epoll, its eventfd, its timerfd).
+  connection_limits limits{};
   // A tls:// upstream costs three: the socketpair's two ends and the TCP socket.
-  const rlim_t per_connection = options.upstream.scheme == common::endpoint::kind::tls ? 4 : 2;
+  limits.per_connection = options.upstream.scheme == common::endpoint::kind::tls ? 4 : 2;
   // And each thread's idle daemon connections (upstream_pool.hpp).
   const rlim_t reserved = 64 + 3 * static_cast<rlim_t>(threads) +
-                          upstream_pool::idle_cap * (per_connection - 1) * threads;
+                          upstream_pool::idle_cap * (limits.per_connection - 1) * threads;
   const rlim_t fds = std::min<rlim_t>(rl.rlim_cur, 1 << 22);
-  std::size_t limit =
-      fds > reserved ? static_cast<std::size_t>((fds - reserved) / per_connection) : 1;
-  if (options.max_connections) limit = std::min(limit, options.max_connections);
-  log.info("file descriptors: {} (hard limit {}): serving up to {} connections",
-           static_cast<unsigned long long>(rl.rlim_cur),
-           static_cast<unsigned long long>(rl.rlim_max), limit);
-  return limit;
+  limits.descriptors =
+      fds > reserved ? static_cast<std::size_t>(fds - reserved) : limits.per_connection;
+  limits.connections =
+      options.max_connections ? options.max_connections : std::numeric_limits<std::size_t>::max();
+  log.info(
+      "file descriptors: {} (hard limit {}): serving up to {} connections, more where held "
+      "event streams share the daemon's (one descriptor each)",
+      static_cast<unsigned long long>(rl.rlim_cur), static_cast<unsigned long long>(rl.rlim_max),
+      limits.guaranteed());
+  return limits;
 }
 
 // SIGHUP: the audit queues written and file sinks opened again at their paths; the policy read
@@ -370,7 +400,7 @@ int serve(const serve_options& options, policy::policy initial, const policy_loa
   process_state process;
   const std::size_t threads = options.threads ? options.threads : default_thread_count();
   const std::uint32_t request_id_prefix = std::random_device{}();  // getrandom(2)
-  const std::size_t max_connections = connection_limit(options, threads, *log);
+  const connection_limits limits = connection_limit(options, threads, *log);
   // The TLS contexts outlive the shards, whose connections use them.
   std::unique_ptr<upstream_tls_config> upstream_tls;
   if (options.upstream.scheme == common::endpoint::kind::tls)
@@ -387,11 +417,13 @@ int serve(const serve_options& options, policy::policy initial, const policy_loa
     proxy_context& c = all.back()->ctx;
     c.upstream_tls = upstream_tls.get();
     c.request_id_prefix = request_id_prefix + static_cast<std::uint32_t>(i);
-    c.max_connections = max_connections;
+    c.max_connections = limits.connections;
+    c.descriptor_budget = limits.descriptors;
+    c.descriptors_per_connection = limits.per_connection;
   }
   net::io_context& ioc = all[0]->ioc;
   proxy_context& ctx = all[0]->ctx;
-  ctx.stats.connection_limit(max_connections);
+  ctx.stats.connection_limit(limits.guaranteed());
   ctx.stats.policy_loaded(unix_now());
 
   std::vector<listener> listeners;

@@ -32,6 +32,9 @@ void fill(request_state& s) {
   s.response_keep_alive = s.upstream_keeps = s.response_head_pending = s.response_chunked_in = true;
   s.stream_ended = s.stream_waiting = s.watch_pending = s.upstream_active = s.upstream_ended = true;
   s.client_gone = s.client_ended = s.client_writing = s.relay_failed = true;
+  s.events_shareable = s.events_shared = s.write_waiting = s.watch_epoll = s.end_posted =
+      s.hub_ended = true;
+  s.hub = reinterpret_cast<events_hub*>(&s);  // only compared
   s.extras = std::make_unique<request_extras>();
   for (std::string* text : {&s.extras->json_body, &s.extras->would, &s.extras->dropped,
                             &s.extras->seen, &s.extras->object_image, &s.extras->exec_id})
@@ -74,11 +77,14 @@ TEST_CASE("request state: the next request's is fresh, on the last one's storage
   CHECK(next.body_remaining == 0);
   CHECK(next.framing == response_framing::none);
   CHECK(next.response_status == 0);
-  for (bool flag : {next.response_keep_alive, next.upstream_keeps, next.response_head_pending,
-                    next.response_chunked_in, next.stream_ended, next.stream_waiting,
-                    next.watch_pending, next.upstream_active, next.upstream_ended, next.client_gone,
-                    next.client_ended, next.client_writing, next.relay_failed})
+  for (bool flag :
+       {next.response_keep_alive, next.upstream_keeps, next.response_head_pending,
+        next.response_chunked_in, next.stream_ended, next.stream_waiting, next.watch_pending,
+        next.upstream_active, next.upstream_ended, next.client_gone, next.client_ended,
+        next.client_writing, next.relay_failed, next.events_shareable, next.events_shared,
+        next.write_waiting, next.watch_epoll, next.end_posted, next.hub_ended})
     CHECK_FALSE(flag);
+  CHECK(next.hub == nullptr);
   REQUIRE(next.extras);
   for (const std::string* text :
        {&next.extras->json_body, &next.extras->would, &next.extras->dropped, &next.extras->seen,
