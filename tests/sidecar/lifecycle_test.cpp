@@ -7,12 +7,17 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <condition_variable>
 #include <filesystem>
 #include <future>
+#include <mutex>
 #include <thread>
 
+#include "cells/runner.hpp"
+#include "core/session_executors.hpp"
 #include "engine/labels.hpp"
 #include "fake_engine.hpp"
+#include "fake_runner.hpp"
 #include "sessions/pool/pool_sessions.hpp"
 #include "sessions/session.hpp"
 #include "sessions/session_containers.hpp"
@@ -162,6 +167,85 @@ TEST_CASE("lifecycle: a pool hit claims the warm container and records the claim
       CHECK_FALSE(call == "start " + std::string(container_prefix) + warm_sid);
   r.pool.stop();
   CHECK(r.engine.find(warm->id));  // the session's: not removed with the pool
+}
+
+TEST_CASE(
+    "lifecycle: a warm container joins the pool once its runner has warmed up, a miss waits for "
+    "no warm-up",
+    "[lifecycle]") {
+  using testing::fake_runner;
+  using testing::frame;
+  // The runner's answers: a command at once; the warm-up's end (W) only once released.
+  std::mutex m;
+  std::condition_variable cv;
+  bool warmed = false;
+  auto answer = [&](const fake_runner::request& q) -> std::string {
+    if (q.op == 'W') {
+      std::unique_lock l(m);
+      cv.wait(l, [&] { return warmed; });
+    }
+    return frame('S', "") + frame('X', "0 0 0");
+  };
+  auto ops = [](fake_runner& runner) {
+    std::string out;
+    for (const auto& q : runner.requests()) out += q.op;
+    return out;
+  };
+  SECTION("the pool") {
+    fake_runner runner;
+    runner.answer = answer;
+    config c;
+    c.warm_pool = 1;
+    c.cell_runner = true;
+    rig r(c);
+    r.executors = session_executors(r.engine);
+    r.engine.on_attach = [&](const auto&, const auto&, std::string*) { return runner.attach(); };
+    r.pool.start();
+    // Made, started and its workspace made by the runner, which then waits in its warm-up.
+    for (int i = 0; i < 500 && ops(runner) != "RW"; ++i) std::this_thread::sleep_for(10ms);
+    REQUIRE(ops(runner) == "RW");
+    CHECK(r.running() == 1);
+    CHECK_FALSE(r.pool.claim(0ms));  // not in the pool yet
+    {
+      std::lock_guard l(m);
+      warmed = true;
+    }
+    cv.notify_all();
+    // Warm now: handed out (the claim's round trip, R `true`, goes through the same runner).
+    std::optional<pooled_container> got;
+    for (int i = 0; i < 500 && !got; ++i) {
+      got = r.pool.claim(0ms);
+      if (!got) std::this_thread::sleep_for(10ms);
+    }
+    REQUIRE(got);
+    REQUIRE(got->runner);
+    CHECK(got->runner->usable());
+    got->runner->close();
+  }
+  SECTION("a miss") {
+    fake_runner runner;
+    runner.answer = answer;  // W would never be answered here
+    config c = no_pool();
+    c.cell_runner = true;
+    rig r(c);
+    r.executors = session_executors(r.engine);
+    r.engine.on_attach = [&](const auto&, const auto&, std::string*) { return runner.attach(); };
+    auto created = r.lifecycle.create_session(create_request{});
+    REQUIRE(created.ok());
+    auto s = r.registry.find(created->session_id);
+    REQUIRE(s);
+    REQUIRE(s->runner);
+    CHECK(s->runner->usable());
+    // Answered after the runner's hello and its mkdir, nothing more.
+    CHECK(ops(runner) == "R");
+    CHECK(r.engine.count("exec") == 0);
+    s->runner->close();
+  }
+  {
+    std::lock_guard l(m);
+    warmed = true;
+  }
+  cv.notify_all();
 }
 
 TEST_CASE("lifecycle: SANDBOX_MAX_SESSIONS refuses a create and makes nothing", "[lifecycle]") {

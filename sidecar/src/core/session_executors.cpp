@@ -18,6 +18,8 @@ namespace {
 // How long a warm container's runner has to answer the claim's round trip: a few ms when
 // it runs (a fork and exec of `true` in the container), never when it is frozen.
 constexpr auto warm_check_timeout = 100ms;
+// A warm container's warm-up (the data stack's imports): about a second on an idle host.
+constexpr auto warm_up_timeout = 60s;
 // A kernel driver's start: an IPython start on a loaded host.
 constexpr auto kernel_start_timeout = 90s;
 
@@ -40,6 +42,9 @@ executor_hooks session_executors(const container_engine& engine) {
   h.runner_ready = [](cell_runner& runner) {
     auto r = runner.run({"true"}, {}, 64, {warm_check_timeout, warm_check_timeout, {}}, nullptr);
     return r.state == cell_runner::outcome::done && r.result.exit_code == 0;
+  };
+  h.runner_warm = [](cell_runner& runner) {
+    return runner.await_warm_up({warm_up_timeout, warm_up_timeout, {}});
   };
   h.start_kernel = [&engine](session& s) {
     // A kernel session's container runs no cell runner (the driver's sweep would end it,

@@ -28,6 +28,11 @@ struct executor_hooks {
   // Whether a warm container's runner answers a round trip now, within a short bound (a
   // frozen or stopped one never does). Unset: no runner is ever ready.
   std::function<bool(cell_runner& runner)> runner_ready;
+  // Waits until a runner's warm-up (its fork server's imports, which go on after its
+  // hello beside the requests it answers) has ended: the warm pool hands out only warm
+  // runners, a pool miss's answer waits for none. false: the runner failed meanwhile.
+  // Unset: not waited for.
+  std::function<bool(cell_runner& runner)> runner_warm;
   // A kernel session's kernel driver started in its container (its cell runner, if it
   // has one, closed first: a kernel session runs none); "" when it runs, else the error.
   // Unset: every kernel start fails.

@@ -166,6 +166,11 @@ std::optional<pooled_container> session_pool::create(std::string& error, bool& f
   // so that a claimed container's first cell is as fast as its next (create_session does
   // the same for a cold one).
   error = containers_.make_workspace(c.id, &c.runner);
+  // A runner answers at its hello, before its warm-up (the data stack's imports) has ended:
+  // a pool container waits for it here, off every request's path, so that a hit's first
+  // cell is a fork of a warm interpreter.
+  if (error.empty() && c.runner && executors_.runner_warm && !executors_.runner_warm(*c.runner))
+    error = "the cell runner failed during its warm-up";
   if (!error.empty()) {
     containers_.remove(c.id);
     return std::nullopt;
