@@ -46,10 +46,11 @@ WARM_MODULES = ("numpy", "pandas", "matplotlib", "matplotlib.pyplot")
 
 
 
-def warm_up(captured=None):
+def warm_up(captured=None, no_cells=None):
     """The fork server's state: the modules imported, the plain cell's environment. None
     (cells run as execs) if the environment has PYTHON* variables beyond HONOURED or cannot
-    be captured. `captured` (an Event) is set once the capture's command has ended."""
+    be captured. `captured` (an Event) is set once the capture's command has ended;
+    `no_cells` (a lock) is held while no cell may run (warm_imports)."""
     try:
         got = subprocess.run(["sh", "-c", "exec timeout 10s env -0"], stdin=subprocess.DEVNULL,
                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, close_fds=True,
@@ -70,7 +71,7 @@ def warm_up(captured=None):
     if any(k.startswith(b"PYTHON") and k not in HONOURED for k, _ in env) or any(
             k.startswith(b"PYTHON") and k not in HONOURED for k in os.environb):
         return None
-    warm_imports(dict(env).get(b"MPLBACKEND", b"").lower() == b"agg")
+    warm_imports(dict(env).get(b"MPLBACKEND", b"").lower() == b"agg", no_cells)
     return env
 
 
@@ -83,14 +84,17 @@ def warm_up(captured=None):
 # imports (the cwd, HOME, MPLCONFIGDIR: warm_imports) is the process's, so the commands
 # started meanwhile get the runner's own cwd and environment as it had them at its start
 # (child_place), and the kill sweep waits for the capture's command (capture_ended), which
-# it would otherwise end. The switch interval is short meanwhile, so the main thread gets
-# the interpreter within a fraction of a millisecond of asking.
+# it would otherwise end. While it imports matplotlib (whose configuration directory is
+# the session user's to write) no cell runs (cell_turn, warm_imports). The switch interval
+# is short meanwhile, so the main thread gets the interpreter within a fraction of a
+# millisecond of asking.
 class WarmUp:
     def __init__(self):
         import threading
         global _warming
         self.cwd, self.env = os.getcwd(), dict(os.environb)
         self.captured = threading.Event()
+        self.no_cells = threading.Lock()  # see warm_imports
         self._ended, self._ending = os.pipe()  # EOF once the thread is done
         self._switch = sys.getswitchinterval()
         self._result = None
@@ -101,7 +105,7 @@ class WarmUp:
 
     def _run(self):
         try:
-            self._result = warm_up(self.captured)
+            self._result = warm_up(self.captured, self.no_cells)
         finally:
             self.captured.set()
             os.close(self._ending)
@@ -134,6 +138,12 @@ def capture_ended():
         _warming.captured.wait()
 
 
+def cell_turn():
+    """Held by a cell from its start to its sweep while the warm-up runs (warm_imports)."""
+    import contextlib
+    return _warming.no_cells if _warming is not None else contextlib.nullcontext()
+
+
 # Where an import reads files the session user can write, the runner would parse them, or
 # block on a FIFO there, or import what they name: the session's files are the user's
 # (restored /workspace, and after a restart whatever cells left in /tmp and the home).
@@ -141,28 +151,33 @@ def capture_ended():
 # private directory (seeded with the image's font list, as dockgate_mplcache seeds a
 # home) and no home: what they read is the image's, and root's. A cell whose own files
 # would change what those imports load runs as the exec (fork_fits).
+# That private directory is the session user's (the runner's uid), so no cell may run
+# from its making to the end of matplotlib's imports: the warm-up holds `no_cells` (the
+# lock every cell holds from its start to its sweep: cell_turn) meanwhile, so no process
+# of a cell exists to touch it, as when the warm-up came before every cell. numpy and
+# pandas, imported before it while cells may run, read nothing outside the image's
+# packages (from /, with no home and -I).
 MPL_SEED = "/usr/share/dockgate/matplotlib"
 
 
-def warm_imports(agg):
-    import tempfile
+def warm_imports(agg, no_cells=None):
+    import contextlib
     saved, cwd = dict(os.environb), os.getcwd()
-    private = tempfile.mkdtemp(prefix="dockgate-warm-", dir="/tmp")
+    configured = False
     try:
-        try:
-            for name in os.listdir(MPL_SEED):
-                with open(os.path.join(MPL_SEED, name), "rb") as i, open(os.path.join(private, name), "wb") as o:
-                    o.write(i.read())
-        except OSError:
-            pass
         for key in (b"MATPLOTLIBRC", b"XDG_CONFIG_HOME", b"XDG_CACHE_HOME"):
             os.environb.pop(key, None)
-        os.environb[b"MPLCONFIGDIR"] = os.fsencode(private)
         os.environb[b"HOME"] = b"/nonexistent"
         os.chdir("/")
         for name in WARM_MODULES:
             if name == "matplotlib.pyplot" and not agg:
                 continue
+            if name.startswith("matplotlib") and not configured:
+                # From here to the end no cell runs (held until the function returns).
+                configured = True
+                no_cells = no_cells if no_cells is not None else contextlib.nullcontext()
+                no_cells.__enter__()
+                os.environb[b"MPLCONFIGDIR"] = os.fsencode(private_config())
             try:
                 __import__(name)
             except Exception:  # absent or broken: a cell imports it itself, as before
@@ -171,6 +186,22 @@ def warm_imports(agg):
         os.chdir(cwd)
         os.environb.clear()
         os.environb.update(saved)
+        if configured:
+            no_cells.__exit__(None, None, None)
+
+
+def private_config():
+    """A new directory for matplotlib's configuration and caches, seeded with the image's
+    font list."""
+    import tempfile
+    private = tempfile.mkdtemp(prefix="dockgate-warm-", dir="/tmp")
+    try:
+        for name in os.listdir(MPL_SEED):
+            with open(os.path.join(MPL_SEED, name), "rb") as i, open(os.path.join(private, name), "wb") as o:
+                o.write(i.read())
+    except OSError:
+        pass
+    return private
 
 
 def fork_fits(env, cell_path):

@@ -125,7 +125,8 @@ def main():
                 fork_ms = int(lists[4][0])
             if fork_ms is None and ready is not None:
                 ready.discard()
-            cell(lists[0], lists[1][0], *lists[2], lists[3], cap, send, (warm, ready, fork_ms) if fork_ms else None)
+            with cell_turn():  # (forkserver.py: not while the warm-up reads matplotlib's files)
+                cell(lists[0], lists[1][0], *lists[2], lists[3], cap, send, (warm, ready, fork_ms) if fork_ms else None)
             # A cell changed what the next one would inherit from this runner: its answer
             # is whole; the runner ends (after its sweep, no process of the cell is left
             # to meet the next one) and the sidecar starts another.

@@ -265,6 +265,57 @@ TEST_CASE("lifecycle: SANDBOX_MAX_SESSIONS refuses a create and makes nothing", 
   CHECK(r.lifecycle.create_session(create_request{}).ok());
 }
 
+TEST_CASE(
+    "lifecycle: concurrent pool misses create at the engine at once, and SANDBOX_MAX_SESSIONS "
+    "still gives its last place to one",
+    "[lifecycle]") {
+  std::mutex m;
+  std::condition_variable cv;
+  SECTION("two places: both creates in flight together") {
+    config c = no_pool();
+    c.max_sessions = 2;
+    rig r(c);
+    int in_flight = 0, most = 0;
+    r.engine.on_create = [&](std::string_view) {
+      std::unique_lock l(m);
+      most = std::max(most, ++in_flight);
+      cv.notify_all();
+      // Each create waits for the other (let go after 10 s where they cannot overlap).
+      cv.wait_for(l, 10s, [&] { return most == 2; });
+      --in_flight;
+    };
+    auto one = std::async(std::launch::async, [&] { return r.lifecycle.create_session({}); });
+    auto two = std::async(std::launch::async, [&] { return r.lifecycle.create_session({}); });
+    CHECK(one.get().ok());
+    CHECK(two.get().ok());
+    CHECK(most == 2);
+    CHECK(r.running() == 2);
+  }
+  SECTION("one place: the create in flight holds it") {
+    config c = no_pool();
+    c.max_sessions = 1;
+    rig r(c);
+    bool second_done = false;
+    r.engine.on_create = [&](std::string_view) {
+      std::unique_lock l(m);
+      cv.wait_for(l, 10s, [&] { return second_done; });
+    };
+    auto first = std::async(std::launch::async, [&] { return r.lifecycle.create_session({}); });
+    for (int i = 0; i < 500 && r.engine.count("list") == 0; ++i) std::this_thread::sleep_for(10ms);
+    auto second = r.lifecycle.create_session({});
+    {
+      std::lock_guard l(m);
+      second_done = true;
+    }
+    cv.notify_all();
+    REQUIRE_FALSE(second.ok());
+    CHECK(second.error() == refusal{refusal_kind::busy, "too many active sessions"});
+    CHECK(first.get().ok());
+    CHECK(r.engine.count("create") == 1);
+    CHECK(r.running() == 1);
+  }
+}
+
 TEST_CASE("lifecycle: a create that fails at any step leaves no container behind", "[lifecycle]") {
   rig r(no_pool());
   SECTION("the create") {

@@ -479,7 +479,8 @@ const std::string hello = frame('H', "dockgate-runner 2 42");
 
 TEST_CASE(
     "the runner program answers before its warm-up has ended: commands and cells run as execs "
-    "until then, W waits for it, and cells are forks after",
+    "until then but never while matplotlib's private directory is read, W waits for it, and "
+    "cells are forks after",
     "[sidecar][runner]") {
   char tmpl[] = "/tmp/dockgate-runner-warm-XXXXXX";
   REQUIRE(::mkdtemp(tmpl));
@@ -492,22 +493,31 @@ TEST_CASE(
   std::filesystem::create_directories(modules_dir);
   std::ofstream(modules_dir + "/dockgate_slow_warm.py")
       << "import os, time\nwhile not os.path.exists('" << release << "'):\n    time.sleep(0.005)\n";
+  // A stand-in for matplotlib: it says where it was imported from, then waits too.
+  const std::string entered = dir + "/entered", release_mpl = dir + "/release-mpl";
+  std::ofstream(modules_dir + "/matplotlib.py")
+      << "import os, time\nopen('" << entered
+      << "', 'w').write(os.getcwd() + ' ' + os.environ.get('MPLCONFIGDIR', ''))\nwhile not "
+         "os.path.exists('"
+      << release_mpl << "'):\n    time.sleep(0.005)\n";
   std::string program(runner_program);
   const std::string modules =
       R"(WARM_MODULES = ("numpy", "pandas", "matplotlib", "matplotlib.pyplot"))";
   const auto at = program.find(modules);
   REQUIRE(at != std::string::npos);
-  program.replace(
-      at, modules.size(),
-      R"(WARM_MODULES = ("dockgate_slow_warm",)\nsys.path.insert(0, \')" + modules_dir + R"(\'))");
+  program.replace(at, modules.size(),
+                  R"(WARM_MODULES = ("dockgate_slow_warm", "matplotlib")\nsys.path.insert(0, \')" +
+                      modules_dir + R"(\'))");
   // A runner that waits for its warm-up before it answers is let go after 30 s (and fails).
   std::mutex m;
   std::condition_variable cv;
   bool finished = false;
   std::thread watchdog([&] {
     std::unique_lock l(m);
-    if (!cv.wait_for(l, std::chrono::seconds(30), [&] { return finished; }))
+    if (!cv.wait_for(l, std::chrono::seconds(30), [&] { return finished; })) {
       std::ofstream(release) << "";
+      std::ofstream(release_mpl) << "";
+    }
   });
   struct stop_watchdog {
     std::mutex& m;
@@ -549,12 +559,33 @@ TEST_CASE(
   };
   CHECK(joined(run_cell(), k::out) == "False\n");
   CHECK_FALSE(std::filesystem::exists(release));
+  // matplotlib's import: from /, its configuration in a new private directory; a cell
+  // sent meanwhile waits for its end (no process of a cell may touch that directory).
+  std::ofstream(release) << "";
+  for (int i = 0; i < 3000 && !std::filesystem::exists(entered); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  std::string where;
+  std::getline(std::ifstream(entered), where);
+  CHECK(where.starts_with("/ /tmp/dockgate-warm-"));
+  const auto late = runner_request('C', 1024,
+                                   {{"python3", cell},
+                                    {"print(1)\n"},
+                                    {cell, dir + "/before", dir + "/oom", outputs},
+                                    {"true"},
+                                    {"5000"}});
+  REQUIRE(::write(r.to, late.data(), late.size()) == static_cast<ssize_t>(late.size()));
+  pollfd quiet{r.from, POLLIN, 0};
+  CHECK(::poll(&quiet, 1, 200) == 0);
   // W is answered only once the warm-up has ended.
   const auto wait = runner_request('W', 0, {});
   REQUIRE(::write(r.to, wait.data(), wait.size()) == static_cast<ssize_t>(wait.size()));
-  pollfd quiet{r.from, POLLIN, 0};
-  CHECK(::poll(&quiet, 1, 200) == 0);
-  std::ofstream(release) << "";
+  std::ofstream(release_mpl) << "";
+  std::vector<runner_frames::frame> late_answer;
+  while (auto f = r.next()) {
+    late_answer.push_back(*f);
+    if (f->type == k::done) break;
+  }
+  CHECK(joined(late_answer, k::out) == "1\n");
   auto warmed = std::vector<runner_frames::frame>{};
   while (auto f = r.next()) {
     warmed.push_back(*f);

@@ -106,6 +106,10 @@ void session_pool::wake() {
   if (pool_) pool_->wake();
 }
 
+std::size_t session_pool::size() const {
+  return pool_ ? pool_->size() : 0;
+}
+
 std::optional<pooled_container> session_pool::create(std::string& error, bool& full) {
   pooled_container c;
   c.image_id = containers_.image_id();
@@ -132,10 +136,7 @@ std::optional<pooled_container> session_pool::create(std::string& error, bool& f
     ++limit_.reserved;
   }
   // Held until the container runs (then the engine's list counts it) or is gone.
-  struct reservation {
-    std::atomic<std::int64_t>& n;
-    ~reservation() { --n; }
-  } reserved{limit_.reserved};
+  limit_place reserved{limit_.reserved};
   session blank;  // no request yet: create_body writes none of a session's labels
   auto created = engine_.create(
       name, containers_.create_body(c.sid, blank, session_containers::body_kind::pool), 60s);
