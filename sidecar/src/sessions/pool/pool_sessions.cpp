@@ -60,14 +60,19 @@ void session_pool::start() {
     return ids;
   };
   // Whether a warm container can run a cell now. With its runner: a round trip through it
-  // (executor_hooks::runner_ready: `true` run and answered within 100 ms), which only a running,
+  // (executor_hooks::runner_ready: answered within 100 ms for a claim, 2 s for the pool's
+  // own check), which only a running,
   // unfrozen container whose runner lives can make. It proves more than the engine's State: a
   // paused container's runner stream is open and quiet, a killed or stopped runner leaves
   // the container running, and a freezer set outside Docker is not in State. Without one
   // (SANDBOX_CELL_RUNNER=0, or its start failed in the pool; the session's first cell
   // starts one): the engine's State, Running and neither Paused nor Restarting.
-  h.ready = [this](pooled_container& c) {
-    if (c.runner) return executors_.runner_ready && executors_.runner_ready(*c.runner);
+  h.ready = [this](pooled_container& c, bool claiming) {
+    // A claim's bound is what a frozen container costs the request that finds it; the
+    // pool's check, which nobody waits for, gives a runner on a loaded host its time (a
+    // frozen one never answers either way).
+    const std::chrono::milliseconds within = claiming ? 100ms : 2000ms;
+    if (c.runner) return executors_.runner_ready && executors_.runner_ready(*c.runner, within);
     auto r = engine_.inspect(c.id, 10s);
     return r.status == 200 && inspect_runs_now(r.body);
   };
