@@ -25,12 +25,21 @@
 # - scale: SCALE sessions each running one cell at once: cells/s, p50 and p99, the
 #   sidecar's threads and RSS (/proc/PID/status; peak while the cells ran), vs SCALE
 #   concurrent `docker exec` in SCALE plain containers;
-# - the memory of an idle warm container (its cgroup's memory.current, via docker stats).
+# - creates at concurrency: BURST (1, 10 and 50; --smoke 5) concurrent POST /sessions ->
+#   first /exec answers on a sidecar whose pool (BURST_POOL, default the largest level) is
+#   full (/healthz's warm_pool) before each burst: p50 and p99 per level; then how the pool
+#   refills after the largest burst (time until /healthz says it is full again, and the
+#   most pool starts in flight at once, from the gate's audit log), the Engine API calls
+#   per hit (the audit log, the pool's own refill calls left out); the same levels with no
+#   pool (misses) and, for reference, as many concurrent `docker run -d` + `docker exec`;
+# - the memory of an idle warm container, read from its cgroup (memory.current on cgroup
+#   v2, memory.usage_in_bytes on v1; said which), and docker stats.
 #
 # Rounds alternate sidecar and plain work, so load from elsewhere hits both alike; the
 # figures are medians over rounds and every ratio is of numbers from this run. Needs root.
 #
-#   scripts/bench-sidecar.sh [ROUNDS]   (default 5; SCALE=50, POOL=2 in the environment;
+#   scripts/bench-sidecar.sh [ROUNDS]   (default 5; SCALE=50, POOL=2, BURST="1 10 50",
+#                                        BURST_POOL=50 in the environment;
 #                                        RUNTIME=full, the data-stack image run.sh uses, or
 #                                        small, the tests' bare Python)
 #   scripts/bench-sidecar.sh --smoke    (1 round, SCALE=5, the small image: finishes well
@@ -44,9 +53,11 @@ scale=${SCALE:-50}
 pool=${POOL:-2}
 preset=${PRESET:-release}
 runtime=${RUNTIME:-full}
+burst=${BURST:-1 10 50}
 if [[ ${1:-} == --smoke ]]; then
   rounds=1
   scale=${SCALE:-5}
+  burst=${BURST:-5}
   runtime=${RUNTIME:-small}
 elif [[ -n ${1:-} ]]; then
   rounds=$1
@@ -59,7 +70,9 @@ bin=build/$preset
 work=$(mktemp -d /tmp/dockgate-bench-sidecar.XXXXXX)
 pids=()
 cleanup() {
-  # Sidecars before the gate they reach Docker through (the last started first).
+  # Sidecars before the gate they reach Docker through (the last started first); the
+  # burst section's own (started by the Python part) first of all.
+  for f in "$work"/burst-*.pid; do [[ -e $f ]] && kill "$(cat "$f")" 2>/dev/null || true; done
   for ((i = ${#pids[@]} - 1; i >= 0; i--)); do kill "${pids[i]}" 2>/dev/null || true; wait "${pids[i]}" 2>/dev/null || true; done
   scripts/engine.sh stop "$work/engine" || true
   rm -rf "$work"
@@ -110,14 +123,17 @@ sidecar cold 0
 cold_port=$port
 
 python3 - "$DOCKGATE_TEST_ENGINE" "$image" "$rounds" "$scale" "$pool" \
-  "$warm_port" "$warm_pid" "$cold_port" "$os_node" "$os_skip" <<'PY'
-import json, os, statistics, subprocess, sys, threading, time, urllib.request
+  "$warm_port" "$warm_pid" "$cold_port" "$os_node" "$os_skip" "$burst" "$bin" "$work" <<'PY'
+import calendar, json, os, socket, statistics, subprocess, sys, threading, time, urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
 engine, image = sys.argv[1], sys.argv[2]
 rounds, scale, pool = int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
 warm_port, warm_pid, cold_port = sys.argv[6], int(sys.argv[7]), sys.argv[8]
 os_node, os_skip = sys.argv[9], sys.argv[10]
+levels = [int(n) for n in sys.argv[11].split()]
+bin_dir, work = sys.argv[12], sys.argv[13]
+burst_pool = int(os.environ.get("BURST_POOL") or max(levels))
 
 
 def call(port, method, path, body=None):
@@ -307,10 +323,147 @@ with ThreadPoolExecutor(max_workers=8) as ex:
 plain_lat, plain_wall = concurrently(lambda n: docker("exec", n, "python3", "-c", "print(1)"), names)
 docker("rm", "-f", *names)
 
-# 3. An idle warm container's memory (its limit is reserved as a cgroup limit only).
-wait_for_pool()
-stats = docker("stats", "--no-stream", "--format", "{{.MemUsage}}",
-               *docker("ps", "-q", "--filter", "label=sandbox.pool", "--filter", "label=sandbox.instance=warm").split())
+# 2b. Creates at concurrency (issue 43 item 2), on sidecars of their own started only now
+# (their pools fill here, not during the rows above): `levels` concurrent POST /sessions ->
+# first /exec, on a pool of `burst_pool` full before each burst (hits), with no pool
+# (misses), and as many concurrent docker run -d + docker exec.
+def start_sidecar(name, warm_pool, room):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "DOCKER_HOST": f"unix://{work}/proxy.sock", "SANDBOX_LISTEN": f"127.0.0.1:{port}",
+           "SANDBOX_API_KEY": "bench", "SANDBOX_IMAGE": image, "SANDBOX_INSTANCE": name,
+           "SANDBOX_WARM_POOL": str(warm_pool), "SANDBOX_MAX_SESSIONS": str(warm_pool + room),
+           "SANDBOX_MAX_CONCURRENT_EXECS": str(room), "SANDBOX_MAX_CONCURRENT_CREATES": str(room)}
+    with open(f"{work}/sidecar-{name}.log", "w") as log:
+        proc = subprocess.Popen([f"{bin_dir}/sidecar/dockgate-sidecar"], env=env, stdout=log, stderr=subprocess.STDOUT)
+    with open(f"{work}/burst-{name}.pid", "w") as f:
+        f.write(str(proc.pid))
+    for _ in range(200):
+        try:
+            health(port)
+            break
+        except OSError:
+            time.sleep(0.1)
+    return port, proc
+
+
+def health(port):
+    return json.loads(urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=10).read())
+
+
+def wait_full(port, n, timeout=900):
+    """Seconds until /healthz says `n` warm containers are ready (their runners warm)."""
+    t0 = time.perf_counter()
+    while health(port).get("warm_pool", 0) < n:
+        if time.perf_counter() - t0 > timeout:
+            raise SystemExit(f"bench-sidecar.sh: the pool did not fill to {n} within {timeout} s")
+        time.sleep(0.1)
+    return time.perf_counter() - t0
+
+
+def at_once(fn, n):
+    """fn(i) for i < n on n threads released together; each one's (latency, result)."""
+    gate = threading.Barrier(n)
+
+    def one(i):
+        gate.wait()
+        return timed(fn, i)
+
+    with ThreadPoolExecutor(max_workers=n) as ex:
+        return list(ex.map(one, range(n)))
+
+
+def first_answer(port):
+    """A new session and its first cell: the session."""
+    sid = call(port, "POST", "/sessions")["session_id"]
+    run_cell(port, sid)
+    return sid
+
+
+def end_sessions(port, sids):
+    with ThreadPoolExecutor(max_workers=8) as ex:
+        list(ex.map(lambda sid: call(port, "DELETE", f"/sessions/{sid}"), sids))
+
+
+def audit(since, pid):
+    """The gate's audit records of the client `pid` from `since` (time.time()) on."""
+    out = []
+    for line in open(f"{work}/proxy.log"):
+        if not line.startswith("{"):
+            continue
+        rec = json.loads(line)
+        t = calendar.timegm(time.strptime(rec["time"][:19], "%Y-%m-%dT%H:%M:%S")) + float("0" + rec["time"][19:-1])
+        if rec.get("client", {}).get("pid") == pid and t >= since:
+            out.append((t, rec))
+    return out
+
+
+def most_at_once(spans):
+    events = sorted([(a, 1) for a, b in spans] + [(b, -1) for a, b in spans])
+    most = now = 0
+    for _, d in events:
+        now += d
+        most = max(most, now)
+    return most
+
+
+burst_start = time.perf_counter()
+burst_room = max(levels) + 8
+hot_port, hot = start_sidecar("burst", burst_pool, burst_room)
+cold_burst_port, cold_burst = start_sidecar("burstcold", 0, burst_room)
+first_fill = wait_full(hot_port, burst_pool)
+burst_hit, burst_miss, burst_plain, refill, calls_per_hit, starts_in_flight = {}, {}, {}, {}, {}, {}
+for n in levels:
+    hits = []
+    for _ in range(5 if n == 1 else 1):
+        wait_full(hot_port, burst_pool)
+        since = time.time()
+        got = at_once(lambda i: first_answer(hot_port), n)
+        refill[n] = wait_full(hot_port, burst_pool) + max(t for t, _ in got)  # from the burst's start
+        records = audit(since - 0.05, hot.pid)
+        sids = [sid for _, sid in got]
+        hits += [t for t, _ in got]
+        # A hit's own calls: its claim record, and anything on its container; the rest
+        # (the list, create, start and runner exec of each refill) is the pool's.
+        mine = {f"dockgate-sbx-{sid}" for sid in sids}
+        claimed = {docker("inspect", "-f", "{{.Id}}", name).strip() for name in mine}
+        own = [r for _, r in records if (r.get("object") or {}).get("name", "").removesuffix("-claim") in mine
+               or (r.get("object") or {}).get("id") in claimed]
+        calls_per_hit[n] = len(own) / n
+        starts_in_flight[n] = most_at_once([(t, t + r.get("duration_ms", 0) / 1000) for t, r in records
+                                            if r["operation"] == "ContainerStart"])
+        end_sessions(hot_port, sids)
+    burst_hit[n] = hits
+    got = at_once(lambda i: first_answer(cold_burst_port), n)
+    burst_miss[n] = [t for t, _ in got]
+    end_sessions(cold_burst_port, [sid for _, sid in got])
+    names = [f"bench-burst-{n}-{i}" for i in range(n)]
+    burst_plain[n] = [t for t, _ in at_once(lambda i: plain_first(names[i]), n)]
+    docker("rm", "-f", *names)
+
+# 3. An idle warm container's memory, read from its cgroup (its limit is a cgroup limit
+# only, not a reservation): the burst sidecar's full pool, every runner warm.
+wait_full(hot_port, burst_pool)
+warm_ids = docker("ps", "-q", "--filter", "label=sandbox.pool", "--filter", "label=sandbox.instance=burst").split()
+
+
+def cgroup_memory(container):
+    """(bytes, the file read) of the container's memory cgroup, from its init's /proc."""
+    pid = docker("inspect", "-f", "{{.State.Pid}}", container).strip()
+    for line in open(f"/proc/{pid}/cgroup"):
+        num, controllers, path = line.rstrip("\n").split(":", 2)
+        if num == "0" and os.path.exists(f"/sys/fs/cgroup{path}/memory.current"):
+            return int(open(f"/sys/fs/cgroup{path}/memory.current").read()), "memory.current (cgroup v2)"
+        if "memory" in controllers.split(","):
+            return (int(open(f"/sys/fs/cgroup/memory{path}/memory.usage_in_bytes").read()),
+                    "memory.usage_in_bytes (cgroup v1)")
+    return 0, "no memory cgroup found"
+
+
+memories = [cgroup_memory(c) for c in warm_ids]
+burst_wall = time.perf_counter() - burst_start
+stats = docker("stats", "--no-stream", "--format", "{{.MemUsage}}", *warm_ids[:3])
 
 print(f"{rounds} round(s), medians (ms); warm pool {pool}; load average {open('/proc/loadavg').read().split()[0]}")
 print(f"{'':40}{'sidecar':>10}{'docker CLI':>12}{'ratio':>8}   (POST /sessions alone vs docker run -d)")
@@ -362,5 +515,21 @@ print(f"{'  cells/s':40}{scale / side_wall:10.1f}{scale / plain_wall:12.1f}{(sca
 row("  p50 latency", ms(side_lat), ms(plain_lat))
 row("  p99 latency", p99(side_lat), p99(plain_lat))
 print(f"  sidecar threads {idle_threads} idle, {peak['threads']} peak; RSS {idle_rss} MiB idle, {peak['rss']} MiB peak")
-print(f"idle warm container memory (docker stats): {', '.join(stats.split(chr(10))[:pool]) or 'n/a'}")
+q = lambda xs, f: sorted(xs)[min(len(xs) - 1, int(len(xs) * f))] * 1000
+print(f"creates at concurrency: POST /sessions -> first /exec answer (print(1)); pool of {burst_pool}, full before "
+      f"each burst (first fill {first_fill:.0f} s); SANDBOX_MAX_CONCURRENT_CREATES and _EXECS {burst_room}; "
+      f"this section took {burst_wall:.0f} s")
+print(f"{'  at once':12}{'hit p50':>9}{'hit p99':>9}{'miss p50':>10}{'miss p99':>10}{'CLI p50':>9}{'CLI p99':>9}"
+      f"{'refill s':>10}{'calls/hit':>11}{'starts at once':>16}")
+for n in levels:
+    print(f"{n:>12}{q(burst_hit[n], 0.5):9.0f}{q(burst_hit[n], 0.99):9.0f}{q(burst_miss[n], 0.5):10.0f}"
+          f"{q(burst_miss[n], 0.99):10.0f}{q(burst_plain[n], 0.5):9.0f}{q(burst_plain[n], 0.99):9.0f}"
+          f"{refill[n]:10.1f}{calls_per_hit[n]:11.1f}{starts_in_flight[n]:16d}")
+print("  (refill: from the burst's start until /healthz says the pool is full again; calls/hit: the gate's "
+      "audit records of a hit's own, the pool's refill left out; CLI: docker run -d + docker exec; 1 at once: "
+      "5 in a row)")
+sizes = sorted(m for m, _ in memories)
+print(f"idle warm container memory, {memories[0][1] if memories else 'n/a'}: median "
+      f"{statistics.median(sizes) / 2**20 if sizes else 0:.1f} MiB of {len(sizes)} (min {sizes[0] / 2**20 if sizes else 0:.1f}, "
+      f"max {sizes[-1] / 2**20 if sizes else 0:.1f}); docker stats: {', '.join(stats.split(chr(10))[:3]) or 'n/a'}")
 PY

@@ -4,7 +4,9 @@
 #
 # (docs/design.md, "Cell walls".) After its hello the runner imports
 # WARM_MODULES (those the image has; the rest skipped) and captures, once, the environment
-# a plain cell gets (`sh -c 'exec timeout ... env -0'`: the shell's PWD, its order). A cell
+# a plain cell gets (`sh -c 'exec timeout ... env -0'`: the shell's PWD, its order), on a
+# thread of its own while it answers requests (WarmUp: a cell that comes before that has
+# ended runs as the exec, and no fork is made while the thread lives). A cell
 # sent with its timeout is then a fork, not an exec of python3, in the plain path's shape:
 # the runner forks a stand-in for `timeout` (a session of its own, the cell's pipes on 0-2,
 # every other fd closed, TERM to its group at T then CONT, KILL 2 s later, 124 / 137 /
@@ -44,16 +46,20 @@ WARM_MODULES = ("numpy", "pandas", "matplotlib", "matplotlib.pyplot")
 
 
 
-def warm_up():
+def warm_up(captured=None, no_cells=None):
     """The fork server's state: the modules imported, the plain cell's environment. None
     (cells run as execs) if the environment has PYTHON* variables beyond HONOURED or cannot
-    be captured."""
+    be captured. `captured` (an Event) is set once the capture's command has ended;
+    `no_cells` (a lock) is held while no cell may run (warm_imports)."""
     try:
         got = subprocess.run(["sh", "-c", "exec timeout 10s env -0"], stdin=subprocess.DEVNULL,
                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, close_fds=True,
                              start_new_session=True, timeout=20)
     except (OSError, subprocess.SubprocessError):
         return None
+    finally:
+        if captured is not None:
+            captured.set()
     if got.returncode != 0:
         return None
     env = []
@@ -65,8 +71,77 @@ def warm_up():
     if any(k.startswith(b"PYTHON") and k not in HONOURED for k, _ in env) or any(
             k.startswith(b"PYTHON") and k not in HONOURED for k in os.environb):
         return None
-    warm_imports(dict(env).get(b"MPLBACKEND", b"").lower() == b"agg")
+    warm_imports(dict(env).get(b"MPLBACKEND", b"").lower() == b"agg", no_cells)
     return env
+
+
+# The warm-up beside the requests. A new session's first answer and its first cell wait
+# for none of it (issue 43: the data stack's imports took ~1.2 s of a pool miss): the
+# runner answers its requests on the main thread while this thread captures the
+# environment and imports WARM_MODULES; cells that come meanwhile run as execs, exactly the
+# plain path's processes (no fork is made while the thread lives: a fork would copy module
+# locks and half-imported modules the thread holds). What the thread changes for its
+# imports (the cwd, HOME, MPLCONFIGDIR: warm_imports) is the process's, so the commands
+# started meanwhile get the runner's own cwd and environment as it had them at its start
+# (child_place), and the kill sweep waits for the capture's command (capture_ended), which
+# it would otherwise end. While it imports matplotlib (whose configuration directory is
+# the session user's to write) no cell runs (cell_turn, warm_imports). The switch interval
+# is short meanwhile, so the main thread gets the interpreter within a fraction of a
+# millisecond of asking.
+class WarmUp:
+    def __init__(self):
+        import threading
+        global _warming
+        self.cwd, self.env = os.getcwd(), dict(os.environb)
+        self.captured = threading.Event()
+        self.no_cells = threading.Lock()  # see warm_imports
+        self._ended, self._ending = os.pipe()  # EOF once the thread is done
+        self._switch = sys.getswitchinterval()
+        self._result = None
+        sys.setswitchinterval(0.0005)
+        _warming = self
+        self._thread = threading.Thread(target=self._run, name="dockgate-warm-up", daemon=True)
+        self._thread.start()
+
+    def _run(self):
+        try:
+            self._result = warm_up(self.captured, self.no_cells)
+        finally:
+            self.captured.set()
+            os.close(self._ending)
+
+    def ended_before(self, fd):
+        """Waits until `fd` is readable or the warm-up has ended; whether it has ended."""
+        import select
+        return self._ended in select.select([fd, self._ended], [], [])[0]
+
+    def result(self):
+        """The warm-up's result (warm_up's), once it has ended (waited for)."""
+        global _warming
+        self._thread.join()
+        os.close(self._ended)
+        sys.setswitchinterval(self._switch)
+        _warming = None
+        return self._result
+
+
+_warming = None
+
+
+def child_place():
+    """Popen's cwd and env for a command started while the warm-up runs (see WarmUp)."""
+    return {} if _warming is None else {"cwd": _warming.cwd, "env": _warming.env}
+
+
+def capture_ended():
+    if _warming is not None:
+        _warming.captured.wait()
+
+
+def cell_turn():
+    """Held by a cell from its start to its sweep while the warm-up runs (warm_imports)."""
+    import contextlib
+    return _warming.no_cells if _warming is not None else contextlib.nullcontext()
 
 
 # Where an import reads files the session user can write, the runner would parse them, or
@@ -76,28 +151,33 @@ def warm_up():
 # private directory (seeded with the image's font list, as dockgate_mplcache seeds a
 # home) and no home: what they read is the image's, and root's. A cell whose own files
 # would change what those imports load runs as the exec (fork_fits).
+# That private directory is the session user's (the runner's uid), so no cell may run
+# from its making to the end of matplotlib's imports: the warm-up holds `no_cells` (the
+# lock every cell holds from its start to its sweep: cell_turn) meanwhile, so no process
+# of a cell exists to touch it, as when the warm-up came before every cell. numpy and
+# pandas, imported before it while cells may run, read nothing outside the image's
+# packages (from /, with no home and -I).
 MPL_SEED = "/usr/share/dockgate/matplotlib"
 
 
-def warm_imports(agg):
-    import tempfile
+def warm_imports(agg, no_cells=None):
+    import contextlib
     saved, cwd = dict(os.environb), os.getcwd()
-    private = tempfile.mkdtemp(prefix="dockgate-warm-", dir="/tmp")
+    configured = False
     try:
-        try:
-            for name in os.listdir(MPL_SEED):
-                with open(os.path.join(MPL_SEED, name), "rb") as i, open(os.path.join(private, name), "wb") as o:
-                    o.write(i.read())
-        except OSError:
-            pass
         for key in (b"MATPLOTLIBRC", b"XDG_CONFIG_HOME", b"XDG_CACHE_HOME"):
             os.environb.pop(key, None)
-        os.environb[b"MPLCONFIGDIR"] = os.fsencode(private)
         os.environb[b"HOME"] = b"/nonexistent"
         os.chdir("/")
         for name in WARM_MODULES:
             if name == "matplotlib.pyplot" and not agg:
                 continue
+            if name.startswith("matplotlib") and not configured:
+                # From here to the end no cell runs (held until the function returns).
+                configured = True
+                no_cells = no_cells if no_cells is not None else contextlib.nullcontext()
+                no_cells.__enter__()
+                os.environb[b"MPLCONFIGDIR"] = os.fsencode(private_config())
             try:
                 __import__(name)
             except Exception:  # absent or broken: a cell imports it itself, as before
@@ -106,6 +186,22 @@ def warm_imports(agg):
         os.chdir(cwd)
         os.environb.clear()
         os.environb.update(saved)
+        if configured:
+            no_cells.__exit__(None, None, None)
+
+
+def private_config():
+    """A new directory for matplotlib's configuration and caches, seeded with the image's
+    font list."""
+    import tempfile
+    private = tempfile.mkdtemp(prefix="dockgate-warm-", dir="/tmp")
+    try:
+        for name in os.listdir(MPL_SEED):
+            with open(os.path.join(MPL_SEED, name), "rb") as i, open(os.path.join(private, name), "wb") as o:
+                o.write(i.read())
+    except OSError:
+        pass
+    return private
 
 
 def fork_fits(env, cell_path):

@@ -25,11 +25,15 @@
 #   at the first thing it does not expect.
 #
 # The fork server (forkserver.py, appended to this file in the program the sidecar sends):
-# after its hello the runner warms up; a cell sent with its timeout is a fork of it.
+# after its hello the runner warms up on a thread of its own while it answers requests
+# (cells run as execs until the warm-up has ended); a cell sent with its timeout is then a
+# fork of it.
 #
 # Requests (stdin): u32 length, then u8 op, u32 output cap (per stream), u32 count of
 # lists, each list u32 count of items, each item u32 length and bytes.
 #   op R, lists [argv, [stdin]]: run argv (`cat -- <artifact>`).
+#   op W, no lists: answered (S, then X "0 0 0", or "1 0 0" where the fork server is off)
+#     once the warm-up has ended: the warm pool's wait for a warm runner.
 #   op C, lists [argv, [code], [cell, before file, oom file, outputs dir], sweep argv]:
 #     a cell, as the sidecar's plain path runs it in two execs: the OOM-kill count and
 #     the outputs listing recorded (also to the two files, for a plain clean-up should
@@ -97,12 +101,23 @@ def main():
     channel = Channel()  # protocol.py
     send = channel.send
     send(b"H", b"dockgate-runner 2 %d" % os.getpid())
-    warm = warm_up()
-    ready = next_pair(warm)  # the next cell's fork, made while no cell runs
+    # The warm-up goes on beside the requests (forkserver.py WarmUp): until it has ended
+    # `warm` is None and cells run as execs; the request W waits for it.
+    warming = WarmUp()
+    warm = ready = None
     while True:
+        if warming is not None and warming.ended_before(channel.requests):
+            warm, warming = warming.result(), None
+            ready = next_pair(warm)  # the next cell's fork, made while no cell runs
         op, cap, lists = channel.request()
         if op == b"R" and len(lists) == 2 and len(lists[1]) == 1:
             run(lists[0], lists[1][0], cap, send)
+        elif op == b"W" and not lists:
+            if warming is not None:
+                warm, warming = warming.result(), None
+                ready = next_pair(warm)
+            send(b"S")
+            send(b"X", b"0 0 0" if warm is not None else b"1 0 0")
         elif op == b"C" and len(lists) in (4, 5) and len(lists[1]) == 1 and len(lists[2]) == 4:
             # A fifth list, [timeout ms]: the cell may be a fork of this warm interpreter.
             fork_ms = None
@@ -110,7 +125,8 @@ def main():
                 fork_ms = int(lists[4][0])
             if fork_ms is None and ready is not None:
                 ready.discard()
-            cell(lists[0], lists[1][0], *lists[2], lists[3], cap, send, (warm, ready, fork_ms) if fork_ms else None)
+            with cell_turn():  # (forkserver.py: not while the warm-up reads matplotlib's files)
+                cell(lists[0], lists[1][0], *lists[2], lists[3], cap, send, (warm, ready, fork_ms) if fork_ms else None)
             # A cell changed what the next one would inherit from this runner: its answer
             # is whole; the runner ends (after its sweep, no process of the cell is left
             # to meet the next one) and the sidecar starts another.
@@ -161,6 +177,9 @@ def cell(argv, code, cell_path, before_file, oom_file, outputs, sweep, cap, send
         send(b"S")
         send(b"E", ("cannot create %s: %s\n" % (os.fsdecode(cell_path), failed.strerror)).encode()[:cap])
         send(b"X", b"125 0 0")
+    # The sweep ends every process of the session user but this one: not before the
+    # warm-up's own command has ended (WarmUp.captured).
+    capture_ended()
     if sweep:
         subprocess.run(sweep, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                        close_fds=True, start_new_session=True)
@@ -180,7 +199,7 @@ def run(argv, stdin_data, cap, send, fork=None):
         else:
             # A session of its own, as each docker exec's process has.
             proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                    close_fds=True, start_new_session=True)
+                                    close_fds=True, start_new_session=True, **child_place())
     except OSError:
         # docker exec answers 126/127 through the shell; without one, "cannot run" is 127.
         send(b"S")

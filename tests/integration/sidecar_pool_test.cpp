@@ -84,6 +84,15 @@ TEST_CASE(
     warm = wait_for_pool(instance, 3);
     INFO(sidecar.log());
     REQUIRE(warm.size() == 3);
+    // /healthz counts them once their runners are warm (scripts/bench-sidecar.sh waits
+    // for it).
+    std::string health;
+    for (int i = 0; i < 300; ++i) {
+      health = sidecar.call("GET", "/healthz", "", "").body;
+      if (health.find(R"("warm_pool":3)") != std::string::npos) break;
+      std::this_thread::sleep_for(100ms);
+    }
+    CHECK(health.find(R"("warm_pool":3)") != std::string::npos);
     // A warm container carries no request's data: no archive key, storage or restore.
     CHECK(inspect(warm[0], "{{index .Config.Labels \"sandbox.archive_key\"}}").empty());
     CHECK(inspect(warm[0], "{{.State.Running}}") == "true");

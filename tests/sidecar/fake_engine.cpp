@@ -65,6 +65,7 @@ engine_answer fake_engine::image_inspect(std::string_view ref, timeout) const {
 }
 
 engine_answer fake_engine::create(std::string_view name, std::string_view body, timeout) const {
+  if (on_create) on_create(name);
   std::lock_guard l(mutex_);
   if (auto f = injected("create", name)) return *f;
   for (const auto& [id, c] : by_id_)

@@ -66,6 +66,9 @@ class fake_engine final : public container_engine {
   std::function<std::optional<client::exec_stream>(
       const container&, const std::vector<std::string>&, std::string* error)>
       on_attach;
+  // Called with the name of every create before it is answered (outside the fake's lock):
+  // a test can hold creates there.
+  std::function<void(std::string_view name)> on_create;
   bool image_present = true;
   // What top answers for every running container (its "Processes": pid, uid, stat,
   // threads). Default: the container's own init, as the keep-alive's uid

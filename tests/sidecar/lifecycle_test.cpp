@@ -7,12 +7,17 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <condition_variable>
 #include <filesystem>
 #include <future>
+#include <mutex>
 #include <thread>
 
+#include "cells/runner.hpp"
+#include "core/session_executors.hpp"
 #include "engine/labels.hpp"
 #include "fake_engine.hpp"
+#include "fake_runner.hpp"
 #include "sessions/pool/pool_sessions.hpp"
 #include "sessions/session.hpp"
 #include "sessions/session_containers.hpp"
@@ -164,6 +169,87 @@ TEST_CASE("lifecycle: a pool hit claims the warm container and records the claim
   CHECK(r.engine.find(warm->id));  // the session's: not removed with the pool
 }
 
+TEST_CASE(
+    "lifecycle: a warm container joins the pool once its runner has warmed up, a claim's round "
+    "trip starts no process, a miss waits for no warm-up",
+    "[lifecycle]") {
+  using testing::fake_runner;
+  using testing::frame;
+  // The runner's answers: a command at once; the warm-up's end (W) only once released.
+  std::mutex m;
+  std::condition_variable cv;
+  bool warmed = false;
+  auto answer = [&](const fake_runner::request& q) -> std::string {
+    if (q.op == 'W') {
+      std::unique_lock l(m);
+      cv.wait(l, [&] { return warmed; });
+    }
+    // A command other than the workspace's mkdir fails: the claim's round trip starts none.
+    if (q.op == 'R' && q.lists.at(0).at(0) != "mkdir") return frame('S', "") + frame('X', "1 0 0");
+    return frame('S', "") + frame('X', "0 0 0");
+  };
+  auto ops = [](fake_runner& runner) {
+    std::string out;
+    for (const auto& q : runner.requests()) out += q.op;
+    return out;
+  };
+  SECTION("the pool") {
+    fake_runner runner;
+    runner.answer = answer;
+    config c;
+    c.warm_pool = 1;
+    c.cell_runner = true;
+    rig r(c);
+    r.executors = session_executors(r.engine);
+    r.engine.on_attach = [&](const auto&, const auto&, std::string*) { return runner.attach(); };
+    r.pool.start();
+    // Made, started and its workspace made by the runner, which then waits in its warm-up.
+    for (int i = 0; i < 500 && ops(runner) != "RW"; ++i) std::this_thread::sleep_for(10ms);
+    REQUIRE(ops(runner) == "RW");
+    CHECK(r.running() == 1);
+    CHECK_FALSE(r.pool.claim(0ms));  // not in the pool yet
+    {
+      std::lock_guard l(m);
+      warmed = true;
+    }
+    cv.notify_all();
+    // Warm now: handed out (the claim's round trip, W again, answered by the runner itself).
+    std::optional<pooled_container> got;
+    for (int i = 0; i < 500 && !got; ++i) {
+      got = r.pool.claim(0ms);
+      if (!got) std::this_thread::sleep_for(10ms);
+    }
+    REQUIRE(got);
+    REQUIRE(got->runner);
+    CHECK(got->runner->usable());
+    got->runner->close();
+  }
+  SECTION("a miss") {
+    fake_runner runner;
+    runner.answer = answer;  // W would never be answered here
+    config c = no_pool();
+    c.cell_runner = true;
+    rig r(c);
+    r.executors = session_executors(r.engine);
+    r.engine.on_attach = [&](const auto&, const auto&, std::string*) { return runner.attach(); };
+    auto created = r.lifecycle.create_session(create_request{});
+    REQUIRE(created.ok());
+    auto s = r.registry.find(created->session_id);
+    REQUIRE(s);
+    REQUIRE(s->runner);
+    CHECK(s->runner->usable());
+    // Answered after the runner's hello and its mkdir, nothing more.
+    CHECK(ops(runner) == "R");
+    CHECK(r.engine.count("exec") == 0);
+    s->runner->close();
+  }
+  {
+    std::lock_guard l(m);
+    warmed = true;
+  }
+  cv.notify_all();
+}
+
 TEST_CASE("lifecycle: SANDBOX_MAX_SESSIONS refuses a create and makes nothing", "[lifecycle]") {
   config c = no_pool();
   c.max_sessions = 1;
@@ -179,6 +265,57 @@ TEST_CASE("lifecycle: SANDBOX_MAX_SESSIONS refuses a create and makes nothing", 
   CHECK(r.registry.size() == 0);
   r.engine.remove(std::string(container_prefix) + sid_of('a'), 1s);
   CHECK(r.lifecycle.create_session(create_request{}).ok());
+}
+
+TEST_CASE(
+    "lifecycle: concurrent pool misses create at the engine at once, and SANDBOX_MAX_SESSIONS "
+    "still gives its last place to one",
+    "[lifecycle]") {
+  std::mutex m;
+  std::condition_variable cv;
+  SECTION("two places: both creates in flight together") {
+    config c = no_pool();
+    c.max_sessions = 2;
+    rig r(c);
+    int in_flight = 0, most = 0;
+    r.engine.on_create = [&](std::string_view) {
+      std::unique_lock l(m);
+      most = std::max(most, ++in_flight);
+      cv.notify_all();
+      // Each create waits for the other (let go after 10 s where they cannot overlap).
+      cv.wait_for(l, 10s, [&] { return most == 2; });
+      --in_flight;
+    };
+    auto one = std::async(std::launch::async, [&] { return r.lifecycle.create_session({}); });
+    auto two = std::async(std::launch::async, [&] { return r.lifecycle.create_session({}); });
+    CHECK(one.get().ok());
+    CHECK(two.get().ok());
+    CHECK(most == 2);
+    CHECK(r.running() == 2);
+  }
+  SECTION("one place: the create in flight holds it") {
+    config c = no_pool();
+    c.max_sessions = 1;
+    rig r(c);
+    bool second_done = false;
+    r.engine.on_create = [&](std::string_view) {
+      std::unique_lock l(m);
+      cv.wait_for(l, 10s, [&] { return second_done; });
+    };
+    auto first = std::async(std::launch::async, [&] { return r.lifecycle.create_session({}); });
+    for (int i = 0; i < 500 && r.engine.count("list") == 0; ++i) std::this_thread::sleep_for(10ms);
+    auto second = r.lifecycle.create_session({});
+    {
+      std::lock_guard l(m);
+      second_done = true;
+    }
+    cv.notify_all();
+    REQUIRE_FALSE(second.ok());
+    CHECK(second.error() == refusal{refusal_kind::busy, "too many active sessions"});
+    CHECK(first.get().ok());
+    CHECK(r.engine.count("create") == 1);
+    CHECK(r.running() == 1);
+  }
 }
 
 TEST_CASE("lifecycle: a create that fails at any step leaves no container behind", "[lifecycle]") {

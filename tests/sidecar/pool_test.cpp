@@ -24,9 +24,10 @@ struct fake_engine {
   int next = 0;
   int fail_next = 0;
   std::size_t limit = 1000;
-  std::chrono::milliseconds delay{0};  // how long a create takes
-  std::set<std::string> frozen;        // containers that cannot run a cell (hooks::ready)
-  std::vector<std::string> readied;    // the containers hooks::ready was asked about
+  std::chrono::milliseconds delay{0};      // how long a create takes
+  std::set<std::string> frozen;            // containers that cannot run a cell (hooks::ready)
+  std::vector<std::string> readied;        // the containers hooks::ready was asked about
+  int claims_asked = 0, checks_asked = 0;  // by a claim, by the pool's own check
   std::vector<std::chrono::steady_clock::time_point> attempts;
   std::atomic<int> creates_begun{0};  // the pool marks a fill in flight before it calls create
 
@@ -64,9 +65,10 @@ struct fake_engine {
       std::lock_guard g(m);
       return live;
     };
-    h.ready = [this](pooled_container& c) {
+    h.ready = [this](pooled_container& c, bool claiming) {
       std::lock_guard g(m);
       readied.push_back(c.id);
+      (claiming ? claims_asked : checks_asked)++;
       return !frozen.contains(c.id);
     };
     return h;
@@ -281,6 +283,10 @@ TEST_CASE("warm pool: the check removes containers that cannot run a cell now",
   std::set<std::string> claimed;
   for (int i = 0; i < 2; ++i) claimed.insert(pool.claim()->id);
   CHECK(claimed == std::set<std::string>{"id0", "id2"});
+  // The check asked as the pool's own (its longer bound), the claims as claims.
+  std::lock_guard g(engine.m);
+  CHECK(engine.claims_asked == 2);
+  CHECK(engine.checks_asked >= 2);
 }
 
 TEST_CASE("warm pool: the check's sweep is told every container the pool made that may still exist",

@@ -4,6 +4,7 @@
 #include "cells/runner.hpp"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -13,9 +14,13 @@
 #include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
 #include <set>
 #include <thread>
 
@@ -173,11 +178,10 @@ namespace {
 struct local_runner {
   pid_t pid = -1;
   int to = -1, from = -1;
-  local_runner() {
+  explicit local_runner(std::string program = std::string(runner_program)) {
     int in[2], out[2];
     REQUIRE(::pipe2(in, O_CLOEXEC) == 0);
     REQUIRE(::pipe2(out, O_CLOEXEC) == 0);
-    const std::string program(runner_program);
     pid = ::fork();
     if (pid == 0) {
       ::dup2(in[0], 0);
@@ -472,6 +476,127 @@ std::string on_stdout(const std::string& runner_bytes) {
 const std::string hello = frame('H', "dockgate-runner 2 42");
 
 }  // namespace
+
+TEST_CASE(
+    "the runner program answers before its warm-up has ended: commands and cells run as execs "
+    "until then but never while matplotlib's private directory is read, W waits for it, and "
+    "cells are forks after",
+    "[sidecar][runner]") {
+  char tmpl[] = "/tmp/dockgate-runner-warm-XXXXXX";
+  REQUIRE(::mkdtemp(tmpl));
+  const std::string dir = tmpl;
+  // A warm module that is imported only once the test lets it (the host has no data stack):
+  // the program's WARM_MODULES replaced by it, found on a path put first for it.
+  // (Not in the cell's directory: a module there by a name the runner imported makes the
+  // cell an exec, forkserver.py fork_fits.)
+  const std::string release = dir + "/release", modules_dir = dir + "/modules";
+  std::filesystem::create_directories(modules_dir);
+  std::ofstream(modules_dir + "/dockgate_slow_warm.py")
+      << "import os, time\nwhile not os.path.exists('" << release << "'):\n    time.sleep(0.005)\n";
+  // A stand-in for matplotlib: it says where it was imported from, then waits too.
+  const std::string entered = dir + "/entered", release_mpl = dir + "/release-mpl";
+  std::ofstream(modules_dir + "/matplotlib.py")
+      << "import os, time\nopen('" << entered
+      << "', 'w').write(os.getcwd() + ' ' + os.environ.get('MPLCONFIGDIR', ''))\nwhile not "
+         "os.path.exists('"
+      << release_mpl << "'):\n    time.sleep(0.005)\n";
+  std::string program(runner_program);
+  const std::string modules =
+      R"(WARM_MODULES = ("numpy", "pandas", "matplotlib", "matplotlib.pyplot"))";
+  const auto at = program.find(modules);
+  REQUIRE(at != std::string::npos);
+  program.replace(at, modules.size(),
+                  R"(WARM_MODULES = ("dockgate_slow_warm", "matplotlib")\nsys.path.insert(0, \')" +
+                      modules_dir + R"(\'))");
+  // A runner that waits for its warm-up before it answers is let go after 30 s (and fails).
+  std::mutex m;
+  std::condition_variable cv;
+  bool finished = false;
+  std::thread watchdog([&] {
+    std::unique_lock l(m);
+    if (!cv.wait_for(l, std::chrono::seconds(30), [&] { return finished; })) {
+      std::ofstream(release) << "";
+      std::ofstream(release_mpl) << "";
+    }
+  });
+  struct stop_watchdog {
+    std::mutex& m;
+    std::condition_variable& cv;
+    bool& finished;
+    std::thread& t;
+    ~stop_watchdog() {
+      {
+        std::lock_guard l(m);
+        finished = true;
+      }
+      cv.notify_all();
+      t.join();
+    }
+  } stop{m, cv, finished, watchdog};
+  local_runner r(program);
+  REQUIRE(r.next());
+  using k = runner_frames::kind;
+  // A command while the module's import waits: answered, in the runner's own cwd and
+  // environment (the warm-up's imports run from / with HOME=/nonexistent meanwhile).
+  auto place = r.run({"sh", "-c", "pwd; echo \"$HOME\""}, {}, 1024);
+  CHECK_FALSE(std::filesystem::exists(release));  // answered while the import waits
+  const char* home = std::getenv("HOME");
+  CHECK(joined(place, k::out) ==
+        std::filesystem::current_path().string() + "\n" + (home ? home : "") + "\n");
+  CHECK(place.back().payload == "0 0 0");
+  // A cell sent with its timeout, before the warm-up has ended: an exec of python3 (a
+  // fresh interpreter has not imported ctypes; a fork of the runner has).
+  const std::string cell = dir + "/cell.py", outputs = dir + "/outputs";
+  std::filesystem::create_directories(outputs);
+  auto run_cell = [&] {
+    return r.exchange(runner_request('C', 1024,
+                                     {{"python3", cell},
+                                      {"import sys\nprint('ctypes' in sys.modules)\n"},
+                                      {cell, dir + "/before", dir + "/oom", outputs},
+                                      {"true"},
+                                      {"5000"}}),
+                      k::done);
+  };
+  CHECK(joined(run_cell(), k::out) == "False\n");
+  CHECK_FALSE(std::filesystem::exists(release));
+  // matplotlib's import: from /, its configuration in a new private directory; a cell
+  // sent meanwhile waits for its end (no process of a cell may touch that directory).
+  std::ofstream(release) << "";
+  for (int i = 0; i < 3000 && !std::filesystem::exists(entered); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  std::string where;
+  std::getline(std::ifstream(entered), where);
+  CHECK(where.starts_with("/ /tmp/dockgate-warm-"));
+  const auto late = runner_request('C', 1024,
+                                   {{"python3", cell},
+                                    {"print(1)\n"},
+                                    {cell, dir + "/before", dir + "/oom", outputs},
+                                    {"true"},
+                                    {"5000"}});
+  REQUIRE(::write(r.to, late.data(), late.size()) == static_cast<ssize_t>(late.size()));
+  pollfd quiet{r.from, POLLIN, 0};
+  CHECK(::poll(&quiet, 1, 200) == 0);
+  // W is answered only once the warm-up has ended.
+  const auto wait = runner_request('W', 0, {});
+  REQUIRE(::write(r.to, wait.data(), wait.size()) == static_cast<ssize_t>(wait.size()));
+  std::ofstream(release_mpl) << "";
+  std::vector<runner_frames::frame> late_answer;
+  while (auto f = r.next()) {
+    late_answer.push_back(*f);
+    if (f->type == k::done) break;
+  }
+  CHECK(joined(late_answer, k::out) == "1\n");
+  auto warmed = std::vector<runner_frames::frame>{};
+  while (auto f = r.next()) {
+    warmed.push_back(*f);
+    if (f->type == k::exit) break;
+  }
+  REQUIRE(warmed.size() == 2);
+  CHECK(warmed.front().type == k::started);
+  CHECK(warmed.back().payload == "0 0 0");  // the fork server is on
+  CHECK(joined(run_cell(), k::out) == "True\n");
+  std::filesystem::remove_all(dir);
+}
 
 TEST_CASE("a runner that breaks the protocol is dropped, what it sends is capped and never trusted",
           "[sidecar][runner]") {

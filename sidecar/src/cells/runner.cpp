@@ -336,6 +336,12 @@ cell_runner::run_result cell_runner::run(
                   on_output);
 }
 
+bool cell_runner::await_warm_up(const patience& wait) {
+  // Answered as a command (started, then exit) once the warm-up has ended; its status
+  // says whether the fork server is on, which either way leaves a runner that serves.
+  return exchange(runner_request('W', 0, {}), 0, wait, nullptr).state == outcome::done;
+}
+
 cell_runner::cell_result cell_runner::run_cell(
     const runner_cell& c, std::size_t cap, const patience& wait,
     const std::function<void(int, std::string_view)>& on_output, std::size_t listing_cap,

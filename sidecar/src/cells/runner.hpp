@@ -169,6 +169,10 @@ class cell_runner {
                           const std::function<void(int, std::string_view)>& on_output,
                           std::size_t listing_cap, const patience& cleanup, std::string* status,
                           bool structured = false);
+  // Waits until the runner's warm-up (its fork server's imports, which go on beside its
+  // requests: forkserver.py WarmUp) has ended; false if the runner failed meanwhile (it
+  // is closed then). The warm pool's: a miss never waits for it.
+  bool await_warm_up(const patience& wait);
   bool usable() const { return stream_.has_value(); }
   // Open, and nothing came from the runner since its last answer, not even EOF (asked
   // without waiting; false whenever unsure, e.g. over TLS). The runner is a process of its

@@ -15,9 +15,8 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// How long a warm container's runner has to answer the claim's round trip: a few ms when
-// it runs (a fork and exec of `true` in the container), never when it is frozen.
-constexpr auto warm_check_timeout = 100ms;
+// A warm container's warm-up (the data stack's imports): about a second on an idle host.
+constexpr auto warm_up_timeout = 60s;
 // A kernel driver's start: an IPython start on a loaded host.
 constexpr auto kernel_start_timeout = 90s;
 
@@ -37,9 +36,14 @@ executor_hooks session_executors(const container_engine& engine) {
               : made.why;
     return nullptr;
   };
-  h.runner_ready = [](cell_runner& runner) {
-    auto r = runner.run({"true"}, {}, 64, {warm_check_timeout, warm_check_timeout, {}}, nullptr);
-    return r.state == cell_runner::outcome::done && r.result.exit_code == 0;
+  h.runner_ready = [](cell_runner& runner, std::chrono::milliseconds within) {
+    // W: a warm runner (every pool container's: it joined the pool after its warm-up)
+    // answers it at once, with no process of its own to start (a fork and exec of `true`
+    // cost each claim a few ms of CPU, which 50 claims at once pay together).
+    return runner.await_warm_up({within, within, {}});
+  };
+  h.runner_warm = [](cell_runner& runner) {
+    return runner.await_warm_up({warm_up_timeout, warm_up_timeout, {}});
   };
   h.start_kernel = [&engine](session& s) {
     // A kernel session's container runs no cell runner (the driver's sweep would end it,

@@ -148,6 +148,9 @@ http_reply service::healthz() {
   client::append_json_string(body, config_.image);
   body += ",\"image_ready\":";
   body += ready ? "true" : "false";
+  // The warm containers ready to be claimed now (their runners warm): what a burst of
+  // creates can take without a miss.
+  body += ",\"warm_pool\":" + std::to_string(rooms_->core.pool.size());
   return {ready ? 200u : 503u, body + "}"};
 }
 

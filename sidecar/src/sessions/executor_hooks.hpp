@@ -5,6 +5,7 @@
 // their own. A session holds its executors as opaque pointers (session.hpp); only these
 // hooks act on them. Internal to the sidecar library.
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -26,8 +27,14 @@ struct executor_hooks {
       const std::string& container, const std::vector<std::string>& mkdir, std::string& why)>
       start_runner;
   // Whether a warm container's runner answers a round trip now, within a short bound (a
-  // frozen or stopped one never does). Unset: no runner is ever ready.
-  std::function<bool(cell_runner& runner)> runner_ready;
+  // frozen or stopped one never does), with no process started for it (the runner's W,
+  // answered at once once warm). Unset: no runner is ever ready.
+  std::function<bool(cell_runner& runner, std::chrono::milliseconds within)> runner_ready;
+  // Waits until a runner's warm-up (its fork server's imports, which go on after its
+  // hello beside the requests it answers) has ended: the warm pool hands out only warm
+  // runners, a pool miss's answer waits for none. false: the runner failed meanwhile.
+  // Unset: not waited for.
+  std::function<bool(cell_runner& runner)> runner_warm;
   // A kernel session's kernel driver started in its container (its cell runner, if it
   // has one, closed first: a kernel session runs none); "" when it runs, else the error.
   // Unset: every kernel start fails.

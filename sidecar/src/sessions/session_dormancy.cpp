@@ -155,12 +155,8 @@ std::optional<refusal> session_lifecycle::remake_container(session& s) {
     if (restore.report.status == "none") say(s, "its archive is gone: it comes back empty");
   }
   std::string container_id = std::string(container_prefix) + s.id;
-  {
-    std::lock_guard g(limit_.mutex);
-    if (at_session_limit()) return refuse(refusal_kind::busy, "too many active sessions");
-    const std::string name = container_id;
-    if (auto failed = create_and_start(name, s, container_id)) return failed;
-  }
+  if (!take_place()) return refuse(refusal_kind::busy, "too many active sessions");
+  if (auto failed = create_and_start(std::string(container_id), s, container_id)) return failed;
   s.container = container_id;
   if (auto refused = ready_workspace(s, false, restore)) {
     s.container.clear();

@@ -189,11 +189,7 @@ std::optional<refusal> session_lifecycle::place_session(const create_request& r,
                                                         prepared_restore& restore,
                                                         std::optional<pooled_container>& warm,
                                                         std::string& container_id) {
-  {
-    std::lock_guard g(limit_.mutex);
-    const std::string name = container_id;
-    if (!at_session_limit()) return create_and_start(name, s, container_id);
-  }
+  if (take_place()) return create_and_start(std::string(container_id), s, container_id);
   // The room left may be held by warm containers (ready, or being made since this request
   // looked): one of those serves it; otherwise the limit is reached.
   if (poolable(r)) warm = pool_.claim(std::chrono::seconds(config_.docker_call_timeout_s));
@@ -564,11 +560,18 @@ std::optional<std::string> session_lifecycle::known_kernel(std::string_view name
   return executors_.kernel_name(name);
 }
 
+bool session_lifecycle::take_place() {
+  std::lock_guard g(limit_.mutex);
+  if (at_session_limit()) return false;
+  ++limit_.reserved;
+  return true;
+}
+
 bool session_lifecycle::at_session_limit() {
   if (config_.max_sessions <= 0) return false;
   // Running containers of this instance on the daemon (the gate confines the list to its
-  // profile's own; the instance label to this sidecar's), warm ones included, and the warm
-  // ones being made.
+  // profile's own; the instance label to this sidecar's), warm ones included, and those
+  // being made (limit_.reserved).
   std::int64_t live = 0;
   if (auto mine = containers_.own(false))
     live = static_cast<std::int64_t>(mine->size());
@@ -579,6 +582,9 @@ bool session_lifecycle::at_session_limit() {
 
 std::optional<refusal> session_lifecycle::create_and_start(const std::string& name, session& s,
                                                            std::string& container_id) {
+  // The place take_place() reserved, held until the container runs or is gone: outside
+  // the limit's mutex, so that concurrent creates overlap at the engine.
+  limit_place reserved{limit_.reserved};
   auto created = engine_.create(name, containers_.create_body(s.id, s), 60s);
   if (created.status != 201) {
     containers_.remove_unused_network(s.id);
@@ -790,14 +796,11 @@ std::optional<refusal> session_lifecycle::take_over(const session_record& record
     return refuse(refusal_kind::failed, "workspace mount failed: " + *problem);
   mount_guard mounted{mounts_, s->id, true};
   std::string container_id = name;
-  {
-    std::lock_guard g(limit_.mutex);
-    if (at_session_limit()) return refuse(refusal_kind::busy, "too many active sessions");
-    // A container left here by an earlier hold of this session (this instance's: the
-    // gate lists only the profile's own) goes first.
-    containers_.remove(name);
-    if (auto failed = create_and_start(name, *s, container_id)) return *failed;
-  }
+  if (!take_place()) return refuse(refusal_kind::busy, "too many active sessions");
+  // A container left here by an earlier hold of this session (this instance's: the gate
+  // lists only the profile's own) goes first.
+  containers_.remove(name);
+  if (auto failed = create_and_start(name, *s, container_id)) return *failed;
   s->container = container_id;
   prepared_restore none;  // the workspace is the mounted generation: nothing to unpack
   if (auto refused = ready_workspace(*s, false, none)) return *refused;

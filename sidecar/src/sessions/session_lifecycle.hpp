@@ -165,14 +165,18 @@ class session_lifecycle {
   // for this holder; false when it cannot be adopted (its container then removed).
   bool settle_adopted(session& s);
 
-  // Create and start a session container `name` for `s` (its ID in `container_id`); the
-  // refusal when either fails (the container removed).
+  // Create and start a session container `name` for `s` (its ID in `container_id`), in
+  // the place take_place() reserved (given back when it returns); the refusal when either
+  // fails (the container removed).
   std::optional<refusal> create_and_start(const std::string& name, session& s,
                                           std::string& container_id);
   // The kernel a label or record names, as it is known (executor_hooks::kernel_name).
   std::optional<std::string> known_kernel(std::string_view name) const;
   // Whether the session's place in SANDBOX_MAX_SESSIONS is taken (under limit_.mutex).
   bool at_session_limit();
+  // A place in SANDBOX_MAX_SESSIONS reserved under limit_.mutex (limit_.reserved) for a
+  // create_and_start that follows outside it; false when none is left.
+  bool take_place();
   // Rewrites a record read with `etag` to name this holder: false when another sidecar
   // wrote it first (or the store failed).
   bool claim_record(session_record record, const std::string& etag);

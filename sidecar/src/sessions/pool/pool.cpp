@@ -26,7 +26,7 @@ std::optional<pooled_container> warm_pool::claim(std::chrono::milliseconds wait)
   const auto deadline = std::chrono::steady_clock::now() + wait;
   while (auto c = take(deadline)) {
     // Outside the lock: the check is a round trip (bounded), and the container is ours.
-    if (!hooks_.ready || hooks_.ready(*c)) return c;
+    if (!hooks_.ready || hooks_.ready(*c, true)) return c;
     discard(c->id);
   }
   return std::nullopt;
@@ -199,7 +199,7 @@ void warm_pool::check() {
       ready_.erase(it);
       checking_ = true;
     }
-    const bool ok = hooks_.ready(*c);
+    const bool ok = hooks_.ready(*c, false);
     {
       std::lock_guard g(mutex_);
       checking_ = false;

@@ -63,9 +63,12 @@ class warm_pool {
     // The IDs of this instance's pool containers that run, not paused (nullopt if the
     // engine cannot say).
     std::function<std::optional<std::set<std::string>>()> running;
-    // Whether the container can run a cell now, decided within a short bound (none: every
-    // container can). Called outside the pool's lock with a container no one else holds.
-    std::function<bool(pooled_container&)> ready;
+    // Whether the container can run a cell now, decided within a bound (none: every
+    // container can): a short one when `claiming` (a request waits for it), a longer one
+    // for the pool's own check (nobody waits, and a loaded host is not to be taken for a
+    // frozen container: a good one would be removed). Called outside the pool's lock with
+    // a container no one else holds.
+    std::function<bool(pooled_container&, bool claiming)> ready;
     // At every check, on the pool's thread: removes what a sidecar killed mid-call left
     // on the engine after the start's clean-up (its creates still in flight through the
     // gate landed later): a pool container this pool did not make (`made`: those it made

@@ -60,14 +60,19 @@ void session_pool::start() {
     return ids;
   };
   // Whether a warm container can run a cell now. With its runner: a round trip through it
-  // (executor_hooks::runner_ready: `true` run and answered within 100 ms), which only a running,
+  // (executor_hooks::runner_ready: answered within 100 ms for a claim, 2 s for the pool's
+  // own check), which only a running,
   // unfrozen container whose runner lives can make. It proves more than the engine's State: a
   // paused container's runner stream is open and quiet, a killed or stopped runner leaves
   // the container running, and a freezer set outside Docker is not in State. Without one
   // (SANDBOX_CELL_RUNNER=0, or its start failed in the pool; the session's first cell
   // starts one): the engine's State, Running and neither Paused nor Restarting.
-  h.ready = [this](pooled_container& c) {
-    if (c.runner) return executors_.runner_ready && executors_.runner_ready(*c.runner);
+  h.ready = [this](pooled_container& c, bool claiming) {
+    // A claim's bound is what a frozen container costs the request that finds it; the
+    // pool's check, which nobody waits for, gives a runner on a loaded host its time (a
+    // frozen one never answers either way).
+    const std::chrono::milliseconds within = claiming ? 100ms : 2000ms;
+    if (c.runner) return executors_.runner_ready && executors_.runner_ready(*c.runner, within);
     auto r = engine_.inspect(c.id, 10s);
     return r.status == 200 && inspect_runs_now(r.body);
   };
@@ -106,6 +111,10 @@ void session_pool::wake() {
   if (pool_) pool_->wake();
 }
 
+std::size_t session_pool::size() const {
+  return pool_ ? pool_->size() : 0;
+}
+
 std::optional<pooled_container> session_pool::create(std::string& error, bool& full) {
   pooled_container c;
   c.image_id = containers_.image_id();
@@ -132,10 +141,7 @@ std::optional<pooled_container> session_pool::create(std::string& error, bool& f
     ++limit_.reserved;
   }
   // Held until the container runs (then the engine's list counts it) or is gone.
-  struct reservation {
-    std::atomic<std::int64_t>& n;
-    ~reservation() { --n; }
-  } reserved{limit_.reserved};
+  limit_place reserved{limit_.reserved};
   session blank;  // no request yet: create_body writes none of a session's labels
   auto created = engine_.create(
       name, containers_.create_body(c.sid, blank, session_containers::body_kind::pool), 60s);
@@ -166,6 +172,11 @@ std::optional<pooled_container> session_pool::create(std::string& error, bool& f
   // so that a claimed container's first cell is as fast as its next (create_session does
   // the same for a cold one).
   error = containers_.make_workspace(c.id, &c.runner);
+  // A runner answers at its hello, before its warm-up (the data stack's imports) has ended:
+  // a pool container waits for it here, off every request's path, so that a hit's first
+  // cell is a fork of a warm interpreter.
+  if (error.empty() && c.runner && executors_.runner_warm && !executors_.runner_warm(*c.runner))
+    error = "the cell runner failed during its warm-up";
   if (!error.empty()) {
     containers_.remove(c.id);
     return std::nullopt;

@@ -46,6 +46,8 @@ class session_pool {
   std::optional<pooled_container> claim(std::chrono::milliseconds wait);
   // A session ended: SANDBOX_MAX_SESSIONS may have room again.
   void wake();
+  // The containers ready to be claimed now (0 without a pool).
+  std::size_t size() const;
   // The claim record of a session on a warm container, written before its answer; "" or
   // why not.
   std::string write_claim_record(const session& s);
