@@ -356,6 +356,71 @@ TEST_CASE(
   sh("rm -rf " + dir);
 }
 
+TEST_CASE(
+    "the fork server: the stand-in ends with the status its cell queued as it exits, from no "
+    "other process",
+    "[sidecar][runner]") {
+  char tmpl[] = "/tmp/dockgate-runner-report-XXXXXX";
+  REQUIRE(::mkdtemp(tmpl));
+  const std::string dir = tmpl;
+  auto sh = [](const std::string& cmd) { REQUIRE(std::system(cmd.c_str()) == 0); };
+  local_runner r;
+  REQUIRE(r.next());
+  int n = 0;
+  // A cell as the sidecar sends it with its timeout (a fork of the warm interpreter where
+  // the host's python3 allows one); the sweep here kills only what the cell recorded.
+  auto cell = [&](const std::string& code, const std::string& timeout_ms = "60000") {
+    const std::string path = dir + "/cell" + std::to_string(++n) + ".py";
+    auto got = r.exchange(
+        runner_request(
+            'C', 1024,
+            {{"python3", path},
+             {code},
+             {path, dir + "/before", dir + "/oom", dir + "/outputs"},
+             {"sh", "-c",
+              "kill -9 $(cat " + dir + "/pids 2>/dev/null) 2>/dev/null; rm -f " + dir + "/pids"},
+             {timeout_ms}}),
+        runner_frames::kind::done);
+    const auto exit_at = std::find_if(
+        got.begin(), got.end(), [](const auto& f) { return f.type == runner_frames::kind::exit; });
+    return std::make_pair(joined(got, runner_frames::kind::out),
+                          exit_at == got.end() ? std::string() : exit_at->payload);
+  };
+  const std::string queue =
+      "import ctypes, os, signal, sys, time\n"
+      "open('" +
+      dir +
+      "/pids', 'a').write('%d ' % os.getpid())\n"
+      "def queue(pid, status):\n"
+      "    ctypes.CDLL(None).sigqueue(pid, signal.SIGRTMIN, ctypes.c_long(status))\n"
+      "print('ctypes' in sys.modules and 'fork', flush=True)\n";
+  const std::string forked = cell(queue).first;
+  if (forked != "fork\n") {
+    WARN("the host's python3 runs cells as execs here (" << forked << "): nothing to check");
+    sh("rm -rf " + dir);
+    return;
+  }
+  // What finish() queues right before the cell's exit ends the stand-in with it, without
+  // waiting for the cell's process to be reaped: this one would run to its timeout (124).
+  auto [out, status] = cell(queue + "queue(os.getppid(), 7)\ntime.sleep(3600)\n", "2000");
+  CHECK(out == "fork\n");
+  CHECK(status == "7 0 0");
+  // A status queued by any other process (here the cell's own child) is not the cell's.
+  auto [out2, status2] = cell(queue +
+                              "stand_in = os.getppid()\n"
+                              "child = os.fork()\n"
+                              "if child == 0:\n"
+                              "    queue(stand_in, 9)\n"
+                              "    os._exit(0)\n"
+                              "os.waitpid(child, 0)\n"
+                              "sys.exit(3)\n");
+  CHECK(out2 == "fork\n");
+  CHECK(status2 == "3 0 0");
+  // A plain exit: its status, as before.
+  CHECK(cell("import sys\nsys.exit(5)\n").second == "5 0 0");
+  sh("rm -rf " + dir);
+}
+
 namespace {
 
 // A fake Engine API on a unix socket: exec create answers an Id, exec start upgrades and
