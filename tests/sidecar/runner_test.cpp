@@ -16,7 +16,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "cells/kernel.hpp"
@@ -419,6 +422,70 @@ TEST_CASE(
   // A plain exit: its status, as before.
   CHECK(cell("import sys\nsys.exit(5)\n").second == "5 0 0");
   sh("rm -rf " + dir);
+}
+
+namespace {
+
+// The PIDs whose parent is `parent` (/proc/PID/stat, the field after the state).
+std::vector<pid_t> children_of(pid_t parent) {
+  std::vector<pid_t> out;
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = e.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream f(e.path() / "stat");
+    std::string line;
+    std::getline(f, line);
+    const auto cut = line.rfind(") ");
+    if (cut == std::string::npos) continue;
+    std::istringstream rest(line.substr(cut + 2));
+    std::string state;
+    pid_t ppid = 0;
+    if (rest >> state >> ppid && ppid == parent) out.push_back(std::stoi(name));
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "the fork server: asked to, the runner makes the next cell's fork only after a pause "
+    "without requests",
+    "[sidecar][runner]") {
+  char tmpl[] = "/tmp/dockgate-runner-pause-XXXXXX";
+  REQUIRE(::mkdtemp(tmpl));
+  const std::string dir = tmpl;
+  local_runner r;
+  REQUIRE(r.next());
+  int n = 0;
+  auto cell = [&](std::vector<std::string> fork) {
+    const std::string path = dir + "/cell" + std::to_string(++n) + ".py";
+    auto got = r.exchange(runner_request('C', 1024,
+                                         {{"python3", path},
+                                          {"import sys\nprint('ctypes' in sys.modules)\n"},
+                                          {path, dir + "/before", dir + "/oom", dir + "/outputs"},
+                                          {"true"},
+                                          {fork.begin(), fork.end()}}),
+                          runner_frames::kind::done);
+    return joined(got, runner_frames::kind::out);
+  };
+  if (cell({"60000"}) != "True\n") {
+    WARN("the host's python3 runs cells as execs here: nothing to check");
+    REQUIRE(std::system(("rm -rf " + dir).c_str()) == 0);
+    return;
+  }
+  // Asked for a pause of ten minutes: no fork waits after the answer...
+  CHECK(cell({"60000", "600000"}) == "True\n");
+  CHECK(children_of(r.pid).empty());
+  // ...and the next cell, sooner, forks its own.
+  CHECK(cell({"60000", "600000"}) == "True\n");
+  CHECK(children_of(r.pid).empty());
+  // Without the pause the next one's fork is made at once again.
+  CHECK(cell({"60000"}) == "True\n");
+  bool made = false;
+  for (int i = 0; i < 1000 && !(made = !children_of(r.pid).empty()); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  CHECK(made);
+  REQUIRE(std::system(("rm -rf " + dir).c_str()) == 0);
 }
 
 namespace {
