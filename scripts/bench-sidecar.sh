@@ -23,8 +23,9 @@
 #   is missing (DOCKGATE_NODE_PATH, else scripts/node-clients.sh's cache); where
 #   DOCKGATE_NODE_PATH is set (CI) a missing SDK is an error;
 # - scale: SCALE sessions each running one cell at once: cells/s, p50 and p99, the
-#   sidecar's threads and RSS (/proc/PID/status; peak while the cells ran), vs SCALE
-#   concurrent `docker exec` in SCALE plain containers;
+#   sidecar's threads and RSS (/proc/PID/status; peak while the cells ran), the Engine API
+#   calls the gate relayed meanwhile (its audit log: a warm session's cell makes none), vs
+#   SCALE concurrent `docker exec` in SCALE plain containers;
 # - the memory of an idle warm container (its cgroup's memory.current, via docker stats).
 #
 # Rounds alternate sidecar and plain work, so load from elsewhere hits both alike; the
@@ -110,7 +111,7 @@ sidecar cold 0
 cold_port=$port
 
 python3 - "$DOCKGATE_TEST_ENGINE" "$image" "$rounds" "$scale" "$pool" \
-  "$warm_port" "$warm_pid" "$cold_port" "$os_node" "$os_skip" <<'PY'
+  "$warm_port" "$warm_pid" "$cold_port" "$os_node" "$os_skip" "$work/proxy.log" <<'PY'
 import json, os, statistics, subprocess, sys, threading, time, urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
@@ -118,6 +119,7 @@ engine, image = sys.argv[1], sys.argv[2]
 rounds, scale, pool = int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
 warm_port, warm_pid, cold_port = sys.argv[6], int(sys.argv[7]), sys.argv[8]
 os_node, os_skip = sys.argv[9], sys.argv[10]
+audit_log = sys.argv[11]  # the gate's audit log: one line per Engine API call it relayed
 
 
 def call(port, method, path, body=None):
@@ -293,9 +295,24 @@ def sample():
         time.sleep(0.01)
 
 
+def audit_lines():
+    with open(audit_log, "rb") as f:
+        return f.readlines()
+
+
 sampler = threading.Thread(target=sample)
 sampler.start()
+audit_before = len(audit_lines())
 side_lat, side_wall = concurrently(lambda sid: run_cell(warm_port, sid), sids)
+# What the daemon was asked while the cells ran (a warm session's cell: nothing; the
+# pool's refill and the reaper's listings may fall in the window).
+calls = {}
+for line in audit_lines()[audit_before:]:
+    try:
+        op = json.loads(line).get("operation", "?")
+    except ValueError:
+        continue
+    calls[op] = calls.get(op, 0) + 1
 sampling = False
 sampler.join()
 with ThreadPoolExecutor(max_workers=8) as ex:
@@ -362,5 +379,7 @@ print(f"{'  cells/s':40}{scale / side_wall:10.1f}{scale / plain_wall:12.1f}{(sca
 row("  p50 latency", ms(side_lat), ms(plain_lat))
 row("  p99 latency", p99(side_lat), p99(plain_lat))
 print(f"  sidecar threads {idle_threads} idle, {peak['threads']} peak; RSS {idle_rss} MiB idle, {peak['rss']} MiB peak")
+print(f"  Engine API calls through the gate while the {scale} cells ran: {sum(calls.values())}"
+      + (f" ({', '.join(f'{op} {n}' for op, n in sorted(calls.items()))})" if calls else ""))
 print(f"idle warm container memory (docker stats): {', '.join(stats.split(chr(10))[:pool]) or 'n/a'}")
 PY
