@@ -100,10 +100,14 @@ def main():
     send(b"H", b"dockgate-runner 2 %d" % os.getpid())
     warm = warm_up()
     ready = next_pair(warm)  # the next cell's fork, made while no cell runs
+    pause = None  # the last cell's `pair after`: no pair until that long without requests
     while True:
         op, cap, lists = channel.request()
         if op == b"R" and len(lists) == 2 and len(lists[1]) == 1:
             run(lists[0], lists[1][0], cap, send)
+            # A command that came in the pause (an artifact read after its cell): it goes on.
+            if ready is None and pause:
+                ready = None if request_within(channel, pause) else next_pair(warm)
         elif op == b"C" and len(lists) in (4, 5) and len(lists[1]) == 1 and len(lists[2]) == 4:
             # A fifth list, [timeout ms] or [timeout ms, pair after ms]: the cell may be a fork
             # of this warm interpreter.
@@ -124,7 +128,8 @@ def main():
             # once, or where the sidecar said other cells run (the two forks and their copies
             # of the heap are half a cell's CPU), once no request has come for `pair_after` ms
             # (a request that comes first forks its own).
-            ready = None if pair_after and request_within(channel, pair_after) else next_pair(warm)
+            pause = pair_after
+            ready = None if pause and request_within(channel, pause) else next_pair(warm)
         else:
             sys.exit(4)
 

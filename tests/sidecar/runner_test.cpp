@@ -481,10 +481,31 @@ TEST_CASE(
   CHECK(children_of(r.pid).empty());
   // Without the pause the next one's fork is made at once again.
   CHECK(cell({"60000"}) == "True\n");
-  bool made = false;
-  for (int i = 0; i < 1000 && !(made = !children_of(r.pid).empty()); ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  CHECK(made);
+  auto pair_made = [&] {
+    bool made = false;
+    for (int i = 0; i < 1000 && !(made = !children_of(r.pid).empty()); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    return made;
+  };
+  CHECK(pair_made());
+  // A command that comes in the pause (sent here with the cell, so it is there before the
+  // pause begins: an artifact's read) does not end it: once it has been quiet as long
+  // again, the fork is made.
+  CHECK(cell({"60000", "1"}) == "True\n");
+  const std::string cell_then_read =
+      runner_request('C', 1024,
+                     {{"python3", dir + "/last.py"},
+                      {"print(1)\n"},
+                      {dir + "/last.py", dir + "/before", dir + "/oom", dir + "/outputs"},
+                      {"true"},
+                      {"60000", "1"}}) +
+      runner_request('R', 1024, {{"true"}, {""}});
+  auto answers = r.exchange(cell_then_read, runner_frames::kind::done);
+  CHECK(joined(answers, runner_frames::kind::out) == "1\n");
+  auto read = r.exchange("", runner_frames::kind::exit);
+  REQUIRE_FALSE(read.empty());
+  CHECK(read.back().payload == "0 0 0");
+  CHECK(pair_made());
   REQUIRE(std::system(("rm -rf " + dir).c_str()) == 0);
 }
 
