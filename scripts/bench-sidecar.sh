@@ -23,8 +23,9 @@
 #   is missing (DOCKGATE_NODE_PATH, else scripts/node-clients.sh's cache); where
 #   DOCKGATE_NODE_PATH is set (CI) a missing SDK is an error;
 # - scale: SCALE sessions each running one cell at once: cells/s, p50 and p99, the
-#   sidecar's threads and RSS (/proc/PID/status; peak while the cells ran), vs SCALE
-#   concurrent `docker exec` in SCALE plain containers;
+#   sidecar's threads and RSS (/proc/PID/status; peak while the cells ran), the Engine API
+#   calls the gate relayed meanwhile (its audit log: a warm session's cell makes none), vs
+#   SCALE concurrent `docker exec` in SCALE plain containers;
 # - creates at concurrency: BURST (1, 10 and 50; --smoke 5) concurrent POST /sessions ->
 #   first /exec answers on a sidecar whose pool (BURST_POOL, default the largest level) is
 #   full (/healthz's warm_pool) before each burst: p50 and p99 per level; then how the pool
@@ -123,7 +124,7 @@ sidecar cold 0
 cold_port=$port
 
 python3 - "$DOCKGATE_TEST_ENGINE" "$image" "$rounds" "$scale" "$pool" \
-  "$warm_port" "$warm_pid" "$cold_port" "$os_node" "$os_skip" "$burst" "$bin" "$work" <<'PY'
+  "$warm_port" "$warm_pid" "$cold_port" "$os_node" "$os_skip" "$burst" "$bin" "$work" "$work/proxy.log" <<'PY'
 import calendar, json, os, socket, statistics, subprocess, sys, threading, time, urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
@@ -134,6 +135,7 @@ os_node, os_skip = sys.argv[9], sys.argv[10]
 levels = [int(n) for n in sys.argv[11].split()]
 bin_dir, work = sys.argv[12], sys.argv[13]
 burst_pool = int(os.environ.get("BURST_POOL") or max(levels))
+audit_log = sys.argv[14]  # the gate's audit log: one line per Engine API call it relayed
 
 
 def call(port, method, path, body=None):
@@ -309,9 +311,24 @@ def sample():
         time.sleep(0.01)
 
 
+def audit_lines():
+    with open(audit_log, "rb") as f:
+        return f.readlines()
+
+
 sampler = threading.Thread(target=sample)
 sampler.start()
+audit_before = len(audit_lines())
 side_lat, side_wall = concurrently(lambda sid: run_cell(warm_port, sid), sids)
+# What the daemon was asked while the cells ran (a warm session's cell: nothing; the
+# pool's refill and the reaper's listings may fall in the window).
+calls = {}
+for line in audit_lines()[audit_before:]:
+    try:
+        op = json.loads(line).get("operation", "?")
+    except ValueError:
+        continue
+    calls[op] = calls.get(op, 0) + 1
 sampling = False
 sampler.join()
 with ThreadPoolExecutor(max_workers=8) as ex:
@@ -515,6 +532,8 @@ print(f"{'  cells/s':40}{scale / side_wall:10.1f}{scale / plain_wall:12.1f}{(sca
 row("  p50 latency", ms(side_lat), ms(plain_lat))
 row("  p99 latency", p99(side_lat), p99(plain_lat))
 print(f"  sidecar threads {idle_threads} idle, {peak['threads']} peak; RSS {idle_rss} MiB idle, {peak['rss']} MiB peak")
+print(f"  Engine API calls through the gate while the {scale} cells ran: {sum(calls.values())}"
+      + (f" ({', '.join(f'{op} {n}' for op, n in sorted(calls.items()))})" if calls else ""))
 q = lambda xs, f: sorted(xs)[min(len(xs) - 1, int(len(xs) * f))] * 1000
 print(f"creates at concurrency: POST /sessions -> first /exec answer (print(1)); pool of {burst_pool}, full before "
       f"each burst (first fill {first_fill:.0f} s); SANDBOX_MAX_CONCURRENT_CREATES and _EXECS {burst_room}; "

@@ -23,6 +23,12 @@
 # stays the runner's: the hash seed, the modules already imported and what their import
 # left (numpy's warnings filters), gc.freeze()'s permanent generation, the atexit entries
 # and the unraisable hook start_cell uses.
+# The cell's process queues its exit status to the stand-in (REPORT) right before it exits,
+# and the stand-in exits with it at once, so the two exits (each the teardown of a copy of
+# the warm heap, ~2 ms apiece with the data stack) overlap instead of following each other;
+# a cell that ends otherwise (a signal) is waited for as before. Only the cell's own process
+# is heard (the sender's PID), and what it can say is only its own status, which its code
+# chooses anyway (os._exit); the runner's sweep still ends every process before the answer.
 # So:
 # - The runner never runs user code: only the grandchild does, after every fd but its own
 #   pipes is closed. What it inherits is a copy of the runner's memory (its own to read:
@@ -214,10 +220,9 @@ def fork_fits(env, cell_path):
     .pth file: its lines put directories anywhere on sys.path and run imports;
     usercustomize, sitecustomize), nor where matplotlib would read a configuration of the
     session's. Names are listed, nothing is opened. Otherwise the cell runs as the exec."""
-    tops = imported_tops()
+    tops, everything = imported_tops(), module_tops()
     env, user_site = cell_places(env)
     home = env.get("HOME") or os.path.expanduser("~")
-    everything = frozenset(n.split(".", 1)[0] for n in list(sys.modules)) | USER_SITE_STARTUP
     for directory, names in ((os.path.dirname(os.fsdecode(cell_path)), tops), (user_site, everything)):
         try:
             entries = os.listdir(directory)
@@ -238,18 +243,31 @@ def fork_fits(env, cell_path):
 # What site imports from the user site at python3's start, by name.
 USER_SITE_STARTUP = frozenset(("usercustomize", "sitecustomize"))
 
-_tops = (0, frozenset())
+_tops = (0, frozenset(), frozenset())
 
 
 def imported_tops():
     """The top-level names of what a fork has imported beyond a fresh interpreter's start-up
-    (what python3 would import from sys.path when the cell asks): recounted whenever
-    sys.modules has changed size (the runner imports lazily, never removes)."""
+    (what python3 would import from sys.path when the cell asks)."""
+    return _module_names()[0]
+
+
+def module_tops():
+    """The top-level names of every module the runner has, start-up ones included, and
+    what site imports from the user site at python3's start."""
+    return _module_names()[1]
+
+
+def _module_names():
+    # Recounted whenever sys.modules has changed size (the runner imports lazily, never
+    # removes), so a cell costs no walk over the warm interpreter's ~1000 modules: after the
+    # pair's fork every object that walk touched would be a page copied in the runner.
     global _tops
     if _tops[0] != len(sys.modules):
         names = frozenset(n.split(".", 1)[0] for n in list(sys.modules))
-        _tops = (len(sys.modules), names - {n.split(".", 1)[0] for n in STARTUP_MODULES})
-    return _tops[1]
+        _tops = (len(sys.modules), names - {n.split(".", 1)[0] for n in STARTUP_MODULES},
+                 names | USER_SITE_STARTUP)
+    return _tops[1:]
 
 
 _places = {}
@@ -278,7 +296,7 @@ def set_title(words, comm):
     if start and end > start:
         text = text[:end - start - 1]
         ctypes.memmove(start, text + b"\0" * (end - start - len(text)), end - start)
-    ctypes.CDLL(None).prctl(15, comm, 0, 0, 0)  # PR_SET_NAME
+    _libc.prctl(15, comm, 0, 0, 0)  # PR_SET_NAME
 
 
 # Python's own signal dispositions at startup; every other signal as exec leaves it.
@@ -439,11 +457,14 @@ def stand_in(fds, env):
         os.dup2(fd, target)  # 0-2 the cell's pipes, 3 the stand-in's go
     os.closerange(4, max(resource.getrlimit(resource.RLIMIT_NOFILE)[1], 4096))
     cell_go, handed = os.pipe()  # 4 and 5
-    # Its own TERM (sent to the group) and CONT are for the cell.
+    # Its own TERM (sent to the group) and CONT are for the cell. REPORT waits, blocked,
+    # for status_reports() (the cell's own mask is reset before its go).
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_BLOCK, [REPORT])
     pid = os.fork()
     if pid == 0:
+        _cell["stand_in"] = os.getppid()
         os.close(3)
         os.close(handed)
         set_title(READY_TITLES[1], READY_TITLES[1][0])
@@ -473,9 +494,26 @@ def stand_in(fds, env):
     import select
     poll = select.poll()
     poll.register(exited, select.POLLIN)
+    reports = status_reports()
+    if reports is not None:
+        poll.register(reports, select.POLLIN)
+    deadline = time.monotonic_ns() + ms * 1000000
     timed_out = False
-    if not poll.poll(ms):
-        timed_out = True
+    while True:
+        events = poll.poll(max(0, (deadline - time.monotonic_ns() + 999999) // 1000000))
+        if not events:
+            timed_out = True
+            break
+        if any(fd == exited for fd, _ in events):
+            break
+        # The cell's status, sent as it exits: this process ends with it at once, so that
+        # its own exit (the teardown of its copy of the warm heap) runs beside the cell's.
+        reported = reported_status(reports, pid)
+        if reported is not None:
+            os._exit(reported)
+    if timed_out:
+        if reports is not None:
+            poll.unregister(reports)  # past the timeout only the cell's end counts, as for timeout
         os.killpg(0, signal.SIGTERM)
         os.killpg(0, signal.SIGCONT)
         if not poll.poll(2000):
@@ -497,6 +535,46 @@ def stand_in(fds, env):
     os._exit(124 if timed_out else os.WEXITSTATUS(status))
 
 
+# The signal a cell sends its stand-in with its exit status (sigqueue's value) as it exits.
+REPORT = signal.SIGRTMIN
+SI_QUEUE = -1
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def status_reports():
+    """A signalfd of REPORT (blocked in the stand-in since before the cell's fork, so none
+    is lost), made after the go: the pair waits holding only its pipes. None where the
+    kernel has none: the stand-in then waits for the cell's exit alone."""
+    mask = (ctypes.c_uint64 * 16)()  # a sigset_t
+    mask[(REPORT - 1) // 64] = 1 << ((REPORT - 1) % 64)
+    fd = _libc.signalfd(-1, mask, os.O_CLOEXEC | os.O_NONBLOCK)  # SFD_CLOEXEC, SFD_NONBLOCK
+    return fd if fd >= 0 else None
+
+
+def reported_status(reports, cell):
+    """The exit status the cell's process itself queued (struct signalfd_siginfo: signo,
+    errno, code, pid, ... the value's int at byte 44), or None for anything else."""
+    try:
+        info = os.read(reports, 128)
+    except OSError:
+        return None
+    if len(info) < 48:
+        return None
+    signo, _, code, sender = struct.unpack_from("=IiiI", info)
+    (value,) = struct.unpack_from("=i", info, 44)
+    if signo == REPORT and code == SI_QUEUE and sender == cell and 0 <= value <= 255:
+        return value
+    return None
+
+
+def report_status(code):
+    """The cell's exit status queued to its stand-in, its parent still, right before the
+    exit: the cell's output is flushed, nothing of its code runs after."""
+    stand_in = _cell.get("stand_in")
+    if stand_in and os.getppid() == stand_in:
+        _libc.sigqueue(stand_in, REPORT, ctypes.c_long(code))
+
+
 def prepare_process(env):
     """The process state `python3 <cell>` starts with that does not depend on the cell,
     made in the cell's process before its go (this fresh copy of the warm interpreter was
@@ -515,7 +593,7 @@ def prepare_process(env):
 def prepare_cell(cell_path):
     """The rest, at the go: dumpable again (as after an exec), sys.path as the cell's
     files make it, argv and a fresh `__main__`."""
-    ctypes.CDLL(None).prctl(4, 1, 0, 0, 0)  # PR_SET_DUMPABLE
+    _libc.prctl(4, 1, 0, 0, 0)  # PR_SET_DUMPABLE
     import importlib.machinery
     import site
     import types
@@ -720,6 +798,7 @@ def finish(code, interrupted=False):
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGINT)
         code = 130
+    report_status(code & 0xFF)
     os._exit(code & 0xFF)
 
 

@@ -34,7 +34,8 @@
 #   op R, lists [argv, [stdin]]: run argv (`cat -- <artifact>`).
 #   op W, no lists: answered (S, then X "0 0 0", or "1 0 0" where the fork server is off)
 #     once the warm-up has ended: the warm pool's wait for a warm runner.
-#   op C, lists [argv, [code], [cell, before file, oom file, outputs dir], sweep argv]:
+#   op C, lists [argv, [code], [cell, before file, oom file, outputs dir], sweep argv,
+#   optionally [timeout ms] or [timeout ms, pair after ms] (forkserver.py)]:
 #     a cell, as the sidecar's plain path runs it in two execs: the OOM-kill count and
 #     the outputs listing recorded (also to the two files, for a plain clean-up should
 #     this runner fail), the code written to `cell`, argv (`timeout ... python3 cell`)
@@ -105,6 +106,7 @@ def main():
     # `warm` is None and cells run as execs; the request W waits for it.
     warming = WarmUp()
     warm = ready = None
+    pause = None  # the last cell's `pair after`: no pair until that long without requests
     while True:
         if warming is not None and warming.ended_before(channel.requests):
             warm, warming = warming.result(), None
@@ -112,6 +114,9 @@ def main():
         op, cap, lists = channel.request()
         if op == b"R" and len(lists) == 2 and len(lists[1]) == 1:
             run(lists[0], lists[1][0], cap, send)
+            # A command that came in the pause (an artifact read after its cell): it goes on.
+            if ready is None and pause:
+                ready = None if request_within(channel, pause) else next_pair(warm)
         elif op == b"W" and not lists:
             if warming is not None:
                 warm, warming = warming.result(), None
@@ -119,10 +124,13 @@ def main():
             send(b"S")
             send(b"X", b"0 0 0" if warm is not None else b"1 0 0")
         elif op == b"C" and len(lists) in (4, 5) and len(lists[1]) == 1 and len(lists[2]) == 4:
-            # A fifth list, [timeout ms]: the cell may be a fork of this warm interpreter.
-            fork_ms = None
-            if len(lists) == 5 and len(lists[4]) == 1 and lists[4][0].isdigit() and warm is not None:
-                fork_ms = int(lists[4][0])
+            # A fifth list, [timeout ms] or [timeout ms, pair after ms]: the cell may be a fork
+            # of this warm interpreter.
+            fork_ms = pair_after = None
+            fork = lists[4] if len(lists) == 5 else []
+            if len(fork) in (1, 2) and all(x.isdigit() for x in fork) and warm is not None:
+                fork_ms = int(fork[0])
+                pair_after = int(fork[1]) if len(fork) == 2 else None
             if fork_ms is None and ready is not None:
                 ready.discard()
             with cell_turn():  # (forkserver.py: not while the warm-up reads matplotlib's files)
@@ -132,10 +140,21 @@ def main():
             # to meet the next one) and the sidecar starts another.
             if inherited_state() != started_with:
                 sys.exit(5)
-            # The cell used or discarded the pair; the next one's is made after the sweep.
-            ready = next_pair(warm)
+            # The cell used or discarded the pair; the next one's is made after the sweep: at
+            # once, or where the sidecar said other cells run (the two forks and their copies
+            # of the heap are half a cell's CPU), once no request has come for `pair_after` ms
+            # (a request that comes first forks its own).
+            pause = pair_after
+            ready = None if pause and request_within(channel, pause) else next_pair(warm)
         else:
             sys.exit(4)
+
+
+def request_within(channel, ms):
+    """Whether the sidecar's next request starts within `ms` (nothing is read)."""
+    with selectors.DefaultSelector() as sel:
+        sel.register(channel.requests, selectors.EVENT_READ)
+        return bool(sel.select(ms / 1000))
 
 
 # Channel, Output, cell_report(), send_report(), write_all() and CHUNK are protocol.py's,

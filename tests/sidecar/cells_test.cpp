@@ -10,6 +10,7 @@
 
 #include <catch2/catch.hpp>
 #include <future>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -297,6 +298,47 @@ TEST_CASE(
   CHECK(asked[0].lists.at(1) == std::vector<std::string>{"import numpy"});
   CHECK(asked[0].lists.at(4) == std::vector<std::string>{"2000"});  // the fork server's timeout
   CHECK(s->runner);
+}
+
+TEST_CASE(
+    "cells: a cell that starts while another runs asks its runner to make the next fork only "
+    "after a pause",
+    "[cells][runner]") {
+  fake_runner runner;
+  rig r([](config& c) { c.cell_runner = true; });
+  r.fake.on_attach = [&](const auto&, const auto&, std::string*) { return runner.attach(); };
+  // Session a's cell runs until session b's has been asked for (each runner's stream is
+  // served on a thread of its own).
+  std::promise<void> b_asked;
+  auto b_was_asked = b_asked.get_future().share();
+  std::once_flag once;
+  runner.answer = [&](const fake_runner::request& q) -> std::string {
+    if (q.op != 'C') return {};
+    if (q.lists.at(1).at(0) == "a")
+      b_was_asked.wait();
+    else
+      std::call_once(once, [&] { b_asked.set_value(); });
+    return frame('S', "") + frame('X', "0 0 0") + frame('L', listing(0, 0, "", "")) +
+           frame('D', "");
+  };
+  r.add(sid_a);
+  r.add(sid_b);
+  std::thread a([&] { CHECK(r.run(sid_a, "a", 2000)); });
+  auto asked_a = [&] {
+    for (const auto& q : runner.requests())
+      if (q.op == 'C' && q.lists.at(1).at(0) == "a") return true;
+    return false;
+  };
+  while (!asked_a()) std::this_thread::yield();
+  CHECK(r.run(sid_b, "b", 2000));
+  a.join();
+  CHECK(r.run(sid_b, "b alone", 2000));
+  std::map<std::string, std::vector<std::string>> fork_list;
+  for (const auto& q : runner.requests())
+    if (q.op == 'C') fork_list[q.lists.at(1).at(0)] = q.lists.at(4);
+  CHECK(fork_list["a"] == std::vector<std::string>{"2000"});  // alone when it started
+  CHECK(fork_list["b"] == std::vector<std::string>{"2000", "1000"});
+  CHECK(fork_list["b alone"] == std::vector<std::string>{"2000"});
 }
 
 TEST_CASE(

@@ -22,6 +22,7 @@
 #include <fstream>
 #include <mutex>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "cells/kernel.hpp"
@@ -358,6 +359,156 @@ TEST_CASE(
   CHECK(::access((dir + "/swept").c_str(), F_OK) == 0);
   for (const auto& f : {cell, before_file, oom_file}) CHECK(::access(f.c_str(), F_OK) != 0);
   sh("rm -rf " + dir);
+}
+
+TEST_CASE(
+    "the fork server: the stand-in ends with the status its cell queued as it exits, from no "
+    "other process",
+    "[sidecar][runner]") {
+  char tmpl[] = "/tmp/dockgate-runner-report-XXXXXX";
+  REQUIRE(::mkdtemp(tmpl));
+  const std::string dir = tmpl;
+  auto sh = [](const std::string& cmd) { REQUIRE(std::system(cmd.c_str()) == 0); };
+  local_runner r;
+  REQUIRE(r.next());
+  int n = 0;
+  // A cell as the sidecar sends it with its timeout (a fork of the warm interpreter where
+  // the host's python3 allows one); the sweep here kills only what the cell recorded.
+  auto cell = [&](const std::string& code, const std::string& timeout_ms = "60000") {
+    const std::string path = dir + "/cell" + std::to_string(++n) + ".py";
+    auto got = r.exchange(
+        runner_request(
+            'C', 1024,
+            {{"python3", path},
+             {code},
+             {path, dir + "/before", dir + "/oom", dir + "/outputs"},
+             {"sh", "-c",
+              "kill -9 $(cat " + dir + "/pids 2>/dev/null) 2>/dev/null; rm -f " + dir + "/pids"},
+             {timeout_ms}}),
+        runner_frames::kind::done);
+    const auto exit_at = std::find_if(
+        got.begin(), got.end(), [](const auto& f) { return f.type == runner_frames::kind::exit; });
+    return std::make_pair(joined(got, runner_frames::kind::out),
+                          exit_at == got.end() ? std::string() : exit_at->payload);
+  };
+  const std::string queue =
+      "import ctypes, os, signal, sys, time\n"
+      "open('" +
+      dir +
+      "/pids', 'a').write('%d ' % os.getpid())\n"
+      "def queue(pid, status):\n"
+      "    ctypes.CDLL(None).sigqueue(pid, signal.SIGRTMIN, ctypes.c_long(status))\n"
+      "print('ctypes' in sys.modules and 'fork', flush=True)\n";
+  const std::string forked = cell(queue).first;
+  if (forked != "fork\n") {
+    WARN("the host's python3 runs cells as execs here (" << forked << "): nothing to check");
+    sh("rm -rf " + dir);
+    return;
+  }
+  // What finish() queues right before the cell's exit ends the stand-in with it, without
+  // waiting for the cell's process to be reaped: this one would run to its timeout (124).
+  auto [out, status] = cell(queue + "queue(os.getppid(), 7)\ntime.sleep(3600)\n", "2000");
+  CHECK(out == "fork\n");
+  CHECK(status == "7 0 0");
+  // A status queued by any other process (here the cell's own child) is not the cell's.
+  auto [out2, status2] = cell(queue +
+                              "stand_in = os.getppid()\n"
+                              "child = os.fork()\n"
+                              "if child == 0:\n"
+                              "    queue(stand_in, 9)\n"
+                              "    os._exit(0)\n"
+                              "os.waitpid(child, 0)\n"
+                              "sys.exit(3)\n");
+  CHECK(out2 == "fork\n");
+  CHECK(status2 == "3 0 0");
+  // A plain exit: its status, as before.
+  CHECK(cell("import sys\nsys.exit(5)\n").second == "5 0 0");
+  sh("rm -rf " + dir);
+}
+
+namespace {
+
+// The PIDs whose parent is `parent` (/proc/PID/stat, the field after the state).
+std::vector<pid_t> children_of(pid_t parent) {
+  std::vector<pid_t> out;
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = e.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream f(e.path() / "stat");
+    std::string line;
+    std::getline(f, line);
+    const auto cut = line.rfind(") ");
+    if (cut == std::string::npos) continue;
+    std::istringstream rest(line.substr(cut + 2));
+    std::string state;
+    pid_t ppid = 0;
+    if (rest >> state >> ppid && ppid == parent) out.push_back(std::stoi(name));
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "the fork server: asked to, the runner makes the next cell's fork only after a pause "
+    "without requests",
+    "[sidecar][runner]") {
+  char tmpl[] = "/tmp/dockgate-runner-pause-XXXXXX";
+  REQUIRE(::mkdtemp(tmpl));
+  const std::string dir = tmpl;
+  local_runner r;
+  REQUIRE(r.next());
+  int n = 0;
+  auto cell = [&](std::vector<std::string> fork) {
+    const std::string path = dir + "/cell" + std::to_string(++n) + ".py";
+    auto got = r.exchange(runner_request('C', 1024,
+                                         {{"python3", path},
+                                          {"import sys\nprint('ctypes' in sys.modules)\n"},
+                                          {path, dir + "/before", dir + "/oom", dir + "/outputs"},
+                                          {"true"},
+                                          {fork.begin(), fork.end()}}),
+                          runner_frames::kind::done);
+    return joined(got, runner_frames::kind::out);
+  };
+  if (cell({"60000"}) != "True\n") {
+    WARN("the host's python3 runs cells as execs here: nothing to check");
+    REQUIRE(std::system(("rm -rf " + dir).c_str()) == 0);
+    return;
+  }
+  // Asked for a pause of ten minutes: no fork waits after the answer...
+  CHECK(cell({"60000", "600000"}) == "True\n");
+  CHECK(children_of(r.pid).empty());
+  // ...and the next cell, sooner, forks its own.
+  CHECK(cell({"60000", "600000"}) == "True\n");
+  CHECK(children_of(r.pid).empty());
+  // Without the pause the next one's fork is made at once again.
+  CHECK(cell({"60000"}) == "True\n");
+  auto pair_made = [&] {
+    bool made = false;
+    for (int i = 0; i < 1000 && !(made = !children_of(r.pid).empty()); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    return made;
+  };
+  CHECK(pair_made());
+  // A command that comes in the pause (sent here with the cell, so it is there before the
+  // pause begins: an artifact's read) does not end it: once it has been quiet as long
+  // again, the fork is made.
+  CHECK(cell({"60000", "1"}) == "True\n");
+  const std::string cell_then_read =
+      runner_request('C', 1024,
+                     {{"python3", dir + "/last.py"},
+                      {"print(1)\n"},
+                      {dir + "/last.py", dir + "/before", dir + "/oom", dir + "/outputs"},
+                      {"true"},
+                      {"60000", "1"}}) +
+      runner_request('R', 1024, {{"true"}, {""}});
+  auto answers = r.exchange(cell_then_read, runner_frames::kind::done);
+  CHECK(joined(answers, runner_frames::kind::out) == "1\n");
+  auto read = r.exchange("", runner_frames::kind::exit);
+  REQUIRE_FALSE(read.empty());
+  CHECK(read.back().payload == "0 0 0");
+  CHECK(pair_made());
+  REQUIRE(std::system(("rm -rf " + dir).c_str()) == 0);
 }
 
 namespace {

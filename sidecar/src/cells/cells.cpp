@@ -42,6 +42,16 @@ struct exec_slot {
   }
 };
 
+// A cell counted among those running while it runs; `others`: it was not alone.
+struct running_cell {
+  std::atomic<int>& count;
+  bool others;
+  explicit running_cell(std::atomic<int>& c) : count(c), others(c.fetch_add(1) > 0) {}
+  running_cell(const running_cell&) = delete;
+  running_cell& operator=(const running_cell&) = delete;
+  ~running_cell() { count.fetch_sub(1); }
+};
+
 }  // namespace
 
 std::int64_t cells::timeout_of(const cell_request& request) const {
@@ -77,7 +87,8 @@ outcome<cell_result> cells::run(const cell_request& request, cell_output* output
   if (s->terminating) return not_running();
   auto executor = executor_for(*s);
   if (!executor) return executor.error();
-  auto ran = executor.value()->run({*s, request.code, ms, output});
+  const running_cell counted(running_);
+  auto ran = executor.value()->run({*s, request.code, ms, output, counted.others});
   if (!ran) return ran.error();
   s->last_used = std::chrono::steady_clock::now();
   cell_result result = std::move(ran->result);

@@ -5,6 +5,7 @@
 // request (cell_contract.hpp) and writes the result in its API's shape; cells know no HTTP.
 // Internal to the sidecar library; the invariants are at the top of cells.cpp.
 
+#include <atomic>
 #include <semaphore>
 #include <string_view>
 
@@ -56,6 +57,7 @@ class cells {
   runner_executor runner_;
   kernel_executor kernel_;
   std::counting_semaphore<1 << 20> exec_slots_;
+  std::atomic<int> running_{0};  // cells past their session's lock and exec slot
 };
 
 }  // namespace dockgate::sidecar

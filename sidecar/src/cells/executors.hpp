@@ -39,8 +39,9 @@ struct cell_context {
 struct cell_job {
   session& s;
   const std::string& code;
-  std::int64_t timeout_ms;  // clamped (cells.cpp)
-  cell_output* output;      // null: not streamed
+  std::int64_t timeout_ms;      // clamped (cells.cpp)
+  cell_output* output;          // null: not streamed
+  bool others_running = false;  // other cells were running when this one started
 };
 
 // A command that is no user code, run in the session's container (an artifact's `cat`).

@@ -348,7 +348,10 @@ cell_runner::cell_result cell_runner::run_cell(
     const patience& cleanup) {
   std::vector<std::vector<std::string_view>> lists{
       views(c.argv), {c.code}, {c.cell, c.before_file, c.oom_file, c.outputs}, views(c.sweep)};
-  if (!c.fork_timeout_ms.empty()) lists.push_back({c.fork_timeout_ms});
+  if (!c.fork_timeout_ms.empty() && !c.pair_after_ms.empty())
+    lists.push_back({c.fork_timeout_ms, c.pair_after_ms});
+  else if (!c.fork_timeout_ms.empty())
+    lists.push_back({c.fork_timeout_ms});
   return run_request(runner_request('C', wire_cap(cap), lists), cap, wait, on_output, listing_cap,
                      cleanup, nullptr);
 }

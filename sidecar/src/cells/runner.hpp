@@ -96,6 +96,9 @@ struct runner_cell {
   // The cell's timeout in ms (argv's <T>): set, the runner may fork the cell from its warm
   // interpreter in argv's shape (forkserver.py forked()) instead of running argv.
   std::string fork_timeout_ms;
+  // With fork_timeout_ms: the next cell's fork is made only once no request has come for
+  // this many ms (other cells run: it would take their CPU); empty: at once.
+  std::string pair_after_ms;
 };
 
 class cell_runner {
