@@ -212,6 +212,12 @@ struct local_runner {
       frames.feed(std::string_view(buf, static_cast<std::size_t>(n)));
     }
   }
+  // Waits for the runner's warm-up to end (W), after which a cell sent with its timeout is
+  // a fork where the host's python3 allows one.
+  void warmed() {
+    auto got = exchange(runner_request('W', 0, {}), runner_frames::kind::exit);
+    REQUIRE(!got.empty());
+  }
   // Runs a command: the frames of its answer up to the exit frame.
   std::vector<runner_frames::frame> run(const std::vector<std::string>& argv, std::string_view in,
                                         std::uint32_t cap) {
@@ -371,6 +377,7 @@ TEST_CASE(
   auto sh = [](const std::string& cmd) { REQUIRE(std::system(cmd.c_str()) == 0); };
   local_runner r;
   REQUIRE(r.next());
+  r.warmed();
   int n = 0;
   // A cell as the sidecar sends it with its timeout (a fork of the warm interpreter where
   // the host's python3 allows one); the sweep here kills only what the cell recorded.
@@ -458,6 +465,7 @@ TEST_CASE(
   const std::string dir = tmpl;
   local_runner r;
   REQUIRE(r.next());
+  r.warmed();
   int n = 0;
   auto cell = [&](std::vector<std::string> fork) {
     const std::string path = dir + "/cell" + std::to_string(++n) + ".py";
