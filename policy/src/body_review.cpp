@@ -135,6 +135,7 @@ decision review_container_create(const profile& p, std::string_view body, daemon
            r.take_workspace(root, workspace);
     if (p.rules.ports) ok = ok && r.check_ports(root);
     if (p.rules.uploads) r.take_uploads(root);
+    r.set_aside_seccomp(root);
     for (const auto& [path, rule] : rules.rules) ok = ok && r.apply(root, path, rule);
     const bool mounts = p.rules.binds || p.rules.volumes.mount_owned;
     const bool networks = p.rules.networks.join_owned;
@@ -151,6 +152,7 @@ decision review_container_create(const profile& p, std::string_view body, daemon
     if (p.rules.ports)
       handled.insert(handled.end(), {"HostConfig.PortBindings", "HostConfig.PublishAllPorts"});
     ok = ok && r.default_deny(root, create_widening_fields, rules, handled);
+    if (ok) r.force_seccomp(root);
     if (!workspace.empty() || !r.bind_sources.empty())
       ok = ok && r.check_restart_policy(root, workspace.empty() ? "binds" : "workspace");
     ok = ok && r.check_image(root) && r.stamp_owner(root);

@@ -20,6 +20,17 @@ std::string capability_name(std::string_view s) {
   return u;
 }
 
+// "the profile allows a, b" (or "none"): told with an allow rule's refusal.
+std::string allowed_values(const std::vector<std::string>& allowed) {
+  if (allowed.empty()) return "the profile allows none";
+  std::string out = "the profile allows ";
+  for (std::size_t i = 0; i < allowed.size(); ++i) {
+    if (i) out += ", ";
+    out += allowed[i].empty() ? std::string("\"\"") : allowed[i];
+  }
+  return out;
+}
+
 }  // namespace
 
 bool body_reviewer::refuse(std::string_view path, std::string_view rule, std::string what,
@@ -46,9 +57,9 @@ bool body_reviewer::refuse(std::string_view path, std::string_view rule, std::st
 bool body_reviewer::apply(json_object& root, std::string_view path, const field_rule& rule) {
   json_object* parent = nullptr;
   std::string_view key;
-  json_value* current = locate(
-      root, path, rule.type == field_rule::kind::force || rule.type == field_rule::kind::clamp,
-      &parent, &key);
+  const bool create = rule.type == field_rule::kind::force ||
+                      rule.type == field_rule::kind::clamp || rule.default_value.has_value();
+  json_value* current = locate(root, path, create, &parent, &key);
   switch (rule.type) {
     case field_rule::kind::force:
       if (!current || !(*current == rule.value)) {
@@ -75,6 +86,12 @@ bool body_reviewer::apply(json_object& root, std::string_view path, const field_
       return true;
     }
     case field_rule::kind::allow: {
+      if (rule.default_value && (!current || current->is_null() ||
+                                 (current->as_string() && current->as_string()->empty()))) {
+        changes.record(path, "defaulted", current);
+        set(*parent, key, json_value(*rule.default_value));
+        return true;
+      }
       if (!current || current->is_null()) return true;
       auto allowed = [&](const std::string& value) {
         const bool caps = path.ends_with("CapAdd") || path.ends_with("CapDrop");
@@ -82,19 +99,21 @@ bool body_reviewer::apply(json_object& root, std::string_view path, const field_
           if (caps ? capability_name(a) == capability_name(value) : a == value) return true;
         return false;
       };
+      // Without a hint of the profile's own, a refusal names the values the profile allows.
+      const std::string hint = rule.hint.empty() ? allowed_values(rule.allowed) : rule.hint;
       if (auto* s = current->as_string()) {
         if (!s->empty() && !allowed(*s))
-          return refuse(path, "allow", "value \"" + *s + "\" is not allowed", rule.hint);
+          return refuse(path, "allow", "value \"" + *s + "\" is not allowed", hint);
         return true;
       }
       if (auto* a = current->as_array()) {
         for (const auto& item : *a)
           if (auto* s = item.as_string(); !s || !allowed(*s))
             return refuse(path, "allow",
-                          "value \"" + (s ? *s : to_json(item)) + "\" is not allowed", rule.hint);
+                          "value \"" + (s ? *s : to_json(item)) + "\" is not allowed", hint);
         return true;
       }
-      return refuse(path, "allow", "is not a string or list of strings", rule.hint);
+      return refuse(path, "allow", "is not a string or list of strings", hint);
     }
   }
   return true;

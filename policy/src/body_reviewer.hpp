@@ -75,6 +75,12 @@ struct body_reviewer {
 
   bool stamp_owner(json_object& root, bool container = true);
 
+  // body_reviewer_seccomp.cpp: the profile's seccomp profile (body_rules::seccomp). The
+  // gate's own entry is set aside before the rules judge SecurityOpt (so the proxy's output
+  // reviews to itself) and written last, in place of any other seccomp entry.
+  void set_aside_seccomp(json_object& root) const;
+  void force_seccomp(json_object& root);
+
   // body_reviewer_host.cpp: what of the host a container reaches besides its own mounts.
   bool check_ports(json_object& root);
   bool take_host_bind(json_object& root);

@@ -140,8 +140,11 @@ class loader {
       // "hint" (a string) is told to the client with a refusal of this rule.
       auto has = [&](const char* key) { return rule_obj.at_key(key).error() == simdjson::SUCCESS; };
       if (rule_value.get_object().get(rule_obj) != simdjson::SUCCESS ||
-          rule_obj.size() != 1 + (has("comment") ? 1u : 0u) + (has("hint") ? 1u : 0u)) {
-        error(rule_where, "a rule is an object with exactly one of force, max, allow, deny");
+          rule_obj.size() != 1 + (has("comment") ? 1u : 0u) + (has("hint") ? 1u : 0u) +
+                                 (has("default") ? 1u : 0u)) {
+        error(rule_where,
+              "a rule is an object with exactly one of force, max, allow, deny (and an allow "
+              "rule's default)");
         return;
       }
       field_rule rule;
@@ -202,6 +205,14 @@ class loader {
           auto list = strings_of(v, rule_where + ".allow");
           ok = list.has_value();
           if (ok) rule.allowed = std::move(*list);
+        } else if (kind == "default") {
+          std::string_view d;
+          if (v.get_string().get(d) != simdjson::SUCCESS || d.empty()) {
+            error(rule_where + ".default", "must be a non-empty string");
+            ok = false;
+          } else {
+            rule.default_value = std::string(d);
+          }
         } else if (kind == "deny") {
           rule.type = field_rule::kind::deny;
           bool b = false;
@@ -210,9 +221,18 @@ class loader {
             ok = false;
           }
         } else {
-          error(rule_where, "unknown rule \"" + std::string(kind) + "\" (force, max, allow, deny)");
+          error(rule_where,
+                "unknown rule \"" + std::string(kind) + "\" (force, max, allow, default, deny)");
           ok = false;
         }
+      }
+      // A default is what an allow rule gives an absent value: one of the values it allows.
+      if (ok && rule.default_value &&
+          (rule.type != field_rule::kind::allow ||
+           std::find(rule.allowed.begin(), rule.allowed.end(), *rule.default_value) ==
+               rule.allowed.end())) {
+        error(rule_where + ".default", "belongs on an allow rule and must be one of its values");
+        ok = false;
       }
       // A force never refuses: a hint on it would never be seen.
       if (ok && !rule.hint.empty() && rule.type == field_rule::kind::force) {
@@ -221,6 +241,75 @@ class loader {
       }
       if (ok) out.rules.emplace_back(std::string(path), std::move(rule));
     });
+  }
+
+  // "seccomp": a seccomp profile in the engine's format (docker's --security-opt
+  // seccomp=FILE), held as the SecurityOpt entry that carries it. Deny by default: its
+  // defaultAction must refuse (errno, kill or trap), so a syscall the profile does not name
+  // never runs; each entry names syscalls and an action.
+  std::string load_seccomp(element value, const std::string& where) {
+    object o;
+    std::string_view action;
+    if (value.get_object().get(o) != simdjson::SUCCESS ||
+        o["defaultAction"].get_string().get(action) != simdjson::SUCCESS) {
+      error(where, "must be a seccomp profile object with a defaultAction");
+      return {};
+    }
+    static constexpr std::string_view refusing[] = {"SCMP_ACT_ERRNO", "SCMP_ACT_KILL",
+                                                    "SCMP_ACT_KILL_PROCESS", "SCMP_ACT_KILL_THREAD",
+                                                    "SCMP_ACT_TRAP"};
+    if (std::find(std::begin(refusing), std::end(refusing), action) == std::end(refusing))
+      error(where + ".defaultAction",
+            "must refuse (SCMP_ACT_ERRNO, SCMP_ACT_KILL*, SCMP_ACT_TRAP): a seccomp profile "
+            "the gate forces allows only the syscalls it names");
+    simdjson::dom::array syscalls;
+    if (o["syscalls"].get_array().get(syscalls) != simdjson::SUCCESS || syscalls.size() == 0) {
+      error(where + ".syscalls", "must list the syscalls the profile allows");
+      return {};
+    }
+    for (element entry : syscalls) {
+      simdjson::dom::array names;
+      std::string_view act;
+      if (entry["names"].get_array().get(names) != simdjson::SUCCESS ||
+          entry["action"].get_string().get(act) != simdjson::SUCCESS ||
+          !act.starts_with("SCMP_ACT_")) {
+        error(where + ".syscalls", "each entry has names (a list) and an action (SCMP_ACT_...)");
+        return {};
+      }
+      for (element n : names)
+        if (std::string_view name; n.get_string().get(name) != simdjson::SUCCESS || name.empty()) {
+          error(where + ".syscalls", "syscall names are non-empty strings");
+          return {};
+        }
+    }
+    return "seccomp=" + without_comments(value);
+  }
+
+  // Minified JSON without the "comment" members (the profile's notes for people stay in
+  // the policy file; the daemon stores and every inspect shows what the gate sends).
+  static std::string without_comments(element e) {
+    object o;
+    simdjson::dom::array a;
+    if (e.get_object().get(o) == simdjson::SUCCESS) {
+      std::string out = "{";
+      for (auto [k, v] : o) {
+        if (k == "comment") continue;
+        if (out.size() > 1) out += ',';
+        out += to_json(json_value(std::string(k)));
+        out += ':';
+        out += without_comments(v);
+      }
+      return out + "}";
+    }
+    if (e.get_array().get(a) == simdjson::SUCCESS) {
+      std::string out = "[";
+      for (element v : a) {
+        if (out.size() > 1) out += ',';
+        out += without_comments(v);
+      }
+      return out + "]";
+    }
+    return simdjson::minify(e);
   }
 
   // "uploads": {"targets": [...], "max_bytes": N} (body_rules.hpp, upload_rule).
@@ -413,6 +502,8 @@ class loader {
         });
         if (!have_root) error(where + ".workspace.root", "is required");
         p.rules.workspace = std::move(rule);
+      } else if (key == "seccomp") {
+        p.rules.seccomp = load_seccomp(value, where + ".seccomp");
       } else if (key == "ports") {
         p.rules.ports = load_ports(value, where + ".ports");
       } else if (key == "uploads") {

@@ -49,7 +49,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   require(*at(root, "HostConfig.ReadonlyRootfs") == json_value(true));
   require(*at(root, "HostConfig.NetworkMode") == json_value("none"));
   require(to_json(*at(root, "HostConfig.CapDrop")) == R"(["ALL"])");
-  require(to_json(*at(root, "HostConfig.SecurityOpt")) == R"(["no-new-privileges"])");
+  // no-new-privileges, then the profile's own seccomp profile, and nothing else.
+  require(
+      *at(root, "HostConfig.SecurityOpt") ==
+      json_value(json_array{json_value("no-new-privileges"), json_value(sandbox().rules.seccomp)}));
   const json_value* caps = at(root, "HostConfig.CapAdd");
   require(!caps || caps->as_array()->empty());
   for (const char* absent :

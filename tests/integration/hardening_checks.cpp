@@ -49,8 +49,15 @@ void expect_session_hardening(inspect_record& r, const std::string& owner) {
   r.expect(compact(member(hc, "CapDrop")) == R"(["ALL"])",
            "CapDrop " + compact(member(hc, "CapDrop")));
   r.expect(is_empty(member(hc, "CapAdd")), "CapAdd " + compact(member(hc, "CapAdd")));
-  r.expect(compact(member(hc, "SecurityOpt")) == R"(["no-new-privileges"])",
-           "SecurityOpt " + compact(member(hc, "SecurityOpt")));
+  // The sandbox profiles force their own seccomp profile (compose/policies/sandbox.json,
+  // "seccomp"); the others leave docker's default, which an empty entry list means.
+  const std::string opts = compact(member(hc, "SecurityOpt"));
+  if (owner == "sandbox" || owner == "sandbox-egress")
+    r.expect(opts.starts_with(R"(["no-new-privileges","seccomp={\"name\":\"dockgate-python\",)") &&
+                 opts.find("unconfined") == std::string::npos,
+             "SecurityOpt " + opts.substr(0, 120));
+  else
+    r.expect(opts == R"(["no-new-privileges"])", "SecurityOpt " + opts);
   r.expect(compact(member(hc, "ReadonlyRootfs")) == "true", "ReadonlyRootfs");
   const auto mem = number(member(hc, "Memory"));
   r.expect(mem > 0 && mem <= 2147483648, "Memory " + std::to_string(mem));

@@ -230,6 +230,66 @@ TEST_CASE("a sandbox container runs as its rules say", "[integration][policy][sa
   run(direct() + " rm -f " + name);
 }
 
+TEST_CASE("a sandbox container runs under the profile's own seccomp profile, not docker's default",
+          "[integration][policy][sandbox][seccomp]") {
+  // The record names the profile the gate forced, and the kernel applies it: what docker's
+  // default profile lets an unprivileged process do (ptrace of itself, io_uring, a new
+  // user namespace where the kernel allows one) is refused, and ordinary Python runs.
+  const char* image = std::getenv("DOCKGATE_TEST_RUNTIME_IMAGE");
+  INFO("DOCKGATE_TEST_RUNTIME_IMAGE (scripts/engine.sh sets it)");
+  REQUIRE((image && *image));
+  if (run("uname -m").output != "x86_64\n") {
+    WARN("the probe uses x86_64 syscall numbers: nothing tested on this machine");
+    return;
+  }
+  proxy_process proxy(sandbox_policy);
+  const auto name = unique_name("dg-seccomp");
+  auto created = raw_exchange(
+      proxy.socket_path(),
+      post_json(
+          "/v1.41/containers/create?name=" + name,
+          std::string(R"({"Image":")") + image +
+              R"(","Cmd":["sleep","60"],"HostConfig":{"SecurityOpt":["seccomp=unconfined"]}})"));
+  INFO(created.bytes);
+  REQUIRE(created.status() == 201);
+  auto opts = run(direct() + " inspect -f '{{json .HostConfig.SecurityOpt}}' " + name).output;
+  CHECK(opts.find("unconfined") == std::string::npos);
+  CHECK(opts.find(R"(seccomp={\"name\":\"dockgate-python\")") != std::string::npos);
+  REQUIRE(run(direct() + " start " + name).status == 0);
+  // errno of each call (0: it ran). x86_64 numbers: ptrace 101, keyctl 250, unshare 272,
+  // userfaultfd 323, bpf 321, perf_event_open 298, io_uring_setup 425, mount 165, clone3 435.
+  const std::string probe = R"(
+import ctypes, subprocess, threading
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+def errno_of(n, *args):
+    ctypes.set_errno(0)
+    r = libc.syscall(ctypes.c_long(n), *[ctypes.c_long(a) for a in args])
+    return 0 if r >= 0 else ctypes.get_errno()
+params = ctypes.create_string_buffer(120)
+print("ptrace", errno_of(101, 0, 0, 0, 0))
+print("keyctl", errno_of(250, 0, 0, 0, 0, 0))
+print("unshare", errno_of(272, 0x10000000))
+print("userfaultfd", errno_of(323, 0))
+print("bpf", errno_of(321, 0, 0, 0))
+print("perf_event_open", errno_of(298, 0, 0, -1, -1, 0))
+print("io_uring_setup", errno_of(425, 1, ctypes.addressof(params)))
+print("mount", errno_of(165, 0, 0, 0, 0, 0))
+print("clone3", errno_of(435, 0, 0))
+t = threading.Thread(target=lambda: None); t.start(); t.join()
+print("subprocess", subprocess.run(["sh", "-c", "echo ok"], capture_output=True).stdout.decode().strip())
+)";
+  auto out = run(direct() + " exec " + name + " python3 -c '" + probe + "'");
+  INFO(out.output);
+  CHECK(out.status == 0);
+  for (const char* refused : {"ptrace 1\n", "keyctl 1\n", "unshare 1\n", "userfaultfd 1\n",
+                              "bpf 1\n", "perf_event_open 1\n", "io_uring_setup 1\n", "mount 1\n"})
+    CHECK(out.output.find(refused) != std::string::npos);
+  CHECK(out.output.find("clone3 38\n") != std::string::npos);  // ENOSYS: glibc falls back
+  CHECK(out.output.find("subprocess ok\n") != std::string::npos);
+  run(direct() + " rm -f " + name);
+}
+
 TEST_CASE(
     "workspace: the gate binds the live FUSE mount the label names, and nothing a client names",
     "[integration][policy][sandbox][workspace]") {
@@ -326,32 +386,80 @@ TEST_CASE(
   std::filesystem::remove_all(backing);
 }
 
+namespace {
+
+// compose/policies/sandbox.json with its HostConfig.Runtime rule replaced by `rule`.
+std::string sandbox_with_runtime_rule(const std::string& rule) {
+  std::string text = run("cat " + repo_root() + "/compose/policies/sandbox.json").output;
+  const auto at = text.find("\"HostConfig.Runtime\": {");
+  REQUIRE(at != std::string::npos);
+  const auto end = text.find('}', at);
+  text.replace(at, end + 1 - at, "\"HostConfig.Runtime\": " + rule);
+  return text;
+}
+
+// POST /containers/create through the gate with `runtime` ("": none named); the answer.
+raw_response create_with_runtime(const proxy_process& proxy, const std::string& name,
+                                 const std::string& runtime) {
+  const std::string body = R"({"Image":")" + test_image() + R"(","Cmd":["true"],"HostConfig":{)" +
+                           (runtime.empty() ? std::string() : R"("Runtime":")" + runtime + "\"") +
+                           "}}";
+  return raw_exchange(
+      proxy.socket_path(),
+      "POST /v1.41/containers/create?name=" + name +
+          " HTTP/1.1\r\nHost: d\r\nContent-Type: application/json\r\nContent-Length: " +
+          std::to_string(body.size()) + "\r\n\r\n" + body);
+}
+
+}  // namespace
+
 TEST_CASE("a profile holds every container to a named runtime, a client cannot choose another",
           "[integration][policy][runtime]") {
   // The private engine registers Debian's crun as a second runtime (scripts/engine.sh),
   // standing in for gVisor's runsc or Kata. (crun cannot start containers on this host's
   // hybrid cgroups: the daemon's record is the judge here, as for privileged containers.)
-  std::string policy = repo_root() + "/compose/policies/sandbox.json";
-  std::string text = run("cat " + policy).output;
-  const std::string anchor = "\"container_create\": {";
-  text.replace(text.find(anchor), anchor.size(),
-               anchor + "\n\"HostConfig.Runtime\": {\"force\": \"crun\"},");
-  proxy_process proxy(text);
+  proxy_process proxy(sandbox_with_runtime_rule(R"({"force": "crun"})"));
   for (const std::string& chosen :
        {std::string(), std::string("runc"), std::string("io.containerd.runc.v2")}) {
     CAPTURE(chosen);
     const auto name = unique_name("dg-runtime");
-    const std::string body = R"({"Image":")" + test_image() + R"(","Cmd":["true"],"HostConfig":{)" +
-                             (chosen.empty() ? std::string() : R"("Runtime":")" + chosen + "\"") +
-                             "}}";
-    auto r = raw_exchange(
-        proxy.socket_path(),
-        "POST /v1.41/containers/create?name=" + name +
-            " HTTP/1.1\r\nHost: d\r\nContent-Type: application/json\r\nContent-Length: " +
-            std::to_string(body.size()) + "\r\n\r\n" + body);
+    auto r = create_with_runtime(proxy, name, chosen);
     INFO(r.bytes);
     CHECK(r.status() == 201);
     CHECK(run(direct() + " inspect -f '{{.HostConfig.Runtime}}' " + name).output == "crun\n");
     run(direct() + " rm -f " + name);
   }
+}
+
+TEST_CASE("a profile lets a client choose a runtime from its list, and picks the default itself",
+          "[integration][policy][runtime]") {
+  proxy_process proxy(
+      sandbox_with_runtime_rule(R"({"allow": ["runc", "crun"], "default": "crun"})"));
+  // None named, or an empty name: the profile's default, never the daemon's own (runc).
+  for (const auto& [chosen, stored] : std::vector<std::pair<std::string, std::string>>{
+           {"", "crun"}, {"runc", "runc"}, {"crun", "crun"}}) {
+    CAPTURE(chosen);
+    const auto name = unique_name("dg-runtime");
+    auto r = create_with_runtime(proxy, name, chosen);
+    INFO(r.bytes);
+    CHECK(r.status() == 201);
+    CHECK(run(direct() + " inspect -f '{{.HostConfig.Runtime}}' " + name).output == stored + "\n");
+    run(direct() + " rm -f " + name);
+  }
+  // Anything else is refused with the list, and nothing is made.
+  const auto name = unique_name("dg-runtime");
+  auto r = create_with_runtime(proxy, name, "io.containerd.runc.v2");
+  CHECK(r.status() == 403);
+  // (Docker's error body: the value's quotes are escaped in the JSON.)
+  CHECK(r.bytes.find(R"(HostConfig.Runtime value \"io.containerd.runc.v2\" is not allowed: the )"
+                     "profile allows runc, crun (profile sandbox, rule allow)") !=
+        std::string::npos);
+  CHECK(run(direct() + " inspect " + name).status != 0);
+  // The shipped sandbox profile: runc unless a session asks for gVisor.
+  proxy_process shipped(sandbox_policy);
+  const auto plain = unique_name("dg-runtime");
+  REQUIRE(create_with_runtime(shipped, plain, "").status() == 201);
+  CHECK(run(direct() + " inspect -f '{{.HostConfig.Runtime}}' " + plain).output == "runc\n");
+  run(direct() + " rm -f " + plain);
+  CHECK(create_with_runtime(shipped, unique_name("dg-runtime"), "crun").status() == 403);
 }

@@ -31,11 +31,15 @@ TEST_CASE("sidecar: auth, health, a session that runs python, files, artifacts",
           " inspect --format "
           "'{{.Config.User}} {{.HostConfig.ReadonlyRootfs}} {{.HostConfig.NetworkMode}} {{json "
           ".HostConfig.CapDrop}} "
-          "{{json .HostConfig.SecurityOpt}} {{.HostConfig.PidsLimit}} {{.HostConfig.Privileged}} "
+          "{{index .HostConfig.SecurityOpt 0}} {{len .HostConfig.SecurityOpt}} "
+          "{{.HostConfig.PidsLimit}} {{.HostConfig.Privileged}} "
           "{{index .Config.Labels \"dockgate.owner\"}}' " +
           container);
   CHECK(inspect.output ==
-        "65534:65534 true none [\"ALL\"] [\"no-new-privileges\"] 256 false sandbox\n");
+        "65534:65534 true none [\"ALL\"] no-new-privileges 2 256 false sandbox\n");
+  // The second entry is the sandbox profile's own seccomp profile (policy: "seccomp").
+  CHECK(run(direct() + " inspect --format '{{index .HostConfig.SecurityOpt 1}}' " + container)
+            .output.starts_with(R"(seccomp={"name":"dockgate-python",)"));
 
   // Python that prints and writes a PNG into outputs: the artifact comes back.
   const std::string code =

@@ -1,8 +1,11 @@
 // Container-create and exec-create review against the shipped policies
 // (compose/policies/*.json) and small inline ones, one rule at a time.
+#include <simdjson.h>
+
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "dockgate/policy/body_review.hpp"
@@ -112,7 +115,7 @@ TEST_CASE("sandbox forces its settings whatever the client sent", "[body_rules]"
   auto out = review(sandbox(), body);
   INFO(out);
   REQUIRE_FALSE(out.starts_with("DENY"));
-  const std::pair<std::string_view, std::string_view> expected[] = {
+  const std::pair<std::string_view, std::string> expected[] = {
       {"User", R"("65534:65534")"},
       {"HostConfig.Privileged", "false"},
       {"HostConfig.ReadonlyRootfs", "true"},
@@ -123,7 +126,10 @@ TEST_CASE("sandbox forces its settings whatever the client sent", "[body_rules]"
       {"HostConfig.UsernsMode", R"("")"},
       {"HostConfig.CgroupnsMode", R"("private")"},
       {"HostConfig.CapDrop", R"(["ALL"])"},
-      {"HostConfig.SecurityOpt", R"(["no-new-privileges"])"},
+      // (and the profile's own seccomp profile after it: "sandbox runs every container
+      // under its own seccomp profile")
+      {"HostConfig.SecurityOpt",
+       R"(["no-new-privileges",)" + to_json(json_value(sandbox().default_().rules.seccomp)) + "]"},
       {"HostConfig.Memory", "2147483648"},
       {"HostConfig.MemorySwap", "2147483648"},
       {"HostConfig.NanoCpus", "1000000000"},
@@ -191,7 +197,7 @@ TEST_CASE("sandbox refuses what it cannot force", "[body_rules]") {
       {"{" + image + R"(,"HostConfig":{"PublishAllPorts":true}})", "HostConfig.PublishAllPorts"},
       {"{" + image + R"(,"HostConfig":{"OomKillDisable":true}})", "HostConfig.OomKillDisable"},
       {"{" + image + R"(,"HostConfig":{"OomScoreAdj":-1000}})", "HostConfig.OomScoreAdj"},
-      {"{" + image + R"(,"HostConfig":{"Runtime":"runsc"}})", "HostConfig.Runtime"},
+      {"{" + image + R"(,"HostConfig":{"Runtime":"kata"}})", "HostConfig.Runtime"},
       {"{" + image + R"(,"HostConfig":{"MaskedPaths":[]}})", "HostConfig.MaskedPaths"},
       {"{" + image + R"(,"HostConfig":{"ReadonlyPaths":[]}})", "HostConfig.ReadonlyPaths"},
       {"{" + image + R"(,"HostConfig":{"GroupAdd":["0"]}})", "HostConfig.GroupAdd"},
@@ -851,4 +857,142 @@ TEST_CASE("bind rules: a bind of a drop source is left out and the client is tol
     CHECK_THAT(review(binds, "{" + image + R"(,"HostConfig":{"Binds":[")" + other + R"("]}})"),
                Catch::Contains("rule binds)"));
   }
+}
+
+TEST_CASE("an allow rule's default: a client chooses from the list, the profile decides the rest",
+          "[body_rules][runtime]") {
+  const policy p = load(
+      R"({"default_profile":"p","profiles":{"p":{"allow":["ContainerCreate"],"images":{"allow":["*"]},)"
+      R"("container_create":{"HostConfig.Runtime":{"allow":["runsc","runc"],"default":"runsc"}}}}})");
+  auto runtime = [&](const std::string& host_config) {
+    const auto out = review(p, "{" + image + R"(,"HostConfig":)" + host_config + "}");
+    return out.starts_with("DENY") ? out : field(out, "HostConfig.Runtime");
+  };
+  // Absent, empty or null: the default goes to the daemon (never the daemon's own default).
+  CHECK(runtime("{}") == R"("runsc")");
+  CHECK(runtime(R"({"Runtime":""})") == R"("runsc")");
+  // (null is refused before any rule: dockerd would keep a previous value.)
+  CHECK_THAT(runtime(R"({"Runtime":null})"), Catch::Contains("null is not allowed"));
+  CHECK(review(p, "{" + image + "}").find(R"("Runtime":"runsc")") != std::string::npos);
+  // A listed one passes as asked.
+  CHECK(runtime(R"({"Runtime":"runc"})") == R"("runc")");
+  CHECK(runtime(R"({"Runtime":"runsc"})") == R"("runsc")");
+  // Anything else is refused with the list.
+  CHECK(runtime(R"({"Runtime":"io.containerd.runc.v2"})") ==
+        "DENY: dockgate: HostConfig.Runtime value \"io.containerd.runc.v2\" is not allowed: the "
+        "profile allows runsc, runc (profile p, rule allow)");
+  CHECK_THAT(runtime(R"({"Runtime":7})"), Catch::Contains("must be a string"));
+  // The audit records the default as a change, and the create answer stays quiet about it:
+  // the client asked nothing.
+  auto d = review_container_create(p.default_(), "{" + image + "}");
+  REQUIRE(std::holds_alternative<rewrite>(d));
+  const auto& changes = std::get<rewrite>(d).changes;
+  auto runtime_change = std::find_if(changes.begin(), changes.end(), [](const body_change& c) {
+    return c.field == "HostConfig.Runtime";
+  });
+  REQUIRE(runtime_change != changes.end());
+  CHECK(runtime_change->action == "defaulted");
+  CHECK_FALSE(runtime_change->from);
+  CHECK(create_warnings(p.default_(), {}, changes).empty());
+}
+
+TEST_CASE("policy files: a default belongs on an allow rule and is one of its values",
+          "[body_rules][runtime]") {
+  auto r = parse_policy(R"({"profiles":{"p":{"allow":["ContainerCreate"],"images":{"allow":["*"]},
+    "container_create":{
+      "HostConfig.Runtime":{"allow":["runc"],"default":"runsc"},
+      "HostConfig.Privileged":{"force":false,"default":"x"},
+      "User":{"allow":["1000"],"default":""},
+      "HostConfig.NetworkMode":{"allow":["none"],"default":"none"}}}}})");
+  CHECK_FALSE(r.value);
+  INFO(Catch::Detail::stringify(r.errors));
+  REQUIRE(r.errors.size() == 3);
+  CHECK_THAT(r.errors[0], Catch::Contains("Runtime.default") && Catch::Contains("one of its"));
+  CHECK_THAT(r.errors[1], Catch::Contains("Privileged.default"));
+  CHECK_THAT(r.errors[2], Catch::Contains("User.default") && Catch::Contains("non-empty"));
+}
+
+TEST_CASE("sandbox runs every container under its own seccomp profile, whatever the client asked",
+          "[body_rules][seccomp]") {
+  auto seccomp_of = [](const std::string& body) {
+    auto decoded = decode_body(body, schema::container_create);
+    REQUIRE(decoded.value);
+    const auto* host = find(*decoded.value->as_object(), "HostConfig")->as_object();
+    std::vector<std::string> entries, others;
+    for (const auto& item : *find(*host, "SecurityOpt")->as_array())
+      (item.as_string()->starts_with("seccomp") ? entries : others).push_back(*item.as_string());
+    CHECK(others == std::vector<std::string>{"no-new-privileges"});
+    return entries;
+  };
+  for (const std::string& asked :
+       {std::string(), std::string(R"(,"SecurityOpt":["seccomp=unconfined"])"),
+        std::string(R"(,"SecurityOpt":["seccomp:{\"defaultAction\":\"SCMP_ACT_ALLOW\"}"])")}) {
+    CAPTURE(asked);
+    const auto out = review(sandbox(), "{" + image + R"(,"HostConfig":{"Memory":1)" + asked + "}}");
+    REQUIRE_FALSE(out.starts_with("DENY"));
+    const auto entries = seccomp_of(out);
+    REQUIRE(entries.size() == 1);
+    // The profile the daemon gets is the one in sandbox.json, whole: deny by default, named.
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc;
+    REQUIRE(parser.parse(entries[0].substr(8)).get(doc) == simdjson::SUCCESS);
+    CHECK(std::string_view(doc["name"]) == "dockgate-python");
+    CHECK(std::string_view(doc["defaultAction"]) == "SCMP_ACT_ERRNO");
+    std::set<std::string> allowed, refused;
+    for (simdjson::dom::element entry : doc["syscalls"].get_array())
+      for (simdjson::dom::element name : entry["names"].get_array())
+        (std::string_view(entry["action"]) == "SCMP_ACT_ALLOW" ? allowed : refused)
+            .emplace(std::string_view(name));
+    for (const char* call :
+         {"ptrace", "keyctl", "add_key", "request_key", "userfaultfd", "bpf", "perf_event_open",
+          "mount", "umount2", "fsopen", "move_mount", "pivot_root", "unshare", "setns",
+          "io_uring_setup", "open_by_handle_at", "process_vm_readv", "kexec_load"}) {
+      CAPTURE(call);
+      CHECK_FALSE(allowed.count(call));
+      CHECK(refused.count(call));
+    }
+    for (const char* call : {"read", "openat", "mmap", "futex", "epoll_wait", "socket", "wait4",
+                             "execve", "rt_sigaction", "clone"})
+      CHECK(allowed.count(call));
+  }
+  // A client that named a profile of its own is told it was replaced.
+  auto d = review_container_create(
+      sandbox().default_(),
+      "{" + image + R"(,"HostConfig":{"SecurityOpt":["seccomp=unconfined"]}})");
+  REQUIRE(std::holds_alternative<rewrite>(d));
+  const auto warnings = create_warnings(sandbox().default_(), {}, std::get<rewrite>(d).changes);
+  CHECK(std::any_of(warnings.begin(), warnings.end(), [](const std::string& w) {
+    return w.starts_with("dockgate: HostConfig.SecurityOpt forced");
+  }));
+  // The audit line never carries the profile's bulk.
+  for (const auto& c : std::get<rewrite>(d).changes)
+    if (c.to) CHECK(c.to->size() < 400);
+}
+
+TEST_CASE("policy files: a forced seccomp profile refuses by default and lists its syscalls",
+          "[body_rules][seccomp]") {
+  auto errors = [](const std::string& seccomp) {
+    auto r = parse_policy(R"({"profiles":{"p":{"allow":["ContainerCreate"],"images":{"allow":["*"]},
+      "seccomp":)" + seccomp +
+                          "}}}");
+    return r.value ? std::vector<std::string>() : r.errors;
+  };
+  CHECK(
+      errors(
+          R"({"defaultAction":"SCMP_ACT_ERRNO","syscalls":[{"names":["read"],"action":"SCMP_ACT_ALLOW"}]})")
+          .empty());
+  CHECK_THAT(
+      errors(
+          R"({"defaultAction":"SCMP_ACT_ALLOW","syscalls":[{"names":["ptrace"],"action":"SCMP_ACT_ERRNO"}]})")
+          .at(0),
+      Catch::Contains("defaultAction") && Catch::Contains("must refuse"));
+  CHECK_THAT(errors(R"({"defaultAction":"SCMP_ACT_ERRNO"})").at(0), Catch::Contains("syscalls"));
+  CHECK_THAT(
+      errors(
+          R"({"defaultAction":"SCMP_ACT_ERRNO","syscalls":[{"names":"read","action":"SCMP_ACT_ALLOW"}]})")
+          .at(0),
+      Catch::Contains("names"));
+  CHECK_THAT(errors(R"("unconfined")").at(0), Catch::Contains("defaultAction"));
+  // Without the key, a client's own profile stays refused (widening_fields): tested above in
+  // "without a rule, weakening SecurityOpt entries are refused".
 }

@@ -6,7 +6,8 @@
 // (the tables `create_widening_fields` and `exec_widening_fields` in
 // policy/src/widening_fields.hpp) passes only at its safe value, unless the profile has a
 // rule for it: force (set, whatever was sent), clamp (`max`: the smaller of request and
-// cap; "unlimited" values become the cap), allow (a list of values), or deny.
+// cap; "unlimited" values become the cap), allow (a list of values; with a default, what
+// an absent value becomes), or deny.
 
 #include <cstdint>
 #include <optional>
@@ -26,7 +27,11 @@ struct field_rule {
   json_value value;                  // force: the value; clamp on Ulimits: name -> max
   std::int64_t max = 0;              // clamp
   std::vector<std::string> allowed;  // allow
-  std::string hint;                  // told with a refusal of this rule (never on force)
+  // allow on a string field: what an absent or empty value becomes (one of `allowed`), so a
+  // profile can let a client choose from a list and still decide what it gets by default
+  // (HostConfig.Runtime: {"allow": ["runc", "runsc"], "default": "runsc"}).
+  std::optional<std::string> default_value;
+  std::string hint;  // told with a refusal of this rule (never on force)
 };
 
 struct field_rules {
@@ -130,6 +135,11 @@ struct body_rules {
   volume_rule volumes;
   image_rule images;
   std::string owner;  // value of the owner label stamped on created containers
+  // The profile's own seccomp profile, as the SecurityOpt entry that carries it
+  // ("seccomp=<compact JSON>", as the docker CLI sends a --security-opt seccomp=FILE):
+  // every container the profile creates runs under it, whatever the client asked. Empty:
+  // the daemon's default profile (a client's own `seccomp=` entry is refused, widening_fields).
+  std::string seccomp;
   // Act only on owned containers and execs, and see only owned ones in lists and events.
   bool confine_to_owned = true;
 };
