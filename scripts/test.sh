@@ -20,6 +20,7 @@
 # (the tsan build of the proxy, with its threads: a race it reports fails the run).
 # DOCKGATE_SANITIZERS=0 runs the whole suite on the dev build instead, with no sanitizer
 # pass (quicker to build, for a local run; CI runs with them).
+# The tests tagged [userns] run once more on an engine with userns-remap.
 # Each stage's time is printed as it ends ("test.sh: <stage> took N s").
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -112,6 +113,28 @@ if [[ $sanitizers == 1 ]]; then
   fi
 else
   stage "ctest (dev)" ctest --preset dev --output-on-failure "$@"
+fi
+# userns-remap, the engine setting docs/security.md recommends ("User namespaces"): the
+# integration tests tagged [userns] (the sandbox's walls and seccomp, a session's cells,
+# files and archives, a FUSE workspace, an adopted session's sweep) once more on a second
+# private engine that maps the containers' ids to the dockremap user's subordinate range.
+userns_pass() {
+  local dir rc=0 bin=build/asan-ubsan/tests/integration/proxy_integration_test
+  [[ $sanitizers == 1 ]] || bin=build/dev/tests/integration/proxy_integration_test
+  dir=$(mktemp -d /tmp/dockgate-userns.XXXXXX)
+  chmod 0711 "$dir"  # the remapped root must reach the data root below it (dockerd checks)
+  if DOCKGATE_DOCKERD_ARGS=--userns-remap=default scripts/engine.sh start "$dir"; then
+    # shellcheck disable=SC1091
+    (source "$dir/env" && DOCKGATE_MOUNT_USERNS=dockremap "$bin" "[userns]") || rc=$?
+  else
+    rc=1
+  fi
+  scripts/engine.sh stop "$dir" || true
+  rm -rf "$dir"
+  return $rc
+}
+if [[ $# -eq 0 ]]; then
+  stage "userns-remap" userns_pass
 fi
 # What ships: the images and compose stacks, and the Debian package (once, not per build).
 if [[ $# -eq 0 ]]; then

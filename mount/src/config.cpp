@@ -1,5 +1,7 @@
 // dockgate-mount's configuration: the AIStor example's AIMEM_* variables, plus the driver.
 #include <charconv>
+#include <fstream>
+#include <sstream>
 
 #include "dockgate/common/workspace_id.hpp"
 #include "dockgate/mount/mount.hpp"
@@ -8,6 +10,30 @@ namespace dockgate::mount {
 
 bool valid_id(std::string_view id) {
   return common::valid_workspace_id(id);
+}
+
+std::optional<unsigned> subordinate_id(std::string_view text, std::string_view user, unsigned id) {
+  unsigned long long left = id;
+  while (!text.empty()) {
+    const auto nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
+    const auto a = line.find(':');
+    const auto b = a == std::string_view::npos ? a : line.find(':', a + 1);
+    if (b == std::string_view::npos || line.substr(0, a) != user) continue;
+    unsigned long long start = 0, count = 0;
+    const auto s = line.substr(a + 1, b - a - 1), n = line.substr(b + 1);
+    if (std::from_chars(s.data(), s.data() + s.size(), start).ec != std::errc() ||
+        std::from_chars(n.data(), n.data() + n.size(), count).ec != std::errc())
+      continue;
+    if (left < count) {
+      const unsigned long long host = start + left;
+      if (host > 4294967294ULL) return std::nullopt;
+      return static_cast<unsigned>(host);
+    }
+    left -= count;
+  }
+  return std::nullopt;
 }
 
 config_result load_config(const std::map<std::string, std::string>& env, bool need_storage) {
@@ -40,6 +66,23 @@ config_result load_config(const std::map<std::string, std::string>& env, bool ne
   if (auto v = get("DOCKGATE_MOUNT_DRIVER")) c.driver = *v;
   number("DOCKGATE_MOUNT_UID", c.uid, 0, 2147483647);
   number("DOCKGATE_MOUNT_GID", c.gid, 0, 2147483647);
+  if (auto v = get("DOCKGATE_MOUNT_USERNS")) {
+    // The engine remaps the container's ids: the files belong to the host ids the sandbox
+    // user's map to, or the session user meets a workspace it cannot write.
+    c.userns = *v;
+    auto shift = [&](const char* file, unsigned& id) {
+      std::ifstream in(file);
+      std::stringstream text;
+      text << in.rdbuf();
+      if (auto mapped = subordinate_id(text.str(), c.userns, id))
+        id = *mapped;
+      else
+        r.errors.push_back("DOCKGATE_MOUNT_USERNS: " + c.userns + " has no range in " + file +
+                           " that holds " + std::to_string(id));
+    };
+    shift("/etc/subuid", c.uid);
+    shift("/etc/subgid", c.gid);
+  }
   long long timeout = c.timeout.count();
   number("DOCKGATE_MOUNT_TIMEOUT", timeout, 1, 3600);
   c.timeout = std::chrono::seconds(timeout);

@@ -1,8 +1,8 @@
 // The profile's seccomp profile, forced into every container it creates. See
 // body_reviewer.hpp and body_rules.hpp (body_rules::seccomp).
-#include "body_reviewer.hpp"
-
 #include <algorithm>
+
+#include "body_reviewer.hpp"
 
 namespace dockgate::policy {
 

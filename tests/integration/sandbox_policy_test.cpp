@@ -176,7 +176,7 @@ TEST_CASE("hostile create bodies: refused, or the stored container obeys every s
   std::filesystem::remove_all(ws);
 }
 
-TEST_CASE("a sandbox container runs as its rules say", "[integration][policy][sandbox]") {
+TEST_CASE("a sandbox container runs as its rules say", "[integration][policy][sandbox][userns]") {
   proxy_process proxy(sandbox_policy);
   const auto name = unique_name("dg-sbx-run");
   auto created = raw_exchange(
@@ -231,7 +231,7 @@ TEST_CASE("a sandbox container runs as its rules say", "[integration][policy][sa
 }
 
 TEST_CASE("a sandbox container runs under the profile's own seccomp profile, not docker's default",
-          "[integration][policy][sandbox][seccomp]") {
+          "[integration][policy][sandbox][seccomp][userns]") {
   // The record names the profile the gate forced, and the kernel applies it: what docker's
   // default profile lets an unprivileged process do (ptrace of itself, io_uring, a new
   // user namespace where the kernel allows one) is refused, and ordinary Python runs.

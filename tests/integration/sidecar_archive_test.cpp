@@ -101,7 +101,7 @@ TEST_CASE("archives: a symlink anywhere in the workspace no longer loses it",
 TEST_CASE(
     "archives: unusual members restore, unsafe ones are left out one by one and the archive is "
     "kept",
-    "[integration][sidecar][archive]") {
+    "[integration][sidecar][archive][userns]") {
   proxy_process proxy("compose/policies/sandbox.json");
   const std::string store = proxy.dir() + "/archives";
   const std::string dir = store + "/workspaces/workspaces";

@@ -16,7 +16,7 @@ struct answer {
 }  // namespace
 
 TEST_CASE("files: directories, symlinks, FIFOs and missing parents answer as the seed's",
-          "[integration][sidecar][files]") {
+          "[integration][sidecar][files][userns]") {
   proxy_process proxy("compose/policies/sandbox.json");
   sidecar_process sidecar(proxy);
   const std::string sid = new_session(sidecar);

@@ -102,6 +102,10 @@ class sidecar_process {
     // The test's S3 endpoint (s3rver) is one the operator allows.
     const char* s3 = std::getenv("DOCKGATE_TEST_S3_ENDPOINT");
     full.push_back("SANDBOX_STORAGE_ENDPOINTS=" + std::string(s3 ? s3 : ""));
+    // An engine with userns-remap (scripts/test.sh's userns stage): the FUSE workspaces'
+    // files belong to the ids the session user maps to on the host (dockgate-mount).
+    if (const char* userns = std::getenv("DOCKGATE_MOUNT_USERNS"); userns && *userns)
+      full.push_back("DOCKGATE_MOUNT_USERNS=" + std::string(userns));
     for (std::string d :
          {"DOCKER_HOST=" + proxy.host(), "SANDBOX_LISTEN=127.0.0.1:" + port_,
           "SANDBOX_API_KEY=" + api_key, "SANDBOX_IMAGE=" + runtime_image(),

@@ -281,7 +281,7 @@ TEST_CASE("sidecar pool: the archive is restored into the claimed container (s3r
 TEST_CASE(
     "sidecar pool: a restarted sidecar adopts a claimed warm container and removes the unclaimed "
     "ones",
-    "[integration][sidecar][pool][archive]") {
+    "[integration][sidecar][pool][archive][userns]") {
   proxy_process proxy("compose/policies/sandbox.json");
   const std::string store = proxy.dir() + "/archives";
   run("mkdir -p " + store);

@@ -6,7 +6,7 @@ using namespace dockgate::test;
 using namespace std::chrono_literals;
 
 TEST_CASE("sidecar: auth, health, a session that runs python, files, artifacts",
-          "[integration][sidecar]") {
+          "[integration][sidecar][userns]") {
   proxy_process proxy("compose/policies/sandbox.json");
   sidecar_process sidecar(proxy);
 
@@ -280,7 +280,7 @@ TEST_CASE(
 TEST_CASE(
     "sidecar: a reaped session workspace comes back under the same archive key, unsafe members are "
     "left out",
-    "[integration][sidecar][archive]") {
+    "[integration][sidecar][archive][userns]") {
   proxy_process proxy("compose/policies/sandbox.json");
   const std::string store = proxy.dir() + "/archives";
   run("mkdir -p " + store);

@@ -9,7 +9,7 @@ using namespace dockgate::test;
 using namespace std::chrono_literals;
 
 TEST_CASE("FUSE workspaces: the AIStor contract through the sidecar and the gate",
-          "[integration][sidecar][fuse]") {
+          "[integration][sidecar][fuse][userns]") {
   REQUIRE(!env_or("DOCKGATE_TEST_S3_ENDPOINT").empty());
   fuse_setup fs;
   proxy_process proxy(fs.policy);

@@ -35,6 +35,24 @@ TEST_CASE("dockgate-mount reads the AIStor example's variables", "[mount]") {
   CHECK_FALSE(load_config({{"AIMEM_PREFIX", "a/../../b"}}, false).value);
 }
 
+TEST_CASE("on an engine with userns-remap the files belong to the ids the sandbox user maps to",
+          "[mount][userns]") {
+  const std::string subuid =
+      "alice:200000:65536\ndockremap:100000:500\nx:1\ndockremap:300000:65536\n";
+  CHECK(subordinate_id(subuid, "dockremap", 0) == 100000u);
+  CHECK(subordinate_id(subuid, "dockremap", 499) == 100499u);
+  // Past the first range, the next one of the same user (dockerd concatenates them).
+  CHECK(subordinate_id(subuid, "dockremap", 1000) == 300500u);
+  CHECK(subordinate_id(subuid, "dockremap", 66036) == std::nullopt);
+  CHECK(subordinate_id(subuid, "nobody", 1000) == std::nullopt);
+  CHECK(subordinate_id("dockremap:4294967000:65536\n", "dockremap", 1000) == std::nullopt);
+  // A remap user without ranges on this host is an error, not files owned by the wrong id.
+  auto r = load_config({{"DOCKGATE_MOUNT_USERNS", "no-such-remap-user"}}, false);
+  CHECK_FALSE(r.value);
+  REQUIRE(r.errors.size() == 2);
+  CHECK_THAT(r.errors[0], Catch::Contains("/etc/subuid"));
+}
+
 TEST_CASE("sandbox ids are plain names", "[mount]") {
   for (const char* ok : {"a", "0123abcd", "sbx-1_2.3", "conv_6211e497a1db"}) CHECK(valid_id(ok));
   for (const char* bad : {"", ".", "..", ".hidden", "-dash", "a/b", "../x", "a b", "a\nb"})

@@ -116,7 +116,9 @@ engine_answer fake_engine::inspect(std::string_view id, timeout) const {
   body += ",\"State\":{\"Status\":";
   client::append_json_string(body, c->state);
   body += std::string(",\"Running\":") + (running ? "true" : "false") +
-          ",\"Paused\":" + (c->state == "paused" ? "true" : "false") + ",\"Restarting\":false}";
+          ",\"Paused\":" + (c->state == "paused" ? "true" : "false") +
+          // The init's host PID: top_processes' first row is the init (pid 1).
+          ",\"Restarting\":false,\"Pid\":" + (running ? "1" : "0") + "}";
   body += ",\"Config\":{\"Labels\":" + labels_json(c->labels) + "}";
   body += ",\"HostConfig\":{\"NetworkMode\":";
   client::append_json_string(body, c->network_mode.empty() ? "default" : c->network_mode);

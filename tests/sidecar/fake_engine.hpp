@@ -71,8 +71,8 @@ class fake_engine final : public container_engine {
   std::function<void(std::string_view name)> on_create;
   bool image_present = true;
   // What top answers for every running container (its "Processes": pid, uid, stat,
-  // threads). Default: the container's own init, as the keep-alive's uid
-  // (session_containers.cpp): a clean sweep.
+  // threads). Default: the container's own init (pid 1, inspect's State.Pid), as the
+  // keep-alive's uid (session_containers.cpp): a clean sweep.
   std::string top_processes = R"([["1","65534","Ss","1"]])";
 
  private:

@@ -494,6 +494,27 @@ TEST_CASE("lifecycle: reconcile removes a session whose cell's process outlived 
   CHECK_FALSE(r.engine.find(id));
 }
 
+TEST_CASE("lifecycle: on an engine with userns-remap the sweep judges uids as the host sees them",
+          "[lifecycle][userns]") {
+  // dockerd --userns-remap: top shows host uids, the keep-alive's 65534 as 165534 and the
+  // session user's 1000 as 101000. The container's init (State.Pid) says which is its own.
+  for (const auto& [processes, kept] : std::vector<std::pair<std::string, bool>>{
+           {R"([["1","165534","Ss","1"],["12","165534","S","1"]])", true},
+           {R"([["1","165534","Ss","1"],["42","101000","S","1"]])", false},
+           // The init not among the rows: the engine cannot say (unknown): kept, and its
+           // next cell sweeps again first (settle_adopted), as when top fails.
+           {R"([["12","165534","S","1"]])", true}}) {
+    CAPTURE(processes);
+    rig r(no_pool());
+    const std::string id = r.engine.add_running(std::string(container_prefix) + sid_of('7'),
+                                                session_labels(sid_of('7')));
+    r.engine.top_processes = processes;
+    r.lifecycle.reconcile();
+    CHECK(static_cast<bool>(r.registry.find(sid_of('7'))) == kept);
+    CHECK(static_cast<bool>(r.engine.find(id)) == kept);
+  }
+}
+
 TEST_CASE("lifecycle: delete archives the workspace where the session was created", "[lifecycle]") {
   temp_dir dir;
   config c = no_pool();

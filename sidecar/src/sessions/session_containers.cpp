@@ -270,6 +270,33 @@ session_containers::sweep_outcome session_containers::sweep_cell_processes(
   return only_own_processes(container);
 }
 
+namespace {
+
+// The host uid of the container's init among `rows` (ContainerTop's pid, uid, stat, nlwp),
+// found by the daemon's State.Pid; "" when the engine cannot say.
+std::string init_host_uid(const container_engine& engine, const std::string& container,
+                          simdjson::dom::array rows) {
+  auto r = engine.inspect(container, 20s);
+  simdjson::dom::parser p;
+  simdjson::dom::element doc;
+  std::int64_t pid = 0;
+  if (r.status != 200 || p.parse(r.body).get(doc) != simdjson::SUCCESS ||
+      doc["State"]["Pid"].get_int64().get(pid) != simdjson::SUCCESS || pid <= 0)
+    return {};
+  const std::string init = std::to_string(pid);
+  for (simdjson::dom::element row : rows) {
+    simdjson::dom::array cols;
+    std::string_view row_pid, uid;
+    if (row.get_array().get(cols) == simdjson::SUCCESS && cols.size() == 4 &&
+        cols.at(0).get_string().get(row_pid) == simdjson::SUCCESS && row_pid == init &&
+        cols.at(1).get_string().get(uid) == simdjson::SUCCESS)
+      return std::string(uid);
+  }
+  return {};
+}
+
+}  // namespace
+
 session_containers::sweep_outcome session_containers::only_own_processes(
     const std::string& container) const {
   // `ps -o pid,uid,stat` on the host, limited by the daemon to the container's processes:
@@ -284,7 +311,11 @@ session_containers::sweep_outcome session_containers::only_own_processes(
       doc["Processes"].get_array().get(rows) != simdjson::SUCCESS ||
       doc["Titles"].get_array().get(titles) != simdjson::SUCCESS || titles.size() != 4)
     return sweep_outcome::unknown;
-  const std::string_view own_uid = keepalive_user.substr(0, keepalive_user.find(':'));
+  // The keep-alive's uid as the host sees it: the uid of the container's init (the
+  // daemon's State.Pid), which no cell can change. On an engine with userns-remap that is
+  // the remapped uid (65534 + the subordinate range's start), not 65534.
+  const std::string own_uid = init_host_uid(engine_, container, rows);
+  if (own_uid.empty()) return sweep_outcome::unknown;
   for (simdjson::dom::element row : rows) {
     std::string_view uid, stat, threads;
     simdjson::dom::array cols;

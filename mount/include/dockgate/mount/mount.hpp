@@ -39,6 +39,10 @@ struct mount_config {
   // AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN and the AIMEM_ names).
   std::string driver = "s3fs";
   unsigned uid = 1000, gid = 1000;  // DOCKGATE_MOUNT_UID/GID: who owns the files (the sandbox user)
+  // DOCKGATE_MOUNT_USERNS: the engine's userns-remap user (dockerd's "default" makes
+  // "dockremap"). Set, the uid and gid above are the container's, and the files are owned
+  // by what they map to on the host (the user's ranges in /etc/subuid and /etc/subgid).
+  std::string userns;
   std::chrono::seconds timeout{30};  // DOCKGATE_MOUNT_TIMEOUT: until the mount must be live
 };
 
@@ -46,6 +50,12 @@ struct config_result {
   std::optional<mount_config> value;
   std::vector<std::string> errors;  // every problem at once
 };
+// The host id a container's `id` maps to under `user`'s subordinate ranges, as dockerd
+// --userns-remap maps them: the text of /etc/subuid or /etc/subgid ("name:start:count"
+// lines), the user's ranges in order, concatenated. nullopt if the user has none or `id`
+// lies beyond them.
+std::optional<unsigned> subordinate_id(std::string_view text, std::string_view user, unsigned id);
+
 // `need_storage`: mount needs the bucket and credentials; cleanup, list and reconcile do not.
 config_result load_config(const std::map<std::string, std::string>& env, bool need_storage);
 
