@@ -44,7 +44,7 @@ void body_reviewer::force_seccomp(json_object& root) {
   // A client that named a seccomp profile of its own (a rule let the entry through) is told
   // it was replaced; one that named none asked nothing (create_warnings).
   if (std::any_of(before.as_array()->begin(), before.as_array()->end(), is_seccomp_entry))
-    changes.record("HostConfig.SecurityOpt", "forced", &before);
+    changes.record("HostConfig.SecurityOpt", "seccomp forced", &before);
 }
 
 }  // namespace dockgate::policy

@@ -9,6 +9,7 @@ std::string change_rule(operation op, const body_change& c) {
   if (a == "bound to loopback") return "ports";
   if (a.starts_with("upload")) return "uploads";
   if (a == "dropped") return "binds.drop";
+  if (a == "seccomp forced") return "seccomp";
   if (op == operation::NetworkCreate)
     return c.field == "Internal" ? "networks.internal" : "networks.bridge_prefix";
   if (op == operation::ContainerExec) return "container_exec." + c.field;

@@ -53,7 +53,7 @@ std::vector<std::string> create_warnings(const profile& p, const json_object& bo
       out.push_back(loopback_warning(p, body));
       continue;
     }
-    if (how != "forced" && how != "clamped") continue;
+    if (how != "forced" && how != "clamped" && how != "seccomp forced") continue;
     const json_value* v = &root;
     for (std::string_view rest = path; v && v->as_object();) {
       const auto dot = rest.find('.');

@@ -77,6 +77,10 @@ explanation explain_request(const policy::profile& profile, std::string_view met
     e.text +=
         "binds:     the daemon mounts the container's binds again for this call: each source is "
         "checked again first (rule binds)\n";
+  if (r.op == policy::operation::ContainerCreate && !profile.rules.seccomp.empty())
+    e.text +=
+        "seccomp:   the container runs under the profile's own seccomp profile, whatever the "
+        "body asks (HostConfig.SecurityOpt, rule seccomp)\n";
   if (r.op == policy::operation::SystemInfo && profile.system_info_keep) {
     e.text += "answer:    only the members";
     for (const auto& k : *profile.system_info_keep) e.text += " " + k;

@@ -77,3 +77,17 @@ TEST_CASE("explain says which calls check the binds again", "[explain]") {
   CHECK_THAT(proxy::explain_request(p, "POST", "/v1.41/containers/web/stop", std::nullopt).text,
              !Catch::Contains(says));
 }
+
+TEST_CASE("explain says a profile's seccomp profile replaces the one a body names", "[explain]") {
+  auto pol = policy::parse_policy(R"({"profiles":{"p":{"allow":["ContainerCreate"],
+      "images":{"allow":["*"]},"container_create":{"HostConfig.SecurityOpt":{"allow":["seccomp=unconfined"]}},
+      "seccomp":{"defaultAction":"SCMP_ACT_ERRNO","syscalls":[{"names":["read"],"action":"SCMP_ACT_ALLOW"}]}}}})");
+  REQUIRE(pol.value);
+  const auto& p = pol.value->default_();
+  const std::string body =
+      R"({"Image":"busybox","HostConfig":{"SecurityOpt":["seccomp=unconfined"]}})";
+  const auto text = proxy::explain_request(p, "POST", "/v1.41/containers/create", body).text;
+  CHECK_THAT(text, Catch::Contains("seccomp:   the container runs under the profile's own"));
+  CHECK_THAT(text, Catch::Contains("HostConfig.SecurityOpt: seccomp forced (rule seccomp)"));
+  CHECK_THAT(text, !Catch::Contains("unconfined\""));
+}
