@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "harness.hpp"
+#include "unix_daemon.hpp"
 
 using namespace dockgate::test;
 using namespace std::chrono_literals;
@@ -30,73 +31,17 @@ class scripted_daemon {
   explicit scripted_daemon(std::string answer)
       : scripted_daemon(std::vector<std::string>{std::move(answer)}) {}
   explicit scripted_daemon(std::vector<std::string> pieces, bool close_after = false)
-      : pieces_(std::move(pieces)), close_after_(close_after) {
-    char dir[] = "/tmp/dg-scripted-XXXXXX";
-    REQUIRE(::mkdtemp(dir) != nullptr);
-    dir_ = dir;
-    path_ = dir_ + "/docker.sock";
-    listener_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    REQUIRE(listener_ >= 0);
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    std::strncpy(addr.sun_path, path_.c_str(), sizeof addr.sun_path - 1);
-    REQUIRE(::bind(listener_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-    REQUIRE(::listen(listener_, 16) == 0);
-    acceptor_ = std::thread([this] {
-      for (;;) {
-        const int fd = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
-        if (fd < 0) return;
-        std::lock_guard g(m_);
-        fds_.push_back(fd);
-        threads_.emplace_back([this, fd] { serve(fd); });
-      }
-    });
-  }
-  ~scripted_daemon() {
-    ::shutdown(listener_, SHUT_RDWR);
-    acceptor_.join();
-    ::close(listener_);
-    {
-      std::lock_guard g(m_);
-      for (int fd : fds_) ::shutdown(fd, SHUT_RDWR);
-    }
-    for (auto& t : threads_) t.join();
-    for (int fd : fds_) ::close(fd);
-    std::system(("rm -rf " + dir_).c_str());
-  }
-  std::string upstream() const { return "unix://" + path_; }
+      : pieces_(std::move(pieces)), close_after_(close_after) {}
+  std::string upstream() const { return daemon_.upstream(); }
 
  private:
   void serve(int fd) {
     std::string in;
-    char buf[4096];
-    for (;;) {
-      std::size_t end;
-      while ((end = in.find("\r\n\r\n")) == std::string::npos) {
-        const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-        if (n <= 0) return;
-        in.append(buf, static_cast<std::size_t>(n));
-      }
-      const std::string head = in.substr(0, end);
-      in.erase(0, end + 4);
-      const std::string target =
-          head.substr(head.find(' ') + 1, head.find(' ', head.find(' ') + 1) - head.find(' ') - 1);
-      std::string out;
-      const auto json = [](const std::string& body) {
-        return "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
-               std::to_string(body.size()) + "\r\n\r\n" + body;
-      };
-      const bool learning = target == "/version" || target.ends_with("/info");
-      if (learning)
-        out = target == "/version" ? json(R"({"ApiVersion":"1.41","Version":"20.10.24"})")
-                                   : json(R"({"CgroupVersion":"2"})");
-      const std::vector<std::string>& pieces = learning ? std::vector<std::string>{out} : pieces_;
-      for (std::size_t i = 0; i < pieces.size(); ++i) {
-        if (i > 0) std::this_thread::sleep_for(30ms);
-        if (::send(fd, pieces[i].data(), pieces[i].size(), MSG_NOSIGNAL) !=
-            static_cast<ssize_t>(pieces[i].size()))
-          return;
-      }
+    while (auto request = read_request(fd, in)) {
+      const bool learning = is_learning(request->target);
+      if (!send_pieces(
+              fd, learning ? std::vector<std::string>{learning_answer(request->target)} : pieces_))
+        return;
       if (close_after_ && !learning) {
         ::shutdown(fd, SHUT_RDWR);
         return;
@@ -106,12 +51,7 @@ class scripted_daemon {
 
   std::vector<std::string> pieces_;
   bool close_after_ = false;
-  std::string dir_, path_;
-  int listener_ = -1;
-  std::thread acceptor_;
-  std::mutex m_;
-  std::vector<int> fds_;
-  std::vector<std::thread> threads_;
+  unix_daemon daemon_{[this](int fd, int) { serve(fd); }};  // last: its threads end first
 };
 
 }  // namespace

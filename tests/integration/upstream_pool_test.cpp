@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "harness.hpp"
+#include "unix_daemon.hpp"
 
 using namespace dockgate::test;
 using namespace std::chrono_literals;
@@ -110,40 +111,8 @@ class recording_daemon {
                             bool events_whole = false)
       : drop_reused_(drop_reused),
         ping_answer_(std::move(ping_answer)),
-        events_whole_(events_whole) {
-    char dir[] = "/tmp/dg-pool-XXXXXX";
-    REQUIRE(::mkdtemp(dir) != nullptr);
-    dir_ = dir;
-    path_ = dir_ + "/docker.sock";
-    listener_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    std::strncpy(addr.sun_path, path_.c_str(), sizeof addr.sun_path - 1);
-    REQUIRE(::bind(listener_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-    REQUIRE(::listen(listener_, 16) == 0);
-    acceptor_ = std::thread([this] {
-      for (int number = 1;; ++number) {
-        const int fd = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
-        if (fd < 0) return;
-        std::lock_guard g(m_);
-        fds_.push_back(fd);
-        threads_.emplace_back([this, fd, number] { serve(fd, number); });
-      }
-    });
-  }
-  ~recording_daemon() {
-    ::shutdown(listener_, SHUT_RDWR);
-    acceptor_.join();
-    ::close(listener_);
-    {
-      std::lock_guard g(m_);
-      for (int fd : fds_) ::shutdown(fd, SHUT_RDWR);
-    }
-    for (auto& t : threads_) t.join();
-    for (int fd : fds_) ::close(fd);
-    std::system(("rm -rf " + dir_).c_str());
-  }
-  std::string upstream() const { return "unix://" + path_; }
+        events_whole_(events_whole) {}
+  std::string upstream() const { return daemon_.upstream(); }
   // "<connection> <method> <target>[ dropped]" per request, in the order they came.
   std::vector<std::string> log() {
     std::lock_guard g(m_);
@@ -153,21 +122,10 @@ class recording_daemon {
  private:
   void serve(int fd, int number) {
     std::string in;
-    char buf[4096];
     bool answered_client = false;
-    for (;;) {
-      std::size_t end;
-      while ((end = in.find("\r\n\r\n")) == std::string::npos) {
-        const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-        if (n <= 0) return;
-        in.append(buf, static_cast<std::size_t>(n));
-      }
-      const std::string line = in.substr(0, in.find("\r\n"));
-      in.erase(0, end + 4);
-      const std::string method = line.substr(0, line.find(' '));
-      const std::string target =
-          line.substr(method.size() + 1, line.rfind(' ') - method.size() - 1);
-      const bool learning = target == "/version" || target.ends_with("/info");
+    while (auto request = read_request(fd, in)) {
+      const auto& [method, target] = *request;
+      const bool learning = is_learning(target);
       const bool drop = drop_reused_ && answered_client && !learning;
       {
         std::lock_guard g(m_);
@@ -178,15 +136,9 @@ class recording_daemon {
         ::shutdown(fd, SHUT_RDWR);
         return;
       }
-      const auto json = [](const std::string& body) {
-        return "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
-               std::to_string(body.size()) + "\r\n\r\n" + body;
-      };
       std::vector<std::string> pieces;
-      if (target == "/version")
-        pieces = {json(R"({"ApiVersion":"1.41","Version":"20.10.24"})")};
-      else if (target.ends_with("/info"))
-        pieces = {json(R"({"CgroupVersion":"2"})")};
+      if (learning)
+        pieces = {learning_answer(target)};
       else if (target.find("/_ping") != std::string::npos)
         pieces = {ping_answer_};
       else if (target.find("/events") != std::string::npos)
@@ -195,14 +147,9 @@ class recording_daemon {
             "chunked\r\n\r\n3\r\n{}\n\r\n",
             "0\r\n\r\n"};
       else
-        pieces = {json("{}")};
+        pieces = {json_answer("{}")};
       if (events_whole_ && pieces.size() == 2) pieces = {pieces[0] + pieces[1]};
-      for (std::size_t i = 0; i < pieces.size(); ++i) {
-        if (i > 0) std::this_thread::sleep_for(30ms);
-        if (::send(fd, pieces[i].data(), pieces[i].size(), MSG_NOSIGNAL) !=
-            static_cast<ssize_t>(pieces[i].size()))
-          return;
-      }
+      if (!send_pieces(fd, pieces)) return;
       answered_client = answered_client || !learning;
     }
   }
@@ -210,13 +157,9 @@ class recording_daemon {
   bool drop_reused_;
   std::string ping_answer_;
   bool events_whole_;
-  std::string dir_, path_;
-  int listener_ = -1;
-  std::thread acceptor_;
   std::mutex m_;
-  std::vector<int> fds_;
-  std::vector<std::thread> threads_;
   std::vector<std::string> log_;
+  unix_daemon daemon_{[this](int fd, int number) { serve(fd, number); }};  // last: ends first
 };
 
 // The connection number of each request the daemon saw for `target`.
