@@ -118,6 +118,18 @@ engine_answer fake_engine::inspect(std::string_view id, timeout) const {
   body += std::string(",\"Running\":") + (running ? "true" : "false") +
           ",\"Paused\":" + (c->state == "paused" ? "true" : "false") + ",\"Restarting\":false}";
   body += ",\"Config\":{\"Labels\":" + labels_json(c->labels) + "}";
+  // The host config as the create asked it (a daemon applies what it is sent: what the
+  // isolation report reads back), else only the network.
+  simdjson::dom::parser p;
+  simdjson::dom::element asked;
+  if (p.parse(c->body).get(asked) == simdjson::SUCCESS &&
+      asked["HostConfig"].get(asked) == simdjson::SUCCESS && asked.is_object()) {
+    // What a daemon's record always has: the default runtime, unprivileged unless asked.
+    std::string host = simdjson::minify(asked);
+    if (host.find("\"Privileged\":") == std::string::npos) host.insert(1, "\"Privileged\":false,");
+    if (host.find("\"Runtime\":") == std::string::npos) host.insert(1, "\"Runtime\":\"runc\",");
+    return answer(200, body + ",\"HostConfig\":" + host + "}");
+  }
   body += ",\"HostConfig\":{\"NetworkMode\":";
   client::append_json_string(body, c->network_mode.empty() ? "default" : c->network_mode);
   return answer(200, body + "}}");
@@ -231,6 +243,13 @@ client::exec_result fake_engine::exec(std::string_view id,
       return r;
     }
     copy = *c;
+  }
+  if (is_isolation_probe(options.cmd)) {
+    client::exec_result r;
+    r.started = true;
+    r.exit_code = 0;
+    r.stdout_data = probe_output;
+    return r;
   }
   if (on_exec) return on_exec(copy, options);
   client::exec_result r;
