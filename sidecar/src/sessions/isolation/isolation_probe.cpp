@@ -9,7 +9,9 @@
 // - root_write: mkdir(2) of a new name in `/`. On a read-only mount the kernel answers EROFS
 //   before it looks at the directory's permission (filename_create: mnt_want_write first;
 //   gVisor's VFS checks the mount before MayWrite too), so EROFS proves the file system, and
-//   EACCES alone only proves the mode of `/`. `root.ro` is statvfs's ST_RDONLY besides.
+//   EACCES alone only proves the mode of `/`. `root.ro` besides: `ro` among the options of
+//   the `/` mount (/proc/self/mounts) or statvfs's ST_RDONLY (gVisor's statvfs leaves
+//   ST_RDONLY out of a read-only root, its mounts table says ro).
 // - raw_inet, raw_packet: socket(2) of AF_INET/SOCK_RAW/ICMP and AF_PACKET/SOCK_RAW/ETH_P_ALL:
 //   CAP_NET_RAW in the network namespace's user namespace, whatever the network.
 // - mount: mount(2) of a tmpfs on `/` (it exists in every image; the target is looked up
@@ -75,17 +77,20 @@ try:
                 put("status." + k, " ".join(v.split()))
 except OSError:
     pass
-try:
-    put("root.ro", os.statvfs("/").f_flag & 1)
-except OSError:
-    pass
+root = None
 try:
     with open("/proc/self/mounts") as f:
         for line in f:
             part = line.split()
+            if len(part) >= 4 and part[1] == "/":
+                root = "ro" in part[3].split(",")
             if len(part) >= 4 and part[1] in ("/tmp", "/home/sandbox", "/workspace"):
                 st = os.statvfs(part[1])
                 put("mount." + part[1], "%s %d %s" % (part[2], st.f_blocks * st.f_frsize, part[3]))
+except OSError:
+    pass
+try:
+    put("root.ro", int(bool(root or os.statvfs("/").f_flag & 1)))
 except OSError:
     pass
 put("nofile", "%d %d" % resource.getrlimit(resource.RLIMIT_NOFILE))
