@@ -1,9 +1,13 @@
 // The probe a new session container runs as the session user (isolation.hpp): the
 // workspace's folders made (its arguments, as `mkdir -p` makes them: the runner's one
 // request at a new container's start is this), the deny-path self-test, then what the
-// container shows. Sent as `python3 -I -S -c <program>`:
-// both session images hold python3 (scripts/runtime-image.sh), and it needs nothing else
-// (ctypes for mount(2) and ptrace(2), which no shell tool of a minbase image offers).
+// container shows. Sent as `python3 -I -S -c <program> dockgate-probe <folders>`: both
+// session images hold python3 (scripts/runtime-image.sh), and it needs nothing else (ctypes
+// for socket(2), mount(2) and ptrace(2), which no shell tool of a minbase image offers).
+// Its work is the function probe(folders, write): the cell runner, which is that same
+// interpreter already started (python3 -I, as the session user, its imports done), runs
+// it in its own process when asked this very command (runner.py probe_here), so that a
+// pool miss pays no interpreter start for it; an exec runs the program.
 //
 // Each wall is tried for real and its outcome printed as the errno's name (or `allowed`):
 // - root_write: mkdir(2) of a new name in `/`. On a read-only mount the kernel answers EROFS
@@ -25,88 +29,98 @@ namespace dockgate::sidecar {
 
 namespace {
 
-constexpr std::string_view probe_program = R"probe(import ctypes, errno, os, resource, socket, sys
-for folder in sys.argv[2:]:
-    os.makedirs(folder, exist_ok=True)
-W = sys.stdout.write
-libc = ctypes.CDLL(None, use_errno=True)
-def attempt(key, fn):
-    try:
-        fn()
-    except OSError as e:
-        W("deny.%s=%s\n" % (key, errno.errorcode.get(e.errno, "E%d" % e.errno)))
-    except Exception:
-        W("deny.%s=error\n" % key)
-    else:
-        W("deny.%s=allowed\n" % key)
-def call(f, *a):
-    if f(*a) != 0:
+constexpr std::string_view probe_program = R"probe(import ctypes, errno, os, resource, sys
+def probe(folders, W):
+    for folder in folders:
+        os.makedirs(folder, exist_ok=True)
+    libc = ctypes.CDLL(None, use_errno=True)
+    def fail():
         e = ctypes.get_errno()
         raise OSError(e, os.strerror(e))
-def root_write():
-    p = "/.dockgate-probe-%d" % os.getpid()
-    os.mkdir(p)
-    os.rmdir(p)
-def raw(family, proto):
-    return lambda: socket.socket(family, 3, proto).close()
-def ptrace():
-    libc.ptrace.restype = ctypes.c_long
-    call(libc.ptrace, ctypes.c_long(16), ctypes.c_long(1), None, None)
-    libc.ptrace(ctypes.c_long(17), ctypes.c_long(1), None, None)
-attempt("root_write", root_write)
-attempt("raw_inet", raw(2, 1))
-attempt("raw_packet", raw(17, socket.htons(3)))
-attempt("mount", lambda: call(libc.mount, b"tmpfs", b"/", b"tmpfs", ctypes.c_ulong(0), None))
-attempt("ptrace", ptrace)
-def first(*paths):
-    for p in paths:
+    def attempt(key, fn):
         try:
-            with open(p) as f:
-                return " ".join(f.read().split())
-        except OSError:
-            pass
-    return None
-def put(key, value):
-    if value is not None:
-        W("%s=%s\n" % (key, value))
-try:
-    with open("/proc/self/status") as f:
-        for line in f:
-            k, _, v = line.partition(":")
-            if k in ("Uid", "Gid", "Groups", "CapPrm", "CapEff", "CapBnd", "CapAmb", "NoNewPrivs", "Seccomp", "Seccomp_filters"):
-                put("status." + k, " ".join(v.split()))
-except OSError:
-    pass
-root = None
-try:
-    with open("/proc/self/mounts") as f:
-        for line in f:
-            part = line.split()
-            if len(part) >= 4 and part[1] == "/":
-                root = "ro" in part[3].split(",")
-            if len(part) >= 4 and part[1] in ("/tmp", "/home/sandbox", "/workspace"):
-                st = os.statvfs(part[1])
-                put("mount." + part[1], "%s %d %s" % (part[2], st.f_blocks * st.f_frsize, part[3]))
-except OSError:
-    pass
-try:
-    put("root.ro", int(bool(root or os.statvfs("/").f_flag & 1)))
-except OSError:
-    pass
-put("nofile", "%d %d" % resource.getrlimit(resource.RLIMIT_NOFILE))
-put("memory", first("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"))
-put("pids", first("/sys/fs/cgroup/pids.max", "/sys/fs/cgroup/pids/pids.max"))
-cpu = first("/sys/fs/cgroup/cpu.max")
-if cpu is None:
-    q, p = first("/sys/fs/cgroup/cpu/cpu.cfs_quota_us"), first("/sys/fs/cgroup/cpu/cpu.cfs_period_us")
-    cpu = None if q is None or p is None else q + " " + p
-put("cpu", cpu)
-try:
-    put("net", ",".join(sorted(os.listdir("/sys/class/net"))))
-except OSError:
-    pass
-put("kernel", os.uname().release)
-W("end=1\n")
+            fn()
+        except OSError as e:
+            W("deny.%s=%s\n" % (key, errno.errorcode.get(e.errno, "E%d" % e.errno)))
+        except Exception:
+            W("deny.%s=error\n" % key)
+        else:
+            W("deny.%s=allowed\n" % key)
+    def root_write():
+        p = "/.dockgate-probe-%d" % os.getpid()
+        os.mkdir(p)
+        os.rmdir(p)
+    def raw(family, proto):
+        def open_raw():
+            fd = libc.socket(family, 3, proto)
+            if fd < 0:
+                fail()
+            os.close(fd)
+        return open_raw
+    def mount():
+        if libc.mount(b"tmpfs", b"/", b"tmpfs", ctypes.c_ulong(0), None) != 0:
+            fail()
+    def ptrace():
+        libc.ptrace.restype = ctypes.c_long
+        if libc.ptrace(ctypes.c_long(16), ctypes.c_long(1), None, None) != 0:
+            fail()
+        libc.ptrace(ctypes.c_long(17), ctypes.c_long(1), None, None)
+    attempt("root_write", root_write)
+    attempt("raw_inet", raw(2, 1))
+    attempt("raw_packet", raw(17, int.from_bytes((3).to_bytes(2, "big"), sys.byteorder)))
+    attempt("mount", mount)
+    attempt("ptrace", ptrace)
+    def first(*paths):
+        for p in paths:
+            try:
+                with open(p) as f:
+                    return " ".join(f.read().split())
+            except OSError:
+                pass
+        return None
+    def put(key, value):
+        if value is not None:
+            W("%s=%s\n" % (key, value))
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                k, _, v = line.partition(":")
+                if k in ("Uid", "Gid", "Groups", "CapPrm", "CapEff", "CapBnd", "CapAmb", "NoNewPrivs", "Seccomp", "Seccomp_filters"):
+                    put("status." + k, " ".join(v.split()))
+    except OSError:
+        pass
+    root = None
+    try:
+        with open("/proc/self/mounts") as f:
+            for line in f:
+                part = line.split()
+                if len(part) >= 4 and part[1] == "/":
+                    root = "ro" in part[3].split(",")
+                if len(part) >= 4 and part[1] in ("/tmp", "/home/sandbox", "/workspace"):
+                    st = os.statvfs(part[1])
+                    put("mount." + part[1], "%s %d %s" % (part[2], st.f_blocks * st.f_frsize, part[3]))
+    except OSError:
+        pass
+    try:
+        put("root.ro", int(bool(root or os.statvfs("/").f_flag & 1)))
+    except OSError:
+        pass
+    put("nofile", "%d %d" % resource.getrlimit(resource.RLIMIT_NOFILE))
+    put("memory", first("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"))
+    put("pids", first("/sys/fs/cgroup/pids.max", "/sys/fs/cgroup/pids/pids.max"))
+    cpu = first("/sys/fs/cgroup/cpu.max")
+    if cpu is None:
+        q, p = first("/sys/fs/cgroup/cpu/cpu.cfs_quota_us"), first("/sys/fs/cgroup/cpu/cpu.cfs_period_us")
+        cpu = None if q is None or p is None else q + " " + p
+    put("cpu", cpu)
+    try:
+        put("net", ",".join(sorted(os.listdir("/sys/class/net"))))
+    except OSError:
+        pass
+    put("kernel", os.uname().release)
+    W("end=1\n")
+if __name__ == "__main__":
+    probe(sys.argv[2:], sys.stdout.write)
 )probe";
 
 }  // namespace
