@@ -20,6 +20,7 @@
 #include "sessions/workspace/workspace_mounts.hpp"
 
 using namespace dockgate::sidecar;
+using namespace std::chrono_literals;
 
 namespace {
 
@@ -247,4 +248,37 @@ TEST_CASE("isolation: a warm container whose walls fell never joins the pool", "
   CHECK_FALSE(r.pool.claim(std::chrono::milliseconds(0)));
   r.pool.stop();
   for (const auto& k : r.engine.containers()) CHECK(k.state != "running");
+}
+
+TEST_CASE("isolation: an adopted container is probed again, one whose walls fell is removed",
+          "[isolation]") {
+  rig r(no_pool());
+  const std::string good(32, 'a'), bad(32, 'b');
+  // Two session containers of an earlier run, made as a session's (the same create body).
+  for (const auto& sid : {good, bad}) {
+    session earlier;
+    earlier.id = sid;
+    earlier.archive_key = sid;
+    const std::string name = std::string(container_prefix) + sid;
+    REQUIRE(r.engine.create(name, r.containers.create_body(sid, earlier), 1s).status == 201);
+    REQUIRE(r.engine.start(name, 1s).status == 204);
+  }
+  const std::string fell = replaced(held, "deny.ptrace=EPERM", "deny.ptrace=allowed");
+  r.engine.on_exec = [&](const testing::fake_engine::container& c,
+                         const dockgate::client::exec_options& o) {
+    dockgate::client::exec_result e;
+    e.started = true;
+    e.exit_code = 0;
+    if (!o.cmd.empty() && o.cmd.front() == "probe")
+      e.stdout_data = c.name.ends_with(bad) ? fell : held;
+    return e;
+  };
+  r.lifecycle.reconcile();
+  auto adopted = r.registry.find(good);
+  REQUIRE(adopted);
+  REQUIRE(adopted->isolation);
+  CHECK(adopted->isolation->read_at == "adopt");
+  CHECK(adopted->isolation->failures.empty());
+  CHECK_FALSE(r.registry.find(bad));
+  CHECK_FALSE(r.engine.find(std::string(container_prefix) + bad));  // removed, not adopted
 }
