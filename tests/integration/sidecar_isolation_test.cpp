@@ -153,6 +153,7 @@ TEST_CASE("isolation: a session whose walls fell is refused and leaves no contai
     proxy_process proxy(profile_with(c.from, c.to));
     std::vector<std::string> env = c.env;
     env.push_back("SANDBOX_WARM_POOL=0");
+    env.push_back("SANDBOX_ALLOW_NO_AUTH=1");
     const std::string instance = "iso" + std::to_string(::getpid()) + c.name;
     env.push_back("SANDBOX_INSTANCE=" + instance);
     sidecar_process sidecar(proxy, env);
@@ -160,6 +161,14 @@ TEST_CASE("isolation: a session whose walls fell is refused and leaves no contai
     INFO(created.body << "\n" << sidecar.log());
     CHECK(created.status == 500);
     CHECK(field(created.body, "detail").find(c.why) != std::string::npos);
+    // OpenSandbox's create: the same refusal in its {code, message}.
+    auto sandbox = sidecar.call(
+        "POST", "/v1/sandboxes",
+        R"({"image":{"uri":")" + runtime_image() + R"("},"entrypoint":["tail","-f","/dev/null"]})",
+        "");
+    CHECK(sandbox.status == 500);
+    CHECK(field(sandbox.body, "code") == "GENERAL::UNKNOWN_ERROR");
+    CHECK(field(sandbox.body, "message").find(c.why) != std::string::npos);
     // The daemon's record: nothing of this sidecar's is left (the instance lease is its own).
     std::string left = containers_of(instance);
     CHECK(left.find("dockgate-sbx-") == std::string::npos);
