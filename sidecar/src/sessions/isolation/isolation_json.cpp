@@ -59,7 +59,13 @@ struct writer {
 
 void write_identity(writer& w) {
   const auto& rec = w.r.record;
-  w.str("runtime", rec.runtime.empty() ? "runc" : rec.runtime);
+  if (rec.runtime.empty()) {  // a daemon names its default too: none is not guessed
+    w.key("runtime");
+    w.out += "null";
+    w.unreadable.push_back("the runtime: not in the daemon's record");
+  } else {
+    w.str("runtime", rec.runtime);
+  }
   w.seen("kernel", "kernel", "the kernel's release");
   w.open("user");
   w.str("container", rec.user);
