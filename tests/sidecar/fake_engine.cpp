@@ -118,6 +118,20 @@ engine_answer fake_engine::inspect(std::string_view id, timeout) const {
   body += std::string(",\"Running\":") + (running ? "true" : "false") +
           ",\"Paused\":" + (c->state == "paused" ? "true" : "false") + ",\"Restarting\":false}";
   body += ",\"Config\":{\"Labels\":" + labels_json(c->labels) + "}";
+  // On a network this fake made: its gateway, as the daemon's NetworkSettings shows it.
+  if (auto n = networks_.find(c->network_mode); n != networks_.end()) {
+    simdjson::dom::parser np;
+    simdjson::dom::element net;
+    std::string_view gateway;
+    if (np.parse(n->second).get(net) == simdjson::SUCCESS &&
+        net["IPAM"]["Config"].at(0)["Gateway"].get_string().get(gateway) == simdjson::SUCCESS) {
+      body += ",\"NetworkSettings\":{\"Networks\":{";
+      client::append_json_string(body, c->network_mode);
+      body += ":{\"Gateway\":";
+      client::append_json_string(body, gateway);
+      body += "}}}";
+    }
+  }
   // The host config as the create asked it (a daemon applies what it is sent: what the
   // isolation report reads back), else only the network.
   simdjson::dom::parser p;

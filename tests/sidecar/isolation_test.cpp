@@ -4,10 +4,13 @@
 #include "sessions/isolation/isolation.hpp"
 
 #include <simdjson.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <filesystem>
 #include <thread>
 
+#include "egress/egress_policy.hpp"
 #include "engine/labels.hpp"
 #include "fake_engine.hpp"
 #include "sessions/pool/pool_sessions.hpp"
@@ -281,4 +284,47 @@ TEST_CASE("isolation: an adopted container is probed again, one whose walls fell
   CHECK(adopted->isolation->failures.empty());
   CHECK_FALSE(r.registry.find(bad));
   CHECK_FALSE(r.engine.find(std::string(container_prefix) + bad));  // removed, not adopted
+}
+
+TEST_CASE("isolation: an egress session's report holds the list its proxy reads, read back",
+          "[isolation]") {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("dockgate-isolation-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  struct cleanup {
+    std::filesystem::path p;
+    ~cleanup() { std::filesystem::remove_all(p); }
+  } gone{dir};
+  config c = no_pool();
+  c.network = "allowlist";
+  c.egress_allow = {"a.example", ".c.example"};
+  c.egress_policy_dir = dir.string();
+  rig r(c);
+  r.probe_answers(held);
+  create_request req;
+  req.egress_policy = egress_rules{{true, "a.example"}};
+  auto created = r.lifecycle.create_session(req);
+  REQUIRE(created.ok());
+  auto s = r.registry.find(created->session_id);
+  REQUIRE(s);
+  REQUIRE(s->isolation);
+  REQUIRE(s->isolation->egress_list);
+  CHECK(parse_egress_policy_text(*s->isolation->egress_list) == req.egress_policy);
+  simdjson::dom::parser p;
+  simdjson::dom::element doc;
+  REQUIRE(p.parse(isolation_json(*s, r.c)).get(doc) == simdjson::SUCCESS);
+  CHECK(simdjson::minify(doc["network"]["egress_allowlist"]) ==
+        R"([{"action":"allow","target":"a.example"}])");
+  // A list that could not be written (the proxy then refuses every name): the report says
+  // it could not read one, and guesses none.
+  r.c.egress_policy_dir = (dir / "missing").string();
+  auto second = r.lifecycle.create_session(req);
+  REQUIRE(second.ok());
+  auto t = r.registry.find(second->session_id);
+  REQUIRE(t);
+  CHECK_FALSE(t->isolation->egress_list);
+  const std::string json = isolation_json(*t, r.c);
+  REQUIRE(p.parse(json).get(doc) == simdjson::SUCCESS);
+  CHECK(doc["network"]["egress_allowlist"].is_null());
+  CHECK(json.find("the egress proxy's list for its network: not read") != std::string::npos);
 }

@@ -5,6 +5,8 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <fstream>
+#include <iterator>
 #include <set>
 
 namespace dockgate::sidecar {
@@ -222,6 +224,7 @@ isolation_record read_isolation_record(std::string_view inspect_body) {
   r.user = string_at(doc["Config"]["User"]);
   r.workspace_label = string_at(doc["Config"]["Labels"]["dockgate.workspace"]);
   read_host_config(hc, r);
+  r.gateway = string_at(doc["NetworkSettings"]["Networks"][r.network]["Gateway"]);
   simdjson::dom::array mounts;
   if (doc["Mounts"].get_array().get(mounts) == simdjson::SUCCESS)
     for (auto m : mounts) r.mounts.emplace_back(string_at(m["Type"]), string_at(m["Destination"]));
@@ -265,7 +268,7 @@ std::vector<std::string> isolation_failures(const std::optional<isolation_asked>
   return out;
 }
 
-std::shared_ptr<isolation_report> read_isolation(const container_engine& engine,
+std::shared_ptr<isolation_report> read_isolation(const config& c, const container_engine& engine,
                                                  const std::string& container,
                                                  std::optional<isolation_asked> asked,
                                                  std::string_view probe_output,
@@ -278,6 +281,15 @@ std::shared_ptr<isolation_report> read_isolation(const container_engine& engine,
   const auto inspected = engine.inspect(container, 20s);
   if (inspected.status == 200) report->record = read_isolation_record(inspected.body);
   report->seen = read_probe_output(probe_output);
+  // The egress proxy's list for this network (egress_policy.hpp write_egress_policy: a file
+  // named by its gateway), read back as the proxy will read it.
+  const auto& gw = report->record.gateway;
+  if (c.network == "allowlist" && !gw.empty() &&
+      gw.find_first_not_of("0123456789.") == std::string::npos) {
+    std::ifstream in(c.egress_policy_dir + "/" + gw, std::ios::binary);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (in.good() || in.eof()) report->egress_list = text.substr(0, 64 * 1024);
+  }
   report->failures = isolation_failures(report->asked, report->record, report->seen);
   report->cost =
       std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0);

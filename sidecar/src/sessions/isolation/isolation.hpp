@@ -59,6 +59,7 @@ struct isolation_record {
   std::optional<std::pair<std::int64_t, std::int64_t>> nofile;  // soft, hard
   std::vector<std::pair<std::string, std::string>> mounts;      // type, destination
   std::string workspace_label;  // dockgate.workspace (the gate binds its FUSE mount)
+  std::string gateway;          // its network's gateway (an egress network's: its list's name)
 };
 isolation_record read_isolation_record(std::string_view inspect_body);
 
@@ -89,11 +90,15 @@ struct isolation_report {
   std::chrono::system_clock::time_point read_time;
   std::vector<std::string> failures;
   std::chrono::microseconds cost{0};  // the inspect's and the judging's time (not the probe's)
+  // Under SANDBOX_NETWORK=allowlist: the list the egress proxy reads for its network's
+  // gateway, as the file holds it (none: no file, or not an egress network).
+  std::optional<std::string> egress_list;
 };
 
 // The record read and judged for `container`, with the probe's output (`probe_output`, as
-// it came back: empty when the probe did not run). One Engine API call (the inspect).
-std::shared_ptr<isolation_report> read_isolation(const container_engine& engine,
+// it came back: empty when the probe did not run). One Engine API call (the inspect); under
+// SANDBOX_NETWORK=allowlist one small file read (its egress list).
+std::shared_ptr<isolation_report> read_isolation(const config& c, const container_engine& engine,
                                                  const std::string& container,
                                                  std::optional<isolation_asked> asked,
                                                  std::string_view probe_output,

@@ -138,17 +138,21 @@ void write_limits(writer& w) {
   w.close();
 }
 
-void write_network(writer& w, const session& s, const config& c) {
+void write_network(writer& w, const config& c) {
   w.open("network");
   w.str("mode", w.r.record.network);
   w.seen("interfaces", "net", "the network interfaces");
   w.key("egress_allowlist");
-  // The list the egress proxy holds for this session (written before its container was
-  // made): its own, else the operator's; null without an egress network.
-  if (c.network != "allowlist" || w.r.record.network == "none") {
+  // The list the egress proxy reads for this session's network (its file, read back when
+  // the container was proved); null without an egress network, or when it could not be
+  // read (said so: the proxy then refuses every name).
+  const auto read = w.r.egress_list ? parse_egress_policy_text(*w.r.egress_list) : std::nullopt;
+  if (c.network != "allowlist" || w.r.record.network == "none" || !read) {
     w.out += "null";
+    if (c.network == "allowlist" && w.r.record.network != "none")
+      w.unreadable.push_back("the egress proxy's list for its network: not read");
   } else {
-    const egress_rules rules = s.egress_policy ? *s.egress_policy : operator_rules(c);
+    const egress_rules& rules = *read;
     w.out += '[';
     for (std::size_t i = 0; i < rules.size(); ++i) {
       w.out += i ? ",{" : "{";
@@ -208,7 +212,7 @@ std::string isolation_json(const session& s, const config& c) {
   write_identity(w);
   write_tmpfs(w);
   write_limits(w);
-  write_network(w, s, c);
+  write_network(w, c);
   write_workspace(w, s);
   write_self_test(w);
   if (!report->record.read) w.unreadable.push_back("the daemon's record: not readable");

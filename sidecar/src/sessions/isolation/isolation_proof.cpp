@@ -34,7 +34,7 @@ std::optional<refusal> session_lifecycle::prove_isolation(session& s,
   if (executors_.isolation_probe.empty()) return std::nullopt;  // (unit tests of other rooms)
   std::optional<isolation_asked> asked;
   if (s.asked_of_engine) asked = *s.asked_of_engine;
-  auto report = read_isolation(engine_, s.container, asked, probe_output, read_at);
+  auto report = read_isolation(config_, engine_, s.container, asked, probe_output, read_at);
   if (report->failures.empty()) {
     keep(s, std::move(report));
     return std::nullopt;
@@ -49,7 +49,7 @@ std::optional<refusal> session_lifecycle::prove_isolation(session& s,
 
 bool session_lifecycle::prove_adopted(session& s) {
   if (executors_.isolation_probe.empty()) return true;
-  auto report = read_isolation(engine_, s.container, std::nullopt,
+  auto report = read_isolation(config_, engine_, s.container, std::nullopt,
                                containers_.run_isolation_probe(s.container), "adopt");
   if (report->failures.empty()) {
     keep(s, std::move(report));

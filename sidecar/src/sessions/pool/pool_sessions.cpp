@@ -193,7 +193,7 @@ std::optional<pooled_container> session_pool::create(std::string& error, bool& f
 std::string session_pool::prove_pool_container(pooled_container& c, const std::string& body,
                                                const std::string& probe) const {
   if (executors_.isolation_probe.empty()) return {};
-  auto report = read_isolation(engine_, c.id, isolation_asked_of(body), probe, "pool");
+  auto report = read_isolation(config_, engine_, c.id, isolation_asked_of(body), probe, "pool");
   c.isolation = report;
   if (report->failures.empty()) return {};
   std::string why = "isolation self-test failed:";
