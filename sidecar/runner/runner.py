@@ -31,7 +31,8 @@
 #
 # Requests (stdin): u32 length, then u8 op, u32 output cap (per stream), u32 count of
 # lists, each list u32 count of items, each item u32 length and bytes.
-#   op R, lists [argv, [stdin]]: run argv (`cat -- <artifact>`).
+#   op R, lists [argv, [stdin]]: run argv (`cat -- <artifact>`); the isolation probe's
+#     command is run in this process (probe_here).
 #   op W, no lists: answered (S, then X "0 0 0", or "1 0 0" where the fork server is off)
 #     once the warm-up has ended: the warm pool's wait for a warm runner.
 #   op C, lists [argv, [code], [cell, before file, oom file, outputs dir], sweep argv,
@@ -211,7 +212,36 @@ def cell(argv, code, cell_path, before_file, oom_file, outputs, sweep, cap, send
     send_report(send, report)
 
 
+# The isolation probe (the sidecar's sessions/isolation/isolation_probe.cpp: the deny-path
+# self-test a new container runs before its session is handed out, which also makes the
+# workspace's folders) is the command `python3 -I -S -c <program> dockgate-probe <folders>`.
+# This process is that interpreter already started (python3 -I, as the session user, in the
+# same container, with no more rights than a command it would start: the walls the probe
+# tries are the container's), so it runs the program's probe(folders, write) here, and a
+# session's first answer waits for no interpreter start. Its answer is the command's.
+def is_probe(argv):
+    return len(argv) >= 6 and argv[:4] == [b"python3", b"-I", b"-S", b"-c"] and argv[5] == b"dockgate-probe"
+
+
+def probe_here(argv, cap, send):
+    out, err, code = [], b"", 0
+    try:
+        ns = {"__name__": "dockgate_probe"}
+        exec(compile(argv[4], "<probe>", "exec"), ns)
+        ns["probe"]([os.fsdecode(a) for a in argv[6:]], out.append)
+    except Exception as e:  # as the command would: a traceback's last line, exit 1
+        err, code = ("%s: %s\n" % (type(e).__name__, e)).encode(), 1
+    send(b"S")
+    output = Output(send, cap)
+    output.add(b"O", "".join(out).encode())
+    output.add(b"E", err)
+    output.exit(code)
+
+
 def run(argv, stdin_data, cap, send, fork=None):
+    if fork is None and is_probe(argv):
+        probe_here(argv, cap, send)
+        return
     try:
         if fork is not None:
             proc = forked(*fork)

@@ -120,6 +120,32 @@ engine_answer fake_engine::inspect(std::string_view id, timeout) const {
           // The init's host PID: top_processes' first row is the init (pid 1).
           ",\"Restarting\":false,\"Pid\":" + (running ? "1" : "0") + "}";
   body += ",\"Config\":{\"Labels\":" + labels_json(c->labels) + "}";
+  // On a network this fake made: its gateway, as the daemon's NetworkSettings shows it.
+  if (auto n = networks_.find(c->network_mode); n != networks_.end()) {
+    simdjson::dom::parser np;
+    simdjson::dom::element net;
+    std::string_view gateway;
+    if (np.parse(n->second).get(net) == simdjson::SUCCESS &&
+        net["IPAM"]["Config"].at(0)["Gateway"].get_string().get(gateway) == simdjson::SUCCESS) {
+      body += ",\"NetworkSettings\":{\"Networks\":{";
+      client::append_json_string(body, c->network_mode);
+      body += ":{\"Gateway\":";
+      client::append_json_string(body, gateway);
+      body += "}}}";
+    }
+  }
+  // The host config as the create asked it (a daemon applies what it is sent: what the
+  // isolation report reads back), else only the network.
+  simdjson::dom::parser p;
+  simdjson::dom::element asked;
+  if (p.parse(c->body).get(asked) == simdjson::SUCCESS &&
+      asked["HostConfig"].get(asked) == simdjson::SUCCESS && asked.is_object()) {
+    // What a daemon's record always has: the default runtime, unprivileged unless asked.
+    std::string host = simdjson::minify(asked);
+    if (host.find("\"Privileged\":") == std::string::npos) host.insert(1, "\"Privileged\":false,");
+    if (host.find("\"Runtime\":") == std::string::npos) host.insert(1, "\"Runtime\":\"runc\",");
+    return answer(200, body + ",\"HostConfig\":" + host + "}");
+  }
   body += ",\"HostConfig\":{\"NetworkMode\":";
   client::append_json_string(body, c->network_mode.empty() ? "default" : c->network_mode);
   return answer(200, body + "}}");
@@ -233,6 +259,13 @@ client::exec_result fake_engine::exec(std::string_view id,
       return r;
     }
     copy = *c;
+  }
+  if (is_isolation_probe(options.cmd)) {
+    client::exec_result r;
+    r.started = true;
+    r.exit_code = 0;
+    r.stdout_data = probe_output;
+    return r;
   }
   if (on_exec) return on_exec(copy, options);
   client::exec_result r;

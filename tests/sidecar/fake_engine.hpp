@@ -4,8 +4,8 @@
 // (create → {"Id"}, inspect → State/Config.Labels/HostConfig, list → [{Id, State,
 // Labels}], top → Titles/Processes, version → {"Version"}), records every call, and can
 // be told to fail an operation. Execs are answered by `on_exec` (default: started, exit
-// 0, no output); held execs by `on_attach` (default: refused, as an engine without the
-// runner's interpreter would).
+// 0, no output; the isolation probe's answer is `probe_output`); held execs by `on_attach`
+// (default: refused, as an engine without the runner's interpreter would).
 
 #include <functional>
 #include <map>
@@ -16,6 +16,21 @@
 #include "engine/container_engine.hpp"
 
 namespace dockgate::sidecar::testing {
+
+// What the isolation probe (sessions/isolation/isolation.hpp) prints in a container whose
+// walls all hold (runc under the sandbox profile).
+inline const std::string hardened_probe_output =
+    "deny.root_write=EROFS\ndeny.raw_inet=EPERM\ndeny.raw_packet=EPERM\ndeny.mount=EPERM\n"
+    "deny.ptrace=EPERM\nstatus.Uid=1000 1000 1000 1000\nstatus.Gid=1000 1000 1000 1000\n"
+    "status.CapPrm=0000000000000000\nstatus.CapEff=0000000000000000\n"
+    "status.CapBnd=0000000000000000\nstatus.CapAmb=0000000000000000\nstatus.NoNewPrivs=1\n"
+    "status.Seccomp=2\nroot.ro=1\nmount./tmp=tmpfs 268435456 rw,nosuid,nodev,size=262144k\n"
+    "nofile=1024 1024\nmemory=2147483648\nend=1\n";
+
+// Whether `cmd` is the isolation probe (its argv[5] names it).
+inline bool is_isolation_probe(const std::vector<std::string>& cmd) {
+  return cmd.size() > 5 && cmd[0] == "python3" && cmd[5] == "dockgate-probe";
+}
 
 class fake_engine final : public container_engine {
  public:
@@ -70,6 +85,9 @@ class fake_engine final : public container_engine {
   // a test can hold creates there.
   std::function<void(std::string_view name)> on_create;
   bool image_present = true;
+  // What the isolation probe prints when an exec runs it (before on_exec, which never sees
+  // it): a hardened container's, by default.
+  std::string probe_output = hardened_probe_output;
   // What top answers for every running container (its "Processes": pid, uid, stat,
   // threads). Default: the container's own init (pid 1, inspect's State.Pid), as the
   // keep-alive's uid (session_containers.cpp): a clean sweep.

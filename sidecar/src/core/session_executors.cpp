@@ -7,6 +7,7 @@
 
 #include "cells/kernel.hpp"
 #include "cells/runner.hpp"
+#include "sessions/isolation/isolation.hpp"
 #include "sessions/session.hpp"
 
 namespace dockgate::sidecar {
@@ -25,17 +26,22 @@ constexpr auto kernel_start_timeout = 90s;
 executor_hooks session_executors(const container_engine& engine) {
   executor_hooks h;
   h.start_runner = [&engine](const std::string& container, const std::vector<std::string>& mkdir,
+                             std::string* output,
                              std::string& why) -> std::shared_ptr<cell_runner> {
     auto started = cell_runner::start(engine, container, 20s, &why);
     if (!started) return nullptr;
     auto made = started->run(mkdir, {}, 64 * 1024, {20s, 20s, {}}, nullptr);
-    if (made.state == cell_runner::outcome::done && made.result.exit_code == 0) return started;
+    if (made.state == cell_runner::outcome::done && made.result.exit_code == 0) {
+      if (output) *output = made.result.stdout_data;
+      return started;
+    }
     started->close();
     why = made.state == cell_runner::outcome::done
               ? "mkdir exit " + std::to_string(made.result.exit_code)
               : made.why;
     return nullptr;
   };
+  h.isolation_probe = isolation_probe_command();
   h.runner_ready = [](cell_runner& runner, std::chrono::milliseconds within) {
     // W: a warm runner (every pool container's: it joined the pool after its warm-up)
     // answers it at once, with no process of its own to start (a fork and exec of `true`

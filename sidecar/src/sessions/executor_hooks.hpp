@@ -23,8 +23,12 @@ struct executor_hooks {
   // `mkdir` (the workspace's folders) and answered: the session's first cell then waits
   // for no exec of its own. nullptr with `why` when it did not (the folders are then made
   // with an exec, and the session's first cell starts a runner). Unset: no runner.
-  std::function<std::shared_ptr<cell_runner>(
-      const std::string& container, const std::vector<std::string>& mkdir, std::string& why)>
+  // `mkdir` may be the isolation probe, which makes the folders too (isolation/isolation.hpp:
+  // the deny-path self-test rides on this one request): with `output`, its stdout is left
+  // there.
+  std::function<std::shared_ptr<cell_runner>(const std::string& container,
+                                             const std::vector<std::string>& mkdir,
+                                             std::string* output, std::string& why)>
       start_runner;
   // Whether a warm container's runner answers a round trip now, within a short bound (a
   // frozen or stopped one never does), with no process started for it (the runner's W,
@@ -39,6 +43,10 @@ struct executor_hooks {
   // has one, closed first: a kernel session runs none); "" when it runs, else the error.
   // Unset: every kernel start fails.
   std::function<std::string(session& s)> start_kernel;
+  // The isolation probe (isolation/isolation.hpp isolation_probe_command) every new session
+  // container runs before it is handed out; empty: no self-test and no report (unit tests
+  // of other rooms; the core always sets it).
+  std::vector<std::string> isolation_probe;
   // The kernel a session names (a request, a label, a record), by the name it is known
   // by; nullopt for an unknown one. Unset: none is known.
   std::function<std::optional<std::string>(std::string_view requested)> kernel_name;

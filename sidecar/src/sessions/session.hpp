@@ -18,8 +18,10 @@
 
 namespace dockgate::sidecar {
 
-class cell_runner;     // runner.hpp
-struct code_contexts;  // core/code_interpreter.hpp
+class cell_runner;        // runner.hpp
+struct code_contexts;     // core/code_interpreter.hpp
+struct isolation_report;  // isolation/isolation.hpp
+struct isolation_asked;   // isolation/isolation.hpp
 
 struct session {
   std::string id;
@@ -87,6 +89,13 @@ struct session {
   // under `facts_mutex` (never `lock`: a cell of a context runs beside the commands). They
   // end with the session: the container's removal ends their drivers.
   std::shared_ptr<code_contexts> code;
+  // The isolation in force (isolation/isolation.hpp), read back from its container when it
+  // was made (or claimed warm, adopted, woken): a report the GET answers from, never read
+  // again per request. Under `facts_mutex`; none while dormant or when not read.
+  std::shared_ptr<const isolation_report> isolation;
+  // What its container's create asked of the engine (the body sent), kept for the judging of
+  // its isolation once the container runs (session_lifecycle create_and_start).
+  std::shared_ptr<const isolation_asked> asked_of_engine;
   // Frozen (the engine paused its container): set under `lock`.
   std::atomic<bool> paused{false};
   // Dormant (session_dormancy.cpp): its workspace archived, its container removed, its

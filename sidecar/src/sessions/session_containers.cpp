@@ -12,6 +12,7 @@
 #include "egress/egress_policy.hpp"
 #include "engine/docker_engine.hpp"
 #include "engine/labels.hpp"
+#include "sessions/isolation/isolation.hpp"
 #include "sessions/session.hpp"
 
 namespace dockgate::sidecar {
@@ -243,15 +244,23 @@ client::exec_result session_containers::run_in(const std::string& container,
 }
 
 std::string session_containers::make_workspace(const std::string& container,
-                                               std::shared_ptr<cell_runner>* runner) const {
+                                               std::shared_ptr<cell_runner>* runner,
+                                               std::string* probe_output) const {
   // Before the answer that names the session: no request can touch the folders earlier.
   const std::vector<std::string> mkdir = {"mkdir", "-p", "/workspace/uploads", "/workspace/outputs",
                                           "/workspace/skills"};
+  // The isolation probe makes them (isolation/isolation.hpp): on the runner it is that one
+  // request, the self-test folded into it; without one, an exec of its own after mkdir's.
+  const bool probing = probe_output && !executors_.isolation_probe.empty();
+  std::vector<std::string> probe =
+      probing ? executors_.isolation_probe : std::vector<std::string>();
+  if (probing) probe.insert(probe.end(), mkdir.begin() + 2, mkdir.end());
   if (runner && config_.cell_runner && executors_.start_runner) {
     // The same command through the runner (its own process, as the session user, like the
     // exec's); a runner that fails here is closed and the exec below says why, if anything.
     std::string why;
-    if (auto started = executors_.start_runner(container, mkdir, why)) {
+    if (auto started = executors_.start_runner(container, probing ? probe : mkdir,
+                                               probing ? probe_output : nullptr, why)) {
       *runner = std::move(started);
       return {};
     }
@@ -260,8 +269,15 @@ std::string session_containers::make_workspace(const std::string& container,
               << std::endl;
   }
   auto mk = run_in(container, mkdir, 20s);
-  if (mk.started && mk.exit_code == 0) return {};
-  return "workspace init failed: " + (mk.error.empty() ? mk.stderr_data : mk.error);
+  if (!mk.started || mk.exit_code != 0)
+    return "workspace init failed: " + (mk.error.empty() ? mk.stderr_data : mk.error);
+  if (!probe.empty()) *probe_output = isolation_probe_answer(run_in(container, probe, 20s));
+  return {};
+}
+
+std::string session_containers::run_isolation_probe(const std::string& container) const {
+  if (executors_.isolation_probe.empty()) return {};
+  return isolation_probe_answer(run_in(container, executors_.isolation_probe, 20s));
 }
 
 session_containers::sweep_outcome session_containers::sweep_cell_processes(

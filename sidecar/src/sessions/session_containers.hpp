@@ -63,8 +63,13 @@ class session_containers {
   // SANDBOX_CELL_RUNNER on) the container's cell runner is started now and makes them
   // (executor_hooks::start_runner): no exec of their own; it is left in *runner. Otherwise (or if
   // the runner does not come up) one exec makes them.
+  // With `probe_output`, the isolation probe (executor_hooks::isolation_probe, if set) runs
+  // after them, on the runner or as an exec, its answer left there (isolation.hpp).
   std::string make_workspace(const std::string& container,
-                             std::shared_ptr<cell_runner>* runner = nullptr) const;
+                             std::shared_ptr<cell_runner>* runner = nullptr,
+                             std::string* probe_output = nullptr) const;
+  // The isolation probe run as an exec of its own (an adopted container); its answer.
+  std::string run_isolation_probe(const std::string& container) const;
 
   // The plain kill sweep: every process of the session user in `container` killed but
   // the container's init and its `sleep`, then the outcome judged from the host

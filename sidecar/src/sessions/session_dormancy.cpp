@@ -128,6 +128,10 @@ bool session_lifecycle::sleep(session& s) {
   s.sweep_before_runner = false;
   s.paused = true;  // listed as Paused until it comes back
   s.dormant = true;
+  {
+    std::lock_guard g(s.facts_mutex);
+    s.isolation.reset();  // no container to report on: read again at its wake
+  }
   pool_.wake();  // SANDBOX_MAX_SESSIONS has room again
   say(s, "dormant (its container removed, its workspace archived)");
   return true;

@@ -13,6 +13,7 @@
 #include "engine/labels.hpp"
 #include "fleet/sealed.hpp"
 #include "fleet/store_lease.hpp"
+#include "sessions/isolation/isolation.hpp"
 #include "sessions/pool/pool_sessions.hpp"
 #include "sessions/session.hpp"
 #include "sessions/session_containers.hpp"
@@ -100,6 +101,7 @@ outcome<created_session> session_lifecycle::create_session(const create_request&
   s->container = container_id;
   s->pooled = warm.has_value();
   if (warm) s->runner = std::move(warm->runner);  // under no lock yet: nobody else has s
+  if (warm) s->isolation = warm->isolation;       // proved when the pool made it
   if (auto refused = ready_workspace(*s, warm.has_value(), restore)) return *refused;
   if (auto refused = start_entrypoint(*s)) return *refused;
   if (auto refused = record_session(*s, warm.has_value())) return *refused;
@@ -211,11 +213,14 @@ std::optional<refusal> session_lifecycle::ready_workspace(session& s, bool warm,
   if (!warm) {  // (a warm one was given its workspace, and its runner, in the pool)
     // The runner the first cell would start is started now and makes the folders: the
     // session's first answer waits for one exec, not two.
-    if (auto error = containers_.make_workspace(id, s.kernel.empty() ? &s.runner : nullptr);
+    std::string probe;
+    if (auto error = containers_.make_workspace(id, s.kernel.empty() ? &s.runner : nullptr, &probe);
         !error.empty()) {
       containers_.remove(id);
       return refuse(refusal_kind::failed, error);
     }
+    // Before anything of the client's goes in: a container whose walls fell is removed now.
+    if (auto refused = prove_isolation(s, probe, s.dormant ? "wake" : "create")) return refused;
   }
   if (!s.kernel.empty()) {
     std::string error = executors_.start_kernel ? executors_.start_kernel(s)
@@ -534,6 +539,13 @@ bool session_lifecycle::settle_adopted(session& s) {
     return false;
   }
   s.sweep_before_runner = swept != session_containers::sweep_outcome::clean;
+  if (!prove_adopted(s)) {
+    containers_.remove(s.container);
+    if (s.pooled)
+      containers_.remove(std::string(container_prefix) + s.id + std::string(claim_suffix));
+    if (s.fuse) mounts_.unmount(s.id);
+    return false;
+  }
   if (s.fuse && fleet_) {
     // Adopted only if its record still names this instance and is rewritten to name this
     // holder before another sidecar's takeover lands (If-Match): otherwise it moved while
@@ -585,7 +597,9 @@ std::optional<refusal> session_lifecycle::create_and_start(const std::string& na
   // The place take_place() reserved, held until the container runs or is gone: outside
   // the limit's mutex, so that concurrent creates overlap at the engine.
   limit_place reserved{limit_.reserved};
-  auto created = engine_.create(name, containers_.create_body(s.id, s), 60s);
+  const std::string body = containers_.create_body(s.id, s);
+  s.asked_of_engine = std::make_shared<const isolation_asked>(isolation_asked_of(body));
+  auto created = engine_.create(name, body, 60s);
   if (created.status != 201) {
     containers_.remove_unused_network(s.id);
     return refuse(refusal_kind::failed,

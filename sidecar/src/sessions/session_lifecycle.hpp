@@ -106,6 +106,14 @@ class session_lifecycle {
   void adopt_dormant();
 
  private:
+  // The isolation of `s`'s new container (isolation/isolation_proof.cpp) read and judged
+  // against what its create asked, with the probe's answer: kept in s.isolation when every
+  // wall holds; else its container is removed and the session refused.
+  std::optional<refusal> prove_isolation(session& s, const std::string& probe_output,
+                                         const char* read_at);
+  // An adopted container's, with a probe of its own (nothing asked is known): false when a
+  // wall fails (the caller removes it).
+  bool prove_adopted(session& s);
   // create_session's steps, in order. Whether a warm container may serve `r` (the pool's
   // image, no environment, the caps' limits); the refusal when its image is not there.
   bool poolable(const create_request& r) const;

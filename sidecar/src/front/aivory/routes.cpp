@@ -8,6 +8,7 @@ namespace dockgate::sidecar::aivory {
 const route_table<route>& routes() {
   static const route_table<route> table({
       {"POST", "/sessions", {create_session}},
+      {"GET", "/sessions/{id}", {get_session}},
       {"DELETE", "/sessions/{id}", {delete_session}},
       {"POST", "/sessions/{id}/restart", {restart_kernel}},
       {"POST", "/exec", {exec}},

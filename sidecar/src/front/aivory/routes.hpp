@@ -34,8 +34,9 @@ http_reply serve(session_core& core, const http_request& r);
 // The body limit for `path` (a path no route matches: SANDBOX_MAX_BODY_BYTES).
 std::size_t max_body(const config& c, std::string_view path);
 
-// session_routes.cpp: POST /sessions, DELETE /sessions/{id}
+// session_routes.cpp: POST /sessions, GET /sessions/{id}, DELETE /sessions/{id}
 http_reply create_session(session_core& core, const http_request& r, std::string_view id);
+http_reply get_session(session_core& core, const http_request& r, std::string_view id);
 http_reply delete_session(session_core& core, const http_request& r, std::string_view id);
 // cell_routes.cpp: POST /exec, POST /sessions/{id}/restart
 http_reply exec(session_core& core, const http_request& r, std::string_view id);

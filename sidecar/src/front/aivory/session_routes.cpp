@@ -1,13 +1,14 @@
-// The sessions' routes of the Aivory front: POST /sessions and DELETE /sessions/{id}, each
-// body parsed once into the core's typed request (sessions/session_request.hpp) and the
-// core's result written as the Aivory body (docs/aivory-api.md, "Create: POST /sessions"
-// and "Session lifecycle").
+// The sessions' routes of the Aivory front: POST /sessions, GET /sessions/{id} (its isolation
+// report) and DELETE /sessions/{id}, each body parsed once into the core's typed request
+// (sessions/session_request.hpp) and the core's result written as the Aivory body
+// (docs/aivory-api.md, "Create: POST /sessions", "GET /sessions/{id}" and "Session lifecycle").
 #include <simdjson.h>
 
 #include "cells/kernel.hpp"
 #include "front/aivory/replies.hpp"
 #include "front/aivory/routes.hpp"
 #include "front/request.hpp"
+#include "sessions/isolation/isolation.hpp"
 #include "util/ids.hpp"
 #include "util/util.hpp"
 
@@ -119,6 +120,17 @@ http_reply create_session(session_core& core, const http_request& r, std::string
   std::string body = "{\"session_id\":";
   client::append_json_string(body, created->session_id);
   return {200, body + ",\"restore\":" + restore_json(created->restore) + "}"};
+}
+
+http_reply get_session(session_core& core, const http_request&, std::string_view id) {
+  if (!valid_session_id(id)) return detail(400, "invalid session_id");
+  // Read without the session's lock (a cell may hold it for its whole run) and without a
+  // call to the engine: the report was read when its container was made (isolation.hpp).
+  auto s = core.registry.find(std::string(id));
+  if (!s || s->terminating) return detail(404, "session not found or not running");
+  std::string body = "{\"session_id\":";
+  client::append_json_string(body, s->id);
+  return {200, body + ",\"isolation\":" + isolation_json(*s, core.config_of) + "}"};
 }
 
 http_reply delete_session(session_core& core, const http_request& r, std::string_view id) {

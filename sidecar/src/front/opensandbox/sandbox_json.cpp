@@ -6,6 +6,7 @@
 #include <ctime>
 
 #include "dockgate/client/engine.hpp"
+#include "sessions/isolation/isolation.hpp"
 
 namespace dockgate::sidecar::opensandbox {
 
@@ -157,7 +158,13 @@ std::string sandbox_json(const session& s, const config& c, bool with_image) {
   append_entrypoint(out, metadata);
   if (expires) out += ",\"expiresAt\":\"" + rfc3339(*expires) + "\"";
   if (s.egress_policy) out += ",\"networkPolicy\":" + network_policy_json(*s.egress_policy);
-  return out + ",\"createdAt\":\"" + rfc3339(s.created_at) + "\"}";
+  // The isolation report (sessions/isolation/isolation.hpp) in OpenSandbox's own place for a
+  // provider's data: `extensions`, a map of strings, so the report is its JSON text.
+  out += ",\"extensions\":{";
+  client::append_json_string(out, isolation_extension_key);
+  out += ':';
+  client::append_json_string(out, isolation_json(s, c));
+  return out + "},\"createdAt\":\"" + rfc3339(s.created_at) + "\"}";
 }
 
 std::string network_policy_json(const egress_rules& rules) {

@@ -22,6 +22,10 @@ namespace dockgate::sidecar::opensandbox {
 inline constexpr std::string_view entrypoint_key = "opensandbox.io/entrypoint";
 inline constexpr std::string_view reserved_prefix = "opensandbox.io/";
 
+// The key of the Sandbox object's `extensions` under which the isolation report is given
+// (its JSON text: extensions are a map of strings).
+inline constexpr std::string_view isolation_extension_key = "dockgate.io/isolation";
+
 // The entrypoints this slice accepts: what the container's own keep-alive already does.
 const std::vector<std::vector<std::string>>& keep_alive_entrypoints();
 
@@ -36,7 +40,7 @@ std::string_view state_of(const session& s);
 // The Sandbox object of `s`: id, image {uri} (`with_image`; a CreateSandboxResponse has
 // none), status {state}, metadata (its client's labels, none of the reserved ones),
 // entrypoint, expiresAt (only when it has an expiry), networkPolicy (the list in force,
-// under SANDBOX_NETWORK=allowlist), createdAt.
+// under SANDBOX_NETWORK=allowlist), extensions (the isolation report), createdAt.
 std::string sandbox_json(const session& s, const config& c, bool with_image);
 
 // OpenSandbox's NetworkPolicy of a session's own egress list: its rules in order, then deny.

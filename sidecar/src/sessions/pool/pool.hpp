@@ -37,6 +37,7 @@
 namespace dockgate::sidecar {
 
 class cell_runner;
+struct isolation_report;
 
 // A container inspect's body says it can run a process now: State.Running, and neither
 // State.Paused nor State.Restarting (pool_sessions.cpp).
@@ -49,6 +50,9 @@ struct pooled_container {
   // Its cell runner, started while it waited (none if SANDBOX_CELL_RUNNER=0 or the start
   // failed: the session's first cell starts one then). Goes to the session that claims it.
   std::shared_ptr<cell_runner> runner;
+  // The isolation in force, read and judged when it was made (isolation/isolation.hpp): a
+  // container that failed it never joined the pool, and a claim adds no round trip for it.
+  std::shared_ptr<const isolation_report> isolation;
 };
 
 class warm_pool {

@@ -17,6 +17,7 @@
 #include <iostream>
 
 #include "engine/labels.hpp"
+#include "sessions/isolation/isolation.hpp"
 #include "sessions/session.hpp"
 #include "sessions/session_containers.hpp"
 #include "sessions/session_limit.hpp"
@@ -143,8 +144,9 @@ std::optional<pooled_container> session_pool::create(std::string& error, bool& f
   // Held until the container runs (then the engine's list counts it) or is gone.
   limit_place reserved{limit_.reserved};
   session blank;  // no request yet: create_body writes none of a session's labels
-  auto created = engine_.create(
-      name, containers_.create_body(c.sid, blank, session_containers::body_kind::pool), 60s);
+  const std::string body =
+      containers_.create_body(c.sid, blank, session_containers::body_kind::pool);
+  auto created = engine_.create(name, body, 60s);
   if (created.status != 201) {
     containers_.remove_unused_network(c.sid);
     error = "create failed: " + (created.status ? created.body : created.error);
@@ -171,17 +173,34 @@ std::optional<pooled_container> session_pool::create(std::string& error, bool& f
   // The workspace a new session starts with, and the cell runner (it makes the workspace),
   // so that a claimed container's first cell is as fast as its next (create_session does
   // the same for a cold one).
-  error = containers_.make_workspace(c.id, &c.runner);
+  // The isolation probe goes with it (isolation/isolation.hpp), judged here, off every
+  // request's path: a claim hands out a container already proved.
+  std::string probe;
+  error = containers_.make_workspace(c.id, &c.runner, &probe);
   // A runner answers at its hello, before its warm-up (the data stack's imports) has ended:
   // a pool container waits for it here, off every request's path, so that a hit's first
   // cell is a fork of a warm interpreter.
   if (error.empty() && c.runner && executors_.runner_warm && !executors_.runner_warm(*c.runner))
     error = "the cell runner failed during its warm-up";
+  if (error.empty()) error = prove_pool_container(c, body, probe);
   if (!error.empty()) {
     containers_.remove(c.id);
     return std::nullopt;
   }
   return c;
+}
+
+std::string session_pool::prove_pool_container(pooled_container& c, const std::string& body,
+                                               const std::string& probe) const {
+  if (executors_.isolation_probe.empty()) return {};
+  auto report = read_isolation(config_, engine_, c.id, isolation_asked_of(body), probe, "pool");
+  c.isolation = report;
+  if (report->failures.empty()) return {};
+  std::string why = "isolation self-test failed:";
+  for (const auto& f : report->failures) why += " " + f + ";";
+  std::cerr << "dockgate-sidecar: warm container " << c.id.substr(0, 12) << ": " << why
+            << " removed" << std::endl;
+  return why;
 }
 
 std::optional<pooled_container> session_pool::claim(std::chrono::milliseconds wait) {

@@ -54,6 +54,10 @@ class session_pool {
 
  private:
   std::optional<pooled_container> create(std::string& error, bool& full);
+  // A new pool container's isolation read and judged (its create `body`, the probe's
+  // answer): "" when it holds, else why (the container is then removed).
+  std::string prove_pool_container(pooled_container& c, const std::string& body,
+                                   const std::string& probe) const;
 
   const config& config_;
   const container_engine& engine_;
