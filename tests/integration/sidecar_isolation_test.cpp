@@ -50,7 +50,7 @@ std::string containers_of(const std::string& instance) {
 }  // namespace
 
 TEST_CASE("isolation: a session's report matches the daemon's record and what its cell sees",
-          "[integration][sidecar][isolation]") {
+          "[integration][sidecar][isolation][userns]") {
   proxy_process proxy("compose/policies/sandbox.json");
   sidecar_process sidecar(proxy, {"SANDBOX_WARM_POOL=0", "SANDBOX_ALLOW_NO_AUTH=1"});
   const std::string sid = new_session(sidecar);
