@@ -476,7 +476,7 @@ def stand_in(fds, env):
         (size,) = struct.unpack(">I", message[:4])
         return message[4:4 + size], message[4 + size:]
     os.close(cell_go)
-    exited = os.pidfd_open(pid)
+    exited = ExitWatch(pid)  # runner.py
     message = read_all(3)
     os.close(3)
     if len(message) < 8:
@@ -493,7 +493,7 @@ def stand_in(fds, env):
     os.close(handed)
     import select
     poll = select.poll()
-    poll.register(exited, select.POLLIN)
+    poll.register(exited.fd, select.POLLIN)
     reports = status_reports()
     if reports is not None:
         poll.register(reports, select.POLLIN)
@@ -504,7 +504,7 @@ def stand_in(fds, env):
         if not events:
             timed_out = True
             break
-        if any(fd == exited for fd, _ in events):
+        if any(fd == exited.fd for fd, _ in events) and exited.exited():
             break
         # The cell's status, sent as it exits: this process ends with it at once, so that
         # its own exit (the teardown of its copy of the warm heap) runs beside the cell's.
@@ -516,8 +516,11 @@ def stand_in(fds, env):
             poll.unregister(reports)  # past the timeout only the cell's end counts, as for timeout
         os.killpg(0, signal.SIGTERM)
         os.killpg(0, signal.SIGCONT)
-        if not poll.poll(2000):
-            os.killpg(0, signal.SIGKILL)  # this process too, as timeout: 137
+        grace = time.monotonic_ns() + 2000 * 1000000
+        while not exited.exited():
+            left = (grace - time.monotonic_ns() + 999999) // 1000000
+            if left <= 0 or not poll.poll(left):
+                os.killpg(0, signal.SIGKILL)  # this process too, as timeout: 137
     _, status = os.waitpid(pid, 0)
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)

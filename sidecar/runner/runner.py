@@ -97,6 +97,50 @@ def inherited_state():
     return state
 
 
+class ExitWatch:
+    """A descriptor that becomes readable when the child `pid` exits, for a poll beside its
+    pipes: its pidfd (Linux 5.3); where pidfd_open is not there (gVisor's runsc 20221219
+    answers ENOSYS), the read end of a pipe that SIGCHLD writes to (signal.set_wakeup_fd,
+    main thread only). Readable says only "look": exited() asks waitid with WNOWAIT, so the
+    child stays for its owner to reap, and a SIGCHLD of another child is no exit."""
+
+    def __init__(self, pid):
+        self.pid = pid
+        self.pipe = None
+        try:
+            self.fd = os.pidfd_open(pid)
+            return
+        except OSError:
+            pass
+        self.pipe = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        self.fd = self.pipe[0]
+        self.handler = signal.signal(signal.SIGCHLD, lambda *_: None)
+        self.wakeup = signal.set_wakeup_fd(self.pipe[1], warn_on_full_buffer=False)
+        if self.exited():  # it exited before the handler: its SIGCHLD is gone
+            os.write(self.pipe[1], b"x")
+
+    def exited(self):
+        if self.pipe is not None:
+            try:
+                while os.read(self.fd, 512):
+                    pass
+            except BlockingIOError:
+                pass
+        try:
+            return os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+        except ChildProcessError:
+            return True
+
+    def close(self):
+        if self.pipe is None:
+            os.close(self.fd)
+            return
+        signal.set_wakeup_fd(self.wakeup)
+        signal.signal(signal.SIGCHLD, self.handler)
+        os.close(self.pipe[0])
+        os.close(self.pipe[1])
+
+
 def main():
     started_with = inherited_state()
     channel = Channel()  # protocol.py
@@ -240,16 +284,16 @@ def run(argv, stdin_data, cap, send, fork=None):
         proc.stdin.close()
     # The process's exit ends the answer even while a child it left holds its pipes
     # (as docker exec ends when its process exits).
-    exited = os.pidfd_open(proc.pid)
-    sel.register(exited, selectors.EVENT_READ)
+    exited = ExitWatch(proc.pid)
+    sel.register(exited.fd, selectors.EVENT_READ)
 
     open_fds = set(kinds)
     done = False
     while open_fds and not done:
         for key, _ in sel.select():
             fd = key.fd
-            if fd == exited:
-                done = True
+            if fd == exited.fd:
+                done = exited.exited()
             elif fd == stdin_fd:
                 try:
                     n = os.write(fd, pending[:CHUNK])
@@ -282,7 +326,7 @@ def run(argv, stdin_data, cap, send, fork=None):
                 break
             output.add(kinds[fd], data)
     sel.close()
-    os.close(exited)
+    exited.close()
     if not proc.stdin.closed:
         try:
             proc.stdin.close()
