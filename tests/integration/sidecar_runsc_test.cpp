@@ -137,6 +137,16 @@ TEST_CASE(
   CHECK(field(seen.body, "exit_code") == "0");
   // It ran on the session's cell runner: no exec of its own.
   CHECK(exec_creates(container, since, until) == 0);
+  // Once the runner's warm-up has ended, a cell is a fork of its warm interpreter (the fork
+  // server): it has the runner's modules, and its parent is the `timeout` stand-in. Polled
+  // cell by cell (the warm-up runs beside the requests), a bounded number of times.
+  const std::string forked =
+      "import os, sys\nprint('ctypes' in sys.modules, "
+      "open('/proc/%d/comm' % os.getppid()).read().strip())";
+  std::string shape;
+  for (int i = 0; i < 100 && shape != "True timeout\n"; ++i)
+    shape = field(sidecar.exec(sid, forked), "stdout");
+  CHECK(shape == "True timeout\n");
   // A process a cell leaves is swept, and the next cells are answered.
   auto left = sidecar.call("POST", "/exec",
                            exec_body(sid,
@@ -283,4 +293,73 @@ TEST_CASE("runsc: a kernel session runs its cells under gVisor (full image)",
   INFO(second.body);
   CHECK(field(second.body, "stdout") == "True\n");  // the kernel kept its state
   CHECK(field(first.body, "stdout").find(host_release()) == std::string::npos);
+}
+
+TEST_CASE(
+    "runsc: a host FUSE mount the gate binds as a workspace is seen and written inside a runsc "
+    "container, as under runc",
+    "[integration][sidecar][runsc][workspace]") {
+  REQUIRE_RUNSC();
+  // The runsc profile with its workspace root moved under a test directory, and a FUSE file
+  // system there (bindfs, as dockgate-mount's s3fs is one) over a backing directory.
+  const std::string root = "/tmp/" + unique_name("dg-runsc-ws");
+  std::filesystem::create_directories(root);
+  ::chmod(root.c_str(), 0755);
+  std::string policy = runsc_profile();
+  REQUIRE(policy.find("\"/mnt/aimem\"") != std::string::npos);
+  policy.replace(policy.find("\"/mnt/aimem\""), 12, "\"" + root + "\"");
+  proxy_process proxy(policy);
+  const std::string id = unique_name("ws");
+  const std::string backing = root + "-backing", fuse_ws = root + "/" + id;
+  std::filesystem::create_directories(backing);
+  std::filesystem::create_directories(fuse_ws);
+  ::chmod(backing.c_str(), 01777);
+  std::ofstream(backing + "/from-host.txt") << "host\n";
+  REQUIRE(run("bindfs -o nosuid,nodev " + backing + " " + fuse_ws).status == 0);
+  struct unmount {
+    std::string path;
+    ~unmount() { run("fusermount3 -u " + path + " || umount -l " + path); }
+  } guard{fuse_ws};
+  for (const std::string rt : {"runc", "runsc"}) {
+    CAPTURE(rt);
+    const std::string name = unique_name("dg-runsc-fuse");
+    auto started =
+        run(proxy.docker() + " run -d --name " + name + " --runtime " + rt +
+            " --label dockgate.workspace=" + id + " " + test_image() + " sleep 1000 2>&1");
+    INFO(started.output);
+    REQUIRE(started.status == 0);
+    CHECK(inspected(name, "{{.HostConfig.Runtime}}") == rt);
+    // Read, written, listed inside (busybox's ls: coreutils' statx fails under this runsc).
+    auto seen = run(proxy.docker() + " exec " + name + " sh -c 'cat /workspace/from-host.txt; " +
+                    "echo " + rt + " > /workspace/from-" + rt + ".txt && ls /workspace' 2>&1");
+    INFO(seen.output);
+    CHECK(seen.output.starts_with("host\n"));
+    CHECK(seen.output.find("from-" + rt + ".txt") != std::string::npos);
+    // What the container wrote is in the FUSE file system's backing, on the host.
+    CHECK(run("cat " + backing + "/from-" + rt + ".txt").output == rt + "\n");
+    run(direct() + " rm -f " + name);
+  }
+  run("fusermount3 -u " + fuse_ws);
+  std::filesystem::remove_all(root);
+  std::filesystem::remove_all(backing);
+}
+
+TEST_CASE("runsc: the engine's runsc applies a container's seccomp profile inside the guest",
+          "[integration][runsc]") {
+  REQUIRE_RUNSC();
+  // runsc ignores the OCI seccomp profile unless started with --oci-seccomp (scripts/
+  // engine.sh registers it so): a profile that refuses mkdir is felt in the guest.
+  const std::string dir = "/tmp/" + unique_name("dg-runsc-seccomp");
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/no-mkdir.json")
+      << R"({"defaultAction":"SCMP_ACT_ALLOW","syscalls":[{"names":["mkdir","mkdirat"],)"
+         R"("action":"SCMP_ACT_ERRNO"}]})";
+  for (const std::string rt : {"runc", "runsc"}) {
+    CAPTURE(rt);
+    auto r = run(direct() + " run --rm --network none --runtime " + rt +
+                 " --security-opt seccomp=" + dir + "/no-mkdir.json " + test_image() +
+                 " sh -c 'mkdir /tmp/x 2>/dev/null && echo made || echo refused'");
+    CHECK(r.output == "refused\n");
+  }
+  std::filesystem::remove_all(dir);
 }
