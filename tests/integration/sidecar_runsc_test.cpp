@@ -396,3 +396,30 @@ TEST_CASE(
                           "'sleep\\x001000')))"),
               "stdout") == "[]\n");
 }
+
+TEST_CASE(
+    "runsc: forced by the gate's profile on a sidecar that names no runtime, the lease starts "
+    "and plain cells are judged in the guest",
+    "[integration][sidecar][runsc]") {
+  REQUIRE_RUNSC();
+  // The profile forces runsc on every create (docs/security.md, "A stronger wall"); the
+  // sidecar has no SANDBOX_RUNTIMES and asks for none: it learns the runtime from the
+  // daemon's record when the host's table cannot be read for it.
+  std::string text = run("cat " + repo_root() + "/compose/policies/sandbox.json").output;
+  const std::string anchor = "\"container_create\": {";
+  text.replace(text.find(anchor), anchor.size(),
+               anchor + "\n\"HostConfig.Runtime\": {\"force\": \"runsc\"},");
+  proxy_process proxy(text);
+  sidecar_process sidecar(proxy, {"SANDBOX_WARM_POOL=0", "SANDBOX_CELL_RUNNER=0"});
+  const std::string sid = session_of(sidecar.create(), sidecar);
+  CHECK(inspected("dockgate-sbx-" + sid, "{{.HostConfig.Runtime}}") == "runsc");
+  for (const std::string& code :
+       {std::string("print(1)"),
+        std::string("import subprocess\nsubprocess.Popen(['sleep', '1000'], "
+                    "start_new_session=True)\nprint(2)"),
+        std::string("print(3)")}) {
+    auto r = sidecar.call("POST", "/exec", exec_body(sid, code, 30000));
+    INFO(r.body << "\n" << sidecar.log());
+    CHECK(r.status == 200);
+  }
+}
