@@ -173,6 +173,18 @@ TEST_CASE(
                           R"({"session_id":")" + sid + R"(","path":"/workspace/outputs/out.txt"})");
   CHECK(field(got.body, "data_base64") == "Z1Zpc29yIG9r");  // "gVisor ok"
 
+  // Never through a symlink: gVisor follows one opened with O_DIRECTORY|O_NOFOLLOW, so each
+  // directory the files routes open is checked to be the inode lstat saw.
+  REQUIRE(field(sidecar.exec(sid, "import os\nos.symlink('/etc', '/workspace/etc')\nprint(1)"),
+                "stdout") == "1\n");
+  auto through =
+      sidecar.call("POST", "/files/get", R"({"session_id":")" + sid + R"(","path":"etc/passwd"})");
+  CHECK(through.status == 400);
+  CHECK(through.body.find("cm9vd") == std::string::npos);  // never the image's passwd
+  CHECK(sidecar
+            .call("POST", "/files",
+                  R"({"session_id":")" + sid + R"(","path":"etc/x","data_base64":"aGk="})")
+            .status == 400);
   // The workspace's archive: made at delete from the runsc container, restored into the
   // next runsc session of the same key.
   auto deleted = sidecar.call("DELETE", "/sessions/" + sid, R"({"storage":{"provider":"local"}})");
