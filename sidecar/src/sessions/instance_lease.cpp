@@ -56,9 +56,10 @@ std::vector<std::string> words(const std::string& s) {
 // made by the holder's exec (the exec user, which need not be the container's) at once
 // after the start. Its labels name the holder; it has none of a session's. It runs on the
 // sessions' default runtime (SANDBOX_RUNTIMES' first, none: the engine's). Its PIDs limit
-// is 64, not fewer: a gVisor sandbox (runsc) does not start under a limit below 64 (its
-// sentry and gofer threads count against it; 16 and 32 fail), whether the sidecar asks for
-// runsc or the gate's profile forces it.
+// is 128: a gVisor sandbox's (runsc's) own sentry and gofer threads count against it on the
+// host, about 60 once started and more with each exec; under 64 it does not start, and at 64
+// its heartbeat execs crash the sandbox within a few beats (the lease then looks lost),
+// whether the sidecar asks for runsc or the gate's profile forces it.
 std::string lease_body(const config& c, const lease_holder& h) {
   std::string b = "{\"Image\":";
   client::append_json_string(b, c.image);
@@ -79,7 +80,7 @@ std::string lease_body(const config& c, const lease_holder& h) {
   label(lease_started_label, std::to_string(h.started_at));
   label(lease_process_label, h.process);
   b += R"(},"HostConfig":{"NetworkMode":"none","Memory":33554432,"MemorySwap":33554432,)"
-       R"("NanoCpus":100000000,"PidsLimit":64,"Init":true,"SecurityOpt":["no-new-privileges"],)"
+       R"("NanoCpus":100000000,"PidsLimit":128,"Init":true,"SecurityOpt":["no-new-privileges"],)"
        R"("CapDrop":["ALL"],"ReadonlyRootfs":true,"Tmpfs":{"/tmp":"rw,nosuid,nodev,size=1m"})";
   if (const std::string runtime = default_runtime(c); !runtime.empty()) {
     b += ",\"Runtime\":";
