@@ -556,7 +556,9 @@ def status_reports():
 
 def reported_status(reports, cell):
     """The exit status the cell's process itself queued (struct signalfd_siginfo: signo,
-    errno, code, pid, ... the value's int at byte 44), or None for anything else."""
+    errno, code, pid, ... the value's int at byte 44), or None for anything else. gVisor
+    (runsc 20221219) writes a queued value in ssi_status (byte 40) and leaves ssi_int 0;
+    Linux leaves ssi_status 0 for SI_QUEUE: the value is whichever is set."""
     try:
         info = os.read(reports, 128)
     except OSError:
@@ -564,7 +566,8 @@ def reported_status(reports, cell):
     if len(info) < 48:
         return None
     signo, _, code, sender = struct.unpack_from("=IiiI", info)
-    (value,) = struct.unpack_from("=i", info, 44)
+    status, value = struct.unpack_from("=ii", info, 40)
+    value = value or status
     if signo == REPORT and code == SI_QUEUE and sender == cell and 0 <= value <= 255:
         return value
     return None

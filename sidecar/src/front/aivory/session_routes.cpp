@@ -41,6 +41,13 @@ std::optional<http_reply> parse_create(const std::string& body, const config& c,
     if (auto why = runtime_refusal(c, *runtime)) return detail(400, *why);
     out.runtime = *runtime;
   }
+  // A kernel's driver rests on its /proc/PID/fd being closed to the cell's uid, which gVisor
+  // (runsc 20221219) does not keep (kernel.py fd_wall_holds): refused, not served unwalled.
+  if (const std::string on = out.runtime ? *out.runtime : default_runtime(c);
+      !out.kernel.empty() && gvisor_runtime(on))
+    return detail(400, "kernel sessions are not offered on runtime " + on +
+                           " (gVisor): a cell could reach the kernel driver's pipes through "
+                           "/proc there");
   // A storage block the sidecar cannot use is refused now, not found out at delete.
   auto storage = request_storage(body, c);
   if (storage.error) return detail(400, *storage.error);
