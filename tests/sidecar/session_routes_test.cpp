@@ -142,6 +142,8 @@ TEST_CASE(
        R"x({"detail":"runtime kata is not offered (offered: runc, runsc)"})x"},
       {R"({"runtime":"RUNSC"})", 400,
        R"x({"detail":"runtime RUNSC is not offered (offered: runc, runsc)"})x"},
+      {R"({"kernel":"python","runtime":"runsc"})", 400,
+       R"x({"detail":"kernel sessions are not offered on runtime runsc (gVisor): a cell could reach the kernel driver's pipes through /proc there"})x"},
       {R"({"runtime":1})", 422,
        R"({"detail":[{"loc":["body","runtime"],"msg":"str type expected","type":"type_error.str"}]})"},
   };
