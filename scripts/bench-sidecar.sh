@@ -33,6 +33,10 @@
 #   most pool starts in flight at once, from the gate's audit log), the Engine API calls
 #   per hit (the audit log, the pool's own refill calls left out); the same levels with no
 #   pool (misses) and, for reference, as many concurrent `docker run -d` + `docker exec`;
+# - gVisor: where the engine has runsc (scripts/engine.sh registers Debian's), a runsc
+#   session's create -> first answer and its print(1) and stdlib-import cells on its fork
+#   server, beside a runc session's of the same sidecar (no pool for either): runsc's cost
+#   per cell (skipped, and said, without runsc);
 # - the memory of an idle warm container, read from its cgroup (memory.current on cgroup
 #   v2, memory.usage_in_bytes on v1; said which), and docker stats.
 #
@@ -86,8 +90,22 @@ if [[ $runtime == full ]]; then
   image=dockgate/sandbox-runtime:full  # built once per machine, then imported from the cache
   scripts/runtime-image.sh "$DOCKGATE_TEST_ENGINE" "$image" --full >/dev/null
 fi
-# The gate reads only files root controls; the checkout may be its user's.
+# The gate reads only files root controls; the checkout may be its user's. With runsc on the
+# engine, the profile lets a create name runc or runsc (the gate's allow rule).
 install -m 0644 compose/policies/sandbox.json "$work/sandbox.json"
+runsc_on=${DOCKGATE_TEST_RUNSC:-0}
+if [[ $runsc_on == 1 ]]; then
+  python3 - "$work/sandbox.json" <<'PY'
+import sys
+p = sys.argv[1]
+s = open(p).read()
+anchor = '"container_create": {'
+s = s.replace(anchor, anchor + '\n"HostConfig.Runtime": {"allow": ["runc", "runsc"]},', 1)
+open(p, "w").write(s)
+PY
+else
+  echo "bench-sidecar.sh: skipping the gVisor rows: runsc is not registered on the engine" >&2
+fi
 "$bin/proxy/dockgate-proxy" --upstream "$DOCKGATE_TEST_ENGINE" --listen "unix://$work/proxy.sock" \
   --policy "$work/sandbox.json" >"$work/proxy.log" 2>&1 &
 pids+=($!)
@@ -99,7 +117,8 @@ sidecar() {
   DOCKER_HOST=unix://$work/proxy.sock SANDBOX_LISTEN=127.0.0.1:$port SANDBOX_API_KEY=bench \
     SANDBOX_IMAGE=$image SANDBOX_INSTANCE=$1 SANDBOX_WARM_POOL=$2 \
     SANDBOX_MAX_SESSIONS=$((scale + 8)) SANDBOX_MAX_CONCURRENT_EXECS=$((scale + 8)) \
-    SANDBOX_MAX_CONCURRENT_CREATES=8 "$bin/sidecar/dockgate-sidecar" >"$work/sidecar-$1.log" 2>&1 &
+    SANDBOX_MAX_CONCURRENT_CREATES=8 SANDBOX_RUNTIMES=${3:-} \
+    "$bin/sidecar/dockgate-sidecar" >"$work/sidecar-$1.log" 2>&1 &
   pid=$!
   pids+=("$pid")
   for _ in $(seq 100); do curl -fs "http://127.0.0.1:$port/healthz" >/dev/null && break; sleep 0.1; done
@@ -120,11 +139,13 @@ fi
 [[ -z $os_skip ]] || echo "bench-sidecar.sh: skipping the OpenSandbox rows: $os_skip" >&2
 sidecar warm "$pool"
 warm_port=$port warm_pid=$pid
-sidecar cold 0
+runtimes=
+if [[ $runsc_on == 1 ]]; then runtimes=runc,runsc; fi
+sidecar cold 0 "$runtimes"
 cold_port=$port
 
 python3 - "$DOCKGATE_TEST_ENGINE" "$image" "$rounds" "$scale" "$pool" \
-  "$warm_port" "$warm_pid" "$cold_port" "$os_node" "$os_skip" "$burst" "$bin" "$work" "$work/proxy.log" <<'PY'
+  "$warm_port" "$warm_pid" "$cold_port" "$os_node" "$os_skip" "$burst" "$bin" "$work" "$work/proxy.log" "$runsc_on" <<'PY'
 import calendar, json, os, socket, statistics, subprocess, sys, threading, time, urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
@@ -136,6 +157,7 @@ levels = [int(n) for n in sys.argv[11].split()]
 bin_dir, work = sys.argv[12], sys.argv[13]
 burst_pool = int(os.environ.get("BURST_POOL") or max(levels))
 audit_log = sys.argv[14]  # the gate's audit log: one line per Engine API call it relayed
+runsc_on = sys.argv[15] == "1"  # runsc registered on the engine (the gVisor rows)
 
 
 def call(port, method, path, body=None):
@@ -281,6 +303,25 @@ for _ in range(rounds * 4):
     fork_heavy.append(timed(run_cell, warm_port, sid, heavy_code)[0])
     exec_heavy.append(timed(docker, "exec", "-u", "1000:1000", container, "python3", "-c", heavy_code)[0])
 call(warm_port, "DELETE", f"/sessions/{sid}")
+
+# 1c. gVisor: a runsc session beside a runc session of the same sidecar (no pool): create ->
+# first answer, then print(1) and the stdlib imports on each one's fork server.
+gv = {"runc": {"first": [], "rt": [], "heavy": []}, "runsc": {"first": [], "rt": [], "heavy": []}}
+gv_wall = 0.0
+if runsc_on:
+    gv_start = time.perf_counter()
+    gv_heavy = "import json, decimal, asyncio, email.mime.multipart; print(1)"
+    for i in range(rounds):
+        for rt in ("runc", "runsc"):
+            t0 = time.perf_counter()
+            sid = call(cold_port, "POST", "/sessions", {"runtime": rt})["session_id"]
+            run_cell(cold_port, sid)
+            gv[rt]["first"].append(time.perf_counter() - t0)
+            for _ in range(2):
+                gv[rt]["rt"].append(timed(run_cell, cold_port, sid)[0])
+                gv[rt]["heavy"].append(timed(run_cell, cold_port, sid, gv_heavy)[0])
+            call(cold_port, "DELETE", f"/sessions/{sid}")
+    gv_wall = time.perf_counter() - gv_start
 
 # 2. Scale: `scale` sessions, one cell each, all at once (the warm sidecar; pool drained).
 def proc_status(pid):
@@ -527,6 +568,15 @@ print(f"cells in one session ({rounds * 4} each) vs docker exec in the same cont
       f"(image {'with' if stack else 'without'} the data stack)")
 row("  print(1) round trip", ms(fork_rt), ms(exec_rt))
 row(f"  {heavy_label}; print(1)", ms(fork_heavy), ms(exec_heavy))
+if runsc_on:
+    print(f"gVisor (runsc, ptrace platform) vs runc, one sidecar, no pool ({rounds * 2} cells each; "
+          f"these rows took {gv_wall:.0f} s)")
+    print(f"{'':40}{'runsc':>10}{'runc':>12}{'ratio':>8}")
+    row("  new session -> first answer", ms(gv["runsc"]["first"]), ms(gv["runc"]["first"]))
+    row("  print(1) round trip", ms(gv["runsc"]["rt"]), ms(gv["runc"]["rt"]))
+    row("  stdlib imports; print(1)", ms(gv["runsc"]["heavy"]), ms(gv["runc"]["heavy"]))
+else:
+    print("gVisor rows skipped: runsc is not registered on the engine (apt-get install runsc)")
 print(f"scale: {scale} sessions, one cell each at once")
 print(f"{'  cells/s':40}{scale / side_wall:10.1f}{scale / plain_wall:12.1f}{(scale / side_wall) / (scale / plain_wall):8.2f}")
 row("  p50 latency", ms(side_lat), ms(plain_lat))

@@ -19,7 +19,21 @@
 # put its DROP); stop removes the chain and its jump. The other daemon's rules and policy
 # are never touched (scripts/lib.sh, which also holds wait_for, free_port and stop_pid).
 # Debian's crun is registered as a second runtime ("crun"), to prove that a profile can
-# hold containers to a stronger one.
+# hold containers to a stronger one, and gVisor's runsc (Debian's package) as "runsc" when
+# it is installed, both through the engine's own configuration file (DIR/daemon.json,
+# dockerd --config-file: --add-runtime cannot pass a runtime its arguments). runsc runs
+# with --network=none: its netstack's check for a root network namespace misfires on this
+# kernel (every container fails to start, even with `docker run --network none`), and the
+# sessions have no network anyway (an allowlist session cannot run on it: docs/sidecar.md,
+# "gVisor"); and with --oci-seccomp: without it runsc ignores the container's seccomp
+# profile (Docker's default, or the one the gate forces), which then filters nothing in the
+# guest; with it the profile is applied to the guest's system calls as runc applies it to
+# the host's. DIR/env says DOCKGATE_TEST_RUNSC=1 when runsc is registered; without it the
+# [runsc] tests skip, saying so (scripts/test.sh installs it and fails without it).
+# A runsc container that failed to start can leave its sandbox and gofer (and their shim)
+# running after dockerd stops: stop ends them by the PIDs runsc recorded under the
+# engine's exec root (its state files), and their shim as the sandbox's parent, never by a
+# pattern over the machine's processes.
 # Test images are made offline: busybox from Debian's busybox-static, imported with
 # `docker import`, and pushed to the local registry on 127.0.0.1 for pull tests.
 set -euo pipefail
@@ -87,11 +101,19 @@ start() {
   # DOCKGATE_DOCKERD_ARGS: more flags, split on spaces (scripts/fleet.sh: --cgroup-parent).
   local more=()
   read -r -a more <<<"${DOCKGATE_DOCKERD_ARGS:-}"
-  dockerd \
+  local runsc=0
+  if [[ -x /usr/bin/runsc ]]; then runsc=1; fi
+  python3 - "$dir/daemon.json" "$runsc" <<'PY'
+import json, sys
+runtimes = {"crun": {"path": "/usr/bin/crun"}}
+if sys.argv[2] == "1":
+    runtimes["runsc"] = {"path": "/usr/bin/runsc", "runtimeArgs": ["--network=none", "--oci-seccomp"]}
+json.dump({"runtimes": runtimes}, open(sys.argv[1], "w"), indent=2)
+PY
+  dockerd --config-file "$dir/daemon.json" \
     --data-root "$dir/data" --exec-root "$dir/exec" --pidfile "$dir/dockerd.pid" \
     --host "unix://$sock" --bridge "$bridge" --iptables=false --ip-masq=false \
-    --default-address-pool "base=$pool,size=24" \
-    --add-runtime crun=/usr/bin/crun "${more[@]}" \
+    --default-address-pool "base=$pool,size=24" "${more[@]}" \
     >"$dir/dockerd.log" 2>&1 &
   if ! wait_for 60 docker -H "unix://$sock" version; then
     echo "engine.sh: dockerd did not come up; log follows" >&2
@@ -147,8 +169,49 @@ export DOCKGATE_TEST_ENGINE=unix://$sock
 export DOCKGATE_TEST_REGISTRY=127.0.0.1:$port
 export DOCKGATE_TEST_IMAGE=dockgate/test-busybox:latest
 export DOCKGATE_TEST_RUNTIME_IMAGE=dockgate/sandbox-runtime:test
+export DOCKGATE_TEST_RUNSC=$runsc
 ENV
+  if [[ $runsc == 0 ]]; then
+    echo "engine.sh: /usr/bin/runsc is not installed: runtime runsc NOT registered, the [runsc] tests will skip (apt-get install runsc)" >&2
+  fi
   echo "engine.sh: dockerd on unix://$sock, registry on 127.0.0.1:$port"
+}
+
+# runsc_leftovers: what runsc and its shims left running once dockerd is gone, each by a PID
+# recorded for this engine: a sandbox's and its gofer's from runsc's state files under the
+# engine's runtime root (dockerd 20.10 gives every runtime of the runc shim the root
+# DIR/exec/runtime-runc/moby), and the shim that started them (the sandbox's parent). A
+# PID is ended only while its command line still names this engine's directory (a PID
+# reused since by another process is left alone).
+runsc_leftovers() {
+  local pids pid
+  pids=$(python3 - "$dir/exec" <<'PY'
+import glob, json, os, sys
+pids = set()
+for f in glob.glob(os.path.join(sys.argv[1], "runtime-*", "*", "*.state")):
+    try:
+        st = json.load(open(f))
+    except (OSError, ValueError):
+        continue
+    sandbox = (st.get("sandbox") or {}).get("pid")
+    for p in (sandbox, st.get("goferPid")):
+        if isinstance(p, int) and p > 1:
+            pids.add(p)
+    if isinstance(sandbox, int) and sandbox > 1:
+        try:  # its shim: the sandbox's parent (stat's 4th field, after the comm)
+            shim = int(open(f"/proc/{sandbox}/stat").read().rsplit(") ", 1)[1].split()[1])
+            if shim > 1:
+                pids.add(shim)
+        except (OSError, ValueError, IndexError):
+            pass
+print(" ".join(str(p) for p in sorted(pids)))
+PY
+  )
+  for pid in $pids; do
+    if tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF "$dir/"; then
+      kill -KILL "$pid" 2>/dev/null || true
+    fi
+  done
 }
 
 stop() {
@@ -156,6 +219,7 @@ stop() {
   dir=$(cd "$dir" && pwd)
   stop_pid "$dir/registry.pid" 20
   stop_pid "$dir/dockerd.pid" 20
+  runsc_leftovers
   # dockerd unmounts its layers on a clean stop; anything left behind goes now.
   { grep -o " $dir/[^ ]*" /proc/mounts || true; } | sort -r | while read -r m; do
     umount -l "$m" || true

@@ -9,7 +9,7 @@ pkgs=(
   catch2 libbenchmark-dev clang libclang-rt-14-dev
   docker.io docker-registry busybox-static iproute2 procps curl jq python3 python3-dev
   openssl fuse3 bindfs s3fs util-linux debootstrap python3-docker python3-yaml python3-jsonschema docker-compose
-  file systemd crun squid-openssl iptables clang-format universal-ctags
+  file systemd crun runsc squid-openssl iptables clang-format universal-ctags
 )
 missing=()
 for p in "${pkgs[@]}"; do
@@ -19,6 +19,10 @@ if ((${#missing[@]})); then
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
+# runsc is gVisor (Debian's package; there is none named gvisor): scripts/engine.sh registers
+# it on the tests' private engine beside runc and crun, and a sidecar may offer it
+# (SANDBOX_RUNTIMES). Installing it changes no daemon: a host's dockerd learns of it only
+# from its own daemon.json.
 # squid is SANDBOX_NETWORK=allowlist's egress proxy, run by scripts/egress-proxy.sh with a
 # configuration of its own; squid-openssl, not the GnuTLS `squid` it replaces (apt removes
 # that one: they conflict), because only it can peek at a tunnel's TLS SNI (SslBump). The

@@ -104,6 +104,14 @@ source "$s3_dir/env"
 # shellcheck disable=SC1091
 source "$node_dir/env"
 export DOCKGATE_TEST_FULL_RUNTIME_IMAGE=dockgate/sandbox-runtime:full
+# gVisor (runsc, from install-deps.sh) is tested here, never skipped: a run without it on
+# the private engine fails now, and DOCKGATE_REQUIRE_RUNSC makes a [runsc] test fail, not
+# skip, where it finds none.
+if [[ ${DOCKGATE_TEST_RUNSC:-0} != 1 ]]; then
+  echo "scripts/test.sh: runsc is not registered on the private engine (install-deps.sh installs Debian's runsc)" >&2
+  exit 1
+fi
+export DOCKGATE_REQUIRE_RUNSC=1
 
 if [[ $sanitizers == 1 ]]; then
   # Every test once, under ASan and UBSan, but the two that cannot run there.

@@ -476,7 +476,7 @@ def stand_in(fds, env):
         (size,) = struct.unpack(">I", message[:4])
         return message[4:4 + size], message[4 + size:]
     os.close(cell_go)
-    exited = os.pidfd_open(pid)
+    exited = ExitWatch(pid)  # runner.py
     message = read_all(3)
     os.close(3)
     if len(message) < 8:
@@ -493,7 +493,7 @@ def stand_in(fds, env):
     os.close(handed)
     import select
     poll = select.poll()
-    poll.register(exited, select.POLLIN)
+    poll.register(exited.fd, select.POLLIN)
     reports = status_reports()
     if reports is not None:
         poll.register(reports, select.POLLIN)
@@ -504,7 +504,7 @@ def stand_in(fds, env):
         if not events:
             timed_out = True
             break
-        if any(fd == exited for fd, _ in events):
+        if any(fd == exited.fd for fd, _ in events) and exited.exited():
             break
         # The cell's status, sent as it exits: this process ends with it at once, so that
         # its own exit (the teardown of its copy of the warm heap) runs beside the cell's.
@@ -516,8 +516,11 @@ def stand_in(fds, env):
             poll.unregister(reports)  # past the timeout only the cell's end counts, as for timeout
         os.killpg(0, signal.SIGTERM)
         os.killpg(0, signal.SIGCONT)
-        if not poll.poll(2000):
-            os.killpg(0, signal.SIGKILL)  # this process too, as timeout: 137
+        grace = time.monotonic_ns() + 2000 * 1000000
+        while not exited.exited():
+            left = (grace - time.monotonic_ns() + 999999) // 1000000
+            if left <= 0 or not poll.poll(left):
+                os.killpg(0, signal.SIGKILL)  # this process too, as timeout: 137
     _, status = os.waitpid(pid, 0)
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
@@ -553,7 +556,9 @@ def status_reports():
 
 def reported_status(reports, cell):
     """The exit status the cell's process itself queued (struct signalfd_siginfo: signo,
-    errno, code, pid, ... the value's int at byte 44), or None for anything else."""
+    errno, code, pid, ... the value's int at byte 44), or None for anything else. gVisor
+    (runsc 20221219) writes a queued value in ssi_status (byte 40) and leaves ssi_int 0;
+    Linux leaves ssi_status 0 for SI_QUEUE: the value is whichever is set."""
     try:
         info = os.read(reports, 128)
     except OSError:
@@ -561,7 +566,8 @@ def reported_status(reports, cell):
     if len(info) < 48:
         return None
     signo, _, code, sender = struct.unpack_from("=IiiI", info)
-    (value,) = struct.unpack_from("=i", info, 44)
+    status, value = struct.unpack_from("=ii", info, 40)
+    value = value or status
     if signo == REPORT and code == SI_QUEUE and sender == cell and 0 <= value <= 255:
         return value
     return None

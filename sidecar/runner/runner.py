@@ -69,6 +69,29 @@ import struct  # noqa: E402
 import subprocess  # noqa: E402
 import time  # noqa: E402
 
+
+def fd_wall_holds():
+    """Whether the kernel keeps this non-dumpable process's /proc/PID/fd from a process of its
+    own uid, which the invariants above rest on. Linux does; gVisor's runsc 20221219 does not
+    (a cell could open the protocol pipes and answer in this process's name): then this
+    exits as when PR_SET_DUMPABLE fails, and the sidecar runs plain execs. A child tries."""
+    with open("/proc/self/status") as f:
+        caps = [int(line.split()[1], 16) for line in f if line.startswith("CapEff:")]
+    if caps and caps[0] & (1 << 19):  # CAP_SYS_PTRACE (never in a session): moot
+        return True
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.listdir("/proc/%d/fd" % os.getppid())
+            os._exit(1)
+        except OSError:
+            os._exit(0)
+    return os.waitpid(pid, 0)[1] == 0
+
+
+if not fd_wall_holds():
+    sys.exit(3)
+
 # ioprio_get(IOPRIO_WHO_PROCESS, 0): the syscall's number on the two architectures the
 # images are built for (x86-64, arm64); None elsewhere (not compared).
 _IOPRIO_GET = {"x86_64": 252, "aarch64": 31}.get(os.uname().machine)
@@ -96,6 +119,50 @@ def inherited_state():
     state.append(("affinity", sorted(os.sched_getaffinity(0))))
     state.append(("policy", os.sched_getscheduler(0)))
     return state
+
+
+class ExitWatch:
+    """A descriptor that becomes readable when the child `pid` exits, for a poll beside its
+    pipes: its pidfd (Linux 5.3); where pidfd_open is not there (gVisor's runsc 20221219
+    answers ENOSYS), the read end of a pipe that SIGCHLD writes to (signal.set_wakeup_fd,
+    main thread only). Readable says only "look": exited() asks waitid with WNOWAIT, so the
+    child stays for its owner to reap, and a SIGCHLD of another child is no exit."""
+
+    def __init__(self, pid):
+        self.pid = pid
+        self.pipe = None
+        try:
+            self.fd = os.pidfd_open(pid)
+            return
+        except OSError:
+            pass
+        self.pipe = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        self.fd = self.pipe[0]
+        self.handler = signal.signal(signal.SIGCHLD, lambda *_: None)
+        self.wakeup = signal.set_wakeup_fd(self.pipe[1], warn_on_full_buffer=False)
+        if self.exited():  # it exited before the handler: its SIGCHLD is gone
+            os.write(self.pipe[1], b"x")
+
+    def exited(self):
+        if self.pipe is not None:
+            try:
+                while os.read(self.fd, 512):
+                    pass
+            except BlockingIOError:
+                pass
+        try:
+            return os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+        except ChildProcessError:
+            return True
+
+    def close(self):
+        if self.pipe is None:
+            os.close(self.fd)
+            return
+        signal.set_wakeup_fd(self.wakeup)
+        signal.signal(signal.SIGCHLD, self.handler)
+        os.close(self.pipe[0])
+        os.close(self.pipe[1])
 
 
 def main():
@@ -270,16 +337,16 @@ def run(argv, stdin_data, cap, send, fork=None):
         proc.stdin.close()
     # The process's exit ends the answer even while a child it left holds its pipes
     # (as docker exec ends when its process exits).
-    exited = os.pidfd_open(proc.pid)
-    sel.register(exited, selectors.EVENT_READ)
+    exited = ExitWatch(proc.pid)
+    sel.register(exited.fd, selectors.EVENT_READ)
 
     open_fds = set(kinds)
     done = False
     while open_fds and not done:
         for key, _ in sel.select():
             fd = key.fd
-            if fd == exited:
-                done = True
+            if fd == exited.fd:
+                done = exited.exited()
             elif fd == stdin_fd:
                 try:
                     n = os.write(fd, pending[:CHUNK])
@@ -312,7 +379,7 @@ def run(argv, stdin_data, cap, send, fork=None):
                 break
             output.add(kinds[fd], data)
     sel.close()
-    os.close(exited)
+    exited.close()
     if not proc.stdin.closed:
         try:
             proc.stdin.close()

@@ -391,3 +391,35 @@ TEST_CASE(
     CHECK(in_code.count(name));
   }
 }
+
+TEST_CASE(
+    "config: SANDBOX_RUNTIMES: runtime names in order (the first the default), a bad or repeated "
+    "one refused, a gVisor default refused with allowlist",
+    "[config][runtime]") {
+  CHECK(loaded(keyed()).runtimes.empty());
+  CHECK(default_runtime(loaded(keyed())).empty());
+  const auto listed = loaded(keyed({{"SANDBOX_RUNTIMES", " runsc, runc ,,"}}));
+  CHECK(listed.runtimes == std::vector<std::string>{"runsc", "runc"});
+  CHECK(default_runtime(listed) == "runsc");
+  CHECK(errors_of(keyed({{"SANDBOX_RUNTIMES", "runc,run sc"}})) ==
+        std::vector<std::string>{"SANDBOX_RUNTIMES: not a runtime name: \"run sc\""});
+  CHECK(errors_of(keyed({{"SANDBOX_RUNTIMES", "runc,runc"}})) ==
+        std::vector<std::string>{"SANDBOX_RUNTIMES: \"runc\" is listed twice"});
+  const environment allowlist = {{"SANDBOX_NETWORK", "allowlist"},
+                                 {"SANDBOX_EGRESS_ALLOW", "pypi.org"}};
+  auto with = [&](const std::string& runtimes) {
+    environment env = allowlist;
+    env.emplace("SANDBOX_RUNTIMES", runtimes);
+    return keyed(env);
+  };
+  CHECK(errors_of(with("runsc,runc")) ==
+        std::vector<std::string>{
+            "SANDBOX_RUNTIMES: the default runtime runsc (gVisor) cannot serve "
+            "SANDBOX_NETWORK=allowlist: its sandboxes have no network of their own (runsc "
+            "--network=none); list runc first"});
+  CHECK(loaded(with("runc,runsc")).runtimes.size() == 2);  // runsc refused per create instead
+  CHECK(gvisor_runtime("runsc"));
+  CHECK(gvisor_runtime("runsc-kvm"));
+  CHECK_FALSE(gvisor_runtime("runc"));
+  CHECK_FALSE(gvisor_runtime("runscx"));
+}

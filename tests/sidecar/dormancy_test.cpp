@@ -440,6 +440,7 @@ TEST_CASE("dormancy: a record reads back as the session it was written from", "[
   s.nano_cpus = 500000000;
   s.metadata = {{"x", "y"}};
   s.restored_generation = "g7";
+  s.runtime = "runsc";
   auto back = records.session_of(records.record_of(s));
   REQUIRE(back);
   CHECK(back->id == s.id);
@@ -449,6 +450,7 @@ TEST_CASE("dormancy: a record reads back as the session it was written from", "[
   CHECK(back->ttl_seconds == 60);
   CHECK(back->kernel == "python");
   CHECK(back->image == "python:3.12");
+  CHECK(back->runtime == "runsc");  // it wakes on the runtime it was made on
   CHECK(back->env == s.env);
   CHECK(back->entrypoint == s.entrypoint);
   CHECK(back->memory_bytes == s.memory_bytes);

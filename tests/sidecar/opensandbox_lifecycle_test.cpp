@@ -950,3 +950,45 @@ TEST_CASE(
     CHECK(f.core.registry.size() == 0);
   }
 }
+
+TEST_CASE(
+    "opensandbox create: extensions.secureRuntime picks one of SANDBOX_RUNTIMES, anything else is "
+    "400 with the list before the engine is asked",
+    "[opensandbox][runtime]") {
+  config c = os_config();
+  c.runtimes = {"runc", "runsc"};
+  os_front f(c);
+  for (const auto& [asked, message] : std::vector<std::pair<std::string, std::string>>{
+           {"kata", "extensions.secureRuntime: runtime kata is not offered (offered: runc, runsc)"},
+           {"", "extensions.secureRuntime: runtime  is not offered (offered: runc, runsc)"}}) {
+    CAPTURE(asked);
+    auto refused = f.call("POST", "/v1/sandboxes",
+                          body_with({{"extensions", R"({"secureRuntime":")" + asked + "\"}"}}));
+    CHECK(refused.status == 400);
+    CHECK(refused.body == bad(message));
+  }
+  CHECK(f.engine.count("create") == 0);
+  // Asked: in the create body and the labels; none asked: the default (the first), no label.
+  const std::string gvisor = f.create({{"extensions", R"({"secureRuntime":"runsc"})"}});
+  auto k = f.engine.find(std::string(container_prefix) + gvisor);
+  REQUIRE(k);
+  json body(k->body);
+  std::string_view runtime;
+  CHECK(body.doc["HostConfig"]["Runtime"].get(runtime) == simdjson::SUCCESS);
+  CHECK(runtime == "runsc");
+  CHECK(labels_of(f.engine, gvisor, runtime_label) == "runsc");
+  const std::string plain = f.create();
+  json plain_body(f.engine.find(std::string(container_prefix) + plain)->body);
+  CHECK(plain_body.doc["HostConfig"]["Runtime"].get(runtime) == simdjson::SUCCESS);
+  CHECK(runtime == "runc");
+  CHECK(labels_of(f.engine, plain, runtime_label) == "<none>");
+  // With no SANDBOX_RUNTIMES: no Runtime in any create, and none may be asked.
+  os_front none;
+  auto refused = none.call("POST", "/v1/sandboxes",
+                           body_with({{"extensions", R"({"secureRuntime":"runc"})"}}));
+  CHECK(refused.body == bad("extensions.secureRuntime: runtime runc is not offered (this sidecar "
+                            "offers none: SANDBOX_RUNTIMES is empty)"));
+  const std::string engines = none.create();
+  json engines_body(none.engine.find(std::string(container_prefix) + engines)->body);
+  CHECK(engines_body.doc["HostConfig"]["Runtime"].error() == simdjson::NO_SUCH_FIELD);
+}

@@ -1,6 +1,8 @@
 // The Aivory front's session routes over a session core on the fake engine: each body
 // parsed once (the 422 FastAPI shapes, the 400s), the core's results and refusals written
 // byte-for-byte as the Aivory sidecar answers them.
+#include <simdjson.h>
+
 #include <catch2/catch.hpp>
 
 #include "core/session_core.hpp"
@@ -122,4 +124,75 @@ TEST_CASE("aivory sessions: a known kernel is created under its own name", "[fro
   auto k = f.engine.find(std::string(container_prefix) + sid);
   REQUIRE(k);
   CHECK(k->labels.at(std::string(kernel_label)) == "python");
+}
+
+TEST_CASE(
+    "aivory sessions: `runtime` picks one of SANDBOX_RUNTIMES, written in the create body and "
+    "the labels; anything else is 400 with the list, nothing made",
+    "[front][runtime]") {
+  config c = plain();
+  c.runtimes = {"runc", "runsc"};
+  front_rig f(c);
+  const struct {
+    const char* body;
+    unsigned status;
+    const char* answer;
+  } table[] = {
+      {R"({"runtime":"kata"})", 400,
+       R"x({"detail":"runtime kata is not offered (offered: runc, runsc)"})x"},
+      {R"({"runtime":"RUNSC"})", 400,
+       R"x({"detail":"runtime RUNSC is not offered (offered: runc, runsc)"})x"},
+      {R"({"kernel":"python","runtime":"runsc"})", 400,
+       R"x({"detail":"kernel sessions are not offered on runtime runsc (gVisor): a cell could reach the kernel driver's pipes through /proc there"})x"},
+      {R"({"runtime":1})", 422,
+       R"({"detail":[{"loc":["body","runtime"],"msg":"str type expected","type":"type_error.str"}]})"},
+  };
+  for (const auto& r : table) {
+    CAPTURE(r.body);
+    auto answer = f.call("POST", "/sessions", r.body);
+    CHECK(answer.status == r.status);
+    CHECK(answer.body == r.answer);
+  }
+  CHECK(f.engine.count("create") == 0);
+  auto runtime_of = [](front_rig& rig, const std::string& made) {
+    auto k = rig.engine.find(std::string(container_prefix) + made.substr(15, 32));
+    REQUIRE(k);
+    simdjson::dom::parser p;
+    std::string_view runtime;
+    if (p.parse(k->body)["HostConfig"]["Runtime"].get(runtime) != simdjson::SUCCESS)
+      return std::string("<none>");
+    auto label = k->labels.find(std::string(runtime_label));
+    return std::string(runtime) + " " +
+           (label == k->labels.end() ? std::string("<no label>") : label->second);
+  };
+  auto gvisor = f.call("POST", "/sessions", R"({"runtime":"runsc"})");
+  REQUIRE(gvisor.status == 200);
+  CHECK(runtime_of(f, gvisor.body) == "runsc runsc");
+  auto asked_default = f.call("POST", "/sessions", R"({"runtime":"runc"})");
+  REQUIRE(asked_default.status == 200);
+  CHECK(runtime_of(f, asked_default.body) == "runc <no label>");
+  auto none = f.call("POST", "/sessions", "{}");
+  REQUIRE(none.status == 200);
+  CHECK(runtime_of(f, none.body) == "runc <no label>");
+  // With no SANDBOX_RUNTIMES, today's create: no Runtime, and none may be asked.
+  front_rig engines_default;
+  CHECK(
+      engines_default.call("POST", "/sessions", R"({"runtime":"runc"})").body ==
+      R"x({"detail":"runtime runc is not offered (this sidecar offers none: SANDBOX_RUNTIMES is empty)"})x");
+  CHECK(runtime_of(engines_default, engines_default.call("POST", "/sessions", "{}").body) ==
+        "<none>");
+}
+
+TEST_CASE("aivory sessions: runsc with SANDBOX_NETWORK=allowlist is refused with the reason",
+          "[front][runtime]") {
+  config c = plain();
+  c.runtimes = {"runc", "runsc"};
+  c.network = "allowlist";
+  front_rig f(c);
+  auto answer = f.call("POST", "/sessions", R"({"runtime":"runsc"})");
+  CHECK(answer.status == 400);
+  CHECK(
+      answer.body ==
+      R"x({"detail":"runtime runsc (gVisor) cannot serve SANDBOX_NETWORK=allowlist: its sandbox has no network of its own (runsc --network=none), so the egress proxy is out of its reach"})x");
+  CHECK(f.engine.calls().empty());
 }

@@ -53,9 +53,9 @@ std::optional<refusal> kernel_executor::drop_driver(session& s, std::string_view
   // The kernel is multi-threaded: killed, it shows as a zombie with live threads ("Zl",
   // alive to only_own_processes) until its last thread has gone. A process still there is
   // swept again, up to three times, before it counts as one that outlived the sweep.
-  auto outcome = ctx_.containers.sweep_cell_processes(s.container);
+  auto outcome = ctx_.containers.sweep_cell_processes(s.container, s.runtime);
   for (int again = 0; again < 3 && outcome == session_containers::sweep_outcome::tainted; ++again)
-    outcome = ctx_.containers.sweep_cell_processes(s.container);
+    outcome = ctx_.containers.sweep_cell_processes(s.container, s.runtime);
   s.sweep_before_runner = outcome != session_containers::sweep_outcome::clean;
   if (outcome == session_containers::sweep_outcome::tainted) return end_tainted_session(ctx_, s);
   return std::nullopt;

@@ -127,7 +127,7 @@ std::optional<std::string> plain_executor::clean_up(session& s, const cell_files
           " 2>/dev/null; printf '\\0'; " + std::string(find_outputs) + "; rm -f " +
           shell_quote(f.before_file) + " " + shell_quote(f.oom_file)};
   std::string listing = ctx_.containers.run_in(s.container, std::move(cmd), 15s).stdout_data;
-  const auto outcome = ctx_.containers.only_own_processes(s.container);
+  const auto outcome = ctx_.containers.only_own_processes(s.container, s.runtime);
   if (outcome == session_containers::sweep_outcome::tainted) {
     ended = end_tainted_session(ctx_, s);
     return std::nullopt;
@@ -137,7 +137,7 @@ std::optional<std::string> plain_executor::clean_up(session& s, const cell_files
 }
 
 session_containers::sweep_outcome plain_executor::sweep(session& s) const {
-  const auto outcome = ctx_.containers.sweep_cell_processes(s.container);
+  const auto outcome = ctx_.containers.sweep_cell_processes(s.container, s.runtime);
   s.sweep_before_runner = outcome != session_containers::sweep_outcome::clean;
   return outcome;
 }

@@ -436,6 +436,31 @@ std::string show_images(const config& c) {
   return shown_or_none(join(c.images));
 }
 
+// SANDBOX_RUNTIMES: OCI runtime names as the engine registers them (dockerd's runtime names:
+// letters, digits, '-', '_', '.'), comma-separated, each once.
+void read_runtimes(const std::string& name, const std::string& value, config& c,
+                   error_list& errors) {
+  for (std::size_t start = 0; start <= value.size();) {
+    auto end = std::min(value.find(',', start), value.size());
+    const std::string entry = trim(value.substr(start, end - start));
+    start = end + 1;
+    if (entry.empty()) continue;
+    const bool ok = entry.size() <= 64 && std::all_of(entry.begin(), entry.end(), [](char ch) {
+                      return std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' ||
+                             ch == '_' || ch == '.';
+                    });
+    if (!ok)
+      errors.push_back(name + ": not a runtime name: \"" + entry + "\"");
+    else if (std::find(c.runtimes.begin(), c.runtimes.end(), entry) != c.runtimes.end())
+      errors.push_back(name + ": \"" + entry + "\" is listed twice");
+    else
+      c.runtimes.push_back(entry);
+  }
+}
+std::string show_runtimes(const config& c) {
+  return shown_or_none(join(c.runtimes));
+}
+
 // An absolute directory path, without a trailing '/' (the root itself aside).
 std::optional<std::string> absolute_path_check(const std::string& path) {
   if (path.starts_with('/') && (path == "/" || !path.ends_with('/')) &&
@@ -490,6 +515,9 @@ const variable variables[] = {
     {"SANDBOX_LISTEN", text(&config::listen, "host:port, tcp://host:port or unix:///path")},
     {"SANDBOX_IMAGE", text(&config::image, "an image reference")},
     {"SANDBOX_IMAGES", custom_kind{read_images, show_images, "image references, comma-separated"}},
+    {"SANDBOX_RUNTIMES", custom_kind{read_runtimes, show_runtimes,
+                                     "OCI runtime names, comma-separated; the first is "
+                                     "the default"}},
     {"SANDBOX_MAX_SANDBOX_TIMEOUT_SECONDS", integer(&config::max_sandbox_timeout_seconds, 60)},
     {"SANDBOX_HOST_VOLUME_ROOT", text(&config::host_volume_root, "an absolute path",
                                       text_form::as_written, absolute_path_check)},
@@ -664,6 +692,15 @@ void check_allowlist_names_hosts(const config& c, error_list& errors) {
         "directory the sidecar writes and the egress proxy reads (its EGRESS_POLICY_DIR)");
 }
 
+// A gVisor default runtime has no network for the sessions' egress (registered with
+// --network=none): every allowlist session would be refused, so the start is.
+void check_runtimes(const config& c, error_list& errors) {
+  if (c.network == "allowlist" && !c.runtimes.empty() && gvisor_runtime(c.runtimes.front()))
+    errors.push_back("SANDBOX_RUNTIMES: the default runtime " + c.runtimes.front() +
+                     " (gVisor) cannot serve SANDBOX_NETWORK=allowlist: its sandboxes have no "
+                     "network of their own (runsc --network=none); list runc first");
+}
+
 // Never open by mistake: running without a key is a choice the operator writes down.
 void check_auth(const config& c, error_list& errors) {
   if (c.api_key.empty() && !c.allow_no_auth)
@@ -682,6 +719,7 @@ config_result load_config(const std::map<std::string, std::string>& env) {
   check_fleet(c, r.errors);
   check_tmpfs_within_memory(c, r.errors);
   check_allowlist_names_hosts(c, r.errors);
+  check_runtimes(c, r.errors);
   check_auth(c, r.errors);
   if (r.errors.empty()) r.value = std::move(c);
   return r;

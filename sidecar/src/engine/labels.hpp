@@ -29,6 +29,9 @@ inline constexpr std::string_view idle_reaped_label = "sandbox.idle_reaped";
 inline constexpr std::string_view metadata_label_prefix = "sandbox.metadata.";
 // Its own egress list (egress_policy_text), when it has one.
 inline constexpr std::string_view egress_policy_label = "sandbox.egress_policy";
+// The OCI runtime it asked for (session.hpp runtime), when not the default: a restarted
+// sidecar adopts it knowing its runtime (the kill sweep's judge differs under gVisor).
+inline constexpr std::string_view runtime_label = "sandbox.runtime";
 inline constexpr std::string_view container_prefix = "dockgate-sbx-";
 // Who runs what in a session container. Cells, the cell runner and every command of the
 // sidecar run as the session user (every exec names it; the gate's sandbox profile forces

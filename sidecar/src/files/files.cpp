@@ -25,7 +25,10 @@ namespace {
 // to the one before (a symlink anywhere is refused, never followed), the file itself with
 // O_NOFOLLOW|O_NONBLOCK and checked with fstat to be a regular file before a byte is read
 // or written (a FIFO neither blocks nor is touched), a read stopped at the limit (a large
-// sparse file never crosses the daemon).
+// sparse file never crosses the daemon). Each directory is also lstat'ed first and the
+// opened one must be that very inode (st_dev, st_ino): gVisor (runsc 20221219) follows a
+// symlink opened with O_DIRECTORY|O_NOFOLLOW (O_NOFOLLOW alone it honours), which had let
+// /files/get read /etc/passwd through a /workspace/etc -> /etc link.
 // When the open fails, the answer is the Aivory sidecar's (realpath, then `test -f`), found
 // with lstat and realpath afterwards — only to choose the answer, never to reach a file:
 //   2 not found (also: a parent missing or not a directory, for a read; a symlink that
@@ -44,6 +47,15 @@ def end(code, why):
     sys.stderr.write(why); sys.exit(code)
 parts = rel.split('/')
 if not rel or any(p in ('', '.', '..') for p in parts): end(5, 'bad path')
+def opendir(p, d):
+    # O_NOFOLLOW, and the inode lstat saw (a kernel that follows the link anyway is caught).
+    st = os.lstat(p, dir_fd=d)
+    if stat.S_ISLNK(st.st_mode): raise OSError(errno.ELOOP, 'a symlink', p)
+    n = os.open(p, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=d)
+    got = os.fstat(n)
+    if (got.st_dev, got.st_ino) != (st.st_dev, st.st_ino):
+        os.close(n); raise OSError(errno.ELOOP, 'changed under the open', p)
+    return n
 def classify():
     # Why the open failed, in the Aivory sidecar's terms; nothing found here is opened.
     for i in range(len(parts)):
@@ -65,7 +77,7 @@ try:
         if mode == 'write':
             try: os.mkdir(p, 0o755, dir_fd=d)
             except FileExistsError: pass
-        n = os.open(p, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=d)
+        n = opendir(p, d)
         os.close(d); d = n
     flags = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
     if mode == 'read': f = os.open(parts[-1], os.O_RDONLY | flags, dir_fd=d)

@@ -53,13 +53,19 @@ def parts_of(rel):
     if any(p in ('', '.', '..') for p in parts): end(5, 'bad path')
     return parts
 def opendir(parts, make=False):
+    # Each directory opened O_NOFOLLOW and checked to be the inode lstat saw: gVisor (runsc
+    # 20221219) follows a symlink opened with O_DIRECTORY|O_NOFOLLOW.
     try:
         d = os.open('/workspace', ND)
         for p in parts:
             if make:
                 try: os.mkdir(p, 0o755, dir_fd=d)
                 except FileExistsError: pass
+            st = os.lstat(p, dir_fd=d)
+            if stat.S_ISLNK(st.st_mode): raise OSError(errno.ELOOP, 'a symlink', p)
             n = os.open(p, ND, dir_fd=d); os.close(d); d = n
+            got = os.fstat(d)
+            if (got.st_dev, got.st_ino) != (st.st_dev, st.st_ino): raise OSError(errno.ELOOP, 'changed', p)
         return d
     except OSError as e: fail(e)
 def lstat_at(parts):

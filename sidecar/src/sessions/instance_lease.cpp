@@ -54,7 +54,12 @@ std::vector<std::string> words(const std::string& s) {
 // The lease container: the smallest container the sandbox profile makes (the gate forces
 // its hardening, and its user, as for a session's), running `sleep`. The heartbeat file is
 // made by the holder's exec (the exec user, which need not be the container's) at once
-// after the start. Its labels name the holder; it has none of a session's.
+// after the start. Its labels name the holder; it has none of a session's. It runs on the
+// sessions' default runtime (SANDBOX_RUNTIMES' first, none: the engine's). Its PIDs limit
+// is 128: a gVisor sandbox's (runsc's) own sentry and gofer threads count against it on the
+// host, about 60 once started and more with each exec; under 64 it does not start, and at 64
+// its heartbeat execs crash the sandbox within a few beats (the lease then looks lost),
+// whether the sidecar asks for runsc or the gate's profile forces it.
 std::string lease_body(const config& c, const lease_holder& h) {
   std::string b = "{\"Image\":";
   client::append_json_string(b, c.image);
@@ -75,9 +80,13 @@ std::string lease_body(const config& c, const lease_holder& h) {
   label(lease_started_label, std::to_string(h.started_at));
   label(lease_process_label, h.process);
   b += R"(},"HostConfig":{"NetworkMode":"none","Memory":33554432,"MemorySwap":33554432,)"
-       R"("NanoCpus":100000000,"PidsLimit":16,"Init":true,"SecurityOpt":["no-new-privileges"],)"
-       R"("CapDrop":["ALL"],"ReadonlyRootfs":true,"Tmpfs":{"/tmp":"rw,nosuid,nodev,size=1m"}}})";
-  return b;
+       R"("NanoCpus":100000000,"PidsLimit":128,"Init":true,"SecurityOpt":["no-new-privileges"],)"
+       R"("CapDrop":["ALL"],"ReadonlyRootfs":true,"Tmpfs":{"/tmp":"rw,nosuid,nodev,size=1m"})";
+  if (const std::string runtime = default_runtime(c); !runtime.empty()) {
+    b += ",\"Runtime\":";
+    client::append_json_string(b, runtime);
+  }
+  return b + "}}";
 }
 
 struct seen_lease {
@@ -128,9 +137,12 @@ std::optional<heartbeat> read_heartbeat(const container_engine& engine, const st
   // Exits 0 while the container runs, with or without a heartbeat yet: a holder between
   // its start and its first beat is alive (watched until it beats or a lease passes), not
   // gone (which sent a starter round its attempts and out with "changed hands").
+  // The mtime from find's %T@ (seconds.fraction, read up to the '.'), not coreutils' stat:
+  // under gVisor (runsc 20221219) its statx with AT_NO_AUTOMOUNT fails with EINVAL on every
+  // path, which read as "no heartbeat yet" for a lease that beats.
   o.cmd = {"sh", "-c",
-           "date +%s; stat -c %Y /tmp/lease-beat 2>/dev/null || echo -; cat /tmp/lease-beat "
-           "2>/dev/null; true"};
+           "date +%s; find /tmp/lease-beat -maxdepth 0 -printf '%T@\\n' 2>/dev/null || echo -; "
+           "cat /tmp/lease-beat 2>/dev/null; true"};
   o.timeout = 20s;
   o.max_stdout = 4096;
   o.user = session_user;

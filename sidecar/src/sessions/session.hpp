@@ -75,6 +75,10 @@ struct session {
   std::int64_t memory_bytes = 0;
   std::int64_t nano_cpus = 0;
   bool idle_reaped = true;
+  // The OCI runtime it asked for, one of SANDBOX_RUNTIMES ("": the default, SANDBOX_RUNTIMES'
+  // first, or the engine's when none is listed): in its create body, its labels and its
+  // dormant record, so that it comes back on the same runtime.
+  std::string runtime;
   // Under SANDBOX_NETWORK=allowlist, its own list (an OpenSandbox sandbox's networkPolicy,
   // never wider than the operator's; empty: no name at all); none: the operator's list.
   std::optional<egress_rules> egress_policy;

@@ -56,6 +56,24 @@ constexpr std::string_view kill_sweep_tail =
     "kill -9 \"$p\" 2>/dev/null && found=1; done; kill -CONT -1 2>/dev/null; [ $found = 0 ] && "
     "break; done;";
 
+// The judge of a sweep under gVisor (runsc), whose processes live in its own kernel: the
+// host's `ps` (ContainerTop) cannot show them (dockerd matches the sandbox's PIDs, 1, 2, …,
+// against the host's process table, so it "finds" the host's init). A fresh exec of the
+// session user reads the guest's /proc instead: every process but itself and the
+// keep-alive user's (uid 65534) that is not a zombie of one thread is one a cell left. Its
+// word is taken only because the guest kernel's Yama ptrace scope (1 or more) keeps a
+// process the cell left from attaching to it (not its descendant), and only as exactly
+// "clean" with exit status 0: a left process can signal it (same uid) or write into its
+// stdout through /proc/PID/fd, never make it end well with that output alone. Its status
+// lines are read last-wins (Name, the cell's to shape, comes first). Builtins only.
+constexpr std::string_view guest_judge =
+    "read -r y < /proc/sys/kernel/yama/ptrace_scope 2>/dev/null || y=; case $y in 1|2|3) ;; *) "
+    "echo no-yama; exit 3;; esac; n=0; for d in /proc/[0-9]*; do [ \"${d#/proc/}\" = $$ ] && "
+    "continue; u=; s=; t=; while read -r k a b c; do case $k in Uid:) u=$b;; State:) s=$a;; "
+    "Threads:) t=$a;; esac; done < $d/status 2>/dev/null || continue; [ -z \"$u\" ] && continue; "
+    "[ \"$u\" = 65534 ] && continue; { [ \"$s\" = Z ] || [ \"$s\" = X ]; } && [ \"$t\" = 1 ] "
+    "&& continue; n=$((n + 1)); done; [ $n = 0 ] && echo clean || echo \"live $n\"";
+
 }  // namespace
 
 std::string kill_cell_processes() {
@@ -86,6 +104,7 @@ void session_containers::append_labels(std::string& b, const std::string& sid, c
     if (s.fuse) label(common::workspace_label, sid);  // the gate binds <root>/<sid> at /workspace
     if (!s.kernel.empty()) label(kernel_label, s.kernel);
     if (!s.image.empty()) label(image_label, s.image);
+    if (!s.runtime.empty()) label(runtime_label, s.runtime);
     if (!s.idle_reaped) label(idle_reaped_label, "0");
     std::lock_guard g(s.facts_mutex);
     if (s.expires_at)
@@ -161,6 +180,13 @@ std::string session_containers::create_body(const std::string& sid, const sessio
     b += "}";
   }
   if (!config_.disk_size.empty()) b += ",\"StorageOpt\":{\"size\":\"" + config_.disk_size + "\"}";
+  // The session's runtime, else SANDBOX_RUNTIMES' first (a pool container's: the default);
+  // none listed: no Runtime, the engine's (or the gate's forced) default.
+  if (const std::string runtime = s.runtime.empty() ? default_runtime(config_) : s.runtime;
+      !runtime.empty()) {
+    b += ",\"Runtime\":";
+    client::append_json_string(b, runtime);
+  }
   return b + "}}";
 }
 
@@ -281,9 +307,9 @@ std::string session_containers::run_isolation_probe(const std::string& container
 }
 
 session_containers::sweep_outcome session_containers::sweep_cell_processes(
-    const std::string& container) const {
+    const std::string& container, const std::string& runtime) const {
   run_in(container, {"sh", "-c", kill_cell_processes()}, 15s);
-  return only_own_processes(container);
+  return only_own_processes(container, runtime);
 }
 
 namespace {
@@ -314,6 +340,45 @@ std::string init_host_uid(const container_engine& engine, const std::string& con
 }  // namespace
 
 session_containers::sweep_outcome session_containers::only_own_processes(
+    const std::string& container, const std::string& runtime) const {
+  // gVisor's processes are out of the host's sight: the guest's own judge. A session on the
+  // engine's default runtime (none named) is asked which runtime it runs on only when the
+  // host's table does not say clean (never on runc's clean path): under gVisor the host's
+  // table holds no row of the init's host PID (unknown) or the host's own processes
+  // (tainted).
+  const std::string named = runtime.empty() ? default_runtime(config_) : runtime;
+  if (gvisor_runtime(named)) return guest_processes(container);
+  const auto seen = host_processes(container);
+  if (seen == sweep_outcome::clean || !named.empty()) return seen;
+  return gvisor_runtime(runtime_of(container)) ? guest_processes(container) : seen;
+}
+
+session_containers::sweep_outcome session_containers::guest_processes(
+    const std::string& container) const {
+  auto judged = run_in(container, {"sh", "-c", std::string(guest_judge)}, 15s, {}, false, {}, 4096);
+  if (!judged.started) return sweep_outcome::unknown;  // the engine could not be asked
+  if (judged.exit_code == 0 && judged.stdout_data == "clean\n") return sweep_outcome::clean;
+  if (judged.exit_code == 3 && judged.stdout_data == "no-yama\n") {
+    std::cerr << "dockgate-sidecar: container " << container.substr(0, 12)
+              << ": the guest kernel has no Yama ptrace scope: a sweep is never judged clean"
+              << std::endl;
+    return sweep_outcome::unknown;
+  }
+  return sweep_outcome::tainted;  // a process lives, or one stopped, killed or shaped the judge
+}
+
+std::string session_containers::runtime_of(const std::string& container) const {
+  auto r = engine_.inspect(container, 20s);
+  simdjson::dom::parser p;
+  simdjson::dom::element doc;
+  std::string_view runtime;
+  if (r.status != 200 || p.parse(r.body).get(doc) != simdjson::SUCCESS ||
+      doc["HostConfig"]["Runtime"].get_string().get(runtime) != simdjson::SUCCESS)
+    return {};
+  return std::string(runtime);
+}
+
+session_containers::sweep_outcome session_containers::host_processes(
     const std::string& container) const {
   // `ps -o pid,uid,stat` on the host, limited by the daemon to the container's processes:
   // what a process in the container cannot shape (numeric uids, the kernel's states).

@@ -75,13 +75,17 @@ class session_containers {
   // the container's init and its `sleep`, then the outcome judged from the host
   // (only_own_processes). A plain sweep is an exec of the session user: a process a cell
   // left can stop or trace it, so its own word is never taken.
+  // `runtime`: the session's (session::runtime; "": the default).
   enum class sweep_outcome { clean, tainted, unknown };
-  sweep_outcome sweep_cell_processes(const std::string& container) const;
-  // The engine's process table of `container` (ContainerTop, read on the host): clean when
-  // every process is the container's own (the keep-alive's uid) or a zombie with no live
-  // thread; tainted when a process of the session user lives; unknown when the engine
-  // could not say.
-  sweep_outcome only_own_processes(const std::string& container) const;
+  sweep_outcome sweep_cell_processes(const std::string& container,
+                                     const std::string& runtime) const;
+  // Whether only the container's own processes live in `container`: on runc (and any
+  // runtime whose processes are the host's) the engine's process table (ContainerTop, read
+  // on the host): clean when every process is the container's own (the keep-alive's uid)
+  // or a zombie with no live thread; tainted when a process of the session user lives;
+  // unknown when the engine could not say. On gVisor (runsc), whose processes the host
+  // cannot see, the guest's own judge (guest_processes, the .cpp says why its word holds).
+  sweep_outcome only_own_processes(const std::string& container, const std::string& runtime) const;
 
   // The configured image's ID ("" if it cannot be inspected).
   std::string image_id() const;
@@ -101,6 +105,11 @@ class session_containers {
   void remove_unused_network(const std::string& sid) const;
 
  private:
+  sweep_outcome host_processes(const std::string& container) const;
+  sweep_outcome guest_processes(const std::string& container) const;
+  // HostConfig.Runtime as the daemon recorded it ("" if it cannot be read).
+  std::string runtime_of(const std::string& container) const;
+
   const config& config_;
   const container_engine& engine_;
   const executor_hooks& executors_;

@@ -113,7 +113,8 @@ outcome<created_session> session_lifecycle::create_session(const create_request&
 
 bool session_lifecycle::poolable(const create_request& r) const {
   return (!r.image || *r.image == config_.image) && r.env.empty() && r.memory_bytes == 0 &&
-         r.nano_cpus == 0 && !r.egress_policy;
+         r.nano_cpus == 0 && !r.egress_policy &&
+         (!r.runtime || *r.runtime == default_runtime(config_));
 }
 
 std::optional<refusal> session_lifecycle::image_missing(const create_request& r, bool warm) const {
@@ -151,6 +152,7 @@ std::shared_ptr<session> session_lifecycle::new_session(const create_request& r,
   s->memory_bytes = r.memory_bytes;
   s->nano_cpus = r.nano_cpus;
   s->idle_reaped = r.idle_reaped;
+  s->runtime = r.runtime && *r.runtime != default_runtime(config_) ? *r.runtime : std::string();
   s->metadata = r.metadata;
   s->expires_at = r.expires_at;
   s->egress_policy = r.egress_policy;
@@ -468,6 +470,7 @@ namespace {
 // What a client said of the session beside its code (session.hpp), as its labels keep it.
 void read_client_facts(const session_containers::listed& labelled, session& s) {
   if (const std::string* image = label_of(labelled, image_label)) s.image = *image;
+  if (const std::string* runtime = label_of(labelled, runtime_label)) s.runtime = *runtime;
   if (const std::string* at = label_of(labelled, created_label))
     s.created_at = std::chrono::system_clock::time_point(
         std::chrono::seconds(std::strtoll(at->c_str(), nullptr, 10)));
@@ -527,7 +530,7 @@ bool session_lifecycle::settle_adopted(session& s) {
   // be alive. They end now (nothing a cell starts outlives its answer, and none may
   // meet the session's next runner: cells.cpp). One the sweep could not end ends the
   // container; when the host could not say, the next cell sweeps again first.
-  const auto swept = containers_.sweep_cell_processes(s.container);
+  const auto swept = containers_.sweep_cell_processes(s.container, s.runtime);
   if (swept == session_containers::sweep_outcome::tainted) {
     std::cerr << "dockgate-sidecar: session " << s.id
               << ": a process left by a cell outlived the kill sweep; its container is removed"
@@ -642,10 +645,13 @@ session_record session_lifecycle::record_of(const session& s) const {
 
 void session_lifecycle::write_sealed_facts(const session& s, session_record& r) const {
   const bool none = s.image.empty() && !s.memory_bytes && !s.nano_cpus && s.idle_reaped &&
-                    s.entrypoint.empty() && s.env.empty() && s.metadata.empty() && !s.expires_at;
+                    s.entrypoint.empty() && s.env.empty() && s.metadata.empty() && !s.expires_at &&
+                    s.runtime.empty();
   if (none) return;  // an Aivory session's record stays as it was
   std::string j = "{\"image\":";
   client::append_json_string(j, s.image);
+  j += ",\"runtime\":";
+  client::append_json_string(j, s.runtime);
   j += ",\"memory_bytes\":" + std::to_string(s.memory_bytes);
   j += ",\"nano_cpus\":" + std::to_string(s.nano_cpus);
   j += std::string(",\"idle_reaped\":") + (s.idle_reaped ? "true" : "false");
@@ -719,6 +725,12 @@ std::optional<refusal> session_lifecycle::read_sealed_facts(const session_record
   if (!s.image.empty() && s.image != config_.image &&
       std::find(config_.images.begin(), config_.images.end(), s.image) == config_.images.end())
     return refused("its image " + s.image + " is not one of this sidecar's (SANDBOX_IMAGES)");
+  // Its runtime (absent in a record older than the field: the default), one of this
+  // member's: never brought back on another.
+  std::string_view runtime;
+  if (o["runtime"].get_string().get(runtime) == simdjson::SUCCESS) s.runtime = runtime;
+  if (!s.runtime.empty() && s.runtime != default_runtime(config_))
+    if (auto why = runtime_refusal(config_, s.runtime)) return refused("its " + *why);
   if (s.memory_bytes < 0 || s.memory_bytes >= config_.memory_bytes) s.memory_bytes = 0;
   if (s.nano_cpus < 0 || s.nano_cpus >= config_.nano_cpus) s.nano_cpus = 0;
   s.idle_reaped = reaped;

@@ -4,6 +4,7 @@
 // session_routes.cpp for the Aivory API), and what the core answers. No HTTP here.
 // Internal to the sidecar library.
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -11,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "dockgate/sidecar/config.hpp"
 #include "egress/egress_policy.hpp"
 #include "sessions/workspace/archive_store.hpp"
 #include "storage/storage.hpp"
@@ -52,7 +54,31 @@ struct create_request {
   // and process group, detached: the sandbox's main process as a client sees it (the
   // container's own keep-alive stays PID 1's child). Empty: none.
   std::vector<std::string> entrypoint;
+  // The OCI runtime asked for, one of SANDBOX_RUNTIMES (runtime_refusal checked it); none:
+  // the default, SANDBOX_RUNTIMES' first (or, with none listed, the engine's). Only a
+  // session of the default runtime takes a warm container (the pool holds no other).
+  std::optional<std::string> runtime;
 };
+
+// Why a session cannot run on `runtime` (asked by name): a name not in SANDBOX_RUNTIMES
+// (the list is said), or a gVisor runtime where its sandbox cannot be served: with
+// SANDBOX_NETWORK=allowlist (runsc runs here with --network=none, so the sandbox has its
+// loopback only and never reaches the egress proxy). None: it can. Asked before any
+// engine call, by each front in its own error format.
+inline std::optional<std::string> runtime_refusal(const config& c, std::string_view runtime) {
+  std::string listed;
+  for (const auto& r : c.runtimes) listed += (listed.empty() ? "" : ", ") + r;
+  if (std::find(c.runtimes.begin(), c.runtimes.end(), runtime) == c.runtimes.end())
+    return "runtime " + std::string(runtime) + " is not offered (" +
+           (listed.empty() ? std::string("this sidecar offers none: SANDBOX_RUNTIMES is empty")
+                           : "offered: " + listed) +
+           ")";
+  if (gvisor_runtime(runtime) && c.network == "allowlist")
+    return "runtime " + std::string(runtime) +
+           " (gVisor) cannot serve SANDBOX_NETWORK=allowlist: its sandbox has no network of "
+           "its own (runsc --network=none), so the egress proxy is out of its reach";
+  return std::nullopt;
+}
 
 struct created_session {
   std::string session_id;

@@ -36,6 +36,15 @@ struct config {
   // comma-separated; each must be on the engine already (none is pulled). SANDBOX_IMAGE is
   // always one of them.
   std::vector<std::string> images;
+  // SANDBOX_RUNTIMES: the OCI runtimes a session may ask for by name (Aivory's `runtime`,
+  // OpenSandbox's extensions.secureRuntime), comma-separated, as the engine registers them
+  // (e.g. "runc,runsc"); the first is the default, written in every create that asks for
+  // none and the only one the warm pool holds. Empty (the default): no `Runtime` in any
+  // create (the engine's, or the gate's forced, default) and every runtime asked is refused.
+  // A gVisor runtime ("runsc", "runsc-…") is one whose sandbox has no network of its own
+  // (registered with --network=none, scripts/engine.sh): SANDBOX_NETWORK=allowlist sessions
+  // cannot run on it (docs/sidecar.md, "gVisor").
+  std::vector<std::string> runtimes;
   // SANDBOX_MAX_SANDBOX_TIMEOUT_SECONDS: the longest OpenSandbox `timeout` (its sandbox's
   // life) a create may ask for; longer is refused (400).
   std::int64_t max_sandbox_timeout_seconds = 86400;
@@ -178,6 +187,20 @@ std::vector<config_variable> config_variables();
 // its subdomains). Never an IP literal: the allowlist names hosts, and an address would
 // let a cell reach whatever answers there under no name at all.
 bool valid_egress_name(std::string_view name);
+
+// Whether the engine's runtime `name` is gVisor's runsc (Docker's customary names: "runsc",
+// "runsc-kvm", "runsc-debug", …): a guest kernel of its own, whose processes the host's
+// `ps` does not show (the kill sweep's judge, session_containers.cpp) and whose sandbox has
+// no network of its own here (registered with --network=none).
+inline bool gvisor_runtime(std::string_view name) {
+  return name == "runsc" || name.starts_with("runsc-");
+}
+
+// The runtime every session create that asks for none is written with: SANDBOX_RUNTIMES'
+// first; "" with none listed (no `Runtime` in the create body: the engine's default).
+inline std::string default_runtime(const config& c) {
+  return c.runtimes.empty() ? std::string() : c.runtimes.front();
+}
 
 // Docker's size syntax: 512m, 2g, 1024 (bytes), 1.5g.
 std::optional<std::int64_t> parse_size(std::string_view text);

@@ -16,8 +16,9 @@ namespace dockgate::sidecar::aivory {
 
 namespace {
 
-// POST /sessions {"idle_ttl_sec"?, "archive_key"?, "kernel"?, "storage"?}: the request, or
-// the answer (422 a field of the wrong type, 400 an unknown kernel or unusable storage).
+// POST /sessions {"idle_ttl_sec"?, "archive_key"?, "kernel"?, "storage"?, "runtime"?}: the
+// request, or the answer (422 a field of the wrong type, 400 an unknown kernel, a runtime not
+// offered or unusable storage).
 std::optional<http_reply> parse_create(const std::string& body, const config& c,
                                        create_request& out) {
   body_fields f(body, true);
@@ -26,6 +27,7 @@ std::optional<http_reply> parse_create(const std::string& body, const config& c,
   out.idle_ttl_sec = f.integer("idle_ttl_sec", err);
   auto key = f.string("archive_key", false, err);
   auto kernel = f.string("kernel", false, err);
+  auto runtime = f.string("runtime", false, err);
   if (err) return *err;
   // An archive key that is not a valid one is not used: the session ID is the key.
   if (key && valid_archive_key(*key)) out.archive_key = *key;
@@ -35,6 +37,18 @@ std::optional<http_reply> parse_create(const std::string& body, const config& c,
     if (!known) return detail(400, "unknown kernel: " + *kernel + " (known: python)");
     out.kernel = *known;
   }
+  // A runtime is one of the operator's (SANDBOX_RUNTIMES), refused with the list otherwise.
+  if (runtime) {
+    if (auto why = runtime_refusal(c, *runtime)) return detail(400, *why);
+    out.runtime = *runtime;
+  }
+  // A kernel's driver rests on its /proc/PID/fd being closed to the cell's uid, which gVisor
+  // (runsc 20221219) does not keep (kernel.py fd_wall_holds): refused, not served unwalled.
+  if (const std::string on = out.runtime ? *out.runtime : default_runtime(c);
+      !out.kernel.empty() && gvisor_runtime(on))
+    return detail(400, "kernel sessions are not offered on runtime " + on +
+                           " (gVisor): a cell could reach the kernel driver's pipes through "
+                           "/proc there");
   // A storage block the sidecar cannot use is refused now, not found out at delete.
   auto storage = request_storage(body, c);
   if (storage.error) return detail(400, *storage.error);

@@ -415,7 +415,10 @@ problem read_refused(object body) {
   return std::nullopt;
 }
 
-problem read_extensions(object body) {
+// extensions.secureRuntime: the sandbox's Docker runtime by name (OpenSandbox chooses its
+// secure runtime only server-wide, [secure_runtime] docker_runtime, and has no field for it
+// in a create: this key is dockgate's), one of SANDBOX_RUNTIMES.
+problem read_extensions(object body, const config& c, create_request& out) {
   element v;
   object extensions;
   if (body["extensions"].get(v) != simdjson::SUCCESS || v.is_null()) return std::nullopt;
@@ -424,6 +427,11 @@ problem read_extensions(object body) {
   for (auto [k, value] : extensions) {
     auto s = text_of(value);
     if (!s) return "extensions." + valid_utf8(k) + ": must be a string";
+    if (k == "secureRuntime") {
+      if (auto why = runtime_refusal(c, *s)) return "extensions.secureRuntime: " + *why;
+      out.runtime = std::string(*s);
+      continue;
+    }
     if (k != "access.renew.extend.seconds") continue;  // opaque: accepted, not used
     char* end = nullptr;
     const std::string t(*s);
@@ -454,7 +462,7 @@ parsed<create_request> parse_create_body(const std::string& body, const config& 
        {read_image(fields, c, out), read_entrypoint(fields, out), read_env(fields, out),
         read_metadata(fields, out), read_resource_limits(fields, c, out),
         read_timeout(fields, c, out), read_volumes(fields, c, out),
-        read_network_policy(fields, c, out), read_refused(fields), read_extensions(fields)})
+        read_network_policy(fields, c, out), read_refused(fields), read_extensions(fields, c, out)})
     if (why) return invalid_parameter(*why);
   return out;
 }

@@ -67,6 +67,7 @@ std::string dormant_records::record_of(const session& s) const {
   out += ",\"ttl\":" + std::to_string(s.ttl_seconds);
   field(out, "kernel", s.kernel);
   field(out, "image", s.image);
+  field(out, "runtime", s.runtime);
   out += ",\"env\":";
   append_strings(out, s.env);
   out += ",\"entrypoint\":";
@@ -130,6 +131,8 @@ std::shared_ptr<session> dormant_records::session_of(std::string_view record) co
     s->storage = storage_from_label(simdjson::to_string(where), config_);
     if (!s->storage) return nullptr;
   }
+  std::string_view runtime;  // absent in a record older than the field: the default
+  if (o["runtime"].get_string().get(runtime) == simdjson::SUCCESS) s->runtime = runtime;
   std::string_view restored;
   if (o["restored_generation"].get_string().get(restored) == simdjson::SUCCESS)
     s->restored_generation = std::string(restored);
