@@ -40,14 +40,14 @@ bool runsc_absent() {
 #define REQUIRE_RUNSC() \
   if (runsc_absent()) return
 
-// The shipped sandbox profile with a create's runtime allowed to be runc or runsc (the
-// gate's `allow` rule; its forced default comes with the lead's part of issue 44).
-std::string runsc_profile() {
+// The shipped sandbox profile with its HostConfig.Runtime rule replaced by `rule`; by
+// default the shipped rule itself (runc or runsc, runc when none is named).
+std::string runsc_profile(const std::string& rule = {}) {
   std::string text = run("cat " + repo_root() + "/compose/policies/sandbox.json").output;
-  const std::string anchor = "\"container_create\": {";
-  REQUIRE(text.find(anchor) != std::string::npos);
-  text.replace(text.find(anchor), anchor.size(),
-               anchor + "\n\"HostConfig.Runtime\": {\"allow\": [\"runc\", \"runsc\"]},");
+  const auto at = text.find("\"HostConfig.Runtime\": {");
+  REQUIRE(at != std::string::npos);
+  if (!rule.empty())
+    text.replace(at, text.find('}', at) + 1 - at, "\"HostConfig.Runtime\": " + rule);
   return text;
 }
 
@@ -116,10 +116,19 @@ TEST_CASE(
   // sandbox profile's walls.
   CHECK(inspected(container, "{{.HostConfig.Runtime}}") == "runsc");
   CHECK(inspected(container, "{{index .Config.Labels \"sandbox.runtime\"}}") == "runsc");
+  // The session's isolation report says so too, and its self-test passed under gVisor
+  // (else the create was refused): the runtime from the record, the kernel gVisor's.
+  const auto report = sidecar.call("GET", "/sessions/" + sid, "");
+  INFO(report.body);
+  CHECK(report.status == 200);
+  CHECK(report.body.find(R"("runtime":"runsc")") != std::string::npos);
   CHECK(inspected(container,
                   "{{.HostConfig.ReadonlyRootfs}} {{.HostConfig.NetworkMode}} "
-                  "{{.HostConfig.CapDrop}} {{.HostConfig.SecurityOpt}}") ==
-        "true none [ALL] [no-new-privileges]");
+                  "{{.HostConfig.CapDrop}} {{index .HostConfig.SecurityOpt 0}} "
+                  "{{len .HostConfig.SecurityOpt}}") == "true none [ALL] no-new-privileges 2");
+  // The second: the sandbox profile's seccomp profile, applied in the guest (--oci-seccomp).
+  CHECK(inspected(container, "{{index .HostConfig.SecurityOpt 1}}")
+            .starts_with(R"(seccomp={"name":"dockgate-python",)"));
   // The warm container was not taken: it is still there, on the default runtime.
   CHECK(sidecar.call("GET", "/healthz", "", "").body.find(R"("warm_pool":1)") != std::string::npos);
 
@@ -415,14 +424,10 @@ TEST_CASE(
     "and plain cells are judged in the guest",
     "[integration][sidecar][runsc]") {
   REQUIRE_RUNSC();
-  // The profile forces runsc on every create (docs/security.md, "A stronger wall"); the
+  // The profile forces runsc on every create (docs/security.md, "Runtimes"); the
   // sidecar has no SANDBOX_RUNTIMES and asks for none: it learns the runtime from the
   // daemon's record when the host's table cannot be read for it.
-  std::string text = run("cat " + repo_root() + "/compose/policies/sandbox.json").output;
-  const std::string anchor = "\"container_create\": {";
-  text.replace(text.find(anchor), anchor.size(),
-               anchor + "\n\"HostConfig.Runtime\": {\"force\": \"runsc\"},");
-  proxy_process proxy(text);
+  proxy_process proxy(runsc_profile(R"({"force": "runsc"})"));
   sidecar_process sidecar(proxy, {"SANDBOX_WARM_POOL=0", "SANDBOX_CELL_RUNNER=0"});
   const std::string sid = session_of(sidecar.create(), sidecar);
   CHECK(inspected("dockgate-sbx-" + sid, "{{.HostConfig.Runtime}}") == "runsc");
