@@ -128,7 +128,7 @@ TEST_CASE("aivory sessions: a known kernel is created under its own name", "[fro
 
 TEST_CASE(
     "aivory sessions: `runtime` picks one of SANDBOX_RUNTIMES, written in the create body and "
-    "the labels; anything else is 400 with the list, nothing made",
+    "the labels, anything else is 400 with the list, nothing made",
     "[front][runtime]") {
   config c = plain();
   c.runtimes = {"runc", "runsc"};
